@@ -1,0 +1,11 @@
+#pragma once
+#include "sim/Cli.hpp"
+
+namespace placesim {
+
+// One function per subcommand, each defined in its own sim/Cmd*.cpp file.
+Command command_analyze();
+Command command_check();
+Command command_presets();
+
+}  // namespace placesim

@@ -1,0 +1,39 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strategies/Placement.hpp"
+#include "workloads/JsonReader.hpp"
+
+namespace placesim {
+
+enum class Schedule { GPipe, OneFOneB, Interleaved, PipeDream, PipeDream2BW, LocalSGD };
+
+/// A device mesh (dp x tp x pp) plus the placement of each state along the data-parallel axis, the pipeline
+/// schedule and the knobs of the collectives.
+struct StrategySpec {
+  std::string preset = "custom";
+  std::int64_t dp = 1, tp = 1, pp = 1;
+  bool sp = false;                       ///< sequence parallelism over the tp group (Korthikanti et al.)
+  Schedule schedule = Schedule::OneFOneB;
+  std::int64_t microbatches = 0;         ///< per step per pipeline; 0 = global_batch / (micro_batch * dp)
+  std::int64_t chunks = 1;               ///< interleaved: model chunks v per device
+  std::int64_t noam = 0;                 ///< pipedream: micro-batches admitted at once; 0 = pp
+  std::int64_t replicas = 1;             ///< localsgd: model copies M sharing the pipeline
+  std::int64_t local_steps = 1;          ///< localsgd: H steps between averaging
+  double bucket_bytes = 25e6;            ///< DDP/FSDP gradient bucket size
+  std::string collective = "ring";       ///< "ring" | "tree" | "hierarchical"
+  Placement placement;
+
+  std::int64_t devices() const { return dp * tp * pp; }
+};
+
+/// Parses the "strategy" field: a preset name or an object that may name a "preset" and override its fields
+/// (placement field by field).
+StrategySpec parse_strategy(const Json& value);
+
+std::string to_string(Schedule s);
+std::vector<std::pair<std::string, std::string>> strategy_preset_list();
+
+}  // namespace placesim
