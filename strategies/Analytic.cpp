@@ -92,10 +92,11 @@ CommBytes stage_comm(const Experiment& e, const StageLayout& st) {
   CommBytes c;
   const double shard = d(st.sharded_elems(n));
   if (n > 1) {
-    // Gradients: replicated ones accumulate locally and are all-reduced once; sharded or offloaded ones are
-    // reduce-scattered after every micro-batch, as nothing holds the full gradient between micro-batches.
+    // Gradients: replicated ones accumulate locally and are synchronised once per step: all-reduced when every
+    // replica updates everything, reduce-scattered when each updates only its optimizer shard (ZeRO-1). Sharded or
+    // offloaded ones are reduce-scattered after every micro-batch: nothing holds the full gradient in between.
     if (pl.gradients == Mode::Replicated)
-      at(c, CommClass::DpGradSync) = 2 * d(n - 1) * shard * gb;
+      at(c, CommClass::DpGradSync) = (pl.optimizer == Mode::Replicated ? 2 : 1) * d(n - 1) * shard * gb;
     else
       at(c, CommClass::DpGradSync) = d(m) * d(n - 1) * shard * gb;
     if (pl.parameters == Mode::ShardedWithGather)

@@ -86,7 +86,8 @@ TEST_CASE("Sharded units are padded to a multiple of the shard count, as FSDP an
   Analysis a = analyze(e);
   CHECK(a.memory.optimizer == 251 * 12);
   CHECK(a.memory.parameters == 1001 * 2);
-  // All-reduce of the padded gradient buffer: 2 (N-1) shards of 251 elements; all-gather of updated params.
-  CHECK(a.comm.by_class[static_cast<std::size_t>(CommClass::DpGradSync)] == 2 * 3 * 251 * 2);
+  // Reduce-scatter of the padded gradient buffer (each rank updates only its shard): (N-1) shards of 251 elements;
+  // then the all-gather of the updated parameters.
+  CHECK(a.comm.by_class[static_cast<std::size_t>(CommClass::DpGradSync)] == 3 * 251 * 2);
   CHECK(a.comm.by_class[static_cast<std::size_t>(CommClass::ZeroGather)] == 3 * 251 * 2);
 }

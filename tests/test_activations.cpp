@@ -1,0 +1,64 @@
+// Activation memory per layer follows Korthikanti et al. (arXiv 2205.05198), Table 2 / eqs. 1-4:
+//   no parallelism        sbh(34 + 5as/h)
+//   tensor parallel       sbh(10 + 24/t + 5as/(ht))
+//   TP + sequence par.    sbh(34/t + 5as/(ht))
+//   TP + selective        sbh(10 + 24/t)
+//   TP + SP + selective   34sbh/t
+//   full recompute        2sbh (2sbh/t with SP)
+#include <catch2/catch.hpp>
+
+#include "strategies/Analytic.hpp"
+#include "strategies/Layout.hpp"
+#include "tests/Helpers.hpp"
+
+using namespace placesim;
+
+namespace {
+
+// The 22B model of Korthikanti et al.: s = 2048, h = 6144, a = 64, micro-batch b = 4, t = 8.
+const double s = 2048, b = 4, h = 6144, a = 64, t = 8;
+
+double per_layer(int tp, bool sp, const char* recompute) {
+  Experiment e = test::experiment(R"({"model": "gpt-22b", "training": {"micro_batch": 4, "recompute": ")" +
+                                  std::string(recompute) + R"("}, "strategy": {"tp": )" + std::to_string(tp) +
+                                  R"(, "sp": )" + (sp ? "true" : "false") + "}}");
+  return layer_activation_bytes(e);
+}
+
+}  // namespace
+
+TEST_CASE("Korthikanti activation formulas for none TP TP+SP selective and full recompute") {
+  const double sbh = s * b * h;
+  CHECK(per_layer(1, false, "none") == Approx(sbh * (34 + 5 * a * s / h)).epsilon(1e-12));
+  CHECK(per_layer(8, false, "none") == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  CHECK(per_layer(8, true, "none") == Approx(sbh * (34 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  CHECK(per_layer(8, false, "selective") == Approx(sbh * (10 + 24 / t)).epsilon(1e-12));
+  CHECK(per_layer(8, true, "selective") == Approx(34 * sbh / t).epsilon(1e-12));
+  CHECK(per_layer(1, false, "full") == 2 * sbh);
+  CHECK(per_layer(8, true, "full") == 2 * sbh / t);
+  // By hand: 34 s b h / t with s=2048, b=4, h=6144, t=8 = 213,909,504 bytes per layer.
+  CHECK(per_layer(8, true, "selective") == 213909504.0);
+}
+
+TEST_CASE("1F1B holds at most p micro-batches on the first stage and GPipe holds m") {
+  auto first_stage = [](const char* schedule) {
+    Experiment e = test::experiment(R"({"model": "gpt-22b", "training": {"micro_batch": 1, "global_batch": 16, "recompute": "full"},
+        "strategy": {"pp": 4, "schedule": ")" + std::string(schedule) + R"("}})");
+    Analysis a = analyze(e);
+    return a.stages.front().memory.activations / layer_activation_bytes(e);
+  };
+  // 48 layers over 4 stages = 12 layers per stage, m = 16 micro-batches.
+  CHECK(first_stage("1f1b") == 12 * 4);
+  CHECK(first_stage("gpipe") == 12 * 16);
+  // Interleaved with v = 2: (1 + (p-1)/(p v)) times 1F1B's L = 48 layers: 48 * (1 + 3/8) = 66 layer-equivalents.
+  Experiment e = test::experiment(R"({"model": "gpt-22b", "training": {"micro_batch": 1, "global_batch": 16, "recompute": "full"},
+        "strategy": {"pp": 4, "schedule": "interleaved", "chunks": 2}})");
+  CHECK(analyze(e).stages.front().memory.activations / layer_activation_bytes(e) == 66);
+}
+
+TEST_CASE("Recompute and the activation placement agree after resolution") {
+  Experiment e = test::experiment(R"({"model": "gpt-22b", "training": {"recompute": "selective"}, "strategy": "dp"})");
+  CHECK(e.strategy.placement.activations == Mode::Materialized);
+  Experiment f = test::experiment(R"({"model": "gpt-22b", "strategy": {"placement": {"activations": "materialized"}}})");
+  CHECK(f.training.recompute == Recompute::Full);
+}

@@ -1,0 +1,94 @@
+// The CLI end to end: exit codes and one clear message per kind of bad input.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "tests/Helpers.hpp"
+
+using placesim::test::run_placesim;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  std::string path = "/tmp/placesim-test-" + std::to_string(::getpid()) + "-" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("The issue's two experiments work as written") {
+  std::string out;
+  CHECK(run_placesim("analyze " + write_temp("a.json", R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3", "dp": 64}})"), &out) == 0);
+  auto report = placesim::Json::parse(out);
+  CHECK(report["memory"]["model_states_bytes"].get<double>() == 1.875e9);
+  CHECK(report["communication"]["by_class"]["zero_gather"].get<double>() == 2 * 63 * 117187500.0 * 2);
+  CHECK(run_placesim("analyze --table " + write_temp("b.json", R"({"model": "gpt3-175b", "training": {"global_batch": 1536, "micro_batch": 1, "recompute": "selective"}, "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 8, "dp": 16, "sp": true}})"), &out) == 0);
+  CHECK_THAT(out, Catch::Contains("1024 devices") && Catch::Contains("activations"));
+}
+
+TEST_CASE("Same input gives byte-identical output") {
+  std::string path = write_temp("det.json", R"({"model": "llama3-70b", "strategy": {"preset": "zero2", "dp": 16, "tp": 8}})");
+  std::string first, second;
+  REQUIRE(run_placesim("analyze " + path, &first) == 0);
+  REQUIRE(run_placesim("analyze " + path, &second) == 0);
+  CHECK(first == second);
+}
+
+TEST_CASE("Malformed JSON is reported with line and column") {
+  std::string out;
+  std::string path = write_temp("bad.json", "{\n  \"model\": \"gpt-7.5b\",\n  \"strategy\": {\"dp\": 4,}\n}\n");
+  CHECK(run_placesim("analyze " + path, &out) == 2);
+  CHECK_THAT(out, Catch::Contains(path + ":3:") && Catch::Contains("malformed JSON"));
+}
+
+TEST_CASE("An unknown key is named with the nearest known one") {
+  std::string out;
+  CHECK(run_placesim("check " + write_temp("k.json", R"({"model": "gpt-7.5b", "strategy": {"preset": "zero1", "dpp": 4}})"), &out) == 2);
+  CHECK_THAT(out, Catch::Contains("unknown key strategy.dpp") && Catch::Contains("did you mean 'strategy.dp'"));
+}
+
+TEST_CASE("A missing required field is named") {
+  std::string out;
+  CHECK(run_placesim("check " + write_temp("m.json", R"({"strategy": "dp"})"), &out) == 2);
+  CHECK_THAT(out, Catch::Contains("model is required but missing"));
+}
+
+TEST_CASE("check exits 0 for a valid strategy and 2 naming the broken rule otherwise") {
+  std::string out;
+  CHECK(run_placesim("check " + write_temp("v.json", R"({"model": "gpt-7.5b", "strategy": {"preset": "zero2", "dp": 8}})"), &out) == 0);
+  CHECK_THAT(out, Catch::StartsWith("valid:"));
+  CHECK(run_placesim("check " + write_temp("i.json", R"({"model": "gpt-7.5b", "strategy": {"dp": 8, "placement": {"gradients": "sharded"}}})"), &out) == 2);
+  CHECK_THAT(out, Catch::Contains("gradient integrity"));
+  CHECK(run_placesim("check " + write_temp("h.json", R"({"model": "gpt-7.5b", "strategy": {"tp": 3}})"), &out) == 2);
+  CHECK_THAT(out, Catch::Contains("strategy.tp=3 does not divide model.heads=32"));
+}
+
+TEST_CASE("The --device-memory option refuses a model that does not fit") {
+  std::string out;
+  std::string path = write_temp("fit.json", R"({"model": {"parameters": 7.5e9}, "strategy": "dp"})");
+  CHECK(run_placesim("analyze " + path + " --device-memory 80GiB", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("does not fit"));
+  CHECK(run_placesim("analyze " + path + " --device-memory 80XB", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("--device-memory=\"80XB\": unknown size unit 'XB'"));
+}
+
+TEST_CASE("Unknown subcommands and options suggest the nearest") {
+  std::string out;
+  CHECK(run_placesim("analyse", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("did you mean 'analyze'"));
+  CHECK(run_placesim("analyze --tabel", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("unknown option --tabel (did you mean --table?)"));
+  CHECK(run_placesim("analyze --help", &out) == 0);
+  CHECK_THAT(out, Catch::Contains("--device-memory"));
+}
+
+TEST_CASE("Flags build an experiment without a file") {
+  std::string out;
+  REQUIRE(run_placesim("analyze --model-hf " + std::string(PLACESIM_SOURCE_DIR) +
+                           "/tests/data/hf-llama-2-7b.json --strategy zero3 --set strategy.dp=8", &out) == 0);
+  auto report = placesim::Json::parse(out);
+  CHECK(report["model"]["parameters"].get<double>() == 6738415616.0);
+  CHECK(report["strategy"]["placement_short"].get<std::string>() == "SG/S/S/R");
+  CHECK(report["strategy"]["dp"].get<int>() == 8);
+}
