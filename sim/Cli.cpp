@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "sim/Commands.hpp"
 #include "topology/Units.hpp"
@@ -75,7 +76,8 @@ Json default_experiment_json() {
     "name": "default: GPT-3 175B, Megatron-LM 3D (TP 8, PP 8, DP 16, SP, selective recompute) on 128 DGX A100",
     "model": "gpt3-175b",
     "training": {"global_batch": 1536, "micro_batch": 1, "recompute": "selective"},
-    "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 8, "dp": 16, "sp": true, "schedule": "1f1b"}
+    "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 8, "dp": 16, "sp": true, "schedule": "1f1b"},
+    "cluster": {"preset": "dgx-a100", "nodes": 128}
   })");
 }
 
@@ -84,7 +86,11 @@ Json experiment_json_from_args(const Args& args, bool allow_default, std::string
   const auto& pos = args.positional();
   if (pos.size() > 1) throw InputError("expected one experiment file, got " + std::to_string(pos.size()) + " arguments");
   bool from_flags = args.has("--model") || args.has("--model-hf");
-  if (!pos.empty()) {
+  if (!pos.empty() && pos.front() == "-") {
+    std::stringstream text;
+    text << std::cin.rdbuf();
+    j = parse_json_text(text.str(), "<stdin>");
+  } else if (!pos.empty()) {
     j = read_json_file(pos.front());
     if (base_dir) *base_dir = std::filesystem::path(pos.front()).parent_path().string();
   } else if (from_flags) {
@@ -131,7 +137,9 @@ void write_output(const std::string& path, const std::string& text) {
   if (!out) throw InputError("failed writing '" + path + "'");
 }
 
-std::vector<Command> all_commands() { return {command_analyze(), command_check(), command_presets()}; }
+std::vector<Command> all_commands() {
+  return {command_analyze(), command_check(), command_simulate(), command_presets()};
+}
 
 namespace {
 

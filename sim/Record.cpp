@@ -7,10 +7,12 @@ const char* to_string(Stream s) {
     case Stream::Compute: return "compute";
     case Stream::TpComm: return "tp-comm";
     case Stream::DpComm: return "dp-comm";
+    case Stream::DpGather: return "dp-gather";
     case Stream::PpSend: return "pp-send";
     case Stream::PpRecv: return "pp-recv";
     case Stream::H2D: return "h2d";
     case Stream::D2H: return "d2h";
+    case Stream::Host: return "host-cpu";
   }
   return "?";
 }

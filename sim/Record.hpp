@@ -9,8 +9,8 @@
 namespace placesim {
 
 /// Streams of a device: each runs one task at a time, and they overlap with each other, like CUDA streams.
-enum class Stream { Compute, TpComm, DpComm, PpSend, PpRecv, H2D, D2H };
-inline constexpr int kStreams = 7;
+enum class Stream { Compute, TpComm, DpComm, DpGather, PpSend, PpRecv, H2D, D2H, Host };
+inline constexpr int kStreams = 9;
 const char* to_string(Stream s);
 
 /// What a task is. Collective steps and point-to-point transfers are recorded on the sending device.

@@ -104,7 +104,10 @@ CommBytes stage_comm(const Experiment& e, const StageLayout& st) {
     else if (pl.parameters == Mode::Replicated && pl.optimizer != Mode::Replicated)
       at(c, CommClass::ZeroGather) = d(n - 1) * shard * pb;  // updated shards gathered back after the step
   }
-  if (pl.gradients == Mode::Offloaded) c.d2h = d(m) * shard * gb;
+  if (pl.gradients == Mode::Offloaded)
+    c.d2h = d(m) * shard * gb;
+  else if (pl.optimizer == Mode::Offloaded)
+    c.d2h = (n > 1 ? shard : d(st.elems())) * gb;  // device gradients move to the host optimizer once per step
   if (pl.optimizer == Mode::Offloaded && pl.parameters != Mode::Offloaded) c.h2d += shard * pb;
   if (pl.parameters == Mode::Offloaded) c.h2d += 2 * d(m) * d(st.elems()) * pb;
   at(c, CommClass::TpCollective) = d(m) * d(st.n_layers) * tp_layer_elems(e) * t.activation_bytes();

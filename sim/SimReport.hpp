@@ -1,0 +1,17 @@
+#pragma once
+#include "sim/Simulator.hpp"
+#include "strategies/Analytic.hpp"
+#include "strategies/Experiment.hpp"
+#include "topology/Cluster.hpp"
+
+namespace placesim {
+
+/// The `simulation` section: step time, MFU, tokens/s, per-device and maximum busy time per stream, exposed
+/// communication, bubble fraction per stage, bytes sent per class, peak memory by state.
+Json simulation_section(const Experiment& e, const ClusterSpec& c, const Analysis& a, const SimResult& r);
+
+/// The `validation` list: each analytic figure beside its simulated figure and their difference; the per-device
+/// byte comparison counts the devices whose simulated bytes of any class differ from their stage's analytic bytes.
+Json validation_section(const Experiment& e, const Analysis& a, const SimResult& r);
+
+}  // namespace placesim

@@ -1,0 +1,33 @@
+#pragma once
+#include <string>
+
+#include "sim/Simulator.hpp"
+#include "strategies/Analytic.hpp"
+#include "strategies/Expand.hpp"
+#include "strategies/Experiment.hpp"
+#include "topology/Cluster.hpp"
+
+namespace placesim {
+
+/// The experiment's cluster, checked against the mesh (device count) and used for the memory check (its
+/// accelerator's HBM, unless a device memory was already given). Throws InputError naming the fields.
+ClusterSpec resolve_cluster(Experiment& e);
+
+struct SimulateSettings {
+  ExpandOptions expand;
+  SimOptions sim;
+  bool reproducible = false;  ///< zero the host-measured fields (wall time) so reports are byte-identical
+};
+
+struct SimulateOutcome {
+  Json report;      ///< analyze report + cluster + simulation + validation
+  SimResult result;
+};
+
+/// Validates, analyses, expands and simulates one experiment with a cluster.
+SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& settings);
+
+/// A short human-readable summary of a simulate report.
+std::string simulation_table(const Json& report);
+
+}  // namespace placesim

@@ -1,0 +1,21 @@
+#pragma once
+#include "strategies/Experiment.hpp"
+#include "strategies/Layout.hpp"
+#include "topology/Cluster.hpp"
+
+namespace placesim {
+
+/// Durations of the compute tasks of one pipeline stage on one device, per micro-batch.
+struct StageCosts {
+  double layer_forward_s = 0, layer_backward_s = 0, layer_recompute_s = 0;  ///< one layer
+  double layer_forward_flops = 0, layer_backward_flops = 0, layer_recompute_flops = 0;
+  double extra_forward_s = 0, extra_backward_s = 0;        ///< embedding (first stage) and logits (last stage)
+  double extra_forward_flops = 0, extra_backward_flops = 0;
+  double optimizer_s_per_elem = 0;                          ///< device optimizer step, per parameter element
+  double host_optimizer_s_per_elem = 0;                     ///< host CPU optimizer step, per parameter element
+};
+
+/// Costs of stage `st` of experiment `e` on the cluster's accelerator.
+StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLayout& st);
+
+}  // namespace placesim

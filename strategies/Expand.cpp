@@ -1,0 +1,301 @@
+#include <algorithm>
+
+#include "strategies/Expander.hpp"
+
+namespace placesim {
+
+int layer_group_size(const Experiment& e, const ExpandOptions& o) {
+  const auto& s = e.strategy;
+  std::int64_t stage_layers = e.model.opaque() ? std::max<std::int64_t>(1, e.model.opaque_layers / s.pp)
+                                               : e.model.layers / s.pp;
+  int per_chunk = static_cast<int>(std::max<std::int64_t>(1, stage_layers / s.chunks));
+  if (o.layer_group > 0) return std::min(o.layer_group, per_chunk);
+  double passes = e.training.recompute == Recompute::None ? 2 : 3;
+  double ops = static_cast<double>(s.devices()) * static_cast<double>(s.microbatches * s.chunks) * passes;
+  for (int g = 1; g <= per_chunk; ++g)
+    if (per_chunk % g == 0 && ops * (per_chunk / g) <= o.task_budget) return g;
+  return per_chunk;
+}
+
+TaskGraph expand(const Experiment& e, const ClusterSpec& c, const ExpandOptions& o) {
+  return detail::Expander(e, c, o).run();
+}
+
+namespace detail {
+
+std::vector<std::vector<StageOp>> stage_orders(const Experiment& e) {
+  const auto& s = e.strategy;
+  const int p = static_cast<int>(s.pp), m = static_cast<int>(s.microbatches), v = static_cast<int>(s.chunks);
+  std::vector<std::vector<StageOp>> orders(static_cast<std::size_t>(p));
+  for (int st = 0; st < p; ++st) {
+    auto& order = orders[static_cast<std::size_t>(st)];
+    if (s.schedule == Schedule::GPipe) {
+      for (int i = 0; i < m; ++i) order.push_back({true, i, 0});
+      for (int i = m - 1; i >= 0; --i) order.push_back({false, i, 0});
+      continue;
+    }
+    // Megatron-LM's (interleaved) 1F1B: chunk-op k of a device runs micro-batch (k / (p v)) p + k % p of chunk
+    // (k / p) % v forward, chunks reversed backward; warm-up 2(p-s-1) + (v-1)p chunk-ops (p-s-1 when v = 1).
+    const int total = m * v;
+    int warmup = v == 1 ? std::min(p - st - 1, m) : std::min(2 * (p - st - 1) + (v - 1) * p, total);
+    auto op = [&](int k, bool forward) {
+      int chunk = (k / p) % v;
+      return StageOp{forward, (k / (p * v)) * p + k % p, forward ? chunk : v - 1 - chunk};
+    };
+    int f = 0, b = 0;
+    for (; f < warmup; ++f) order.push_back(op(f, true));
+    for (; f < total; ++f, ++b) {
+      order.push_back(op(f, true));
+      order.push_back(op(b, false));
+    }
+    for (; b < total; ++b) order.push_back(op(b, false));
+  }
+  return orders;
+}
+
+Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOptions& o)
+    : e_(e),
+      c_(c),
+      dp_(static_cast<int>(e.strategy.dp)),
+      tp_(static_cast<int>(e.strategy.tp)),
+      pp_(static_cast<int>(e.strategy.pp)),
+      v_(static_cast<int>(e.strategy.chunks)),
+      m_(static_cast<int>(e.strategy.microbatches)),
+      group_size_(layer_group_size(e, o)),
+      layouts_(stage_layouts(e)) {
+  for (const auto& st : layouts_) costs_.push_back(stage_costs(e, c, st));
+  orders_ = stage_orders(e);
+  for (int s = 0; s < pp_; ++s) {
+    groups_.emplace_back();
+    for (int k = 0; k < v_; ++k) groups_.back().push_back(chunk_groups(s, k));
+  }
+  g_.devices = dp_ * tp_ * pp_;
+  last_.assign(static_cast<std::size_t>(g_.devices), {});
+  for (auto& streams : last_) streams.fill(kNoTask);
+  step_end_deps_.resize(static_cast<std::size_t>(g_.devices));
+  first_backward_.assign(static_cast<std::size_t>(g_.devices), kNoTask);
+}
+
+int Expander::rank(int d, int t, int s) const { return t + tp_ * (d + dp_ * s); }
+
+int Expander::dp_group(int t, int s) {
+  auto [it, fresh] = dp_groups_.try_emplace({t, s}, 0);
+  if (fresh) {
+    std::vector<int> members;
+    for (int d = 0; d < dp_; ++d) members.push_back(rank(d, t, s));
+    it->second = g_.add_group(std::move(members));
+  }
+  return it->second;
+}
+
+int Expander::tp_group(int d, int s) {
+  auto [it, fresh] = tp_groups_.try_emplace({d, s}, 0);
+  if (fresh) {
+    std::vector<int> members;
+    for (int t = 0; t < tp_; ++t) members.push_back(rank(d, t, s));
+    it->second = g_.add_group(std::move(members));
+  }
+  return it->second;
+}
+
+TaskId Expander::add_single(TaskBody body, int stage, int device, Stream stream) {
+  TaskId id = g_.add(std::move(body), stage);
+  TaskId& last = last_[static_cast<std::size_t>(device)][static_cast<std::size_t>(stream)];
+  if (last != kNoTask) g_.depend(last, id);
+  last = id;
+  return id;
+}
+
+TaskId Expander::add_collective(Collective c, int stage) {
+  TaskId id = g_.add(c, stage);
+  for (int device : g_.groups[static_cast<std::size_t>(c.group)]) {
+    TaskId& last = last_[static_cast<std::size_t>(device)][static_cast<std::size_t>(c.stream)];
+    if (last != kNoTask) g_.depend(last, id);
+    last = id;
+  }
+  return id;
+}
+
+std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
+  const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
+  const int per_chunk = static_cast<int>(std::max<std::int64_t>(1, st.n_layers / v_));
+  const int first = static_cast<int>((chunk * pp_ + s) * per_chunk);
+  std::vector<LayerGroup> out;
+  for (int l = 0; l < per_chunk; l += group_size_) {
+    LayerGroup g;
+    g.first_layer = first + l;
+    g.layers = std::min(group_size_, per_chunk - l);
+    g.units.assign(static_cast<std::size_t>(g.layers), st.layer_elems);
+    out.push_back(std::move(g));
+  }
+  if (s == 0 && chunk == 0 && st.embed_elems > 0) {
+    out.front().has_embedding = true;
+    out.front().units.push_back(st.embed_elems);
+  }
+  if (s == pp_ - 1 && chunk == v_ - 1 && st.head_elems > 0) {
+    out.back().has_head = true;
+    out.back().units.push_back(st.head_elems);
+  }
+  for (auto& g : out)
+    for (auto u : g.units) g.elems += u;
+  return out;
+}
+
+double Expander::activation_bytes(const LayerGroup& g) const {
+  if (e_.strategy.placement.activations == Mode::Offloaded) return 0;
+  return g.layers * layer_activation_bytes(e_);
+}
+
+std::int64_t Expander::padded(std::int64_t elems) const { return shard_elems(elems, dp_) * dp_; }
+
+TaskGraph Expander::run() {
+  for (int s = 0; s < pp_; ++s) expand_stage(s);
+  embedding_sync();
+  for (int s = 0; s < pp_; ++s) finish_step(s);
+  set_resident_memory();
+  return std::move(g_);
+}
+
+void Expander::expand_stage(int s) {
+  const auto& order = orders_[static_cast<std::size_t>(s)];
+  last_backward_op_.assign(static_cast<std::size_t>(v_), -1);
+  for (int i = 0; i < static_cast<int>(order.size()); ++i)
+    if (!order[static_cast<std::size_t>(i)].forward) last_backward_op_[static_cast<std::size_t>(order[static_cast<std::size_t>(i)].chunk)] = i;
+  const std::size_t lanes = static_cast<std::size_t>(dp_ * tp_);
+  gather_window_.assign(lanes, {});
+  for (int i = 0; i < static_cast<int>(order.size()); ++i) {
+    const StageOp& op = order[static_cast<std::size_t>(i)];
+    const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
+    const int n = static_cast<int>(groups.size());
+    frontier_.assign(lanes, kNoTask);
+    for (int k = 0; k < n; ++k) {
+      int g = op.forward ? k : n - 1 - k;
+      bool last_op_of_chunk = !op.forward && i == last_backward_op_[static_cast<std::size_t>(op.chunk)];
+      expand_group(s, op, g, last_op_of_chunk);
+    }
+    send_boundary(s, op);
+  }
+  for (int t = 0; t < tp_; ++t) flush_bucket(t, s);
+}
+
+void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward) {
+  gather_params(s, op, g);
+  compute_tasks(s, op, g);
+  tp_collective(s, op, g);
+  if (!op.forward) sync_gradients(s, op, g, last_backward);
+  if (last_backward) {
+    const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+    if (lg.has_embedding || lg.has_head)
+      for (int d = 0; d < dp_; ++d)
+        for (int t = 0; t < tp_; ++t)
+          first_backward_[static_cast<std::size_t>(rank(d, t, s))] = compute_of_group_[static_cast<std::size_t>(d * tp_ + t)];
+  }
+}
+
+void Expander::compute_tasks(int s, const StageOp& op, int g) {
+  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
+  const auto& pl = e_.strategy.placement;
+  const int vstage = op.chunk * pp_ + s;
+  const bool first_of_op = op.forward ? g == 0 : g == static_cast<int>(groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)].size()) - 1;
+  const double act = activation_bytes(lg);
+  const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
+  compute_of_group_.assign(static_cast<std::size_t>(dp_ * tp_), kNoTask);
+  for (int d = 0; d < dp_; ++d) {
+    for (int t = 0; t < tp_; ++t) {
+      const int x = rank(d, t, s);
+      const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
+      std::vector<MemDelta> on_end;
+      if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
+      if ((pl.parameters == Mode::ShardedWithGather && dp_ > 1) || pl.parameters == Mode::Offloaded)
+        on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
+      bool grad_buffer = pl.gradients == Mode::Offloaded ||
+                         ((pl.gradients == Mode::Sharded || pl.gradients == Mode::ShardedWithGather) && dp_ > 1);
+      if (!op.forward && grad_buffer) on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
+      TaskId prev = frontier_[lane];
+      if (!op.forward && k.layer_recompute_s > 0) {
+        Compute rc{TaskKind::Recompute, x, lg.layers * k.layer_recompute_s, lg.layers * k.layer_recompute_flops,
+                   lg.first_layer, lg.layers, op.microbatch, op.chunk, 0};
+        TaskId r = add_single(rc, s, x, Stream::Compute);
+        if (prev != kNoTask) g_.depend(prev, r);
+        if (first_of_op) link_boundary(d, t, vstage, op.microbatch, false, r, false);
+        if (gather_of_group_.size() > static_cast<std::size_t>(t) && gather_of_group_[static_cast<std::size_t>(t)] != kNoTask)
+          g_.depend(gather_of_group_[static_cast<std::size_t>(t)], r);
+        prev = r;
+      }
+      double seconds = lg.layers * (op.forward ? k.layer_forward_s : k.layer_backward_s);
+      double flops = lg.layers * (op.forward ? k.layer_forward_flops : k.layer_backward_flops);
+      if (lg.has_head) {
+        seconds += op.forward ? k.extra_forward_s : k.extra_backward_s;
+        flops += op.forward ? k.extra_forward_flops : k.extra_backward_flops;
+      }
+      Compute c{op.forward ? TaskKind::Forward : TaskKind::Backward, x, seconds, flops, lg.first_layer, lg.layers,
+                op.microbatch, op.chunk, 0};
+      TaskId id = add_single(c, s, x, Stream::Compute);
+      g_.set_memory(id, {}, on_end);
+      if (prev != kNoTask) g_.depend(prev, id);
+      if (first_of_op && (op.forward || k.layer_recompute_s <= 0))
+        link_boundary(d, t, vstage, op.microbatch, op.forward, id, false);
+      if (gather_of_group_.size() > static_cast<std::size_t>(t) && gather_of_group_[static_cast<std::size_t>(t)] != kNoTask)
+        g_.depend(gather_of_group_[static_cast<std::size_t>(t)], id);
+      frontier_[lane] = id;
+      compute_of_group_[lane] = id;
+      gather_window_[lane].push_back(id);
+    }
+  }
+}
+
+void Expander::tp_collective(int s, const StageOp& op, int g) {
+  if (tp_ == 1 || e_.model.opaque()) return;
+  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const bool sp = e_.strategy.sp;
+  int per_layer = op.forward ? (sp ? 4 : 2) : (sp ? 6 : 2);
+  if (!op.forward && e_.training.recompute == Recompute::Full) per_layer += sp ? 4 : 2;
+  const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
+  for (int d = 0; d < dp_; ++d) {
+    Collective c;
+    c.op = sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce;
+    c.cls = CommClass::TpCollective;
+    c.stream = Stream::TpComm;
+    c.group = tp_group(d, s);
+    c.elems = shard_elems(x, tp_) * tp_;
+    c.elem_bytes = e_.training.activation_bytes();
+    c.repeat = per_layer * lg.layers;
+    c.layer = lg.first_layer;
+    c.layers = lg.layers;
+    c.microbatch = op.microbatch;
+    TaskId id = add_collective(c, s);
+    for (int t = 0; t < tp_; ++t) {
+      std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
+      g_.depend(frontier_[lane], id);
+      frontier_[lane] = id;
+    }
+  }
+}
+
+void Expander::send_boundary(int s, const StageOp& op) {
+  const int vstage = op.chunk * pp_ + s;
+  const int last_vstage = pp_ * v_ - 1;
+  if ((op.forward && vstage == last_vstage) || (!op.forward && vstage == 0)) return;
+  const int dst_v = op.forward ? vstage + 1 : vstage - 1;
+  const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
+  const double bytes = static_cast<double>(e_.strategy.sp ? shard_elems(x, tp_) : x) * e_.training.activation_bytes();
+  if (e_.model.opaque()) return;
+  for (int d = 0; d < dp_; ++d) {
+    for (int t = 0; t < tp_; ++t) {
+      P2P p{rank(d, t, s), rank(d, t, dst_v % pp_), bytes, CommClass::PpP2P, op.microbatch, op.chunk, !op.forward};
+      TaskId id = add_single(p, s, p.src, Stream::PpSend);
+      g_.depend(frontier_[static_cast<std::size_t>(d * tp_ + t)], id);
+      link_boundary(d, t, dst_v, op.microbatch, op.forward, id, true);
+    }
+  }
+}
+
+void Expander::link_boundary(int d, int t, int vstage, int mb, bool forward, TaskId task, bool is_producer) {
+  auto& [producer, consumer] = boundaries_.try_emplace({d, t, vstage, mb, forward}, kNoTask, kNoTask).first->second;
+  (is_producer ? producer : consumer) = task;
+  if (producer != kNoTask && consumer != kNoTask) g_.depend(producer, consumer);
+}
+
+}  // namespace detail
+}  // namespace placesim

@@ -1,0 +1,93 @@
+#pragma once
+// Internal to expand(): the state of one expansion. Not part of the public API.
+#include <array>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "strategies/Costs.hpp"
+#include "strategies/Expand.hpp"
+#include "strategies/Layout.hpp"
+
+namespace placesim::detail {
+
+inline constexpr TaskId kNoTask = ~TaskId(0);
+
+/// One pipeline operation of a stage, in the order the stage's compute stream runs them.
+struct StageOp {
+  bool forward = true;
+  int microbatch = 0;
+  int chunk = 0;
+};
+
+/// A contiguous run of layers processed by one compute task, with the units (layers, embedding, head) it holds.
+struct LayerGroup {
+  int first_layer = 0, layers = 0;
+  std::int64_t elems = 0;         ///< parameters on one device (after tp)
+  std::vector<std::int64_t> units;  ///< element counts of the units (each padded on its own when sharded)
+  bool has_embedding = false, has_head = false;
+};
+
+/// Per-stage order of pipeline operations (GPipe and 1F1B families; interleaved per Megatron-LM).
+std::vector<std::vector<StageOp>> stage_orders(const Experiment& e);
+
+class Expander {
+ public:
+  Expander(const Experiment& e, const ClusterSpec& c, const ExpandOptions& o);
+  TaskGraph run();
+
+ private:
+  // mesh and groups
+  int rank(int d, int t, int s) const;
+  int dp_group(int t, int s);
+  int tp_group(int d, int s);
+  // stream bookkeeping: the task goes after the device's previous task on the stream
+  TaskId add_single(TaskBody body, int stage, int device, Stream stream);
+  TaskId add_collective(Collective c, int stage);
+  // the pipeline
+  void expand_stage(int s);
+  void expand_group(int s, const StageOp& op, int g, bool last_of_op);
+  void compute_tasks(int s, const StageOp& op, int g);
+  void tp_collective(int s, const StageOp& op, int g);
+  void gather_params(int s, const StageOp& op, int g);
+  void sync_gradients(int s, const StageOp& op, int g, bool last_backward);
+  void flush_bucket(int t, int s);
+  void send_boundary(int s, const StageOp& op);
+  void link_boundary(int d, int t, int vstage, int mb, bool forward, TaskId task, bool is_producer);
+  void finish_step(int s);
+  void embedding_sync();
+  void set_resident_memory();
+  // layout helpers
+  std::vector<LayerGroup> chunk_groups(int s, int chunk) const;
+  double activation_bytes(const LayerGroup& g) const;
+  std::int64_t padded(std::int64_t elems) const;   ///< a unit list padded to a multiple of dp
+
+  const Experiment& e_;
+  const ClusterSpec& c_;
+  int dp_, tp_, pp_, v_, m_;
+  int group_size_;
+  std::vector<StageLayout> layouts_;
+  std::vector<StageCosts> costs_;
+  std::vector<std::vector<StageOp>> orders_;
+  std::vector<std::vector<std::vector<LayerGroup>>> groups_;  ///< [stage][chunk] -> layer groups
+  TaskGraph g_;
+  std::vector<std::array<TaskId, kStreams>> last_;
+  std::map<std::pair<int, int>, int> dp_groups_, tp_groups_;
+  // per (d, t) of the stage being expanded: the task a group's successor must follow
+  std::vector<TaskId> frontier_;
+  std::vector<TaskId> compute_of_group_;                // last compute task per (d, t) of the current group
+  std::vector<std::vector<TaskId>> gather_window_;      // per (d, t): compute tasks of gathered groups, for the limit
+  std::vector<TaskId> gather_of_group_;                 // per t: the gather feeding the current group
+  std::map<std::tuple<int, int, int, int, bool>, std::pair<TaskId, TaskId>> boundaries_;  // (d,t,vs,mb,fwd) -> (producer, consumer)
+  // DP gradient buckets per (t, s)
+  struct Bucket {
+    std::int64_t elems = 0;
+    std::vector<TaskId> producers;
+  };
+  std::map<std::pair<int, int>, Bucket> buckets_;
+  std::vector<std::vector<TaskId>> step_end_deps_;      // per device: tasks the optimizer step waits for
+  std::vector<TaskId> first_backward_;                  // per device: the last stage-0 group backward (embedding)
+  std::vector<int> last_backward_op_;                   // per chunk of the stage: index of its last backward op
+};
+
+}  // namespace placesim::detail

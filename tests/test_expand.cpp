@@ -1,0 +1,104 @@
+// expand() is pure: the TaskGraph can be checked without SimGrid.
+#include <catch2/catch.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include "strategies/Analytic.hpp"
+#include "strategies/Expand.hpp"
+#include "strategies/Mesh.hpp"
+#include "tests/Helpers.hpp"
+
+using namespace placesim;
+
+namespace {
+
+ClusterSpec two_dgx() {
+  ClusterSpec c;
+  c.accelerator = accelerator_preset("a100-80gb", "cluster.accelerator");
+  c.nodes = 2;
+  return c;
+}
+
+const char* kSmallModel = R"({"layers": 8, "hidden": 512, "heads": 8, "vocab": 1000, "seq_len": 256})";
+
+Experiment small(const std::string& strategy, const std::string& training = R"({"global_batch": 16, "micro_batch": 1})") {
+  return test::experiment(std::string(R"({"model": )") + kSmallModel + R"(, "training": )" + training +
+                          R"(, "strategy": )" + strategy + "}");
+}
+
+// Bytes each device sends per class according to the graph, to compare with the analytic model.
+std::vector<std::array<double, kCommClasses>> graph_bytes(const TaskGraph& g) {
+  std::vector<std::array<double, kCommClasses>> bytes(static_cast<std::size_t>(g.devices));
+  for (TaskId id = 0; id < g.size(); ++id) {
+    const Task& t = g[id];
+    CommClass cls;
+    if (const auto* c = std::get_if<Collective>(&t.body))
+      cls = c->cls;
+    else if (const auto* p = std::get_if<P2P>(&t.body))
+      cls = p->cls;
+    else
+      continue;
+    for (int x : task_devices(g, t)) bytes[static_cast<std::size_t>(x)][static_cast<std::size_t>(cls)] += task_bytes_sent(g, t, x);
+  }
+  return bytes;
+}
+
+void check_bytes_match_analytic(const Experiment& e) {
+  TaskGraph g = expand(e, two_dgx());
+  Analysis a = analyze(e);
+  auto bytes = graph_bytes(g);
+  for (int x = 0; x < g.devices; ++x) {
+    const auto& st = a.stages[static_cast<std::size_t>(mesh_coord(e.strategy, x).pp)];
+    for (int k = 0; k < kCommClasses; ++k) {
+      INFO("device " << x << " class " << to_string(static_cast<CommClass>(k)));
+      CHECK(bytes[static_cast<std::size_t>(x)][static_cast<std::size_t>(k)] == st.comm.by_class[static_cast<std::size_t>(k)]);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("expand gives an acyclic graph with stable ids") {
+  Experiment e = small(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4})");
+  TaskGraph a = expand(e, two_dgx());
+  TaskGraph b = expand(e, two_dgx());
+  REQUIRE(a.size() == b.size());
+  std::vector<TaskId> order;
+  CHECK_NOTHROW(boost::topological_sort(a.graph, std::back_inserter(order)));
+  for (TaskId id = 0; id < a.size(); ++id) {
+    CHECK(a[id].body.index() == b[id].body.index());
+    CHECK(boost::out_degree(id, a.graph) == boost::out_degree(id, b.graph));
+  }
+}
+
+TEST_CASE("expand creates micro-batches x layers x passes compute tasks per device") {
+  // pp 4, 8 layers: 2 per stage; 16 samples / (1 x dp 2) = 8 micro-batches; forward and backward.
+  Experiment e = small(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4})");
+  ExpandOptions one_layer;
+  one_layer.layer_group = 1;
+  TaskGraph g = expand(e, two_dgx(), one_layer);
+  std::vector<int> fwd(static_cast<std::size_t>(g.devices)), bwd(static_cast<std::size_t>(g.devices));
+  for (TaskId id = 0; id < g.size(); ++id)
+    if (const auto* c = std::get_if<Compute>(&g[id].body)) {
+      if (c->kind == TaskKind::Forward) ++fwd[static_cast<std::size_t>(c->device)];
+      if (c->kind == TaskKind::Backward) ++bwd[static_cast<std::size_t>(c->device)];
+    }
+  for (int x = 0; x < g.devices; ++x) {
+    CHECK(fwd[static_cast<std::size_t>(x)] == 8 * 2);
+    CHECK(bwd[static_cast<std::size_t>(x)] == 8 * 2);
+  }
+}
+
+TEST_CASE("Bytes per device and class in the graph equal the analytic bytes for every preset") {
+  for (const char* strategy : {R"({"preset": "dp", "dp": 16})", R"({"preset": "zero1", "dp": 16})",
+                               R"({"preset": "zero2", "dp": 16})", R"({"preset": "zero3", "dp": 16})",
+                               R"({"preset": "fsdp", "dp": 16})", R"({"preset": "zero-offload", "dp": 16})",
+                               R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4})",
+                               R"({"preset": "megatron-3d", "dp": 2, "tp": 4, "pp": 2, "sp": true})",
+                               R"({"preset": "megatron-3d", "dp": 1, "tp": 2, "pp": 8, "schedule": "interleaved", "chunks": 1})"}) {
+    INFO(strategy);
+    check_bytes_match_analytic(small(strategy));
+  }
+  check_bytes_match_analytic(small(R"({"preset": "megatron-3d", "dp": 4, "tp": 2, "pp": 2})",
+                                   R"({"global_batch": 16, "micro_batch": 1, "recompute": "full"})"));
+  check_bytes_match_analytic(small(R"({"preset": "megatron-3d", "dp": 2, "tp": 1, "pp": 8, "schedule": "gpipe"})"));
+}

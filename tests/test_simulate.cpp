@@ -1,0 +1,108 @@
+// The simulation confirms the analytic model: per device and class the simulated bytes equal the analytic bytes to
+// the byte, and the simulated peak memory per state equals the analytic memory. One simulation per process, so
+// each preset runs through the CLI.
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "tests/Helpers.hpp"
+
+using placesim::Json;
+using placesim::test::run_placesim;
+
+namespace {
+
+const char* kModel = R"({"layers": 8, "hidden": 512, "heads": 8, "vocab": 1000, "seq_len": 256})";
+
+Json simulate(const std::string& strategy, const std::string& extra_flags = "",
+              const std::string& training = R"({"global_batch": 32, "micro_batch": 1})") {
+  std::string path = "/tmp/placesim-sim-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << R"({"model": )" << kModel << R"(, "training": )" << training << R"(, "strategy": )" << strategy
+                      << R"(, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
+  std::string out;
+  int rc = run_placesim("simulate " + path + " --report - " + extra_flags + " 2>/dev/null", &out);
+  INFO(out.substr(0, 2000));
+  REQUIRE(rc == 0);
+  return Json::parse(out);
+}
+
+void check_exact(const Json& report) {
+  for (const auto& row : report["validation"]) {
+    std::string figure = row["figure"].get<std::string>();
+    INFO(figure << ": analytic " << row["analytic"] << " simulated " << row["simulated"]);
+    if (figure.find("bound") != std::string::npos)
+      CHECK(row["simulated"].get<double>() <= row["analytic"].get<double>());
+    else
+      CHECK(row["difference"].get<double>() == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Simulated bytes and peak memory equal the analytic ones for dp on 2 DGX A100") {
+  check_exact(simulate(R"({"preset": "dp", "dp": 16})"));
+}
+
+TEST_CASE("Simulated bytes and peak memory equal the analytic ones for zero1 on 2 DGX A100") {
+  check_exact(simulate(R"({"preset": "zero1", "dp": 16})"));
+}
+
+TEST_CASE("Simulated bytes and peak memory equal the analytic ones for zero2 on 2 DGX A100") {
+  check_exact(simulate(R"({"preset": "zero2", "dp": 16})"));
+}
+
+TEST_CASE("Simulated bytes and peak memory equal the analytic ones for zero3 on 2 DGX A100") {
+  check_exact(simulate(R"({"preset": "zero3", "dp": 16})"));
+}
+
+TEST_CASE("Simulated bytes and peak memory equal the analytic ones for fsdp with flow fidelity") {
+  check_exact(simulate(R"({"preset": "fsdp", "dp": 16})", "--fidelity flow"));
+}
+
+TEST_CASE("Simulated bytes and peak memory equal the analytic ones for zero-offload on 2 DGX A100") {
+  check_exact(simulate(R"({"preset": "zero-offload", "dp": 16})"));
+}
+
+TEST_CASE("Simulated bytes and peak memory equal the analytic ones for megatron-3d with 1F1B") {
+  Json r = simulate(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "schedule": "1f1b"})", "--layer-group 1");
+  check_exact(r);
+  CHECK(r["simulation"]["step_time_s"].get<double>() > 0);
+}
+
+TEST_CASE("Simulated bytes and peak memory equal the analytic ones for megatron-3d with SP and full recompute") {
+  check_exact(simulate(R"({"preset": "megatron-3d", "dp": 2, "tp": 4, "pp": 2, "sp": true})", "--fidelity flow",
+                       R"({"global_batch": 32, "micro_batch": 2, "recompute": "full"})"));
+}
+
+TEST_CASE("Simulate reports are byte-identical for equal input") {
+  std::string path = "/tmp/placesim-det-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << R"({"model": )" << kModel
+                      << R"(, "strategy": {"preset": "zero2", "dp": 8, "pp": 2}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
+  std::string a, b;
+  REQUIRE(run_placesim("simulate " + path + " --reproducible --report - 2>/dev/null", &a) == 0);
+  REQUIRE(run_placesim("simulate " + path + " --reproducible --report - 2>/dev/null", &b) == 0);
+  CHECK(a == b);
+}
+
+TEST_CASE("Simulate refuses a mesh that does not match the cluster") {
+  std::string path = "/tmp/placesim-mesh-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << R"({"model": "gpt-7.5b", "strategy": {"preset": "dp", "dp": 12}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
+  std::string out;
+  CHECK(run_placesim("simulate " + path, &out) == 2);
+  CHECK_THAT(out, Catch::Contains("= 12 devices, but the cluster has 16 GPUs (cluster.nodes=2 x cluster.gpus_per_node=8)"));
+}
+
+TEST_CASE("Simulate refuses an experiment whose memory does not fit the accelerator") {
+  std::string path = "/tmp/placesim-fit-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << R"({"model": "gpt3-175b", "strategy": {"preset": "dp", "dp": 16}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
+  std::string out;
+  CHECK(run_placesim("simulate " + path, &out) == 2);
+  CHECK_THAT(out, Catch::Contains("does not fit") && Catch::Contains("device memory is 85.9 GB"));
+}
+
+TEST_CASE("Simulate needs a cluster") {
+  std::string path = "/tmp/placesim-nocluster-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << R"({"model": "gpt-7.5b", "strategy": "dp"})";
+  std::string out;
+  CHECK(run_placesim("simulate " + path, &out) == 2);
+  CHECK_THAT(out, Catch::Contains("cluster is required to simulate"));
+}
