@@ -47,6 +47,19 @@ int main(int argc, char** argv) {
   std::printf("%d GPUs, %zu pairs (%zu distinct): build %.3f s, peak RSS %.0f MB\n", gpus, pairs.size(),
               p.routed_pairs.size(), build_s, usage.ru_maxrss / 1024.0);
 
+  // SimGrid resolves the route of every transfer it starts: time that lookup over the declared pairs.
+  std::vector<simgrid::s4u::Link*> route;
+  double latency = 0;
+  start = std::chrono::steady_clock::now();
+  const int lookups = 1000000;
+  for (int i = 0; i < lookups; ++i) {
+    auto [a, b] = pairs[static_cast<std::size_t>(i) * 7919 % pairs.size()];
+    route.clear();
+    p.gpus[a]->route_to(p.gpus[b], route, &latency);
+  }
+  double lookup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("route lookup: %.2f us each\n", lookup_s / lookups * 1e6);
+
   std::vector<simgrid::s4u::CommPtr> comms;
   for (int g = 0; g < gpus; ++g) {
     comms.push_back(simgrid::s4u::Comm::sendto_init(p.gpus[g], p.gpus[(g + 1) % gpus]));

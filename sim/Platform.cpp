@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <simgrid/s4u.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "topology/Fabric.hpp"
@@ -101,6 +102,8 @@ void configure_engine(s4u::Engine& engine, const ClusterSpec& cluster) {
 
 Platform build_platform(s4u::Engine& engine, const ClusterSpec& cluster,
                         const std::vector<std::pair<int, int>>& pairs) {
+  if (engine.get_netzone_root() != nullptr)  // SimGrid would abort the process instead
+    throw std::logic_error("build_platform: this process already has a SimGrid platform (one simulation per process)");
   Fabric fabric(cluster);  // validates the cluster before SimGrid sees any of it
   Platform platform;
   platform.devices = cluster.devices();

@@ -59,7 +59,8 @@ void configure_engine(simgrid::s4u::Engine& engine, const ClusterSpec& cluster);
 /// Calls configure_engine, then builds one flat zone with a host per GPU (speed = accelerator.peak_bf16_flops), a
 /// host per node CPU with its NVMe disk, the links of the diagram above, and routes only for `pairs` (GPU <-> GPU
 /// device pairs the DAG uses, either order, duplicates allowed) plus GPU <-> own CPU over PCIe. Throws InputError for
-/// an invalid cluster, and naming the devices for a pair that is out of range or a device paired with itself.
+/// an invalid cluster, and naming the devices for a pair that is out of range or a device paired with itself;
+/// std::logic_error when the process already has a platform (SimGrid allows one per process).
 /// Cost: O(devices + pairs) time and memory.
 Platform build_platform(simgrid::s4u::Engine& engine, const ClusterSpec& cluster,
                         const std::vector<std::pair<int, int>>& pairs);

@@ -64,6 +64,17 @@ TEST_CASE("a transfer inside a node pays two NVLink hops and the NVLink bandwidt
   CHECK(comm->get_finish_time() == Approx(2 * 1e-6 + 1e9 / 100e9).epsilon(1e-9));
 }
 
+TEST_CASE("the NVSwitch is non-blocking: only a GPU's own NVLink is shared") {
+  Simulation sim(tiny_json(1, 4, 1), {{0, 1}, {2, 3}, {0, 2}});
+  auto disjoint = sim.send(2, 3, 1e9);  // shares no link with the two below
+  auto first = sim.send(0, 1, 1e9);     // these two share nvlink-0 up
+  auto second = sim.send(0, 2, 1e9);    // and second shares nvlink-2 down with nothing (disjoint uses 2 up)
+  sim.run({disjoint, first, second});
+  CHECK(disjoint->get_finish_time() == Approx(2 * 1e-6 + 1e9 / 100e9).epsilon(1e-9));
+  CHECK(first->get_finish_time() == Approx(2 * 1e-6 + 2 * 1e9 / 100e9).epsilon(1e-9));
+  CHECK(second->get_finish_time() == Approx(2 * 1e-6 + 2 * 1e9 / 100e9).epsilon(1e-9));
+}
+
 TEST_CASE("a transfer between nodes under one leaf pays two NICs and one switch") {
   Simulation sim(tiny_json(2, 1, 1), {{1, 0}});  // radix 4: both NICs on leaf 0
   auto comm = sim.send(0, 1, 1e9);
@@ -211,4 +222,9 @@ TEST_CASE("a SimGrid configuration key SimGrid does not know is refused naming i
   cluster["simgrid_config"] = Json{{"network/no-such-key", "1"}};
   CHECK_THROWS_WITH(build_platform(engine, parse_cluster(cluster), {}),
                     Contains("cluster.simgrid_config.network/no-such-key=1 is refused by SimGrid"));
+}
+
+TEST_CASE("a second platform in one process is a logic error instead of a SimGrid abort") {
+  Simulation sim(tiny_json(1, 2, 1), {{0, 1}});
+  CHECK_THROWS_AS(build_platform(sim.engine, parse_cluster(tiny_json(1, 2, 1)), {}), std::logic_error);
 }
