@@ -34,7 +34,7 @@ struct ClusterSpec {
   double nic_bw_Bps = 25e9;           ///< per NIC, per direction
   double nic_latency_s = 1e-6;        ///< per NIC crossed (an inter-node transfer crosses two)
   std::string fabric = "fat-tree";    ///< "fat-tree" | "rail-optimized"
-  int switch_radix = 64;              ///< ports per leaf switch
+  int switch_radix = 64;              ///< ports per leaf switch: half face NICs, half the spine
   double oversubscription = 1.0;      ///< leaf downlink / uplink bandwidth ratio (1 = full bisection)
   double switch_latency_s = 0.5e-6;   ///< per switch crossed: 1 under one leaf, 3 (leaf, spine, leaf) across leaves
   /// Extra SimGrid configuration ("key" -> "value") applied before the platform is built; defaults are CM02,
