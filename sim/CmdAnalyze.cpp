@@ -4,6 +4,7 @@
 #include "strategies/Analytic.hpp"
 #include "strategies/Strategy.hpp"
 #include "strategies/Validity.hpp"
+#include "topology/Cluster.hpp"
 #include "traces/Report.hpp"
 
 namespace placesim {
@@ -54,23 +55,29 @@ Command command_check() {
 Command command_presets() {
   Command c;
   c.name = "presets";
-  c.summary = "list the model and strategy presets";
+  c.summary = "list the model, strategy, cluster and accelerator presets";
   c.usage = "[--json]";
   c.flags = {{"--json", "", "print the presets as JSON"}};
   c.run = [](const Args& args) {
-    auto models = model_preset_list();
-    auto strategies = strategy_preset_list();
+    const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> sections = {
+        {"models", model_preset_list()},
+        {"strategies", strategy_preset_list()},
+        {"clusters", cluster_preset_list()},
+        {"accelerators", accelerator_preset_list()}};
     if (args.has("--json")) {
-      Json j{{"models", Json::object()}, {"strategies", Json::object()}};
-      for (const auto& [n, d] : models) j["models"][n] = d;
-      for (const auto& [n, d] : strategies) j["strategies"][n] = d;
+      Json j = Json::object();
+      for (const auto& [section, presets] : sections) {
+        j[section] = Json::object();
+        for (const auto& [n, d] : presets) j[section][n] = d;
+      }
       std::cout << dump(j);
       return 0;
     }
-    std::cout << "models:\n";
-    for (const auto& [n, d] : models) std::cout << "  " << n << std::string(16 - n.size(), ' ') << d << "\n";
-    std::cout << "strategies:\n";
-    for (const auto& [n, d] : strategies) std::cout << "  " << n << std::string(16 - n.size(), ' ') << d << "\n";
+    for (const auto& [section, presets] : sections) {
+      std::cout << section << ":\n";
+      for (const auto& [n, d] : presets)
+        std::cout << "  " << n << std::string(n.size() < 16 ? 16 - n.size() : 1, ' ') << d << "\n";
+    }
     return 0;
   };
   return c;

@@ -18,7 +18,8 @@ struct ClusterSpec {
   AcceleratorSpec accelerator;
   int nodes = 1;
   int gpus_per_node = 8;
-  // Inside a node: each GPU's link to the NVSwitch, per direction.
+  // Inside a node: each GPU's link to the NVSwitch, per direction. A GPU->GPU transfer crosses two such links
+  // (source up, destination down), so it pays 2 x nvlink_latency_s.
   double nvlink_bw_Bps = 300e9;
   double nvlink_latency_s = 1e-6;
   // Each GPU's PCIe link to its host, per direction.
@@ -31,11 +32,11 @@ struct ClusterSpec {
   // NICs and fabric.
   int nics_per_node = 8;              ///< "rail": one per GPU; fewer are shared by the GPUs of a node
   double nic_bw_Bps = 25e9;           ///< per NIC, per direction
-  double nic_latency_s = 1e-6;
+  double nic_latency_s = 1e-6;        ///< per NIC crossed (an inter-node transfer crosses two)
   std::string fabric = "fat-tree";    ///< "fat-tree" | "rail-optimized"
-  int switch_radix = 64;              ///< ports per leaf switch
+  int switch_radix = 64;              ///< ports per leaf switch: half face NICs, half the spine
   double oversubscription = 1.0;      ///< leaf downlink / uplink bandwidth ratio (1 = full bisection)
-  double switch_latency_s = 0.5e-6;   ///< per switch hop
+  double switch_latency_s = 0.5e-6;   ///< per switch crossed: 1 under one leaf, 3 (leaf, spine, leaf) across leaves
   /// Extra SimGrid configuration ("key" -> "value") applied before the platform is built; defaults are CM02,
   /// TCP-gamma 0, no cross-traffic (see SIMGRID-NOTES).
   std::map<std::string, std::string> simgrid_config;
@@ -46,6 +47,10 @@ struct ClusterSpec {
 /// Parses the "cluster" section: a preset name, or an object with optional "preset" and overrides. Errors name the
 /// field and value (zero or negative bandwidth, unknown accelerator, impossible NIC count, ...).
 ClusterSpec parse_cluster(const Json& value);
+/// Checks a cluster built in code (parse_cluster calls it): positive finite bandwidths, latencies >= 0, nodes and
+/// gpus_per_node >= 1, a NIC per node when nodes > 1, nics_per_node dividing gpus_per_node, oversubscription >= 1,
+/// switch_radix >= 2, a known fabric. Throws InputError naming the field.
+void validate_cluster(const ClusterSpec& c);
 /// Presets: dgx-a100 (80 GB), dgx-h100, selene (A100 SuperPOD); each takes "nodes".
 std::vector<std::pair<std::string, std::string>> cluster_preset_list();
 /// The cluster echoed in a report.

@@ -1,0 +1,207 @@
+// The "cluster" section: presets (numbers from NVIDIA's DGX A100 / DGX H100 data sheets), overrides, units and one
+// throwing case per validation rule.
+#include <catch2/catch.hpp>
+
+#include "topology/Cluster.hpp"
+
+using namespace placesim;
+using Catch::Contains;
+
+namespace {
+
+ClusterSpec cluster(const std::string& text) {
+  return parse_cluster(Json::parse(text));
+}
+
+}  // namespace
+
+TEST_CASE("dgx-a100 with 128 nodes has 1024 devices and the data-sheet links") {
+  ClusterSpec c = cluster(R"({"preset": "dgx-a100", "nodes": 128})");
+  CHECK(c.name == "dgx-a100");
+  CHECK(c.devices() == 1024);
+  CHECK(c.gpus_per_node == 8);
+  CHECK(c.accelerator.name == "a100-80gb");
+  CHECK(c.nvlink_bw_Bps == 300e9);  // 600 GB/s bidirectional per GPU
+  CHECK(c.nics_per_node == 8);
+  CHECK(c.nic_bw_Bps == 25e9);  // HDR 200 Gb/s
+  CHECK(c.pcie_bw_Bps == 25e9);
+  CHECK(c.host_memory_bytes == 2e12);
+  CHECK(c.fabric == "rail-optimized");
+  CHECK(c.oversubscription == 1.0);
+}
+
+TEST_CASE("a preset named by a string alone has one node") {
+  ClusterSpec c = parse_cluster(Json("dgx-h100"));
+  CHECK(c.nodes == 1);
+  CHECK(c.devices() == 8);
+  CHECK(c.accelerator.name == "h100-sxm");
+  CHECK(c.nvlink_bw_Bps == 450e9);  // NVLink4: 900 GB/s bidirectional
+  CHECK(c.nic_bw_Bps == 50e9);      // NDR 400 Gb/s
+  CHECK(c.switch_radix == 64);
+}
+
+TEST_CASE("selene is 560 DGX A100 nodes in 20-node rail-optimized units") {
+  ClusterSpec c = parse_cluster(Json("selene"));
+  CHECK(c.devices() == 4480);
+  CHECK(c.accelerator.name == "a100-80gb");
+  CHECK(c.fabric == "rail-optimized");
+  CHECK(c.switch_radix / 2 == 20);
+  CHECK(cluster(R"({"preset": "selene", "nodes": 140})").devices() == 1120);
+}
+
+TEST_CASE("overrides replace preset fields and parse units") {
+  ClusterSpec c = cluster(R"({"preset": "dgx-a100", "name": "what-if", "nodes": 4, "accelerator": "h100-sxm",
+                              "nic_bw": "400Gbps", "nic_latency": "2us", "nvlink_bw": 1e11, "pcie_latency": 3e-6,
+                              "host_memory": "512GiB", "host_flops": "2TFLOPS", "nvme_write_bw": "5 GB/s",
+                              "fabric": "fat-tree", "oversubscription": 2, "switch_radix": 32,
+                              "switch_latency": "100ns", "nics_per_node": 4})");
+  CHECK(c.name == "what-if");
+  CHECK(c.nodes == 4);
+  CHECK(c.accelerator.name == "h100-sxm");
+  CHECK(c.nic_bw_Bps == 5e10);
+  CHECK(c.nic_latency_s == Approx(2e-6).epsilon(1e-12));
+  CHECK(c.nvlink_bw_Bps == 1e11);
+  CHECK(c.pcie_latency_s == 3e-6);
+  CHECK(c.host_memory_bytes == 512.0 * 1073741824.0);
+  CHECK(c.host_flops == 2e12);
+  CHECK(c.nvme_write_Bps == 5e9);
+  CHECK(c.fabric == "fat-tree");
+  CHECK(c.oversubscription == 2);
+  CHECK(c.switch_radix == 32);
+  CHECK(c.switch_latency_s == Approx(100e-9).epsilon(1e-12));
+  CHECK(c.nics_per_node == 4);
+  CHECK(c.pcie_bw_Bps == 25e9);  // untouched fields keep the preset's value
+}
+
+TEST_CASE("a cluster without preset takes its accelerator as an object") {
+  ClusterSpec c = cluster(R"({"accelerator": {"preset": "a100-40gb", "hbm_bw": "1TB/s"}, "nodes": 2,
+                              "gpus_per_node": 4, "nics_per_node": 1,
+                              "simgrid_config": {"maxmin/precision": "1e-9"}})");
+  CHECK(c.name == "custom");
+  CHECK(c.accelerator.name == "a100-40gb");
+  CHECK(c.accelerator.hbm_bw_Bps == 1e12);
+  CHECK(c.devices() == 8);
+  CHECK(c.simgrid_config.at("maxmin/precision") == "1e-9");
+}
+
+TEST_CASE("one NIC per node is enough on a single node and nics can be absent there") {
+  CHECK(cluster(R"({"preset": "dgx-a100", "nics_per_node": 0})").nics_per_node == 0);
+  CHECK(cluster(R"({"preset": "dgx-a100", "nics_per_node": 1, "nodes": 2})").nics_per_node == 1);
+}
+
+TEST_CASE("cluster_to_json echoes SI numbers that parse back to the same cluster") {
+  ClusterSpec c = cluster(R"({"preset": "dgx-h100", "nodes": 3, "nic_bw": "100Gbps", "oversubscription": 1.5,
+                              "simgrid_config": {"maxmin/precision": "1e-9"}})");
+  Json echoed = cluster_to_json(c);
+  CHECK(echoed["nic_bw"].get<double>() == 12.5e9);
+  CHECK(echoed["nodes"].get<int>() == 3);
+  CHECK(echoed["accelerator"]["name"].get<std::string>() == "h100-sxm");
+  CHECK(cluster_to_json(parse_cluster(echoed)) == echoed);
+}
+
+TEST_CASE("the preset list names every cluster preset") {
+  auto list = cluster_preset_list();
+  REQUIRE(list.size() == 3);
+  CHECK(list[0].first == "dgx-a100");
+  CHECK(list[1].first == "dgx-h100");
+  CHECK(list[2].first == "selene");
+  for (const auto& [name, description] : list) CHECK_NOTHROW(parse_cluster(Json(name)));
+}
+
+TEST_CASE("zero bandwidth is refused naming the field and the value") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "nic_bw": "0Gbps"})"),
+                    Contains("cluster.nic_bw=\"0Gbps\" must be positive"));
+}
+
+TEST_CASE("negative bandwidth is refused") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "nvlink_bw": -5})"),
+                    Contains("cluster.nvlink_bw=-5 must be positive"));
+}
+
+TEST_CASE("negative latency is refused") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "switch_latency": "-1us"})"),
+                    Contains("cluster.switch_latency=\"-1us\" must not be negative"));
+}
+
+TEST_CASE("a bandwidth with an unknown unit is refused") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "pcie_bw": "25 GiB/h"})"),
+                    Contains("cluster.pcie_bw=\"25 GiB/h\": unknown bandwidth unit"));
+}
+
+TEST_CASE("an unknown accelerator names cluster.accelerator and suggests a preset") {
+  CHECK_THROWS_WITH(
+      cluster(R"({"preset": "dgx-a100", "accelerator": "a100-80g"})"),
+      Contains("cluster.accelerator=a100-80g is not a known accelerator") && Contains("did you mean 'a100-80gb'"));
+}
+
+TEST_CASE("an unknown cluster preset suggests the nearest") {
+  CHECK_THROWS_WITH(parse_cluster(Json("dgx-a10")),
+                    Contains("cluster=dgx-a10 is not a known cluster") && Contains("did you mean 'dgx-a100'"));
+  CHECK_THROWS_WITH(cluster(R"({"preset": "selen"})"), Contains("cluster.preset=selen"));
+}
+
+TEST_CASE("an unknown key is refused with the nearest known key") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "swich_radix": 32})"),
+                    Contains("unknown key cluster.swich_radix (did you mean 'cluster.switch_radix'?)"));
+}
+
+TEST_CASE("nics_per_node must divide gpus_per_node") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "nics_per_node": 3})"),
+                    Contains("cluster.nics_per_node=3 does not divide cluster.gpus_per_node=8"));
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "nics_per_node": 16})"),
+                    Contains("cluster.nics_per_node=16 does not divide cluster.gpus_per_node=8"));
+}
+
+TEST_CASE("several nodes need at least one NIC each") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "nodes": 2, "nics_per_node": 0})"),
+                    Contains("cluster.nics_per_node=0 must be at least 1 when cluster.nodes=2 > 1"));
+}
+
+TEST_CASE("node and GPU counts must be positive integers") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "nodes": 0})"),
+                    Contains("cluster.nodes=0 must be an integer >= 1"));
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "gpus_per_node": 2.5})"),
+                    Contains("cluster.gpus_per_node=2.5 must be an integer"));
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "nics_per_node": -1})"),
+                    Contains("cluster.nics_per_node=-1 must be an integer >= 0"));
+}
+
+TEST_CASE("oversubscription below 1 is refused") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "oversubscription": 0.5})"),
+                    Contains("cluster.oversubscription=0.5 must be >= 1"));
+}
+
+TEST_CASE("an unknown fabric suggests the nearest") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "fabric": "fat tree"})"),
+                    Contains("cluster.fabric=fat tree is not one of") && Contains("did you mean 'fat-tree'"));
+}
+
+TEST_CASE("a switch needs a port down and a port up") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "switch_radix": 1})"),
+                    Contains("cluster.switch_radix=1 must be an integer >= 2"));
+}
+
+TEST_CASE("a cluster without preset needs an accelerator") {
+  CHECK_THROWS_WITH(cluster(R"({"nodes": 2})"), Contains("cluster.accelerator is required"));
+}
+
+TEST_CASE("the cluster section must be a name or an object") {
+  CHECK_THROWS_WITH(parse_cluster(Json(8)), Contains("cluster=8 must be a cluster preset name or an object"));
+}
+
+TEST_CASE("simgrid_config values must be strings") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-a100", "simgrid_config": {"maxmin/precision": 1e-9}})"),
+                    Contains("cluster.simgrid_config.maxmin/precision=1e-09 must be a string"));
+}
+
+TEST_CASE("validate_cluster refuses a cluster built in code with a zero bandwidth") {
+  ClusterSpec c = parse_cluster(Json("dgx-a100"));
+  c.nic_bw_Bps = 0;
+  CHECK_THROWS_WITH(validate_cluster(c), Contains("cluster.nic_bw=0 must be positive"));
+  c = parse_cluster(Json("dgx-a100"));
+  c.nvlink_latency_s = -1e-6;
+  CHECK_THROWS_WITH(validate_cluster(c), Contains("cluster.nvlink_latency=-1e-06 must be a finite time >= 0"));
+  c = parse_cluster(Json("dgx-a100"));
+  c.accelerator = AcceleratorSpec{};
+  CHECK_THROWS_WITH(validate_cluster(c), Contains("cluster.accelerator.peak_bf16_flops=0 must be positive"));
+}

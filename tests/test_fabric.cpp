@@ -1,0 +1,122 @@
+// Rails, leaves and routes of topology/Fabric on tiny clusters, without SimGrid.
+#include <catch2/catch.hpp>
+
+#include "topology/Fabric.hpp"
+
+using namespace placesim;
+using Catch::Contains;
+
+namespace {
+
+// Nodes of `gpus` GPUs and `nics` NICs; radix 4 = two NIC ports per leaf. Latencies chosen so sums are exact.
+ClusterSpec tiny(int nodes, int gpus, int nics, const std::string& fabric, double oversubscription) {
+  return parse_cluster(Json{{"accelerator", "a100-80gb"},
+                            {"nodes", nodes},
+                            {"gpus_per_node", gpus},
+                            {"nics_per_node", nics},
+                            {"fabric", fabric},
+                            {"switch_radix", 4},
+                            {"oversubscription", oversubscription},
+                            {"nvlink_latency", "1us"},
+                            {"nic_latency", "2us"},
+                            {"switch_latency", "0.5us"},
+                            {"nic_bw", "10GB/s"}});
+}
+
+Hop up(LinkKind kind, int index) {
+  return {{kind, index}, true};
+}
+Hop down(LinkKind kind, int index) {
+  return {{kind, index}, false};
+}
+
+}  // namespace
+
+TEST_CASE("GPUs share NICs in contiguous groups") {
+  Fabric f(tiny(1, 8, 2, "fat-tree", 1));
+  for (int local = 0; local < 4; ++local) CHECK(f.rail(local) == 0);
+  for (int local = 4; local < 8; ++local) CHECK(f.rail(local) == 1);
+  Fabric rails(tiny(1, 8, 8, "fat-tree", 1));
+  for (int local = 0; local < 8; ++local) CHECK(rails.rail(local) == local);
+}
+
+TEST_CASE("fat-tree leaves take NICs in node-major order") {
+  Fabric f(tiny(3, 2, 1, "fat-tree", 2));
+  CHECK(f.leaf(0, 0) == 0);
+  CHECK(f.leaf(1, 0) == 0);
+  CHECK(f.leaf(2, 0) == 1);
+  CHECK(f.leaves() == 2);
+  // Leaf 0 has two NICs of 10 GB/s, leaf 1 only one; oversubscription 2 halves their sum.
+  CHECK(f.link({LinkKind::LeafUplink, 0}).bw_Bps == 10e9);
+  CHECK(f.link({LinkKind::LeafUplink, 1}).bw_Bps == 5e9);
+  CHECK(f.link_count(LinkKind::LeafUplink) == 2);
+  CHECK(f.link_count(LinkKind::SpinePort) == 0);
+}
+
+TEST_CASE("rail-optimized leaves group one rail of a scalable unit") {
+  Fabric f(tiny(4, 2, 2, "rail-optimized", 1));  // units of 2 nodes, 2 rails: 4 leaves
+  CHECK(f.leaf(0, 0) == 0);
+  CHECK(f.leaf(1, 0) == 0);
+  CHECK(f.leaf(0, 1) == 1);
+  CHECK(f.leaf(1, 1) == 1);
+  CHECK(f.leaf(2, 0) == 2);
+  CHECK(f.leaf(3, 1) == 3);
+  CHECK(f.leaves() == 4);
+  CHECK(f.link_count(LinkKind::SpinePort) == 8);
+  CHECK(f.link_count(LinkKind::LeafUplink) == 0);
+}
+
+TEST_CASE("a route inside a node crosses the two GPUs' NVLinks") {
+  Fabric f(tiny(2, 2, 2, "rail-optimized", 1));
+  CHECK(f.route(0, 1) == std::vector<Hop>{up(LinkKind::NvLink, 0), down(LinkKind::NvLink, 1)});
+  CHECK(f.latency_s(f.route(0, 1)) == Approx(2e-6).epsilon(1e-12));
+}
+
+TEST_CASE("same rail inside a unit crosses one switch and another rail three") {
+  Fabric f(tiny(2, 2, 2, "rail-optimized", 1));
+  CHECK(f.route(0, 2) == std::vector<Hop>{up(LinkKind::Nic, 0), down(LinkKind::Nic, 2)});
+  CHECK(f.latency_s(f.route(0, 2)) == Approx(2 * 2e-6 + 0.5e-6).epsilon(1e-12));
+  CHECK(f.route(0, 3) == std::vector<Hop>{up(LinkKind::Nic, 0), up(LinkKind::SpinePort, 0),
+                                          down(LinkKind::SpinePort, 3), down(LinkKind::Nic, 3)});
+  CHECK(f.latency_s(f.route(0, 3)) == Approx(2 * 2e-6 + 3 * 0.5e-6).epsilon(1e-12));
+}
+
+TEST_CASE("an oversubscribed fabric routes across leaves through the shared uplinks") {
+  Fabric f(tiny(4, 1, 1, "fat-tree", 2));
+  CHECK(f.route(0, 1) == std::vector<Hop>{up(LinkKind::Nic, 0), down(LinkKind::Nic, 1)});
+  CHECK(f.route(1, 2) == std::vector<Hop>{up(LinkKind::Nic, 1), up(LinkKind::LeafUplink, 0),
+                                          down(LinkKind::LeafUplink, 1), down(LinkKind::Nic, 2)});
+  CHECK(f.latency_s(f.route(1, 2)) == Approx(2 * 2e-6 + 3 * 0.5e-6).epsilon(1e-12));
+}
+
+TEST_CASE("a GPU reaches its host CPU over its own PCIe link") {
+  Fabric f(tiny(2, 2, 2, "fat-tree", 1));
+  CHECK(f.host_route(3) == std::vector<Hop>{up(LinkKind::Pcie, 3)});
+}
+
+TEST_CASE("link names say which node and rail a NIC belongs to") {
+  Fabric f(tiny(2, 4, 2, "fat-tree", 1));
+  CHECK(f.link({LinkKind::Nic, 3}).name == "nic-1.1");
+  CHECK(f.link({LinkKind::SpinePort, 2}).name == "spine-1.0");
+  CHECK(f.link({LinkKind::NvLink, 5}).name == "nvlink-5");
+  CHECK(f.link({LinkKind::Nic, 3}).latency_s == Approx(2e-6 + 0.25e-6).epsilon(1e-12));
+}
+
+TEST_CASE("a route to a device out of range names both devices") {
+  Fabric f(tiny(2, 2, 2, "fat-tree", 1));
+  CHECK_THROWS_WITH(f.route(1, 4),
+                    Contains("transfer device 1 -> device 4: device 4 is out of range") && Contains("4 devices"));
+  CHECK_THROWS_WITH(f.route(-1, 0), Contains("device -1 is out of range"));
+  CHECK_THROWS_WITH(f.host_route(9), Contains("device 9 is out of range"));
+}
+
+TEST_CASE("a device has no route to itself") {
+  Fabric f(tiny(2, 2, 2, "fat-tree", 1));
+  CHECK_THROWS_WITH(f.route(2, 2), Contains("transfer device 2 -> device 2 has no route"));
+}
+
+TEST_CASE("a cluster built in code with NIC-less nodes is refused") {
+  ClusterSpec c = tiny(1, 2, 0, "fat-tree", 1);
+  c.nodes = 2;
+  CHECK_THROWS_WITH(Fabric(c), Contains("cluster.nics_per_node=0 must be at least 1 when cluster.nodes=2"));
+}
