@@ -69,10 +69,14 @@ void create_hosts(s4u::NetZone* zone, const ClusterSpec& c, Platform& platform) 
   for (int g = 0; g < c.devices(); ++g)
     platform.gpus.push_back(zone->create_host("gpu-" + std::to_string(g), c.accelerator.peak_bf16_flops));
   for (int n = 0; n < c.nodes; ++n) {
-    s4u::Host* cpu = zone->create_host("cpu-" + std::to_string(n), c.host_flops * c.gpus_per_node);
+    // One core per GPU at host_flops each: one GPU's offloaded optimizer gets exactly host_flops, even alone.
+    s4u::Host* cpu = zone->create_host("cpu-" + std::to_string(n), c.host_flops)->set_core_count(c.gpus_per_node);
     platform.cpus.push_back(cpu);
     platform.nvme.push_back(cpu->create_disk("nvme-" + std::to_string(n), c.nvme_read_Bps, c.nvme_write_Bps)->seal());
   }
+  // Fixed-length delays (exact alpha-beta collectives) run as executions on a host with a core per activity, so
+  // concurrent delays never share a core: an execution of d x 1e9 FLOP takes exactly d seconds.
+  platform.timer = zone->create_host("timer", 1e9)->set_core_count(1 << 24);
 }
 
 }  // namespace

@@ -217,19 +217,19 @@ void Runner::on_complete(const sg::Activity& a) {
   const Slot s = slots_[slot];
   if (a.get_state() != sg::Activity::State::FINISHED)
     throw std::runtime_error("activity of task " + std::to_string(s.task) + " did not finish");
-  double start = a.get_start_time(), end = a.get_finish_time();
+  double began = a.get_start_time(), end = a.get_finish_time();
   if (s.rank < 0) {
     finish(s.task, start_time_[s.task], end);
   } else {
     RingRun& run = rings_[s.task];
     const int n = static_cast<int>(run.sent.size());
     const auto r = static_cast<std::size_t>(s.rank);
-    if (run.first_start[r] < 0) run.first_start[r] = start;
+    if (run.first_start[r] < 0) run.first_start[r] = began;
     run.last_end[r] = end;
     const auto& c = std::get<Collective>(g_[s.task].body);
     int device = g_.groups[static_cast<std::size_t>(c.group)][r];
     result_.devices[static_cast<std::size_t>(device)].bytes_sent[static_cast<std::size_t>(c.cls)] += run.chunk_bytes;
-    if (o_.fine && recorded(device)) account(s.task, device, start, end, run.sent[r]);
+    if (o_.fine && recorded(device)) account(s.task, device, began, end, run.sent[r]);
     int k = ++run.sent[r];
     if (k == run.steps) --run.unfinished;
     auto next = static_cast<std::size_t>((s.rank + 1) % n), prev = static_cast<std::size_t>((s.rank + n - 1) % n);

@@ -50,13 +50,13 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   double act = stage_activation_bytes(e, st);
   mem.activations = pl.activations == Mode::Offloaded ? 0 : act;
   const double unit = d(st.max_unit_elems());
-  // Transient: a gathered unit and the next one prefetched; a unit's full gradient before it is reduce-scattered
-  // or copied to the host.
+  // Transient: a gathered unit and the next one prefetched; unsharded gradients of a unit, double-buffered while
+  // the previous one is reduce-scattered or copied to the host.
   if ((pl.parameters == Mode::ShardedWithGather && n > 1) || pl.parameters == Mode::Offloaded)
     mem.buffers += 2 * unit * pb;
   if (((pl.gradients == Mode::Sharded || pl.gradients == Mode::ShardedWithGather) && n > 1) ||
       pl.gradients == Mode::Offloaded)
-    mem.buffers += unit * gb;
+    mem.buffers += 2 * unit * gb;
   const double shard = d(st.sharded_elems(n));
   if (pl.parameters == Mode::Offloaded) mem.host += d(st.elems()) * pb;
   if (pl.gradients == Mode::Offloaded) mem.host += shard * gb;

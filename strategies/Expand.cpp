@@ -163,6 +163,7 @@ void Expander::expand_stage(int s) {
     if (!order[static_cast<std::size_t>(i)].forward) last_backward_op_[static_cast<std::size_t>(order[static_cast<std::size_t>(i)].chunk)] = i;
   const std::size_t lanes = static_cast<std::size_t>(dp_ * tp_);
   gather_window_.assign(lanes, {});
+  grad_window_.assign(lanes, {});
   for (int i = 0; i < static_cast<int>(order.size()); ++i) {
     const StageOp& op = order[static_cast<std::size_t>(i)];
     const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
@@ -238,6 +239,10 @@ void Expander::compute_tasks(int s, const StageOp& op, int g) {
         link_boundary(d, t, vstage, op.microbatch, op.forward, id, false);
       if (gather_of_group_.size() > static_cast<std::size_t>(t) && gather_of_group_[static_cast<std::size_t>(t)] != kNoTask)
         g_.depend(gather_of_group_[static_cast<std::size_t>(t)], id);
+      // Double-buffered unsharded gradients (as DeepSpeed's reduce buckets): a backward waits until the buffer
+      // filled two groups back has been reduce-scattered or copied out.
+      const auto& window = grad_window_[lane];
+      if (!op.forward && grad_buffer && window.size() >= 2) g_.depend(window[window.size() - 2], id);
       frontier_[lane] = id;
       compute_of_group_[lane] = id;
       gather_window_[lane].push_back(id);

@@ -96,8 +96,10 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
       std::vector<MemDelta> on_end;
       for (int d = 0; d < dp_; ++d) {
         g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], rs);
-        if (pl.gradients != Mode::Offloaded)
+        if (pl.gradients != Mode::Offloaded) {
           on_end.push_back({rank(d, t, s), State::Gradients, -static_cast<double>(lg.elems) * gb, true});
+          grad_window_[static_cast<std::size_t>(d * tp_ + t)].push_back(rs);
+        }
       }
       g_.set_memory(rs, {}, on_end);
     }
@@ -107,6 +109,7 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
       TaskId id = add_single(Offload{x, true, static_cast<double>(sharded(lg, dp_)) * gb, State::Gradients}, s, x, Stream::D2H);
       g_.depend(rs != kNoTask ? rs : compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], id);
       g_.set_memory(id, {}, {{x, State::Gradients, -static_cast<double>(lg.elems) * gb, true}});
+      grad_window_[static_cast<std::size_t>(d * tp_ + t)].push_back(id);
       step_end_deps_[static_cast<std::size_t>(x)].push_back(id);
     }
   }

@@ -78,6 +78,7 @@ class Expander {
   std::vector<TaskId> compute_of_group_;                // last compute task per (d, t) of the current group
   std::vector<std::vector<TaskId>> gather_window_;      // per (d, t): compute tasks of gathered groups, for the limit
   std::vector<TaskId> gather_of_group_;                 // per t: the gather feeding the current group
+  std::vector<std::vector<TaskId>> grad_window_;        // per (d, t): tasks releasing unsharded gradient buffers
   std::map<std::tuple<int, int, int, int, bool>, std::pair<TaskId, TaskId>> boundaries_;  // (d,t,vs,mb,fwd) -> (producer, consumer)
   // DP gradient buckets per (t, s)
   struct Bucket {

@@ -10,7 +10,8 @@ std::int64_t StageLayout::sharded_elems(std::int64_t n) const {
   return n_layers * shard_elems(layer_elems, n) + shard_elems(embed_elems, n) + shard_elems(head_elems, n);
 }
 
-std::int64_t StageLayout::max_unit_elems() const { return std::max({layer_elems, embed_elems, head_elems}); }
+// The embedding rides with the first layer and the head with the last (they are gathered and reduced together).
+std::int64_t StageLayout::max_unit_elems() const { return layer_elems + std::max(embed_elems, head_elems); }
 
 namespace {
 

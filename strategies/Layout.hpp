@@ -23,7 +23,7 @@ struct StageLayout {
   std::int64_t elems() const { return n_layers * layer_elems + embed_elems + head_elems; }
   /// Elements one device holds when every unit is sharded over `n` ranks (each unit padded to a multiple of n).
   std::int64_t sharded_elems(std::int64_t n) const;
-  /// The largest unit, the size of one transient gather buffer.
+  /// The largest gather unit (a layer with the embedding or head it carries): one transient buffer.
   std::int64_t max_unit_elems() const;
 };
 

@@ -170,18 +170,32 @@ TEST_CASE("an NVMe write takes bytes over the write bandwidth and a read over th
   CHECK(duration(read) == Approx(2e9 / 8e9).epsilon(1e-9));
 }
 
-TEST_CASE("GPU hosts run at peak bf16 and a node CPU at host_flops per GPU") {
+TEST_CASE("GPU hosts run at peak bf16 and a node CPU has one host_flops core per GPU") {
   Simulation sim(tiny_json(2, 2, 2), {});
   REQUIRE(sim.platform.gpus.size() == 4);
   REQUIRE(sim.platform.cpus.size() == 2);
   REQUIRE(sim.platform.nvme.size() == 2);
   CHECK(sim.platform.gpus[3]->get_speed() == 312e12);
-  CHECK(sim.platform.cpus[1]->get_speed() == 2e12);
+  CHECK(sim.platform.cpus[1]->get_speed() == 1e12);
+  CHECK(sim.platform.cpus[1]->get_core_count() == 2);
   CHECK(sim.platform.nvme[1]->get_host() == sim.platform.cpus[1]);
-  s4u::ExecPtr step = s4u::Exec::init();
-  step->set_flops_amount(1e12)->set_host(sim.platform.cpus[0]);
-  sim.run({step});
-  CHECK(step->get_finish_time() == Approx(0.5).epsilon(1e-9));
+  // Two GPUs' optimizer steps of 1e12 FLOP at once: each gets its own 1e12 FLOP/s core, 1 s each.
+  s4u::ExecPtr a = s4u::Exec::init(), b = s4u::Exec::init();
+  a->set_flops_amount(1e12)->set_host(sim.platform.cpus[0]);
+  b->set_flops_amount(1e12)->set_host(sim.platform.cpus[0]);
+  sim.run({a, b});
+  CHECK(a->get_finish_time() == Approx(1.0).epsilon(1e-9));
+  CHECK(b->get_finish_time() == Approx(1.0).epsilon(1e-9));
+}
+
+TEST_CASE("The timer host runs concurrent delays without sharing") {
+  Simulation sim(tiny_json(1, 2, 2), {});
+  s4u::ExecPtr a = s4u::Exec::init(), b = s4u::Exec::init();
+  a->set_flops_amount(0.25 * sim.platform.timer->get_speed())->set_host(sim.platform.timer);
+  b->set_flops_amount(0.5 * sim.platform.timer->get_speed())->set_host(sim.platform.timer);
+  sim.run({a, b});
+  CHECK(a->get_finish_time() == Approx(0.25).epsilon(1e-12));
+  CHECK(b->get_finish_time() == Approx(0.5).epsilon(1e-12));
 }
 
 TEST_CASE("only declared pairs are routed and duplicates collapse") {
