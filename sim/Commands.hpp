@@ -7,5 +7,6 @@ namespace placesim {
 Command command_analyze();
 Command command_check();
 Command command_presets();
+Command command_pipeline_sweep();
 
 }  // namespace placesim
