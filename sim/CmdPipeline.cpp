@@ -154,15 +154,29 @@ std::string csv_cell(const Json& v) {
   return v.dump();
 }
 
+// Columns in the order of sweep_row (JSON objects iterate their keys alphabetically).
+const std::vector<std::string> kColumns = {"schedule",
+                                           "stages",
+                                           "microbatches",
+                                           "steps",
+                                           "forward_s",
+                                           "backward_s",
+                                           "p2p_s",
+                                           "max_delay",
+                                           "mean_delay",
+                                           "bubble_fraction",
+                                           "throughput_microbatches_per_s",
+                                           "makespan_s",
+                                           "stashed_versions_peak",
+                                           "inflight_microbatches_peak",
+                                           "version_lag_max"};
+
 std::string csv(const std::vector<Json>& rows) {
   std::string out;
-  if (rows.empty()) return out;
-  bool first = true;
-  for (const auto& item : rows.front().items()) out += (first ? "" : ",") + item.key(), first = false;
+  for (const std::string& column : kColumns) out += (column == kColumns.front() ? "" : ",") + column;
   out += "\n";
   for (const Json& row : rows) {
-    first = true;
-    for (const auto& item : row.items()) out += (first ? "" : ",") + csv_cell(item.value()), first = false;
+    for (const std::string& column : kColumns) out += (column == kColumns.front() ? "" : ",") + csv_cell(row[column]);
     out += "\n";
   }
   return out;
