@@ -1,17 +1,22 @@
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
 #include "sim/Commands.hpp"
 #include "strategies/AbstractPipeline.hpp"
+#include "strategies/PipelineSchedule.hpp"
 #include "traces/Report.hpp"
 
 namespace placesim {
 
 namespace {
 
-const std::vector<std::string> kScheduleNames = {"gpipe",     "1f1b",          "interleaved",
-                                                 "pipedream", "pipedream-2bw", "localsgd"};
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (Schedule s : all_schedules()) names.push_back(to_string(s));
+  return names;
+}
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> parts;
@@ -21,15 +26,10 @@ std::vector<std::string> split(const std::string& text, char sep) {
 }
 
 int parse_int(const std::string& text, const std::string& flag) {
-  std::size_t used = 0;
-  int v = 0;
-  try {
-    v = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) throw InputError(flag + "=" + text + " must be an integer");
-  return v;
+  const Json v = parse_cli_value(text);
+  if (!v.is_number_integer() || v.get<std::int64_t>() != v.get<int>())
+    throw InputError(flag + "=" + text + " must be an integer");
+  return v.get<int>();
 }
 
 int int_flag(const Args& args, const std::string& flag, int fallback, int minimum) {
@@ -43,16 +43,12 @@ int int_flag(const Args& args, const std::string& flag, int fallback, int minimu
 double seconds_flag(const Args& args, const std::string& flag, double fallback, bool positive) {
   auto text = args.value(flag);
   if (!text) return fallback;
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(*text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text->size() || !(positive ? v > 0 : v >= 0))
-    throw InputError(flag + "=" + *text + " must be a " + (positive ? "positive" : "non-negative") + " number of seconds");
-  return v;
+  const Json v = parse_cli_value(*text);
+  const double seconds = v.is_number() ? v.get<double>() : -1;
+  if (!(positive ? seconds > 0 : seconds >= 0))
+    throw InputError(flag + "=" + *text + " must be a " + (positive ? "positive" : "non-negative") +
+                     " number of seconds");
+  return seconds;
 }
 
 // "2..64" (every S), "2,4,8" or a mix: "2..4,8,16".
@@ -74,11 +70,13 @@ std::vector<int> parse_stages(const std::string& text) {
 }
 
 std::vector<std::string> parse_schedules(const std::string& text) {
+  const std::vector<std::string> names = schedule_names();
   std::vector<std::string> out = split(text, ',');
   for (const std::string& s : out) {
-    if (std::find(kScheduleNames.begin(), kScheduleNames.end(), s) != kScheduleNames.end()) continue;
-    std::string guess = nearest(s, kScheduleNames);
-    throw InputError("--schedules: " + s + " is not a schedule" + (guess.empty() ? "" : " (did you mean " + guess + "?)"));
+    if (std::find(names.begin(), names.end(), s) != names.end()) continue;
+    std::string guess = nearest(s, names);
+    throw InputError("--schedules: " + s + " is not a schedule" +
+                     (guess.empty() ? "" : " (did you mean " + guess + "?)"));
   }
   return out;
 }
@@ -93,7 +91,7 @@ struct SweepConfig {
 SweepConfig read_config(const Args& args) {
   SweepConfig c;
   c.stages = parse_stages(args.value("--stages").value_or("2,4,8,16,32,64"));
-  c.schedules = args.has("--schedules") ? parse_schedules(*args.value("--schedules")) : kScheduleNames;
+  c.schedules = args.has("--schedules") ? parse_schedules(*args.value("--schedules")) : schedule_names();
   c.microbatches = int_flag(args, "--microbatches", 0, 1);
   c.per_stage = int_flag(args, "--microbatches-per-stage", 10, 1);
   c.steps = int_flag(args, "--steps", 2, 1);
@@ -109,7 +107,7 @@ SweepConfig read_config(const Args& args) {
 
 Json section_for(const SweepConfig& c, const std::string& schedule, int stages) {
   const int m = c.microbatches > 0 ? c.microbatches : c.per_stage * stages;
-  Json j{{"schedule", schedule}, {"stages", stages},        {"microbatches", m},   {"steps", c.steps},
+  Json j{{"schedule", schedule},     {"stages", stages},           {"microbatches", m}, {"steps", c.steps},
          {"forward_s", c.forward_s}, {"backward_s", c.backward_s}, {"p2p_s", c.p2p_s}};
   if (schedule == "interleaved") j["chunks"] = c.chunks;
   if ((schedule == "pipedream" || schedule == "pipedream-2bw") && c.noam > 0) j["noam"] = c.noam;
@@ -204,21 +202,23 @@ Command command_pipeline_sweep() {
   c.name = "pipeline-sweep";
   c.summary = "staleness, bubble and throughput of every pipeline schedule over stage counts (abstract stages)";
   c.usage = "[--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]";
-  c.flags = {{"--stages", "LIST", "stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)"},
-             {"--schedules", "LIST", "comma-separated schedules (default: all six)"},
-             {"--microbatches", "M", "micro-batches per step (default: --microbatches-per-stage x S)"},
-             {"--microbatches-per-stage", "K", "micro-batches per step per stage when --microbatches is not given (10)"},
-             {"--steps", "N", "steps per run (default 2)"},
-             {"--forward-s", "F", "forward time of a stage in seconds (default 1)"},
-             {"--backward-s", "B", "backward time of a stage in seconds (default 1)"},
-             {"--p2p-s", "C", "transfer time between stages in seconds (default 0)"},
-             {"--chunks", "V", "interleaved: model chunks per device (default 2)"},
-             {"--noam", "N", "pipedream, pipedream-2bw: micro-batches admitted at once (default S)"},
-             {"--replicas", "R", "localsgd: model replicas (default S)"},
-             {"--local-steps", "H", "localsgd: micro-batches per replica between averagings (default 5)"},
-             {"--out", "FILE", "also write the rows: CSV when FILE ends in .csv, else JSON lines"}};
+  c.flags = {
+      {"--stages", "LIST", "stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)"},
+      {"--schedules", "LIST", "comma-separated schedules (default: all six)"},
+      {"--microbatches", "M", "micro-batches per step (default: --microbatches-per-stage x S)"},
+      {"--microbatches-per-stage", "K", "micro-batches per step per stage when --microbatches is not given (10)"},
+      {"--steps", "N", "steps per run (default 2)"},
+      {"--forward-s", "F", "forward time of a stage in seconds (default 1)"},
+      {"--backward-s", "B", "backward time of a stage in seconds (default 1)"},
+      {"--p2p-s", "C", "transfer time between stages in seconds (default 0)"},
+      {"--chunks", "V", "interleaved: model chunks per device (default 2)"},
+      {"--noam", "N", "pipedream, pipedream-2bw: micro-batches admitted at once (default S)"},
+      {"--replicas", "R", "localsgd: model replicas (default S)"},
+      {"--local-steps", "H", "localsgd: micro-batches per replica between averagings (default 5)"},
+      {"--out", "FILE", "also write the rows: CSV when FILE ends in .csv, else JSON lines"}};
   c.run = [](const Args& args) {
-    if (!args.positional().empty()) throw InputError("pipeline-sweep takes no file argument, got " + args.positional()[0]);
+    if (!args.positional().empty())
+      throw InputError("pipeline-sweep takes no file argument, got " + args.positional()[0]);
     const SweepConfig config = read_config(args);
     std::vector<Json> rows;
     for (const std::string& schedule : config.schedules)

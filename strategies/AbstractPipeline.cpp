@@ -10,14 +10,11 @@ namespace placesim {
 
 namespace {
 
-constexpr Schedule kSchedules[] = {Schedule::GPipe,     Schedule::OneFOneB,     Schedule::Interleaved,
-                                   Schedule::PipeDream, Schedule::PipeDream2BW, Schedule::LocalSGD};
-
 Schedule read_schedule(ObjectReader& r) {
   std::vector<std::string> names;
-  for (Schedule s : kSchedules) names.push_back(to_string(s));
+  for (Schedule s : all_schedules()) names.push_back(to_string(s));
   const std::string name = r.get_choice("schedule", names, to_string(Schedule::OneFOneB));
-  for (Schedule s : kSchedules)
+  for (Schedule s : all_schedules())
     if (name == to_string(s)) return s;
   return Schedule::OneFOneB;  // unreachable: get_choice accepts only the names above
 }
@@ -85,8 +82,10 @@ Json simulate_abstract_pipeline(const Json& section, SimulationRecord* record_ou
   const PipelineSchedule schedule = make_schedule(p.shape, abstract_shape_fields());
   const PipelineTimeline timeline = evaluate_pipeline(schedule, p.times);
   Json pipeline = pipeline_json(measure_pipeline(schedule, timeline));
-  pipeline["times"] = Json{{"forward_s", p.times.forward_s}, {"backward_s", p.times.backward_s},
-                           {"p2p_s", p.times.p2p_s},         {"apply_s", p.times.apply_s},
+  pipeline["times"] = Json{{"forward_s", p.times.forward_s},
+                           {"backward_s", p.times.backward_s},
+                           {"p2p_s", p.times.p2p_s},
+                           {"apply_s", p.times.apply_s},
                            {"average_s", p.times.average_s}};
   double makespan = 0;
   for (const auto& stage : timeline)

@@ -60,10 +60,14 @@ Evaluator::Evaluator(const PipelineSchedule& schedule, const PipelineTimes& time
 double Evaluator::duration(const PipeOp& op) const {
   const double v = schedule_.shape.chunks;
   switch (op.kind) {
-    case PipeOpKind::Forward: return times_.forward_s / v;
-    case PipeOpKind::Backward: return times_.backward_s / v;
-    case PipeOpKind::Apply: return times_.apply_s;
-    case PipeOpKind::Average: return times_.average_s;
+    case PipeOpKind::Forward:
+      return times_.forward_s / v;
+    case PipeOpKind::Backward:
+      return times_.backward_s / v;
+    case PipeOpKind::Apply:
+      return times_.apply_s;
+    case PipeOpKind::Average:
+      return times_.average_s;
   }
   return 0;
 }
@@ -132,20 +136,28 @@ PipelineTimeline Evaluator::run() {
 
 const char* short_name(PipeOpKind k) {
   switch (k) {
-    case PipeOpKind::Forward: return "fwd";
-    case PipeOpKind::Backward: return "bwd";
-    case PipeOpKind::Apply: return "apply";
-    case PipeOpKind::Average: return "average";
+    case PipeOpKind::Forward:
+      return "fwd";
+    case PipeOpKind::Backward:
+      return "bwd";
+    case PipeOpKind::Apply:
+      return "apply";
+    case PipeOpKind::Average:
+      return "average";
   }
   return "?";
 }
 
 TaskKind task_kind(PipeOpKind k) {
   switch (k) {
-    case PipeOpKind::Forward: return TaskKind::Forward;
-    case PipeOpKind::Backward: return TaskKind::Backward;
-    case PipeOpKind::Apply: return TaskKind::Optimizer;
-    case PipeOpKind::Average: return TaskKind::Collective;
+    case PipeOpKind::Forward:
+      return TaskKind::Forward;
+    case PipeOpKind::Backward:
+      return TaskKind::Backward;
+    case PipeOpKind::Apply:
+      return TaskKind::Optimizer;
+    case PipeOpKind::Average:
+      return TaskKind::Collective;
   }
   return TaskKind::Forward;
 }
@@ -219,8 +231,8 @@ void sort_by_completion(std::vector<TaskRecord>& tasks) {
 }
 
 // Appends the send and receive records of every transfer, in consumer order.
-void push_transfers(const PipelineSchedule& schedule, const PipelineTimeline& timeline, double p2p_s,
-                    std::uint64_t id, std::vector<TaskRecord>& tasks) {
+void push_transfers(const PipelineSchedule& schedule, const PipelineTimeline& timeline, double p2p_s, std::uint64_t id,
+                    std::vector<TaskRecord>& tasks) {
   EndTable ends(schedule);
   for (std::size_t s = 0; s < schedule.order.size(); ++s)
     for (std::size_t i = 0; i < schedule.order[s].size(); ++i) {

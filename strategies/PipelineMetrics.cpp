@@ -57,7 +57,7 @@ void measure_bubbles(const std::vector<std::vector<OpInterval>>& busy, PipelineM
 // In-flight micro-batches and weight versions held, after every op of one stage.
 void measure_holdings(const std::vector<PipeOp>& ops, PipelineMetrics& m) {
   std::vector<int> current(static_cast<std::size_t>(m.shape.replicas), 0);
-  std::map<std::pair<int, int>, int> held;  // (replica, version) -> in-flight chunk passes that read it
+  std::map<std::pair<int, int>, int> held;   // (replica, version) -> in-flight chunk passes that read it
   int replicas_off_held = m.shape.replicas;  // replicas whose current version no in-flight pass read
   int pending = 0, pending_peak = 0, versions_peak = 0;
   for (const PipeOp& op : ops) {
@@ -85,8 +85,8 @@ void measure_holdings(const std::vector<PipeOp>& ops, PipelineMetrics& m) {
 
 // Updates (Apply ops) of each replica: their end times in completion order and each one's rank in it.
 struct Updates {
-  std::vector<std::vector<double>> ends;   // [replica]
-  std::vector<std::vector<int>> rank;      // [stage][position], -1 for other ops
+  std::vector<std::vector<double>> ends;  // [replica]
+  std::vector<std::vector<int>> rank;     // [stage][position], -1 for other ops
 };
 
 Updates index_updates(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
@@ -163,7 +163,9 @@ void measure_staleness(const PipelineSchedule& schedule, const PipelineTimeline&
   for (const Tally& x : t.lag_per_stage) m.version_lag_per_stage.push_back(x.stats());
 }
 
-Json stats_json(const DelayStats& d) { return Json{{"max", d.max}, {"mean", d.mean}}; }
+Json stats_json(const DelayStats& d) {
+  return Json{{"max", d.max}, {"mean", d.mean}};
+}
 
 Json per_stage_json(const std::vector<DelayStats>& list) {
   Json out = Json::array();
@@ -202,7 +204,8 @@ Json pipeline_json(const PipelineMetrics& m) {
   Json histogram = Json::array();
   for (const auto& [delay, count] : m.delay_histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
   Json idle_over_busy = Json::array();
-  for (std::size_t s = 0; s < m.busy_s.size(); ++s) idle_over_busy.push_back(m.busy_s[s] > 0 ? m.idle_s[s] / m.busy_s[s] : 0);
+  for (std::size_t s = 0; s < m.busy_s.size(); ++s)
+    idle_over_busy.push_back(m.busy_s[s] > 0 ? m.idle_s[s] / m.busy_s[s] : 0);
   return Json{
       {"schedule", to_string(sh.schedule)},
       {"stages", sh.stages},
@@ -216,7 +219,8 @@ Json pipeline_json(const PipelineMetrics& m) {
       {"busy_s", m.busy_s},
       {"idle_s", m.idle_s},
       {"bubble_fraction", m.bubble_fraction},
-      {"bubble_fraction_mean", m.bubble_fraction.empty() ? 0 : bubble_sum / static_cast<double>(m.bubble_fraction.size())},
+      {"bubble_fraction_mean",
+       m.bubble_fraction.empty() ? 0 : bubble_sum / static_cast<double>(m.bubble_fraction.size())},
       {"idle_over_busy", idle_over_busy},
       {"inflight_microbatches_peak", m.inflight_microbatches_peak},
       {"stashed_versions_peak", m.stashed_versions_peak},
@@ -229,7 +233,9 @@ Json pipeline_json(const PipelineMetrics& m) {
         {"histogram", histogram},
         {"whole_run", stats_json(m.delay_whole_run)}}},
       {"version_lag",
-       {{"max", m.version_lag.max}, {"mean", m.version_lag.mean}, {"per_stage", per_stage_json(m.version_lag_per_stage)}}},
+       {{"max", m.version_lag.max},
+        {"mean", m.version_lag.mean},
+        {"per_stage", per_stage_json(m.version_lag_per_stage)}}},
   };
 }
 

@@ -19,9 +19,9 @@ struct DelayStats {
 ///
 /// Bubble: span = from the first start to the last end of any compute op or compute-stream record of the pipeline
 /// (the whole run given); busy_s[s] = length of the union of stage s's ops or compute-stream records (forward,
-/// backward, recompute, Apply, Average); idle_s[s] = span - busy_s[s]; bubble_fraction[s] = idle_s[s] / span. With uniform stages and free
-/// transfers this is (p-1)/(m+p-1) for GPipe and 1F1B; idle_s / busy_s is the bubble relative to the ideal time, (p-1)/(v
-/// m) for the interleaved schedule.
+/// backward, recompute, Apply, Average); idle_s[s] = span - busy_s[s]; bubble_fraction[s] = idle_s[s] / span. With
+/// uniform stages and free transfers this is (p-1)/(m+p-1) for GPipe and 1F1B; idle_s / busy_s is the bubble relative
+/// to the ideal time, (p-1)/(v m) for the interleaved schedule.
 ///
 /// Staleness (Ilin & Richtarik, arXiv 2606.03498), per replica: a block update is an Apply op. Every backward op's
 /// gradient is applied by the next Apply on its stage; k = the number of the replica's updates completed before that
@@ -41,11 +41,11 @@ struct PipelineMetrics {
   std::vector<int> stashed_versions_peak;  ///< weight versions held at once: the current one of each replica and
                                            ///< every version an in-flight micro-batch read
   int steady_from_microbatch = 0;
-  DelayStats delay;                          ///< steady state
-  std::vector<DelayStats> delay_per_stage;   ///< steady state
+  DelayStats delay;                                      ///< steady state
+  std::vector<DelayStats> delay_per_stage;               ///< steady state
   std::map<std::int64_t, std::int64_t> delay_histogram;  ///< steady state: delay -> number of backward ops
   DelayStats delay_whole_run;
-  DelayStats version_lag;                     ///< whole run
+  DelayStats version_lag;  ///< whole run
   std::vector<DelayStats> version_lag_per_stage;
 };
 

@@ -9,12 +9,22 @@ namespace placesim {
 
 const char* to_string(PipeOpKind k) {
   switch (k) {
-    case PipeOpKind::Forward: return "forward";
-    case PipeOpKind::Backward: return "backward";
-    case PipeOpKind::Apply: return "apply";
-    case PipeOpKind::Average: return "average";
+    case PipeOpKind::Forward:
+      return "forward";
+    case PipeOpKind::Backward:
+      return "backward";
+    case PipeOpKind::Apply:
+      return "apply";
+    case PipeOpKind::Average:
+      return "average";
   }
   return "?";
+}
+
+const std::vector<Schedule>& all_schedules() {
+  static const std::vector<Schedule> schedules = {Schedule::GPipe,     Schedule::OneFOneB,     Schedule::Interleaved,
+                                                  Schedule::PipeDream, Schedule::PipeDream2BW, Schedule::LocalSGD};
+  return schedules;
 }
 
 ShapeFields strategy_shape_fields() {
@@ -60,7 +70,8 @@ void check_shape(const PipelineShape& sh, const ShapeFields& f) {
     throw InputError(schedule + " needs " + f.stages + " >= 2, got " + std::to_string(sh.stages));
   if (sh.schedule == Schedule::Interleaved && sh.microbatches % sh.stages != 0)
     throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " is not a multiple of " + f.stages +
-                     "=" + std::to_string(sh.stages) + " (" + schedule + " runs micro-batches in groups of one per stage)");
+                     "=" + std::to_string(sh.stages) + " (" + schedule +
+                     " runs micro-batches in groups of one per stage)");
   if (sh.schedule == Schedule::PipeDream2BW && sh.microbatches < sh.stages)
     throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " must be at least " + f.stages + "=" +
                      std::to_string(sh.stages) + " (" + schedule + " keeps two weight versions only when a version " +
@@ -144,13 +155,23 @@ Ops segment_compute(const PipelineShape& sh, int stage, Segment seg) {
   Ops ops;
   const int depth = sh.stages - stage;  // micro-batches a full 1F1B pipeline keeps in flight on this stage
   switch (sh.schedule) {
-    case Schedule::GPipe: push_gpipe(ops, stage, seg.first, seg.count); break;
-    case Schedule::OneFOneB: push_1f1b(ops, stage, seg.first, seg.count, depth); break;
-    case Schedule::Interleaved: push_interleaved(ops, stage, sh.stages, seg.first, seg.count, sh.chunks); break;
+    case Schedule::GPipe:
+      push_gpipe(ops, stage, seg.first, seg.count);
+      break;
+    case Schedule::OneFOneB:
+      push_1f1b(ops, stage, seg.first, seg.count, depth);
+      break;
+    case Schedule::Interleaved:
+      push_interleaved(ops, stage, sh.stages, seg.first, seg.count, sh.chunks);
+      break;
     case Schedule::PipeDream:
-    case Schedule::PipeDream2BW: push_1f1b(ops, stage, seg.first, seg.count, std::min(sh.noam, depth)); break;
+    case Schedule::PipeDream2BW:
+      push_1f1b(ops, stage, seg.first, seg.count, std::min(sh.noam, depth));
+      break;
     // One micro-batch per replica in flight: a replica's next forward waits for its previous backward.
-    case Schedule::LocalSGD: push_1f1b(ops, stage, seg.first, seg.count, std::min(sh.replicas, depth)); break;
+    case Schedule::LocalSGD:
+      push_1f1b(ops, stage, seg.first, seg.count, std::min(sh.replicas, depth));
+      break;
   }
   return ops;
 }
@@ -160,9 +181,12 @@ Ops segment_compute(const PipelineShape& sh, int stage, Segment seg) {
 bool applies_after(const PipelineShape& sh, const PipeOp& backward) {
   switch (sh.schedule) {
     case Schedule::PipeDream:
-    case Schedule::LocalSGD: return true;
-    case Schedule::PipeDream2BW: return (backward.microbatch + 1) % sh.microbatches == 0;
-    default: return false;
+    case Schedule::LocalSGD:
+      return true;
+    case Schedule::PipeDream2BW:
+      return (backward.microbatch + 1) % sh.microbatches == 0;
+    default:
+      return false;
   }
 }
 
@@ -176,8 +200,8 @@ PipeOp follow_up(PipeOpKind kind, const PipeOp& last_backward) {
 
 Ops stage_ops(const PipelineShape& sh, int stage) {
   Ops ops;
-  const bool synchronous = sh.schedule == Schedule::GPipe || sh.schedule == Schedule::OneFOneB ||
-                           sh.schedule == Schedule::Interleaved;
+  const bool synchronous =
+      sh.schedule == Schedule::GPipe || sh.schedule == Schedule::OneFOneB || sh.schedule == Schedule::Interleaved;
   for (Segment seg : segments(sh)) {
     PipeOp last_backward;  // every segment has at least one micro-batch
     for (PipeOp& op : segment_compute(sh, stage, seg)) {
@@ -200,8 +224,10 @@ void assign_versions(Ops& ops, const PipelineShape& sh) {
   std::vector<int> current(static_cast<std::size_t>(sh.replicas), 0);
   std::vector<int> read(static_cast<std::size_t>(sh.total_microbatches()) * static_cast<std::size_t>(sh.chunks), -1);
   for (PipeOp& op : ops) {
-    auto slot = [&] { return static_cast<std::size_t>(op.microbatch) * static_cast<std::size_t>(sh.chunks) +
-                             static_cast<std::size_t>(op.chunk); };
+    auto slot = [&] {
+      return static_cast<std::size_t>(op.microbatch) * static_cast<std::size_t>(sh.chunks) +
+             static_cast<std::size_t>(op.chunk);
+    };
     switch (op.kind) {
       case PipeOpKind::Forward: {
         int& now = current[static_cast<std::size_t>(op.replica)];
@@ -211,9 +237,15 @@ void assign_versions(Ops& ops, const PipelineShape& sh) {
         read[slot()] = op.weight_version;
         break;
       }
-      case PipeOpKind::Backward: op.weight_version = read[slot()]; break;
-      case PipeOpKind::Apply: op.weight_version = current[static_cast<std::size_t>(op.replica)]++; break;
-      case PipeOpKind::Average: op.weight_version = -1; break;
+      case PipeOpKind::Backward:
+        op.weight_version = read[slot()];
+        break;
+      case PipeOpKind::Apply:
+        op.weight_version = current[static_cast<std::size_t>(op.replica)]++;
+        break;
+      case PipeOpKind::Average:
+        op.weight_version = -1;
+        break;
     }
   }
 }

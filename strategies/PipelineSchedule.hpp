@@ -15,6 +15,9 @@ enum class PipeOpKind {
 };
 const char* to_string(PipeOpKind k);
 
+/// Every pipeline schedule, in the order the CLI lists them.
+const std::vector<Schedule>& all_schedules();
+
 /// One op of a stage's compute stream.
 struct PipeOp {
   PipeOpKind kind = PipeOpKind::Forward;
@@ -42,10 +45,10 @@ struct PipelineShape {
   int stages = 1;        ///< S: devices of the pipeline
   int microbatches = 1;  ///< M: micro-batches per step
   int steps = 1;
-  int chunks = 1;        ///< interleaved: model chunks v per device
-  int noam = 1;          ///< pipedream, pipedream-2bw: at most this many micro-batches admitted by stage 0 at once
-  int replicas = 1;      ///< localsgd: model replicas sharing the pipeline
-  int local_steps = 1;   ///< localsgd: H micro-batches per replica between averagings
+  int chunks = 1;       ///< interleaved: model chunks v per device
+  int noam = 1;         ///< pipedream, pipedream-2bw: at most this many micro-batches admitted by stage 0 at once
+  int replicas = 1;     ///< localsgd: model replicas sharing the pipeline
+  int local_steps = 1;  ///< localsgd: H micro-batches per replica between averagings
 
   int total_microbatches() const { return microbatches * steps; }
 };

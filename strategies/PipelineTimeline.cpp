@@ -33,8 +33,8 @@ class OpSlots {
     const int chunk = compute ? std::max(t.chunk, 0) : 0;
     if (t.stage >= stages_ || t.microbatch >= total_ || chunk >= chunks_)
       throw std::invalid_argument("record task " + std::to_string(t.task) + " ('" + t.name + "') names stage " +
-                                  std::to_string(t.stage) + " micro-batch " + std::to_string(t.microbatch) +
-                                  " chunk " + std::to_string(chunk) + ", which the pipeline schedule does not have");
+                                  std::to_string(t.stage) + " micro-batch " + std::to_string(t.microbatch) + " chunk " +
+                                  std::to_string(chunk) + ", which the pipeline schedule does not have");
     if (t.kind == TaskKind::Forward) return &at(forward_, chunk * stages_ + t.stage, t.microbatch);
     if (t.kind == TaskKind::Backward) return &at(backward_, chunk * stages_ + t.stage, t.microbatch);
     return &at(average ? average_ : apply_, t.stage, t.microbatch);
@@ -42,10 +42,14 @@ class OpSlots {
 
   OpInterval& of(const PipeOp& op) {
     switch (op.kind) {
-      case PipeOpKind::Forward: return at(forward_, op.virtual_stage(stages_), op.microbatch);
-      case PipeOpKind::Backward: return at(backward_, op.virtual_stage(stages_), op.microbatch);
-      case PipeOpKind::Apply: return at(apply_, op.stage, op.microbatch);
-      case PipeOpKind::Average: return at(average_, op.stage, op.microbatch);
+      case PipeOpKind::Forward:
+        return at(forward_, op.virtual_stage(stages_), op.microbatch);
+      case PipeOpKind::Backward:
+        return at(backward_, op.virtual_stage(stages_), op.microbatch);
+      case PipeOpKind::Apply:
+        return at(apply_, op.stage, op.microbatch);
+      case PipeOpKind::Average:
+        return at(average_, op.stage, op.microbatch);
     }
     throw std::logic_error("unknown pipeline op kind");
   }
@@ -108,8 +112,7 @@ UpdateTrace update_trace(const PipelineSchedule& schedule, const PipelineTimelin
   for (const auto& ops : schedule.order)
     for (const PipeOp& op : ops)
       if (op.kind == PipeOpKind::Forward && op.chunk == 0)
-        read[static_cast<std::size_t>(op.microbatch) * stages + static_cast<std::size_t>(op.stage)] =
-            op.weight_version;
+        read[static_cast<std::size_t>(op.microbatch) * stages + static_cast<std::size_t>(op.stage)] = op.weight_version;
   UpdateTrace trace;
   trace.stages = schedule.stages();
   trace.replicas = schedule.shape.replicas;

@@ -1,9 +1,10 @@
 // `placesim pipeline-sweep`: the table, the CSV and JSON-lines rows, and its input errors.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "tests/Helpers.hpp"
 #include "workloads/JsonReader.hpp"
@@ -44,8 +45,11 @@ TEST_CASE("pipeline-sweep prints a table and writes CSV rows") {
 TEST_CASE("pipeline-sweep JSON lines carry the steady-state delay of PipeDream") {
   const std::string path = temp_path("sweep.jsonl");
   std::string output;
-  int code = test::run_placesim("pipeline-sweep --stages 4 --schedules pipedream --microbatches 40 --steps 1 "
-                                "--forward-s 1 --backward-s 1 --out " + path, &output);
+  int code = test::run_placesim(
+      "pipeline-sweep --stages 4 --schedules pipedream --microbatches 40 --steps 1 "
+      "--forward-s 1 --backward-s 1 --out " +
+          path,
+      &output);
   INFO(output);
   REQUIRE(code == 0);
   std::vector<std::string> lines = lines_of(path);

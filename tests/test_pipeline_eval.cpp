@@ -27,7 +27,8 @@ TEST_CASE("Evaluator: 1F1B on 2 stages with 2 micro-batches and transfers of 0.5
   // stage 0: F0 F1 B0 B1 A    stage 1: F0 B0 F1 B1 A      f = 1, b = 2, c = 0.5
   //   s0  F0 [0,1]  F1 [1,2]                     B0 [5,7] (grad at 4.5+0.5)   B1 [8,10] (7.5+0.5)
   //   s1  F0 [1.5,2.5]  B0 [2.5,4.5]  F1 [4.5,5.5] (stream busy until 4.5)  B1 [5.5,7.5]
-  test::PipelineRun r = test::run_pipeline(test::pipeline_shape(Schedule::OneFOneB, 2, 2), test::pipeline_times(1, 2, 0.5));
+  test::PipelineRun r =
+      test::run_pipeline(test::pipeline_shape(Schedule::OneFOneB, 2, 2), test::pipeline_times(1, 2, 0.5));
   auto check = [&](int stage, PipeOpKind kind, int mb, double start, double end) {
     OpInterval x = interval(r, stage, kind, mb);
     CHECK(x.start_s == start);
@@ -74,8 +75,10 @@ TEST_CASE("Interleaved bubble relative to the ideal time is (p-1)/(v m) exactly"
 
 TEST_CASE("GPipe holds m micro-batches in flight on the first stage and 1F1B at most p") {
   for (auto [p, m] : {std::pair{4, 2}, {4, 12}, {8, 32}}) {
-    test::PipelineRun gpipe = test::run_pipeline(test::pipeline_shape(Schedule::GPipe, p, m), test::pipeline_times(1, 2));
-    test::PipelineRun one = test::run_pipeline(test::pipeline_shape(Schedule::OneFOneB, p, m), test::pipeline_times(1, 2));
+    test::PipelineRun gpipe =
+        test::run_pipeline(test::pipeline_shape(Schedule::GPipe, p, m), test::pipeline_times(1, 2));
+    test::PipelineRun one =
+        test::run_pipeline(test::pipeline_shape(Schedule::OneFOneB, p, m), test::pipeline_times(1, 2));
     CHECK(gpipe.metrics.inflight_microbatches_peak[0] == m);
     CHECK(one.metrics.inflight_microbatches_peak[0] == std::min(m, p));
     for (int s = 0; s < p; ++s)
@@ -88,7 +91,8 @@ TEST_CASE("Interleaved in-flight chunk passes follow the warm-up 2(p-s-1)+(v-1)p
   PipelineShape sh = test::pipeline_shape(Schedule::Interleaved, 4, 8);
   sh.chunks = 2;
   test::PipelineRun r = test::run_pipeline(sh, test::pipeline_times(1, 2));
-  for (int s = 0; s < 4; ++s) CHECK(r.metrics.inflight_microbatches_peak[static_cast<std::size_t>(s)] == (2 * (3 - s) + 4 + 1) / 2.0);
+  for (int s = 0; s < 4; ++s)
+    CHECK(r.metrics.inflight_microbatches_peak[static_cast<std::size_t>(s)] == (2 * (3 - s) + 4 + 1) / 2.0);
 }
 
 TEST_CASE("Record: a compute task per op and a send and a receive per transfer in completion order") {

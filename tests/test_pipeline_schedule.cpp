@@ -41,8 +41,8 @@ std::string error_of(const Json& section) {
 }
 
 Json section(const std::string& schedule, int stages, int microbatches) {
-  return Json{{"schedule", schedule}, {"stages", stages}, {"microbatches", microbatches}, {"forward_s", 1},
-              {"backward_s", 2}};
+  return Json{
+      {"schedule", schedule}, {"stages", stages}, {"microbatches", microbatches}, {"forward_s", 1}, {"backward_s", 2}};
 }
 
 }  // namespace
@@ -79,9 +79,9 @@ TEST_CASE("Every schedule runs each micro-batch once per chunk on every stage wi
     Schedule schedule;
     int chunks, replicas, local_steps;
   };
-  for (Case c : {Case{Schedule::GPipe, 1, 1, 1}, Case{Schedule::OneFOneB, 1, 1, 1}, Case{Schedule::Interleaved, 3, 1, 1},
-                 Case{Schedule::PipeDream, 1, 1, 1}, Case{Schedule::PipeDream2BW, 1, 1, 1},
-                 Case{Schedule::LocalSGD, 1, 2, 3}}) {
+  for (Case c :
+       {Case{Schedule::GPipe, 1, 1, 1}, Case{Schedule::OneFOneB, 1, 1, 1}, Case{Schedule::Interleaved, 3, 1, 1},
+        Case{Schedule::PipeDream, 1, 1, 1}, Case{Schedule::PipeDream2BW, 1, 1, 1}, Case{Schedule::LocalSGD, 1, 2, 3}}) {
     PipelineShape sh = test::pipeline_shape(c.schedule, 4, 8, 3);
     sh.chunks = c.chunks;
     sh.replicas = c.replicas;
@@ -136,7 +136,8 @@ TEST_CASE("LocalSGD: one micro-batch per replica in flight and an Average on eve
   }
   // Replica 1's micro-batches 1, 3, 5: versions 0, 1, 2 of its own block.
   for (const PipeOp& op : s.order[0])
-    if (op.kind == PipeOpKind::Forward && op.replica == 1 && op.microbatch < 6) CHECK(op.weight_version == op.microbatch / 2);
+    if (op.kind == PipeOpKind::Forward && op.replica == 1 && op.microbatch < 6)
+      CHECK(op.weight_version == op.microbatch / 2);
 }
 
 TEST_CASE("Error: interleaving with micro-batches not a multiple of the stages") {
@@ -166,8 +167,9 @@ TEST_CASE("Error: replicas that do not divide the micro-batches") {
 }
 
 TEST_CASE("Error: PipeDream-2BW with fewer micro-batches per version than stages") {
-  CHECK(error_of(section("pipedream-2bw", 4, 3)).rfind("pipeline.microbatches=3 must be at least pipeline.stages=4", 0) ==
-        0);
+  CHECK(
+      error_of(section("pipedream-2bw", 4, 3)).rfind("pipeline.microbatches=3 must be at least pipeline.stages=4", 0) ==
+      0);
 }
 
 TEST_CASE("Error: a schedule's own key given to another schedule") {

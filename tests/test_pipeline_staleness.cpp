@@ -2,8 +2,8 @@
 // stage s is k - j: k counts global block updates (backward ops over all stages in completion order), j the backward
 // ops done before the forward of the same micro-batch on stage s (Ilin & Richtarik, arXiv 2606.03498: the steady
 // state grows as S^2 - S/2 + O(1)).
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -15,7 +15,9 @@ using namespace placesim;
 
 namespace {
 
-UpdateTrace trace_of(const test::PipelineRun& r) { return update_trace(r.schedule, r.timeline); }
+UpdateTrace trace_of(const test::PipelineRun& r) {
+  return update_trace(r.schedule, r.timeline);
+}
 
 PipelineShape pipedream(int stages, int microbatches, int noam) {
   PipelineShape sh = test::pipeline_shape(Schedule::PipeDream, stages, microbatches);
