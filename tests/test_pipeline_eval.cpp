@@ -124,6 +124,14 @@ TEST_CASE("Record: a compute task per op and a send and a receive per transfer i
     CHECK(send.end_s - send.start_s == 0.25);
     CHECK(send.start_s == receive.start_s);
   }
+  // p2p_s = 0.25 is shorter than every forward and backward: the sends of one device never overlap.
+  std::map<int, std::vector<std::pair<double, double>>> sends;
+  for (const TaskRecord& t : record.tasks)
+    if (t.stream == Stream::PpSend) sends[t.device].emplace_back(t.start_s, t.end_s);
+  for (auto& [device, spans] : sends) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) CHECK(spans[i - 1].second <= spans[i].first);
+  }
   double makespan = 0;
   for (const auto& stage : timeline)
     for (const OpInterval& x : stage) makespan = std::max(makespan, x.end_s);
