@@ -8,5 +8,6 @@ Command command_analyze();
 Command command_check();
 Command command_presets();
 Command command_simulate();
+Command command_pipeline_sweep();
 
 }  // namespace placesim

@@ -1,0 +1,41 @@
+#pragma once
+#include "strategies/PipelineEval.hpp"
+#include "strategies/PipelineMetrics.hpp"
+#include "strategies/PipelineSchedule.hpp"
+
+namespace placesim::test {
+
+inline PipelineShape pipeline_shape(Schedule schedule, int stages, int microbatches, int steps = 1) {
+  PipelineShape sh;
+  sh.schedule = schedule;
+  sh.stages = stages;
+  sh.microbatches = microbatches;
+  sh.steps = steps;
+  sh.noam = stages;
+  return sh;
+}
+
+inline PipelineTimes pipeline_times(double forward_s, double backward_s, double p2p_s = 0) {
+  PipelineTimes t;
+  t.forward_s = forward_s;
+  t.backward_s = backward_s;
+  t.p2p_s = p2p_s;
+  return t;
+}
+
+/// A schedule, its evaluated timeline and its metrics.
+struct PipelineRun {
+  PipelineSchedule schedule;
+  PipelineTimeline timeline;
+  PipelineMetrics metrics;
+};
+
+inline PipelineRun run_pipeline(const PipelineShape& shape, const PipelineTimes& times) {
+  PipelineRun r;
+  r.schedule = make_schedule(shape, abstract_shape_fields());
+  r.timeline = evaluate_pipeline(r.schedule, times);
+  r.metrics = measure_pipeline(r.schedule, r.timeline);
+  return r;
+}
+
+}  // namespace placesim::test

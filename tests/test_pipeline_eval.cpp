@@ -1,0 +1,225 @@
+// The exact evaluator of abstract pipelines, its records, and the bubble and in-flight measurements.
+// Bubble formulas: GPipe (Huang et al., arXiv 1811.06965) and 1F1B (Narayanan et al., arXiv 2104.04473) idle
+// (p-1)/(m+p-1) of the step; interleaved 1F1B (arXiv 2104.04473, section 2.2) (p-1)/(v m) of the ideal time.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+
+#include "strategies/AbstractPipeline.hpp"
+#include "tests/PipelineHelpers.hpp"
+
+using namespace placesim;
+
+namespace {
+
+// The interval of the op of `kind` for (micro-batch) on `stage`.
+OpInterval interval(const test::PipelineRun& r, int stage, PipeOpKind kind, int microbatch) {
+  const auto& ops = r.schedule.order[static_cast<std::size_t>(stage)];
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == kind && ops[i].microbatch == microbatch) return r.timeline[static_cast<std::size_t>(stage)][i];
+  FAIL("no such op");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("Evaluator: 1F1B on 2 stages with 2 micro-batches and transfers of 0.5 s computed by hand") {
+  // stage 0: F0 F1 B0 B1 A    stage 1: F0 B0 F1 B1 A      f = 1, b = 2, c = 0.5
+  //   s0  F0 [0,1]  F1 [1,2]                     B0 [5,7] (grad at 4.5+0.5)   B1 [8,10] (7.5+0.5)
+  //   s1  F0 [1.5,2.5]  B0 [2.5,4.5]  F1 [4.5,5.5] (stream busy until 4.5)  B1 [5.5,7.5]
+  test::PipelineRun r =
+      test::run_pipeline(test::pipeline_shape(Schedule::OneFOneB, 2, 2), test::pipeline_times(1, 2, 0.5));
+  auto check = [&](int stage, PipeOpKind kind, int mb, double start, double end) {
+    OpInterval x = interval(r, stage, kind, mb);
+    CHECK(x.start_s == start);
+    CHECK(x.end_s == end);
+  };
+  check(0, PipeOpKind::Forward, 0, 0, 1);
+  check(0, PipeOpKind::Forward, 1, 1, 2);
+  check(1, PipeOpKind::Forward, 0, 1.5, 2.5);
+  check(1, PipeOpKind::Backward, 0, 2.5, 4.5);
+  check(1, PipeOpKind::Forward, 1, 4.5, 5.5);
+  check(1, PipeOpKind::Backward, 1, 5.5, 7.5);
+  check(0, PipeOpKind::Backward, 0, 5, 7);
+  check(0, PipeOpKind::Backward, 1, 8, 10);
+  check(1, PipeOpKind::Apply, 1, 7.5, 7.5);
+  check(0, PipeOpKind::Apply, 1, 10, 10);
+  CHECK(r.metrics.span_s == 10);
+  CHECK(r.metrics.busy_s == std::vector<double>{6, 6});
+  CHECK(r.metrics.bubble_fraction == std::vector<double>{0.4, 0.4});
+}
+
+TEST_CASE("GPipe and 1F1B bubble per device is (p-1)/(m+p-1) with uniform stages and free transfers") {
+  for (Schedule schedule : {Schedule::GPipe, Schedule::OneFOneB})
+    for (auto [p, m] : {std::pair{2, 1}, {2, 8}, {4, 4}, {4, 16}, {8, 3}, {8, 32}, {16, 64}})
+      for (auto [f, b] : {std::pair{1.0, 1.0}, {1.0, 2.0}, {3.0, 5.0}}) {
+        INFO(to_string(schedule) << " p=" << p << " m=" << m << " f=" << f << " b=" << b);
+        test::PipelineRun r = test::run_pipeline(test::pipeline_shape(schedule, p, m, 2), test::pipeline_times(f, b));
+        for (double bubble : r.metrics.bubble_fraction) CHECK(bubble == static_cast<double>(p - 1) / (m + p - 1));
+        CHECK(r.metrics.span_s == 2 * (m + p - 1) * (f + b));  // two steps, back to back
+      }
+}
+
+TEST_CASE("Interleaved bubble relative to the ideal time is (p-1)/(v m) exactly") {
+  for (auto [p, m, v] : {std::tuple{2, 2, 2}, {2, 8, 4}, {4, 4, 2}, {4, 8, 3}, {4, 16, 4}, {8, 8, 2}, {8, 16, 4}}) {
+    INFO("p=" << p << " m=" << m << " v=" << v);
+    PipelineShape sh = test::pipeline_shape(Schedule::Interleaved, p, m);
+    sh.chunks = v;
+    test::PipelineRun r = test::run_pipeline(sh, test::pipeline_times(v, 2.0 * v));  // chunk ops take 1 s and 2 s
+    for (std::size_t s = 0; s < r.metrics.busy_s.size(); ++s) {
+      CHECK(r.metrics.busy_s[s] == m * 3.0 * v);
+      CHECK(r.metrics.idle_s[s] / r.metrics.busy_s[s] == static_cast<double>(p - 1) / (v * m));
+    }
+  }
+}
+
+TEST_CASE("GPipe holds m micro-batches in flight on the first stage and 1F1B at most p") {
+  for (auto [p, m] : {std::pair{4, 2}, {4, 12}, {8, 32}}) {
+    test::PipelineRun gpipe =
+        test::run_pipeline(test::pipeline_shape(Schedule::GPipe, p, m), test::pipeline_times(1, 2));
+    test::PipelineRun one =
+        test::run_pipeline(test::pipeline_shape(Schedule::OneFOneB, p, m), test::pipeline_times(1, 2));
+    CHECK(gpipe.metrics.inflight_microbatches_peak[0] == m);
+    CHECK(one.metrics.inflight_microbatches_peak[0] == std::min(m, p));
+    for (int s = 0; s < p; ++s)
+      CHECK(one.metrics.inflight_microbatches_peak[static_cast<std::size_t>(s)] == std::min(m, p - s));
+    CHECK(gpipe.metrics.stashed_versions_peak == std::vector<int>(static_cast<std::size_t>(p), 1));
+  }
+}
+
+TEST_CASE("Interleaved in-flight chunk passes follow the warm-up 2(p-s-1)+(v-1)p+1 in micro-batches") {
+  PipelineShape sh = test::pipeline_shape(Schedule::Interleaved, 4, 8);
+  sh.chunks = 2;
+  test::PipelineRun r = test::run_pipeline(sh, test::pipeline_times(1, 2));
+  for (int s = 0; s < 4; ++s)
+    CHECK(r.metrics.inflight_microbatches_peak[static_cast<std::size_t>(s)] == (2 * (3 - s) + 4 + 1) / 2.0);
+}
+
+TEST_CASE("Record: a compute task per op and a send and a receive per transfer in completion order") {
+  PipelineShape sh = test::pipeline_shape(Schedule::OneFOneB, 3, 4);
+  PipelineTimes times = test::pipeline_times(1, 2, 0.25);
+  PipelineSchedule schedule = make_schedule(sh, abstract_shape_fields());
+  PipelineTimeline timeline = evaluate_pipeline(schedule, times);
+  SimulationRecord record = pipeline_record(schedule, timeline, times);
+  REQUIRE(record.devices.size() == 3);
+  std::map<Stream, int> per_stream;
+  std::map<std::uint64_t, std::vector<const TaskRecord*>> transfers;
+  for (std::size_t i = 0; i < record.tasks.size(); ++i) {
+    const TaskRecord& t = record.tasks[i];
+    ++per_stream[t.stream];
+    if (i > 0) CHECK(record.tasks[i - 1].end_s <= t.end_s);
+    if (t.kind == TaskKind::P2P) transfers[t.task].push_back(&t);
+  }
+  CHECK(per_stream[Stream::Compute] == 3 * (4 * 2 + 1));
+  // Activations cross 2 boundaries and gradients 2 boundaries, for 4 micro-batches: 16 transfers.
+  CHECK(per_stream[Stream::PpSend] == 16);
+  CHECK(per_stream[Stream::PpRecv] == 16);
+  for (const auto& [id, pair] : transfers) {
+    REQUIRE(pair.size() == 2);
+    const TaskRecord& send = pair[0]->stream == Stream::PpSend ? *pair[0] : *pair[1];
+    const TaskRecord& receive = pair[0]->stream == Stream::PpSend ? *pair[1] : *pair[0];
+    CHECK(send.peer == receive.device);
+    CHECK(receive.peer == send.device);
+    CHECK(std::abs(send.device - receive.device) == 1);
+    CHECK(send.end_s - send.start_s == 0.25);
+    CHECK(send.start_s == receive.start_s);
+  }
+  // p2p_s = 0.25 is shorter than every forward and backward: the sends of one device never overlap.
+  std::map<int, std::vector<std::pair<double, double>>> sends;
+  for (const TaskRecord& t : record.tasks)
+    if (t.stream == Stream::PpSend) sends[t.device].emplace_back(t.start_s, t.end_s);
+  for (auto& [device, spans] : sends) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) CHECK(spans[i - 1].second <= spans[i].first);
+  }
+  double makespan = 0;
+  for (const auto& stage : timeline)
+    for (const OpInterval& x : stage) makespan = std::max(makespan, x.end_s);
+  CHECK(record.step_time_s == makespan);
+  CHECK(record.tasks.back().end_s == makespan);
+}
+
+TEST_CASE("Metrics from records equal metrics from the timeline and tolerate several records per op") {
+  PipelineShape sh = test::pipeline_shape(Schedule::PipeDream, 4, 24);
+  PipelineTimes times = test::pipeline_times(1, 2, 0.25);
+  PipelineSchedule schedule = make_schedule(sh, abstract_shape_fields());
+  PipelineTimeline timeline = evaluate_pipeline(schedule, times);
+  SimulationRecord record = pipeline_record(schedule, timeline, times);
+  const Json expected = pipeline_json(measure_pipeline(schedule, timeline));
+  CHECK(pipeline_json(measure_pipeline(schedule, record)) == expected);
+  // A simulation records one task per layer group: split every forward and backward in two halves.
+  SimulationRecord split = record;
+  split.tasks.clear();
+  for (const TaskRecord& t : record.tasks) {
+    if (t.kind != TaskKind::Forward && t.kind != TaskKind::Backward) {
+      split.tasks.push_back(t);
+      continue;
+    }
+    TaskRecord first = t, second = t;
+    first.end_s = second.start_s = (t.start_s + t.end_s) / 2;
+    split.tasks.push_back(first);
+    split.tasks.push_back(second);
+  }
+  CHECK(pipeline_json(measure_pipeline(schedule, split)) == expected);
+}
+
+TEST_CASE("pipeline_timeline refuses a record that lacks an op") {
+  PipelineSchedule schedule = make_schedule(test::pipeline_shape(Schedule::GPipe, 2, 2), abstract_shape_fields());
+  PipelineTimes times = test::pipeline_times(1, 2);
+  SimulationRecord record = pipeline_record(schedule, evaluate_pipeline(schedule, times), times);
+  auto it = std::find_if(record.tasks.begin(), record.tasks.end(), [](const TaskRecord& t) {
+    return t.kind == TaskKind::Backward && t.stage == 1 && t.microbatch == 1;
+  });
+  REQUIRE(it != record.tasks.end());
+  record.tasks.erase(it);
+  CHECK_THROWS_WITH(pipeline_timeline(schedule, record),
+                    "the record has no task for the backward of stage 1 after micro-batch 1 chunk 0");
+}
+
+TEST_CASE("LocalSGD: every stage averages for average_s at each round end and the bubble is reported") {
+  Json section{{"schedule", "localsgd"}, {"stages", 4},   {"microbatches", 16}, {"forward_s", 1},
+               {"backward_s", 2},        {"replicas", 4}, {"local_steps", 2},   {"average_s", 5}};
+  SimulationRecord record;
+  Json report = simulate_abstract_pipeline(section, &record, nullptr);
+  int averages = 0;
+  for (const TaskRecord& t : record.tasks)
+    if (t.kind == TaskKind::Collective) {
+      ++averages;
+      CHECK(t.end_s - t.start_s == 5);
+      CHECK(t.stream == Stream::Compute);
+    }
+  CHECK(averages == 4 * 2);  // rounds of replicas x local_steps = 8 micro-batches
+  const Json& bubbles = report["pipeline"]["bubble_fraction"];
+  REQUIRE(bubbles.size() == 4);
+  for (const Json& b : bubbles) CHECK(b.get<double>() > 0);
+  // Busy = 16 forwards and backwards of 3 s plus two averagings of 5 s on every stage.
+  for (const Json& busy : report["pipeline"]["busy_s"]) CHECK(busy.get<double>() == 16 * 3 + 2 * 5);
+}
+
+TEST_CASE("The abstract report keeps the keys scripts rely on") {
+  Json section{{"schedule", "pipedream"}, {"stages", 4}, {"microbatches", 40}, {"forward_s", 1}, {"backward_s", 1}};
+  Json report = simulate_abstract_pipeline(section, nullptr, nullptr);
+  const Json& p = report["pipeline"];
+  for (const char* key : {"bubble_fraction", "stashed_versions_peak", "inflight_microbatches_peak"}) {
+    REQUIRE(p.contains(key));
+    CHECK(p[key].size() == 4);
+  }
+  for (const char* key : {"max_delay", "mean_delay", "per_stage", "histogram"}) CHECK(p["staleness"].contains(key));
+  CHECK(p["staleness"]["per_stage"][0].contains("max"));
+  CHECK(p["staleness"]["per_stage"][0].contains("mean"));
+  CHECK(report["simulation"]["step_time_s"].get<double>() == report["simulation"]["makespan_s"].get<double>());
+  std::int64_t counted = 0;
+  for (const Json& bin : p["staleness"]["histogram"]) counted += bin["count"].get<std::int64_t>();
+  CHECK(counted == p["staleness"]["samples"].get<std::int64_t>());
+  CHECK(counted == 4 * 20);  // backwards of micro-batches 20..39 on 4 stages
+}
+
+TEST_CASE("Performance: PipeDream with S=64 and M=640 is evaluated and measured in well under a second") {
+  Json section{{"schedule", "pipedream"}, {"stages", 64}, {"microbatches", 640}, {"forward_s", 1}, {"backward_s", 1}};
+  auto start = std::chrono::steady_clock::now();
+  Json report = simulate_abstract_pipeline(section, nullptr, nullptr);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("took " << seconds << " s");
+  CHECK(seconds < 1.0);  // about 40 ms on a loaded 2-core machine; a quadratic evaluator takes minutes
+  CHECK(report["pipeline"]["staleness"]["max_delay"].get<std::int64_t>() == 64 * 64 - 32);
+}

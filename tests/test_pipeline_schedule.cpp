@@ -1,0 +1,215 @@
+// Pipeline schedules as per-stage op orders: GPipe, 1F1B (PipeDream-Flush), Megatron-LM interleaved 1F1B
+// (Narayanan et al., arXiv 2104.04473), PipeDream asynchronous 1F1B with weight stashing, PipeDream-2BW and LocalSGD.
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "strategies/AbstractPipeline.hpp"
+#include "tests/PipelineHelpers.hpp"
+
+using namespace placesim;
+
+namespace {
+
+// "F0 F1 B0 A" (interleaved: "F0.1" = micro-batch 0, chunk 1; "A" = Apply, "avg" = Average).
+std::string render(const std::vector<PipeOp>& ops, bool chunks = false) {
+  std::string out;
+  for (const PipeOp& op : ops) {
+    if (!out.empty()) out += " ";
+    if (op.kind == PipeOpKind::Apply) {
+      out += "A";
+    } else if (op.kind == PipeOpKind::Average) {
+      out += "avg";
+    } else {
+      out += (op.kind == PipeOpKind::Forward ? "F" : "B") + std::to_string(op.microbatch);
+      if (chunks) out += "." + std::to_string(op.chunk);
+    }
+  }
+  return out;
+}
+
+PipelineSchedule schedule_of(Schedule s, int stages, int microbatches, int steps = 1) {
+  return make_schedule(test::pipeline_shape(s, stages, microbatches, steps), abstract_shape_fields());
+}
+
+std::string error_of(const Json& section) {
+  try {
+    simulate_abstract_pipeline(section, nullptr, nullptr);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+Json section(const std::string& schedule, int stages, int microbatches) {
+  return Json{
+      {"schedule", schedule}, {"stages", stages}, {"microbatches", microbatches}, {"forward_s", 1}, {"backward_s", 2}};
+}
+
+}  // namespace
+
+TEST_CASE("1F1B: S-s-1 warm-up forwards then one forward and one backward in turn then the cool-down") {
+  PipelineSchedule s = schedule_of(Schedule::OneFOneB, 3, 4);
+  CHECK(render(s.order[0]) == "F0 F1 F2 B0 F3 B1 B2 B3 A");
+  CHECK(render(s.order[1]) == "F0 F1 B0 F2 B1 F3 B2 B3 A");
+  CHECK(render(s.order[2]) == "F0 B0 F1 B1 F2 B2 F3 B3 A");
+}
+
+TEST_CASE("GPipe: all forwards then all backwards and one Apply per stage at the end of every step") {
+  PipelineSchedule s = schedule_of(Schedule::GPipe, 2, 3, 2);
+  for (const auto& ops : s.order) CHECK(render(ops) == "F0 F1 F2 B0 B1 B2 A F3 F4 F5 B3 B4 B5 A");
+  for (const auto& ops : s.order) {
+    CHECK(ops[0].weight_version == 0);
+    CHECK(ops[6].weight_version == 0);  // the first Apply replaces version 0
+    CHECK(ops[7].weight_version == 1);  // the second step reads version 1
+  }
+}
+
+TEST_CASE("Interleaved 1F1B follows Megatron-LM: chunk order and a warm-up of 2(S-s-1)+(v-1)S forwards") {
+  PipelineShape sh = test::pipeline_shape(Schedule::Interleaved, 2, 4);
+  sh.chunks = 2;
+  PipelineSchedule s = make_schedule(sh, abstract_shape_fields());
+  CHECK(render(s.order[0], true) ==
+        "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0 A");
+  CHECK(render(s.order[1], true) ==
+        "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 F3.1 B3.1 B2.0 B3.0 A");
+}
+
+TEST_CASE("Every schedule runs each micro-batch once per chunk on every stage with the forward first") {
+  struct Case {
+    Schedule schedule;
+    int chunks, replicas, local_steps;
+  };
+  for (Case c :
+       {Case{Schedule::GPipe, 1, 1, 1}, Case{Schedule::OneFOneB, 1, 1, 1}, Case{Schedule::Interleaved, 3, 1, 1},
+        Case{Schedule::PipeDream, 1, 1, 1}, Case{Schedule::PipeDream2BW, 1, 1, 1}, Case{Schedule::LocalSGD, 1, 2, 3}}) {
+    PipelineShape sh = test::pipeline_shape(c.schedule, 4, 8, 3);
+    sh.chunks = c.chunks;
+    sh.replicas = c.replicas;
+    sh.local_steps = c.local_steps;
+    PipelineSchedule s = make_schedule(sh, abstract_shape_fields());
+    INFO(to_string(c.schedule));
+    for (const auto& ops : s.order) {
+      std::map<std::pair<int, int>, int> state;  // (micro-batch, chunk) -> 1 after its forward, 2 after its backward
+      for (const PipeOp& op : ops) {
+        if (op.kind == PipeOpKind::Forward) CHECK(state[{op.microbatch, op.chunk}]++ == 0);
+        if (op.kind == PipeOpKind::Backward) CHECK(state[{op.microbatch, op.chunk}]++ == 1);
+      }
+      CHECK(state.size() == static_cast<std::size_t>(24 * c.chunks));
+      for (const auto& [key, seen] : state) CHECK(seen == 2);
+    }
+  }
+}
+
+TEST_CASE("PipeDream: an Apply after every backward and the backward reads the version its forward stashed") {
+  PipelineSchedule s = schedule_of(Schedule::PipeDream, 3, 6);
+  CHECK(render(s.order[0]) == "F0 F1 F2 B0 A F3 B1 A F4 B2 A F5 B3 A B4 A B5 A");
+  std::map<int, int> forward_version;
+  for (const PipeOp& op : s.order[0]) {
+    if (op.kind == PipeOpKind::Forward) forward_version[op.microbatch] = op.weight_version;
+    if (op.kind == PipeOpKind::Backward) CHECK(op.weight_version == forward_version[op.microbatch]);
+  }
+  CHECK(forward_version == std::map<int, int>{{0, 0}, {1, 0}, {2, 0}, {3, 1}, {4, 2}, {5, 3}});
+}
+
+TEST_CASE("PipeDream-2BW: a new version per step and step g reads version g-1") {
+  PipelineSchedule s = schedule_of(Schedule::PipeDream2BW, 2, 2, 3);
+  CHECK(render(s.order[0]) == "F0 F1 B0 F2 B1 A F3 B2 F4 B3 A F5 B4 B5 A");
+  CHECK(render(s.order[1]) == "F0 B0 F1 B1 A F2 B2 F3 B3 A F4 B4 F5 B5 A");
+  for (const auto& ops : s.order)
+    for (const PipeOp& op : ops)
+      if (op.kind == PipeOpKind::Forward) CHECK(op.weight_version == std::max(0, op.microbatch / 2 - 1));
+}
+
+TEST_CASE("LocalSGD: one micro-batch per replica in flight and an Average on every stage at each round end") {
+  PipelineShape sh = test::pipeline_shape(Schedule::LocalSGD, 3, 4, 2);  // 8 micro-batches
+  sh.replicas = 2;
+  sh.local_steps = 3;  // rounds of 6 micro-batches: 0..5 and 6..7
+  PipelineSchedule s = make_schedule(sh, abstract_shape_fields());
+  CHECK(render(s.order[0]) == "F0 F1 B0 A F2 B1 A F3 B2 A F4 B3 A F5 B4 A B5 A avg F6 F7 B6 A B7 A avg");
+  CHECK(render(s.order[2]) == "F0 B0 A F1 B1 A F2 B2 A F3 B3 A F4 B4 A F5 B5 A avg F6 B6 A F7 B7 A avg");
+  for (const PipeOp& op : s.order[0]) {
+    if (op.kind == PipeOpKind::Average) {
+      CHECK(op.replica == -1);
+    } else {
+      CHECK(op.replica == op.microbatch % 2);
+    }
+  }
+  // Replica 1's micro-batches 1, 3, 5: versions 0, 1, 2 of its own block.
+  for (const PipeOp& op : s.order[0])
+    if (op.kind == PipeOpKind::Forward && op.replica == 1 && op.microbatch < 6)
+      CHECK(op.weight_version == op.microbatch / 2);
+}
+
+TEST_CASE("Error: interleaving with micro-batches not a multiple of the stages") {
+  Json j = section("interleaved", 4, 6);
+  j["chunks"] = 2;
+  CHECK(error_of(j) ==
+        "pipeline.microbatches=6 is not a multiple of pipeline.stages=4 (pipeline.schedule=interleaved runs "
+        "micro-batches in groups of one per stage)");
+}
+
+TEST_CASE("Error: NOAM below 1") {
+  Json j = section("pipedream", 4, 8);
+  j["noam"] = 0;
+  CHECK(error_of(j) == "pipeline.noam=0 must be at least 1");
+}
+
+TEST_CASE("Error: local_steps below 1") {
+  Json j = section("localsgd", 4, 8);
+  j["local_steps"] = 0;
+  CHECK(error_of(j) == "pipeline.local_steps=0 must be at least 1");
+}
+
+TEST_CASE("Error: replicas that do not divide the micro-batches") {
+  Json j = section("localsgd", 4, 8);
+  j["replicas"] = 3;
+  CHECK(error_of(j) == "pipeline.replicas=3 does not divide pipeline.microbatches=8");
+}
+
+TEST_CASE("Error: PipeDream-2BW with fewer micro-batches per version than stages") {
+  CHECK(
+      error_of(section("pipedream-2bw", 4, 3)).rfind("pipeline.microbatches=3 must be at least pipeline.stages=4", 0) ==
+      0);
+}
+
+TEST_CASE("Error: a schedule's own key given to another schedule") {
+  Json j = section("1f1b", 4, 8);
+  j["noam"] = 2;
+  CHECK(error_of(j) == "pipeline.noam is only meaningful with pipeline.schedule=pipedream or pipedream-2bw");
+  j = section("gpipe", 4, 8);
+  j["chunks"] = 2;
+  CHECK(error_of(j) == "pipeline.chunks is only meaningful with pipeline.schedule=interleaved");
+}
+
+TEST_CASE("Error: unknown keys and missing or non-positive times in the pipeline section") {
+  Json j = section("1f1b", 4, 8);
+  j["forwards_s"] = 1;
+  CHECK(error_of(j) == "unknown key pipeline.forwards_s (did you mean 'pipeline.forward_s'?)");
+  j = section("1f1b", 4, 8);
+  j.erase("backward_s");
+  CHECK(error_of(j) == "pipeline.backward_s is required but missing");
+  j = section("1f1b", 4, 8);
+  j["forward_s"] = 0;
+  CHECK(error_of(j) == "pipeline.forward_s=0.0 must be positive");
+  j = section("1f1b", 4, 8);
+  j["p2p_s"] = -1;
+  CHECK(error_of(j) == "pipeline.p2p_s=-1.0 must not be negative");
+  j = section("1f1b", 4, 8);
+  j["schedule"] = "pipedrem";
+  CHECK(error_of(j).find("(did you mean 'pipedream'?)") != std::string::npos);
+}
+
+TEST_CASE("Errors from a strategy name the strategy fields") {
+  StrategySpec s;
+  s.pp = 4;
+  s.microbatches = 6;
+  s.schedule = Schedule::Interleaved;
+  s.chunks = 2;
+  CHECK_THROWS_WITH(make_schedule(shape_of(s, 1), strategy_shape_fields()),
+                    Catch::StartsWith("strategy.microbatches=6 is not a multiple of strategy.pp=4"));
+  s.schedule = Schedule::LocalSGD;
+  s.chunks = 1;
+  s.replicas = 4;
+  CHECK_THROWS_WITH(make_schedule(shape_of(s, 1), strategy_shape_fields()),
+                    "strategy.replicas=4 does not divide strategy.microbatches=6");
+}
