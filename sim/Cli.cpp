@@ -131,7 +131,7 @@ void write_output(const std::string& path, const std::string& text) {
   if (!out) throw InputError("failed writing '" + path + "'");
 }
 
-std::vector<Command> all_commands() { return {command_analyze(), command_check(), command_presets()}; }
+std::vector<Command> all_commands() { return {command_analyze(), command_calibrate(), command_check(), command_presets()}; }
 
 namespace {
 

@@ -12,7 +12,7 @@ struct LayerShape {
   double T = 0, norm_tokens = 0, s = 0, h = 0, kv = 0, f = 0, tp = 1, d = 0;
   double heads = 0;  // attention heads on this rank, times micro_batch: the batch of the score GEMMs
   double el = 2;     // bytes per activation element
-  bool gated = false, dropout = true, rotary = false, flash = false;
+  bool gated = false, dropout = true, rotary = false, flash = false, bias = true;
   DType dtype = DType::BF16;
 };
 
@@ -33,6 +33,7 @@ LayerShape shape_of(const Experiment& e) {
   L.dropout = m.dropout;
   L.rotary = !m.learned_positions;
   L.flash = m.flash_attention;
+  L.bias = m.bias;
   L.dtype = e.training.dtype;
   return L;
 }
@@ -120,6 +121,19 @@ double attention_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
                  : attention_core_backward_s(L, acc);
 }
 
+// The attention output is permuted back to [tokens, heads x head_dim] by a copy, in both passes.
+double layout_copy_s(const LayerShape& L, const AcceleratorSpec& acc) {
+  return elementwise_time_s(2 * L.el * L.T * L.h / L.tp, acc);
+}
+
+// Bias gradients are reductions of each linear's output gradient over the tokens.
+double bias_gradients_s(const LayerShape& L, const LayerLinears& lin, const AcceleratorSpec& acc) {
+  if (!L.bias) return 0;
+  double t = 0;
+  for (const Linear& x : {lin.qkv, lin.proj, lin.fc1, lin.fc2}) t += elementwise_time_s(L.el * L.T * x.out, acc);
+  return t;
+}
+
 double optimizer_bytes_per_element(const Experiment& e) {
   const auto& t = e.training;
   return 2 * t.optimizer_bytes_per_param + t.grad_bytes() + t.param_bytes();
@@ -160,8 +174,9 @@ PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc) {
     t.forward_s += linear_forward_s(x, L, acc);
     t.backward_s += linear_dgrad_s(x, L, acc) + linear_wgrad_s(x, L, acc);
   }
-  t.forward_s += pointwise_forward_s(L, acc) + attention_forward_s(L, acc);
-  t.backward_s += pointwise_backward_s(L, acc) + attention_backward_s(L, acc);
+  t.forward_s += pointwise_forward_s(L, acc) + attention_forward_s(L, acc) + layout_copy_s(L, acc);
+  t.backward_s += pointwise_backward_s(L, acc) + attention_backward_s(L, acc) + layout_copy_s(L, acc) +
+                  bias_gradients_s(L, lin, acc);
   if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
   // Flash attention recomputes its scores inside the backward kernel already: selective recompute adds nothing.
   if (e.training.recompute == Recompute::Selective && !L.flash) t.recompute_s = attention_core_forward_s(L, acc);

@@ -14,7 +14,10 @@ TpExposure tp_exposure(const Experiment& e, const AcceleratorSpec& acc, const Fa
     return collective_time_s(kind, algorithm, x.bytes, tp, tp_fabric);
   };
   const ColumnLinearBackward col = column_linear_backward(e, acc);
-  const auto hidden_behind = [](double comm_s, double gemm_s) { return std::max(0.0, comm_s - gemm_s); };
+  const double penalty = acc.profile.overlap_penalty;
+  const auto hidden_behind = [penalty](double comm_s, double gemm_s) {
+    return std::max(0.0, comm_s - gemm_s) + penalty * std::min(comm_s, gemm_s);
+  };
   if (!e.strategy.sp) {
     const auto algorithm = tp_fabric.nvls_bus_efficiency > 0 ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring;
     const double all_reduce = time(CollectiveKind::AllReduce, algorithm);

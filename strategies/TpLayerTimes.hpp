@@ -16,6 +16,7 @@ struct TpExposure {
 ///   with SP:    forward 2 all-gathers + 2 reduce-scatters, exposed; backward 2 all-gathers of output gradients
 ///               (exposed), and per column-parallel linear an all-gather of its input overlapped with the
 ///               data-gradient GEMM and a reduce-scatter of its input gradient overlapped with the weight-gradient one.
+/// A collective hidden behind a GEMM still costs acc.profile.overlap_penalty of its time (SM and HBM contention).
 /// All-reduces use NVLink SHARP where `tp_fabric` has it, otherwise rings. tp = 1 costs nothing.
 TpExposure tp_exposure(const Experiment& e, const AcceleratorSpec& acc, const FabricProfile& tp_fabric);
 

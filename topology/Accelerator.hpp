@@ -19,6 +19,7 @@ namespace placesim {
 ///     t  = gemm_latency_s + (tc^p + tm^p)^(1/p)               p = gemm_roofline_p (a soft roofline)
 ///   element-wise:  t = kernel_latency_s + bytes / (hbm_bw * memory_efficiency)
 ///   fused (flash) attention:  t = FLOPs / (peak * flash_attention_efficiency)
+///   a collective of time c hidden behind a GEMM of time g costs max(0, c - g) + overlap_penalty * min(c, g)
 struct ComputeProfile {
   double gemm_peak_efficiency = 0.8;  ///< fraction of peak a large square GEMM sustains
   double gemm_latency_s = 8e-6;       ///< fixed cost of one GEMM: launch, pipeline fill, partial last wave
@@ -28,6 +29,9 @@ struct ComputeProfile {
   double memory_efficiency = 0.8;     ///< fraction of HBM bandwidth element-wise kernels sustain
   double kernel_latency_s = 4e-6;     ///< fixed cost of one element-wise kernel
   double flash_attention_efficiency = 0.5;  ///< fraction of peak a fused attention kernel sustains (fwd and bwd)
+  /// Fraction of a collective's time that still lands on the critical path while it is hidden behind a GEMM: NCCL's
+  /// kernels take SMs and HBM bandwidth from the GEMM they overlap.
+  double overlap_penalty = 0.2;
   std::vector<std::string> sources;   ///< where the numbers come from (paper, table, figure)
 };
 

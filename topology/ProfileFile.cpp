@@ -44,6 +44,7 @@ ComputeProfile parse_compute_profile(const Json& value, const std::string& field
   p.memory_efficiency = required_fraction(r, "memory_efficiency");
   p.kernel_latency_s = required_non_negative(r, "kernel_latency_s");
   p.flash_attention_efficiency = required_fraction(r, "flash_attention_efficiency");
+  p.overlap_penalty = required_non_negative(r, "overlap_penalty");
   r.finish();
   return p;
 }
@@ -77,7 +78,8 @@ Json compute_profile_to_json(const ComputeProfile& p) {
               {"gemm_roofline_p", p.gemm_roofline_p},
               {"memory_efficiency", p.memory_efficiency},
               {"kernel_latency_s", p.kernel_latency_s},
-              {"flash_attention_efficiency", p.flash_attention_efficiency}};
+              {"flash_attention_efficiency", p.flash_attention_efficiency},
+              {"overlap_penalty", p.overlap_penalty}};
 }
 
 }  // namespace placesim
