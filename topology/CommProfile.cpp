@@ -19,12 +19,12 @@ std::string number(double v) {
 // Fitted by `placesim calibrate` to the nccl-tests curves in topology/profiles/measurements/ (residuals in
 // topology/profiles/*.json): ring bus efficiency and per-step latency of NVLink 3 and 5, NVLS efficiency and latency
 // of NVLink 4.
-constexpr double kNvlink3Efficiency = 0.77;
-constexpr double kNvlink3Latency = 3.2e-6;
-constexpr double kNvlink4NvlsEfficiency = 480.0 / 450.0;
-constexpr double kNvlink4NvlsLatency = 20e-6;
-constexpr double kNvlink5Efficiency = 0.75;
-constexpr double kNvlink5Latency = 3e-6;
+constexpr double kNvlink3Efficiency = 0.7352;
+constexpr double kNvlink3Latency = 3.103e-6;
+constexpr double kNvlink4NvlsEfficiency = 0.9949;
+constexpr double kNvlink4NvlsLatency = 3.931e-5;
+constexpr double kNvlink5Efficiency = 0.6973;
+constexpr double kNvlink5Latency = 2.789e-6;
 
 FabricProfile fabric(const char* name, double link_bw_Bps, double efficiency, double latency_s, double nvls_eff,
                      double nvls_latency_s, std::vector<std::string> sources) {
