@@ -106,8 +106,9 @@ std::vector<Point> attention_points(const Json& items, const std::string& field,
     bool both = r.get_choice("pass", {"fwd", "fwd+bwd"}, "fwd+bwd") == "fwd+bwd";
     std::string dt = r.get_choice("dtype", {"bf16", "fp16"}, "bf16");
     DType dtype = dt == "fp16" ? DType::FP16 : DType::BF16;
-    Point p{"attention", "b" + number(b) + " h" + number(heads) + " s" + number(s) + " d" + number(d) +
-                             (both ? " fwd+bwd" : " fwd"), "TFLOP/s"};
+    Point p{"attention",
+            "b" + number(b) + " h" + number(heads) + " s" + number(s) + " d" + number(d) + (both ? " fwd+bwd" : " fwd"),
+            "TFLOP/s"};
     p.measured = positive(r, "tflops");
     r.finish();
     const double fwd = 4 * b * heads * s * s * d * (causal ? 0.5 : 1.0);
@@ -132,10 +133,13 @@ std::vector<Point> collective_points(const Json& items, const std::string& field
     double bytes = positive(r, "bytes");
     bool this_nvls = algorithm == CollectiveAlgorithm::Nvls;
     if (i > 0 && this_nvls != *nvls)
-      throw InputError(r.field("algorithm") + ": nvls and ring/tree points fit different parameters; use one file each");
+      throw InputError(r.field("algorithm") +
+                       ": nvls and ring/tree points fit different parameters; use one file each");
     *nvls = this_nvls;
-    Point p{"collectives", to_string(kind) + " " + to_string(algorithm) + " " + std::to_string(ranks) + " ranks " +
-                               format_bytes(bytes), "GB/s"};
+    Point p{
+        "collectives",
+        to_string(kind) + " " + to_string(algorithm) + " " + std::to_string(ranks) + " ranks " + format_bytes(bytes),
+        "GB/s"};
     measured_value(r, "busbw_GBps", p);
     r.finish();
     bool time = p.unit == "s";
@@ -216,8 +220,12 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   auto take = [&](const char* key) { return r.has(key) ? &list(r, key) : nullptr; };
   if (const Json* items = take("collectives")) {
     group = collective_points(*items, r.field("collectives"), f, &nvls);
-    if (nvls) fit_group("collectives", {{"nvls_bus_efficiency", &f.nvls_bus_efficiency}, {"nvls_latency_s", &f.nvls_latency_s}}, group, c);
-    else fit_group("collectives", {{"bus_efficiency", &f.bus_efficiency}, {"step_latency_s", &f.step_latency_s}}, group, c);
+    if (nvls)
+      fit_group("collectives", {{"nvls_bus_efficiency", &f.nvls_bus_efficiency}, {"nvls_latency_s", &f.nvls_latency_s}},
+                group, c);
+    else
+      fit_group("collectives", {{"bus_efficiency", &f.bus_efficiency}, {"step_latency_s", &f.step_latency_s}}, group,
+                c);
     c.fabric_fitted = !group.empty();
     all.insert(all.end(), group.begin(), group.end());
   }
@@ -228,8 +236,12 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   }
   if (const Json* items = take("gemm")) {
     group = gemm_points(*items, r.field("gemm"), c.accelerator);
-    fit_group("gemm", {{"gemm_peak_efficiency", &p.gemm_peak_efficiency}, {"gemm_latency_s", &p.gemm_latency_s},
-                       {"gemm_k_overhead", &p.gemm_k_overhead}, {"gemm_roofline_p", &p.gemm_roofline_p}}, group, c);
+    fit_group("gemm",
+              {{"gemm_peak_efficiency", &p.gemm_peak_efficiency},
+               {"gemm_latency_s", &p.gemm_latency_s},
+               {"gemm_k_overhead", &p.gemm_k_overhead},
+               {"gemm_roofline_p", &p.gemm_roofline_p}},
+              group, c);
     all.insert(all.end(), group.begin(), group.end());
   }
   if (const Json* items = take("attention")) {
@@ -247,7 +259,8 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   r.finish();
   if (all.empty()) throw InputError("measured: no points (give gemm, memory, attention, collectives or layers)");
   c.accelerator.gemm_efficiency = std::min(1.0, p.gemm_peak_efficiency);
-  for (const auto& point : all) c.residuals.push_back({point.group, point.name, point.measured, point.model(), point.unit});
+  for (const auto& point : all)
+    c.residuals.push_back({point.group, point.name, point.measured, point.model(), point.unit});
   return c;
 }
 
@@ -257,8 +270,12 @@ Json calibration_profile_json(const Calibration& c) {
   j["sources"] = c.sources;
   Json rows = Json::array();
   for (const auto& row : c.residuals)
-    rows.push_back(Json{{"group", row.group}, {"point", row.point}, {"unit", row.unit}, {"measured", row.measured},
-                        {"fitted", row.fitted}, {"error_percent", std::round(row.error_percent() * 100) / 100}});
+    rows.push_back(Json{{"group", row.group},
+                        {"point", row.point},
+                        {"unit", row.unit},
+                        {"measured", row.measured},
+                        {"fitted", row.fitted},
+                        {"error_percent", std::round(row.error_percent() * 100) / 100}});
   j["fit"] = Json{{"parameters", c.fitted_parameters}, {"residuals", rows}};
   return j;
 }

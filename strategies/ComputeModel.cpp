@@ -101,16 +101,18 @@ double attention_core_forward_s(const LayerShape& L, const AcceleratorSpec& acc)
 
 double attention_core_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
   const double scores = L.heads * L.s * L.s;
-  double t = 2 * gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);   // dQ, dK
-  t += gemm_time_s({L.s, L.s, L.d, L.heads}, L.dtype, acc);              // d(scores) = dO V^T
-  t += gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);              // dV
-  t += elementwise_time_s(3 * L.el * scores, acc);                       // softmax backward
+  double t = 2 * gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);  // dQ, dK
+  t += gemm_time_s({L.s, L.s, L.d, L.heads}, L.dtype, acc);            // d(scores) = dO V^T
+  t += gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);            // dV
+  t += elementwise_time_s(3 * L.el * scores, acc);                     // softmax backward
   if (L.dropout) t += elementwise_time_s((2 * L.el + 1) * scores, acc);
   return t;
 }
 
 // Flash attention: 4 s^2 d FLOPs per head forward; the backward recomputes the scores and does 2.5x the forward's.
-double flash_forward_flops(const LayerShape& L) { return 4.0 * L.heads * L.s * L.s * L.d; }
+double flash_forward_flops(const LayerShape& L) {
+  return 4.0 * L.heads * L.s * L.s * L.d;
+}
 
 double attention_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
   return L.flash ? flash_attention_time_s(flash_forward_flops(L), L.dtype, acc) : attention_core_forward_s(L, acc);
@@ -150,8 +152,8 @@ double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, 
   const double rate = acc.peak_flops(dtype) * p.gemm_peak_efficiency * quantization * g.k / (g.k + p.gemm_k_overhead);
   const double el = dtype == DType::FP32 ? 4 : 2;
   const double compute = 2 * g.m * g.n * g.k * g.batch / rate;
-  const double memory = (el * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) + extra_bytes) /
-                        (acc.hbm_bw_Bps * p.memory_efficiency);
+  const double memory =
+      (el * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) + extra_bytes) / (acc.hbm_bw_Bps * p.memory_efficiency);
   const double q = p.gemm_roofline_p;
   return p.gemm_latency_s + std::pow(std::pow(compute, q) + std::pow(memory, q), 1 / q);
 }
@@ -215,7 +217,8 @@ PassTimes embedding_times(const Experiment& e, const AcceleratorSpec& acc) {
   // Row gather, position add, dropout forward; backward scatters the gradient into the fp32 main grad.
   t.forward_s = elementwise_time_s(2 * L.el * x, acc) + (positions ? elementwise_time_s(3 * L.el * x, acc) : 0) +
                 (L.dropout ? elementwise_time_s((2 * L.el + 1) * x, acc) : 0);
-  t.backward_s = elementwise_time_s((L.el + 8) * x, acc) + (L.dropout ? elementwise_time_s((2 * L.el + 1) * x, acc) : 0);
+  t.backward_s =
+      elementwise_time_s((L.el + 8) * x, acc) + (L.dropout ? elementwise_time_s((2 * L.el + 1) * x, acc) : 0);
   return t;
 }
 
