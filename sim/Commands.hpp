@@ -5,6 +5,7 @@ namespace placesim {
 
 // One function per subcommand, each defined in its own sim/Cmd*.cpp file.
 Command command_analyze();
+Command command_calibrate();
 Command command_check();
 Command command_presets();
 Command command_simulate();

@@ -1,0 +1,156 @@
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "strategies/ComputeModel.hpp"
+#include "strategies/TpLayerTimes.hpp"
+#include "tests/Helpers.hpp"
+
+using namespace placesim;
+
+namespace {
+
+// The 22B layer of Korthikanti et al. (arXiv 2205.05198, Table 4): h 6144, 64 heads, seq 2048, micro-batch 4, tp 8.
+Experiment layer_22b(const std::string& recompute, bool sp) {
+  return test::experiment(R"({"model":"gpt-22b","training":{"micro_batch":4,"dtype":"fp16","recompute":")" + recompute +
+                          R"("},"strategy":{"preset":"megatron-3d","tp":8,"sp":)" + (sp ? "true" : "false") + "}}");
+}
+
+double rate(const GemmShape& g, const AcceleratorSpec& acc) {
+  return 2 * g.m * g.n * g.k * g.batch / gemm_time_s(g, DType::BF16, acc);
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  std::string path = std::string(PLACESIM_BINARY) + "." + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("Korthikanti Table 4: all five 22B layer cases within 5 percent on a100-80gb") {
+  Json table = read_json_file(test::reference("korthikanti-table4.json"));
+  const std::pair<const char*, bool> cases[] = {
+      {"none", false}, {"none", true}, {"full", false}, {"selective", false}, {"selective", true}};
+  const AcceleratorSpec acc = accelerator_preset("a100-80gb", "test");
+  const FabricProfile nvlink = fabric_preset("nvlink3", "test");
+  for (int i = 0; i < 5; ++i) {
+    const Json& row = table["rows"][i];
+    Experiment e = layer_22b(cases[i].first, cases[i].second);
+    // Megatron-LM's layer times include the TP collectives it leaves exposed; layer_times is the compute alone.
+    PassTimes compute = layer_times(e, acc);
+    PassTimes measured_like = layer_times_with_tp_comm(e, acc, nvlink);
+    double forward_ms = row["forward_ms"].get<double>(), backward_ms = row["backward_ms"].get<double>();
+    INFO(row["case"].get<std::string>());
+    CHECK(measured_like.forward_s * 1e3 == Approx(forward_ms).epsilon(0.05));
+    CHECK((measured_like.backward_s + measured_like.recompute_s) * 1e3 == Approx(backward_ms).epsilon(0.05));
+    CHECK(compute.forward_s < measured_like.forward_s);
+    CHECK(compute.forward_s * 1e3 > 0.6 * forward_ms);
+  }
+}
+
+TEST_CASE("Thin and small GEMMs reach less of peak than square ones") {
+  const AcceleratorSpec acc = accelerator_preset("a100-80gb", "test");
+  const double square = rate({8192, 8192, 8192}, acc);
+  CHECK(square / acc.peak_bf16_flops == Approx(acc.profile.gemm_peak_efficiency).epsilon(0.05));
+  CHECK(rate({8192, 8192, 64}, acc) < 0.5 * square);   // thin K: K-loop overhead and memory traffic
+  CHECK(rate({8192, 96, 8192}, acc) < 0.8 * square);   // thin N: tile quantization (96 of 128) and bandwidth
+  CHECK(rate({512, 512, 512}, acc) < 0.5 * square);    // small: fixed latency dominates
+}
+
+TEST_CASE("Flash attention removes the s squared score traffic from HBM") {
+  auto seq_experiment = [](bool flash) {
+    return test::experiment(std::string(R"({"model":{"preset":"gpt-22b","seq_len":8192,"flash_attention":)") +
+                            (flash ? "true" : "false") +
+                            R"(},"training":{"micro_batch":1},"strategy":{"preset":"megatron-3d","tp":8}})");
+  };
+  AcceleratorSpec slow = accelerator_preset("a100-80gb", "test");
+  AcceleratorSpec fast = slow;
+  fast.hbm_bw_Bps *= 1e6;  // memory traffic becomes free
+  Experiment plain = seq_experiment(false), flash = seq_experiment(true);
+  double plain_memory = layer_times(plain, slow).forward_s - layer_times(plain, fast).forward_s;
+  double flash_memory = layer_times(flash, slow).forward_s - layer_times(flash, fast).forward_s;
+  // Scores of 64/8 heads x 8192^2: softmax (read+write 2 bytes) and dropout (2+2+1) per element.
+  double scores = 8.0 * 8192 * 8192;
+  double score_traffic_s = 9 * scores / (slow.hbm_bw_Bps * slow.profile.memory_efficiency);
+  CHECK(plain_memory - flash_memory > 0.9 * score_traffic_s);
+  CHECK(flash_memory < 0.2 * plain_memory);
+}
+
+TEST_CASE("Recompute: selective repeats the attention core and full repeats the forward") {
+  const AcceleratorSpec acc = accelerator_preset("a100-80gb", "test");
+  PassTimes none = layer_times(layer_22b("none", false), acc);
+  PassTimes selective = layer_times(layer_22b("selective", false), acc);
+  PassTimes full = layer_times(layer_22b("full", false), acc);
+  CHECK(none.recompute_s == 0);
+  CHECK(selective.recompute_s > 0);
+  CHECK(selective.recompute_s < 0.3 * none.forward_s);
+  CHECK(full.recompute_s == Approx(full.forward_s));
+  CHECK(selective.backward_s == Approx(none.backward_s));
+}
+
+TEST_CASE("Sequence parallelism runs norms and dropout on a 1/tp slice of the tokens") {
+  const AcceleratorSpec acc = accelerator_preset("a100-80gb", "test");
+  PassTimes tp_only = layer_times(layer_22b("none", false), acc);
+  PassTimes with_sp = layer_times(layer_22b("none", true), acc);
+  CHECK(with_sp.forward_s < tp_only.forward_s);
+  CHECK(with_sp.backward_s < tp_only.backward_s);
+}
+
+TEST_CASE("Opaque models have no layer times and the optimizer step is bytes over bandwidth") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "test");
+  Experiment opaque = test::experiment(R"({"model":{"parameters":7.5e9},"strategy":"dp"})");
+  CHECK(layer_times(opaque, acc).forward_s == 0);
+  CHECK(logit_times(opaque, acc).backward_s == 0);
+  CHECK(embedding_times(opaque, acc).forward_s == 0);
+  // Mixed-precision Adam: reads 12 bytes of state and a 2-byte gradient, writes 12 bytes and a 2-byte parameter.
+  double expected = acc.profile.kernel_latency_s + 1e9 * 28 / (acc.hbm_bw_Bps * acc.profile.memory_efficiency);
+  CHECK(optimizer_step_s(1e9, opaque, acc) == Approx(expected));
+  // On the host: 1e9 x 14 FLOP at 1 TFLOP/s (14 ms) against 28 GB at 100 GB/s (280 ms): memory-bound.
+  CHECK(host_optimizer_step_s(1e9, opaque, 1e12, 100e9) == Approx(0.28));
+  CHECK(host_optimizer_step_s(1e9, opaque, 1e9, 100e9) == Approx(14.0));
+}
+
+TEST_CASE("Logit and embedding layers split the vocabulary over tp") {
+  const AcceleratorSpec acc = accelerator_preset("a100-80gb", "test");
+  PassTimes tp1 = logit_times(test::experiment(R"({"model":"gpt-22b","strategy":"dp"})"), acc);
+  PassTimes tp8 = logit_times(test::experiment(R"({"model":"gpt-22b","strategy":{"preset":"megatron-3d","tp":8}})"), acc);
+  CHECK(tp8.forward_s < 0.25 * tp1.forward_s);
+  CHECK(tp1.backward_s > 1.5 * tp1.forward_s);
+  CHECK(embedding_times(test::experiment(R"({"model":"gpt-22b","strategy":"dp"})"), acc).backward_s > 0);
+}
+
+TEST_CASE("Every accelerator preset equals its profile file in topology/profiles") {
+  for (const auto& [name, description] : accelerator_preset_list()) {
+    ComputeProfile file = load_compute_profile(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/" + name + ".json");
+    ComputeProfile preset = accelerator_preset(name, "test").profile;
+    INFO(name);
+    CHECK(compute_profile_to_json(file) == compute_profile_to_json(preset));
+    CHECK(file.sources.size() >= 1);
+  }
+}
+
+TEST_CASE("An accelerator takes a profile file by the profile key") {
+  Json p = read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/h100-sxm.json");
+  p["compute"]["gemm_peak_efficiency"] = 0.5;
+  std::string path = write_temp("profile-ok.json", p.dump());
+  AcceleratorSpec a = parse_accelerator(Json{{"preset", "a100-80gb"}, {"profile", path}}, "cluster.accelerator");
+  CHECK(a.peak_bf16_flops == 312e12);
+  CHECK(a.profile.gemm_peak_efficiency == 0.5);
+  CHECK(a.profile.flash_attention_efficiency == p["compute"]["flash_attention_efficiency"].get<double>());
+}
+
+TEST_CASE("A profile file with a missing field is refused naming the field") {
+  Json p = read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/a100-80gb.json");
+  p["compute"].erase("memory_efficiency");
+  std::string path = write_temp("profile-missing.json", p.dump());
+  CHECK_THROWS_WITH(parse_accelerator(Json{{"preset", "a100-80gb"}, {"profile", path}}, "accelerator"),
+                    Catch::Contains("compute.memory_efficiency is required but missing"));
+}
+
+TEST_CASE("A profile file with a negative field is refused naming the field and value") {
+  Json p = read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/a100-80gb.json");
+  p["compute"]["gemm_latency_s"] = -1e-6;
+  std::string path = write_temp("profile-negative.json", p.dump());
+  CHECK_THROWS_WITH(load_compute_profile(path), Catch::Contains("compute.gemm_latency_s=-1e-06 must not be negative"));
+}
