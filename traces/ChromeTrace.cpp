@@ -75,8 +75,10 @@ void slice_args(std::string& out, const SimulationRecord& record, const Slice& s
   if (s.bytes > 0) a.num("bytes", s.bytes);
   if (t.flops > 0) a.num("flops", t.flops);
   if (t.kind == TaskKind::Collective || t.kind == TaskKind::P2P) a.str("class", to_string(t.comm_class));
-  if (s.received) a.integer("from", t.device);
-  else if (t.peer >= 0) a.integer("to", t.peer);
+  if (s.received)
+    a.integer("from", t.device);
+  else if (t.peer >= 0)
+    a.integer("to", t.peer);
   if (t.collective != 0) a.integer("collective", static_cast<std::int64_t>(t.collective));
   if (!t.algorithm.empty()) a.str("algorithm", t.algorithm);
   if (s.steps > 1) {
@@ -128,8 +130,10 @@ void ChromeWriter::meta(int pid, int tid, const char* name, const char* key, con
     if (tid >= 0) e.integer("tid", tid);
     e.str("name", name);
     Obj args(e.nested("args"));
-    if (text) args.str(key, *text);
-    else args.integer(key, value);
+    if (text)
+      args.str(key, *text);
+    else
+      args.integer(key, value);
   }
   emit();
 }
@@ -145,7 +149,8 @@ void ChromeWriter::metadata() {
     std::string name = thread_name(lane);
     int tid = trace_tid(lane.stream, lane.index);
     meta(trace_pid(lane.device), tid, "thread_name", "name", &name, 0);
-    meta(trace_pid(lane.device), tid, "thread_sort_index", "sort_index", nullptr, 10 * static_cast<int>(lane.stream) + lane.index);
+    meta(trace_pid(lane.device), tid, "thread_sort_index", "sort_index", nullptr,
+         10 * static_cast<int>(lane.stream) + lane.index);
   }
 }
 
@@ -221,8 +226,12 @@ Json other_data_with_fields(const Json& given, const SimulationRecord& record, c
 
 }  // namespace
 
-int trace_pid(int device) { return device + 1; }
-int trace_tid(Stream stream, int lane) { return static_cast<int>(stream) + 1 + 10 * lane; }
+int trace_pid(int device) {
+  return device + 1;
+}
+int trace_tid(Stream stream, int lane) {
+  return static_cast<int>(stream) + 1 + 10 * lane;
+}
 
 TraceSummary write_chrome_trace(const std::string& path, const SimulationRecord& record, const Json& other_data,
                                 const TraceOptions& options) {

@@ -1,12 +1,12 @@
 #include "traces/OutputFile.hpp"
 
+#include <zlib.h>
+
 #include <cerrno>
 #include <cstring>
 #include <istream>
 #include <iterator>
 #include <stdexcept>
-
-#include <zlib.h>
 
 #include "workloads/Error.hpp"
 
@@ -86,7 +86,9 @@ GzReadBuffer::GzReadBuffer(const std::string& path) : path_(path), data_(new cha
   gz_ = gz;
 }
 
-GzReadBuffer::~GzReadBuffer() { gzclose(static_cast<gzFile>(gz_)); }
+GzReadBuffer::~GzReadBuffer() {
+  gzclose(static_cast<gzFile>(gz_));
+}
 
 GzReadBuffer::int_type GzReadBuffer::underflow() {
   if (gptr() < egptr()) return traits_type::to_int_type(*gptr());

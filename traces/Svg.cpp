@@ -15,7 +15,8 @@ namespace placesim {
 namespace {
 
 constexpr double kLabelWidth = 250, kRightMargin = 20, kTop = 64, kLaneHeight = 12, kLaneGap = 2;
-constexpr double kMemoryHeight = 28, kRowGap = 12, kAxisHeight = 40, kMergeGap_px = 0.5, kMinWidth_px = 0.5;
+constexpr double kMemoryHeight = 28, kRowGap = 12, kAxisHeight = 40, kMergeGap_px = 0.5, kMergeWidth_px = 1,
+                 kMinWidth_px = 0.5;
 constexpr int kKinds = 8;
 constexpr std::array<const char*, kKinds> kColours = {"#4e79a7", "#f28e2b", "#edc948", "#b07aa1",
                                                       "#e15759", "#59a14f", "#76b7b2", "#9c755f"};
@@ -75,8 +76,12 @@ std::size_t draw_lane(SvgText& svg, const SimulationRecord& record, const Lane& 
     TaskKind kind = record.tasks[slices[i].task].kind;
     double x0 = t.x(slices[i].start_ns), x1 = t.x(slices[i].end_ns);
     std::size_t j = i + 1;
-    for (; j < slices.size() && record.tasks[slices[j].task].kind == kind && t.x(slices[j].start_ns) - x1 < kMergeGap_px; ++j)
-      x1 = std::max(x1, t.x(slices[j].end_ns));
+    // A sub-pixel task adjoining a box of its kind adds nothing visible on its own: it joins that box.
+    for (; j < slices.size() && record.tasks[slices[j].task].kind == kind; ++j) {
+      double start = t.x(slices[j].start_ns), end = t.x(slices[j].end_ns);
+      if (start - x1 >= kMergeGap_px || end - start >= kMergeWidth_px) break;
+      x1 = std::max(x1, end);
+    }
     kinds_seen[static_cast<std::size_t>(kind)] = true;
     svg.out += "<rect class=\"box k";
     svg.out += std::to_string(static_cast<int>(kind));
@@ -86,9 +91,9 @@ std::size_t draw_lane(SvgText& svg, const SimulationRecord& record, const Lane& 
     svg.attr("width", std::max(x1 - x0, kMinWidth_px));
     svg.attr("height", kLaneHeight);
     svg.out += "><title>";
-    std::string title = j == i + 1 ? slice_name(record, slices[i]) + " (" +
-                                         duration_text(slices[i].end_ns - slices[i].start_ns) + ")"
-                                   : std::to_string(j - i) + " " + to_string(kind) + " tasks";
+    std::string title =
+        j == i + 1 ? slice_name(record, slices[i]) + " (" + duration_text(slices[i].end_ns - slices[i].start_ns) + ")"
+                   : std::to_string(j - i) + " " + to_string(kind) + " tasks";
     append_xml_escaped(svg.out, title);
     svg.out += "</title></rect>\n";
     ++boxes;
@@ -194,18 +199,21 @@ double row_height(std::size_t lanes) {
 
 std::string style() {
   std::string css = "<style>\n.box{stroke:none}\n";
-  for (int k = 0; k < kKinds; ++k) css += ".k" + std::to_string(k) + "{fill:" + kColours[static_cast<std::size_t>(k)] + "}\n";
-  css += ".label{font-size:11px;fill:#222}\n.title{font-size:15px;font-weight:bold;fill:#222}\n"
-         ".small{font-size:9px;fill:#555}\n.end{text-anchor:end}\n.mid{text-anchor:middle}\n"
-         ".strip{fill:#f3f3f3}\n.mem{fill:none;stroke:#333;stroke-width:1}\n.axis{stroke:#666;stroke-width:1}\n"
-         "</style>\n";
+  for (int k = 0; k < kKinds; ++k)
+    css += ".k" + std::to_string(k) + "{fill:" + kColours[static_cast<std::size_t>(k)] + "}\n";
+  css +=
+      ".label{font-size:11px;fill:#222}\n.title{font-size:15px;font-weight:bold;fill:#222}\n"
+      ".small{font-size:9px;fill:#555}\n.end{text-anchor:end}\n.mid{text-anchor:middle}\n"
+      ".strip{fill:#f3f3f3}\n.mem{fill:none;stroke:#333;stroke-width:1}\n.axis{stroke:#666;stroke-width:1}\n"
+      "</style>\n";
   return css;
 }
 
 }  // namespace
 
 SvgSummary write_timeline_svg(const std::string& path, const SimulationRecord& record, const SvgOptions& options) {
-  if (options.max_rows < 1) throw InputError("svg max_rows=" + std::to_string(options.max_rows) + " must be at least 1");
+  if (options.max_rows < 1)
+    throw InputError("svg max_rows=" + std::to_string(options.max_rows) + " must be at least 1");
   if (options.width_px < kLabelWidth + kRightMargin + 100)
     throw InputError("svg width_px=" + std::to_string(options.width_px) + " is too narrow (at least 370)");
   std::vector<int> order = mesh_order(record, options.trace.devices);
@@ -245,7 +253,8 @@ SvgSummary write_timeline_svg(const std::string& path, const SimulationRecord& r
       svg.text(kLabelWidth - 6, lane_y + kLaneHeight - 3, "small end", stream);
       summary.boxes += draw_lane(svg, record, layout.lanes[l], t, lane_y, kinds_seen);
     }
-    draw_memory(svg, memory[d], t, y + static_cast<double>(std::max<std::size_t>(lanes_of[d], 1)) * (kLaneHeight + kLaneGap), peak);
+    draw_memory(svg, memory[d], t,
+                y + static_cast<double>(std::max<std::size_t>(lanes_of[d], 1)) * (kLaneHeight + kLaneGap), peak);
     y += row_height(lanes_of[d]);
     out.write(svg.out);
     svg.out.clear();
@@ -253,8 +262,8 @@ SvgSummary write_timeline_svg(const std::string& path, const SimulationRecord& r
   draw_axis(svg, t, y);
   draw_legend(svg, kinds_seen, 46);
   if (summary.devices_omitted > 0)
-    svg.text(8, y + kAxisHeight, "small", std::to_string(summary.devices_omitted) +
-                                              " more selected devices are not drawn (select fewer devices)");
+    svg.text(8, y + kAxisHeight, "small",
+             std::to_string(summary.devices_omitted) + " more selected devices are not drawn (select fewer devices)");
   svg.out += "</svg>\n";
   out.write(svg.out);
   out.close();

@@ -14,7 +14,9 @@ using StepKey = std::tuple<std::uint64_t, int, int>;  // (collective id, device,
 class StepIndex {
  public:
   void add(StepKey key, SliceRef where) { entries_.emplace_back(key, where); }
-  void sort() { std::sort(entries_.begin(), entries_.end(), [](auto& a, auto& b) { return a.first < b.first; }); }
+  void sort() {
+    std::sort(entries_.begin(), entries_.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  }
   const SliceRef* find(const StepKey& key) const {
     auto before = [](const auto& e, const StepKey& k) { return e.first < k; };
     auto it = std::lower_bound(entries_.begin(), entries_.end(), key, before);
@@ -25,11 +27,15 @@ class StepIndex {
   std::vector<std::pair<StepKey, SliceRef>> entries_;
 };
 
-const Slice& at(const TraceLayout& layout, SliceRef r) { return layout.lanes[r.lane].slices[r.slice]; }
+const Slice& at(const TraceLayout& layout, SliceRef r) {
+  return layout.lanes[r.lane].slices[r.slice];
+}
 
 }  // namespace
 
-std::int64_t flow_time_ns(const Slice& s) { return s.start_ns + (s.end_ns - s.start_ns) / 2; }
+std::int64_t flow_time_ns(const Slice& s) {
+  return s.start_ns + (s.end_ns - s.start_ns) / 2;
+}
 
 std::vector<FlowLink> link_flows(const SimulationRecord& record, const TraceLayout& layout, TraceDetail detail) {
   std::unordered_map<std::size_t, SliceRef> received;  // task → its receiving copy

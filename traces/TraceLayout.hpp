@@ -13,12 +13,12 @@ namespace placesim {
 /// point-to-point transfer. Times are whole nanoseconds so that writers format them exactly.
 struct Slice {
   std::int64_t start_ns = 0, end_ns = 0;
-  std::size_t task = 0;         ///< index in SimulationRecord::tasks of the (first) task
-  std::size_t last_task = 0;    ///< index of the last merged step; == task when nothing was merged
-  int steps = 1;                ///< collective steps merged into this slice
-  double bytes = 0;             ///< payload: the task's, or the sum over the merged steps
-  double step_bytes = 0;        ///< largest single-step payload: what is in flight at once while the slice runs
-  bool received = false;        ///< the receiving copy of a P2P task, shown on the peer's pp-recv stream
+  std::size_t task = 0;       ///< index in SimulationRecord::tasks of the (first) task
+  std::size_t last_task = 0;  ///< index of the last merged step; == task when nothing was merged
+  int steps = 1;              ///< collective steps merged into this slice
+  double bytes = 0;           ///< payload: the task's, or the sum over the merged steps
+  double step_bytes = 0;      ///< largest single-step payload: what is in flight at once while the slice runs
+  bool received = false;      ///< the receiving copy of a P2P task, shown on the peer's pp-recv stream
 };
 
 /// The slices of one stream of one device, in time order and never overlapping. A stream whose tasks overlap

@@ -71,11 +71,16 @@ std::optional<Atom> parse_atom(const std::string& text) {
 
 std::int64_t coordinate(const DeviceInfo& d, int index, Axis axis) {
   switch (axis) {
-    case Axis::Device: return index;
-    case Axis::Pp: return d.pp;
-    case Axis::Dp: return d.dp;
-    case Axis::Tp: return d.tp;
-    case Axis::Node: return d.node;
+    case Axis::Device:
+      return index;
+    case Axis::Pp:
+      return d.pp;
+    case Axis::Dp:
+      return d.dp;
+    case Axis::Tp:
+      return d.tp;
+    case Axis::Node:
+      return d.node;
   }
   return -1;
 }
@@ -141,6 +146,8 @@ TraceDetail parse_trace_detail(const std::string& text) {
   throw InputError("--trace-detail=" + text + " is not a detail level (use coarse or fine)");
 }
 
-const char* to_string(TraceDetail d) { return d == TraceDetail::Coarse ? "coarse" : "fine"; }
+const char* to_string(TraceDetail d) {
+  return d == TraceDetail::Coarse ? "coarse" : "fine";
+}
 
 }  // namespace placesim

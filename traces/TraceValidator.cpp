@@ -15,14 +15,16 @@ namespace placesim {
 namespace {
 
 constexpr std::size_t kMaxProblems = 100;
-const std::set<std::string, std::less<>> kKnownPhases = {"B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f",
-                                                         "P", "N", "O", "D", "M", "V", "v", "R", "c", "(", ")", "S",
-                                                         "T", "p", "F"};
+const std::set<std::string, std::less<>> kKnownPhases = {"B", "E", "X", "i", "I", "C", "b", "n", "e",
+                                                         "s", "t", "f", "P", "N", "O", "D", "M", "V",
+                                                         "v", "R", "c", "(", ")", "S", "T", "p", "F"};
 
 using Thread = TraceCounts::Thread;
 
 /// Microseconds (as written) to whole nanoseconds: placesim writes 3 decimals, so this is exact for its traces.
-std::int64_t ns_of(double us) { return std::llround(us * 1000.0); }
+std::int64_t ns_of(double us) {
+  return std::llround(us * 1000.0);
+}
 
 std::string us_text(std::int64_t ns) {
   if (ns < 0) return "-" + us_text(-ns);
@@ -41,7 +43,7 @@ struct ThreadState {
   std::int64_t last_ns = -1;
   std::int64_t x_end_ns = -1;
   std::string x_name;
-  std::vector<OpenSlice> open;                              ///< B events waiting for their E
+  std::vector<OpenSlice> open;                               ///< B events waiting for their E
   std::vector<std::pair<std::int64_t, std::int64_t>> spans;  ///< closed slices, for binding flows
 };
 
@@ -62,8 +64,10 @@ class Validator {
  public:
   void event(const Json& e);
   void problem(std::string text) {
-    if (problems_.size() < kMaxProblems) problems_.push_back(std::move(text));
-    else ++dropped_;
+    if (problems_.size() < kMaxProblems)
+      problems_.push_back(std::move(text));
+    else
+      ++dropped_;
   }
   TraceCheck finish();
 
@@ -172,7 +176,7 @@ void Validator::counter(const Json& e, std::int64_t pid, std::int64_t ns, const 
     return problem(where + ": counter without an args object of values");
   double sum = 0;
   for (const auto& [key, value] : args->items()) {
-    if (!value.is_number()) return problem(where + ": counter arg '" + key + "' is " + show(value) + ", not a number");
+    if (!value.is_number()) return problem(where + ": counter arg '" + key + "' is " + value.dump() + ", not a number");
     sum += value.get<double>();
   }
   auto& last = counter_last_ns_.try_emplace({pid, name}, -1).first->second;
@@ -191,12 +195,16 @@ void Validator::metadata(const Json& e, std::int64_t pid, const std::string& whe
   if (name == "process_name" || name == "thread_name") {
     std::string label = text_of(*args, "name");
     if (label.empty()) return problem(where + ": " + name + " without a string args.name");
-    if (name == "process_name") counts_.process_names[pid] = label;
-    else if (!has_tid) problem(where + ": thread_name without an integer tid");
-    else counts_.thread_names[{pid, tid}] = label;
+    if (name == "process_name")
+      counts_.process_names[pid] = label;
+    else if (!has_tid)
+      problem(where + ": thread_name without an integer tid");
+    else
+      counts_.thread_names[{pid, tid}] = label;
   } else if (name == "process_sort_index" || name == "thread_sort_index") {
     auto index = args->find("sort_index");
-    if (index == args->end() || !index->is_number_integer()) problem(where + ": " + name + " without an integer sort_index");
+    if (index == args->end() || !index->is_number_integer())
+      problem(where + ": " + name + " without an integer sort_index");
   }
 }
 
