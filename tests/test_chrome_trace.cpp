@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "tests/SyntheticPipeline.hpp"
 #include "tests/TraceFixtures.hpp"
 #include "traces/ChromeTrace.hpp"
 #include "traces/OutputFile.hpp"
@@ -286,4 +287,36 @@ TEST_CASE("an unwritable trace path is an input error naming the path") {
                     Catch::Contains("/nonexistent-dir/t.json"));
   CHECK_THROWS_AS(write_chrome_trace("/nonexistent-dir/t.json", two_stage_record(), Json{}, TraceOptions{}),
                   InputError);
+}
+
+TEST_CASE("a synthetic 16-GPU pipeline gives exact counts and flows in fine detail") {
+  // pp 4 x tp 2 x dp 2, 16 micro-batches, 2 layers per stage, recompute: per device 16 x 2 x 3 compute tasks and
+  // the optimizer, 16 x 2 x 3 x 2 TP all-reduces of 2 steps each, 2 DP buckets of 2 steps each.
+  test::PipelineShape shape{4, 2, 2, 16, 2};
+  SimulationRecord r = test::synthetic_pipeline(shape);
+  TraceSummary summary;
+  TraceCheck check = write_and_check(r, TraceOptions{{}, TraceDetail::Fine}, "pipeline.json", &summary);
+  INFO(problems(check));
+  REQUIRE(check.valid());
+  for (int device = 0; device < 16; ++device) {
+    CHECK(check.counts.slices_of(trace_pid(device), "forward") == 16 * 2);
+    CHECK(check.counts.slices_of(trace_pid(device), "recompute") == 16 * 2);
+    CHECK(check.counts.slices.at({trace_pid(device), kCompute}).size() == 4);
+    CHECK(check.counts.slices.at({trace_pid(device), trace_tid(Stream::TpComm)}).at("collective") == 192 * 2);
+  }
+  // Flows: each TP collective's step 0 feeds the peer's step 1 (192 per device), the same for each DP bucket
+  // (2 per device), and every P2P: activations from stages 0-2 and gradients from stages 1-3, 16 each per device.
+  CHECK(check.counts.flows == 16 * 192 + 16 * 2 + 2 * 3 * 4 * 16);
+  CHECK(summary.flows == check.counts.flows);
+}
+
+TEST_CASE("coarse gzipped traces cost under 20 bytes per event") {
+  // At this rate one pipeline of a 1024-GPU GPT-3 run (2.5 million coarse events for dp0, 0.3 million for
+  // dp0+tp0; see bench/trace_size.cpp) stays under 50 MB.
+  SimulationRecord r = test::synthetic_pipeline(test::PipelineShape{4, 2, 2, 32, 3});
+  ScratchFile file("size.json.gz");
+  TraceSummary s = write_chrome_trace(file.path, r, Json{}, TraceOptions{});
+  double events = static_cast<double>(s.slices + 2 * s.flows + s.counter_events);
+  CHECK(s.slices == 16 * (32 * 3 * 3 + 1 + 32 * 3 * 3 * 2 + 2) + 2 * 2 * 3 * 4 * 32);
+  CHECK(static_cast<double>(std::filesystem::file_size(file.path)) / events < 20);
 }
