@@ -102,15 +102,8 @@ std::size_t draw_lane(SvgText& svg, const SimulationRecord& record, const Lane& 
   return boxes;
 }
 
-/// Draws the device's memory as the maximum resident total within each pixel column.
-void draw_memory(SvgText& svg, const MemorySeries& m, const TimeScale& t, double y, double peak) {
-  svg.out += "<rect class=\"strip\"";
-  svg.attr("x", t.x0);
-  svg.attr("y", y);
-  svg.attr("width", t.width);
-  svg.attr("height", kMemoryHeight);
-  svg.out += "/>\n";
-  if (m.points.empty() || peak <= 0) return;
+/// The largest resident total within each pixel column; -1 before the device's first memory event.
+std::vector<double> memory_envelope(const MemorySeries& m, const TimeScale& t) {
   const int columns = static_cast<int>(std::ceil(t.width));
   std::vector<double> top(static_cast<std::size_t>(columns), -1);
   auto column = [&](std::int64_t ns) { return std::clamp(static_cast<int>(t.x(ns) - t.x0), 0, columns - 1); };
@@ -119,13 +112,43 @@ void draw_memory(SvgText& svg, const MemorySeries& m, const TimeScale& t, double
     for (int c = column(m.points[k].ns); c <= column(until); ++c)
       top[static_cast<std::size_t>(c)] = std::max(top[static_cast<std::size_t>(c)], m.points[k].total());
   }
+  return top;
+}
+
+/// The span of memory the strips show, shared by all rows so that they compare: from the lowest to the highest
+/// column maximum. Starting at zero instead would flatten the curve under the resident model states.
+struct MemoryRange {
+  double lo = 0, hi = 0;
+};
+
+MemoryRange memory_range(const std::vector<std::vector<double>>& envelopes) {
+  MemoryRange r{-1, -1};
+  for (const auto& top : envelopes)
+    for (double v : top) {
+      if (v < 0) continue;
+      r.lo = r.lo < 0 ? v : std::min(r.lo, v);
+      r.hi = std::max(r.hi, v);
+    }
+  return r;
+}
+
+/// Draws the device's memory strip: its envelope as a step line and its peak as a label.
+void draw_memory(SvgText& svg, const MemorySeries& m, const std::vector<double>& top, const TimeScale& t, double y,
+                 MemoryRange range) {
+  svg.out += "<rect class=\"strip\"";
+  svg.attr("x", t.x0);
+  svg.attr("y", y);
+  svg.attr("width", t.width);
+  svg.attr("height", kMemoryHeight);
+  svg.out += "/>\n";
+  if (m.points.empty()) return;
   svg.out += "<polyline class=\"mem\" points=\"";
-  for (int c = 0; c < columns; ++c) {
-    double v = top[static_cast<std::size_t>(c)];
-    if (v < 0) continue;
-    double level = y + kMemoryHeight - 1 - (kMemoryHeight - 2) * std::max(v, 0.0) / peak;
+  for (std::size_t c = 0; c < top.size(); ++c) {
+    if (top[c] < 0) continue;
+    double share = range.hi > range.lo ? (top[c] - range.lo) / (range.hi - range.lo) : 0.5;
+    double level = y + kMemoryHeight - 1 - (kMemoryHeight - 2) * share;
     for (int edge = 0; edge < 2; ++edge) {
-      svg.num(t.x0 + c + edge);
+      svg.num(t.x0 + static_cast<double>(c) + edge);
       svg.out += ',';
       svg.num(level);
       svg.out += ' ';
@@ -170,7 +193,7 @@ void draw_axis(SvgText& svg, const TimeScale& t, double y) {
   }
 }
 
-void draw_legend(SvgText& svg, const std::array<bool, kKinds>& kinds_seen, double y) {
+void draw_legend(SvgText& svg, const std::array<bool, kKinds>& kinds_seen, MemoryRange memory, double y) {
   double x = kLabelWidth;
   for (int k = 0; k < kKinds; ++k) {
     if (!kinds_seen[static_cast<std::size_t>(k)]) continue;
@@ -190,7 +213,15 @@ void draw_legend(SvgText& svg, const std::array<bool, kKinds>& kinds_seen, doubl
   svg.attr("x2", x + 16);
   svg.attr("y2", y - 4);
   svg.out += "/>\n";
-  svg.text(x + 20, y, "label", "resident memory");
+  std::string label = "resident memory";
+  if (memory.hi > 0) {
+    label += " (strips span ";
+    append_fixed(label, memory.lo / 1e9, 2);
+    label += "-";
+    append_fixed(label, memory.hi / 1e9, 2);
+    label += " GB)";
+  }
+  svg.text(x + 20, y, "label", label);
 }
 
 double row_height(std::size_t lanes) {
@@ -225,8 +256,10 @@ SvgSummary write_timeline_svg(const std::string& path, const SimulationRecord& r
   TraceLayout layout = layout_trace(record, TraceOptions{order, options.trace.detail});
   std::vector<MemorySeries> memory = memory_series(record, layout.devices);
   TimeScale t{kLabelWidth, options.width_px - kLabelWidth - kRightMargin, end_of_time(record, layout, memory)};
-  double peak = 0, height = kTop + kAxisHeight + 20;
-  for (const MemorySeries& m : memory) peak = std::max(peak, m.peak_total);
+  std::vector<std::vector<double>> envelopes;
+  for (const MemorySeries& m : memory) envelopes.push_back(memory_envelope(m, t));
+  const MemoryRange range = memory_range(envelopes);
+  double height = kTop + kAxisHeight + 20;
   std::vector<std::size_t> lanes_of(layout.devices.size(), 0);
   for (std::size_t d = 0, l = 0; d < layout.devices.size(); ++d) {
     for (; l < layout.lanes.size() && layout.lanes[l].device == layout.devices[d]; ++l) ++lanes_of[d];
@@ -253,14 +286,14 @@ SvgSummary write_timeline_svg(const std::string& path, const SimulationRecord& r
       svg.text(kLabelWidth - 6, lane_y + kLaneHeight - 3, "small end", stream);
       summary.boxes += draw_lane(svg, record, layout.lanes[l], t, lane_y, kinds_seen);
     }
-    draw_memory(svg, memory[d], t,
-                y + static_cast<double>(std::max<std::size_t>(lanes_of[d], 1)) * (kLaneHeight + kLaneGap), peak);
+    double strip_y = y + static_cast<double>(std::max<std::size_t>(lanes_of[d], 1)) * (kLaneHeight + kLaneGap);
+    draw_memory(svg, memory[d], envelopes[d], t, strip_y, range);
     y += row_height(lanes_of[d]);
     out.write(svg.out);
     svg.out.clear();
   }
   draw_axis(svg, t, y);
-  draw_legend(svg, kinds_seen, 46);
+  draw_legend(svg, kinds_seen, range, 46);
   if (summary.devices_omitted > 0)
     svg.text(8, y + kAxisHeight, "small",
              std::to_string(summary.devices_omitted) + " more selected devices are not drawn (select fewer devices)");
