@@ -36,6 +36,7 @@ t_installed=$(date +%s.%N)
 
 # --- the trace, validated ---
 trace=${1:-}
+[ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 if [ -z "$trace" ]; then
   cmake --build "$build" --target trace_sample trace_check >/dev/null
   trace=$viewer/sample.json

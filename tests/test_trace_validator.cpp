@@ -165,3 +165,9 @@ TEST_CASE("many problems are capped with a count of the rest") {
   REQUIRE(check.problems.size() == 101);
   CHECK(check.problems.back() == "... 50 more problems");
 }
+
+TEST_CASE("events that need no thread may omit tid") {
+  CHECK(validate_trace_text(trace(R"(,{"ph":"i","pid":1,"ts":30,"name":"global mark","s":"g"})")).valid());
+  one_problem(validate_trace_text(trace(R"(,{"ph":"X","pid":1,"ts":30,"dur":1,"name":"a","cat":"x"})")),
+              "no integer tid");
+}

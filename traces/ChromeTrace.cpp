@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <tuple>
+#include <type_traits>
 
 #include "traces/JsonText.hpp"
 #include "traces/OutputFile.hpp"
@@ -112,7 +113,9 @@ class ChromeWriter {
     first_ = false;
     line_.clear();
   }
-  void meta(int pid, int tid, const char* name, const char* key, const std::string* text, std::int64_t value);
+  /// A metadata event naming (args.name) or ordering (args.sort_index) a process (tid < 0) or a thread.
+  template <typename Value>
+  void meta(int pid, int tid, const char* name, const char* key, const Value& value);
 
   OutputFile& out_;
   const SimulationRecord& record_;
@@ -122,35 +125,32 @@ class ChromeWriter {
   TraceSummary summary_;
 };
 
-void ChromeWriter::meta(int pid, int tid, const char* name, const char* key, const std::string* text,
-                        std::int64_t value) {
+template <typename Value>
+void ChromeWriter::meta(int pid, int tid, const char* name, const char* key, const Value& value) {
   {
     Obj e(line_);
     e.str("ph", "M").integer("pid", pid);
     if (tid >= 0) e.integer("tid", tid);
     e.str("name", name);
     Obj args(e.nested("args"));
-    if (text)
-      args.str(key, *text);
-    else
+    if constexpr (std::is_integral_v<Value>)
       args.integer(key, value);
+    else
+      args.str(key, value);
   }
   emit();
 }
 
 void ChromeWriter::metadata() {
   for (std::size_t i = 0; i < layout_.devices.size(); ++i) {
-    int device = layout_.devices[i];
-    std::string name = record_.devices[static_cast<std::size_t>(device)].name();
-    meta(trace_pid(device), -1, "process_name", "name", &name, 0);
-    meta(trace_pid(device), -1, "process_sort_index", "sort_index", nullptr, static_cast<std::int64_t>(i));
+    int pid = trace_pid(layout_.devices[i]);
+    meta(pid, -1, "process_name", "name", record_.devices[static_cast<std::size_t>(layout_.devices[i])].name());
+    meta(pid, -1, "process_sort_index", "sort_index", static_cast<std::int64_t>(i));
   }
   for (const Lane& lane : layout_.lanes) {
-    std::string name = thread_name(lane);
-    int tid = trace_tid(lane.stream, lane.index);
-    meta(trace_pid(lane.device), tid, "thread_name", "name", &name, 0);
-    meta(trace_pid(lane.device), tid, "thread_sort_index", "sort_index", nullptr,
-         10 * static_cast<int>(lane.stream) + lane.index);
+    int pid = trace_pid(lane.device), tid = trace_tid(lane.stream, lane.index);
+    meta(pid, tid, "thread_name", "name", thread_name(lane));
+    meta(pid, tid, "thread_sort_index", "sort_index", std::int64_t{10 * static_cast<int>(lane.stream) + lane.index});
   }
 }
 

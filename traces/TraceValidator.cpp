@@ -115,7 +115,11 @@ void Validator::event(const Json& e) {
   std::int64_t ns = 0;
   if (!timestamp(e, where, ns)) return;
   if (ph == "C") return counter(e, pid, ns, where);
-  if (!integer_field(e, "tid", tid)) return problem(where + ": no integer tid");
+  const bool thread_bound = ph == "X" || ph == "B" || ph == "E" || ph == "s" || ph == "t" || ph == "f";
+  if (!integer_field(e, "tid", tid)) {
+    if (thread_bound) problem(where + ": no integer tid");
+    return;  // an instant or async event without a thread: nothing more to check here
+  }
   Thread t{pid, tid};
   ThreadState& state = threads_[t];
   if (ns < state.last_ns)
