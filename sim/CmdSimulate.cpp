@@ -2,7 +2,10 @@
 
 #include "sim/Commands.hpp"
 #include "sim/Simulate.hpp"
+#include "strategies/AbstractPipeline.hpp"
+#include "traces/ChromeTrace.hpp"
 #include "traces/Report.hpp"
+#include "traces/Svg.hpp"
 
 namespace placesim {
 
@@ -23,15 +26,44 @@ SimulateSettings settings_from(const Args& args) {
   return s;
 }
 
+TraceOptions trace_options(const Args& args, const std::vector<DeviceInfo>& devices) {
+  return TraceOptions{parse_device_selection(args.value("--trace-devices").value_or("all"), devices),
+                      parse_trace_detail(args.value("--trace-detail").value_or("coarse"))};
+}
+
+void write_pictures(const Args& args, const SimulationRecord& record, const TraceOptions& options, const std::string& name,
+                    double step_time) {
+  if (auto path = args.value("--trace"))
+    write_chrome_trace(*path, record,
+                       Json{{"experiment", name}, {"placesim_version", PLACESIM_VERSION}, {"step_time_s", step_time}},
+                       options);
+  if (auto path = args.value("--svg")) write_timeline_svg(*path, record, SvgOptions{options, name});
+}
+
+int run_abstract(const Args& args, const Experiment& e) {
+  SimulationRecord record;
+  Json report = simulate_abstract_pipeline(e.pipeline, &record, nullptr);
+  report["experiment"] = e.name;
+  report["placesim_version"] = PLACESIM_VERSION;
+  write_pictures(args, record, trace_options(args, record.devices), e.name, report["simulation"]["step_time_s"].get<double>());
+  std::string path = args.value("--report").value_or("-");
+  write_output(path, dump(report));
+  return 0;
+}
+
 }  // namespace
 
 Command command_simulate() {
   Command c;
   c.name = "simulate";
   c.summary = "expand the strategy into a task DAG and simulate one training step on the cluster (SimGrid)";
-  c.usage = "[EXPERIMENT.json | -] [--report FILE] [--fidelity fast|flow] [options]";
+  c.usage = "[EXPERIMENT.json | -] [--report FILE] [--trace FILE[.gz]] [--svg FILE] [options]";
   c.flags = experiment_flags();
   c.flags.push_back({"--report", "FILE", "write the JSON report here ('-' for stdout; the summary then goes to stderr)"});
+  c.flags.push_back({"--trace", "FILE", "write a Chrome trace (Perfetto, speedscope); gzip when FILE ends in .gz"});
+  c.flags.push_back({"--trace-devices", "SEL", "devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ..."});
+  c.flags.push_back({"--trace-detail", "coarse|fine", "fine shows every collective step (default coarse)"});
+  c.flags.push_back({"--svg", "FILE", "write a static SVG timeline overview"});
   c.flags.push_back({"--fidelity", "fast|flow", "flow: every collective step contends in the network; fast (default): "
                                                 "collectives inside one node as one exact alpha-beta activity"});
   c.flags.push_back({"--layer-group", "N", "layers per compute task (default: chosen to bound the task count)"});
@@ -39,8 +71,21 @@ Command command_simulate() {
   c.run = [](const Args& args) {
     SimulateSettings settings = settings_from(args);
     Experiment e = experiment_from_args(args, true);
+    if (!e.pipeline.is_null()) return run_abstract(args, e);
+    const bool pictures = args.has("--trace") || args.has("--svg");
+    std::vector<DeviceInfo> devices;
+    TraceOptions options;
+    if (pictures) {
+      Experiment probe = e;
+      devices = device_infos(probe, resolve_cluster(probe));
+      options = trace_options(args, devices);
+    }
     settings.sim.record.assign(static_cast<std::size_t>(e.strategy.devices()), 0);
+    for (int x : options.devices) settings.sim.record[static_cast<std::size_t>(x)] = 1;
+    if (pictures && options.devices.empty()) settings.sim.record.assign(settings.sim.record.size(), 1);
+    settings.sim.fine = options.detail == TraceDetail::Fine;
     SimulateOutcome out = simulate_experiment(e, settings);
+    write_pictures(args, out.result.record, options, e.name, out.result.step_time_s);
     std::string report_path = args.value("--report").value_or("");
     if (!report_path.empty()) write_output(report_path, dump(out.report));
     (report_path == "-" ? std::cerr : std::cout) << simulation_table(out.report);

@@ -4,6 +4,9 @@
 #include <sstream>
 
 #include "sim/SimReport.hpp"
+#include "strategies/Mesh.hpp"
+#include "strategies/PipelineMetrics.hpp"
+#include "strategies/PipelineSchedule.hpp"
 #include "strategies/Validity.hpp"
 #include "topology/Units.hpp"
 #include "traces/Report.hpp"
@@ -23,14 +26,61 @@ ClusterSpec resolve_cluster(Experiment& e) {
   return c;
 }
 
+namespace {
+
+// Schedules the expansion supports for model experiments beyond validity: asynchronous pipelines update weights per
+// micro-batch on one pipeline replica; LocalSGD's replicas are an abstract-pipeline study.
+void check_simulatable(const Experiment& e) {
+  const auto& s = e.strategy;
+  if (s.schedule == Schedule::LocalSGD)
+    throw InputError("strategy.schedule=localsgd is simulated for abstract pipelines only (an experiment with a "
+                     "\"pipeline\" section instead of model and cluster)");
+  bool async = s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW;
+  if (!async) return;
+  if (s.dp > 1)
+    throw InputError("strategy.schedule=" + to_string(s.schedule) + " is simulated with strategy.dp=1 only (got dp=" +
+                     std::to_string(s.dp) + "): its weights update after every micro-batch, without a data-parallel sync");
+  if (e.model.tied_embeddings && s.pp > 1)
+    throw InputError("strategy.schedule=" + to_string(s.schedule) + " with model.tied_embeddings=true and strategy.pp > 1: "
+                     "the tied copies on the first and last stage would diverge; set model.tied_embeddings=false");
+  if (s.placement.optimizer == Mode::Offloaded)
+    throw InputError("strategy.schedule=" + to_string(s.schedule) + " with strategy.placement.optimizer=offloaded is not simulated");
+}
+
+// The records of the pipeline at dp 0, tp 0: what the pipeline metrics read.
+SimulationRecord pipeline_records(const Experiment& e, const SimulationRecord& all) {
+  SimulationRecord one;
+  for (const auto& t : all.tasks) {
+    MeshCoord c = mesh_coord(e.strategy, t.device);
+    if (c.dp == 0 && c.tp == 0) one.tasks.push_back(t);
+  }
+  return one;
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> device_infos(const Experiment& e, const ClusterSpec& c) {
+  std::vector<DeviceInfo> out;
+  for (std::int64_t x = 0; x < e.strategy.devices(); ++x) {
+    MeshCoord m = mesh_coord(e.strategy, x);
+    out.push_back(DeviceInfo{static_cast<int>(x / c.gpus_per_node), static_cast<int>(x % c.gpus_per_node), m.dp, m.tp, m.pp});
+  }
+  return out;
+}
+
 SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& settings) {
   ClusterSpec c = resolve_cluster(e);
   check_validity(e);
+  check_simulatable(e);
   Analysis a = analyze(e);
   check_fits(e, a);
   TaskGraph g = expand(e, c, settings.expand);
   SimulateOutcome out;
-  out.result = simulate(g, c, settings.sim);
+  SimOptions options = settings.sim;
+  if (!options.record.empty())  // the pipeline metrics read the records of the pipeline at dp 0, tp 0
+    for (std::int64_t s = 0; s < e.strategy.pp; ++s) options.record[static_cast<std::size_t>(mesh_rank(e.strategy, {0, 0, s}))] = 1;
+  out.result = simulate(g, c, options);
+  out.result.record.devices = device_infos(e, c);
   if (settings.reproducible) out.result.wall_time_s = 0;
   out.report = analysis_report(e, a);
   out.report["cluster"] = cluster_to_json(c);
@@ -38,6 +88,10 @@ SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& setti
   out.report["simulation"]["fidelity"] = settings.sim.flow ? "flow" : "fast";
   out.report["simulation"]["layer_group"] = layer_group_size(e, settings.expand);
   out.report["validation"] = validation_section(e, a, out.result);
+  if (e.strategy.pp > 1) {
+    PipelineSchedule schedule = make_schedule(shape_of(e.strategy, 1), strategy_shape_fields());
+    out.report["pipeline"] = pipeline_json(measure_pipeline(schedule, pipeline_records(e, out.result.record)));
+  }
   return out;
 }
 

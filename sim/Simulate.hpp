@@ -27,6 +27,9 @@ struct SimulateOutcome {
 /// Validates, analyses, expands and simulates one experiment with a cluster.
 SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& settings);
 
+/// Names and mesh coordinates of the experiment's devices on the cluster.
+std::vector<DeviceInfo> device_infos(const Experiment& e, const ClusterSpec& c);
+
 /// A short human-readable summary of a simulate report.
 std::string simulation_table(const Json& report);
 

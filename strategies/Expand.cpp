@@ -23,34 +23,8 @@ TaskGraph expand(const Experiment& e, const ClusterSpec& c, const ExpandOptions&
 
 namespace detail {
 
-std::vector<std::vector<StageOp>> stage_orders(const Experiment& e) {
-  const auto& s = e.strategy;
-  const int p = static_cast<int>(s.pp), m = static_cast<int>(s.microbatches), v = static_cast<int>(s.chunks);
-  std::vector<std::vector<StageOp>> orders(static_cast<std::size_t>(p));
-  for (int st = 0; st < p; ++st) {
-    auto& order = orders[static_cast<std::size_t>(st)];
-    if (s.schedule == Schedule::GPipe) {
-      for (int i = 0; i < m; ++i) order.push_back({true, i, 0});
-      for (int i = m - 1; i >= 0; --i) order.push_back({false, i, 0});
-      continue;
-    }
-    // Megatron-LM's (interleaved) 1F1B: chunk-op k of a device runs micro-batch (k / (p v)) p + k % p of chunk
-    // (k / p) % v forward, chunks reversed backward; warm-up 2(p-s-1) + (v-1)p chunk-ops (p-s-1 when v = 1).
-    const int total = m * v;
-    int warmup = v == 1 ? std::min(p - st - 1, m) : std::min(2 * (p - st - 1) + (v - 1) * p, total);
-    auto op = [&](int k, bool forward) {
-      int chunk = (k / p) % v;
-      return StageOp{forward, (k / (p * v)) * p + k % p, forward ? chunk : v - 1 - chunk};
-    };
-    int f = 0, b = 0;
-    for (; f < warmup; ++f) order.push_back(op(f, true));
-    for (; f < total; ++f, ++b) {
-      order.push_back(op(f, true));
-      order.push_back(op(b, false));
-    }
-    for (; b < total; ++b) order.push_back(op(b, false));
-  }
-  return orders;
+PipelineSchedule step_schedule(const Experiment& e) {
+  return make_schedule(shape_of(e.strategy, 1), strategy_shape_fields());
 }
 
 Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOptions& o)
@@ -64,7 +38,10 @@ Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOption
       group_size_(layer_group_size(e, o)),
       layouts_(stage_layouts(e)) {
   for (const auto& st : layouts_) costs_.push_back(stage_costs(e, c, st));
-  orders_ = stage_orders(e);
+  schedule_ = step_schedule(e);
+  synchronous_ = e.strategy.schedule == Schedule::GPipe || e.strategy.schedule == Schedule::OneFOneB ||
+                 e.strategy.schedule == Schedule::Interleaved;
+  apply_microbatch_.assign(static_cast<std::size_t>(pp_), -1);
   for (int s = 0; s < pp_; ++s) {
     groups_.emplace_back();
     for (int k = 0; k < v_; ++k) groups_.back().push_back(chunk_groups(s, k));
@@ -157,31 +134,75 @@ TaskGraph Expander::run() {
 }
 
 void Expander::expand_stage(int s) {
-  const auto& order = orders_[static_cast<std::size_t>(s)];
+  const auto& order = schedule_.order[static_cast<std::size_t>(s)];
   last_backward_op_.assign(static_cast<std::size_t>(v_), -1);
   for (int i = 0; i < static_cast<int>(order.size()); ++i)
-    if (!order[static_cast<std::size_t>(i)].forward) last_backward_op_[static_cast<std::size_t>(order[static_cast<std::size_t>(i)].chunk)] = i;
+    if (order[static_cast<std::size_t>(i)].kind == PipeOpKind::Backward)
+      last_backward_op_[static_cast<std::size_t>(order[static_cast<std::size_t>(i)].chunk)] = i;
   const std::size_t lanes = static_cast<std::size_t>(dp_ * tp_);
   gather_window_.assign(lanes, {});
   grad_window_.assign(lanes, {});
+  version_refs_.clear();
+  current_version_ = 0;
   for (int i = 0; i < static_cast<int>(order.size()); ++i) {
-    const StageOp& op = order[static_cast<std::size_t>(i)];
+    const PipeOp& pop = order[static_cast<std::size_t>(i)];
+    if (pop.kind == PipeOpKind::Apply) {
+      if (synchronous_)
+        apply_microbatch_[static_cast<std::size_t>(s)] = pop.microbatch;
+      else
+        apply_inline(s, pop);
+      continue;
+    }
+    if (pop.kind == PipeOpKind::Average) throw InputError("strategy.schedule=localsgd is simulated for abstract pipelines only");
+    const StageOp op{pop.kind == PipeOpKind::Forward, pop.microbatch, pop.chunk, pop.weight_version};
+    const double stash = stash_change(s, pop);
     const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
     const int n = static_cast<int>(groups.size());
     frontier_.assign(lanes, kNoTask);
     for (int k = 0; k < n; ++k) {
       int g = op.forward ? k : n - 1 - k;
       bool last_op_of_chunk = !op.forward && i == last_backward_op_[static_cast<std::size_t>(op.chunk)];
-      expand_group(s, op, g, last_op_of_chunk);
+      expand_group(s, op, g, last_op_of_chunk, k == n - 1 ? stash : 0);
     }
     send_boundary(s, op);
   }
   for (int t = 0; t < tp_; ++t) flush_bucket(t, s);
 }
 
-void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward) {
+// PipeDream keeps the weights each in-flight micro-batch's forward read until its backward: a version superseded by
+// an Apply while still referenced becomes a stashed copy, freed by the backward that releases it last.
+double Expander::stash_change(int s, const PipeOp& op) {
+  if (synchronous_ || e_.strategy.schedule == Schedule::PipeDream2BW) return 0;
+  if (op.kind == PipeOpKind::Forward) {
+    ++version_refs_[op.weight_version];
+    return 0;
+  }
+  int& refs = version_refs_[op.weight_version];
+  --refs;
+  if (refs == 0 && op.weight_version != current_version_)
+    return -static_cast<double>(layouts_[static_cast<std::size_t>(s)].elems()) * e_.training.param_bytes();
+  return 0;
+}
+
+void Expander::apply_inline(int s, const PipeOp& op) {
+  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
+  const double elems = static_cast<double>(layouts_[static_cast<std::size_t>(s)].elems());
+  const int superseded = current_version_++;
+  auto it = version_refs_.find(superseded);
+  const bool stash = e_.strategy.schedule == Schedule::PipeDream && it != version_refs_.end() && it->second > 0;
+  for (int d = 0; d < dp_; ++d)
+    for (int t = 0; t < tp_; ++t) {
+      int x = rank(d, t, s);
+      TaskId id = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0, op.microbatch, -1,
+                                     op.weight_version},
+                             s, x, Stream::Compute);
+      if (stash) g_.set_memory(id, {}, {{x, State::Parameters, elems * e_.training.param_bytes(), false}});
+    }
+}
+
+void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward, double stash_delta) {
   gather_params(s, op, g);
-  compute_tasks(s, op, g);
+  compute_tasks(s, op, g, stash_delta);
   tp_collective(s, op, g);
   if (!op.forward) sync_gradients(s, op, g, last_backward);
   if (last_backward) {
@@ -193,7 +214,7 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward)
   }
 }
 
-void Expander::compute_tasks(int s, const StageOp& op, int g) {
+void Expander::compute_tasks(int s, const StageOp& op, int g, double stash_delta) {
   const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   const StageCosts& k = costs_[static_cast<std::size_t>(s)];
   const auto& pl = e_.strategy.placement;
@@ -213,10 +234,11 @@ void Expander::compute_tasks(int s, const StageOp& op, int g) {
       bool grad_buffer = pl.gradients == Mode::Offloaded ||
                          ((pl.gradients == Mode::Sharded || pl.gradients == Mode::ShardedWithGather) && dp_ > 1);
       if (!op.forward && grad_buffer) on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
+      if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
       TaskId prev = frontier_[lane];
       if (!op.forward && k.layer_recompute_s > 0) {
         Compute rc{TaskKind::Recompute, x, lg.layers * k.layer_recompute_s, lg.layers * k.layer_recompute_flops,
-                   lg.first_layer, lg.layers, op.microbatch, op.chunk, 0};
+                   lg.first_layer, lg.layers, op.microbatch, op.chunk, op.weight_version};
         TaskId r = add_single(rc, s, x, Stream::Compute);
         if (prev != kNoTask) g_.depend(prev, r);
         if (first_of_op) link_boundary(d, t, vstage, op.microbatch, false, r, false);
@@ -231,7 +253,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g) {
         flops += op.forward ? k.extra_forward_flops : k.extra_backward_flops;
       }
       Compute c{op.forward ? TaskKind::Forward : TaskKind::Backward, x, seconds, flops, lg.first_layer, lg.layers,
-                op.microbatch, op.chunk, 0};
+                op.microbatch, op.chunk, op.weight_version};
       TaskId id = add_single(c, s, x, Stream::Compute);
       g_.set_memory(id, {}, on_end);
       if (prev != kNoTask) g_.depend(prev, id);

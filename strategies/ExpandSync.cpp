@@ -155,6 +155,7 @@ void Expander::embedding_sync() {
 }
 
 void Expander::finish_step(int s) {
+  if (!synchronous_) return;  // asynchronous schedules applied their updates inline
   const auto& pl = e_.strategy.placement;
   const StageCosts& k = costs_[static_cast<std::size_t>(s)];
   std::int64_t full = 0, shard = 0;
@@ -185,8 +186,9 @@ void Expander::finish_step(int s) {
         }
       } else {
         double elems = static_cast<double>(pl.optimizer == Mode::Replicated ? full : shard);
-        step = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0, -1, -1, 0}, s, x,
-                          Stream::Compute);
+        step = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0,
+                                  apply_microbatch_[static_cast<std::size_t>(s)], -1, 0},
+                          s, x, Stream::Compute);
         for (TaskId dep : step_end_deps_[static_cast<std::size_t>(x)]) g_.depend(dep, step);
       }
       updated.push_back(step);
@@ -229,7 +231,9 @@ void Expander::set_resident_memory() {
     auto& r = g_.resident[static_cast<std::size_t>(x)];
     for (const auto& chunk : groups_[static_cast<std::size_t>(s)])
       for (const auto& lg : chunk) {
-        r[static_cast<std::size_t>(State::Parameters)] += held(pl.parameters, lg) * pb;
+        // PipeDream-2BW double-buffers its weights for the whole run.
+        double copies = e_.strategy.schedule == Schedule::PipeDream2BW && pp_ > 1 ? 2 : 1;
+        r[static_cast<std::size_t>(State::Parameters)] += copies * held(pl.parameters, lg) * pb;
         r[static_cast<std::size_t>(State::Gradients)] += held(pl.gradients, lg) * gb;
         r[static_cast<std::size_t>(State::Optimizer)] += held(pl.optimizer, lg) * ob;
       }

@@ -8,6 +8,7 @@
 #include "strategies/Costs.hpp"
 #include "strategies/Expand.hpp"
 #include "strategies/Layout.hpp"
+#include "strategies/PipelineSchedule.hpp"
 
 namespace placesim::detail {
 
@@ -18,6 +19,7 @@ struct StageOp {
   bool forward = true;
   int microbatch = 0;
   int chunk = 0;
+  int weight_version = 0;
 };
 
 /// A contiguous run of layers processed by one compute task, with the units (layers, embedding, head) it holds.
@@ -28,8 +30,8 @@ struct LayerGroup {
   bool has_embedding = false, has_head = false;
 };
 
-/// Per-stage order of pipeline operations (GPipe and 1F1B families; interleaved per Megatron-LM).
-std::vector<std::vector<StageOp>> stage_orders(const Experiment& e);
+/// The pipeline schedule of one step of `e` (strategies/PipelineSchedule).
+PipelineSchedule step_schedule(const Experiment& e);
 
 class Expander {
  public:
@@ -46,8 +48,10 @@ class Expander {
   TaskId add_collective(Collective c, int stage);
   // the pipeline
   void expand_stage(int s);
-  void expand_group(int s, const StageOp& op, int g, bool last_of_op);
-  void compute_tasks(int s, const StageOp& op, int g);
+  void expand_group(int s, const StageOp& op, int g, bool last_of_op, double stash_delta);
+  void compute_tasks(int s, const StageOp& op, int g, double stash_delta);
+  void apply_inline(int s, const PipeOp& op);
+  double stash_change(int s, const PipeOp& op);
   void tp_collective(int s, const StageOp& op, int g);
   void gather_params(int s, const StageOp& op, int g);
   void sync_gradients(int s, const StageOp& op, int g, bool last_backward);
@@ -68,7 +72,12 @@ class Expander {
   int group_size_;
   std::vector<StageLayout> layouts_;
   std::vector<StageCosts> costs_;
-  std::vector<std::vector<StageOp>> orders_;
+  PipelineSchedule schedule_;
+  bool synchronous_ = true;                             ///< one Apply per stage at the step's end (flush)
+  std::vector<int> apply_microbatch_;                   ///< per stage: the micro-batch tag of the end-of-step Apply
+  // PipeDream weight stashing: per version of the current stage, the forwards still waiting for their backward.
+  std::map<int, int> version_refs_;
+  int current_version_ = 0;
   std::vector<std::vector<std::vector<LayerGroup>>> groups_;  ///< [stage][chunk] -> layer groups
   TaskGraph g_;
   std::vector<std::array<TaskId, kStreams>> last_;
