@@ -52,7 +52,10 @@ void resolve(Experiment& e) {
     t.global_batch = s.microbatches * per_microbatch_step;
   }
   if (s.noam == 0) s.noam = s.pp;
-  // Recompute and the activation placement say the same thing twice; make them agree.
+  // Recompute and the activation placement say the same thing twice; make them agree. An explicit
+  // training.recompute wins over the placement (which may come from a preset such as megatron-3d).
+  if (t.recompute_given && t.recompute == Recompute::None && s.placement.activations == Mode::Materialized)
+    s.placement.activations = Mode::Replicated;
   if (t.recompute != Recompute::None && s.placement.activations == Mode::Replicated)
     s.placement.activations = Mode::Materialized;
   if (s.placement.activations == Mode::Materialized && t.recompute == Recompute::None) t.recompute = Recompute::Full;

@@ -21,6 +21,7 @@ TrainingSpec parse_training(const Json& value) {
   if (t.optimizer_bytes_per_param < 0)
     throw InputError(r.field("optimizer_bytes_per_param") + "=" + show(value["optimizer_bytes_per_param"]) +
                      " must not be negative");
+  t.recompute_given = r.has("recompute");
   std::string rc = r.get_choice("recompute", {"none", "selective", "full"}, "none");
   t.recompute = rc == "none" ? Recompute::None : rc == "selective" ? Recompute::Selective : Recompute::Full;
   r.finish();

@@ -19,6 +19,7 @@ struct TrainingSpec {
   Optimizer optimizer = Optimizer::Adam;
   double optimizer_bytes_per_param = 12;  ///< K of the ZeRO paper
   Recompute recompute = Recompute::None;
+  bool recompute_given = false;  ///< training.recompute was written by the user (it then wins over a preset)
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
   int grad_bytes() const { return param_bytes(); }
