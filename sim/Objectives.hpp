@@ -1,0 +1,111 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "workloads/ConvergenceSpec.hpp"
+
+namespace placesim {
+
+/// R^d cut into S contiguous blocks as evenly as possible: the first d mod S blocks hold ceil(d/S) coordinates,
+/// the others floor(d/S). Block s is the parameters of pipeline stage s.
+///
+///   d = 10, S = 4:  [0 1 2][3 4 5][6 7][8 9]
+class BlockSplit {
+ public:
+  /// Precondition: 1 <= blocks <= dimension.
+  BlockSplit(int dimension, int blocks);
+  int dimension() const { return dimension_; }
+  int blocks() const { return blocks_; }
+  int begin(int block) const;
+  int end(int block) const { return begin(block + 1); }
+  int size(int block) const { return end(block) - begin(block); }
+
+ private:
+  int dimension_, blocks_;
+};
+
+/// Whose data a stochastic gradient uses. Micro-batch i of replica r always draws the same samples (its seeded
+/// stream is keyed by (seed, r, i)), whichever stage asks and whatever model it is evaluated at.
+struct SampleKey {
+  int replica = 0;
+  std::int64_t microbatch = 0;
+};
+
+/// A differentiable objective f: R^d -> R with a seeded stochastic gradient per micro-batch. Immutable once built:
+/// one objective can serve many executions, also from several threads.
+class Objective {
+ public:
+  virtual ~Objective() = default;
+  virtual std::string name() const = 0;
+  virtual int dimension() const = 0;
+
+  /// Full objective f(x); fills `gradient` (size d) with the full gradient. x has size d.
+  virtual double evaluate(std::span<const double> x, std::span<double> gradient) const = 0;
+
+  /// Coordinates [begin, end) of micro-batch `key`'s stochastic gradient at x, into `out` (size end - begin).
+  /// Each coordinate is computed by the same operations in the same order whatever the range: a block is bit for
+  /// bit the slice of the vector for [0, d).
+  virtual void sample_gradient(std::span<const double> x, SampleKey key, int begin, int end,
+                               std::span<double> out) const = 0;
+};
+
+/// f(x) = 1/2 (x - x*)^T A (x - x*) + l2/2 ||x||^2, i.e. 1/2 x^T A x - b^T x + const with b = A x*, shifted so
+/// that f(x*) = 0 when l2 = 0. The micro-batch gradient is the full gradient plus noise * xi, with xi_k
+/// mean-0 variance-1 draws at position k of the stream keyed (seed, replica, micro-batch).
+class QuadraticObjective final : public Objective {
+ public:
+  /// `hessian` row-major d x d and symmetric (not checked), `minimizer` size d.
+  QuadraticObjective(std::vector<double> hessian, std::vector<double> minimizer, double noise, double l2,
+                     std::uint64_t seed);
+  std::string name() const override { return "quadratic"; }
+  int dimension() const override { return static_cast<int>(minimizer_.size()); }
+  double evaluate(std::span<const double> x, std::span<double> gradient) const override;
+  void sample_gradient(std::span<const double> x, SampleKey key, int begin, int end,
+                       std::span<double> out) const override;
+
+ private:
+  std::vector<double> hessian_, minimizer_;
+  double noise_, l2_;
+  std::uint64_t seed_;
+};
+
+/// f(x) = 1/n sum_j phi(a_j . x, y_j) + l2/2 ||x||^2 over n stored samples, with phi the squared loss
+/// 1/2 (m - y)^2 (least squares) or the logistic loss log(1 + exp(-y m)), y in {-1, +1}. The micro-batch
+/// gradient averages batch_size samples drawn with replacement: index j of the batch is output j of the
+/// SplitMix64 stream keyed (seed, replica, micro-batch), modulo n.
+class FiniteSumObjective final : public Objective {
+ public:
+  enum class Loss { Squared, Logistic };
+  /// `features` row-major n x d, `targets` size n.
+  FiniteSumObjective(Loss loss, int dimension, std::vector<double> features, std::vector<double> targets,
+                     int batch_size, double l2, std::uint64_t seed);
+  std::string name() const override { return loss_ == Loss::Squared ? "least_squares" : "logistic"; }
+  int dimension() const override { return dimension_; }
+  double evaluate(std::span<const double> x, std::span<double> gradient) const override;
+  void sample_gradient(std::span<const double> x, SampleKey key, int begin, int end,
+                       std::span<double> out) const override;
+
+ private:
+  const double* row(std::size_t j) const { return features_.data() + j * static_cast<std::size_t>(dimension_); }
+  double phi(double margin, double target) const;
+  double phi_slope(double margin, double target) const;
+
+  Loss loss_;
+  int dimension_;
+  std::vector<double> features_, targets_;
+  int batch_size_;
+  double l2_;
+  std::uint64_t seed_;
+};
+
+/// Builds the seeded objective `spec` describes (see ObjectiveSpec; data generation in sim/SyntheticData.hpp):
+/// - quadratic: A = Q diag(linear_spectrum(d, kappa)) Q^T, x* with mean-0 variance-1 coordinates;
+/// - least squares: features of covariance Q diag(spectrum) Q^T, y_j = a_j . w* + noise * eps_j;
+/// - logistic: the same features, y_j = sign(a_j . w*) flipped with probability `noise`;
+/// where w* has mean-0 coordinates of variance 4/d (so ||w*|| is about 2 and margins are of order 1).
+std::unique_ptr<Objective> make_objective(const ObjectiveSpec& spec);
+
+}  // namespace placesim
