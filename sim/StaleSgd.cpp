@@ -40,6 +40,9 @@ class VersionStore {
   std::int64_t oldest_ = 0;
 };
 
+// A loss 10^12 times the initial one (or than 1) is treated as divergence: going on to overflow would only cost time.
+constexpr double kBlowUp = 1e12;
+
 class Executor {
  public:
   Executor(const UpdateTrace& trace, const ConvergenceSpec& spec, const Objective& objective, TracePlan plan);
@@ -63,6 +66,7 @@ class Executor {
   std::vector<std::vector<double>> accumulated_;  // slot(r, s): sum of gradients since the last Apply
   std::vector<int> pending_;                      // slot(r, s): how many
   std::vector<double> model_, mean_, gradient_;
+  double blow_up_ = 0;  // a loss beyond this has diverged
   ConvergenceResult result_;
 };
 
@@ -147,7 +151,7 @@ void Executor::assemble_current(int replica, std::vector<double>& out) const {
   }
 }
 
-// Records the loss and gradient norm at the replicas' mean model; false once they stop being finite.
+// Records the loss and gradient norm at the replicas' mean model; false once the run has diverged.
 bool Executor::sample(double time_s) {
   std::fill(mean_.begin(), mean_.end(), 0.0);
   for (int r = 0; r < replicas_; ++r) {
@@ -160,7 +164,8 @@ bool Executor::sample(double time_s) {
   for (double g : gradient_) norm2 += g * g;
   p.grad_norm = std::sqrt(norm2);
   result_.points.push_back(p);
-  result_.diverged = !std::isfinite(p.loss) || !std::isfinite(p.grad_norm);
+  if (result_.points.size() == 1) blow_up_ = kBlowUp * std::max(1.0, std::fabs(p.loss));
+  result_.diverged = !std::isfinite(p.loss) || !std::isfinite(p.grad_norm) || std::fabs(p.loss) > blow_up_;
   return !result_.diverged;
 }
 

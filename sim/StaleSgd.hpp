@@ -26,7 +26,9 @@ struct ConvergenceResult {
   std::vector<ConvergencePoint> points;  ///< the initial point, every sample_every-th Apply, and the last Apply
   std::int64_t updates = 0;              ///< Apply events executed
   std::int64_t backwards = 0;            ///< Backward events executed
-  bool diverged = false;  ///< a sampled loss or gradient norm was not finite: execution stopped at that point
+  /// A sampled loss or gradient norm was not finite, or |loss| exceeded 1e12 x max(1, |initial loss|): execution
+  /// stopped at that point, which is the last one.
+  bool diverged = false;
   std::vector<int> peak_versions;  ///< per stage: most versions of one block held at once, the newest included
   std::vector<std::vector<double>> final_weights;  ///< per replica: the current model (size d) at the end
 };
