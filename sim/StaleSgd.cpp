@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "sim/TracePlan.hpp"
+#include "workloads/Numbers.hpp"
 
 namespace placesim {
 
@@ -195,7 +196,7 @@ void check_executable(const UpdateTrace& trace, const ConvergenceSpec& spec, int
     throw InputError("convergence.dimension=" + std::to_string(dimension) + " is smaller than the " +
                      std::to_string(trace.stages) + " pipeline stages of the trace: every stage needs a parameter");
   if (!(spec.step_size > 0))
-    throw InputError("convergence.step_size=" + show(Json(spec.step_size)) + " must be positive");
+    throw InputError("convergence.step_size=" + format_shortest(spec.step_size) + " must be positive");
   if (spec.sample_every < 0)
     throw InputError("convergence.sample_every=" + std::to_string(spec.sample_every) + " must not be negative");
 }

@@ -4,7 +4,8 @@
 #include <string>
 #include <unordered_set>
 
-#include "workloads/JsonReader.hpp"
+#include "workloads/Error.hpp"
+#include "workloads/Numbers.hpp"
 
 namespace placesim {
 
@@ -55,10 +56,10 @@ void Planner::check_placement(const TrainEvent& e, std::size_t k) {
 
 void Planner::check_time(const TrainEvent& e, std::size_t k) {
   if (!std::isfinite(e.time_s) || e.time_s < 0)
-    throw InputError(field(k, "time_s") + "=" + show(Json(e.time_s)) + " must be a finite time >= 0");
+    throw InputError(field(k, "time_s") + "=" + format_shortest(e.time_s) + " must be a finite time >= 0");
   if (e.time_s < last_time_)
-    throw InputError(field(k, "time_s") + "=" + show(Json(e.time_s)) + " is earlier than the previous event's " +
-                     show(Json(last_time_)) + " (events must be in completion order)");
+    throw InputError(field(k, "time_s") + "=" + format_shortest(e.time_s) + " is earlier than the previous event's " +
+                     format_shortest(last_time_) + " (events must be in completion order)");
   last_time_ = e.time_s;
 }
 

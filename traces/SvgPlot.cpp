@@ -160,12 +160,6 @@ void draw_legend(std::ostream& out, const Frame& f, const std::vector<PlotSeries
 
 }  // namespace
 
-std::string format_shortest(double v) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return ec == std::errc() ? std::string(buf, end) : "nan";
-}
-
 std::string render_line_plot(const std::vector<PlotSeries>& series, const PlotOptions& options) {
   auto [x, y] = make_axes(series, options.log_y);
   Frame f{kLeft, kTop, options.width - kLeft - kRight, options.height - kTop - kBottom};

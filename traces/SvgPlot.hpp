@@ -2,6 +2,8 @@
 #include <string>
 #include <vector>
 
+#include "workloads/Numbers.hpp"
+
 namespace placesim {
 
 /// One line of a plot: points (x[i], y[i]) joined in order.
@@ -21,8 +23,5 @@ struct PlotOptions {
 /// small for log_y) break a line into pieces rather than stretching the axes. Text is XML-escaped and numbers are written in the C locale, so equal input
 /// gives byte-identical output.
 std::string render_line_plot(const std::vector<PlotSeries>& series, const PlotOptions& options);
-
-/// Shortest text that reads back as exactly `v` ("0.1", "1e-07", "inf", "nan"), whatever the locale.
-std::string format_shortest(double v);
 
 }  // namespace placesim
