@@ -19,7 +19,6 @@ std::string fixed2(double v) {
 }
 
 std::string tick_label(double v) {
-  if (std::fabs(v) < 1e-12) return "0";
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 4);
   return ec == std::errc() ? std::string(buf, end) : "?";
@@ -67,12 +66,28 @@ Axis linear_axis(double low, double high) {
   return a;
 }
 
+// Index i names the 1-2-5 value m 10^e with e = floor(i / 3) and m = 1, 2, 5 for i - 3e = 0, 1, 2.
+int decade_of(int index) { return index >= 0 ? index / 3 : -((-index + 2) / 3); }
+double one_two_five(int index) {
+  int e = decade_of(index), m = index - 3 * e;
+  return std::pow(10.0, e) * (m == 0 ? 1 : m == 1 ? 2 : 5);
+}
+
+// The 1-2-5 values nearest outside [low, high] bound a log axis; spans of up to three decades are ticked at every
+// 1-2-5 value, longer ones at decades, about eight of them.
 Axis log_axis(double low, double high) {
-  int first = static_cast<int>(std::floor(std::log10(low)));
-  int last = std::max(first + 1, static_cast<int>(std::ceil(std::log10(high))));
-  int every = std::max(1, (last - first + 7) / 8);  // at most about eight labelled decades
-  Axis a{std::pow(10.0, first), std::pow(10.0, last), true, {}};
-  for (int e = first; e <= last; e += every) a.ticks.push_back(std::pow(10.0, e));
+  auto at_or_below = [](double v) {
+    int index = 3 * static_cast<int>(std::floor(std::log10(v))) + 2;
+    while (one_two_five(index) > v * (1 + 1e-12)) --index;  // the tolerance keeps 10^e itself despite rounding
+    return index;
+  };
+  int first = at_or_below(low), last = at_or_below(high);
+  if (one_two_five(last) < high || last == first) ++last;
+  Axis a{one_two_five(first), one_two_five(last), true, {}};
+  int span = decade_of(last) - decade_of(first);
+  int every = span <= 3 ? 1 : 3 * std::max(1, (span + 7) / 8);
+  int start = every == 1 ? first : 3 * (decade_of(first) + (first % 3 != 0));
+  for (int i = start; i <= last; i += every) a.ticks.push_back(one_two_five(i));
   return a;
 }
 
