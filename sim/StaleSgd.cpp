@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <stdexcept>
 
 #include "sim/TracePlan.hpp"
@@ -52,6 +53,7 @@ class Executor {
  private:
   int slot(int replica, int stage) const { return replica * stages_ + stage; }
   void backward(const TrainEvent& e, std::int64_t k);
+  const MicrobatchState& microbatch_state(const TrainEvent& e);
   void apply(const TrainEvent& e, std::int64_t k);
   void average(const TrainEvent& e);
   void assemble_current(int replica, std::vector<double>& out) const;
@@ -66,6 +68,14 @@ class Executor {
   std::vector<VersionStore> stores_;              // slot(r, t)
   std::vector<std::vector<double>> accumulated_;  // slot(r, s): sum of gradients since the last Apply
   std::vector<int> pending_;                      // slot(r, s): how many
+  // The backwards of one micro-batch on its S stages normally read the same versions: the model-dependent part of
+  // its gradient (MicrobatchState) is computed by the first and reused by the others, until all S have run.
+  struct InFlight {
+    std::vector<int> versions;
+    MicrobatchState state;
+    int remaining = 0;
+  };
+  std::map<std::pair<int, std::int64_t>, InFlight> in_flight_;  // (replica, micro-batch)
   std::vector<double> model_, mean_, gradient_;
   double blow_up_ = 0;  // a loss beyond this has diverged
   ConvergenceResult result_;
@@ -74,7 +84,7 @@ class Executor {
 std::int64_t resolve_sample_every(std::int64_t requested, const TracePlan& plan, int full_model) {
   if (requested > 0) return requested;
   std::int64_t full_updates = (plan.applies + full_model - 1) / full_model;
-  return full_model * std::max<std::int64_t>(1, (full_updates + 255) / 256);
+  return full_model * std::max<std::int64_t>(1, (full_updates + 127) / 128);
 }
 
 Executor::Executor(const UpdateTrace& trace, const ConvergenceSpec& spec, const Objective& objective, TracePlan plan)
@@ -104,6 +114,17 @@ Executor::Executor(const UpdateTrace& trace, const ConvergenceSpec& spec, const 
   result_.peak_versions.assign(stages_, 1);
 }
 
+// Reuses the state of an earlier backward of the same micro-batch at the same versions; computes it otherwise.
+const MicrobatchState& Executor::microbatch_state(const TrainEvent& e) {
+  InFlight& entry = in_flight_[{e.replica, e.microbatch}];
+  if (entry.remaining == 0 || entry.versions != e.versions_read) {
+    entry.versions = e.versions_read;
+    entry.state = objective_.prepare(model_, SampleKey{e.replica, e.microbatch});
+    entry.remaining = stages_;
+  }
+  return entry.state;
+}
+
 void Executor::backward(const TrainEvent& e, std::int64_t k) {
   for (int t = 0; t < stages_; ++t) {
     const std::vector<double>& block = stores_[slot(e.replica, t)].at(e.versions_read[t]);
@@ -111,7 +132,9 @@ void Executor::backward(const TrainEvent& e, std::int64_t k) {
   }
   const int begin = split_.begin(e.stage), end = split_.end(e.stage);
   std::span<double> out(gradient_.data(), static_cast<std::size_t>(end - begin));
-  objective_.sample_gradient(model_, SampleKey{e.replica, e.microbatch}, begin, end, out);
+  const MicrobatchState& state = microbatch_state(e);
+  objective_.block_gradient(model_, SampleKey{e.replica, e.microbatch}, state, begin, end, out);
+  if (--in_flight_[{e.replica, e.microbatch}].remaining == 0) in_flight_.erase({e.replica, e.microbatch});
   std::vector<double>& sum = accumulated_[slot(e.replica, e.stage)];
   for (std::size_t c = 0; c < sum.size(); ++c) sum[c] += out[c];
   ++pending_[slot(e.replica, e.stage)];
@@ -143,6 +166,7 @@ void Executor::average(const TrainEvent& e) {
   }
   for (double& v : sum) v /= replicas_;
   for (int r = 0; r < replicas_; ++r) stores_[slot(r, e.stage)].newest() = sum;
+  in_flight_.clear();  // states computed from the overwritten versions no longer describe them
 }
 
 void Executor::assemble_current(int replica, std::vector<double>& out) const {

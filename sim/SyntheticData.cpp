@@ -6,7 +6,7 @@
 
 namespace placesim {
 
-ButterflyRotation::ButterflyRotation(int dimension, std::uint64_t seed) {
+ButterflyRotation::ButterflyRotation(int dimension, std::uint64_t seed) : dimension_(dimension) {
   SplitMix64 rng(seed);
   for (int half = 1; half < dimension; half *= 2) {
     for (int i = 0; i + half < dimension; ++i) {
@@ -31,29 +31,22 @@ void ButterflyRotation::apply(double* v, std::ptrdiff_t stride) const {
   }
 }
 
+void ButterflyRotation::apply_transpose(double* v) const {
+  for (auto g = rotations_.rbegin(); g != rotations_.rend(); ++g) {
+    double& x = v[g->i];
+    double& y = v[g->j];
+    double rx = g->c * x + g->s * y;
+    double ry = -g->s * x + g->c * y;
+    x = rx;
+    y = ry;
+  }
+}
+
 std::vector<double> linear_spectrum(int dimension, double condition_number) {
   std::vector<double> spectrum(dimension, 1.0);
   double low = 1.0 / condition_number;
   for (int k = 0; k + 1 < dimension; ++k) spectrum[k] = low + (1.0 - low) * k / (dimension - 1);
   return spectrum;
-}
-
-std::vector<double> rotated_matrix(const std::vector<double>& spectrum, std::uint64_t seed) {
-  const int d = static_cast<int>(spectrum.size());
-  ButterflyRotation q(d, derive_key(seed, static_cast<std::uint64_t>(Stream::Rotation)));
-  std::vector<double> m(static_cast<std::size_t>(d) * d, 0.0);
-  for (int k = 0; k < d; ++k) m[static_cast<std::size_t>(k) * d + k] = spectrum[k];
-  for (int col = 0; col < d; ++col) q.apply(m.data() + col, d);                           // Q diag
-  for (int row = 0; row < d; ++row) q.apply(m.data() + static_cast<std::size_t>(row) * d);  // (Q diag) Q^T
-  // Rounding leaves m slightly asymmetric; the quadratic's Hessian must be symmetric for f to have gradient A u.
-  for (int i = 0; i < d; ++i) {
-    for (int j = i + 1; j < d; ++j) {
-      double& upper = m[static_cast<std::size_t>(i) * d + j];
-      double& lower = m[static_cast<std::size_t>(j) * d + i];
-      upper = lower = 0.5 * (upper + lower);
-    }
-  }
-  return m;
 }
 
 std::vector<double> rotated_features(int samples, const std::vector<double>& spectrum, std::uint64_t seed) {

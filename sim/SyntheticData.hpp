@@ -16,24 +16,26 @@ class ButterflyRotation {
  public:
   ButterflyRotation(int dimension, std::uint64_t seed);
 
+  int dimension() const { return dimension_; }
+
   /// v <- Q v, where v[i] lives at v[i * stride].
   void apply(double* v, std::ptrdiff_t stride = 1) const;
+
+  /// v <- Q^T v (the rotations undone in reverse order).
+  void apply_transpose(double* v) const;
 
  private:
   struct Givens {
     int i, j;
     double c, s;
   };
+  int dimension_;
   std::vector<Givens> rotations_;  ///< in application order
 };
 
 /// Eigenvalues 1/kappa + (1 - 1/kappa) k / (d - 1) for k = 0 .. d-1: evenly spaced on [1/kappa, 1], so that the
 /// largest is 1 (a step size below 2 is stable for the plain quadratic) and the condition number is kappa.
 std::vector<double> linear_spectrum(int dimension, double condition_number);
-
-/// Q diag(spectrum) Q^T, row-major d x d, made exactly symmetric; Q is the ButterflyRotation of the objective
-/// seed's Rotation stream.
-std::vector<double> rotated_matrix(const std::vector<double>& spectrum, std::uint64_t seed);
 
 /// n feature rows a_j = Q (s .* z_j), row-major n x d: z_j has independent mean-0 variance-1 coordinates and
 /// s_k = sqrt(spectrum_k), so the population covariance is Q diag(spectrum) Q^T. The z_j come from the objective

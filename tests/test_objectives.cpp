@@ -78,24 +78,51 @@ TEST_CASE("The butterfly rotation is orthogonal and dense") {
   for (double x : e0) CHECK(x != 0);  // every output coordinate depends on input 0
 }
 
-TEST_CASE("The quadratic's Hessian is symmetric with the requested spectrum") {
-  const int d = 24;
+TEST_CASE("The generated quadratic's Hessian is symmetric with the requested spectrum") {
+  ObjectiveSpec spec;
+  spec.dimension = 24;
+  spec.condition_number = 50;
+  spec.noise = 0;
+  spec.seed = 9;
+  const int d = spec.dimension;
   std::vector<double> spectrum = linear_spectrum(d, 50);
   CHECK(spectrum.front() == Approx(0.02));
   CHECK(spectrum.back() == 1);
-  std::vector<double> a = rotated_matrix(spectrum, 9);
-  for (int i = 0; i < d; ++i)
-    for (int j = 0; j < d; ++j) CHECK(a[i * d + j] == a[j * d + i]);
-  // Eigenvectors are the columns of Q (same seed, same rotation stream): A (Q e_k) = lambda_k (Q e_k).
+  auto f = make_objective(spec);
+  // The Hessian applied to v is the change of the gradient along v: f is quadratic, so exactly A v up to rounding.
+  std::vector<double> g0(d), g1(d), zero(d, 0.0);
+  auto hessian_times = [&](const std::vector<double>& v) {
+    f->evaluate(zero, g0);
+    f->evaluate(v, g1);
+    std::vector<double> av(d);
+    for (int i = 0; i < d; ++i) av[i] = g1[i] - g0[i];
+    return av;
+  };
+  std::vector<double> u = point(d, 1), v = point(d, 2);
+  CHECK(dot(hessian_times(u), v) == Approx(dot(u, hessian_times(v))).epsilon(1e-12));
+  // Eigenvectors are the columns of Q (the seed's rotation stream): A (Q e_k) = lambda_k (Q e_k).
   ButterflyRotation q(d, derive_key(9, static_cast<std::uint64_t>(Stream::Rotation)));
   for (int k : {0, 7, d - 1}) {
-    std::vector<double> e(d, 0.0), ae(d, 0.0);
+    std::vector<double> e(d, 0.0);
     e[k] = 1;
     q.apply(e.data());
-    for (int i = 0; i < d; ++i)
-      for (int j = 0; j < d; ++j) ae[i] += a[i * d + j] * e[j];
+    std::vector<double> ae = hessian_times(e);
     for (int i = 0; i < d; ++i) CHECK(ae[i] == Approx(spectrum[k] * e[i]).margin(1e-12));
   }
+}
+
+TEST_CASE("A dense quadratic Hessian must be exactly symmetric") {
+  CHECK_THROWS_AS(QuadraticObjective({1, 2, 2.5, 1}, {0, 0}, 0, 0, 1), std::invalid_argument);
+  CHECK_THROWS_AS(QuadraticObjective({1, 2, 2}, {0, 0}, 0, 0, 1), std::invalid_argument);
+  CHECK_NOTHROW(QuadraticObjective({1, 2, 2, 1}, {0, 0}, 0, 0, 1));
+}
+
+TEST_CASE("The transpose of the butterfly rotation undoes it") {
+  ButterflyRotation q(19, 3);
+  std::vector<double> v = point(19, 5), w = v;
+  q.apply(w.data());
+  q.apply_transpose(w.data());
+  for (int i = 0; i < 19; ++i) CHECK(w[i] == Approx(v[i]).margin(1e-14));
 }
 
 TEST_CASE("Each objective's gradient matches central finite differences") {

@@ -189,14 +189,14 @@ TEST_CASE("Same inputs give identical outputs and another seed gives other ones"
   CHECK(run_convergence(trace, spec).final_weights != a.final_weights);
 }
 
-TEST_CASE("Automatic sampling records one point per full-model update up to 256 of them") {
+TEST_CASE("Automatic sampling records one point per full-model update up to 128 of them") {
   ConvergenceSpec spec = spec_for(ObjectiveKind::Quadratic, 32, 0.01);
   ConvergenceResult small = run_convergence(test::synchronous_trace(4, 2, 10), spec);
   CHECK(small.sample_every == 4);
   CHECK(small.points.size() == 11);  // the initial point and one per step
   ConvergenceResult large = run_convergence(test::synchronous_trace(4, 1, 600), spec);
-  CHECK(large.sample_every == 12);   // 600 full-model updates: every third, 200 points
-  CHECK(large.points.size() == 201);
+  CHECK(large.sample_every == 20);  // 600 full-model updates: every fifth, 120 points
+  CHECK(large.points.size() == 121);
   CHECK(large.points.back().updates == 2400);
 }
 

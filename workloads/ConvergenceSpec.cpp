@@ -40,12 +40,9 @@ ObjectiveSpec parse_objective(ObjectReader& r, const Json& value) {
   ObjectiveSpec o;
   o.kind = parse_kind(r);
   std::int64_t d = r.get_positive_int("dimension", o.dimension);
-  check(d <= (std::int64_t{1} << 24), r, value, "dimension", "is too large (at most 16777216)");
+  check(d <= kMaxDimension, r, value, "dimension", "is too large (at most " + std::to_string(kMaxDimension) + ")");
   o.dimension = static_cast<int>(d);
   if (o.kind == ObjectiveKind::Quadratic) {
-    check(d * d <= kMaxObjectiveDoubles, r, value, "dimension",
-          "is too large for the dense quadratic (d x d must not exceed " + std::to_string(kMaxObjectiveDoubles) +
-              " values, d <= 8192)");
     refuse_data_fields(r);
   } else {
     parse_data(r, value, o);

@@ -28,7 +28,7 @@ struct ConvergenceSpec {
   ObjectiveSpec objective;
   double step_size = 0.1;  ///< gamma: an Apply subtracts gamma times the mean of its accumulated gradients
   /// Record a point every this many Apply events; 0 = automatic (a multiple of stages x replicas, i.e. of one
-  /// full-model update, chosen so that at most 256 points are recorded besides the first and the last).
+  /// full-model update, chosen so that at most 128 points are recorded besides the first and the last).
   std::int64_t sample_every = 0;
 };
 
@@ -40,7 +40,9 @@ ConvergenceSpec parse_convergence(const Json& value);
 
 std::string to_string(ObjectiveKind kind);
 
-/// Largest number of doubles an objective may hold (d x d for the quadratic, n x d for the others): 2^26 = 512 MiB.
-inline constexpr std::int64_t kMaxObjectiveDoubles = std::int64_t{1} << 26;
+/// Largest dimension: the quadratic's rotation then holds about d/2 log2 d = 10^7 Givens rotations (240 MB).
+inline constexpr std::int64_t kMaxDimension = std::int64_t{1} << 20;
+/// Largest data set of logistic regression and least squares, samples x dimension doubles: 2^25 = 256 MiB.
+inline constexpr std::int64_t kMaxObjectiveDoubles = std::int64_t{1} << 25;
 
 }  // namespace placesim
