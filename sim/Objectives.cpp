@@ -19,7 +19,9 @@ std::uint64_t stream_key(std::uint64_t seed, Stream stream, SampleKey key) {
 }
 
 // log(1 + e^t) without overflow for large |t|.
-double softplus(double t) { return t > 0 ? t + std::log1p(std::exp(-t)) : std::log1p(std::exp(t)); }
+double softplus(double t) {
+  return t > 0 ? t + std::log1p(std::exp(-t)) : std::log1p(std::exp(t));
+}
 
 // 1 / (1 + e^-t) without overflow for large |t|.
 double sigmoid(double t) {
@@ -138,7 +140,9 @@ Lanes load(const double* p) {
   return v;
 }
 
-void store(double* p, Lanes v) { std::memcpy(p, &v, sizeof v); }
+void store(double* p, Lanes v) {
+  std::memcpy(p, &v, sizeof v);
+}
 
 }  // namespace
 
@@ -202,8 +206,8 @@ MicrobatchState FiniteSumObjective::prepare(std::span<const double> x, SampleKey
   return state;
 }
 
-void FiniteSumObjective::block_gradient(std::span<const double> x, SampleKey, const MicrobatchState& state,
-                                        int begin, int end, std::span<double> out) const {
+void FiniteSumObjective::block_gradient(std::span<const double> x, SampleKey, const MicrobatchState& state, int begin,
+                                        int end, std::span<double> out) const {
   const std::size_t width = end - begin;
   std::fill(out.begin(), out.begin() + width, 0.0);
   for (std::size_t j = 0; j < state.samples.size(); ++j) {
@@ -228,8 +232,10 @@ std::unique_ptr<Objective> make_finite_sum(const ObjectiveSpec& spec, const std:
   bool logistic = spec.kind == ObjectiveKind::Logistic;
   for (int j = 0; j < n; ++j) {
     double draw = logistic ? rng.uniform() : rng.standard();
-    if (!logistic) targets[j] = margins[j] + spec.noise * draw;
-    else targets[j] = (margins[j] >= 0) == (draw >= spec.noise) ? 1.0 : -1.0;  // flipped when draw < noise
+    if (!logistic)
+      targets[j] = margins[j] + spec.noise * draw;
+    else
+      targets[j] = (margins[j] >= 0) == (draw >= spec.noise) ? 1.0 : -1.0;  // flipped when draw < noise
   }
   auto loss = logistic ? FiniteSumObjective::Loss::Logistic : FiniteSumObjective::Loss::Squared;
   return std::make_unique<FiniteSumObjective>(loss, d, std::move(features), std::move(targets), spec.batch_size,

@@ -97,8 +97,8 @@ class QuadraticObjective final : public Objective {
   void hessian_times(const std::vector<double>& u, std::span<double> out) const;  ///< out = A u
   std::vector<double> offset(std::span<const double> x) const;                    ///< x - x*
 
-  std::vector<double> dense_;                   ///< row-major, or empty when A is rotated
-  std::optional<ButterflyRotation> rotation_;   ///< Q when A = Q diag(spectrum_) Q^T
+  std::vector<double> dense_;                  ///< row-major, or empty when A is rotated
+  std::optional<ButterflyRotation> rotation_;  ///< Q when A = Q diag(spectrum_) Q^T
   std::vector<double> spectrum_;
   std::vector<double> minimizer_;
   double noise_, l2_;

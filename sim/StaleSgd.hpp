@@ -22,7 +22,7 @@ struct ConvergenceResult {
   std::string objective;
   int dimension = 0, stages = 0, replicas = 0;
   double step_size = 0;
-  std::int64_t sample_every = 0;  ///< the interval actually used (automatic choice resolved)
+  std::int64_t sample_every = 0;         ///< the interval actually used (automatic choice resolved)
   std::vector<ConvergencePoint> points;  ///< the initial point, every sample_every-th Apply, and the last Apply
   std::int64_t updates = 0;              ///< Apply events executed
   std::int64_t backwards = 0;            ///< Backward events executed

@@ -14,8 +14,10 @@ ButterflyRotation::ButterflyRotation(int dimension, std::uint64_t seed) : dimens
       double a = 2 * rng.uniform() - 1, b = 2 * rng.uniform() - 1;
       double r = std::sqrt(a * a + b * b);
       // A (near-)zero draw has no direction: keep the pair unrotated rather than divide by ~0.
-      if (r < 1e-9) rotations_.push_back({i, i + half, 1.0, 0.0});
-      else rotations_.push_back({i, i + half, a / r, b / r});
+      if (r < 1e-9)
+        rotations_.push_back({i, i + half, 1.0, 0.0});
+      else
+        rotations_.push_back({i, i + half, a / r, b / r});
     }
   }
 }

@@ -36,8 +36,7 @@ class Planner {
 
 Planner::Planner(const UpdateTrace& trace) : trace_(trace) {
   if (trace.stages < 1) throw InputError("trace.stages=" + std::to_string(trace.stages) + " must be at least 1");
-  if (trace.replicas < 1)
-    throw InputError("trace.replicas=" + std::to_string(trace.replicas) + " must be at least 1");
+  if (trace.replicas < 1) throw InputError("trace.replicas=" + std::to_string(trace.replicas) + " must be at least 1");
   const std::size_t slots = static_cast<std::size_t>(trace.stages) * trace.replicas;
   plan_.last_reader.assign(slots, std::vector<std::int64_t>{-1});
   pending_.assign(slots, 0);
@@ -67,8 +66,9 @@ void Planner::backward(const TrainEvent& e, std::size_t k) {
   if (e.microbatch < 0)
     throw InputError(field(k, "microbatch") + "=" + std::to_string(e.microbatch) + " must not be negative");
   if (!finished_[slot(e.replica, e.stage)].insert(e.microbatch).second)
-    throw InputError(field(k, "microbatch") + "=" + std::to_string(e.microbatch) + " already had its backward on stage " +
-                     std::to_string(e.stage) + " of replica " + std::to_string(e.replica));
+    throw InputError(field(k, "microbatch") + "=" + std::to_string(e.microbatch) +
+                     " already had its backward on stage " + std::to_string(e.stage) + " of replica " +
+                     std::to_string(e.replica));
   if (e.versions_read.size() != static_cast<std::size_t>(trace_.stages))
     throw InputError(field(k, "versions_read") + " has " + std::to_string(e.versions_read.size()) +
                      " entries but the trace has " + std::to_string(trace_.stages) + " stages");
@@ -108,6 +108,8 @@ TracePlan Planner::plan() {
 
 }  // namespace
 
-TracePlan plan_trace(const UpdateTrace& trace) { return Planner(trace).plan(); }
+TracePlan plan_trace(const UpdateTrace& trace) {
+  return Planner(trace).plan();
+}
 
 }  // namespace placesim

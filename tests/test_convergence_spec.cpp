@@ -11,7 +11,9 @@ using test::backward;
 
 namespace {
 
-ConvergenceSpec parse(const std::string& text) { return parse_convergence(Json::parse(text)); }
+ConvergenceSpec parse(const std::string& text) {
+  return parse_convergence(Json::parse(text));
+}
 
 ConvergenceSpec tiny() {
   ConvergenceSpec spec;
@@ -142,8 +144,7 @@ TEST_CASE("Events outside the trace's stages or replicas are refused") {
   UpdateTrace stage{2, 1, {backward(2, 0, {0, 0}, 1)}};
   CHECK_THROWS_WITH(run_convergence(stage, tiny()), "trace.events[0].stage=2 is outside the trace's stages 0..1");
   UpdateTrace replica{2, 1, {backward(0, 0, {0, 0}, 1, 1)}};
-  CHECK_THROWS_WITH(run_convergence(replica, tiny()),
-                    "trace.events[0].replica=1 is outside the trace's replicas 0..0");
+  CHECK_THROWS_WITH(run_convergence(replica, tiny()), "trace.events[0].replica=1 is outside the trace's replicas 0..0");
   UpdateTrace none{0, 1, {}};
   CHECK_THROWS_WITH(run_convergence(none, tiny()), "trace.stages=0 must be at least 1");
 }

@@ -22,7 +22,9 @@ ObjectiveSpec small(ObjectiveKind kind) {
   return o;
 }
 
-std::vector<double> point(int d, std::uint64_t key) { return standard_vector(d, 0.5, key); }
+std::vector<double> point(int d, std::uint64_t key) {
+  return standard_vector(d, 0.5, key);
+}
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);

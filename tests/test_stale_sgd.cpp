@@ -111,9 +111,11 @@ TEST_CASE("One stage applying after every backward is plain SGD with one micro-b
 // Final loss: u = (0.375, 2.625), 1/2 u^T A u = 1/2 (0.28125 + 1.96875 + 27.5625) = 14.90625.
 TEST_CASE("A stale trace takes each gradient at the versions it read on a 2-block quadratic") {
   QuadraticObjective f({2, 1, 1, 4}, {2, 2}, 0.0, 0.0, 1);
-  UpdateTrace trace{2, 1, {backward(1, 0, {0, 0}, 1), apply(1, 2), backward(0, 0, {0, 0}, 3), apply(0, 4),
-                           backward(1, 1, {0, 0}, 5), apply(1, 6), backward(0, 1, {0, 1}, 7), apply(0, 8),
-                           backward(1, 2, {1, 1}, 9), apply(1, 10)}};
+  UpdateTrace trace{
+      2,
+      1,
+      {backward(1, 0, {0, 0}, 1), apply(1, 2), backward(0, 0, {0, 0}, 3), apply(0, 4), backward(1, 1, {0, 0}, 5),
+       apply(1, 6), backward(0, 1, {0, 1}, 7), apply(0, 8), backward(1, 2, {1, 1}, 9), apply(1, 10)}};
   ConvergenceSpec spec;
   spec.step_size = 0.25;
   spec.sample_every = 1;

@@ -7,7 +7,9 @@ namespace placesim {
 
 namespace {
 
-Json finite_or_null(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+Json finite_or_null(double v) {
+  return std::isfinite(v) ? Json(v) : Json(nullptr);
+}
 
 }  // namespace
 

@@ -28,11 +28,20 @@ std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -67,7 +76,9 @@ Axis linear_axis(double low, double high) {
 }
 
 // Index i names the 1-2-5 value m 10^e with e = floor(i / 3) and m = 1, 2, 5 for i - 3e = 0, 1, 2.
-int decade_of(int index) { return index >= 0 ? index / 3 : -((-index + 2) / 3); }
+int decade_of(int index) {
+  return index >= 0 ? index / 3 : -((-index + 2) / 3);
+}
 double one_two_five(int index) {
   int e = decade_of(index), m = index - 3 * e;
   return std::pow(10.0, e) * (m == 0 ? 1 : m == 1 ? 2 : 5);
@@ -92,7 +103,9 @@ Axis log_axis(double low, double high) {
 }
 
 // On a log axis values below 1e-300 are left out too: their decade would underflow to 0.
-bool usable(double x, double y, bool log_y) { return std::isfinite(x) && std::isfinite(y) && (!log_y || y >= 1e-300); }
+bool usable(double x, double y, bool log_y) {
+  return std::isfinite(x) && std::isfinite(y) && (!log_y || y >= 1e-300);
+}
 
 std::pair<Axis, Axis> make_axes(const std::vector<PlotSeries>& series, bool log_y) {
   double x_low = INFINITY, x_high = -INFINITY, y_low = INFINITY, y_high = -INFINITY;
@@ -128,14 +141,14 @@ void draw_axes(std::ostream& out, const Frame& f, const Axis& x, const Axis& y, 
   }
   for (double t : y.ticks) {
     std::string py = fixed2(f.py(y, t));
-    out << "<line x1=\"" << fixed2(f.left) << "\" y1=\"" << py << "\" x2=\"" << fixed2(f.left + f.width)
-        << "\" y2=\"" << py << "\" stroke=\"#ddd\"/>\n<text x=\"" << fixed2(f.left - 6) << "\" y=\"" << py
+    out << "<line x1=\"" << fixed2(f.left) << "\" y1=\"" << py << "\" x2=\"" << fixed2(f.left + f.width) << "\" y2=\""
+        << py << "\" stroke=\"#ddd\"/>\n<text x=\"" << fixed2(f.left - 6) << "\" y=\"" << py
         << "\" text-anchor=\"end\" dominant-baseline=\"middle\">" << tick_label(t) << "</text>\n";
   }
   out << "<text x=\"" << fixed2(f.left + f.width / 2) << "\" y=\"" << fixed2(f.top + f.height + 40)
       << "\" text-anchor=\"middle\">" << escape(o.x_label) << "</text>\n";
-  out << "<text transform=\"translate(16 " << fixed2(f.top + f.height / 2)
-      << ") rotate(-90)\" text-anchor=\"middle\">" << escape(o.y_label) << "</text>\n";
+  out << "<text transform=\"translate(16 " << fixed2(f.top + f.height / 2) << ") rotate(-90)\" text-anchor=\"middle\">"
+      << escape(o.y_label) << "</text>\n";
   out << "<text x=\"" << fixed2(f.left + f.width / 2) << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">"
       << escape(o.title) << "</text>\n";
 }
@@ -146,8 +159,7 @@ void draw_series(std::ostream& out, const Frame& f, const Axis& x, const Axis& y
   std::string points;
   auto flush = [&] {
     if (!points.empty())
-      out << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"" << points
-          << "\"/>\n";
+      out << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"" << points << "\"/>\n";
     points.clear();
   };
   for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {

@@ -76,9 +76,12 @@ ConvergenceSpec parse_convergence(const Json& value) {
 
 std::string to_string(ObjectiveKind kind) {
   switch (kind) {
-    case ObjectiveKind::Logistic: return "logistic";
-    case ObjectiveKind::LeastSquares: return "least_squares";
-    case ObjectiveKind::Quadratic: break;
+    case ObjectiveKind::Logistic:
+      return "logistic";
+    case ObjectiveKind::LeastSquares:
+      return "least_squares";
+    case ObjectiveKind::Quadratic:
+      break;
   }
   return "quadratic";
 }

@@ -14,12 +14,12 @@ enum class ObjectiveKind { Quadratic, Logistic, LeastSquares };
 struct ObjectiveSpec {
   ObjectiveKind kind = ObjectiveKind::Quadratic;
   int dimension = 512;
-  int samples = 1024;             ///< logistic / least squares: data set size n
-  int batch_size = 16;            ///< logistic / least squares: samples per micro-batch, drawn with replacement
-  double condition_number = 10;   ///< kappa >= 1 of the Hessian (quadratic) or of the feature covariance
-  double noise = 0.1;             ///< quadratic: gradient noise std per coordinate; least squares: target noise std;
-                                  ///< logistic: label flip probability (<= 0.5)
-  double l2 = 0;                  ///< lambda of the added (lambda/2)||x||^2
+  int samples = 1024;            ///< logistic / least squares: data set size n
+  int batch_size = 16;           ///< logistic / least squares: samples per micro-batch, drawn with replacement
+  double condition_number = 10;  ///< kappa >= 1 of the Hessian (quadratic) or of the feature covariance
+  double noise = 0.1;            ///< quadratic: gradient noise std per coordinate; least squares: target noise std;
+                                 ///< logistic: label flip probability (<= 0.5)
+  double l2 = 0;                 ///< lambda of the added (lambda/2)||x||^2
   std::uint64_t seed = 1;
 };
 
