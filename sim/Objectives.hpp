@@ -142,6 +142,11 @@ class FiniteSumObjective final : public Objective {
   std::uint64_t seed_;
 };
 
+/// Determinism: data and noise come from SplitMix64 streams and use only +, -, *, / and sqrt, so they are the same
+/// bits on every platform; so are the quadratic and least squares runs built on them (with this compiler's default
+/// of no fused multiply-add on x86-64). The logistic loss calls exp and log1p, whose last bit may differ between
+/// math libraries (glibc even picks a variant by CPU): logistic runs are reproducible bit for bit on one machine.
+///
 /// Builds the seeded objective `spec` describes (see ObjectiveSpec; data generation in sim/SyntheticData.hpp):
 /// - quadratic: A = Q diag(linear_spectrum(d, kappa)) Q^T (Q the ButterflyRotation of the seed's Rotation
 ///   stream), x* with mean-0 variance-1 coordinates;

@@ -158,6 +158,38 @@ TEST_CASE("Average replaces a block of every replica by the replicas' mean") {
   CHECK(result.points[7].loss == 8.7890625);  // mean (2.875, 5.75, 2.5, 5)
 }
 
+// As above, replica 0 at (2, 4, 2, 4) and replica 1 at (3, 6, 3, 6). Replica 0 runs the stage-1 backward of
+// micro-batch 1 (g1 = (-2, -4)), stage 0 is averaged to (2.5, 5), then the stage-0 backward of micro-batch 1
+// reads version 1 of block 0, which is the averaged one: g0 = (2.5 - 4, 5 - 8) = (-1.5, -3), not (-2, -4).
+TEST_CASE("A backward after an Average reads the averaged newest version") {
+  QuadraticObjective f({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 8, 4, 8}, 0.0, 0.0, 1);
+  UpdateTrace trace{2, 2, {}};
+  auto step = [&](int replica, int microbatch, int version) {
+    for (int s : {1, 0}) trace.events.push_back(backward(s, microbatch, {version, version}, 1, replica));
+    for (int s : {1, 0}) trace.events.push_back(apply(s, 1, replica));
+  };
+  step(0, 0, 0);
+  step(1, 0, 0);
+  step(1, 1, 1);
+  trace.events.push_back(backward(1, 1, {1, 1}, 2, 0));
+  trace.events.push_back(average(0, 3));
+  trace.events.push_back(backward(0, 1, {1, 1}, 4, 0));
+  trace.events.push_back(apply(1, 5, 0));
+  trace.events.push_back(apply(0, 5, 0));
+  ConvergenceSpec spec;
+  spec.step_size = 0.5;
+  ConvergenceResult result = run_convergence(trace, spec, f);
+  CHECK(result.final_weights[0] == std::vector<double>{3.25, 6.5, 3, 6});
+  CHECK(result.final_weights[1] == std::vector<double>{2.5, 5, 3, 6});
+}
+
+TEST_CASE("A prebuilt objective gives the same run as one built from the spec") {
+  ConvergenceSpec spec = spec_for(ObjectiveKind::LeastSquares, 30, 0.05);
+  UpdateTrace trace = test::pipedream_like_trace(3, 40);
+  auto f = make_objective(spec.objective);
+  CHECK(run_convergence(trace, spec, *f).final_weights == run_convergence(trace, spec).final_weights);
+}
+
 TEST_CASE("Average of a single replica leaves the weights unchanged") {
   QuadraticObjective f({1, 0, 0, 1}, {1, 3}, 0.0, 0.0, 1);
   UpdateTrace plain{1, 1, {backward(0, 0, {0}, 1), apply(0, 2)}};
