@@ -106,7 +106,8 @@ FiniteSumObjective::FiniteSumObjective(Loss loss, int dimension, std::vector<dou
                                        std::vector<double> targets, int batch_size, double l2, std::uint64_t seed)
     : loss_(loss),
       dimension_(dimension),
-      features_((targets.size() + kPanel - 1) / kPanel * kPanel * dimension, 0.0),
+      features_(std::move(features)),
+      panels_((targets.size() + kPanel - 1) / kPanel * kPanel * dimension, 0.0),
       targets_(std::move(targets)),
       batch_size_(batch_size),
       l2_(l2),
@@ -114,7 +115,7 @@ FiniteSumObjective::FiniteSumObjective(Loss loss, int dimension, std::vector<dou
   const std::size_t n = targets_.size(), d = dimension_;
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t k = 0; k < d; ++k)
-      features_[j / kPanel * kPanel * d + k * kPanel + j % kPanel] = features[j * d + k];
+      panels_[j / kPanel * kPanel * d + k * kPanel + j % kPanel] = features_[j * d + k];
 }
 
 double FiniteSumObjective::phi(double margin, double target) const {
@@ -195,12 +196,8 @@ MicrobatchState FiniteSumObjective::prepare(std::span<const double> x, SampleKey
   SplitMix64 rng(stream_key(seed_, Stream::Batch, key));
   for (std::uint32_t& i : state.samples) i = static_cast<std::uint32_t>(rng.below(targets_.size()));
   const std::size_t d = dimension_;
-  std::vector<double> rows(state.samples.size() * d), margins(state.samples.size());
-  for (std::size_t j = 0; j < state.samples.size(); ++j) {
-    const double* a = sample_features(state.samples[j]);
-    for (std::size_t k = 0; k < d; ++k) rows[j * d + k] = a[k * kPanel];
-  }
-  dot_rows([&](std::size_t j) { return rows.data() + j * d; }, state.samples.size(), x.data(), d, margins.data());
+  std::vector<double> margins(state.samples.size());
+  dot_rows([&](std::size_t j) { return row(state.samples[j]); }, state.samples.size(), x.data(), d, margins.data());
   state.values.resize(batch_size_);
   for (int j = 0; j < batch_size_; ++j) state.values[j] = phi_slope(margins[j], targets_[state.samples[j]]);
   return state;
@@ -212,8 +209,8 @@ void FiniteSumObjective::block_gradient(std::span<const double> x, SampleKey, co
   std::fill(out.begin(), out.begin() + width, 0.0);
   for (std::size_t j = 0; j < state.samples.size(); ++j) {
     const double slope = state.values[j];
-    const double* a = sample_features(state.samples[j]) + static_cast<std::size_t>(begin) * kPanel;
-    for (std::size_t k = 0; k < width; ++k) out[k] += slope * a[k * kPanel];
+    const double* a = row(state.samples[j]) + begin;
+    for (std::size_t k = 0; k < width; ++k) out[k] += slope * a[k];
   }
   for (std::size_t k = 0; k < width; ++k) out[k] = out[k] / static_cast<double>(batch_size_) + l2_ * x[begin + k];
 }

@@ -123,19 +123,20 @@ class FiniteSumObjective final : public Objective {
                       std::span<double> out) const override;
 
  private:
-  /// Samples are stored in panels of kPanel: feature k of samples 8g .. 8g+7 is contiguous, so that the margins of
-  /// a panel are vector operations whose lanes still sum each sample's terms in increasing k.
+  /// The samples are stored twice. By rows, for the few random ones of a micro-batch; and in panels of kPanel for
+  /// the full objective: feature k of samples 8g .. 8g+7 is contiguous, so that the margins of a panel are vector
+  /// operations whose lanes still sum each sample's terms in increasing k.
   static constexpr std::size_t kPanel = 8;
-  const double* panel(std::size_t g) const { return features_.data() + g * kPanel * dimension_; }
-  /// Feature k of sample j is sample_features(j)[k * kPanel].
-  const double* sample_features(std::size_t j) const { return panel(j / kPanel) + j % kPanel; }
+  const double* row(std::size_t j) const { return features_.data() + j * dimension_; }
+  const double* panel(std::size_t g) const { return panels_.data() + g * kPanel * dimension_; }
   void panel_margins(const double* panel, std::span<const double> x, double* margins) const;
   double phi(double margin, double target) const;
   double phi_slope(double margin, double target) const;
 
   Loss loss_;
   int dimension_;
-  std::vector<double> features_;  ///< panels of kPanel samples (the last padded with zeros)
+  std::vector<double> features_;  ///< row-major n x d
+  std::vector<double> panels_;    ///< panels of kPanel samples (the last padded with zeros)
   std::vector<double> targets_;
   int batch_size_;
   double l2_;

@@ -51,9 +51,18 @@ class Executor {
   ConvergenceResult run();
 
  private:
+  // The backwards of one micro-batch on its S stages normally read the same versions: the model-dependent part of
+  // its gradient (MicrobatchState) is computed by the first and reused by the others, until all S have run.
+  struct InFlight {
+    std::vector<int> versions;
+    std::vector<double> model;  // the mixed model those versions make
+    MicrobatchState state;
+    int remaining = 0;
+  };
+
   int slot(int replica, int stage) const { return replica * stages_ + stage; }
   void backward(const TrainEvent& e, std::int64_t k);
-  const MicrobatchState& microbatch_state(const TrainEvent& e);
+  const InFlight& in_flight(const TrainEvent& e);
   void apply(const TrainEvent& e, std::int64_t k);
   void average(const TrainEvent& e);
   void assemble_current(int replica, std::vector<double>& out) const;
@@ -65,16 +74,9 @@ class Executor {
   BlockSplit split_;
   int stages_, replicas_;
   double step_;
-  std::vector<VersionStore> stores_;              // slot(r, t)
-  std::vector<std::vector<double>> accumulated_;  // slot(r, s): sum of gradients since the last Apply
-  std::vector<int> pending_;                      // slot(r, s): how many
-  // The backwards of one micro-batch on its S stages normally read the same versions: the model-dependent part of
-  // its gradient (MicrobatchState) is computed by the first and reused by the others, until all S have run.
-  struct InFlight {
-    std::vector<int> versions;
-    MicrobatchState state;
-    int remaining = 0;
-  };
+  std::vector<VersionStore> stores_;                            // slot(r, t)
+  std::vector<std::vector<double>> accumulated_;                // slot(r, s): sum of gradients since the last Apply
+  std::vector<int> pending_;                                    // slot(r, s): how many
   std::map<std::pair<int, std::int64_t>, InFlight> in_flight_;  // (replica, micro-batch)
   std::vector<double> model_, mean_, gradient_;
   double blow_up_ = 0;  // a loss beyond this has diverged
@@ -114,26 +116,26 @@ Executor::Executor(const UpdateTrace& trace, const ConvergenceSpec& spec, const 
   result_.peak_versions.assign(stages_, 1);
 }
 
-// Reuses the state of an earlier backward of the same micro-batch at the same versions; computes it otherwise.
-const MicrobatchState& Executor::microbatch_state(const TrainEvent& e) {
+// The mixed model and state of an earlier backward of the same micro-batch at the same versions, or new ones.
+const Executor::InFlight& Executor::in_flight(const TrainEvent& e) {
   InFlight& entry = in_flight_[{e.replica, e.microbatch}];
-  if (entry.remaining == 0 || entry.versions != e.versions_read) {
-    entry.versions = e.versions_read;
-    entry.state = objective_.prepare(model_, SampleKey{e.replica, e.microbatch});
-    entry.remaining = stages_;
+  if (entry.remaining > 0 && entry.versions == e.versions_read) return entry;
+  entry.versions = e.versions_read;
+  entry.model.resize(split_.dimension());
+  for (int t = 0; t < stages_; ++t) {
+    const std::vector<double>& block = stores_[slot(e.replica, t)].at(e.versions_read[t]);
+    std::copy(block.begin(), block.end(), entry.model.begin() + split_.begin(t));
   }
-  return entry.state;
+  entry.state = objective_.prepare(entry.model, SampleKey{e.replica, e.microbatch});
+  entry.remaining = stages_;
+  return entry;
 }
 
 void Executor::backward(const TrainEvent& e, std::int64_t k) {
-  for (int t = 0; t < stages_; ++t) {
-    const std::vector<double>& block = stores_[slot(e.replica, t)].at(e.versions_read[t]);
-    std::copy(block.begin(), block.end(), model_.begin() + split_.begin(t));
-  }
   const int begin = split_.begin(e.stage), end = split_.end(e.stage);
   std::span<double> out(gradient_.data(), static_cast<std::size_t>(end - begin));
-  const MicrobatchState& state = microbatch_state(e);
-  objective_.block_gradient(model_, SampleKey{e.replica, e.microbatch}, state, begin, end, out);
+  const InFlight& entry = in_flight(e);
+  objective_.block_gradient(entry.model, SampleKey{e.replica, e.microbatch}, entry.state, begin, end, out);
   if (--in_flight_[{e.replica, e.microbatch}].remaining == 0) in_flight_.erase({e.replica, e.microbatch});
   std::vector<double>& sum = accumulated_[slot(e.replica, e.stage)];
   for (std::size_t c = 0; c < sum.size(); ++c) sum[c] += out[c];

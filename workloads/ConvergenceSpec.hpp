@@ -42,7 +42,8 @@ std::string to_string(ObjectiveKind kind);
 
 /// Largest dimension: the quadratic's rotation then holds about d/2 log2 d = 10^7 Givens rotations (240 MB).
 inline constexpr std::int64_t kMaxDimension = std::int64_t{1} << 20;
-/// Largest data set of logistic regression and least squares, samples x dimension doubles: 2^25 = 256 MiB.
+/// Largest data set of logistic regression and least squares, samples x dimension doubles: 2^25 = 256 MiB (held
+/// twice, by rows and in panels).
 inline constexpr std::int64_t kMaxObjectiveDoubles = std::int64_t{1} << 25;
 
 }  // namespace placesim
