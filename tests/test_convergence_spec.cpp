@@ -77,6 +77,7 @@ TEST_CASE("Data-set fields are refused for the quadratic") {
 TEST_CASE("A batch larger than the data set is refused") {
   CHECK_THROWS_WITH(parse(R"({"objective": "least_squares", "samples": 10, "batch_size": 11})"),
                     "convergence.batch_size=11 exceeds samples=10");
+  CHECK(parse(R"({"objective": "least_squares", "samples": 10})").objective.batch_size == 10);  // default 16 capped
 }
 
 TEST_CASE("A condition number below 1 is refused") {

@@ -1,5 +1,7 @@
 #include "workloads/ConvergenceSpec.hpp"
 
+#include <algorithm>
+
 namespace placesim {
 
 namespace {
@@ -26,7 +28,7 @@ void refuse_data_fields(ObjectReader& r) {
 
 void parse_data(ObjectReader& r, const Json& value, ObjectiveSpec& o) {
   std::int64_t samples = r.get_positive_int("samples", o.samples);
-  std::int64_t batch = r.get_positive_int("batch_size", o.batch_size);
+  std::int64_t batch = r.get_positive_int("batch_size", std::min<std::int64_t>(o.batch_size, samples));
   const char* blamed = value.contains("samples") ? "samples" : "dimension";
   check(samples * std::int64_t{o.dimension} <= kMaxObjectiveDoubles, r, value, blamed,
         "gives samples x dimension = " + std::to_string(samples) + " x " + std::to_string(o.dimension) +

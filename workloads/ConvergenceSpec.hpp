@@ -15,7 +15,8 @@ struct ObjectiveSpec {
   ObjectiveKind kind = ObjectiveKind::Quadratic;
   int dimension = 512;
   int samples = 1024;            ///< logistic / least squares: data set size n
-  int batch_size = 16;           ///< logistic / least squares: samples per micro-batch, drawn with replacement
+  int batch_size = 16;           ///< logistic / least squares: samples per micro-batch, drawn with replacement;
+                                 ///< when parsed, the default is min(16, samples)
   double condition_number = 10;  ///< kappa >= 1 of the Hessian (quadratic) or of the feature covariance
   double noise = 0.1;            ///< quadratic: gradient noise std per coordinate; least squares: target noise std;
                                  ///< logistic: label flip probability (<= 0.5)
