@@ -74,12 +74,13 @@ SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& setti
   check_simulatable(e);
   Analysis a = analyze(e);
   check_fits(e, a);
-  TaskGraph g = expand(e, c, settings.expand);
+  const ClusterSpec network = simulated_network(c);
+  TaskGraph g = expand(e, network, settings.expand);
   SimulateOutcome out;
   SimOptions options = settings.sim;
   if (!options.record.empty())  // the pipeline metrics read the records of the pipeline at dp 0, tp 0
     for (std::int64_t s = 0; s < e.strategy.pp; ++s) options.record[static_cast<std::size_t>(mesh_rank(e.strategy, {0, 0, s}))] = 1;
-  out.result = simulate(g, c, options);
+  out.result = simulate(g, network, options);
   out.result.record.devices = device_infos(e, c);
   if (settings.reproducible) out.result.wall_time_s = 0;
   out.report = analysis_report(e, a);

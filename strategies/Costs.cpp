@@ -1,15 +1,23 @@
 #include "strategies/Costs.hpp"
 
+#include "strategies/ComputeModel.hpp"
+
 namespace placesim {
 
 namespace {
 
-// Adam in mixed precision reads parameters, gradients, master weights, momentum and variance and writes all but the
-// gradients back: 2+2+4+4+4 read, 2+4+4+4 written = 30 bytes per element; SGD with momentum 2+2+4+4 + 2+4+4 = 22.
-double optimizer_bytes_per_elem(const TrainingSpec& t) {
-  double p = t.param_bytes();
-  double state = t.optimizer_bytes_per_param;
-  return p + t.grad_bytes() + state + p + state;
+// Seconds one hidden TP collective of a layer's backward costs on the critical path: Megatron overlaps it with a
+// weight-gradient GEMM, which it slows by the profile's overlap penalty (Korthikanti et al. §4.2, calibrated).
+double hidden_tp_penalty_s(const Experiment& e, const ClusterSpec& c) {
+  const auto& s = e.strategy;
+  if (s.tp == 1 || e.model.opaque()) return 0;
+  const double bytes = static_cast<double>(e.model.seq_len * e.training.micro_batch * e.model.hidden) *
+                       e.training.activation_bytes();
+  const int n = static_cast<int>(s.tp);
+  double one = s.sp ? collective_time_s(CollectiveKind::AllGather, CollectiveAlgorithm::Ring, bytes, n, c.comm.intra_node)
+                    : collective_time_s(CollectiveKind::AllReduce, CollectiveAlgorithm::Ring, bytes, n, c.comm.intra_node);
+  const int hidden = s.sp ? 4 : 2;
+  return c.accelerator.profile.overlap_penalty * hidden * one;
 }
 
 }  // namespace
@@ -17,26 +25,40 @@ double optimizer_bytes_per_elem(const TrainingSpec& t) {
 StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLayout& st) {
   StageCosts k;
   const auto& m = e.model;
-  const double rate = c.accelerator.peak_flops(e.training.dtype) * c.accelerator.gemm_efficiency;
-  k.optimizer_s_per_elem = optimizer_bytes_per_elem(e.training) / c.accelerator.hbm_bw_Bps;
-  // Adam costs about 16 FLOP per element on the host (CPU-Adam style vectorised update).
-  k.host_optimizer_s_per_elem = 16.0 / c.host_flops;
+  const AcceleratorSpec& acc = c.accelerator;
+  k.optimizer_s_per_elem = optimizer_step_s(1e9, e, acc) / 1e9;
+  k.host_optimizer_s_per_elem = host_optimizer_step_s(1e9, e, c.host_flops, c.host_memory_bw_Bps / c.gpus_per_node) / 1e9;
   if (m.opaque()) return k;
   const double tokens = static_cast<double>(m.seq_len * e.training.micro_batch);
   const double tp = static_cast<double>(e.strategy.tp);
+  // FLOPs (for MFU and the trace) from the model's formulas; times from the calibrated per-operation model.
   k.layer_forward_flops = layer_forward_flops_per_token(m) * tokens / tp;
   k.layer_backward_flops = 2 * k.layer_forward_flops;
   k.layer_recompute_flops = e.training.recompute == Recompute::Full        ? k.layer_forward_flops
                             : e.training.recompute == Recompute::Selective ? attention_core_flops_per_token(m) * tokens / tp
                                                                            : 0;
-  k.layer_forward_s = k.layer_forward_flops / rate;
-  k.layer_backward_s = k.layer_backward_flops / rate;
-  k.layer_recompute_s = k.layer_recompute_flops / rate;
+  PassTimes layer = layer_times(e, acc);
+  k.layer_forward_s = layer.forward_s;
+  k.layer_backward_s = layer.backward_s + hidden_tp_penalty_s(e, c);
+  k.layer_recompute_s = layer.recompute_s;
+  if (e.training.recompute == Recompute::Selective) {
+    // The attention core is re-run inside the backward kernel sequence: one task, not two.
+    k.layer_backward_s += k.layer_recompute_s;
+    k.layer_backward_flops += k.layer_recompute_flops;
+    k.layer_recompute_s = 0;
+    k.layer_recompute_flops = 0;
+  }
   if (st.stage == e.strategy.pp - 1) {
+    PassTimes logits = logit_times(e, acc);
+    k.extra_forward_s = logits.forward_s;
+    k.extra_backward_s = logits.backward_s;
     k.extra_forward_flops = logit_forward_flops_per_token(m) * tokens / tp;
     k.extra_backward_flops = 2 * k.extra_forward_flops;
-    k.extra_forward_s = k.extra_forward_flops / rate;
-    k.extra_backward_s = k.extra_backward_flops / rate;
+  }
+  if (st.stage == 0) {
+    PassTimes embedding = embedding_times(e, acc);
+    k.embed_forward_s = embedding.forward_s;
+    k.embed_backward_s = embedding.backward_s;
   }
   return k;
 }

@@ -158,7 +158,7 @@ void Expander::expand_stage(int s) {
     const double stash = stash_change(s, pop);
     const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
     const int n = static_cast<int>(groups.size());
-    frontier_.assign(lanes, kNoTask);
+    frontier_.assign(lanes, {});
     for (int k = 0; k < n; ++k) {
       int g = op.forward ? k : n - 1 - k;
       bool last_op_of_chunk = !op.forward && i == last_backward_op_[static_cast<std::size_t>(op.chunk)];
@@ -202,9 +202,22 @@ void Expander::apply_inline(int s, const PipeOp& op) {
 
 void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward, double stash_delta) {
   gather_params(s, op, g);
-  compute_tasks(s, op, g, stash_delta);
-  tp_collective(s, op, g);
-  if (!op.forward) sync_gradients(s, op, g, last_backward);
+  // Megatron-LM's TP collectives per layer (Korthikanti et al. §4.2): forward 2 all-reduces (SP: 2 all-gathers +
+  // 2 reduce-scatters), exposed; backward 2 all-reduces hidden behind weight-gradient GEMMs (SP: 2 all-gathers
+  // exposed, 2 all-gathers + 2 reduce-scatters hidden); a full recompute repeats the forward's, exposed.
+  const bool sp = e_.strategy.sp;
+  if (op.forward) {
+    compute_tasks(s, op, g, TaskKind::Forward, stash_delta);
+    tp_collective(s, op, g, sp ? 4 : 2, false);
+  } else {
+    const bool recompute = costs_[static_cast<std::size_t>(s)].layer_recompute_s > 0;
+    if (recompute) compute_tasks(s, op, g, TaskKind::Recompute, 0);
+    int exposed = (sp ? 2 : 0) + (e_.training.recompute == Recompute::Full ? (sp ? 4 : 2) : 0);
+    tp_collective(s, op, g, exposed, false);
+    compute_tasks(s, op, g, TaskKind::Backward, stash_delta);
+    tp_collective(s, op, g, sp ? 4 : 2, true);
+    sync_gradients(s, op, g, last_backward);
+  }
   if (last_backward) {
     const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
     if (lg.has_embedding || lg.has_head)
@@ -214,88 +227,92 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
   }
 }
 
-void Expander::compute_tasks(int s, const StageOp& op, int g, double stash_delta) {
-  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, double stash_delta) {
+  const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
+  const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
   const StageCosts& k = costs_[static_cast<std::size_t>(s)];
   const auto& pl = e_.strategy.placement;
   const int vstage = op.chunk * pp_ + s;
-  const bool first_of_op = op.forward ? g == 0 : g == static_cast<int>(groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)].size()) - 1;
+  const bool first_of_op = frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
   const double act = activation_bytes(lg);
   const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
+  double seconds = 0, flops = 0;
+  if (kind == TaskKind::Recompute) {
+    seconds = lg.layers * k.layer_recompute_s;
+    flops = lg.layers * k.layer_recompute_flops;
+  } else {
+    seconds = lg.layers * (op.forward ? k.layer_forward_s : k.layer_backward_s);
+    flops = lg.layers * (op.forward ? k.layer_forward_flops : k.layer_backward_flops);
+    if (lg.has_head) {
+      seconds += op.forward ? k.extra_forward_s : k.extra_backward_s;
+      flops += op.forward ? k.extra_forward_flops : k.extra_backward_flops;
+    }
+    if (lg.has_embedding) seconds += op.forward ? k.embed_forward_s : k.embed_backward_s;
+  }
+  const bool grad_buffer = pl.gradients == Mode::Offloaded ||
+                           ((pl.gradients == Mode::Sharded || pl.gradients == Mode::ShardedWithGather) && dp_ > 1);
   compute_of_group_.assign(static_cast<std::size_t>(dp_ * tp_), kNoTask);
+  before_compute_.assign(static_cast<std::size_t>(dp_ * tp_), {});
   for (int d = 0; d < dp_; ++d) {
     for (int t = 0; t < tp_; ++t) {
       const int x = rank(d, t, s);
       const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
       std::vector<MemDelta> on_end;
-      if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
-      if ((pl.parameters == Mode::ShardedWithGather && dp_ > 1) || pl.parameters == Mode::Offloaded)
-        on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
-      bool grad_buffer = pl.gradients == Mode::Offloaded ||
-                         ((pl.gradients == Mode::Sharded || pl.gradients == Mode::ShardedWithGather) && dp_ > 1);
-      if (!op.forward && grad_buffer) on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
-      if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
-      TaskId prev = frontier_[lane];
-      if (!op.forward && k.layer_recompute_s > 0) {
-        Compute rc{TaskKind::Recompute, x, lg.layers * k.layer_recompute_s, lg.layers * k.layer_recompute_flops,
-                   lg.first_layer, lg.layers, op.microbatch, op.chunk, op.weight_version};
-        TaskId r = add_single(rc, s, x, Stream::Compute);
-        if (prev != kNoTask) g_.depend(prev, r);
-        if (first_of_op) link_boundary(d, t, vstage, op.microbatch, false, r, false);
-        if (gather_of_group_.size() > static_cast<std::size_t>(t) && gather_of_group_[static_cast<std::size_t>(t)] != kNoTask)
-          g_.depend(gather_of_group_[static_cast<std::size_t>(t)], r);
-        prev = r;
+      if (kind != TaskKind::Recompute) {
+        if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
+        if ((pl.parameters == Mode::ShardedWithGather && dp_ > 1) || pl.parameters == Mode::Offloaded)
+          on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
+        if (!op.forward && grad_buffer) on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
+        if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
       }
-      double seconds = lg.layers * (op.forward ? k.layer_forward_s : k.layer_backward_s);
-      double flops = lg.layers * (op.forward ? k.layer_forward_flops : k.layer_backward_flops);
-      if (lg.has_head) {
-        seconds += op.forward ? k.extra_forward_s : k.extra_backward_s;
-        flops += op.forward ? k.extra_forward_flops : k.extra_backward_flops;
-      }
-      Compute c{op.forward ? TaskKind::Forward : TaskKind::Backward, x, seconds, flops, lg.first_layer, lg.layers,
-                op.microbatch, op.chunk, op.weight_version};
+      Compute c{kind, x, seconds, flops, lg.first_layer, lg.layers, op.microbatch, op.chunk, op.weight_version};
       TaskId id = add_single(c, s, x, Stream::Compute);
       g_.set_memory(id, {}, on_end);
-      if (prev != kNoTask) g_.depend(prev, id);
-      if (first_of_op && (op.forward || k.layer_recompute_s <= 0))
-        link_boundary(d, t, vstage, op.microbatch, op.forward, id, false);
+      for (TaskId dep : frontier_[lane]) g_.depend(dep, id);
+      if (first_of_op) link_boundary(d, t, vstage, op.microbatch, op.forward, id, false);
       if (gather_of_group_.size() > static_cast<std::size_t>(t) && gather_of_group_[static_cast<std::size_t>(t)] != kNoTask)
         g_.depend(gather_of_group_[static_cast<std::size_t>(t)], id);
       // Double-buffered unsharded gradients (as DeepSpeed's reduce buckets): a backward waits until the buffer
       // filled two groups back has been reduce-scattered or copied out.
       const auto& window = grad_window_[lane];
-      if (!op.forward && grad_buffer && window.size() >= 2) g_.depend(window[window.size() - 2], id);
-      frontier_[lane] = id;
+      if (kind == TaskKind::Backward && grad_buffer && window.size() >= 2) g_.depend(window[window.size() - 2], id);
+      before_compute_[lane] = frontier_[lane];
+      frontier_[lane] = {id};
       compute_of_group_[lane] = id;
-      gather_window_[lane].push_back(id);
+      if (kind != TaskKind::Recompute) gather_window_[lane].push_back(id);
     }
   }
 }
 
-void Expander::tp_collective(int s, const StageOp& op, int g) {
-  if (tp_ == 1 || e_.model.opaque()) return;
-  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
-  const bool sp = e_.strategy.sp;
-  int per_layer = op.forward ? (sp ? 4 : 2) : (sp ? 6 : 2);
-  if (!op.forward && e_.training.recompute == Recompute::Full) per_layer += sp ? 4 : 2;
+void Expander::tp_collective(int s, const StageOp& op, int g, int ops, bool hidden) {
+  if (tp_ == 1 || e_.model.opaque() || ops == 0) return;
+  const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
+  const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
+  const bool first_group = op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1;
+  // A hidden collective starts beside its compute, so it is first of the op when that compute was.
+  const bool first_of_op = first_group && (hidden ? before_compute_.front().empty() : frontier_.front().empty());
   const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
   for (int d = 0; d < dp_; ++d) {
     Collective c;
-    c.op = sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce;
+    c.op = e_.strategy.sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce;
     c.cls = CommClass::TpCollective;
     c.stream = Stream::TpComm;
     c.group = tp_group(d, s);
     c.elems = shard_elems(x, tp_) * tp_;
     c.elem_bytes = e_.training.activation_bytes();
-    c.repeat = per_layer * lg.layers;
+    c.repeat = ops * lg.layers;
     c.layer = lg.first_layer;
     c.layers = lg.layers;
     c.microbatch = op.microbatch;
     TaskId id = add_collective(c, s);
     for (int t = 0; t < tp_; ++t) {
       std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
-      g_.depend(frontier_[lane], id);
-      frontier_[lane] = id;
+      for (TaskId dep : hidden ? before_compute_[lane] : frontier_[lane]) g_.depend(dep, id);
+      if (first_of_op) link_boundary(d, t, op.chunk * pp_ + s, op.microbatch, op.forward, id, false);
+      if (hidden)
+        frontier_[lane].push_back(id);
+      else
+        frontier_[lane] = {id};
     }
   }
 }
@@ -312,7 +329,7 @@ void Expander::send_boundary(int s, const StageOp& op) {
     for (int t = 0; t < tp_; ++t) {
       P2P p{rank(d, t, s), rank(d, t, dst_v % pp_), bytes, CommClass::PpP2P, op.microbatch, op.chunk, !op.forward};
       TaskId id = add_single(p, s, p.src, Stream::PpSend);
-      g_.depend(frontier_[static_cast<std::size_t>(d * tp_ + t)], id);
+      for (TaskId dep : frontier_[static_cast<std::size_t>(d * tp_ + t)]) g_.depend(dep, id);
       link_boundary(d, t, dst_v, op.microbatch, op.forward, id, true);
     }
   }

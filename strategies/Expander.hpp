@@ -49,10 +49,12 @@ class Expander {
   // the pipeline
   void expand_stage(int s);
   void expand_group(int s, const StageOp& op, int g, bool last_of_op, double stash_delta);
-  void compute_tasks(int s, const StageOp& op, int g, double stash_delta);
+  void compute_tasks(int s, const StageOp& op, int g, TaskKind kind, double stash_delta);
   void apply_inline(int s, const PipeOp& op);
   double stash_change(int s, const PipeOp& op);
-  void tp_collective(int s, const StageOp& op, int g);
+  /// A TP collective of `ops` per layer over each (d, s) TP group; `hidden` ones run beside the compute that follows
+  /// the current frontier instead of after it (Megatron overlaps them with weight-gradient GEMMs).
+  void tp_collective(int s, const StageOp& op, int g, int ops, bool hidden);
   void gather_params(int s, const StageOp& op, int g);
   void sync_gradients(int s, const StageOp& op, int g, bool last_backward);
   void flush_bucket(int t, int s);
@@ -83,7 +85,8 @@ class Expander {
   std::vector<std::array<TaskId, kStreams>> last_;
   std::map<std::pair<int, int>, int> dp_groups_, tp_groups_;
   // per (d, t) of the stage being expanded: the task a group's successor must follow
-  std::vector<TaskId> frontier_;
+  std::vector<std::vector<TaskId>> frontier_;           // per (d, t): the tasks the next one of the op must follow
+  std::vector<std::vector<TaskId>> before_compute_;     // per (d, t): the frontier the last compute task followed
   std::vector<TaskId> compute_of_group_;                // last compute task per (d, t) of the current group
   std::vector<std::vector<TaskId>> gather_window_;      // per (d, t): compute tasks of gathered groups, for the limit
   std::vector<TaskId> gather_of_group_;                 // per t: the gather feeding the current group

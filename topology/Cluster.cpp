@@ -137,6 +137,7 @@ void read_node(ObjectReader& r, ClusterSpec& c) {
   read_quantity(r, "pcie_latency", parse_time, Sign::NonNegative, c.pcie_latency_s);
   read_quantity(r, "host_flops", parse_flops, Sign::Positive, c.host_flops);
   read_quantity(r, "host_memory", parse_bytes, Sign::Positive, c.host_memory_bytes);
+  read_quantity(r, "host_memory_bw", parse_bandwidth, Sign::Positive, c.host_memory_bw_Bps);
   read_quantity(r, "nvme_read_bw", parse_bandwidth, Sign::Positive, c.nvme_read_Bps);
   read_quantity(r, "nvme_write_bw", parse_bandwidth, Sign::Positive, c.nvme_write_Bps);
 }
@@ -166,6 +167,17 @@ void read_simgrid_config(ObjectReader& r, ClusterSpec& c) {
       throw InputError(r.field("simgrid_config") + "." + it.key() + "=" + show(it.value()) + " must be a string");
     c.simgrid_config[it.key()] = it.value().get<std::string>();
   }
+}
+
+// The calibrated fabrics of the accelerator's reference system; a custom accelerator has none, so its transfers run
+// at the raw link figures unless the cluster gives "comm".
+void set_default_comm(ClusterSpec& c) {
+  bool known = false;
+  for (const auto& [name, description] : accelerator_preset_list()) known = known || name == c.accelerator.name;
+  if (known)
+    c.comm = default_comm_profile(c.accelerator.name, "cluster.accelerator");
+  else
+    c.comm_model = "links";
 }
 
 void require(bool ok, const std::string& field, double value, const char* rule) {
@@ -214,6 +226,7 @@ void validate_cluster(const ClusterSpec& c) {
 ClusterSpec parse_cluster(const Json& value) {
   if (value.is_string()) {
     ClusterSpec c = cluster_preset(value.get<std::string>(), "cluster");
+    set_default_comm(c);
     validate_cluster(c);
     return c;
   }
@@ -230,9 +243,24 @@ ClusterSpec parse_cluster(const Json& value) {
   read_node(r, c);
   read_network(r, c);
   read_simgrid_config(r, c);
+  c.comm_model = r.get_choice("comm_model", {"nccl", "links"}, c.comm_model);
+  if (const Json* comm = r.child("comm")) c.comm = parse_comm_profile(*comm, r.field("comm"));
+  else set_default_comm(c);
   r.finish();
   validate_cluster(c);
   return c;
+}
+
+ClusterSpec simulated_network(const ClusterSpec& c) {
+  if (c.comm_model != "nccl") return c;
+  ClusterSpec n = c;
+  const FabricProfile& intra = c.comm.intra_node;
+  const FabricProfile& inter = c.comm.inter_node;
+  n.nvlink_bw_Bps = c.nvlink_bw_Bps * intra.bus_efficiency;
+  n.nvlink_latency_s = intra.step_latency_s / 2;  // a GPU-to-GPU route crosses two NVLink links
+  n.nic_bw_Bps = c.nic_bw_Bps * inter.bus_efficiency;
+  n.nic_latency_s = std::max(0.0, (inter.step_latency_s - c.switch_latency_s) / 2);  // same-leaf route = one step
+  return n;
 }
 
 std::vector<std::pair<std::string, std::string>> cluster_preset_list() {
@@ -272,7 +300,12 @@ Json cluster_to_json(const ClusterSpec& c) {
               {"switch_radix", c.switch_radix},
               {"oversubscription", c.oversubscription},
               {"switch_latency", c.switch_latency_s},
-              {"simgrid_config", config}};
+              {"host_memory_bw", c.host_memory_bw_Bps},
+              {"simgrid_config", config},
+              {"comm_model", c.comm_model},
+              {"comm",
+               {{"intra_node", fabric_profile_to_json(c.comm.intra_node)},
+                {"inter_node", fabric_profile_to_json(c.comm.inter_node)}}}};
 }
 
 }  // namespace placesim

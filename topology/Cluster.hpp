@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "topology/Accelerator.hpp"
+#include "topology/CommProfile.hpp"
 
 namespace placesim {
 
@@ -27,6 +28,7 @@ struct ClusterSpec {
   double pcie_latency_s = 2e-6;
   double host_flops = 1e12;           ///< CPU FLOP/s available to one GPU's offloaded optimizer step
   double host_memory_bytes = 1e12;    ///< per node
+  double host_memory_bw_Bps = 200e9;  ///< per node, for the host optimizer step
   double nvme_read_Bps = 25e9;        ///< per node
   double nvme_write_Bps = 12e9;       ///< per node
   // NICs and fabric.
@@ -40,6 +42,10 @@ struct ClusterSpec {
   /// Extra SimGrid configuration ("key" -> "value") applied before the platform is built; defaults are CM02,
   /// TCP-gamma 0, no cross-traffic (see SIMGRID-NOTES).
   std::map<std::string, std::string> simgrid_config;
+  /// "nccl": transfers run at the bus bandwidth and per-step latency NCCL achieves on these fabrics (`comm`, by
+  /// default the calibrated profile of the accelerator's reference system); "links": at the raw link figures above.
+  std::string comm_model = "nccl";
+  CommProfile comm;
 
   int devices() const { return nodes * gpus_per_node; }
 };
@@ -51,6 +57,9 @@ ClusterSpec parse_cluster(const Json& value);
 /// gpus_per_node >= 1, a NIC per node when nodes > 1, nics_per_node dividing gpus_per_node, oversubscription >= 1,
 /// switch_radix >= 2, a known fabric. Throws InputError naming the field.
 void validate_cluster(const ClusterSpec& c);
+/// The cluster as the simulator sees its network: with comm_model "nccl", NVLink and NIC links derated to NCCL's
+/// achieved bus bandwidth and their latencies set so a ring step pays the measured per-step latency.
+ClusterSpec simulated_network(const ClusterSpec& c);
 /// Presets: dgx-a100 (80 GB), dgx-h100, selene (A100 SuperPOD); each takes "nodes".
 std::vector<std::pair<std::string, std::string>> cluster_preset_list();
 /// The cluster echoed in a report.
