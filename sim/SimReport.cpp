@@ -87,6 +87,7 @@ Json simulation_section(const Experiment& e, const ClusterSpec& c, const Analysi
   sim["offload"] = Json{{"h2d_bytes", number(max.h2d_bytes)}, {"d2h_bytes", number(max.d2h_bytes)}};
   sim["peak_memory_bytes"] = peak_memory(max);
   sim["activities"] = r.activities;
+  sim["timers"] = r.timers;
   sim["tasks"] = r.record.tasks.size();
   sim["wall_time_s"] = r.wall_time_s;
   sim["devices"] = std::move(devices);

@@ -4,6 +4,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 
 #include "sim/Platform.hpp"
@@ -50,6 +51,8 @@ class Runner {
   std::vector<std::pair<int, int>> used_pairs() const;
   void start(TaskId id);
   void launch(TaskId id, sg::ActivityPtr activity, int rank = -1);
+  void delay(TaskId id, double seconds);
+  void drain();
   void launch_ring_step(TaskId id, int rank);
   void on_complete(const sg::Activity& a);
   void finish(TaskId id, double start, double end);
@@ -108,11 +111,7 @@ SimResult Runner::run() {
     if (waiting_[id] == 0) ready_.push_back(id);
   }
   sg::Activity::on_completion_cb([this](const sg::Activity& a) { on_complete(a); });
-  while (!ready_.empty()) {
-    TaskId id = ready_.front();
-    ready_.pop_front();
-    start(id);
-  }
+  drain();
   engine_->run();
   if (finished_ != g_.size())
     throw std::runtime_error("simulation stalled: " + std::to_string(g_.size() - finished_) + " of " +
@@ -130,13 +129,13 @@ void Runner::start(TaskId id) {
   std::visit(
       [&](const auto& b) {
         using B = std::decay_t<decltype(b)>;
+        // A GPU's compute stream and a host core run one task at a time, so their tasks are pure delays: kernel
+        // timers, which cost SimGrid far less than activities (whose completion scans every live activity).
         if constexpr (std::is_same_v<B, Compute>) {
           if (b.seconds <= 0) return finish(id, now, now);
-          sg::Host* h = platform_.gpus[static_cast<std::size_t>(b.device)];
-          launch(id, sg::Exec::init()->set_flops_amount(b.seconds * h->get_speed())->set_host(h));
+          delay(id, b.seconds);
         } else if constexpr (std::is_same_v<B, HostCompute>) {
-          sg::Host* h = platform_.cpus[static_cast<std::size_t>(b.device / per_node)];
-          launch(id, sg::Exec::init()->set_flops_amount(b.seconds * h->get_speed())->set_host(h));
+          delay(id, b.seconds);
         } else if constexpr (std::is_same_v<B, P2P>) {
           launch(id, sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(b.src)],
                                            platform_.gpus[static_cast<std::size_t>(b.dst)])
@@ -152,10 +151,7 @@ void Runner::start(TaskId id) {
           if (n == 1) return finish(id, now, now);
           bool one_node = members.front() / per_node == members.back() / per_node;
           for (int x : members) one_node = one_node && x / per_node == members.front() / per_node;
-          if (one_node && !o_.flow) {
-            sg::Host* timer = platform_.timer;
-            return launch(id, sg::Exec::init()->set_flops_amount(delay_seconds(b) * timer->get_speed())->set_host(timer));
-          }
+          if (one_node && !o_.flow) return delay(id, delay_seconds(b));
           RingRun& run = rings_[id];
           run.steps = ring_steps(b.op, n) * b.repeat;
           run.chunk_bytes = static_cast<double>(b.elems / n) * b.elem_bytes;
@@ -194,6 +190,23 @@ void Runner::launch(TaskId id, sg::ActivityPtr activity, int rank) {
   activity->set_data(reinterpret_cast<void*>(static_cast<std::uintptr_t>(slot) + 1));
   ++result_.activities;
   activity->vetoable_start();
+}
+
+void Runner::delay(TaskId id, double seconds) {
+  ++result_.timers;
+  double begin = sg::Engine::get_clock();
+  simgrid::kernel::timer::Timer::set(begin + seconds, [this, id, begin]() {
+    finish(id, begin, sg::Engine::get_clock());
+    drain();
+  });
+}
+
+void Runner::drain() {
+  while (!ready_.empty()) {
+    TaskId id = ready_.front();
+    ready_.pop_front();
+    start(id);
+  }
 }
 
 void Runner::launch_ring_step(TaskId id, int rank) {
@@ -241,11 +254,7 @@ void Runner::on_complete(const sg::Activity& a) {
       finish_collective(s.task, done);
     }
   }
-  while (!ready_.empty()) {
-    TaskId id = ready_.front();
-    ready_.pop_front();
-    start(id);
-  }
+  drain();
 }
 
 

@@ -22,7 +22,8 @@ struct SimResult {
   SimulationRecord record;
   std::vector<DeviceStats> devices;
   double step_time_s = 0;
-  std::uint64_t activities = 0;  ///< SimGrid activities run
+  std::uint64_t activities = 0;  ///< SimGrid activities run (network and PCIe transfers)
+  std::uint64_t timers = 0;      ///< fixed-length tasks run as SimGrid kernel timers (compute, exact collectives)
   double wall_time_s = 0;        ///< host time the simulation took
 };
 

@@ -7,7 +7,7 @@ namespace placesim {
 int layer_group_size(const Experiment& e, const ExpandOptions& o) {
   const auto& s = e.strategy;
   std::int64_t stage_layers = e.model.opaque() ? std::max<std::int64_t>(1, e.model.opaque_layers / s.pp)
-                                               : e.model.layers / s.pp;
+                                               : stage_layer_counts(e.model.layers, s.pp).front();
   int per_chunk = static_cast<int>(std::max<std::int64_t>(1, stage_layers / s.chunks));
   if (o.layer_group > 0) return std::min(o.layer_group, per_chunk);
   double passes = e.training.recompute == Recompute::None ? 2 : 3;

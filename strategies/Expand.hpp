@@ -9,7 +9,7 @@ struct ExpandOptions {
   /// Layers per compute task; 0 picks the smallest divisor of the layers per chunk that keeps the graph under
   /// `task_budget` compute tasks.
   int layer_group = 0;
-  double task_budget = 2e6;
+  double task_budget = 4e5;
 };
 
 /// The layers per compute task expand() uses for `e` under `o`.

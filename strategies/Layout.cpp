@@ -13,6 +13,17 @@ std::int64_t StageLayout::sharded_elems(std::int64_t n) const {
 // The embedding rides with the first layer and the head with the last (they are gathered and reduced together).
 std::int64_t StageLayout::max_unit_elems() const { return layer_elems + std::max(embed_elems, head_elems); }
 
+std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t stages) {
+  const std::int64_t ceil = (layers + stages - 1) / stages;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(stages), ceil);
+  std::int64_t surplus = ceil * stages - layers;
+  for (std::int64_t k = 0; k < surplus; ++k) {
+    std::int64_t stage = k % 2 == 0 ? k / 2 : stages - 1 - k / 2;
+    --counts[static_cast<std::size_t>(stage)];
+  }
+  return counts;
+}
+
 namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -40,16 +51,18 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
   const ModelSpec& m = e.model;
   const auto& s = e.strategy;
   LayerParams lp = layer_params(m);
-  std::int64_t per_stage = m.layers / s.pp;
+  std::vector<std::int64_t> counts = stage_layer_counts(m.layers, s.pp);
   std::int64_t layer = lp.tp_sharded / s.tp + lp.tp_replicated;
   std::int64_t word = ceil_div(word_embedding_params(m), s.tp);
   std::vector<StageLayout> out(static_cast<std::size_t>(s.pp));
+  std::int64_t first = 0;
   for (int i = 0; i < s.pp; ++i) {
     auto& st = out[static_cast<std::size_t>(i)];
     st.stage = i;
-    st.first_layer = i * per_stage;
-    st.n_layers = per_stage;
+    st.first_layer = first;
+    st.n_layers = counts[static_cast<std::size_t>(i)];
     st.layer_elems = layer;
+    first += st.n_layers;
   }
   out.front().embed_elems = word + position_embedding_params(m);
   StageLayout& last = out.back();

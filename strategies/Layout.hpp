@@ -27,7 +27,12 @@ struct StageLayout {
   std::int64_t max_unit_elems() const;
 };
 
-/// One entry per pipeline stage. Throws InputError when the model does not split over tp/pp.
+/// Layers of each of `stages` stages. An even split when `stages` divides `layers`; otherwise every stage gets
+/// ceil(layers / stages) except that the end stages, which also hold the embedding and the head, give up one layer
+/// each, alternating first, last, second, second-to-last, ... (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7).
+std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t stages);
+
+/// One entry per pipeline stage.
 std::vector<StageLayout> stage_layouts(const Experiment& e);
 
 /// Activation bytes one layer stores for one micro-batch on one device (Korthikanti et al., arXiv 2205.05198,

@@ -27,9 +27,9 @@ void check_mesh(const Experiment& e) {
     require_divides(s.tp, "strategy.tp", m.kv_heads, "model.kv_heads");
     require_divides(s.tp, "strategy.tp", m.ffn, "model.ffn");
     if (s.pp > m.layers) refuse("strategy.pp=" + str(s.pp) + " exceeds model.layers=" + str(m.layers));
-    if (m.layers % s.pp != 0)
+    if (m.layers % s.pp != 0 && s.schedule == Schedule::Interleaved)
       refuse("strategy.pp=" + str(s.pp) + " does not divide model.layers=" + str(m.layers) +
-             " (stages hold equal numbers of layers)");
+             ": the interleaved schedule needs equal stages (other schedules split unevenly, end stages lighter)");
     if (s.sp) require_divides(s.tp, "strategy.tp", m.seq_len, "model.seq_len (sequence parallelism splits it)");
   }
   if (s.sp && s.tp == 1) refuse("strategy.sp=true needs strategy.tp > 1: sequence parallelism shards over the tp group");

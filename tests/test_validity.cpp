@@ -1,6 +1,9 @@
 // One throwing test per validation rule: every refusal names the state or field, the axis and the rule.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
+#include "strategies/Layout.hpp"
 #include "strategies/Validity.hpp"
 #include "tests/Helpers.hpp"
 
@@ -29,9 +32,23 @@ TEST_CASE("tp must divide the key-value heads of a GQA model") {
                     Catch::Contains("strategy.tp=16 does not divide model.kv_heads=8"));
 }
 
-TEST_CASE("pp must divide layers") {
-  CHECK_THROWS_WITH(check(R"({"model": "gpt-7.5b", "strategy": {"pp": 5}})"),
+TEST_CASE("pp must divide layers for the interleaved schedule and may split unevenly otherwise") {
+  CHECK_THROWS_WITH(check(R"({"model": "gpt-7.5b", "strategy": {"pp": 5, "schedule": "interleaved", "microbatches": 10}})"),
                     Catch::Contains("strategy.pp=5 does not divide model.layers=36"));
+  CHECK_NOTHROW(check(R"({"model": "gpt-7.5b", "strategy": {"pp": 5}})"));
+  CHECK_THROWS_WITH(check(R"({"model": "gpt-7.5b", "strategy": {"pp": 37}})"),
+                    Catch::Contains("strategy.pp=37 exceeds model.layers=36"));
+}
+
+TEST_CASE("The uneven split takes a layer off the end stages first") {
+  // Llama 3 405B: 126 layers on 16 stages, as Meta split it: 7, 8 x 14, 7.
+  std::vector<std::int64_t> llama = stage_layer_counts(126, 16);
+  CHECK(llama.front() == 7);
+  CHECK(llama.back() == 7);
+  CHECK(std::count(llama.begin(), llama.end(), 8) == 14);
+  // 36 layers on 5 stages: ceil 8, surplus 4: stages 0, 4, 1, 3 give one up -> 7, 7, 8, 7, 7.
+  CHECK(stage_layer_counts(36, 5) == std::vector<std::int64_t>{7, 7, 8, 7, 7});
+  CHECK(stage_layer_counts(36, 4) == std::vector<std::int64_t>{9, 9, 9, 9});
 }
 
 TEST_CASE("Sequence parallelism needs a tensor-parallel group") {
