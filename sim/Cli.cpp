@@ -131,7 +131,9 @@ void write_output(const std::string& path, const std::string& text) {
   if (!out) throw InputError("failed writing '" + path + "'");
 }
 
-std::vector<Command> all_commands() { return {command_analyze(), command_check(), command_presets()}; }
+std::vector<Command> all_commands() {
+  return {command_analyze(), command_check(), command_presets(), command_search(), command_sweep()};
+}
 
 namespace {
 

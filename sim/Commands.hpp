@@ -7,5 +7,7 @@ namespace placesim {
 Command command_analyze();
 Command command_check();
 Command command_presets();
+Command command_search();
+Command command_sweep();
 
 }  // namespace placesim

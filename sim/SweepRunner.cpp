@@ -1,0 +1,178 @@
+#include "sim/SweepRunner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "sim/Subprocess.hpp"
+#include "traces/SweepRows.hpp"
+
+namespace placesim {
+
+void SweepCounts::add(PointStatus s) {
+  switch (s) {
+    case PointStatus::Ok: ++ok; break;
+    case PointStatus::Invalid: ++invalid; break;
+    case PointStatus::Filtered: ++filtered; break;
+    case PointStatus::Error: ++error; break;
+  }
+}
+
+SweepCounts& SweepCounts::operator+=(const SweepCounts& o) {
+  ok += o.ok;
+  invalid += o.invalid;
+  filtered += o.filtered;
+  error += o.error;
+  return *this;
+}
+
+namespace {
+
+// Points per batch a worker evaluates before handing its lines over: large enough that the lock and the write are
+// cheap next to the work, small enough that a killed sweep loses little and every worker gets batches.
+std::size_t batch_size(std::size_t points, unsigned jobs) {
+  return std::clamp<std::size_t>(points / (std::size_t{jobs} * 16), 1, 256);
+}
+
+SweepCounts run_analyze(const SweepSpec& spec, const std::vector<std::uint64_t>& todo, const SweepRunOptions& options,
+                        const RowSink& sink) {
+  const SweepRows rows(spec);
+  const unsigned jobs = std::max(1u, options.jobs);
+  const std::size_t batch = batch_size(todo.size(), jobs);
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  SweepCounts total;
+  std::exception_ptr failure;
+  auto work = [&] {
+    try {
+      PointEvaluator evaluator(spec, options.device_memory_bytes);
+      std::string lines;
+      while (!stop) {
+        std::size_t begin = next.fetch_add(batch);
+        if (begin >= todo.size()) return;
+        std::size_t end = std::min(begin + batch, todo.size());
+        lines.clear();
+        SweepCounts counts;
+        for (std::size_t k = begin; k < end; ++k) {
+          PointOutcome o = evaluator.evaluate(todo[k]);
+          counts.add(o.status);
+          if (o.status != PointStatus::Filtered)
+            lines += rows.line(todo[k], evaluator.coords(), o, evaluator.experiment(), evaluator.analysis(), nullptr);
+        }
+        std::lock_guard lock(mutex);
+        sink(lines);
+        total += counts;
+        if (options.progress) options.progress->advance(end - begin);
+      }
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      if (!failure) failure = std::current_exception();
+      stop = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < jobs && j < todo.size(); ++j) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return total;
+}
+
+// The last non-empty line of a child's stderr without the CLI's "placesim <command>: error: " lead.
+std::string child_message(const std::string& err) {
+  std::string text = err;
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  std::string line = text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  auto lead = line.find(": error: ");
+  if (line.rfind("placesim", 0) == 0 && lead != std::string::npos) line = line.substr(lead + 9);
+  return line.empty() ? "(no message)" : line;
+}
+
+// The outcome of a simulated point from its child process; fills `report` when it succeeded.
+PointOutcome simulated_outcome(const ChildResult& r, Json& report) {
+  if (r.exit_code == 0) {
+    report = Json::parse(r.out, nullptr, false);
+    if (report.is_object()) return {PointStatus::Ok, "", true};
+    report = Json();
+    return {PointStatus::Error, "simulator: the report on stdout is not a JSON object", true};
+  }
+  if (r.exit_code == 2) return {PointStatus::Invalid, "simulate: " + child_message(r.err), true};
+  std::string how = r.signal ? "was killed by signal " + std::to_string(r.signal)
+                             : "exited with code " + std::to_string(r.exit_code);
+  return {PointStatus::Error, "simulator " + how + ": " + child_message(r.err), true};
+}
+
+// A point handed to a simulator: what its row needs besides the report.
+struct PendingPoint {
+  std::vector<std::size_t> coords;
+  Experiment experiment;
+  Analysis analysis;
+};
+
+class SimulateRun {
+ public:
+  SimulateRun(const SweepSpec& spec, const SweepRunOptions& options, const RowSink& sink)
+      : spec_(spec), options_(options), sink_(sink), rows_(spec), evaluator_(spec, options.device_memory_bytes) {}
+
+  SweepCounts run(const std::vector<std::uint64_t>& todo) {
+    const std::size_t jobs = std::max(1u, options_.jobs);
+    std::size_t k = 0;
+    while (k < todo.size() || pool_.running() > 0) {
+      while (k < todo.size() && pool_.running() < jobs) launch(todo[k++]);
+      for (auto& [index, result] : pool_.wait(200)) finish(index, result);
+      if (options_.progress) options_.progress->tick();
+    }
+    return counts_;
+  }
+
+ private:
+  void emit(std::uint64_t index, const PointOutcome& o, const std::vector<std::size_t>& coords, const Experiment& e,
+            const Analysis& a, const Json* report) {
+    counts_.add(o.status);
+    if (o.status != PointStatus::Filtered) sink_(rows_.line(index, coords, o, e, a, report));
+    if (options_.progress) options_.progress->advance(1);
+  }
+
+  void launch(std::uint64_t index) {
+    PointOutcome o = evaluator_.evaluate(index);
+    if (o.status != PointStatus::Ok) {
+      emit(index, o, evaluator_.coords(), evaluator_.experiment(), evaluator_.analysis(), nullptr);
+      return;
+    }
+    Json experiment = point_experiment(spec_, evaluator_.coords());
+    pool_.start(index, {options_.simulator, "simulate", "-", "--report", "-"}, experiment.dump(), spec_.base_dir);
+    pending_[index] = {evaluator_.coords(), evaluator_.experiment(), evaluator_.analysis()};
+  }
+
+  void finish(std::uint64_t index, const ChildResult& result) {
+    auto it = pending_.find(index);
+    Json report;
+    PointOutcome o = simulated_outcome(result, report);
+    emit(index, o, it->second.coords, it->second.experiment, it->second.analysis, report.is_null() ? nullptr : &report);
+    pending_.erase(it);
+  }
+
+  const SweepSpec& spec_;
+  const SweepRunOptions& options_;
+  const RowSink& sink_;
+  SweepRows rows_;
+  PointEvaluator evaluator_;
+  ProcessPool pool_;
+  std::map<std::uint64_t, PendingPoint> pending_;
+  SweepCounts counts_;
+};
+
+}  // namespace
+
+SweepCounts run_sweep(const SweepSpec& spec, const std::vector<std::uint64_t>& todo, const SweepRunOptions& options,
+                      const RowSink& sink) {
+  if (spec.mode == SweepMode::Analyze) return run_analyze(spec, todo, options, sink);
+  if (options.simulator.empty()) throw InputError("simulate mode needs the placesim executable to run per point");
+  SimulateRun run(spec, options, sink);
+  return run.run(todo);
+}
+
+}  // namespace placesim
