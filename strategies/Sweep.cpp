@@ -279,9 +279,9 @@ SweepSpec parse_sweep(const OrderedJson& value, const std::string& base_dir) {
   if (!value.is_object()) throw InputError("a sweep must be a JSON object with \"base\" and \"axes\"");
   Json top = plain(value);
   ObjectReader r(top, "");
+  r.finish({"description", "base", "axes", "filters", "mode", "figures"});
   SweepSpec spec;
   spec.base_dir = base_dir;
-  r.skip("description");
   const Json* base = r.child("base");
   if (!base) throw InputError("base is required but missing (the experiment every point starts from)");
   if (!base->is_object()) throw InputError("base=" + show(*base) + " must be an experiment object");
@@ -298,7 +298,6 @@ SweepSpec parse_sweep(const OrderedJson& value, const std::string& base_dir) {
   if (spec.filters.mesh_matches_cluster && !sweep_has_cluster(spec))
     throw InputError("filters.mesh_matches_cluster=true needs a cluster: give base.cluster or sweep a cluster field");
   spec.figures = r.has("figures") ? parse_figures(*r.child("figures")) : default_figures(spec.mode);
-  r.finish();
   validate_axis_paths(spec);
   return spec;
 }

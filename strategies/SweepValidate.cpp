@@ -42,6 +42,12 @@ std::string section_error(const Json& point, const std::string& path, const std:
   return "";
 }
 
+// The field an error message starts with ("training.micro_batch={...} must be ..." -> "training.micro_batch").
+std::string field_named(const std::string& message) {
+  auto end = message.find_first_of("= ");
+  return end == std::string::npos || message[end] != '=' ? "" : message.substr(0, end);
+}
+
 std::string first_value_text(const SweepAxis& axis, std::size_t p) { return show(axis.values.front()[p]); }
 
 Json first_point(const SweepSpec& spec) {
@@ -68,6 +74,10 @@ void validate_axis_paths(const SweepSpec& spec) {
       std::string key = unknown_key(message);
       if (!key.empty() && leads(key, path))
         throw InputError("axes." + axis.name() + ": " + path + " is not a field of the experiment (" + message + ")");
+      std::string field = field_named(message);
+      if (!field.empty() && field != path && leads(field, path))
+        throw InputError("axes." + axis.name() + ": " + path + " is not a field of the experiment: " + field +
+                         " holds a value, not fields (" + message + ")");
       if (!key.empty() && leads(path, key))
         throw InputError("axes." + axis.name() + ": the value " + first_value_text(axis, p) + " of " + path +
                          " has an unknown field (" + message + ")");
