@@ -59,7 +59,7 @@ std::string figure_text(const Json& row, const std::string& path) {
   if (!row.contains(path) || !row[path].is_number()) return "-";
   double v = row[path].get<double>();
   char buf[32];
-  if (path.find("_bytes") != std::string::npos) return format_bytes(v);
+  if (path.find("bytes") != std::string::npos) return format_bytes(v);
   if (path.find("_s") == path.size() - 2) return format_seconds(v);
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
