@@ -51,13 +51,17 @@ ClusterFit interim_cluster_fit(const Json& cluster) {
 
 ClusterFit cluster_fit(const Json& cluster) { return interim_cluster_fit(cluster); }
 
-void check_cluster_mesh(const Experiment& e, const ClusterFit& cluster) {
+std::string cluster_mesh_mismatch(const Experiment& e, const ClusterFit& cluster) {
   const StrategySpec& s = e.strategy;
-  if (s.devices() == cluster.devices) return;
-  throw InvalidStrategy("cluster: the mesh strategy.dp x tp x pp = " + std::to_string(s.dp) + " x " +
-                        std::to_string(s.tp) + " x " + std::to_string(s.pp) + " = " + std::to_string(s.devices()) +
-                        " devices does not match the cluster's " + std::to_string(cluster.devices) + " GPUs (" +
-                        cluster.summary + ")");
+  if (s.devices() == cluster.devices) return "";
+  return "cluster: the mesh strategy.dp x tp x pp = " + std::to_string(s.dp) + " x " + std::to_string(s.tp) + " x " +
+         std::to_string(s.pp) + " = " + std::to_string(s.devices()) + " devices does not match the cluster's " +
+         std::to_string(cluster.devices) + " GPUs (" + cluster.summary + ")";
+}
+
+void check_cluster_mesh(const Experiment& e, const ClusterFit& cluster) {
+  std::string mismatch = cluster_mesh_mismatch(e, cluster);
+  if (!mismatch.empty()) throw InvalidStrategy(mismatch);
 }
 
 }  // namespace placesim

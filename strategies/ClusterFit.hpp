@@ -17,7 +17,9 @@ struct ClusterFit {
 /// Reads an experiment's "cluster" section (a preset name or an object). Throws InputError naming the field.
 ClusterFit cluster_fit(const Json& cluster);
 
-/// Throws InvalidStrategy when the mesh dp x tp x pp does not use exactly the cluster's GPUs.
+/// Why the mesh dp x tp x pp does not use exactly the cluster's GPUs, or "" when it does.
+std::string cluster_mesh_mismatch(const Experiment& e, const ClusterFit& cluster);
+/// Throws InvalidStrategy with cluster_mesh_mismatch() when it is not "".
 void check_cluster_mesh(const Experiment& e, const ClusterFit& cluster);
 
 }  // namespace placesim

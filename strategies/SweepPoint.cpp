@@ -173,7 +173,11 @@ PointOutcome PointEvaluator::check_and_analyze(const std::optional<ClusterFit>& 
   Experiment& e = experiment_;
   if (cluster && spec_.filters.mesh_matches_cluster && e.strategy.devices() != cluster->devices)
     return {PointStatus::Filtered, "filters.mesh_matches_cluster", false};
-  if (cluster) check_cluster_mesh(e, *cluster);
+  // Most points of a grid miss the cluster's GPU count; saying so without throwing keeps them cheap.
+  if (cluster) {
+    std::string mismatch = cluster_mesh_mismatch(e, *cluster);
+    if (!mismatch.empty()) return {PointStatus::Invalid, std::move(mismatch), false};
+  }
   check_validity(e);
   e.device_memory_bytes = device_memory_bytes_ > 0 ? device_memory_bytes_ : cluster ? cluster->device_memory_bytes : 0;
   analysis_ = analyze(e);

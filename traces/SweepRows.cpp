@@ -54,6 +54,13 @@ const std::map<std::string, FigureFn>& analytic_figures() {
 
 std::string key_text(const std::string& key) { return Json(key).dump(); }
 
+// A string as JSON: quoted as is when nothing in it needs escaping (most reasons), else through nlohmann.
+std::string string_text(const std::string& text) {
+  for (unsigned char c : text)
+    if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return Json(text).dump();
+  return '"' + text + '"';
+}
+
 // A small but complete experiment whose analyze report has every section and field a sweep's report can have.
 Json reference_report() {
   Experiment e = parse_experiment(Json::parse(R"({"model": {"layers": 2, "hidden": 64, "heads": 4, "vocab": 128,
@@ -105,7 +112,7 @@ std::string SweepRows::line(std::uint64_t index, const std::vector<std::size_t>&
   std::string out = prefix(index, coords);
   out += to_string(outcome.status);
   out += '"';
-  if (!outcome.reason.empty()) out += ",\"reason\":" + Json(outcome.reason).dump();
+  if (!outcome.reason.empty()) out += ",\"reason\":" + string_text(outcome.reason);
   Json report;  // built only for a figure the analysis does not hold directly
   for (std::size_t k = 0; k < spec_.figures.size(); ++k) {
     const std::string& path = spec_.figures[k];
