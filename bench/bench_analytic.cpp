@@ -14,7 +14,9 @@ namespace {
 
 constexpr std::size_t kExperiments = 100'000;
 
-double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+double cpu_seconds() {
+  return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
+}
 
 // The JSON of the first kExperiments valid combinations, in a fixed order.
 std::vector<Json> experiment_jsons() {
@@ -49,9 +51,10 @@ void measure(const char* what, std::size_t n, F&& body) {
   double checksum = body();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   cpu = cpu_seconds() - cpu;
-  std::printf("%-52s %7zu in %6.3f s wall (%6.3f s CPU): %10.0f experiments/s wall, %10.0f per CPU-second"
-              "  [checksum %.6g]\n", what, n, wall, cpu, static_cast<double>(n) / wall, static_cast<double>(n) / cpu,
-              checksum);
+  std::printf(
+      "%-52s %7zu in %6.3f s wall (%6.3f s CPU): %10.0f experiments/s wall, %10.0f per CPU-second"
+      "  [checksum %.6g]\n",
+      what, n, wall, cpu, static_cast<double>(n) / wall, static_cast<double>(n) / cpu, checksum);
 }
 
 }  // namespace
@@ -61,8 +64,10 @@ int main() {
   std::vector<Experiment> experiments;
   experiments.reserve(jsons.size());
   for (const auto& j : jsons) experiments.push_back(parse_experiment(j, ""));
-  std::printf("bench_analytic: %zu different valid experiments (%zu model presets x strategy presets x tp x pp x dp x "
-              "micro-batch x recompute), one core\n", experiments.size(), model_preset_list().size());
+  std::printf(
+      "bench_analytic: %zu different valid experiments (%zu model presets x strategy presets x tp x pp x dp x "
+      "micro-batch x recompute), one core\n",
+      experiments.size(), model_preset_list().size());
   measure("analyze(experiment)", experiments.size(), [&] {
     double sum = 0;
     for (const auto& e : experiments) sum += analyze(e).total_bytes;

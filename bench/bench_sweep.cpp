@@ -18,14 +18,17 @@ namespace {
 
 // 5 models x 10 cluster sizes x 4 tp x 5 pp x 10 dp x 5 presets x 4 micro-batch sizes x 5 global batches.
 const char* kSweep = R"({"base": {"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 64},
-    "training": {"global_batch": 1024, "micro_batch": 1, "recompute": "selective"}, "strategy": {"preset": "megatron-3d"}},
+    "training": {"global_batch": 1024, "micro_batch": 1, "recompute": "selective"},
+    "strategy": {"preset": "megatron-3d"}},
   "axes": {"model": ["llama3-8b", "llama3-70b", "llama2-13b", "gpt-22b", "gpt3-175b"],
            "cluster.nodes": {"from": 1, "to": 512, "times": 2}, "strategy.tp": [1, 2, 4, 8],
            "strategy.pp": [1, 2, 4, 8, 16], "strategy.dp": {"from": 1, "to": 512, "times": 2},
            "strategy.preset": ["megatron-3d", "zero1", "zero2", "zero3", "zero-offload"],
            "training.micro_batch": [1, 2, 4, 8], "training.global_batch": [512, 1024, 2048, 4096, 8192]}})";
 
-double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+double cpu_seconds() {
+  return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
+}
 
 struct Timing {
   double wall = 0, cpu = 0;
@@ -60,9 +63,9 @@ void full_sweep(const SweepSpec& spec, unsigned jobs, const std::string& path) {
   }
   std::string label = "run_sweep, " + std::to_string(jobs) + (jobs == 1 ? " job" : " jobs") + " (evaluate + write)";
   report(label.c_str(), counts.total(), run);
-  std::printf("%-46s %8s        %7.2f s wall %7.2f s CPU  (%llu ok, %llu invalid)\n", "  then sorting the file by index",
-              "", finish.wall, finish.cpu, static_cast<unsigned long long>(counts.ok),
-              static_cast<unsigned long long>(counts.invalid));
+  std::printf("%-46s %8s        %7.2f s wall %7.2f s CPU  (%llu ok, %llu invalid)\n",
+              "  then sorting the file by index", "", finish.wall, finish.cpu,
+              static_cast<unsigned long long>(counts.ok), static_cast<unsigned long long>(counts.invalid));
 }
 
 // Evaluates and formats the first `n` points on this thread, the cache on or off.
@@ -89,7 +92,7 @@ int main() {
     if (!std::fgets(load, sizeof load, f)) load[0] = '\0';
     std::fclose(f);
   }
-  std::printf("bench_sweep: %llu-point analyze sweep, %u cores, load average %s", 
+  std::printf("bench_sweep: %llu-point analyze sweep, %u cores, load average %s",
               static_cast<unsigned long long>(spec.points()), cores, load);
   std::string path = "/tmp/bench_sweep_" + std::to_string(::getpid()) + ".jsonl";
   full_sweep(spec, 1, path);

@@ -77,8 +77,9 @@ void print_table(const std::vector<Json>& ranked, const RankBy& by, std::size_t 
     const Json& r = ranked[k];
     const Json& p = r["point"];
     std::string preset = p["strategy.preset"].get<std::string>();
-    std::cout << cell(std::to_string(k + 1), 5) << "  " << preset << std::string(preset.size() < 14 ? 14 - preset.size() : 1, ' ')
-              << cell(p["strategy.dp"].dump(), 6) << cell(p["strategy.tp"].dump(), 4) << cell(p["strategy.pp"].dump(), 4)
+    std::cout << cell(std::to_string(k + 1), 5) << "  " << preset
+              << std::string(preset.size() < 14 ? 14 - preset.size() : 1, ' ') << cell(p["strategy.dp"].dump(), 6)
+              << cell(p["strategy.tp"].dump(), 4) << cell(p["strategy.pp"].dump(), 4)
               << cell(p["training.micro_batch"].dump(), 4);
     for (const auto& f : figures) std::cout << cell(figure_text(r, f), 16);
     std::cout << "\n";
@@ -113,7 +114,8 @@ int run_search(const Args& args) {
   if (!args.value("--rank-by") && space.mode == SweepMode::Analyze)
     std::cout << ": a proxy, the analyze mode has no step-time model yet; --mode simulate ranks by simulated step time";
   std::cout << "\n\n";
-  if (ranked.empty()) std::cout << "no valid candidate" << (args.value("--out") ? "; see the reasons in --out" : "") << "\n";
+  if (ranked.empty())
+    std::cout << "no valid candidate" << (args.value("--out") ? "; see the reasons in --out" : "") << "\n";
   print_table(ranked, by, static_cast<std::size_t>(positive(args.value("--top").value_or("10"), "--top")), space);
   return counts.error > 0 ? 1 : 0;
 }

@@ -11,7 +11,8 @@ namespace placesim {
 namespace {
 
 // The points of this shard not yet in the results file, ascending.
-std::vector<std::uint64_t> points_to_do(std::uint64_t points, const Shard& shard, const std::vector<std::uint64_t>& done) {
+std::vector<std::uint64_t> points_to_do(std::uint64_t points, const Shard& shard,
+                                        const std::vector<std::uint64_t>& done) {
   std::vector<std::uint64_t> todo;
   todo.reserve(shard.size(points) - std::min<std::uint64_t>(done.size(), shard.size(points)));
   auto skip = done.begin();

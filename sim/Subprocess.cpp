@@ -16,7 +16,9 @@ namespace placesim {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what + ": " + std::strerror(errno)); }
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error(what + ": " + std::strerror(errno));
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);

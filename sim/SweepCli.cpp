@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <filesystem>
 #include <thread>
 
 #include "topology/Units.hpp"
@@ -42,7 +43,8 @@ SweepRunOptions sweep_run_options(const Args& args) {
     if (!(o.device_memory_bytes > 0)) throw InputError("--device-memory=" + *mem + " must be positive");
   }
   o.simulator = args.value("--simulator").value_or("");
-  if (o.simulator.empty()) o.simulator = own_executable();
+  // Absolute, as simulator processes start in the sweep file's directory.
+  o.simulator = o.simulator.empty() ? own_executable() : std::filesystem::absolute(o.simulator).string();
   return o;
 }
 

@@ -13,10 +13,18 @@ namespace placesim {
 
 void SweepCounts::add(PointStatus s) {
   switch (s) {
-    case PointStatus::Ok: ++ok; break;
-    case PointStatus::Invalid: ++invalid; break;
-    case PointStatus::Filtered: ++filtered; break;
-    case PointStatus::Error: ++error; break;
+    case PointStatus::Ok:
+      ++ok;
+      break;
+    case PointStatus::Invalid:
+      ++invalid;
+      break;
+    case PointStatus::Filtered:
+      ++filtered;
+      break;
+    case PointStatus::Error:
+      ++error;
+      break;
   }
 }
 
@@ -100,8 +108,8 @@ PointOutcome simulated_outcome(const ChildResult& r, Json& report) {
     return {PointStatus::Error, "simulator: the report on stdout is not a JSON object", true};
   }
   if (r.exit_code == 2) return {PointStatus::Invalid, "simulate: " + child_message(r.err), true};
-  std::string how = r.signal ? "was killed by signal " + std::to_string(r.signal)
-                             : "exited with code " + std::to_string(r.exit_code);
+  std::string how =
+      r.signal ? "was killed by signal " + std::to_string(r.signal) : "exited with code " + std::to_string(r.exit_code);
   return {PointStatus::Error, "simulator " + how + ": " + child_message(r.err), true};
 }
 
@@ -118,6 +126,7 @@ class SimulateRun {
       : spec_(spec), options_(options), sink_(sink), rows_(spec), evaluator_(spec, options.device_memory_bytes) {}
 
   SweepCounts run(const std::vector<std::uint64_t>& todo) {
+    check_simulator();
     const std::size_t jobs = std::max(1u, options_.jobs);
     std::size_t k = 0;
     while (k < todo.size() || pool_.running() > 0) {
@@ -129,6 +138,17 @@ class SimulateRun {
   }
 
  private:
+  // A placesim without the simulate command would make every point "invalid"; refuse the sweep instead.
+  void check_simulator() {
+    pool_.start(0, {options_.simulator, "simulate", "--help"}, "", "");
+    std::vector<std::pair<std::uint64_t, ChildResult>> ended;
+    while (ended.empty()) ended = pool_.wait(1000);
+    const ChildResult& r = ended.front().second;
+    if (r.exit_code != 0)
+      throw InputError("simulate mode: '" + options_.simulator + " simulate --help' failed (" + child_message(r.err) +
+                       "); this placesim cannot simulate a point");
+  }
+
   void emit(std::uint64_t index, const PointOutcome& o, const std::vector<std::size_t>& coords, const Experiment& e,
             const Analysis& a, const Json* report) {
     counts_.add(o.status);

@@ -19,10 +19,10 @@ struct SweepCounts {
 };
 
 struct SweepRunOptions {
-  unsigned jobs = 1;                ///< worker threads (analyze) or concurrent simulator processes (simulate)
-  double device_memory_bytes = 0;   ///< > 0: the capacity checked instead of the cluster's accelerator memory
-  std::string simulator;            ///< simulate mode: the placesim executable run once per point
-  Progress* progress = nullptr;     ///< advanced as points finish; may be null
+  unsigned jobs = 1;               ///< worker threads (analyze) or concurrent simulator processes (simulate)
+  double device_memory_bytes = 0;  ///< > 0: the capacity checked instead of the cluster's accelerator memory
+  std::string simulator;           ///< simulate mode: the placesim executable run once per point
+  Progress* progress = nullptr;    ///< advanced as points finish; may be null
 };
 
 /// Receives complete result lines as points finish (completion order); called under a lock, one call per batch.

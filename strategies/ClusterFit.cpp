@@ -49,7 +49,9 @@ ClusterFit interim_cluster_fit(const Json& cluster) {
 
 }  // namespace
 
-ClusterFit cluster_fit(const Json& cluster) { return interim_cluster_fit(cluster); }
+ClusterFit cluster_fit(const Json& cluster) {
+  return interim_cluster_fit(cluster);
+}
 
 std::string cluster_mesh_mismatch(const Experiment& e, const ClusterFit& cluster) {
   const StrategySpec& s = e.strategy;

@@ -6,7 +6,8 @@ namespace placesim {
 
 std::vector<Mesh> enumerate_meshes(std::int64_t devices, std::int64_t gpus_per_node) {
   if (devices < 1) throw InputError("search: the GPU count " + std::to_string(devices) + " must be positive");
-  if (gpus_per_node < 1) throw InputError("search: gpus per node " + std::to_string(gpus_per_node) + " must be positive");
+  if (gpus_per_node < 1)
+    throw InputError("search: gpus per node " + std::to_string(gpus_per_node) + " must be positive");
   std::vector<Mesh> meshes;
   for (std::int64_t tp = 1; tp <= gpus_per_node; ++tp) {
     if (gpus_per_node % tp != 0 || devices % tp != 0) continue;
@@ -24,8 +25,9 @@ void require_fixed_batch(const Json& experiment) {
     throw InputError("search: training.global_batch is required, so that every candidate trains the same batch");
   if (experiment.contains("strategy") && experiment["strategy"].is_object() &&
       experiment["strategy"].contains("microbatches"))
-    throw InputError("search: strategy.microbatches must not be fixed; it follows from training.global_batch, "
-                     "the micro-batch size and dp");
+    throw InputError(
+        "search: strategy.microbatches must not be fixed; it follows from training.global_batch, "
+        "the micro-batch size and dp");
 }
 
 }  // namespace
@@ -57,7 +59,8 @@ RankBy parse_rank_by(const std::string& text) {
   RankBy by;
   by.descending = !text.empty() && text.front() == '-';
   by.path = by.descending ? text.substr(1) : text;
-  if (by.path.empty()) throw InputError("--rank-by=" + text + " must name a report figure, e.g. simulation.step_time_s");
+  if (by.path.empty())
+    throw InputError("--rank-by=" + text + " must name a report figure, e.g. simulation.step_time_s");
   return by;
 }
 

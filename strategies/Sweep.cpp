@@ -17,7 +17,9 @@ namespace {
 constexpr std::uint64_t kMaxAxisValues = 10'000'000;
 constexpr std::uint64_t kMaxPoints = std::uint64_t{1} << 53;
 
-Json plain(const OrderedJson& value) { return Json::parse(value.dump()); }
+Json plain(const OrderedJson& value) {
+  return Json::parse(value.dump());
+}
 
 std::vector<std::string> split_paths(const std::string& key, const std::string& field) {
   std::vector<std::string> paths;
@@ -44,14 +46,16 @@ std::uint64_t checked_count(double count, const std::string& field) {
 std::vector<Json> arithmetic_range(const Json& spec, double from, double to, const std::string& field) {
   const Json& step_json = spec["step"];
   double step = step_json.get<double>();
-  if (!(step > 0)) throw InputError(field + ".step=" + show(step_json) + " must be positive: the range would never end");
+  if (!(step > 0))
+    throw InputError(field + ".step=" + show(step_json) + " must be positive: the range would never end");
   std::uint64_t count = checked_count(std::floor((to - from) / step * (1 + 1e-12) + 1e-9) + 1, field);
   std::vector<Json> values;
   values.reserve(count);
   bool integral = spec["from"].is_number_integer() && step_json.is_number_integer();
   for (std::uint64_t k = 0; k < count; ++k) {
     if (integral)
-      values.emplace_back(spec["from"].get<std::int64_t>() + static_cast<std::int64_t>(k) * step_json.get<std::int64_t>());
+      values.emplace_back(spec["from"].get<std::int64_t>() +
+                          static_cast<std::int64_t>(k) * step_json.get<std::int64_t>());
     else
       values.emplace_back(from + static_cast<double>(k) * step);  // from + k*step does not accumulate rounding
   }
@@ -64,7 +68,8 @@ std::vector<Json> geometric_range(const Json& spec, double from, double to, cons
   if (!(times > 1))
     throw InputError(field + ".times=" + show(times_json) + " must be greater than 1: the range would never end");
   if (!(from > 0))
-    throw InputError(field + ".from=" + show(spec["from"]) + " must be positive with times: the range would never grow");
+    throw InputError(field + ".from=" + show(spec["from"]) +
+                     " must be positive with times: the range would never grow");
   bool integral = spec["from"].is_number_integer() && times_json.is_number_integer();
   std::vector<Json> values;
   for (double v = from; v <= to * (1 + 1e-12); v *= times) {
@@ -127,7 +132,8 @@ SweepAxis parse_axis(const std::string& key, const OrderedJson& spec) {
 
 std::vector<SweepAxis> parse_axes(const OrderedJson& axes) {
   if (!axes.is_object() || axes.empty())
-    throw InputError("axes=" + show(plain(axes)) + " must be an object of \"field.path\": values with at least one axis");
+    throw InputError("axes=" + show(plain(axes)) +
+                     " must be an object of \"field.path\": values with at least one axis");
   std::vector<SweepAxis> out;
   std::set<std::string> seen;
   for (const auto& [key, spec] : axes.items()) {
@@ -292,8 +298,8 @@ SweepSpec parse_sweep(const OrderedJson& value, const std::string& base_dir) {
   for (const auto& a : spec.axes) points *= static_cast<double>(a.size());
   if (points > static_cast<double>(kMaxPoints))
     throw InputError("axes: the sweep has " + show(Json(points)) + " points, more than can be enumerated");
-  spec.mode = r.get_choice("mode", {"analyze", "simulate"}, "analyze") == "analyze" ? SweepMode::Analyze
-                                                                                    : SweepMode::Simulate;
+  spec.mode =
+      r.get_choice("mode", {"analyze", "simulate"}, "analyze") == "analyze" ? SweepMode::Analyze : SweepMode::Simulate;
   if (const Json* f = r.child("filters")) spec.filters = parse_filters(*f, spec);
   if (spec.filters.mesh_matches_cluster && !sweep_has_cluster(spec))
     throw InputError("filters.mesh_matches_cluster=true needs a cluster: give base.cluster or sweep a cluster field");

@@ -10,10 +10,14 @@ namespace placesim {
 
 const char* to_string(PointStatus s) {
   switch (s) {
-    case PointStatus::Ok: return "ok";
-    case PointStatus::Invalid: return "invalid";
-    case PointStatus::Filtered: return "filtered";
-    case PointStatus::Error: return "error";
+    case PointStatus::Ok:
+      return "ok";
+    case PointStatus::Invalid:
+      return "invalid";
+    case PointStatus::Filtered:
+      return "filtered";
+    case PointStatus::Error:
+      return "error";
   }
   return "?";
 }
@@ -23,7 +27,9 @@ namespace {
 // Sections above this many value combinations are parsed per point rather than cached (bounds the memory).
 constexpr std::uint64_t kMaxCachedCombinations = 1 << 16;
 
-std::string section_of(const std::string& path) { return path.substr(0, path.find('.')); }
+std::string section_of(const std::string& path) {
+  return path.substr(0, path.find('.'));
+}
 
 // The parsed form of one experiment section for each combination of the values of the axes that touch it.
 // Errors are kept and rethrown so that a cached point fails exactly as a parsed one.
@@ -114,9 +120,10 @@ struct PointEvaluator::Sections {
       : model(spec, "model", [dir = spec.base_dir](const Json& v) { return parse_model(v, dir); }),
         training(spec, "training", [](const Json& v) { return v.is_null() ? TrainingSpec{} : parse_training(v); }),
         strategy(spec, "strategy", [](const Json& v) { return parse_strategy(v); }),
-        cluster(spec, "cluster", [](const Json& v) {
-          return v.is_null() ? std::optional<ClusterFit>{} : std::optional<ClusterFit>{cluster_fit(v)};
-        }),
+        cluster(spec, "cluster",
+                [](const Json& v) {
+                  return v.is_null() ? std::optional<ClusterFit>{} : std::optional<ClusterFit>{cluster_fit(v)};
+                }),
         name(spec.base.contains("name") ? spec.base["name"].get<std::string>() : "experiment") {}
 
   SectionCache<ModelSpec> model;

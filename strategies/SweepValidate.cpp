@@ -48,7 +48,9 @@ std::string field_named(const std::string& message) {
   return end == std::string::npos || message[end] != '=' ? "" : message.substr(0, end);
 }
 
-std::string first_value_text(const SweepAxis& axis, std::size_t p) { return show(axis.values.front()[p]); }
+std::string first_value_text(const SweepAxis& axis, std::size_t p) {
+  return show(axis.values.front()[p]);
+}
 
 Json first_point(const SweepSpec& spec) {
   Json point = spec.base;

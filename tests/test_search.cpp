@@ -1,7 +1,7 @@
 // `placesim search`: mesh enumeration, the search sweep, ranking and the top-k table.
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -28,11 +28,33 @@ Json row(int index, const char* status, double bytes) {
 
 TEST_CASE("Meshes multiply to the GPU count with tp inside a node") {
   using T = std::tuple<int, int, int>;  // dp, tp, pp
-  CHECK(meshes(16, 8) == std::vector<T>{{16, 1, 1}, {8, 1, 2}, {4, 1, 4}, {2, 1, 8}, {1, 1, 16}, {8, 2, 1}, {4, 2, 2},
-                                        {2, 2, 4}, {1, 2, 8}, {4, 4, 1}, {2, 4, 2}, {1, 4, 4}, {2, 8, 1}, {1, 8, 2}});
+  CHECK(meshes(16, 8) == std::vector<T>{{16, 1, 1},
+                                        {8, 1, 2},
+                                        {4, 1, 4},
+                                        {2, 1, 8},
+                                        {1, 1, 16},
+                                        {8, 2, 1},
+                                        {4, 2, 2},
+                                        {2, 2, 4},
+                                        {1, 2, 8},
+                                        {4, 4, 1},
+                                        {2, 4, 2},
+                                        {1, 4, 4},
+                                        {2, 8, 1},
+                                        {1, 8, 2}});
   // 12 GPUs, 8 per node: tp 8 does not divide 12.
-  CHECK(meshes(12, 8) == std::vector<T>{{12, 1, 1}, {6, 1, 2}, {4, 1, 3}, {3, 1, 4}, {2, 1, 6}, {1, 1, 12}, {6, 2, 1},
-                                        {3, 2, 2}, {2, 2, 3}, {1, 2, 6}, {3, 4, 1}, {1, 4, 3}});
+  CHECK(meshes(12, 8) == std::vector<T>{{12, 1, 1},
+                                        {6, 1, 2},
+                                        {4, 1, 3},
+                                        {3, 1, 4},
+                                        {2, 1, 6},
+                                        {1, 1, 12},
+                                        {6, 2, 1},
+                                        {3, 2, 2},
+                                        {2, 2, 3},
+                                        {1, 2, 6},
+                                        {3, 4, 1},
+                                        {1, 4, 3}});
   CHECK(meshes(1, 8) == std::vector<T>{{1, 1, 1}});
 }
 
@@ -47,25 +69,28 @@ TEST_CASE("The search sweep needs a fixed global batch and a free micro-batch co
     }
     return std::string("(no error)");
   };
-  CHECK_THAT(message(R"({"model": "gpt-1.7b", "strategy": "dp"})"), Catch::Contains("training.global_batch is required"));
+  CHECK_THAT(message(R"({"model": "gpt-1.7b", "strategy": "dp"})"),
+             Catch::Contains("training.global_batch is required"));
   CHECK_THAT(message(R"({"model": "gpt-1.7b", "training": {"global_batch": 64},
                          "strategy": {"preset": "dp", "microbatches": 4}})"),
              Catch::Contains("strategy.microbatches must not be fixed"));
-  SweepSpec s = search_sweep(Json::parse(R"({"model": "gpt-1.7b", "training": {"global_batch": 64}, "strategy": "dp"})"),
-                             "", space);
+  SweepSpec s = search_sweep(
+      Json::parse(R"({"model": "gpt-1.7b", "training": {"global_batch": 64}, "strategy": "dp"})"), "", space);
   CHECK(s.points() == 14 * 5 * 4);
   CHECK(s.paths() == std::vector<std::string>{"strategy.dp", "strategy.tp", "strategy.pp", "strategy.preset",
                                               "training.micro_batch"});
 }
 
 TEST_CASE("Rows rank by a figure ascending or descending and only valid rows rank") {
-  std::vector<Json> rows = {row(0, "ok", 30), row(1, "invalid", 1), row(2, "ok", 10), row(3, "ok", 20), row(4, "ok", 10),
-                            Json{{"index", 5}, {"status", "ok"}}};
+  std::vector<Json> rows = {row(0, "ok", 30), row(1, "invalid", 1), row(2, "ok", 10),
+                            row(3, "ok", 20), row(4, "ok", 10),     Json{{"index", 5}, {"status", "ok"}}};
   std::vector<int> order;
-  for (const auto& r : rank_rows(rows, parse_rank_by("communication.bytes_per_step"))) order.push_back(r["index"].get<int>());
+  for (const auto& r : rank_rows(rows, parse_rank_by("communication.bytes_per_step")))
+    order.push_back(r["index"].get<int>());
   CHECK(order == std::vector<int>{2, 4, 3, 0});  // ties keep index order
   order.clear();
-  for (const auto& r : rank_rows(rows, parse_rank_by("-communication.bytes_per_step"))) order.push_back(r["index"].get<int>());
+  for (const auto& r : rank_rows(rows, parse_rank_by("-communication.bytes_per_step")))
+    order.push_back(r["index"].get<int>());
   CHECK(order == std::vector<int>{0, 3, 2, 4});
   CHECK(default_rank_by(SweepMode::Simulate).path == "simulation.step_time_s");
   CHECK(default_rank_by(SweepMode::Analyze).path == "communication.bytes_per_step");
@@ -75,7 +100,7 @@ TEST_CASE("placesim search prints the best valid candidates and writes every can
   char pattern[] = "/tmp/placesim-search-test-XXXXXX";
   std::string dir = ::mkdtemp(pattern);
   std::ofstream(dir + "/exp.json") << R"({"model": "gpt-1.7b", "cluster": {"preset": "dgx-a100", "nodes": 2},
-                                          "training": {"global_batch": 64, "recompute": "selective"}, "strategy": "dp"})";
+      "training": {"global_batch": 64, "recompute": "selective"}, "strategy": "dp"})";
   std::string output;
   int rc = test::run_placesim("search " + dir + "/exp.json --top 3 --quiet --out " + dir + "/r.jsonl", &output);
   INFO(output);

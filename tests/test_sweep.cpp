@@ -12,7 +12,9 @@ using namespace placesim;
 
 namespace {
 
-SweepSpec sweep(const std::string& text) { return parse_sweep_text(text, "test.json", PLACESIM_SOURCE_DIR); }
+SweepSpec sweep(const std::string& text) {
+  return parse_sweep_text(text, "test.json", PLACESIM_SOURCE_DIR);
+}
 
 std::string error_of(const std::string& text) {
   try {
@@ -23,7 +25,9 @@ std::string error_of(const std::string& text) {
   return "(no error)";
 }
 
-std::vector<Json> values(const std::string& axis) { return axis_values(Json::parse(axis), "axes.x"); }
+std::vector<Json> values(const std::string& axis) {
+  return axis_values(Json::parse(axis), "axes.x");
+}
 
 const char* kSmallBase = R"("base": {"model": "gpt-1.7b", "training": {"global_batch": 64},
                                       "strategy": {"preset": "megatron-3d"}})";
@@ -86,7 +90,8 @@ TEST_CASE("Ranges that never end or are empty are refused naming the field") {
 
 TEST_CASE("Points are the Cartesian product in file order with the last axis fastest") {
   // Written tp before dp: the file's order, not the alphabetical one, sets the enumeration.
-  SweepSpec s = sweep(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": [1, 2], "strategy.dp": [1, 2, 4]}})");
+  SweepSpec s =
+      sweep(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": [1, 2], "strategy.dp": [1, 2, 4]}})");
   REQUIRE(s.points() == 6);
   REQUIRE(s.paths() == std::vector<std::string>{"strategy.tp", "strategy.dp"});
   std::vector<std::pair<int, int>> tp_dp;
@@ -109,7 +114,8 @@ TEST_CASE("A joint axis varies its paths together") {
   CHECK_THAT(error_of(std::string("{") + kSmallBase + R"(, "axes": {"strategy.dp,strategy.tp": [[8, 1], [4]]}})"),
              Catch::Contains("axes.strategy.dp,strategy.tp[1]=[4] must be a list of 2 values"));
   CHECK_THAT(error_of(std::string("{") + kSmallBase + R"(, "axes": {"strategy.dp,strategy.tp": [[8, 1]],
-             "strategy.tp": [1]}})"), Catch::Contains("the field strategy.tp is swept by two axes"));
+             "strategy.tp": [1]}})"),
+             Catch::Contains("the field strategy.tp is swept by two axes"));
 }
 
 TEST_CASE("Unknown field paths are refused naming the axis") {
@@ -254,18 +260,34 @@ TEST_CASE("Cached sections give the same rows as parsing every point whole") {
 }
 
 TEST_CASE("Figures read from the analysis equal the analyze report's values") {
-  const std::vector<std::string> paths = {
-      "memory.parameters_bytes", "memory.gradients_bytes", "memory.optimizer_bytes", "memory.activations_bytes",
-      "memory.buffers_bytes", "memory.host_bytes", "memory.model_states_bytes", "memory.total_bytes",
-      "communication.bytes_per_step", "communication.offload.h2d_bytes", "communication.offload.d2h_bytes",
-      "compute.model_flops_per_step", "compute.hardware_flops_per_step", "compute.hardware_flops_per_device_max",
-      "compute.tokens_per_step", "communication.by_class.dp_grad_sync", "communication.by_class.zero_gather",
-      "communication.by_class.tp_collective", "communication.by_class.pp_p2p",
-      "communication.by_class.embedding_sync", "memory.per_stage.1.total_bytes", "strategy.placement_short"};
-  for (const char* strategy : {R"({"preset": "megatron-3d", "tp": 2, "pp": 2, "dp": 2})",
-                               R"({"preset": "zero-offload", "dp": 4, "pp": 2})", R"({"preset": "zero3", "dp": 8, "pp": 2})"}) {
+  const std::vector<std::string> paths = {"memory.parameters_bytes",
+                                          "memory.gradients_bytes",
+                                          "memory.optimizer_bytes",
+                                          "memory.activations_bytes",
+                                          "memory.buffers_bytes",
+                                          "memory.host_bytes",
+                                          "memory.model_states_bytes",
+                                          "memory.total_bytes",
+                                          "communication.bytes_per_step",
+                                          "communication.offload.h2d_bytes",
+                                          "communication.offload.d2h_bytes",
+                                          "compute.model_flops_per_step",
+                                          "compute.hardware_flops_per_step",
+                                          "compute.hardware_flops_per_device_max",
+                                          "compute.tokens_per_step",
+                                          "communication.by_class.dp_grad_sync",
+                                          "communication.by_class.zero_gather",
+                                          "communication.by_class.tp_collective",
+                                          "communication.by_class.pp_p2p",
+                                          "communication.by_class.embedding_sync",
+                                          "memory.per_stage.1.total_bytes",
+                                          "strategy.placement_short"};
+  for (const char* strategy :
+       {R"({"preset": "megatron-3d", "tp": 2, "pp": 2, "dp": 2})", R"({"preset": "zero-offload", "dp": 4, "pp": 2})",
+        R"({"preset": "zero3", "dp": 8, "pp": 2})"}) {
     Experiment e = test::experiment(std::string(R"({"model": "gpt-1.7b", "training": {"global_batch": 32},
-                                                   "strategy": )") + strategy + "}");
+                                                   "strategy": )") +
+                                    strategy + "}");
     Analysis a = analyze(e);
     Json report = analysis_report(e, a);
     for (const auto& p : paths) {
@@ -289,7 +311,8 @@ TEST_CASE("Figures the analyze report never has are refused naming the figure") 
     return std::string("(no error)");
   };
   CHECK(message(R"(["memory.total_bytes", "memory.per_stage.0.activations_bytes"])", "analyze") == "(no error)");
-  CHECK_THAT(message(R"(["memory.totl_bytes"])", "analyze"), Catch::Contains("figures: memory.totl_bytes is not a field"));
+  CHECK_THAT(message(R"(["memory.totl_bytes"])", "analyze"),
+             Catch::Contains("figures: memory.totl_bytes is not a field"));
   CHECK_THAT(message(R"(["simulation.step_time_s"])", "analyze"), Catch::Contains("needs \"mode\": \"simulate\""));
   CHECK(message(R"(["simulation.step_time_s"])", "simulate") == "(no error)");
   CHECK_THAT(message("[]", "analyze"), Catch::Contains("figures=[] must be a non-empty list"));
@@ -301,7 +324,8 @@ TEST_CASE("Rows keep the axis order and carry figures only when analyzed") {
   SweepRows rows(s);
   PointOutcome ok = ev.evaluate(0);
   std::string line = rows.line(0, ev.coords(), ok, ev.experiment(), ev.analysis(), nullptr);
-  CHECK_THAT(line, Catch::StartsWith(R"({"index":0,"point":{"strategy.tp":1,"strategy.dp":2},"status":"ok","memory.total_bytes":)"));
+  CHECK_THAT(line, Catch::StartsWith(
+                       R"({"index":0,"point":{"strategy.tp":1,"strategy.dp":2},"status":"ok","memory.total_bytes":)"));
   CHECK(line.back() == '\n');
   Json row = Json::parse(line);
   CHECK(row["communication.bytes_per_step"] == number(ev.analysis().bytes_per_step));
@@ -315,8 +339,10 @@ TEST_CASE("Rows keep the axis order and carry figures only when analyzed") {
 TEST_CASE("Value filters and mesh_matches_cluster skip points and say which filter") {
   SweepSpec s = sweep(R"({"base": {"model": "gpt-1.7b", "cluster": {"preset": "dgx-a100", "nodes": 2},
       "training": {"global_batch": 64}, "strategy": "megatron-3d"},
-      "axes": {"strategy.tp": [1, 2, 4, 8], "strategy.dp": [1, 2, 4, 8, 16], "strategy.preset": ["megatron-3d", "zero1"]},
-      "filters": {"mesh_matches_cluster": true, "strategy.tp": {"max": 4}, "strategy.preset": {"not_in": ["zero1"]}}})");
+      "axes": {"strategy.tp": [1, 2, 4, 8], "strategy.dp": [1, 2, 4, 8, 16],
+               "strategy.preset": ["megatron-3d", "zero1"]},
+      "filters": {"mesh_matches_cluster": true, "strategy.tp": {"max": 4},
+                  "strategy.preset": {"not_in": ["zero1"]}}})");
   PointEvaluator ev(s, 1e15);
   std::map<std::string, int> by_reason;
   int ok = 0;
@@ -331,9 +357,11 @@ TEST_CASE("Value filters and mesh_matches_cluster skip points and say which filt
   CHECK(by_reason["filters.strategy.tp"] == 5);
   CHECK(by_reason["filters.mesh_matches_cluster"] == 12);
   CHECK(ok == 3);
-  CHECK_THAT(error_of(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": [1]}, "filters": {"strategy.dp": {"max": 1}}})"),
+  CHECK_THAT(error_of(std::string("{") + kSmallBase +
+                      R"(, "axes": {"strategy.tp": [1]}, "filters": {"strategy.dp": {"max": 1}}})"),
              Catch::Contains("filters.strategy.dp: strategy.dp is not an axis of this sweep"));
-  CHECK_THAT(error_of(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": [1]}, "filters": {"mesh_matches_cluster": true}})"),
+  CHECK_THAT(error_of(std::string("{") + kSmallBase +
+                      R"(, "axes": {"strategy.tp": [1]}, "filters": {"mesh_matches_cluster": true}})"),
              Catch::Contains("filters.mesh_matches_cluster=true needs a cluster"));
 }
 
@@ -342,7 +370,8 @@ TEST_CASE("Resume scanning keeps complete rows of this sweep and drops a cut las
     if (i >= 10 || i % 2 != 0) return std::nullopt;  // shard 0/2 of 10 points
     return "{\"index\":" + std::to_string(i) + ",\"point\":{\"a\":" + std::to_string(i) + "},\"status\":\"";
   };
-  std::string good = "{\"index\":4,\"point\":{\"a\":4},\"status\":\"ok\"}\n{\"index\":0,\"point\":{\"a\":0},\"status\":\"ok\"}\n";
+  std::string good =
+      "{\"index\":4,\"point\":{\"a\":4},\"status\":\"ok\"}\n{\"index\":0,\"point\":{\"a\":0},\"status\":\"ok\"}\n";
   ResumeScan scan = scan_results(good + "{\"index\":2,\"poi", expected, "r.jsonl");
   CHECK(scan.done == std::vector<std::uint64_t>{0, 4});
   CHECK(scan.complete_bytes == good.size());
@@ -373,7 +402,8 @@ TEST_CASE("Rows are sorted by index only when out of order") {
 }
 
 TEST_CASE("CSV cells quote commas and quotes and leave absent values empty") {
-  SweepSpec s = sweep(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": [1]}, "figures": ["memory.total_bytes"]})");
+  SweepSpec s =
+      sweep(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": [1]}, "figures": ["memory.total_bytes"]})");
   CHECK(csv_header(s) == "index,strategy.tp,status,reason,memory.total_bytes\n");
   CHECK(csv_row(s, R"({"index":3,"point":{"strategy.tp":1},"status":"invalid","reason":"a, \"b\""})") ==
         "3,1,invalid,\"a, \"\"b\"\"\",\n");

@@ -1,6 +1,5 @@
 // `placesim sweep` end to end: the issue's sweep file, sharding, a SIGKILL and --resume, CSV, simulate mode's
 // process per point, and the plot script.
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -8,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -33,7 +33,9 @@ struct TempDir {
   std::string operator/(const std::string& name) const { return path + "/" + name; }
 };
 
-void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
 
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -61,7 +63,8 @@ std::string scalable_sweep(int scale) {
     "axes": {"strategy.tp": [1, 2, 4, 8], "strategy.pp": [1, 2, 4], "strategy.dp": {"from": 1, "to": 64, "times": 2},
              "strategy.preset": ["megatron-3d", "zero1", "zero2", "zero3", "zero-offload"],
              "training.micro_batch": [1, 2, 4, 8],
-             "training.global_batch": {"from": 256, "to": )" + std::to_string(256 * scale) + R"(, "step": 256}}})";
+             "training.global_batch": {"from": 256, "to": )" +
+         std::to_string(256 * scale) + R"(, "step": 256}}})";
 }
 
 const char* kIssueSweep = R"({"base": {"model": "llama3-70b", "cluster": {"preset": "dgx-h100", "nodes": 64},
@@ -168,7 +171,7 @@ TEST_CASE("placesim sweep --shard i/N over N shards covers every point exactly o
   for (int i = 0; i < shards; ++i) {
     std::string out = dir / ("s" + std::to_string(i) + ".jsonl");
     REQUIRE(sweep_cli(dir / "sweep.json" + " --shard " + std::to_string(i) + "/" + std::to_string(shards) + " --out " +
-                     out + " --jobs 2 --quiet") == 0);
+                      out + " --jobs 2 --quiet") == 0);
     for (const auto& line : lines_of(read(out))) {
       auto index = Json::parse(line)["index"].get<std::uint64_t>();
       CHECK(index % shards == static_cast<std::uint64_t>(i));
@@ -262,6 +265,7 @@ TEST_CASE("Simulate mode runs one simulator process per point and maps its exit 
   // Stands in for `placesim simulate - --report -`: reads the point's experiment on stdin and answers by its tp --
   // a report carrying its own pid for tp 1 and 2, a refusal (exit 2) for tp 4, a crash for tp 8.
   write(dir / "simulator.sh", R"(#!/bin/sh
+[ "$1 $2" = "simulate --help" ] && exit 0
 [ "$1 $2 $3 $4" = "simulate - --report -" ] || exit 9
 input=$(cat)
 case "$input" in
@@ -276,8 +280,9 @@ echo "{\"simulation\": {\"step_time_s\": 1.5, \"mfu\": 0.25, \"tokens_per_s\": 1
       "axes": {"strategy.tp": [1, 2, 4, 8, 5], "strategy.dp": [1, 2, 4]}, "mode": "simulate",
       "figures": ["simulation.step_time_s", "simulation.pid", "simulation.tp", "memory.total_bytes"]})");
   std::string output;
-  int rc = sweep_cli(dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --jobs 2 --quiet --simulator " +
-                    dir / "simulator.sh", &output);
+  int rc = sweep_cli(
+      dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --jobs 2 --quiet --simulator " + dir / "simulator.sh",
+      &output);
   CHECK(rc == 1);  // the crashed points are errors
   CHECK_THAT(output, Catch::Contains("15 points: 6 ok, 6 invalid, 0 filtered, 3 errors"));
   std::set<int> pids;
@@ -304,6 +309,11 @@ echo "{\"simulation\": {\"step_time_s\": 1.5, \"mfu\": 0.25, \"tokens_per_s\": 1
     }
   }
   CHECK(pids.size() == 6);  // one process per simulated point
+  // A placesim that cannot simulate is refused before any point runs.
+  write(dir / "nosim.sh", "#!/bin/sh\necho \"placesim: unknown command 'simulate'\" >&2\nexit 2\n");
+  ::chmod((dir / "nosim.sh").c_str(), 0755);
+  CHECK(sweep_cli(dir / "sweep.json" + " --out " + dir / "n.jsonl --simulator " + dir / "nosim.sh", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("this placesim cannot simulate a point"));
 }
 
 TEST_CASE("ProcessPool feeds stdin and collects stdout and exit status of each child") {
@@ -339,8 +349,9 @@ TEST_CASE("plot_sweep.py draws a PNG and an SVG from sweep results") {
       "axes": {"strategy.preset": ["dp", "zero1", "zero3"], "strategy.dp": {"from": 1, "to": 64, "times": 2}}})");
   REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --quiet") == 0);
   std::string script = std::string(PLACESIM_SOURCE_DIR) + "/traces/plot_sweep.py";
-  std::string command = "/usr/bin/python3 " + script + " " + dir / "r.jsonl" + " --x strategy.dp --y memory.total_bytes " +
-                        "--hue strategy.preset --out " + dir / "plot.png" + " --out " + dir / "plot.svg 2>&1";
+  std::string command = "/usr/bin/python3 " + script + " " + dir / "r.jsonl" +
+                        " --x strategy.dp --y memory.total_bytes " + "--hue strategy.preset --out " + dir / "plot.png" +
+                        " --out " + dir / "plot.svg 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe);
   char buffer[4096];

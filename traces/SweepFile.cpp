@@ -155,7 +155,9 @@ ResumeScan ResultsFile::resume(const ExpectedPrefix& expected) {
   return scan;
 }
 
-void ResultsFile::append(std::string_view lines) { write_all(fd_, lines, path_); }
+void ResultsFile::append(std::string_view lines) {
+  write_all(fd_, lines, path_);
+}
 
 void ResultsFile::finalize() {
   struct stat st {};

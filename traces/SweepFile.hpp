@@ -12,7 +12,7 @@ namespace placesim {
 
 /// What --resume finds in an existing results file.
 struct ResumeScan {
-  std::vector<std::uint64_t> done;  ///< indices of the complete lines, ascending
+  std::vector<std::uint64_t> done;   ///< indices of the complete lines, ascending
   std::uint64_t complete_bytes = 0;  ///< length of the text up to its last '\n'; the rest is a line cut by a kill
 };
 

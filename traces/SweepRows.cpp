@@ -17,7 +17,9 @@ double stage_flops_max(const Analysis& a) {
   return m;
 }
 
-double by_class(const Analysis& a, CommClass c) { return a.comm.by_class[static_cast<std::size_t>(c)]; }
+double by_class(const Analysis& a, CommClass c) {
+  return a.comm.by_class[static_cast<std::size_t>(c)];
+}
 
 // The analyze report's figures that are one field of the Analysis (traces/Report.cpp builds them the same way);
 // reading them here spares building the whole report for every point.
@@ -52,7 +54,9 @@ const std::map<std::string, FigureFn>& analytic_figures() {
   return table;
 }
 
-std::string key_text(const std::string& key) { return Json(key).dump(); }
+std::string key_text(const std::string& key) {
+  return Json(key).dump();
+}
 
 // A string as JSON: quoted as is when nothing in it needs escaping (most reasons), else through nlohmann.
 std::string string_text(const std::string& text) {
@@ -64,7 +68,8 @@ std::string string_text(const std::string& text) {
 // A small but complete experiment whose analyze report has every section and field a sweep's report can have.
 Json reference_report() {
   Experiment e = parse_experiment(Json::parse(R"({"model": {"layers": 2, "hidden": 64, "heads": 4, "vocab": 128,
-      "seq_len": 16}, "strategy": {"preset": "megatron-3d", "pp": 2}})"), "");
+      "seq_len": 16}, "strategy": {"preset": "megatron-3d", "pp": 2}})"),
+                                  "");
   e.device_memory_bytes = 1;
   return analysis_report(e, analyze(e));
 }

@@ -16,13 +16,17 @@ import math
 import sys
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import pandas as pd  # noqa: E402
 
-# Display units by the suffix of a report field: (divisor, unit).
-UNITS = [("_bytes", 1e9, "GB"), ("_flops_per_step", 1e15, "PFLOP"), ("_per_s", 1.0, "/s"), ("_s", 1.0, "s")]
+# Markers cycle so that lines stay apart in print and where they overlap.
+MARKERS = "os^Dv<>PX*"
+
+# Display units by a part of a report field's name: (part, divisor, unit), first match wins.
+UNITS = [("bytes", 1e9, "GB"), ("flops", 1e15, "PFLOP"), ("_per_s", 1.0, "/s"), ("_time_s", 1.0, "s")]
 
 
 def load(paths):
@@ -72,8 +76,8 @@ def defaults(frame, axes, args):
 
 
 def unit_of(column):
-    for suffix, divisor, unit in UNITS:
-        if column.endswith(suffix):
+    for part, divisor, unit in UNITS:
+        if part in column:
             return divisor, unit
     return 1.0, ""
 
@@ -86,18 +90,29 @@ def spans_decades(values):
 def draw_panel(ax, frame, args, y):
     divisor, unit = unit_of(y)
     data = frame.dropna(subset=[y])
-    groups = [(None, data)] if args.hue is None else sorted(data.groupby(args.hue), key=lambda g: str(g[0]))
-    for name, group in groups:
+    log_y = args.logy or spans_decades(list(data[y]))
+    if log_y and (data[y] <= 0).any():
+        print(f"plot_sweep.py: {int((data[y] <= 0).sum())} rows with {y} <= 0 left out of the log scale")
+        data = data[data[y] > 0]
+    # Lines in the order the sweep lists the hue's values, as its legend should read.
+    groups = [(None, data)] if args.hue is None else list(data.groupby(args.hue, sort=False))
+    for k, (name, group) in enumerate(groups):
+        label, marker = None if name is None else str(name), MARKERS[k % len(MARKERS)]
         if args.agg == "none":
-            ax.scatter(group[args.x], group[y] / divisor, label=None if name is None else str(name), s=12)
+            ax.scatter(group[args.x], group[y] / divisor, label=label, marker=marker, s=14)
             continue
         cells = group.groupby(args.x, sort=True)[y].agg(args.agg)
-        ax.plot(cells.index, cells.values / divisor, marker="o", label=None if name is None else str(name))
+        ax.plot(cells.index, cells.values / divisor, marker=marker, markersize=5, label=label)
     ax.set_xlabel(args.x)
     ax.set_ylabel(f"{y} [{unit}]" if unit else y)
     if numeric(frame, args.x) and spans_decades(list(frame[args.x])):
         ax.set_xscale("log", base=2)
-    if args.logy or spans_decades(list(data[y])):
+        ticks = sorted(frame[args.x].unique())
+        if len(ticks) <= 16:
+            ax.set_xticks(ticks)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    if log_y:
         ax.set_yscale("log")
     ax.grid(True, which="major", alpha=0.3)
     if args.hue is not None:
