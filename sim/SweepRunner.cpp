@@ -44,50 +44,74 @@ std::size_t batch_size(std::size_t points, unsigned jobs) {
   return std::clamp<std::size_t>(points / (std::size_t{jobs} * 16), 1, 256);
 }
 
-SweepCounts run_analyze(const SweepSpec& spec, const std::vector<std::uint64_t>& todo, const SweepRunOptions& options,
-                        const RowSink& sink) {
-  const SweepRows rows(spec);
-  const unsigned jobs = std::max(1u, options.jobs);
-  const std::size_t batch = batch_size(todo.size(), jobs);
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> stop{false};
-  std::mutex mutex;
-  SweepCounts total;
-  std::exception_ptr failure;
-  auto work = [&] {
+// Analyze mode: threads take batches of points from a shared counter, each with its own evaluator (the analysis is
+// pure; the evaluator keeps per-thread caches), and hand each batch's lines to the sink under one lock.
+class AnalyzeRun {
+ public:
+  AnalyzeRun(const SweepSpec& spec, const std::vector<std::uint64_t>& todo, const SweepRunOptions& options,
+             const RowSink& sink)
+      : spec_(spec),
+        todo_(todo),
+        options_(options),
+        sink_(sink),
+        rows_(spec),
+        batch_(batch_size(todo.size(), std::max(1u, options.jobs))) {}
+
+  SweepCounts run() {
+    std::vector<std::thread> threads;
+    for (unsigned j = 1; j < options_.jobs && j < todo_.size(); ++j) threads.emplace_back([this] { work(); });
+    work();
+    for (auto& t : threads) t.join();
+    if (failure_) std::rethrow_exception(failure_);
+    return total_;
+  }
+
+ private:
+  void work() {
     try {
-      PointEvaluator evaluator(spec, options.device_memory_bytes);
+      PointEvaluator evaluator(spec_, options_.device_memory_bytes);
       std::string lines;
-      while (!stop) {
-        std::size_t begin = next.fetch_add(batch);
-        if (begin >= todo.size()) return;
-        std::size_t end = std::min(begin + batch, todo.size());
+      while (!stop_) {
+        std::size_t begin = next_.fetch_add(batch_);
+        if (begin >= todo_.size()) return;
+        std::size_t end = std::min(begin + batch_, todo_.size());
         lines.clear();
-        SweepCounts counts;
-        for (std::size_t k = begin; k < end; ++k) {
-          PointOutcome o = evaluator.evaluate(todo[k]);
-          counts.add(o.status);
-          if (o.status != PointStatus::Filtered)
-            lines += rows.line(todo[k], evaluator.coords(), o, evaluator.experiment(), evaluator.analysis(), nullptr);
-        }
-        std::lock_guard lock(mutex);
-        sink(lines);
-        total += counts;
-        if (options.progress) options.progress->advance(end - begin);
+        SweepCounts counts = evaluate(evaluator, begin, end, lines);
+        std::lock_guard lock(mutex_);
+        sink_(lines);
+        total_ += counts;
+        if (options_.progress) options_.progress->advance(end - begin);
       }
     } catch (...) {
-      std::lock_guard lock(mutex);
-      if (!failure) failure = std::current_exception();
-      stop = true;
+      std::lock_guard lock(mutex_);
+      if (!failure_) failure_ = std::current_exception();
+      stop_ = true;
     }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned j = 1; j < jobs && j < todo.size(); ++j) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
-  return total;
-}
+  }
+
+  SweepCounts evaluate(PointEvaluator& evaluator, std::size_t begin, std::size_t end, std::string& lines) const {
+    SweepCounts counts;
+    for (std::size_t k = begin; k < end; ++k) {
+      PointOutcome o = evaluator.evaluate(todo_[k]);
+      counts.add(o.status);
+      if (o.status != PointStatus::Filtered)
+        lines += rows_.line(todo_[k], evaluator.coords(), o, evaluator.experiment(), evaluator.analysis(), nullptr);
+    }
+    return counts;
+  }
+
+  const SweepSpec& spec_;
+  const std::vector<std::uint64_t>& todo_;
+  const SweepRunOptions& options_;
+  const RowSink& sink_;
+  const SweepRows rows_;
+  const std::size_t batch_;
+  std::atomic<std::size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  SweepCounts total_;
+  std::exception_ptr failure_;
+};
 
 // The last non-empty line of a child's stderr without the CLI's "placesim <command>: error: " lead.
 std::string child_message(const std::string& err) {
@@ -189,7 +213,7 @@ class SimulateRun {
 
 SweepCounts run_sweep(const SweepSpec& spec, const std::vector<std::uint64_t>& todo, const SweepRunOptions& options,
                       const RowSink& sink) {
-  if (spec.mode == SweepMode::Analyze) return run_analyze(spec, todo, options, sink);
+  if (spec.mode == SweepMode::Analyze) return AnalyzeRun(spec, todo, options, sink).run();
   if (options.simulator.empty()) throw InputError("simulate mode needs the placesim executable to run per point");
   SimulateRun run(spec, options, sink);
   return run.run(todo);

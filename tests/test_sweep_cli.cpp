@@ -219,6 +219,16 @@ TEST_CASE("A sweep killed with SIGKILL and resumed writes the same lines as an u
   CHECK(resumed == whole);  // both end sorted by index: byte-identical
 }
 
+TEST_CASE("placesim sweep writes byte-identical results for any --jobs") {
+  TempDir dir;
+  write(dir / "sweep.json", scalable_sweep(4));
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "one.jsonl" + " --jobs 1 --quiet") == 0);
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "three.jsonl" + " --jobs 3 --quiet") == 0);
+  std::string one = read(dir / "one.jsonl");
+  CHECK(lines_of(one).size() == 4 * 1680);
+  CHECK(one == read(dir / "three.jsonl"));
+}
+
 TEST_CASE("placesim sweep --resume refuses a results file written by another sweep") {
   TempDir dir;
   write(dir / "a.json", R"({"base": {"model": "gpt-1.7b", "strategy": "dp"}, "axes": {"strategy.dp": [1, 2, 4]}})");
