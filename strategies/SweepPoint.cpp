@@ -36,7 +36,8 @@ std::string section_of(const std::string& path) {
 template <class Value>
 class SectionCache {
  public:
-  SectionCache(const SweepSpec& spec, const std::string& section, std::function<Value(const Json&)> parse)
+  /// `parse` gets the section's JSON, or null when the point has no such section.
+  SectionCache(const SweepSpec& spec, const std::string& section, std::function<Value(const Json*)> parse)
       : spec_(spec), section_(section), parse_(std::move(parse)) {
     std::uint64_t combinations = 1;
     for (auto [a, p] : application_order(spec))
@@ -72,9 +73,10 @@ class SectionCache {
     if (spec_.base.contains(section_)) root[section_] = spec_.base[section_];
     for (auto [a, p] : positions_) set_path(root, spec_.axes[a].paths[p], spec_.axes[a].values[coords[a]][p]);
     Entry e;
-    if (root.contains(section_)) e.json = root[section_];
+    bool present = root.contains(section_);
+    if (present) e.json = root[section_];
     try {
-      e.value = parse_(e.json);
+      e.value = parse_(present ? &e.json : nullptr);
     } catch (...) {
       e.error = std::current_exception();
     }
@@ -83,7 +85,7 @@ class SectionCache {
 
   const SweepSpec& spec_;
   std::string section_;
-  std::function<Value(const Json&)> parse_;
+  std::function<Value(const Json*)> parse_;
   std::vector<std::pair<std::size_t, std::size_t>> positions_;
   std::vector<std::pair<std::size_t, std::uint64_t>> strides_;
   bool cached_ = true;
@@ -117,12 +119,13 @@ bool sections_apply(const SweepSpec& spec) {
 
 struct PointEvaluator::Sections {
   explicit Sections(const SweepSpec& spec)
-      : model(spec, "model", [dir = spec.base_dir](const Json& v) { return parse_model(v, dir); }),
-        training(spec, "training", [](const Json& v) { return v.is_null() ? TrainingSpec{} : parse_training(v); }),
-        strategy(spec, "strategy", [](const Json& v) { return parse_strategy(v); }),
+      : model(spec, "model", [dir = spec.base_dir](const Json* v) { return parse_model(*v, dir); }),
+        training(spec, "training", [](const Json* v) { return v ? parse_training(*v) : TrainingSpec{}; }),
+        strategy(spec, "strategy", [](const Json* v) { return parse_strategy(*v); }),
         cluster(spec, "cluster",
-                [](const Json& v) {
-                  return v.is_null() ? std::optional<ClusterFit>{} : std::optional<ClusterFit>{cluster_fit(v)};
+                [](const Json* v) {
+                  // As build_whole(): a null cluster is no cluster.
+                  return !v || v->is_null() ? std::optional<ClusterFit>{} : std::optional<ClusterFit>{cluster_fit(*v)};
                 }),
         name(spec.base.contains("name") ? spec.base["name"].get<std::string>() : "experiment") {}
 
@@ -194,11 +197,7 @@ PointOutcome PointEvaluator::check_and_analyze(const std::optional<ClusterFit>& 
 }
 
 PointOutcome PointEvaluator::evaluate(std::uint64_t index) {
-  coords_.resize(spec_.axes.size());
-  for (std::size_t a = spec_.axes.size(); a-- > 0;) {
-    coords_[a] = static_cast<std::size_t>(index % spec_.axes[a].size());
-    index /= spec_.axes[a].size();
-  }
+  coords_ = point_coords(spec_, index);
   if (auto filter = filtered_by_value()) return {PointStatus::Filtered, *filter, false};
   analyzed_ = false;
   try {

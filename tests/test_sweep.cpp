@@ -257,6 +257,12 @@ TEST_CASE("Cached sections give the same rows as parsing every point whole") {
     ok += a.status == PointStatus::Ok ? 1 : 0;
   }
   CHECK(ok > 50);
+  // A section given as null is an error, not an absent section.
+  SweepSpec null_training =
+      sweep(R"({"base": {"model": "gpt-1.7b", "training": null, "strategy": "dp"}, "axes": {"strategy.dp": [1]}})");
+  PointOutcome a = PointEvaluator(null_training, 0, true).evaluate(0);
+  CHECK(a.status == PointStatus::Invalid);
+  CHECK(a.reason == PointEvaluator(null_training, 0, false).evaluate(0).reason);
 }
 
 TEST_CASE("Figures read from the analysis equal the analyze report's values") {

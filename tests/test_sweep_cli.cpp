@@ -90,6 +90,13 @@ pid_t spawn_placesim(const std::vector<std::string>& args) {
   return pid;
 }
 
+// The first line where two results differ, for a failure message (Catch would print whole files otherwise).
+std::string first_difference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (std::size_t k = 0; k < std::min(a.size(), b.size()); ++k)
+    if (a[k] != b[k]) return "line " + std::to_string(k + 1) + ":\n  " + a[k] + "\n  " + b[k];
+  return a.size() == b.size() ? "none" : "lengths " + std::to_string(a.size()) + " and " + std::to_string(b.size());
+}
+
 std::uintmax_t size_of(const std::string& path) {
   std::error_code ec;
   auto n = std::filesystem::file_size(path, ec);
@@ -182,7 +189,9 @@ TEST_CASE("placesim sweep --shard i/N over N shards covers every point exactly o
   CHECK(indices.size() == 1680);
   std::sort(merged.begin(), merged.end());
   std::sort(all.begin(), all.end());
-  CHECK(merged == all);
+  INFO("first difference: " << first_difference(merged, all));
+  bool same = merged == all;
+  CHECK(same);
   std::string output;
   CHECK(sweep_cli(dir / "sweep.json" + " --shard 7/7 --out " + dir / "x.jsonl", &output) == 2);
   CHECK_THAT(output, Catch::Contains("--shard=7/7: i must be below N"));
@@ -214,9 +223,12 @@ TEST_CASE("A sweep killed with SIGKILL and resumed writes the same lines as an u
   std::string resumed = read(dir / "killed.jsonl"), whole = read(dir / "whole.jsonl");
   std::vector<std::string> a = lines_of(resumed), b = lines_of(whole);
   REQUIRE(b.size() == total);
-  CHECK(std::set<std::string>(a.begin(), a.end()) == std::set<std::string>(b.begin(), b.end()));
+  INFO("first difference: " << first_difference(a, b));
+  bool same_set = std::set<std::string>(a.begin(), a.end()) == std::set<std::string>(b.begin(), b.end());
+  CHECK(same_set);
   CHECK(a.size() == b.size());
-  CHECK(resumed == whole);  // both end sorted by index: byte-identical
+  bool same_bytes = resumed == whole;  // both end sorted by index: byte-identical
+  CHECK(same_bytes);
 }
 
 TEST_CASE("placesim sweep writes byte-identical results for any --jobs") {
@@ -226,7 +238,10 @@ TEST_CASE("placesim sweep writes byte-identical results for any --jobs") {
   REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "three.jsonl" + " --jobs 3 --quiet") == 0);
   std::string one = read(dir / "one.jsonl");
   CHECK(lines_of(one).size() == 4 * 1680);
-  CHECK(one == read(dir / "three.jsonl"));
+  std::string three = read(dir / "three.jsonl");
+  INFO("first difference: " << first_difference(lines_of(one), lines_of(three)));
+  bool same = one == three;
+  CHECK(same);
 }
 
 TEST_CASE("placesim sweep --resume refuses a results file written by another sweep") {
