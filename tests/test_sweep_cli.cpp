@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -359,6 +360,25 @@ TEST_CASE("ProcessPool feeds stdin and collects stdout and exit status of each c
   CHECK(results[2].err == "err\n");
   CHECK(results[3].out == "/tmp\n");
   CHECK(results[4].exit_code == 127);
+}
+
+TEST_CASE("Progress prints plain lines when stderr is not a terminal") {
+  std::ostringstream captured;
+  auto* saved = std::cerr.rdbuf(captured.rdbuf());
+  {
+    Progress progress("placesim sweep", 10, false, 0.0);  // interval 0: a line on every advance
+    progress.advance(5);
+    progress.advance(5);
+    progress.finish();
+  }
+  std::cerr.rdbuf(saved);
+  std::vector<std::string> lines = lines_of(captured.str());
+  REQUIRE(lines.size() == 2);
+  CHECK_THAT(lines[0], Catch::StartsWith("placesim sweep:  50.0% 5/10 points, "));
+  CHECK_THAT(lines[0], Catch::Contains("points/s, ETA "));
+  CHECK_THAT(lines[1], Catch::StartsWith("placesim sweep: 100.0% 10/10 points, "));
+  CHECK_THAT(lines[1], Catch::Contains(", took "));
+  CHECK(captured.str().find('\r') == std::string::npos);
 }
 
 TEST_CASE("Durations print as seconds, minutes or hours") {
