@@ -1,0 +1,142 @@
+// `placesim search`: mesh enumeration, the search sweep, ranking and the top-k table.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "strategies/Search.hpp"
+#include "tests/Helpers.hpp"
+
+using namespace placesim;
+
+namespace {
+
+std::vector<std::tuple<int, int, int>> meshes(std::int64_t devices, std::int64_t per_node) {
+  std::vector<std::tuple<int, int, int>> out;
+  for (const Mesh& m : enumerate_meshes(devices, per_node))
+    out.emplace_back(static_cast<int>(m.dp), static_cast<int>(m.tp), static_cast<int>(m.pp));
+  return out;
+}
+
+Json row(int index, const char* status, double bytes) {
+  return Json{{"index", index}, {"status", status}, {"communication.bytes_per_step", bytes}};
+}
+
+}  // namespace
+
+TEST_CASE("Meshes multiply to the GPU count with tp inside a node") {
+  using T = std::tuple<int, int, int>;  // dp, tp, pp
+  CHECK(meshes(16, 8) == std::vector<T>{{16, 1, 1},
+                                        {8, 1, 2},
+                                        {4, 1, 4},
+                                        {2, 1, 8},
+                                        {1, 1, 16},
+                                        {8, 2, 1},
+                                        {4, 2, 2},
+                                        {2, 2, 4},
+                                        {1, 2, 8},
+                                        {4, 4, 1},
+                                        {2, 4, 2},
+                                        {1, 4, 4},
+                                        {2, 8, 1},
+                                        {1, 8, 2}});
+  // 12 GPUs, 8 per node: tp 8 does not divide 12.
+  CHECK(meshes(12, 8) == std::vector<T>{{12, 1, 1},
+                                        {6, 1, 2},
+                                        {4, 1, 3},
+                                        {3, 1, 4},
+                                        {2, 1, 6},
+                                        {1, 1, 12},
+                                        {6, 2, 1},
+                                        {3, 2, 2},
+                                        {2, 2, 3},
+                                        {1, 2, 6},
+                                        {3, 4, 1},
+                                        {1, 4, 3}});
+  CHECK(meshes(1, 8) == std::vector<T>{{1, 1, 1}});
+}
+
+TEST_CASE("The search sweep needs a fixed global batch and a free micro-batch count") {
+  SearchSpace space;
+  space.devices = 16;
+  auto message = [&](const std::string& experiment) {
+    try {
+      search_sweep(Json::parse(experiment), "", space);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK_THAT(message(R"({"model": "gpt-1.7b", "strategy": "dp"})"),
+             Catch::Contains("training.global_batch is required"));
+  CHECK_THAT(message(R"({"model": "gpt-1.7b", "training": {"global_batch": 64},
+                         "strategy": {"preset": "dp", "microbatches": 4}})"),
+             Catch::Contains("strategy.microbatches must not be fixed"));
+  SweepSpec s = search_sweep(
+      Json::parse(R"({"model": "gpt-1.7b", "training": {"global_batch": 64}, "strategy": "dp"})"), "", space);
+  CHECK(s.points() == 14 * 5 * 4);
+  CHECK(s.paths() == std::vector<std::string>{"strategy.dp", "strategy.tp", "strategy.pp", "strategy.preset",
+                                              "training.micro_batch"});
+}
+
+TEST_CASE("Rows rank by a figure ascending or descending and only valid rows rank") {
+  std::vector<Json> rows = {row(0, "ok", 30), row(1, "invalid", 1), row(2, "ok", 10),
+                            row(3, "ok", 20), row(4, "ok", 10),     Json{{"index", 5}, {"status", "ok"}}};
+  std::vector<int> order;
+  for (const auto& r : rank_rows(rows, parse_rank_by("communication.bytes_per_step")))
+    order.push_back(r["index"].get<int>());
+  CHECK(order == std::vector<int>{2, 4, 3, 0});  // ties keep index order
+  order.clear();
+  for (const auto& r : rank_rows(rows, parse_rank_by("-communication.bytes_per_step")))
+    order.push_back(r["index"].get<int>());
+  CHECK(order == std::vector<int>{0, 3, 2, 4});
+  CHECK(default_rank_by(SweepMode::Simulate).path == "simulation.step_time_s");
+  CHECK(default_rank_by(SweepMode::Analyze).path == "communication.bytes_per_step");
+}
+
+TEST_CASE("placesim search prints the best valid candidates and writes every candidate as JSONL") {
+  char pattern[] = "/tmp/placesim-search-test-XXXXXX";
+  std::string dir = ::mkdtemp(pattern);
+  std::ofstream(dir + "/exp.json") << R"({"model": "gpt-1.7b", "cluster": {"preset": "dgx-a100", "nodes": 2},
+      "training": {"global_batch": 64, "recompute": "selective"}, "strategy": "dp"})";
+  std::string output;
+  int rc = test::run_placesim("search " + dir + "/exp.json --top 3 --quiet --out " + dir + "/r.jsonl", &output);
+  INFO(output);
+  REQUIRE(rc == 0);
+  std::ifstream in(dir + "/r.jsonl");
+  std::vector<Json> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(Json::parse(line));
+  std::filesystem::remove_all(dir);
+  REQUIRE(rows.size() == 14 * 5 * 4);
+  double best = 1e300;
+  const Json* winner = nullptr;
+  for (const auto& r : rows)
+    if (r["status"] == "ok" && r["communication.bytes_per_step"].get<double>() < best) {
+      best = r["communication.bytes_per_step"].get<double>();
+      winner = &r;
+    }
+  REQUIRE(winner);
+  CHECK_THAT(output, Catch::Contains("16 GPUs (8 per node), 280 points"));
+  CHECK_THAT(output, Catch::Contains("ranked by communication.bytes_per_step (lowest first): a proxy"));
+  // The first table row is the winner: rank 1, its preset and mesh.
+  std::istringstream table(output.substr(output.find("rank ")));
+  std::string header, first;
+  std::getline(table, header);
+  std::getline(table, first);
+  std::istringstream cells(first);
+  std::string rank, preset, dp, tp, pp;
+  cells >> rank >> preset >> dp >> tp >> pp;
+  CHECK(rank == "1");
+  CHECK(preset == (*winner)["point"]["strategy.preset"].get<std::string>());
+  CHECK(dp == (*winner)["point"]["strategy.dp"].dump());
+  CHECK(tp == (*winner)["point"]["strategy.tp"].dump());
+  CHECK(pp == (*winner)["point"]["strategy.pp"].dump());
+  std::string third;
+  std::getline(table, third);
+  std::getline(table, third);
+  CHECK(third.substr(0, 5) == "    3");
+  CHECK(test::run_placesim("search --model gpt-1.7b --set training.global_batch=64 --quiet", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("search needs the GPU count"));
+}

@@ -1,0 +1,412 @@
+// `placesim sweep` end to end: the issue's sweep file, sharding, a SIGKILL and --resume, CSV, simulate mode's
+// process per point, and the plot script.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "sim/Progress.hpp"
+#include "sim/Subprocess.hpp"
+#include "tests/Helpers.hpp"
+
+using namespace placesim;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char pattern[] = "/tmp/placesim-sweep-test-XXXXXX";
+    path = ::mkdtemp(pattern);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Runs `placesim sweep <arguments>`; returns the exit code, output in `output` when given.
+int sweep_cli(const std::string& arguments, std::string* output = nullptr) {
+  std::string ignored;
+  return test::run_placesim("sweep " + arguments, output ? output : &ignored);
+}
+
+// A sweep of 1680 x `scale` points over a small model (every point analyzes in microseconds).
+std::string scalable_sweep(int scale) {
+  return R"({"base": {"model": "gpt-1.7b", "training": {"micro_batch": 1}, "strategy": "megatron-3d"},
+    "axes": {"strategy.tp": [1, 2, 4, 8], "strategy.pp": [1, 2, 4], "strategy.dp": {"from": 1, "to": 64, "times": 2},
+             "strategy.preset": ["megatron-3d", "zero1", "zero2", "zero3", "zero-offload"],
+             "training.micro_batch": [1, 2, 4, 8],
+             "training.global_batch": {"from": 256, "to": )" +
+         std::to_string(256 * scale) + R"(, "step": 256}}})";
+}
+
+const char* kIssueSweep = R"({"base": {"model": "llama3-70b", "cluster": {"preset": "dgx-h100", "nodes": 64},
+    "training": {"global_batch": 1024, "micro_batch": 1}, "strategy": {"preset": "megatron-3d"}},
+    "axes": {"strategy.tp": [1, 2, 4, 8], "strategy.pp": [1, 2, 4, 8, 16], "strategy.dp": [4, 8, 16, 32, 64, 128],
+             "strategy.preset": ["megatron-3d", "zero1"]}, "mode": "analyze"})";
+
+// Starts `placesim args...` with output discarded; returns its pid.
+pid_t spawn_placesim(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {PLACESIM_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, PLACESIM_BINARY, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+  return pid;
+}
+
+// The first line where two results differ, for a failure message (Catch would print whole files otherwise).
+std::string first_difference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (std::size_t k = 0; k < std::min(a.size(), b.size()); ++k)
+    if (a[k] != b[k]) return "line " + std::to_string(k + 1) + ":\n  " + a[k] + "\n  " + b[k];
+  return a.size() == b.size() ? "none" : "lengths " + std::to_string(a.size()) + " and " + std::to_string(b.size());
+}
+
+std::uintmax_t size_of(const std::string& path) {
+  std::error_code ec;
+  auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+// Runs a sweep and SIGKILLs it once `min_bytes` of results are written. True if it was killed mid-way, false if it
+// finished first.
+bool kill_midway(const std::string& sweep, const std::string& out, std::uintmax_t min_bytes) {
+  pid_t pid = spawn_placesim({"sweep", sweep, "--out", out, "--jobs", "1", "--quiet"});
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return false;  // finished before the kill
+    if (size_of(out) >= min_bytes) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
+// Splits one CSV record (RFC 4180 quoting, no newlines inside fields).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      fields.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  return fields;
+}
+
+}  // namespace
+
+TEST_CASE("placesim sweep runs the issue's sweep file: 240 rows and every mismatched mesh invalid with its reason") {
+  TempDir dir;
+  write(dir / "sweep.json", kIssueSweep);
+  std::string output;
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --quiet", &output) == 0);
+  std::vector<std::string> lines = lines_of(read(dir / "r.jsonl"));
+  REQUIRE(lines.size() == 240);
+  int mismatched = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    Json row = Json::parse(lines[i]);
+    CHECK(row["index"] == i);  // the final file is in index order
+    const Json& p = row["point"];
+    int devices = p["strategy.tp"].get<int>() * p["strategy.pp"].get<int>() * p["strategy.dp"].get<int>();
+    if (devices != 512) {
+      ++mismatched;
+      CHECK(row["status"] == "invalid");
+      CHECK_THAT(row["reason"].get<std::string>(), Catch::Contains("does not match the cluster's 512 GPUs"));
+    }
+  }
+  CHECK(mismatched == 206);
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --count", &output) == 0);
+  CHECK(output == "240 points; 240 in shard 0/1\n");
+}
+
+TEST_CASE("placesim sweep --shard i/N over N shards covers every point exactly once") {
+  TempDir dir;
+  write(dir / "sweep.json", scalable_sweep(1));
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "all.jsonl" + " --jobs 2 --quiet") == 0);
+  std::vector<std::string> all = lines_of(read(dir / "all.jsonl"));
+  REQUIRE(all.size() == 1680);
+  const int shards = 7;
+  std::vector<std::string> merged;
+  std::set<std::uint64_t> indices;
+  for (int i = 0; i < shards; ++i) {
+    std::string out = dir / ("s" + std::to_string(i) + ".jsonl");
+    REQUIRE(sweep_cli(dir / "sweep.json" + " --shard " + std::to_string(i) + "/" + std::to_string(shards) + " --out " +
+                      out + " --jobs 2 --quiet") == 0);
+    for (const auto& line : lines_of(read(out))) {
+      auto index = Json::parse(line)["index"].get<std::uint64_t>();
+      CHECK(index % shards == static_cast<std::uint64_t>(i));
+      CHECK(indices.insert(index).second);  // never in two shards
+      merged.push_back(line);
+    }
+  }
+  CHECK(indices.size() == 1680);
+  std::sort(merged.begin(), merged.end());
+  std::sort(all.begin(), all.end());
+  INFO("first difference: " << first_difference(merged, all));
+  bool same = merged == all;
+  CHECK(same);
+  std::string output;
+  CHECK(sweep_cli(dir / "sweep.json" + " --shard 7/7 --out " + dir / "x.jsonl", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("--shard=7/7: i must be below N"));
+}
+
+TEST_CASE("A sweep killed with SIGKILL and resumed writes the same lines as an uninterrupted run") {
+  TempDir dir;
+  int scale = 40;  // 67,200 points; grown if the sweep finishes before it can be killed
+  bool killed = false;
+  for (int attempt = 0; attempt < 4 && !killed; ++attempt, scale *= 4) {
+    write(dir / "sweep.json", scalable_sweep(scale));
+    std::filesystem::remove(dir / "killed.jsonl");
+    killed = kill_midway(dir / "sweep.json", dir / "killed.jsonl", 2 << 20);
+  }
+  REQUIRE(killed);
+  const std::size_t total = 1680u * static_cast<std::size_t>(scale / 4);
+  std::string partial = read(dir / "killed.jsonl");
+  std::size_t written = lines_of(partial).size();
+  INFO("killed after " << written << " complete lines of " << total);
+  CHECK(written > 0);
+  CHECK(written < total);
+  std::string output;
+  // Without --resume the file is protected.
+  CHECK(sweep_cli(dir / "sweep.json" + " --out " + dir / "killed.jsonl", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("pass --resume to continue"));
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "killed.jsonl" + " --resume --jobs 2", &output) == 0);
+  CHECK_THAT(output, Catch::Contains("already in"));
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "whole.jsonl" + " --jobs 2 --quiet") == 0);
+  std::string resumed = read(dir / "killed.jsonl"), whole = read(dir / "whole.jsonl");
+  std::vector<std::string> a = lines_of(resumed), b = lines_of(whole);
+  REQUIRE(b.size() == total);
+  INFO("first difference: " << first_difference(a, b));
+  bool same_set = std::set<std::string>(a.begin(), a.end()) == std::set<std::string>(b.begin(), b.end());
+  CHECK(same_set);
+  CHECK(a.size() == b.size());
+  bool same_bytes = resumed == whole;  // both end sorted by index: byte-identical
+  CHECK(same_bytes);
+}
+
+TEST_CASE("placesim sweep writes byte-identical results for any --jobs") {
+  TempDir dir;
+  write(dir / "sweep.json", scalable_sweep(4));
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "one.jsonl" + " --jobs 1 --quiet") == 0);
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "three.jsonl" + " --jobs 3 --quiet") == 0);
+  std::string one = read(dir / "one.jsonl");
+  CHECK(lines_of(one).size() == 4 * 1680);
+  std::string three = read(dir / "three.jsonl");
+  INFO("first difference: " << first_difference(lines_of(one), lines_of(three)));
+  bool same = one == three;
+  CHECK(same);
+}
+
+TEST_CASE("placesim sweep --resume refuses a results file written by another sweep") {
+  TempDir dir;
+  write(dir / "a.json", R"({"base": {"model": "gpt-1.7b", "strategy": "dp"}, "axes": {"strategy.dp": [1, 2, 4]}})");
+  write(dir / "b.json", R"({"base": {"model": "gpt-1.7b", "strategy": "dp"}, "axes": {"strategy.dp": [1, 8, 4]}})");
+  REQUIRE(sweep_cli(dir / "a.json" + " --out " + dir / "r.jsonl" + " --quiet") == 0);
+  std::string output;
+  CHECK(sweep_cli(dir / "b.json" + " --out " + dir / "r.jsonl" + " --resume", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("r.jsonl:2: point 1 has other axis values"));
+  CHECK(sweep_cli(dir / "b.json" + " --out " + dir / "r.jsonl" + " --force --quiet") == 0);
+  CHECK_THAT(read(dir / "r.jsonl"), Catch::Contains("\"strategy.dp\":8"));
+  // A cut last line (a kill during a write) is dropped and its point evaluated again.
+  std::string whole = read(dir / "r.jsonl");
+  write(dir / "r.jsonl", whole.substr(0, whole.size() - 20));
+  REQUIRE(sweep_cli(dir / "b.json" + " --out " + dir / "r.jsonl" + " --resume --quiet") == 0);
+  CHECK(read(dir / "r.jsonl") == whole);
+}
+
+TEST_CASE("placesim sweep --csv writes the same rows as the JSONL") {
+  TempDir dir;
+  write(dir / "sweep.json", kIssueSweep);
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --csv " + dir / "r.csv" + " --quiet") == 0);
+  std::vector<std::string> jsonl = lines_of(read(dir / "r.jsonl")), csv = lines_of(read(dir / "r.csv"));
+  REQUIRE(csv.size() == jsonl.size() + 1);
+  std::vector<std::string> header = csv_fields(csv[0]);
+  CHECK(header == std::vector<std::string>{"index", "strategy.tp", "strategy.pp", "strategy.dp", "strategy.preset",
+                                           "status", "reason", "memory.total_bytes", "memory.model_states_bytes",
+                                           "communication.bytes_per_step", "compute.model_flops_per_step"});
+  for (std::size_t k = 0; k < jsonl.size(); ++k) {
+    Json row = Json::parse(jsonl[k]);
+    std::vector<std::string> f = csv_fields(csv[k + 1]);
+    REQUIRE(f.size() == header.size());
+    CHECK(f[0] == row["index"].dump());
+    CHECK(f[1] == row["point"]["strategy.tp"].dump());
+    CHECK(f[4] == row["point"]["strategy.preset"].get<std::string>());
+    CHECK(f[5] == row["status"].get<std::string>());
+    CHECK(f[6] == row.value("reason", std::string()));
+    CHECK(f[7] == (row.contains("memory.total_bytes") ? row["memory.total_bytes"].dump() : ""));
+    CHECK(f[9] == (row.contains("communication.bytes_per_step") ? row["communication.bytes_per_step"].dump() : ""));
+  }
+}
+
+TEST_CASE("Simulate mode runs one simulator process per point and maps its exit codes") {
+  TempDir dir;
+  // Stands in for `placesim simulate - --report -`: reads the point's experiment on stdin and answers by its tp --
+  // a report carrying its own pid for tp 1 and 2, a refusal (exit 2) for tp 4, a crash for tp 8.
+  write(dir / "simulator.sh", R"(#!/bin/sh
+[ "$1 $2" = "simulate --help" ] && exit 0
+[ "$1 $2 $3 $4" = "simulate - --report -" ] || exit 9
+input=$(cat)
+case "$input" in
+  *'"tp":4'*) echo "placesim simulate: error: strategy.tp=4 refused by the test simulator" >&2; exit 2;;
+  *'"tp":8'*) kill -9 $$;;
+esac
+tp=$(printf '%s' "$input" | grep -o '"tp":[0-9]*' | cut -d: -f2)
+echo "{\"simulation\": {\"step_time_s\": 1.5, \"mfu\": 0.25, \"tokens_per_s\": 1000, \"pid\": $$, \"tp\": $tp}}"
+)");
+  ::chmod((dir / "simulator.sh").c_str(), 0755);
+  write(dir / "sweep.json", R"({"base": {"model": "gpt-1.7b", "training": {"global_batch": 16}, "strategy": "dp"},
+      "axes": {"strategy.tp": [1, 2, 4, 8, 5], "strategy.dp": [1, 2, 4]}, "mode": "simulate",
+      "figures": ["simulation.step_time_s", "simulation.pid", "simulation.tp", "memory.total_bytes"]})");
+  std::string output;
+  int rc = sweep_cli(
+      dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --jobs 2 --quiet --simulator " + dir / "simulator.sh",
+      &output);
+  CHECK(rc == 1);  // the crashed points are errors
+  CHECK_THAT(output, Catch::Contains("15 points: 6 ok, 6 invalid, 0 filtered, 3 errors"));
+  std::set<int> pids;
+  for (const auto& line : lines_of(read(dir / "r.jsonl"))) {
+    Json row = Json::parse(line);
+    int tp = row["point"]["strategy.tp"].get<int>();
+    INFO(line);
+    if (tp <= 2) {
+      CHECK(row["status"] == "ok");
+      CHECK(row["simulation.step_time_s"] == 1.5);
+      CHECK(row["simulation.tp"] == tp);  // the child read this point's experiment
+      CHECK(row.contains("memory.total_bytes"));
+      pids.insert(row["simulation.pid"].get<int>());
+    } else if (tp == 4) {
+      CHECK(row["status"] == "invalid");
+      CHECK(row["reason"] == "simulate: strategy.tp=4 refused by the test simulator");
+    } else if (tp == 8) {
+      CHECK(row["status"] == "error");
+      CHECK_THAT(row["reason"].get<std::string>(), Catch::StartsWith("simulator was killed by signal 9"));
+    } else {
+      CHECK(row["status"] == "invalid");  // tp 5 does not divide 24 heads: refused before any simulation
+      CHECK_THAT(row["reason"].get<std::string>(), Catch::Contains("strategy.tp=5 does not divide model.heads=24"));
+      CHECK_FALSE(row.contains("simulation.pid"));
+    }
+  }
+  CHECK(pids.size() == 6);  // one process per simulated point
+  // A placesim that cannot simulate is refused before any point runs.
+  write(dir / "nosim.sh", "#!/bin/sh\necho \"placesim: unknown command 'simulate'\" >&2\nexit 2\n");
+  ::chmod((dir / "nosim.sh").c_str(), 0755);
+  CHECK(sweep_cli(dir / "sweep.json" + " --out " + dir / "n.jsonl --simulator " + dir / "nosim.sh", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("this placesim cannot simulate a point"));
+}
+
+TEST_CASE("ProcessPool feeds stdin and collects stdout and exit status of each child") {
+  ProcessPool pool;
+  std::string big(1 << 20, 'x');  // larger than a pipe buffer: input and output must be pumped together
+  for (std::size_t i = 0; i < big.size(); i += 1000) big[i] = '\n';
+  pool.start(1, {"/bin/cat"}, big, "");
+  pool.start(2, {"/bin/sh", "-c", "echo err >&2; exit 3"}, "", "");
+  pool.start(3, {"/bin/sh", "-c", "pwd"}, "", "/tmp");
+  pool.start(4, {"/nonexistent/simulator"}, "ignored", "");
+  std::map<std::uint64_t, ChildResult> results;
+  for (int rounds = 0; pool.running() > 0 && rounds < 10000; ++rounds)
+    for (auto& [id, r] : pool.wait(100)) results[id] = r;
+  REQUIRE(results.size() == 4);
+  CHECK(results[1].exit_code == 0);
+  CHECK(results[1].out == big);
+  CHECK(results[2].exit_code == 3);
+  CHECK(results[2].err == "err\n");
+  CHECK(results[3].out == "/tmp\n");
+  CHECK(results[4].exit_code == 127);
+}
+
+TEST_CASE("Progress prints plain lines when stderr is not a terminal") {
+  std::ostringstream captured;
+  auto* saved = std::cerr.rdbuf(captured.rdbuf());
+  {
+    Progress progress("placesim sweep", 10, false, 0.0);  // interval 0: a line on every advance
+    progress.advance(5);
+    progress.advance(5);
+    progress.finish();
+  }
+  std::cerr.rdbuf(saved);
+  std::vector<std::string> lines = lines_of(captured.str());
+  REQUIRE(lines.size() == 2);
+  CHECK_THAT(lines[0], Catch::StartsWith("placesim sweep:  50.0% 5/10 points, "));
+  CHECK_THAT(lines[0], Catch::Contains("points/s, ETA "));
+  CHECK_THAT(lines[1], Catch::StartsWith("placesim sweep: 100.0% 10/10 points, "));
+  CHECK_THAT(lines[1], Catch::Contains(", took "));
+  CHECK(captured.str().find('\r') == std::string::npos);
+}
+
+TEST_CASE("Durations print as seconds, minutes or hours") {
+  CHECK(format_duration(7.2) == "7 s");
+  CHECK(format_duration(245) == "4:05");
+  CHECK(format_duration(3723) == "1:02:03");
+  CHECK(format_duration(-1) == "?");
+}
+
+TEST_CASE("plot_sweep.py draws a PNG and an SVG from sweep results") {
+  TempDir dir;
+  write(dir / "sweep.json", R"({"base": {"model": "gpt-1.7b", "training": {"global_batch": 512}, "strategy": "dp"},
+      "axes": {"strategy.preset": ["dp", "zero1", "zero3"], "strategy.dp": {"from": 1, "to": 64, "times": 2}}})");
+  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --quiet") == 0);
+  std::string script = std::string(PLACESIM_SOURCE_DIR) + "/traces/plot_sweep.py";
+  std::string command = "/usr/bin/python3 " + script + " " + dir / "r.jsonl" +
+                        " --x strategy.dp --y memory.total_bytes " + "--hue strategy.preset --out " + dir / "plot.png" +
+                        " --out " + dir / "plot.svg 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  char buffer[4096];
+  std::string output;
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+  INFO(output);
+  REQUIRE(WEXITSTATUS(::pclose(pipe)) == 0);
+  std::string png = read(dir / "plot.png");
+  REQUIRE(png.size() > 1000);
+  CHECK(png.substr(1, 3) == "PNG");
+  CHECK_THAT(read(dir / "plot.svg"), Catch::Contains("<svg"));
+  CHECK_THAT(read(dir / "plot.svg"), Catch::Contains("zero3"));  // the legend names every strategy
+}
