@@ -2,12 +2,27 @@
 
 #include "sim/Commands.hpp"
 #include "strategies/Analytic.hpp"
+#include "strategies/ClusterFit.hpp"
 #include "strategies/Strategy.hpp"
 #include "strategies/Validity.hpp"
 #include "topology/Cluster.hpp"
 #include "traces/Report.hpp"
 
 namespace placesim {
+
+namespace {
+
+// Validity, and with a cluster: the mesh must use its GPUs and the memory fit its accelerator (unless
+// --device-memory says otherwise).
+void check_with_cluster(Experiment& e) {
+  check_validity(e);
+  if (e.cluster.is_null()) return;
+  ClusterFit fit = cluster_fit(e.cluster);
+  check_cluster_mesh(e, fit);
+  if (e.device_memory_bytes <= 0) e.device_memory_bytes = fit.device_memory_bytes;
+}
+
+}  // namespace
 
 Command command_analyze() {
   Command c;
@@ -19,7 +34,7 @@ Command command_analyze() {
   c.flags.push_back({"--table", "", "print a readable table (the JSON report then goes only to --out)"});
   c.run = [](const Args& args) {
     Experiment e = experiment_from_args(args, true);
-    check_validity(e);
+    check_with_cluster(e);
     Analysis a = analyze(e);
     check_fits(e, a);
     std::string out = args.value("--out").value_or("");
@@ -42,7 +57,7 @@ Command command_check() {
   c.flags = experiment_flags();
   c.run = [](const Args& args) {
     Experiment e = experiment_from_args(args, false);
-    check_validity(e);
+    check_with_cluster(e);
     check_fits(e, analyze(e));
     std::cout << "valid: " << e.name << ": " << e.model.name << " with " << e.strategy.preset << " "
               << short_form(e.strategy.placement) << " on dp " << e.strategy.dp << " x tp " << e.strategy.tp

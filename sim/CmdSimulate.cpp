@@ -13,10 +13,7 @@ namespace {
 
 SimulateSettings settings_from(const Args& args) {
   SimulateSettings s;
-  if (auto f = args.value("--fidelity")) {
-    if (*f != "fast" && *f != "flow") throw InputError("--fidelity=" + *f + " is not one of: fast flow");
-    s.sim.flow = *f == "flow";
-  }
+  if (auto f = args.value("--fidelity")) s.sim.fidelity = parse_fidelity(*f, "--fidelity");
   if (auto g = args.value("--layer-group")) {
     Json v = parse_cli_value(*g);
     if (!v.is_number_integer() || v.get<std::int64_t>() < 1) throw InputError("--layer-group=" + *g + " must be a positive integer");
@@ -64,8 +61,9 @@ Command command_simulate() {
   c.flags.push_back({"--trace-devices", "SEL", "devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ..."});
   c.flags.push_back({"--trace-detail", "coarse|fine", "fine shows every collective step (default coarse)"});
   c.flags.push_back({"--svg", "FILE", "write a static SVG timeline overview"});
-  c.flags.push_back({"--fidelity", "fast|flow", "flow: every collective step contends in the network; fast (default): "
-                                                "collectives inside one node as one exact alpha-beta activity"});
+  c.flags.push_back({"--fidelity", "analytic|flow|full",
+                     "analytic: collectives as exact alpha-beta delays; flow (default): collectives across nodes as "
+                     "contending flows; full: every collective step a flow"});
   c.flags.push_back({"--layer-group", "N", "layers per compute task (default: chosen to bound the task count)"});
   c.flags.push_back({"--reproducible", "", "zero host-measured fields (wall time) so equal inputs give identical reports"});
   c.run = [](const Args& args) {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "sim/SimReport.hpp"
+#include "strategies/ClusterFit.hpp"
 #include "strategies/Mesh.hpp"
 #include "strategies/PipelineMetrics.hpp"
 #include "strategies/PipelineSchedule.hpp"
@@ -17,11 +18,7 @@ ClusterSpec resolve_cluster(Experiment& e) {
   if (e.cluster.is_null())
     throw InputError("cluster is required to simulate: add e.g. \"cluster\": {\"preset\": \"dgx-a100\", \"nodes\": 2}");
   ClusterSpec c = parse_cluster(e.cluster);
-  if (e.strategy.devices() != c.devices())
-    throw InputError("strategy mesh dp x tp x pp = " + std::to_string(e.strategy.dp) + " x " + std::to_string(e.strategy.tp) +
-                     " x " + std::to_string(e.strategy.pp) + " = " + std::to_string(e.strategy.devices()) +
-                     " devices, but the cluster has " + std::to_string(c.devices()) + " GPUs (cluster.nodes=" +
-                     std::to_string(c.nodes) + " x cluster.gpus_per_node=" + std::to_string(c.gpus_per_node) + ")");
+  check_cluster_mesh(e, cluster_fit(e.cluster));
   if (e.device_memory_bytes <= 0) e.device_memory_bytes = c.accelerator.hbm_bytes;
   return c;
 }
@@ -86,7 +83,7 @@ SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& setti
   out.report = analysis_report(e, a);
   out.report["cluster"] = cluster_to_json(c);
   out.report["simulation"] = simulation_section(e, c, a, out.result);
-  out.report["simulation"]["fidelity"] = settings.sim.flow ? "flow" : "fast";
+  out.report["simulation"]["fidelity"] = to_string(settings.sim.fidelity);
   out.report["simulation"]["layer_group"] = layer_group_size(e, settings.expand);
   out.report["validation"] = validation_section(e, a, out.result);
   if (e.strategy.pp > 1) {

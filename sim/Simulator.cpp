@@ -151,7 +151,8 @@ void Runner::start(TaskId id) {
           if (n == 1) return finish(id, now, now);
           bool one_node = members.front() / per_node == members.back() / per_node;
           for (int x : members) one_node = one_node && x / per_node == members.front() / per_node;
-          if (one_node && !o_.flow) return delay(id, delay_seconds(b));
+          if (o_.fidelity == Fidelity::Analytic || (one_node && o_.fidelity == Fidelity::Flow))
+            return delay(id, delay_seconds(b));
           RingRun& run = rings_[id];
           run.steps = ring_steps(b.op, n) * b.repeat;
           run.chunk_bytes = static_cast<double>(b.elems / n) * b.elem_bytes;
@@ -165,16 +166,21 @@ void Runner::start(TaskId id) {
       t.body);
 }
 
+// The ring's time without contention: every step pays the slowest hop's latency and bandwidth.
 double Runner::delay_seconds(const Collective& c) const {
   const auto& m = g_.groups[static_cast<std::size_t>(c.group)];
   const int n = static_cast<int>(m.size());
-  std::vector<sg::Link*> links;
-  double latency = 0;
-  platform_.gpus[static_cast<std::size_t>(m[0])]->route_to(platform_.gpus[static_cast<std::size_t>(m[1])], links, &latency);
-  double bandwidth = std::numeric_limits<double>::infinity();
-  for (auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth());
+  double alpha = 0, bandwidth = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < n; ++r) {
+    std::vector<sg::Link*> links;
+    double latency = 0;
+    platform_.gpus[static_cast<std::size_t>(m[static_cast<std::size_t>(r)])]->route_to(
+        platform_.gpus[static_cast<std::size_t>(m[static_cast<std::size_t>((r + 1) % n)])], links, &latency);
+    alpha = std::max(alpha, latency);
+    for (auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth());
+  }
   double chunk = static_cast<double>(c.elems / n) * c.elem_bytes;
-  return ring_steps(c.op, n) * c.repeat * (latency + chunk / bandwidth);
+  return ring_steps(c.op, n) * c.repeat * (alpha + chunk / bandwidth);
 }
 
 void Runner::launch(TaskId id, sg::ActivityPtr activity, int rank) {
@@ -342,6 +348,17 @@ void Runner::finish_collective(TaskId id, const RingRun& run) {
 }
 
 }  // namespace
+
+const char* to_string(Fidelity f) {
+  return f == Fidelity::Analytic ? "analytic" : f == Fidelity::Flow ? "flow" : "full";
+}
+
+Fidelity parse_fidelity(const std::string& text, const std::string& field) {
+  if (text == "analytic") return Fidelity::Analytic;
+  if (text == "flow") return Fidelity::Flow;
+  if (text == "full") return Fidelity::Full;
+  throw InputError(field + "=" + text + " is not one of: analytic flow full");
+}
 
 SimResult simulate(const TaskGraph& graph, const ClusterSpec& cluster, const SimOptions& options) {
   return Runner(graph, cluster, options).run();

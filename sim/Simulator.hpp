@@ -9,11 +9,18 @@
 
 namespace placesim {
 
+/// How collectives are simulated. Point-to-point and PCIe transfers are always flows.
+///   analytic  every collective is one exact alpha-beta delay of its ring (slowest hop's latency and bandwidth);
+///             no contention between collectives: fastest, for sweeps and very large runs
+///   flow      collectives that cross nodes are decomposed into ring steps, each a flow that contends with all
+///             other traffic; collectives inside one node are exact delays (the NVSwitch is non-blocking) [default]
+///   full      every collective step is a flow, inside nodes too
+enum class Fidelity { Analytic, Flow, Full };
+const char* to_string(Fidelity f);
+Fidelity parse_fidelity(const std::string& text, const std::string& field);
+
 struct SimOptions {
-  /// Every collective step as a flow through the platform (full contention). Otherwise a collective whose members
-  /// share one node runs as one activity with the exact α–β cost of its ring (the NVSwitch cannot be contended by
-  /// it), and only collectives that cross nodes are decomposed into flows.
-  bool flow = false;
+  Fidelity fidelity = Fidelity::Flow;
   std::vector<char> record;  ///< per device: keep its task records and memory events (empty: all devices)
   bool fine = false;         ///< one record per collective step instead of one per collective and device
 };

@@ -62,9 +62,9 @@ TEST_CASE("A ring all-reduce step by step takes 2(N-1)(alpha + X/(N B))") {
   TaskGraph g = empty_graph(8);
   int group = g.add_group({0, 1, 2, 3, 4, 5, 6, 7});
   g.add(allreduce(group, 800000000), 0);
-  SimOptions flow;
-  flow.flow = true;
-  SimResult r = simulate(g, node(), flow);
+  SimOptions full;
+  full.fidelity = Fidelity::Full;
+  SimResult r = simulate(g, node(), full);
   const double n = 8, x = 8e8;
   CHECK(r.step_time_s == Approx(2 * (n - 1) * (alpha + x / (n * bw))).epsilon(1e-9));  // 14.028 ms
   CHECK(r.activities == 8 * 14);
