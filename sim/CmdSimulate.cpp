@@ -4,6 +4,7 @@
 #include "sim/Simulate.hpp"
 #include "strategies/AbstractPipeline.hpp"
 #include "traces/ChromeTrace.hpp"
+#include "strategies/Analytic.hpp"
 #include "traces/Report.hpp"
 #include "traces/Svg.hpp"
 
@@ -65,6 +66,7 @@ Command command_simulate() {
                      "analytic: collectives as exact alpha-beta delays; flow (default): collectives across nodes as "
                      "contending flows; full: every collective step a flow"});
   c.flags.push_back({"--layer-group", "N", "layers per compute task (default: chosen to bound the task count)"});
+  c.flags.push_back({"--quiet", "", "print only the simulation summary, not the analytic table"});
   c.flags.push_back({"--reproducible", "", "zero host-measured fields (wall time) so equal inputs give identical reports"});
   c.run = [](const Args& args) {
     SimulateSettings settings = settings_from(args);
@@ -86,7 +88,11 @@ Command command_simulate() {
     write_pictures(args, out.result.record, options, e.name, out.result.step_time_s);
     std::string report_path = args.value("--report").value_or("");
     if (!report_path.empty()) write_output(report_path, dump(out.report));
-    (report_path == "-" ? std::cerr : std::cout) << simulation_table(out.report);
+    std::ostream& summary = report_path == "-" ? std::cerr : std::cout;
+    if (!args.has("--quiet")) summary << analysis_table(e, analyze(e)) << "\n";
+    summary << simulation_table(out.report);
+    for (const char* flag : {"--trace", "--svg"})
+      if (auto path = args.value(flag)) summary << "  wrote " << *path << "\n";
     return 0;
   };
   return c;

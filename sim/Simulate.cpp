@@ -97,7 +97,7 @@ std::string simulation_table(const Json& r) {
   const Json& sim = r["simulation"];
   std::ostringstream out;
   char line[256];
-  out << "placesim simulate: " << r["model"]["name"].get<std::string>() << " on " << r["cluster"]["name"].get<std::string>()
+  out << "simulated step: " << r["model"]["name"].get<std::string>() << " on " << r["cluster"]["name"].get<std::string>()
       << " (" << r["strategy"]["devices"].get<std::int64_t>() << " GPUs), " << r["strategy"]["preset"].get<std::string>()
       << " dp " << r["strategy"]["dp"].get<std::int64_t>() << " x tp " << r["strategy"]["tp"].get<std::int64_t>() << " x pp "
       << r["strategy"]["pp"].get<std::int64_t>() << ", " << r["strategy"]["schedule"].get<std::string>() << ", "
@@ -108,6 +108,11 @@ std::string simulation_table(const Json& r) {
                 sim["model_tflops_per_gpu"].get<double>(), sim["tokens_per_s"].get<double>(),
                 format_seconds(sim["exposed_communication_s"].get<double>()).c_str());
   out << line;
+  if (r.contains("pipeline")) {
+    std::snprintf(line, sizeof line, "  pipeline bubble      %.1f %% (mean over stages, %s)\n",
+                  100 * r["pipeline"]["bubble_fraction_mean"].get<double>(), r["strategy"]["schedule"].get<std::string>().c_str());
+    out << line;
+  }
   const Json& peak = sim["peak_memory_bytes"];
   out << "  peak memory / GPU    " << format_bytes(peak["total"].get<double>()) << " (parameters "
       << format_bytes(peak["parameters"].get<double>()) << ", gradients " << format_bytes(peak["gradients"].get<double>())
@@ -129,8 +134,9 @@ std::string simulation_table(const Json& r) {
   }
   std::snprintf(line, sizeof line, "  analytic vs simulated: %d of %d figures identical\n", exact, total);
   out << line;
-  std::snprintf(line, sizeof line, "  simulated %llu SimGrid activities in %.2f s\n",
-                static_cast<unsigned long long>(sim["activities"].get<std::uint64_t>()), sim["wall_time_s"].get<double>());
+  std::snprintf(line, sizeof line, "  simulated in %.2f s: %llu SimGrid activities (flows), %llu timers (compute, exact collectives)\n",
+                sim["wall_time_s"].get<double>(), static_cast<unsigned long long>(sim["activities"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(sim["timers"].get<std::uint64_t>()));
   out << line;
   return out.str();
 }
