@@ -32,17 +32,9 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   };
   for (int t = 0; t < tp_; ++t) {
     if (gather) {
-      Collective c;
-      c.op = CollectiveOp::AllGather;
-      c.cls = CommClass::ZeroGather;
-      c.stream = Stream::DpGather;
-      c.group = dp_group(t, s);
-      c.elems = sharded(lg, dp_) * dp_;
-      c.elem_bytes = static_cast<int>(pb);
-      c.layer = lg.first_layer;
-      c.layers = lg.layers;
-      c.microbatch = op.microbatch;
-      TaskId id = add_collective(c, s);
+      TaskId id = add_collective(dp_collective(CollectiveOp::AllGather, CommClass::ZeroGather, Stream::DpGather, t, s, lg,
+                                               static_cast<int>(pb), op.microbatch),
+                                 s);
       std::vector<MemDelta> on_start;
       for (int d = 0; d < dp_; ++d) {
         on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
@@ -61,6 +53,21 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
       }
     }
   }
+}
+
+Collective Expander::dp_collective(CollectiveOp op, CommClass cls, Stream stream, int t, int s, const LayerGroup& lg,
+                                   int elem_bytes, int microbatch) {
+  Collective c;
+  c.op = op;
+  c.cls = cls;
+  c.stream = stream;
+  c.group = dp_group(t, s);
+  c.elems = sharded(lg, dp_) * dp_;
+  c.elem_bytes = elem_bytes;
+  c.layer = lg.first_layer;
+  c.layers = lg.layers;
+  c.microbatch = microbatch;
+  return c;
 }
 
 void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backward) {
@@ -82,17 +89,9 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
   for (int t = 0; t < tp_; ++t) {
     TaskId rs = kNoTask;
     if (dp_ > 1) {
-      Collective c;
-      c.op = CollectiveOp::ReduceScatter;
-      c.cls = CommClass::DpGradSync;
-      c.stream = Stream::DpComm;
-      c.group = dp_group(t, s);
-      c.elems = sharded(lg, dp_) * dp_;
-      c.elem_bytes = static_cast<int>(gb);
-      c.layer = lg.first_layer;
-      c.layers = lg.layers;
-      c.microbatch = op.microbatch;
-      rs = add_collective(c, s);
+      rs = add_collective(dp_collective(CollectiveOp::ReduceScatter, CommClass::DpGradSync, Stream::DpComm, t, s, lg,
+                                        static_cast<int>(gb), op.microbatch),
+                          s);
       std::vector<MemDelta> on_end;
       for (int d = 0; d < dp_; ++d) {
         g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], rs);

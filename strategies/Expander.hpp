@@ -58,6 +58,9 @@ class Expander {
   void gather_params(int s, const StageOp& op, int g);
   void sync_gradients(int s, const StageOp& op, int g, bool last_backward);
   void flush_bucket(int t, int s);
+  /// A collective over the data-parallel group of (t, s) for the units of `lg`, padded to a multiple of dp.
+  Collective dp_collective(CollectiveOp op, CommClass cls, Stream stream, int t, int s, const LayerGroup& lg,
+                           int elem_bytes, int microbatch);
   void send_boundary(int s, const StageOp& op);
   void link_boundary(int d, int t, int vstage, int mb, bool forward, TaskId task, bool is_producer);
   void finish_step(int s);

@@ -1,5 +1,7 @@
 #include "traces/SvgPlot.hpp"
 
+#include "traces/JsonText.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -26,24 +28,7 @@ std::string tick_label(double v) {
 
 std::string escape(const std::string& text) {
   std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
+  append_xml_escaped(out, text);
   return out;
 }
 
