@@ -270,8 +270,8 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, dou
       g_.set_memory(id, {}, on_end);
       for (TaskId dep : frontier_[lane]) g_.depend(dep, id);
       if (first_of_op) link_boundary(d, t, vstage, op.microbatch, op.forward, id, false);
-      if (gather_of_group_.size() > static_cast<std::size_t>(t) && gather_of_group_[static_cast<std::size_t>(t)] != kNoTask)
-        g_.depend(gather_of_group_[static_cast<std::size_t>(t)], id);
+      if (gather_of_group_.size() > static_cast<std::size_t>(t))
+        for (TaskId gather : gather_of_group_[static_cast<std::size_t>(t)]) g_.depend(gather, id);
       // Double-buffered unsharded gradients (as DeepSpeed's reduce buckets): a backward waits until the buffer
       // filled two groups back has been reduce-scattered or copied out.
       const auto& window = grad_window_[lane];

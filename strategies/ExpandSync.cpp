@@ -18,7 +18,7 @@ std::int64_t sharded(const LayerGroup& g, int n) {
 
 void Expander::gather_params(int s, const StageOp& op, int g) {
   const auto& pl = e_.strategy.placement;
-  gather_of_group_.assign(static_cast<std::size_t>(tp_), kNoTask);
+  gather_of_group_.assign(static_cast<std::size_t>(tp_), {});
   const bool gather = pl.parameters == Mode::ShardedWithGather && dp_ > 1;
   const bool fetch = pl.parameters == Mode::Offloaded;
   if (!gather && !fetch) return;
@@ -32,16 +32,16 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   };
   for (int t = 0; t < tp_; ++t) {
     if (gather) {
-      TaskId id = add_collective(dp_collective(CollectiveOp::AllGather, CommClass::ZeroGather, Stream::DpGather, t, s, lg,
-                                               static_cast<int>(pb), op.microbatch),
-                                 s);
+      Phases gather_tasks = add_dp_collective(dp_collective(CollectiveOp::AllGather, CommClass::ZeroGather,
+                                                            Stream::DpGather, t, s, lg, static_cast<int>(pb), op.microbatch),
+                                              s);
       std::vector<MemDelta> on_start;
       for (int d = 0; d < dp_; ++d) {
         on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
-        limit(d, t, id);
+        for (TaskId first : gather_tasks.first) limit(d, t, first);
       }
-      g_.set_memory(id, on_start, {});
-      gather_of_group_[static_cast<std::size_t>(t)] = id;
+      set_member_memory(gather_tasks.first, on_start, true);
+      gather_of_group_[static_cast<std::size_t>(t)] = gather_tasks.last;
     } else {
       // Offloaded parameters are fetched over PCIe by every device; one task per device, the last one recorded.
       for (int d = 0; d < dp_; ++d) {
@@ -49,10 +49,82 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
         TaskId id = add_single(Offload{x, false, static_cast<double>(lg.elems) * pb, State::Parameters}, s, x, Stream::H2D);
         g_.set_memory(id, {{x, State::Parameters, static_cast<double>(lg.elems) * pb, true}}, {});
         limit(d, t, id);
-        gather_of_group_[static_cast<std::size_t>(t)] = id;
+        gather_of_group_[static_cast<std::size_t>(t)].push_back(id);
       }
     }
   }
+}
+
+TaskId Expander::task_of_member(const std::vector<TaskId>& tasks, int device) const {
+  for (TaskId id : tasks) {
+    const auto& m = task_devices(g_, g_[id]);
+    if (std::find(m.begin(), m.end(), device) != m.end()) return id;
+  }
+  return tasks.front();
+}
+
+int Expander::subgroup(std::vector<int> members) {
+  auto [it, fresh] = subgroups_.try_emplace(members, 0);
+  if (fresh) it->second = g_.add_group(std::move(members));
+  return it->second;
+}
+
+void Expander::set_member_memory(const std::vector<TaskId>& tasks, const std::vector<MemDelta>& deltas, bool at_start) {
+  for (TaskId id : tasks) {
+    const auto& members = task_devices(g_, g_[id]);
+    std::vector<MemDelta> mine;
+    for (const MemDelta& m : deltas)
+      if (std::find(members.begin(), members.end(), m.device) != members.end()) mine.push_back(m);
+    if (!mine.empty()) g_.set_memory(id, at_start ? mine : std::vector<MemDelta>{}, at_start ? std::vector<MemDelta>{} : mine);
+  }
+}
+
+Expander::Phases Expander::add_dp_collective(Collective c, int stage) {
+  const std::vector<int> members = g_.groups[static_cast<std::size_t>(c.group)];
+  // Members by node, in ring order; hierarchical only when every node holds the same number (> 1) of them.
+  std::vector<std::vector<int>> nodes;
+  for (int x : members) {
+    if (nodes.empty() || x / c_.gpus_per_node != nodes.back().front() / c_.gpus_per_node) nodes.emplace_back();
+    nodes.back().push_back(x);
+  }
+  bool even = nodes.size() > 1 && nodes.front().size() > 1;
+  for (const auto& n : nodes) even = even && n.size() == nodes.front().size();
+  if (e_.strategy.collective != "hierarchical" || !even) {
+    TaskId id = add_collective(c, stage);
+    return {{id}, {id}};
+  }
+  const auto local = static_cast<std::int64_t>(nodes.front().size());
+  auto phase = [&](CollectiveOp op, bool intra, std::int64_t elems, const std::vector<TaskId>& after) {
+    std::vector<TaskId> out;
+    std::size_t count = intra ? nodes.size() : static_cast<std::size_t>(local);
+    for (std::size_t i = 0; i < count; ++i) {
+      std::vector<int> sub;
+      if (intra) sub = nodes[i];
+      else
+        for (const auto& n : nodes) sub.push_back(n[i]);
+      Collective part = c;
+      part.op = op;
+      part.group = subgroup(std::move(sub));
+      part.elems = elems;
+      TaskId id = add_collective(part, stage);
+      for (TaskId a : after) g_.depend(a, id);
+      out.push_back(id);
+    }
+    return out;
+  };
+  // Elements are padded to a multiple of the whole group, so every phase's buffer divides evenly.
+  const std::int64_t x = c.elems, shard = c.elems / local;
+  if (c.op == CollectiveOp::AllReduce) {
+    auto a = phase(CollectiveOp::ReduceScatter, true, x, {});
+    auto b = phase(CollectiveOp::AllReduce, false, shard, a);
+    return {a, phase(CollectiveOp::AllGather, true, x, b)};
+  }
+  if (c.op == CollectiveOp::ReduceScatter) {
+    auto a = phase(CollectiveOp::ReduceScatter, true, x, {});
+    return {a, phase(CollectiveOp::ReduceScatter, false, shard, a)};
+  }
+  auto a = phase(CollectiveOp::AllGather, false, shard, {});
+  return {a, phase(CollectiveOp::AllGather, true, x, a)};
 }
 
 Collective Expander::dp_collective(CollectiveOp op, CommClass cls, Stream stream, int t, int s, const LayerGroup& lg,
@@ -87,26 +159,28 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
   }
   // Sharded (or offloaded) gradients: reduce-scattered after every micro-batch into the owner's shard.
   for (int t = 0; t < tp_; ++t) {
-    TaskId rs = kNoTask;
+    std::vector<TaskId> rs_last;
     if (dp_ > 1) {
-      rs = add_collective(dp_collective(CollectiveOp::ReduceScatter, CommClass::DpGradSync, Stream::DpComm, t, s, lg,
-                                        static_cast<int>(gb), op.microbatch),
-                          s);
+      Phases rs_tasks = add_dp_collective(dp_collective(CollectiveOp::ReduceScatter, CommClass::DpGradSync,
+                                                        Stream::DpComm, t, s, lg, static_cast<int>(gb), op.microbatch),
+                                          s);
       std::vector<MemDelta> on_end;
       for (int d = 0; d < dp_; ++d) {
-        g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], rs);
+        for (TaskId first : rs_tasks.first) g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], first);
         if (pl.gradients != Mode::Offloaded) {
           on_end.push_back({rank(d, t, s), State::Gradients, -static_cast<double>(lg.elems) * gb, true});
-          grad_window_[static_cast<std::size_t>(d * tp_ + t)].push_back(rs);
+          grad_window_[static_cast<std::size_t>(d * tp_ + t)].push_back(task_of_member(rs_tasks.last, rank(d, t, s)));
         }
       }
-      g_.set_memory(rs, {}, on_end);
+      set_member_memory(rs_tasks.last, on_end, false);
+      rs_last = rs_tasks.last;
     }
     if (pl.gradients != Mode::Offloaded) continue;
     for (int d = 0; d < dp_; ++d) {
       int x = rank(d, t, s);
       TaskId id = add_single(Offload{x, true, static_cast<double>(sharded(lg, dp_)) * gb, State::Gradients}, s, x, Stream::D2H);
-      g_.depend(rs != kNoTask ? rs : compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], id);
+      if (rs_last.empty()) g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], id);
+      else g_.depend(task_of_member(rs_last, x), id);
       g_.set_memory(id, {}, {{x, State::Gradients, -static_cast<double>(lg.elems) * gb, true}});
       grad_window_[static_cast<std::size_t>(d * tp_ + t)].push_back(id);
       step_end_deps_[static_cast<std::size_t>(x)].push_back(id);
@@ -125,9 +199,11 @@ void Expander::flush_bucket(int t, int s) {
   c.group = dp_group(t, s);
   c.elems = b.elems;
   c.elem_bytes = e_.training.grad_bytes();
-  TaskId id = add_collective(c, s);
-  for (TaskId p : b.producers) g_.depend(p, id);
-  for (int d = 0; d < dp_; ++d) step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(id);
+  Phases tasks = add_dp_collective(c, s);
+  for (TaskId p : b.producers)
+    for (TaskId first : tasks.first) g_.depend(p, first);
+  for (int d = 0; d < dp_; ++d)
+    for (TaskId last : tasks.last) step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(last);
   b = Bucket{};
 }
 
@@ -203,8 +279,8 @@ void Expander::finish_step(int s) {
       c.group = dp_group(t, s);
       c.elems = bucket;
       c.elem_bytes = static_cast<int>(pb);
-      TaskId id = add_collective(c, s);
-      for (TaskId u : updated) g_.depend(u, id);
+      for (TaskId first : add_dp_collective(c, s).first)
+        for (TaskId u : updated) g_.depend(u, first);
       bucket = 0;
     };
     for (const auto& chunk : groups_[static_cast<std::size_t>(s)])

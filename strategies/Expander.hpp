@@ -46,6 +46,18 @@ class Expander {
   // stream bookkeeping: the task goes after the device's previous task on the stream
   TaskId add_single(TaskBody body, int stage, int device, Stream stream);
   TaskId add_collective(Collective c, int stage);
+  /// The tasks a collective over a data-parallel group became: one ring, or with strategy.collective=hierarchical
+  /// three phases (intra-node reduce-scatter, inter-node ring, intra-node all-gather) of one collective per
+  /// sub-group. Dependencies go into `first`, successors follow `last`.
+  struct Phases {
+    std::vector<TaskId> first, last;
+  };
+  Phases add_dp_collective(Collective c, int stage);
+  /// Gives each task of `tasks` the deltas of its own members (at its start or its end).
+  void set_member_memory(const std::vector<TaskId>& tasks, const std::vector<MemDelta>& deltas, bool at_start);
+  int subgroup(std::vector<int> members);
+  /// The task of `tasks` whose group holds `device`.
+  TaskId task_of_member(const std::vector<TaskId>& tasks, int device) const;
   // the pipeline
   void expand_stage(int s);
   void expand_group(int s, const StageOp& op, int g, bool last_of_op, double stash_delta);
@@ -87,12 +99,13 @@ class Expander {
   TaskGraph g_;
   std::vector<std::array<TaskId, kStreams>> last_;
   std::map<std::pair<int, int>, int> dp_groups_, tp_groups_;
+  std::map<std::vector<int>, int> subgroups_;
   // per (d, t) of the stage being expanded: the task a group's successor must follow
   std::vector<std::vector<TaskId>> frontier_;           // per (d, t): the tasks the next one of the op must follow
   std::vector<std::vector<TaskId>> before_compute_;     // per (d, t): the frontier the last compute task followed
   std::vector<TaskId> compute_of_group_;                // last compute task per (d, t) of the current group
   std::vector<std::vector<TaskId>> gather_window_;      // per (d, t): compute tasks of gathered groups, for the limit
-  std::vector<TaskId> gather_of_group_;                 // per t: the gather feeding the current group
+  std::vector<std::vector<TaskId>> gather_of_group_;    // per t: the gather tasks feeding the current group
   std::vector<std::vector<TaskId>> grad_window_;        // per (d, t): tasks releasing unsharded gradient buffers
   std::map<std::tuple<int, int, int, int, bool>, std::pair<TaskId, TaskId>> boundaries_;  // (d,t,vs,mb,fwd) -> (producer, consumer)
   // DP gradient buckets per (t, s)

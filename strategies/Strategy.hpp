@@ -23,7 +23,7 @@ struct StrategySpec {
   std::int64_t replicas = 1;             ///< localsgd: model copies M sharing the pipeline
   std::int64_t local_steps = 1;          ///< localsgd: H steps between averaging
   double bucket_bytes = 25e6;            ///< DDP/FSDP gradient bucket size
-  std::string collective = "ring";       ///< "ring" | "tree" | "hierarchical"
+  std::string collective = "ring";       ///< "ring" | "hierarchical" (intra-node RS, inter-node ring, intra-node AG)
   Placement placement;
 
   std::int64_t devices() const { return dp * tp * pp; }

@@ -102,3 +102,21 @@ TEST_CASE("Bytes per device and class in the graph equal the analytic bytes for 
                                    R"({"global_batch": 16, "micro_batch": 1, "recompute": "full"})"));
   check_bytes_match_analytic(small(R"({"preset": "megatron-3d", "dp": 2, "tp": 1, "pp": 8, "schedule": "gpipe"})"));
 }
+
+TEST_CASE("A hierarchical all-reduce becomes intra-node, inter-node and intra-node phases") {
+  Experiment e = small(R"({"preset": "dp", "dp": 16, "collective": "hierarchical"})");
+  TaskGraph g = expand(e, two_dgx());
+  int intra = 0, inter = 0;
+  for (TaskId id = 0; id < g.size(); ++id)
+    if (const auto* c = std::get_if<Collective>(&g[id].body)) {
+      auto n = g.groups[static_cast<std::size_t>(c->group)].size();
+      intra += n == 8 ? 1 : 0;
+      inter += n == 2 ? 1 : 0;
+      CHECK(n != 16);
+    }
+  // Per gradient bucket: 2 nodes x (reduce-scatter + all-gather) = 4 intra-node collectives, and 8 inter-node rings
+  // of 2 (one per local index): twice as many inter-node as intra-node collectives.
+  CHECK(intra > 0);
+  CHECK(inter == 2 * intra);
+  check_bytes_match_analytic(e);
+}

@@ -122,3 +122,12 @@ TEST_CASE("Analytic fidelity gives the flow step time within 1 percent and the s
   CHECK(analytic["simulation"]["bytes_sent"] == flow["simulation"]["bytes_sent"]);
   CHECK(analytic["simulation"]["activities"].get<int>() < flow["simulation"]["activities"].get<int>());
 }
+
+TEST_CASE("Hierarchical collectives send the ring's bytes exactly and keep memory exact") {
+  // dp 16 over 2 nodes of 8: intra-node reduce-scatter, inter-node ring over 2, intra-node all-gather.
+  Json r = simulate(R"({"preset": "zero2", "dp": 16, "collective": "hierarchical"})", "--fidelity full");
+  check_exact(r);
+  CHECK(r["strategy"]["collective"].get<std::string>() == "hierarchical");
+  Json dp = simulate(R"({"preset": "dp", "dp": 16, "collective": "hierarchical"})");
+  check_exact(dp);
+}
