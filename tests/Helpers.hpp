@@ -8,8 +8,11 @@ namespace placesim::test {
 /// Parses an experiment from JSON text (base dir: the source tree).
 inline Experiment experiment(const std::string& text) { return parse_experiment(Json::parse(text), PLACESIM_SOURCE_DIR); }
 
-/// Path of a file in ../shared/reference (next to the checkout, as in CI).
-inline std::string reference(const std::string& name) { return std::string(PLACESIM_SOURCE_DIR) + "/../shared/reference/" + name; }
+/// Path of a reference data file (tests/data/reference: copies of the workplace's shared/reference tables, each
+/// citing its paper).
+inline std::string reference(const std::string& name) {
+  return std::string(PLACESIM_SOURCE_DIR) + "/tests/data/reference/" + name;
+}
 
 /// Runs the placesim binary with a shell command line; returns the exit code and fills stdout+stderr.
 int run_placesim(const std::string& arguments, std::string* output);
