@@ -29,11 +29,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <string>
-#include <vector>
-
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
+#include <string>
+#include <vector>
 
 #include "sim/Platform.hpp"
 #include "sim/Simulator.hpp"
@@ -49,11 +48,11 @@ constexpr double kBytes = 1e6;
 
 /// What one child measured.
 struct Sample {
-  double seconds = 0;        ///< Engine creation to the end of run()
-  double sim_seconds = 0;    ///< placesim: simulate() alone (0 for bare chains)
-  double simulated_s = 0;    ///< simulated time at the end: every variant of a kind must agree
-  double rss_mb = 0;         ///< the child's peak resident memory
-  std::uint64_t count = 0;   ///< activities or timers that ran
+  double seconds = 0;       ///< Engine creation to the end of run()
+  double sim_seconds = 0;   ///< placesim: simulate() alone (0 for bare chains)
+  double simulated_s = 0;   ///< simulated time at the end: every variant of a kind must agree
+  double rss_mb = 0;        ///< the child's peak resident memory
+  std::uint64_t count = 0;  ///< activities or timers that ran
 };
 
 ClusterSpec one_node() {

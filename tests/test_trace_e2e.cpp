@@ -34,13 +34,14 @@ struct TracedRun {
 
 /// Simulates the experiment on 2 x dgx-a100 with one compute task per layer, writing a trace (gzipped or plain, then
 /// with an SVG too) and a report, which it reads back and removes.
-TracedRun simulate_traced(const std::string& name, int layers, const std::string& strategy, const std::string& flags = "",
-                          bool gzip = true) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("placesim-e2e-" + name + "-" + std::to_string(::getpid()));
+TracedRun simulate_traced(const std::string& name, int layers, const std::string& strategy,
+                          const std::string& flags = "", bool gzip = true) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("placesim-e2e-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string experiment = (dir / "experiment.json").string(), report = (dir / "report.json").string(),
-                    trace = (dir / (gzip ? "trace.json.gz" : "trace.json")).string(), svg = (dir / "trace.svg").string();
+                    trace = (dir / (gzip ? "trace.json.gz" : "trace.json")).string(),
+                    svg = (dir / "trace.svg").string();
   std::ofstream(experiment) << R"({"model": )" << model(layers)
                             << R"(, "training": {"global_batch": 32, "micro_batch": 1}, "strategy": )" << strategy
                             << R"(, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
@@ -127,7 +128,8 @@ TEST_CASE("A 3D-parallel 1F1B trace on 2 DGX A100 has the schedule's compute eve
   // one (all but the first), one per micro-batch each; each is received by the peer and linked to it by one flow.
   const int dp = 2, tp = 2, pp = 4, microbatches = 16, devices = dp * tp * pp;
   const int stage_layers[pp] = {2, 3, 3, 2};
-  TracedRun run = simulate_traced("3d", 10, R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "schedule": "1f1b"})");
+  TracedRun run =
+      simulate_traced("3d", 10, R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "schedule": "1f1b"})");
   const TraceCounts& c = run.check.counts;
   CHECK(c.process_names.size() == devices);
   std::size_t sends = 0;
@@ -155,8 +157,9 @@ TEST_CASE("A fine-detail 3D-parallel trace passes the validator with a flow per 
   // Same experiment. Fine detail adds one flow from every collective step to the step it feeds on the receiver, so
   // there are more flows than the 192 pipeline sends; compute events and memory are unchanged.
   const int dp = 2, tp = 2, pp = 4, microbatches = 16, devices = dp * tp * pp;
-  TracedRun run = simulate_traced("3d-fine", 10, R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "schedule": "1f1b"})",
-                                  "--trace-detail fine --fidelity full");
+  TracedRun run =
+      simulate_traced("3d-fine", 10, R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "schedule": "1f1b"})",
+                      "--trace-detail fine --fidelity full");
   const TraceCounts& c = run.check.counts;
   CHECK(slices_on(c, 0, Stream::Compute, "forward") == static_cast<std::size_t>(microbatches * 2));
   CHECK(c.flows > static_cast<std::size_t>(dp * tp * 2 * (pp - 1) * microbatches));

@@ -79,8 +79,9 @@ TEST_CASE("a slice whose floating-point end passes the next start on its thread 
   // Exactly touching in decimal, but 526.191 + 88.363 = 614.5540000000001 in doubles: speedscope nests the two.
   std::string touching = R"(,{"ph":"X","pid":1,"tid":2,"ts":526.191,"dur":88.363,"name":"first","cat":"p2p"})"
                          R"(,{"ph":"X","pid":1,"tid":2,"ts":614.554,"dur":1,"name":"second","cat":"p2p"})";
-  one_problem(validate_trace_text(trace(touching)), "where 'first' ends on the same thread (pid 1 tid 2), but that end "
-                                                    "computed as ts + dur in floating point is later");
+  one_problem(validate_trace_text(trace(touching)),
+              "where 'first' ends on the same thread (pid 1 tid 2), but that end "
+              "computed as ts + dur in floating point is later");
 }
 
 TEST_CASE("an unmatched flow start is reported") {
