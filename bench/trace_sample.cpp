@@ -1,5 +1,6 @@
-// A small placesim trace for viewer checks (tests/speedscope_check.sh): a synthetic 16-GPU run
-// (dp 2 × tp 2 × pp 4, 8 micro-batches) written as a Chrome trace and, optionally, an SVG overview.
+// A small synthetic placesim trace, without running a simulation: a 16-GPU run (dp 2 × tp 2 × pp 4, 8 micro-batches)
+// written as a Chrome trace and, optionally, an SVG overview. (tests/speedscope_check.sh checks a simulated trace by
+// default; this one can be passed to it.)
 // Prints the number of threads in the trace: the profile count speedscope shows as "(1/N)".
 //
 //   trace_sample OUT.json [OUT.svg]

@@ -75,6 +75,15 @@ TEST_CASE("events touching end to start do not overlap") {
   CHECK(validate_trace_text(trace(R"(,{"ph":"X","pid":1,"tid":2,"ts":6,"dur":1,"name":"next","cat":"p2p"})")).valid());
 }
 
+TEST_CASE("a slice whose floating-point end passes the next start on its thread is reported") {
+  // Exactly touching in decimal, but 526.191 + 88.363 = 614.5540000000001 in doubles: speedscope nests the two.
+  std::string touching = R"(,{"ph":"X","pid":1,"tid":2,"ts":526.191,"dur":88.363,"name":"first","cat":"p2p"})"
+                         R"(,{"ph":"X","pid":1,"tid":2,"ts":614.554,"dur":1,"name":"second","cat":"p2p"})";
+  one_problem(validate_trace_text(trace(touching)),
+              "where 'first' ends on the same thread (pid 1 tid 2), but that end "
+              "computed as ts + dur in floating point is later");
+}
+
 TEST_CASE("an unmatched flow start is reported") {
   one_problem(validate_trace_text(trace(R"(,{"ph":"s","pid":1,"tid":2,"ts":5,"id":2,"cat":"p2p","name":"p2p"})")),
               "flow p2p id 2 starts but never finishes");

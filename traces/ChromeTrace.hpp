@@ -27,7 +27,9 @@ struct TraceSummary {
 ///
 /// Layout: one process per selected device (named DeviceInfo::name(), sorted by mesh position pp, dp, tp), one
 /// thread per stream with slices (sorted in Stream order); "X" events in µs with 3 decimals, named by the task's
-/// name, category = TaskKind name, args = the task's fields that are set; a P2P task shows on the sender's stream
+/// name, category = TaskKind name, args = the task's fields that are set; a slice that ends exactly where the next
+/// one on its thread starts is written 1 ns shorter, so that viewers adding ts + dur in floating point never see
+/// the two overlap (the SVG and the counters keep the exact times); a P2P task shows on the sender's stream
 /// and on the receiver's pp-recv, joined by a flow ("s"/"f", category "p2p"); in fine detail each collective step
 /// flows to the receiver's next step (category "collective"). Counters per device: "memory" (resident bytes per
 /// state) and "bytes in flight". `other_data` (an object, or null) is copied into "otherData" with placesim's

@@ -42,6 +42,7 @@ struct OpenSlice {
 struct ThreadState {
   std::int64_t last_ns = -1;
   std::int64_t x_end_ns = -1;
+  double x_end_us = -1;  ///< the same end as a viewer adding ts + dur in floating point computes it
   std::string x_name;
   std::vector<OpenSlice> open;                               ///< B events waiting for their E
   std::vector<std::pair<std::int64_t, std::int64_t>> spans;  ///< closed slices, for binding flows
@@ -161,14 +162,20 @@ void Validator::slice(const Json& e, const Thread& t, std::int64_t ns, const std
   if (dur == e.end() || !dur->is_number() || ns_of(dur->get<double>()) < 0)
     return problem(where + ": X without a non-negative numeric dur");
   std::int64_t end = ns + ns_of(dur->get<double>());
+  const double ts_us = e.at("ts").get<double>(), end_us = ts_us + dur->get<double>();
   if (ns < state.x_end_ns)
     problem(where + ": starts at " + us_text(ns) + ", overlapping '" + state.x_name + "' on the same thread (pid " +
             std::to_string(t.first) + " tid " + std::to_string(t.second) + "), which ends at " +
             us_text(state.x_end_ns));
+  else if (ts_us < state.x_end_us)
+    problem(where + ": starts at " + us_text(ns) + " where '" + state.x_name + "' ends on the same thread (pid " +
+            std::to_string(t.first) + " tid " + std::to_string(t.second) + "), but that end computed as ts + dur in " +
+            "floating point is later; viewers that compute it so (speedscope) nest the two");
   if (end >= state.x_end_ns) {
     state.x_end_ns = end;
     state.x_name = name;
   }
+  state.x_end_us = std::max(state.x_end_us, end_us);
   state.spans.emplace_back(ns, end);
   ++counts_.slices[t][cat];
 }

@@ -35,7 +35,8 @@ struct TraceCheck {
 /// (object or array form, plain or gzip): the file parses; every event has a known "ph", a pid, and (except
 /// metadata) a non-negative numeric ts; per thread, timestamps never decrease in file order; complete ("X")
 /// events have a non-negative dur and never overlap another X on their thread (placesim never nests slices, so
-/// nesting counts as overlap too); every B has its E; every flow start ("s") has exactly one finish ("f") with
+/// nesting counts as overlap too), not even when their end is computed as ts + dur in floating point, as speedscope
+/// does (526.191 + 88.363 > 614.554); every B has its E; every flow start ("s") has exactly one finish ("f") with
 /// the same cat and id, not earlier, and vice versa, each bound to a slice of its thread; counter args are all
 /// numbers; every pid used has a process_name and every thread with events a thread_name.
 /// Events are checked one at a time while parsing, so a large trace need not fit in memory as a JSON tree.
