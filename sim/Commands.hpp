@@ -10,5 +10,7 @@ Command command_check();
 Command command_presets();
 Command command_simulate();
 Command command_pipeline_sweep();
+Command command_converge();
+Command command_converge_sweep();
 
 }  // namespace placesim
