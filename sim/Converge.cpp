@@ -78,10 +78,11 @@ int steps_for_budget(const AbstractPipeline& p, double budget_s) {
       throw InputError("--time-budget=" + format_shortest(budget_s) + " needs more than " +
                        std::to_string(run.shape.steps) + " steps: " + error.what());
     }
-    if (last_forward_start(e) >= budget_s) return run.shape.steps;
-    // Steps take about makespan / steps each; aim a little past the budget so that one more round usually ends it.
+    const double last_start = last_forward_start(e);
+    if (last_start >= budget_s) return run.shape.steps;
+    // A step moves stage 0's last forward by about makespan / steps: add the steps that cover the shortfall.
     const double per_step = makespan_of(e.timeline) / run.shape.steps;
-    const double wanted = std::ceil(budget_s / per_step) + 1;
+    const double wanted = run.shape.steps + std::ceil((budget_s - last_start) / per_step);
     run.shape.steps = static_cast<int>(std::min<double>(std::max<double>(run.shape.steps + 1, wanted), 1e9));
   }
 }

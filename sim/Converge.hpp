@@ -22,8 +22,9 @@ struct PreparedPipeline {
   double end_s = 0;           ///< simulated time the trace covers: the makespan, or the budget
 };
 
-/// The fewest steps (at least 1) after which every op of `p` that starts before `budget_s` is the op an endless
-/// run would have there: stage 0's last forward starts at or after the budget, so no stage has begun draining.
+/// A step count after which every op of `p` that starts before `budget_s` is the op an endless run would have there:
+/// stage 0's last forward starts at or after the budget, so no stage has begun draining. Steps are added from 1 by
+/// the shortfall over the time per step until that holds, which gives the fewest for pipelines of identical steps.
 /// Precondition: budget_s > 0. Throws InputError (naming --time-budget) when that needs more ops than
 /// make_schedule accepts.
 int steps_for_budget(const AbstractPipeline& p, double budget_s);

@@ -6,12 +6,13 @@
 #include "strategies/Mesh.hpp"
 #include "strategies/PipelineEval.hpp"
 #include "strategies/PipelineSchedule.hpp"
+#include "strategies/PipelineTimeline.hpp"
 
 namespace placesim {
 
 namespace {
 
-// Compute time of one stage in one step, by what it did.
+// Time one stage spent on each kind of op in one step.
 struct StageTimes {
   double forward_s = 0, backward_s = 0, optimizer_s = 0;
 };
@@ -22,22 +23,38 @@ struct StepTimes {
   int p2p_count = 0;
 };
 
-StepTimes step_times(const Experiment& e, const SimulationRecord& record) {
-  StepTimes t;
-  t.stages.resize(static_cast<std::size_t>(e.strategy.pp));
-  for (const TaskRecord& r : record.tasks) {
+// The records of the pipeline at dp 0, tp 0 (the ones simulate_experiment keeps besides any asked for).
+SimulationRecord first_pipeline(const Experiment& e, const SimulationRecord& all) {
+  SimulationRecord one;
+  for (const TaskRecord& r : all.tasks) {
     const MeshCoord c = mesh_coord(e.strategy, r.device);
-    if (c.dp != 0 || c.tp != 0) continue;
-    StageTimes& s = t.stages[static_cast<std::size_t>(c.pp)];
-    const double length = r.end_s - r.start_s;
+    if (c.dp == 0 && c.tp == 0) one.tasks.push_back(r);
+  }
+  return one;
+}
+
+// An op's time is its span, from its first record's start to its last one's end: the tensor-parallel collectives
+// between its layers are inside it. Recomputation runs before a backward as separate records and is added to it.
+StepTimes step_times(const Experiment& e, const PipelineSchedule& one_step, const SimulationRecord& all) {
+  const SimulationRecord record = first_pipeline(e, all);
+  const PipelineTimeline timeline = pipeline_timeline(one_step, record);
+  StepTimes t;
+  t.stages.resize(one_step.order.size());
+  for (std::size_t s = 0; s < one_step.order.size(); ++s)
+    for (std::size_t i = 0; i < one_step.order[s].size(); ++i) {
+      const double span = timeline[s][i].end_s - timeline[s][i].start_s;
+      const PipeOpKind kind = one_step.order[s][i].kind;
+      (kind == PipeOpKind::Forward ? t.stages[s].forward_s
+       : kind == PipeOpKind::Backward ? t.stages[s].backward_s
+                                      : t.stages[s].optimizer_s) += span;
+    }
+  for (const TaskRecord& r : record.tasks) {
+    if (r.kind == TaskKind::Recompute)
+      t.stages[static_cast<std::size_t>(mesh_coord(e.strategy, r.device).pp)].backward_s += r.end_s - r.start_s;
     if (r.stream == Stream::PpSend && r.kind == TaskKind::P2P && r.comm_class == CommClass::PpP2P) {
-      t.p2p_sum_s += length;
+      t.p2p_sum_s += r.end_s - r.start_s;
       ++t.p2p_count;
     }
-    if (r.stream != Stream::Compute) continue;
-    if (r.kind == TaskKind::Forward) s.forward_s += length;
-    if (r.kind == TaskKind::Backward || r.kind == TaskKind::Recompute) s.backward_s += length;
-    if (r.kind == TaskKind::Optimizer) s.optimizer_s += length;
   }
   return t;
 }
@@ -75,7 +92,7 @@ DerivedPipeline derive_pipeline(Experiment& e) {
   DerivedPipeline d;
   AbstractPipeline& p = d.pipeline;
   p.shape = shape_of(e.strategy, 1);
-  const StepTimes t = step_times(e, out.result.record);
+  const StepTimes t = step_times(e, make_schedule(p.shape, strategy_shape_fields()), out.result.record);
   const int m = p.shape.microbatches;
   double optimizer = 0;
   p.times.forward_s = p.times.backward_s = 0;

@@ -70,10 +70,10 @@ int bounded_int(ObjectReader& r, const char* key, int fallback, int low, int hig
   return static_cast<int>(v);
 }
 
-double time_units(ObjectReader& r, const char* key, double fallback, bool positive) {
+double time_units(ObjectReader& r, const Json& object, const char* key, double fallback, bool positive) {
   const double v = r.get_number(key, fallback);
   if (positive ? !(v > 0) : !(v >= 0))
-    throw InputError(r.field(key) + "=" + show(Json(v)) + " must be " + (positive ? "positive" : "non-negative"));
+    throw InputError(r.field(key) + "=" + show(object[key]) + " must be " + (positive ? "positive" : "non-negative"));
   return v;
 }
 
@@ -212,10 +212,10 @@ SweepSpec parse_sweep(const Json& value, SweepSpec s) {
   s.microbatches_per_stage = bounded_int(r, "microbatches_per_stage", s.microbatches_per_stage, 1, 1000);
   s.local_steps = bounded_int(r, "local_steps", s.local_steps, 1, 1000000);
   s.replicas = bounded_int(r, "replicas", s.replicas, 0, 1000000);
-  s.forward_s = time_units(r, "forward_s", s.forward_s, true);
-  s.backward_s = time_units(r, "backward_s", s.backward_s, true);
-  s.p2p_s = time_units(r, "p2p_s", s.p2p_s, false);
-  s.budget_s = time_units(r, "budget_s", s.budget_s, true);
+  s.forward_s = time_units(r, value, "forward_s", s.forward_s, true);
+  s.backward_s = time_units(r, value, "backward_s", s.backward_s, true);
+  s.p2p_s = time_units(r, value, "p2p_s", s.p2p_s, false);
+  s.budget_s = time_units(r, value, "budget_s", s.budget_s, true);
   s.min_log2_step = bounded_int(r, "min_log2_step", s.min_log2_step, -60, 20);
   s.max_log2_step = bounded_int(r, "max_log2_step", s.max_log2_step, -60, 20);
   s.threads = bounded_int(r, "threads", s.threads, 0, 1024);

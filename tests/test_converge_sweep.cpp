@@ -1,0 +1,95 @@
+// The schedule comparison of `placesim converge-sweep` (sim/ConvergeSweep): reading a sweep file, the tuned cells,
+// and results that do not depend on the number of threads.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "sim/ConvergeSweep.hpp"
+#include "traces/ConvergeSweepOutput.hpp"
+
+using namespace placesim;
+
+namespace {
+
+SweepSpec tiny_sweep(int threads) {
+  SweepSpec s = quick_sweep();
+  s.stages = {2, 3};
+  s.schedules = {Schedule::PipeDream, Schedule::OneFOneB, Schedule::GPipe, Schedule::LocalSGD};
+  s.replicas = 2;  // divides M = 4 S for S = 2 and 3
+  s.budget_s = 60;
+  s.threads = threads;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("A sweep file overrides the base sweep field by field") {
+  const SweepSpec s = parse_sweep(Json::parse(R"({"stages": [2, 8], "schedules": ["1f1b", "localsgd"],
+      "objectives": [{"objective": "logistic", "dimension": 8, "samples": 32}], "local_steps": 3,
+      "budget_s": 123, "min_log2_step": -3, "max_log2_step": 0})"),
+                                  default_sweep());
+  CHECK(s.stages == std::vector<int>{2, 8});
+  CHECK(s.schedules == std::vector<Schedule>{Schedule::OneFOneB, Schedule::LocalSGD});
+  REQUIRE(s.objectives.size() == 1);
+  CHECK(s.objectives[0].objective.kind == ObjectiveKind::Logistic);
+  CHECK(s.local_steps == 3);
+  CHECK(s.budget_s == 123);
+  CHECK(s.microbatches_per_stage == 4);  // kept from the base
+  CHECK(s.forward_s == 1);
+}
+
+TEST_CASE("A sweep file is refused with the field and the value") {
+  const SweepSpec base = quick_sweep();
+  auto parse = [&](const char* text) { return parse_sweep(Json::parse(text), base); };
+  CHECK_THROWS_WITH(parse(R"({"budget_s": 0})"), "sweep.budget_s=0 must be positive");
+  CHECK_THROWS_WITH(parse(R"({"stages": []})"), "sweep.stages=[] must be a non-empty list");
+  CHECK_THROWS_WITH(parse(R"({"stages": [2, 0]})"), "sweep.stages[1]=0 must be a stage count from 1 to 4096");
+  CHECK_THROWS_WITH(parse(R"({"min_log2_step": 2, "max_log2_step": 1})"),
+                    "sweep.min_log2_step=2 exceeds sweep.max_log2_step=1");
+  CHECK_THROWS_WITH(parse(R"({"local_steps": 0})"), "sweep.local_steps=0 must be from 1 to 1000000");
+  CHECK_THROWS_WITH(parse(R"({"stages": [3], "replicas": 5})"),
+                    Catch::StartsWith("sweep.replicas=5 does not divide the M = microbatches_per_stage x S = 12"));
+  CHECK_THROWS_WITH(parse(R"({"stage": [2]})"), Catch::Contains("sweep.stage") && Catch::Contains("stages"));
+}
+
+TEST_CASE("Every cell keeps its lowest finite final loss and the result does not depend on the threads") {
+  const std::vector<SweepCell> one = run_sweep(tiny_sweep(1)), three = run_sweep(tiny_sweep(3));
+  REQUIRE(one.size() == 2 * 2 * 4);
+  CHECK(sweep_csv(one) == sweep_csv(three));
+  CHECK(sweep_jsonl(one) == sweep_jsonl(three));
+  for (const SweepCell& c : one) {
+    REQUIRE(c.best >= 0);
+    REQUIRE(c.runs.size() == 10);
+    for (const SweepRun& r : c.runs)
+      if (!r.diverged) CHECK(c.runs[static_cast<std::size_t>(c.best)].final_loss <= r.final_loss);
+    CHECK(c.runs[static_cast<std::size_t>(c.best)].final_time_s <= 60);
+  }
+}
+
+TEST_CASE("At equal time GPipe and 1F1B do the same updates with uniform stages and free transfers") {
+  // Both steps last (M + S - 1)(f + b) and both are plain mini-batch SGD: the same final loss, bit for bit.
+  const std::vector<SweepCell> cells = run_sweep(tiny_sweep(2));
+  int pairs = 0;
+  for (const SweepCell& a : cells)
+    for (const SweepCell& b : cells)
+      if (a.schedule == Schedule::GPipe && b.schedule == Schedule::OneFOneB && a.stages == b.stages &&
+          a.objective == b.objective) {
+        ++pairs;
+        for (std::size_t i = 0; i < a.runs.size(); ++i) {
+          CHECK(a.runs[i].updates == b.runs[i].updates);
+          CHECK((a.runs[i].final_loss == b.runs[i].final_loss || (a.runs[i].diverged && b.runs[i].diverged)));
+        }
+      }
+  CHECK(pairs == 4);
+}
+
+TEST_CASE("The sweep table names every schedule and marks tuned steps at the edge of the grid") {
+  std::vector<SweepCell> cells = run_sweep(tiny_sweep(2));
+  const std::string table = sweep_table(cells);
+  for (const char* name : {"pipedream", "1f1b", "gpipe", "localsgd"}) CHECK(table.find(name) != std::string::npos);
+  cells[0].best = 0;
+  CHECK(cells[0].best_at_grid_edge());
+  CHECK(sweep_table(cells).find("(-6)*") != std::string::npos);
+  cells[0].best = -1;
+  CHECK(sweep_table(cells).find("diverged") != std::string::npos);
+  CHECK(sweep_csv(cells).find("quadratic,2,pipedream,8,1,1,60,,,,,,,,,") != std::string::npos);
+}
