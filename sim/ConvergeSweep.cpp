@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "sim/Converge.hpp"
+#include "sim/Minimum.hpp"
 #include "sim/Objectives.hpp"
 #include "strategies/PipelineSchedule.hpp"
 
@@ -123,7 +124,17 @@ SweepCell cell_for(const SweepSpec& spec, const ConvergenceSpec& objective, cons
   c.max_delay = p["staleness"]["max_delay"].get<std::int64_t>();
   c.mean_delay = p["staleness"]["mean_delay"].get<double>();
   c.bubble_fraction = p["bubble_fraction_mean"].get<double>();
-  for (int e = spec.min_log2_step; e <= spec.max_log2_step; ++e) c.runs.push_back(SweepRun{e});
+  const auto seeds = static_cast<std::size_t>(spec.seeds);
+  for (int e = spec.min_log2_step; e <= spec.max_log2_step; ++e) {
+    SweepRun run;
+    run.log2_step = e;
+    run.final_loss.assign(seeds, 0);
+    run.min_loss.assign(seeds, 0);
+    run.initial_loss.assign(seeds, 0);
+    c.runs.push_back(std::move(run));
+  }
+  c.minimum.assign(seeds, 0);
+  c.minimum_gradient_norm.assign(seeds, 0);
   return c;
 }
 
@@ -136,21 +147,21 @@ std::int64_t sample_interval(const UpdateTrace& trace) {
   return full * std::max<std::int64_t>(1, (applies / full + 15) / 16);
 }
 
-SweepRun execute(const UpdateTrace& trace, ConvergenceSpec spec, const Objective& objective, int log2_step) {
-  spec.step_size = std::ldexp(1.0, log2_step);
+// Runs one step size on one instance (seed index k) and files the outcome under k.
+void execute(const UpdateTrace& trace, ConvergenceSpec spec, const Objective& objective, std::size_t k,
+             SweepRun& run) {
+  spec.step_size = std::ldexp(1.0, run.log2_step);
   spec.sample_every = sample_interval(trace);
   const ConvergenceResult r = run_convergence(trace, spec, objective);
-  SweepRun run{log2_step};
-  run.initial_loss = r.points.front().loss;
-  run.final_loss = r.points.back().loss;
-  run.final_time_s = r.points.back().time_s;
-  run.min_loss = INFINITY;
+  run.initial_loss[k] = r.points.front().loss;
+  run.final_loss[k] = r.points.back().loss;
+  run.min_loss[k] = INFINITY;
   for (const ConvergencePoint& p : r.points)
-    if (std::isfinite(p.loss)) run.min_loss = std::min(run.min_loss, p.loss);
+    if (std::isfinite(p.loss)) run.min_loss[k] = std::min(run.min_loss[k], p.loss);
+  if (k != 0) return;  // the trace, so the updates and their times, is the same for every seed
+  run.final_time_s = r.points.back().time_s;
   run.updates = r.updates;
   run.backwards = r.backwards;
-  run.diverged = r.diverged || !std::isfinite(run.final_loss);
-  return run;
 }
 
 // Calls work(i) for i in [0, count) on `threads` threads; rethrows the first exception after all have stopped.
@@ -175,11 +186,27 @@ void parallel_for(std::size_t count, int threads, Work work) {
   if (failure) std::rethrow_exception(failure);
 }
 
-void choose_best(SweepCell& c) {
+// The quadratic is shifted so that f(x*) = 0 without l2; everything else is minimized numerically.
+MinimumEstimate minimum_of(const ConvergenceSpec& spec, const Objective& f) {
+  if (spec.objective.kind == ObjectiveKind::Quadratic && spec.objective.l2 == 0) return {};
+  return estimate_minimum(f, 4000, 1e-10);
+}
+
+// A run diverged when some seed's final loss is not finite or above its initial loss: the executor stops at a blow
+// up, and a run that ends worse than it started has not converged at that step size either.
+void summarize(SweepCell& c) {
   for (std::size_t i = 0; i < c.runs.size(); ++i) {
-    const SweepRun& r = c.runs[i];
-    if (r.diverged) continue;
-    if (c.best < 0 || r.final_loss < c.runs[static_cast<std::size_t>(c.best)].final_loss) c.best = static_cast<int>(i);
+    SweepRun& r = c.runs[i];
+    double loss = 0, gap = 0;
+    for (std::size_t k = 0; k < r.final_loss.size(); ++k) {
+      r.diverged = r.diverged || !std::isfinite(r.final_loss[k]) || r.final_loss[k] > r.initial_loss[k];
+      loss += r.final_loss[k];
+      gap += r.final_loss[k] - c.minimum[k];
+    }
+    r.mean_final_loss = r.diverged ? NAN : loss / static_cast<double>(r.final_loss.size());
+    r.mean_gap = r.diverged ? NAN : gap / static_cast<double>(r.final_loss.size());
+    if (!r.diverged && (c.best < 0 || r.mean_gap < c.runs[static_cast<std::size_t>(c.best)].mean_gap))
+      c.best = static_cast<int>(i);
   }
 }
 
@@ -187,7 +214,7 @@ void choose_best(SweepCell& c) {
 
 SweepSpec default_sweep() {
   SweepSpec s;
-  s.objectives = {objective_of(ObjectiveKind::Quadratic, 512, 1024), objective_of(ObjectiveKind::Logistic, 512, 1024)};
+  s.objectives = {objective_of(ObjectiveKind::Quadratic, 512, 0), objective_of(ObjectiveKind::Logistic, 128, 8192)};
   return s;
 }
 
@@ -197,7 +224,8 @@ SweepSpec quick_sweep() {
   s.budget_s = 200;
   s.min_log2_step = -6;
   s.max_log2_step = 3;
-  s.objectives = {objective_of(ObjectiveKind::Quadratic, 32, 128), objective_of(ObjectiveKind::Logistic, 32, 128)};
+  s.objectives = {objective_of(ObjectiveKind::Quadratic, 32, 0), objective_of(ObjectiveKind::Logistic, 32, 512)};
+  s.seeds = 2;
   return s;
 }
 
@@ -219,6 +247,7 @@ SweepSpec parse_sweep(const Json& value, SweepSpec s) {
   s.min_log2_step = bounded_int(r, "min_log2_step", s.min_log2_step, -60, 20);
   s.max_log2_step = bounded_int(r, "max_log2_step", s.max_log2_step, -60, 20);
   s.threads = bounded_int(r, "threads", s.threads, 0, 1024);
+  s.seeds = bounded_int(r, "seeds", s.seeds, 1, 100);
   r.finish();
   check_sweep(s);
   return s;
@@ -230,22 +259,37 @@ std::vector<SweepCell> run_sweep(const SweepSpec& spec) {
   for (int stages : spec.stages)
     for (Schedule schedule : spec.schedules)
       pipelines.push_back(prepare_pipeline(pipeline_for(spec, stages, schedule), RunLength{0, spec.budget_s}));
-  std::vector<std::unique_ptr<Objective>> objectives;
+  const auto seeds = static_cast<std::size_t>(spec.seeds);
+  std::vector<ConvergenceSpec> instances;  // objective o, seed k at o * seeds + k
   std::vector<SweepCell> cells;
   for (const ConvergenceSpec& o : spec.objectives) {
-    objectives.push_back(make_objective(o.objective));
+    for (std::size_t k = 0; k < seeds; ++k) {
+      instances.push_back(o);
+      instances.back().objective.seed += k;
+    }
     for (const PreparedPipeline& p : pipelines) cells.push_back(cell_for(spec, o, p));
   }
   if (cells.empty()) return cells;
-  const std::size_t per_cell = cells.front().runs.size();
   const int threads = spec.threads > 0 ? spec.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  parallel_for(cells.size() * per_cell, threads, [&](std::size_t job) {
-    const std::size_t cell = job / per_cell, run = job % per_cell, objective = cell / pipelines.size();
-    SweepRun& out = cells[cell].runs[run];
-    out = execute(pipelines[cell % pipelines.size()].trace, spec.objectives[objective], *objectives[objective],
-                  out.log2_step);
+  std::vector<std::unique_ptr<Objective>> objectives(instances.size());
+  std::vector<MinimumEstimate> minima(instances.size());
+  parallel_for(instances.size(), threads, [&](std::size_t i) {
+    objectives[i] = make_objective(instances[i].objective);
+    minima[i] = minimum_of(instances[i], *objectives[i]);
   });
-  for (SweepCell& c : cells) choose_best(c);
+  for (std::size_t i = 0; i < cells.size(); ++i)
+    for (std::size_t k = 0; k < seeds; ++k) {
+      cells[i].minimum[k] = minima[i / pipelines.size() * seeds + k].value;
+      cells[i].minimum_gradient_norm[k] = minima[i / pipelines.size() * seeds + k].gradient_norm;
+    }
+  const std::size_t per_cell = cells.front().runs.size() * seeds;
+  parallel_for(cells.size() * per_cell, threads, [&](std::size_t job) {
+    const std::size_t cell = job / per_cell, run = job % per_cell / seeds, k = job % seeds;
+    const std::size_t instance = cell / pipelines.size() * seeds + k;
+    execute(pipelines[cell % pipelines.size()].trace, instances[instance], *objectives[instance], k,
+            cells[cell].runs[run]);
+  });
+  for (SweepCell& c : cells) summarize(c);
   return cells;
 }
 

@@ -157,15 +157,15 @@ TEST_CASE("converge-sweep quick writes one row per objective stage count and sch
                          &out);
   INFO(out);
   REQUIRE(code == 0);
-  CHECK(out.find("quadratic: final loss at the budget") != std::string::npos);
-  CHECK(out.find("logistic: final loss at the budget") != std::string::npos);
+  CHECK(out.find("quadratic: final loss - f* at the budget") != std::string::npos);
+  CHECK(out.find("logistic: final loss - f* at the budget") != std::string::npos);
   const std::vector<std::string> rows = lines_of(table.path);
   REQUIRE(rows.size() == 1 + 2 * 2 * 5);
-  CHECK(rows[0].rfind("objective,stages,schedule,microbatches,replicas,local_steps,budget_s,step_size,log2_step,", 0) ==
+  CHECK(rows[0].rfind("objective,stages,schedule,microbatches,replicas,local_steps,budget_s,seeds,step_size,", 0) ==
         0);
-  CHECK(rows[1].rfind("quadratic,2,pipedream,8,1,1,200,", 0) == 0);
-  CHECK(rows[5].rfind("quadratic,2,localsgd,8,2,5,200,", 0) == 0);
-  CHECK(rows[20].rfind("logistic,4,localsgd,16,4,5,200,", 0) == 0);
+  CHECK(rows[1].rfind("quadratic,2,pipedream,8,1,1,200,2,", 0) == 0);
+  CHECK(rows[5].rfind("quadratic,2,localsgd,8,2,5,200,2,", 0) == 0);
+  CHECK(rows[20].rfind("logistic,4,localsgd,16,4,5,200,2,", 0) == 0);
   const std::vector<std::string> lines = lines_of(runs.path);
   REQUIRE(lines.size() == 20 * 10);  // step sizes 2^-6 .. 2^3
   int chosen = 0;
@@ -173,8 +173,8 @@ TEST_CASE("converge-sweep quick writes one row per objective stage count and sch
   CHECK(chosen == 20);
   const std::string picture = text_of(svg.path);
   CHECK(test::xml_problem(picture) == "");
-  CHECK(picture.find("quadratic: final loss") != std::string::npos);
-  CHECK(picture.find("logistic: final loss") != std::string::npos);
+  CHECK(picture.find("quadratic: final loss - f*") != std::string::npos);
+  CHECK(picture.find("logistic: final loss - f*") != std::string::npos);
 }
 
 TEST_CASE("converge-sweep refuses bad sweep files naming the field") {
