@@ -7,6 +7,9 @@ namespace placesim {
 
 namespace {
 
+// 2^60 times the smoothness estimate without a sufficient decrease: the decrease is lost in rounding.
+constexpr int kMaxDoublings = 60;
+
 double squared_norm(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x * x;
@@ -25,12 +28,15 @@ MinimumEstimate estimate_minimum(const Objective& f, int max_iterations, double 
   for (int it = 1; it <= max_iterations && best.gradient_norm > tolerance; ++it) {
     const double g2 = squared_norm(g_y);
     double f_next = 0;
-    for (;;) {  // gradient step from y with the sufficient decrease of an L-smooth function
+    int doublings = 0;
+    for (;; ++doublings) {  // gradient step from y with the sufficient decrease of an L-smooth function
       for (std::size_t k = 0; k < d; ++k) next[k] = y[k] - g_y[k] / smoothness;
       f_next = f.evaluate(next, g_next);
-      if (f_next <= f_y - g2 / (2 * smoothness) || !std::isfinite(smoothness) || smoothness > 1e300) break;
+      if (f_next <= f_y - g2 / (2 * smoothness) || doublings == kMaxDoublings) break;
       smoothness *= 2;
     }
+    // Near the minimum the decrease falls below the rounding of f: no step passes, and none can help any more.
+    if (doublings == kMaxDoublings) break;
     if (f_next < best.value) best = {f_next, std::sqrt(squared_norm(g_next)), it};
     // Momentum, reset when it stops helping (the objective went up).
     const double t_next = f_next > f_x ? 1 : (1 + std::sqrt(1 + 4 * t * t)) / 2;

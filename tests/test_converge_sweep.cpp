@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/ConvergeSweep.hpp"
+#include "sim/Minimum.hpp"
 #include "traces/ConvergeSweepOutput.hpp"
 
 using namespace placesim;
@@ -96,4 +97,33 @@ TEST_CASE("The sweep table names every schedule and marks tuned steps at the edg
   cells[0].best = -1;
   CHECK(sweep_table(cells).find("diverged") != std::string::npos);
   CHECK(sweep_csv(cells).find("quadratic,2,pipedream,8,1,1,60,2,,,,,,,,,,") != std::string::npos);
+}
+
+TEST_CASE("The reference minimum of a regularized quadratic is the closed-form one") {
+  // f = 1/2 (x - c)^T diag(1, 4) (x - c) + 1/4 ||x||^2 with c = (1, -2): per coordinate a l c^2 / (2 (a + l)), so
+  // f* = 1/6 + 8/9 = 19/18.
+  const QuadraticObjective f({1, 0, 0, 4}, {1, -2}, 0, 0.5, 1);
+  const MinimumEstimate m = estimate_minimum(f, 1000, 1e-12);  // stops at rounding: ||grad|| ~ 1e-8 for f ~ 1
+  CHECK(m.value == Approx(19.0 / 18).epsilon(1e-14));
+  CHECK(m.gradient_norm <= 1e-7);
+  CHECK(m.iterations < 1000);
+  CHECK(m.iterations > 1);
+}
+
+TEST_CASE("The reference minimum of logistic regression is stationary and what gradient descent reaches") {
+  ObjectiveSpec spec;
+  spec.kind = ObjectiveKind::Logistic;
+  spec.dimension = 8;
+  spec.samples = 256;
+  const auto f = make_objective(spec);
+  const MinimumEstimate m = estimate_minimum(*f, 4000, 1e-7);
+  CHECK(m.gradient_norm <= 1e-7);
+  std::vector<double> x(8, 0.0), g(8);
+  const double start = f->evaluate(x, g);
+  CHECK(m.value < start);
+  for (int i = 0; i < 5000; ++i) {  // plain gradient descent with a safe step (smoothness <= 1/4) gets no lower
+    f->evaluate(x, g);
+    for (int k = 0; k < 8; ++k) x[k] -= 1.0 * g[k];
+  }
+  CHECK(m.value == Approx(f->evaluate(x, g)).epsilon(1e-12));
 }
