@@ -44,8 +44,7 @@ ConvergenceSpec convergence_of(const Args& args, const Experiment& e) {
   ConvergenceSpec spec = e.convergence.value_or(ConvergenceSpec{});
   if (args.has("--step-size")) {
     spec.step_size = number_flag(args, "--step-size").get<double>();
-    if (!(spec.step_size > 0))
-      throw InputError("--step-size=" + *args.value("--step-size") + " must be positive");
+    if (!(spec.step_size > 0)) throw InputError("--step-size=" + *args.value("--step-size") + " must be positive");
   }
   return spec;
 }
@@ -59,8 +58,8 @@ void write_files(const Args& args, const Json& report, const ConvergenceResult& 
   if (auto path = args.value("--out-jsonl")) {
     std::ostringstream text;
     const Json& p = report["pipeline"];
-    write_convergence_jsonl(text, result,
-                            Json{{"experiment", report["experiment"]}, {"schedule", p["schedule"]}, {"stages", p["stages"]}});
+    write_convergence_jsonl(
+        text, result, Json{{"experiment", report["experiment"]}, {"schedule", p["schedule"]}, {"stages", p["stages"]}});
     write_output(*path, text.str());
   }
   if (auto path = args.value("--svg")) write_output(*path, convergence_svg(result, title));

@@ -11,7 +11,8 @@ namespace {
 SweepSpec sweep_of(const Args& args) {
   SweepSpec spec = args.has("--quick") ? quick_sweep() : default_sweep();
   const auto& files = args.positional();
-  if (files.size() > 1) throw InputError("converge-sweep takes at most one sweep file, got " + std::to_string(files.size()));
+  if (files.size() > 1)
+    throw InputError("converge-sweep takes at most one sweep file, got " + std::to_string(files.size()));
   if (!files.empty()) spec = parse_sweep(read_json_file(files.front()), spec);
   if (auto text = args.value("--threads")) {
     const Json v = parse_cli_value(*text);
@@ -39,11 +40,12 @@ Command command_converge_sweep() {
   c.name = "converge-sweep";
   c.summary = "final loss of each pipeline schedule over stage counts at equal simulated time, step size tuned";
   c.usage = "[SWEEP.json] [--quick] [--out TABLE.csv] [--jsonl FILE] [--svg FILE] [--threads N]";
-  c.flags = {{"--quick", "", "a small sweep (S = 2, 4; d = 32; budget 200) for tests; a sweep file still applies on top"},
-             {"--out", "FILE", "write the table as CSV: one row per objective, S and schedule, with the tuned step"},
-             {"--jsonl", "FILE", "write every run (each step size of each cell) as JSON lines"},
-             {"--svg", "FILE", "write final loss against S per schedule, one panel per objective"},
-             {"--threads", "N", "worker threads (default: the sweep file's, else one per core)"}};
+  c.flags = {
+      {"--quick", "", "a small sweep (S = 2, 4; d = 32; budget 200) for tests; a sweep file still applies on top"},
+      {"--out", "FILE", "write the table as CSV: one row per objective, S and schedule, with the tuned step"},
+      {"--jsonl", "FILE", "write every run (each step size of each cell) as JSON lines"},
+      {"--svg", "FILE", "write final loss against S per schedule, one panel per objective"},
+      {"--threads", "N", "worker threads (default: the sweep file's, else one per core)"}};
   c.run = run;
   return c;
 }

@@ -137,8 +137,7 @@ std::string converge_summary_text(const Json& report) {
                 p["schedule"].get<std::string>().c_str(), p["stages"].get<int>(), p["microbatches"].get<int>(),
                 run["steps"].get<int>(),
                 run["budget_s"].is_null() ? "" : (", cut at " + number(run["budget_s"]) + " s").c_str(),
-                c["objective"].get<std::string>().c_str(), c["dimension"].get<int>(),
-                number(c["step_size"]).c_str());
+                c["objective"].get<std::string>().c_str(), c["dimension"].get<int>(), number(c["step_size"]).c_str());
   std::string out = line;
   std::snprintf(line, sizeof line,
                 "  final loss %s (best %s, initial %s) after %lld updates at simulated time %s s%s\n"

@@ -44,7 +44,7 @@ StepTimes step_times(const Experiment& e, const PipelineSchedule& one_step, cons
     for (std::size_t i = 0; i < one_step.order[s].size(); ++i) {
       const double span = timeline[s][i].end_s - timeline[s][i].start_s;
       const PipeOpKind kind = one_step.order[s][i].kind;
-      (kind == PipeOpKind::Forward ? t.stages[s].forward_s
+      (kind == PipeOpKind::Forward    ? t.stages[s].forward_s
        : kind == PipeOpKind::Backward ? t.stages[s].backward_s
                                       : t.stages[s].optimizer_s) += span;
     }
@@ -102,7 +102,8 @@ DerivedPipeline derive_pipeline(Experiment& e) {
     optimizer = std::max(optimizer, s.optimizer_s);
   }
   if (!(p.times.forward_s > 0 && p.times.backward_s > 0))
-    throw InputError("the simulated step of " + e.name + " recorded no forward or backward compute to derive a pipeline from");
+    throw InputError("the simulated step of " + e.name +
+                     " recorded no forward or backward compute to derive a pipeline from");
   p.times.p2p_s = t.p2p_count > 0 ? t.p2p_sum_s / t.p2p_count : 0;
   const bool synchronous = p.shape.schedule == Schedule::GPipe || p.shape.schedule == Schedule::OneFOneB ||
                            p.shape.schedule == Schedule::Interleaved;

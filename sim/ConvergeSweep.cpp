@@ -41,9 +41,11 @@ template <class T, class Read>
 std::vector<T> read_list(ObjectReader& r, const char* key, std::vector<T> fallback, Read read) {
   const Json* list = r.child(key);
   if (!list) return fallback;
-  if (!list->is_array() || list->empty()) throw InputError(r.field(key) + "=" + show(*list) + " must be a non-empty list");
+  if (!list->is_array() || list->empty())
+    throw InputError(r.field(key) + "=" + show(*list) + " must be a non-empty list");
   std::vector<T> out;
-  for (std::size_t i = 0; i < list->size(); ++i) out.push_back(read((*list)[i], r.field(key) + "[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0; i < list->size(); ++i)
+    out.push_back(read((*list)[i], r.field(key) + "[" + std::to_string(i) + "]"));
   return out;
 }
 
@@ -81,14 +83,15 @@ double time_units(ObjectReader& r, const Json& object, const char* key, double f
 // Rules that involve several fields: LocalSGD's replicas split every step's micro-batches evenly.
 void check_sweep(const SweepSpec& s) {
   if (s.min_log2_step > s.max_log2_step)
-    throw InputError("sweep.min_log2_step=" + std::to_string(s.min_log2_step) + " exceeds sweep.max_log2_step=" +
-                     std::to_string(s.max_log2_step));
+    throw InputError("sweep.min_log2_step=" + std::to_string(s.min_log2_step) +
+                     " exceeds sweep.max_log2_step=" + std::to_string(s.max_log2_step));
   if (std::find(s.schedules.begin(), s.schedules.end(), Schedule::LocalSGD) == s.schedules.end()) return;
   for (int stages : s.stages) {
     const int m = s.microbatches_per_stage * stages, r = s.replicas > 0 ? s.replicas : stages;
     if (m % r != 0)
-      throw InputError("sweep.replicas=" + std::to_string(r) + " does not divide the M = microbatches_per_stage x S = " +
-                       std::to_string(m) + " micro-batches per step at S=" + std::to_string(stages));
+      throw InputError("sweep.replicas=" + std::to_string(r) +
+                       " does not divide the M = microbatches_per_stage x S = " + std::to_string(m) +
+                       " micro-batches per step at S=" + std::to_string(stages));
   }
 }
 
@@ -138,18 +141,18 @@ SweepCell cell_for(const SweepSpec& spec, const ConvergenceSpec& objective, cons
   return c;
 }
 
-// About 16 samples per run, each after a whole number of full-model updates: the sweep keeps only the final loss
-// and the best one, and a logistic loss costs a pass over the data set.
+// About 4 samples per run besides the first and the last, each after a whole number of full-model updates: the
+// sweep ranks by the final loss, and a logistic loss costs a pass over the data set (more samples made it the bulk
+// of the default sweep's time).
 std::int64_t sample_interval(const UpdateTrace& trace) {
   std::int64_t applies = 0;
   for (const TrainEvent& e : trace.events) applies += e.kind == TrainEvent::Kind::Apply ? 1 : 0;
   const std::int64_t full = std::int64_t{trace.stages} * trace.replicas;
-  return full * std::max<std::int64_t>(1, (applies / full + 15) / 16);
+  return full * std::max<std::int64_t>(1, (applies / full + 3) / 4);
 }
 
 // Runs one step size on one instance (seed index k) and files the outcome under k.
-void execute(const UpdateTrace& trace, ConvergenceSpec spec, const Objective& objective, std::size_t k,
-             SweepRun& run) {
+void execute(const UpdateTrace& trace, ConvergenceSpec spec, const Objective& objective, std::size_t k, SweepRun& run) {
   spec.step_size = std::ldexp(1.0, run.log2_step);
   spec.sample_every = sample_interval(trace);
   const ConvergenceResult r = run_convergence(trace, spec, objective);
@@ -272,7 +275,8 @@ std::vector<SweepCell> run_sweep(const SweepSpec& spec) {
     for (const PreparedPipeline& p : pipelines) cells.push_back(cell_for(spec, o, p));
   }
   if (cells.empty()) return cells;
-  const int threads = spec.threads > 0 ? spec.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads =
+      spec.threads > 0 ? spec.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::unique_ptr<Objective>> objectives(instances.size());
   std::vector<MinimumEstimate> minima(instances.size());
   parallel_for(instances.size(), threads, [&](std::size_t i) {

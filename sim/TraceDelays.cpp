@@ -23,10 +23,10 @@ class Tally {
 
 // Where the Apply events of the trace sit, per replica and per block.
 struct ApplyIndex {
-  std::vector<std::vector<double>> times;                  // [replica]: times of its Applies, trace order
-  std::vector<std::vector<std::int64_t>> rank;             // [replica * stages + stage]: rank of each of the block's
-                                                           // Applies among the replica's
-  std::vector<std::int64_t> next_apply_rank;               // [event]: rank of the next Apply on the event's block, -1
+  std::vector<std::vector<double>> times;       // [replica]: times of its Applies, trace order
+  std::vector<std::vector<std::int64_t>> rank;  // [replica * stages + stage]: rank of each of the block's
+                                                // Applies among the replica's
+  std::vector<std::int64_t> next_apply_rank;    // [event]: rank of the next Apply on the event's block, -1
 };
 
 ApplyIndex index_applies(const UpdateTrace& trace) {

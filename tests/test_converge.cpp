@@ -93,8 +93,8 @@ TEST_CASE("Delays the executor meets under PipeDream equal the pipeline report's
 TEST_CASE("With transfer delays the executor's version-based delays are at least the report's read-time ones") {
   // A forward that waits for its input reads its block later than the Apply that made the version: the report
   // counts from the read, trace_delays from the version, so it sees more updates in between, never fewer.
-  const test::PipelineRun run = test::run_pipeline(test::pipeline_shape(Schedule::PipeDream, 5, 50),
-                                                   test::pipeline_times(1, 1, 0.3));
+  const test::PipelineRun run =
+      test::run_pipeline(test::pipeline_shape(Schedule::PipeDream, 5, 50), test::pipeline_times(1, 1, 0.3));
   const TraceDelays seen = trace_delays(update_trace(run.schedule, run.timeline), run.metrics.steady_from_microbatch);
   CHECK(seen.steady.samples == run.metrics.delay.samples);
   CHECK(seen.steady.max >= run.metrics.delay.max);

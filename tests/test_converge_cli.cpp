@@ -58,10 +58,9 @@ int sweep(const std::string& sweep, const std::string& flags, std::string* out) 
 TEST_CASE("converge writes the loss curve as CSV JSON lines and SVG and prints a summary") {
   ScratchFile csv("curve.csv"), jsonl("curve.jsonl"), svg("curve.svg"), report("report.json");
   std::string out;
-  const int code = converge(kPipeline, R"({"objective": "quadratic", "dimension": 24, "step_size": 0.05})",
-                            "--out-csv " + csv.path + " --out-jsonl " + jsonl.path + " --svg " + svg.path +
-                                " --report " + report.path,
-                            &out);
+  const int code = converge(
+      kPipeline, R"({"objective": "quadratic", "dimension": 24, "step_size": 0.05})",
+      "--out-csv " + csv.path + " --out-jsonl " + jsonl.path + " --svg " + svg.path + " --report " + report.path, &out);
   INFO(out);
   REQUIRE(code == 0);
   CHECK(out.find("placesim converge: pipedream, S=3, M=6, 4 step(s); quadratic, d=24") != std::string::npos);
@@ -152,17 +151,15 @@ TEST_CASE("converge on a model and cluster runs the executor on a pipeline deriv
 TEST_CASE("converge-sweep quick writes one row per objective stage count and schedule") {
   ScratchFile table("table.csv"), runs("runs.jsonl"), svg("sweep.svg");
   std::string out;
-  const int code =
-      test::run_placesim("converge-sweep --quick --out " + table.path + " --jsonl " + runs.path + " --svg " + svg.path,
-                         &out);
+  const int code = test::run_placesim(
+      "converge-sweep --quick --out " + table.path + " --jsonl " + runs.path + " --svg " + svg.path, &out);
   INFO(out);
   REQUIRE(code == 0);
   CHECK(out.find("quadratic: final loss - f* at the budget") != std::string::npos);
   CHECK(out.find("logistic: final loss - f* at the budget") != std::string::npos);
   const std::vector<std::string> rows = lines_of(table.path);
   REQUIRE(rows.size() == 1 + 2 * 2 * 5);
-  CHECK(rows[0].rfind("objective,stages,schedule,microbatches,replicas,local_steps,budget_s,seeds,step_size,", 0) ==
-        0);
+  CHECK(rows[0].rfind("objective,stages,schedule,microbatches,replicas,local_steps,budget_s,seeds,step_size,", 0) == 0);
   CHECK(rows[1].rfind("quadratic,2,pipedream,8,1,1,200,2,", 0) == 0);
   CHECK(rows[5].rfind("quadratic,2,localsgd,8,2,5,200,2,", 0) == 0);
   CHECK(rows[20].rfind("logistic,4,localsgd,16,4,5,200,2,", 0) == 0);

@@ -12,11 +12,29 @@ namespace placesim {
 
 namespace {
 
-const std::vector<std::string> kColumns = {
-    "objective",    "stages",       "schedule",     "microbatches",    "replicas",       "local_steps",
-    "budget_s",     "seeds",        "step_size",    "log2_step",       "at_grid_edge",   "final_gap",
-    "final_loss",   "min_loss",     "initial_loss", "updates",         "final_time_s",   "max_delay",
-    "mean_delay",   "bubble_fraction", "diverged_steps", "reference_minimum", "minimum_gradient_norm"};
+const std::vector<std::string> kColumns = {"objective",
+                                           "stages",
+                                           "schedule",
+                                           "microbatches",
+                                           "replicas",
+                                           "local_steps",
+                                           "budget_s",
+                                           "seeds",
+                                           "step_size",
+                                           "log2_step",
+                                           "at_grid_edge",
+                                           "final_gap",
+                                           "final_loss",
+                                           "min_loss",
+                                           "initial_loss",
+                                           "updates",
+                                           "final_time_s",
+                                           "max_delay",
+                                           "mean_delay",
+                                           "bubble_fraction",
+                                           "diverged_steps",
+                                           "reference_minimum",
+                                           "minimum_gradient_norm"};
 
 int diverged_steps(const SweepCell& c) {
   int n = 0;
@@ -38,10 +56,14 @@ double largest(const std::vector<double>& v) {
 std::vector<std::string> best_cells(const SweepCell& c) {
   if (c.best < 0) return std::vector<std::string>(9);
   const SweepRun& b = c.runs[static_cast<std::size_t>(c.best)];
-  return {format_shortest(std::ldexp(1.0, b.log2_step)), std::to_string(b.log2_step),
-          c.best_at_grid_edge() ? "true" : "false",      format_shortest(b.mean_gap),
-          format_shortest(b.mean_final_loss),            format_shortest(mean(b.min_loss)),
-          format_shortest(mean(b.initial_loss)),         std::to_string(b.updates),
+  return {format_shortest(std::ldexp(1.0, b.log2_step)),
+          std::to_string(b.log2_step),
+          c.best_at_grid_edge() ? "true" : "false",
+          format_shortest(b.mean_gap),
+          format_shortest(b.mean_final_loss),
+          format_shortest(mean(b.min_loss)),
+          format_shortest(mean(b.initial_loss)),
+          std::to_string(b.updates),
           format_shortest(b.final_time_s)};
 }
 
@@ -76,9 +98,15 @@ std::vector<Key> distinct(const std::vector<SweepCell>& cells, Key (*key)(const 
     if (std::find(out.begin(), out.end(), key(c)) == out.end()) out.push_back(key(c));
   return out;
 }
-std::string objective_key(const SweepCell& c) { return c.objective; }
-Schedule schedule_key(const SweepCell& c) { return c.schedule; }
-int stages_key(const SweepCell& c) { return c.stages; }
+std::string objective_key(const SweepCell& c) {
+  return c.objective;
+}
+Schedule schedule_key(const SweepCell& c) {
+  return c.schedule;
+}
+int stages_key(const SweepCell& c) {
+  return c.stages;
+}
 
 std::string table_entry(const SweepCell& c) {
   if (c.best < 0) return "diverged";
@@ -153,10 +181,14 @@ std::string sweep_jsonl(const std::vector<SweepCell>& cells) {
   for (const SweepCell& c : cells) {
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
       const SweepRun& r = c.runs[i];
-      Json row{{"objective", c.objective},          {"stages", c.stages},
-               {"schedule", to_string(c.schedule)}, {"microbatches", c.microbatches},
-               {"replicas", c.replicas},            {"local_steps", c.local_steps},
-               {"budget_s", c.budget_s},            {"log2_step", r.log2_step},
+      Json row{{"objective", c.objective},
+               {"stages", c.stages},
+               {"schedule", to_string(c.schedule)},
+               {"microbatches", c.microbatches},
+               {"replicas", c.replicas},
+               {"local_steps", c.local_steps},
+               {"budget_s", c.budget_s},
+               {"log2_step", r.log2_step},
                {"step_size", std::ldexp(1.0, r.log2_step)},
                {"final_gap", finite_or_null(r.mean_gap)},
                {"final_loss", finite_or_null(r.mean_final_loss)},
@@ -164,8 +196,10 @@ std::string sweep_jsonl(const std::vector<SweepCell>& cells) {
                {"min_loss_per_seed", finite(r.min_loss)},
                {"initial_loss_per_seed", finite(r.initial_loss)},
                {"reference_minimum_per_seed", c.minimum},
-               {"final_time_s", r.final_time_s},    {"updates", r.updates},
-               {"backwards", r.backwards},          {"diverged", r.diverged},
+               {"final_time_s", r.final_time_s},
+               {"updates", r.updates},
+               {"backwards", r.backwards},
+               {"diverged", r.diverged},
                {"chosen", static_cast<int>(i) == c.best}};
       out += row.dump() + "\n";
     }
@@ -206,9 +240,10 @@ std::string sweep_table(const std::vector<SweepCell>& cells) {
 std::string sweep_svg(const std::vector<SweepCell>& cells) {
   const std::vector<std::string> objectives = distinct(cells, objective_key);
   constexpr int kWidth = 720, kHeight = 440;
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
-                    "version=\"1.1\" width=\"" + std::to_string(kWidth * objectives.size()) + "\" height=\"" +
-                    std::to_string(kHeight) + "\">\n";
+  std::string out =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+      "version=\"1.1\" width=\"" +
+      std::to_string(kWidth * objectives.size()) + "\" height=\"" + std::to_string(kHeight) + "\">\n";
   for (std::size_t i = 0; i < objectives.size(); ++i) {
     std::string inner = panel(cells, objectives[i]);
     inner.erase(0, inner.find("<svg") + 4);  // drop the XML declaration; the panel becomes a nested, placed <svg>

@@ -201,7 +201,8 @@ std::string render_line_plot(const std::vector<PlotSeries>& series, const PlotOp
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   draw_axes(out, f, x, y, options);
-  for (std::size_t i = 0; i < series.size(); ++i) draw_series(out, f, x, y, series[i], kColours[i % 8], options.markers);
+  for (std::size_t i = 0; i < series.size(); ++i)
+    draw_series(out, f, x, y, series[i], kColours[i % 8], options.markers);
   draw_legend(out, f, series);
   out << "</svg>\n";
   return out.str();
