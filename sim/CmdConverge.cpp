@@ -99,7 +99,9 @@ Command command_converge() {
   Command c;
   c.name = "converge";
   c.summary = "run stale SGD on a synthetic objective as the experiment's pipeline schedule orders the updates";
-  c.usage = "EXPERIMENT.json [--steps N | --time-budget S] [--out-csv F] [--out-jsonl F] [--svg F] [--report F]";
+  c.usage =
+      "EXPERIMENT.json [--steps N | --time-budget S] [--step-size G] [--out-csv F] [--out-jsonl F] [--svg F] "
+      "[--report F]";
   c.flags = experiment_flags();
   c.flags.push_back({"--steps", "N", "steps to run (default: pipeline.steps; model experiments: 100)"});
   c.flags.push_back({"--time-budget", "S", "run for this much simulated time instead (seconds of the pipeline)"});

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
 
 #include "traces/SvgPlot.hpp"
 #include "workloads/Numbers.hpp"
@@ -90,7 +89,7 @@ Json finite_or_null(double v) {
   return std::isfinite(v) ? Json(v) : Json(nullptr);
 }
 
-// Objectives in their first-seen order, and the schedules of the sweep likewise.
+// The keys (objectives, schedules, stage counts) in the order the cells first have them.
 template <class Key>
 std::vector<Key> distinct(const std::vector<SweepCell>& cells, Key (*key)(const SweepCell&)) {
   std::vector<Key> out;
