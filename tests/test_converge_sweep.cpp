@@ -5,11 +5,19 @@
 
 #include "sim/ConvergeSweep.hpp"
 #include "sim/Minimum.hpp"
+#include "tests/XmlCheck.hpp"
 #include "traces/ConvergeSweepOutput.hpp"
+#include "traces/SvgPlot.hpp"
 
 using namespace placesim;
 
 namespace {
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
 
 SweepSpec tiny_sweep(int threads) {
   SweepSpec s = quick_sweep();
@@ -126,4 +134,28 @@ TEST_CASE("The reference minimum of logistic regression is stationary and what g
     for (int k = 0; k < 8; ++k) x[k] -= 1.0 * g[k];
   }
   CHECK(m.value == Approx(f->evaluate(x, g)).epsilon(1e-12));
+}
+
+TEST_CASE("A log x axis ticks 1-2-5 values and markers put a dot on every point") {
+  PlotOptions o{"stages", "S", "loss", true};
+  o.log_x = true;
+  o.markers = true;
+  const std::string svg = render_line_plot({PlotSeries{"a", {2, 4, 8, 16, 32}, {1, 0.5, 0.2, 0.1, 0.05}}}, o);
+  CHECK(test::xml_problem(svg) == "");
+  CHECK(count(svg, "<circle") == 5);
+  // S from 2 to 32: the axis runs from 2 to 50 with ticks at 2 5 10 20 50; 4, 8, 16 and 32 are not ticks.
+  for (const char* tick : {">2</text>", ">5</text>", ">10</text>", ">20</text>", ">50</text>"})
+    CHECK(svg.find(tick) != std::string::npos);
+  CHECK(svg.find(">4</text>") == std::string::npos);
+  o.log_x = false;
+  o.markers = false;
+  CHECK(count(render_line_plot({PlotSeries{"a", {2, 4}, {1, 2}}}, o), "<circle") == 0);
+}
+
+TEST_CASE("The sweep figure has one panel per objective and names a line hidden under another") {
+  const std::string svg = sweep_svg(run_sweep(tiny_sweep(2)));
+  CHECK(test::xml_problem(svg) == "");
+  CHECK(count(svg, "<svg") == 3);  // the figure and its two panels
+  CHECK(svg.find("gpipe (= 1f1b)") != std::string::npos);
+  CHECK(count(svg, "<circle") == 2 * 4 * 2);  // objectives x schedules x stage counts
 }
