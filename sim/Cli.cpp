@@ -138,8 +138,9 @@ void write_output(const std::string& path, const std::string& text) {
 }
 
 std::vector<Command> all_commands() {
-  return {command_analyze(), command_check(),  command_simulate(),       command_sweep(),
-          command_search(),  command_calibrate(), command_pipeline_sweep(), command_presets()};
+  return {command_analyze(),  command_check(),          command_simulate(),       command_sweep(),
+          command_search(),   command_pipeline_sweep(), command_converge(),       command_converge_sweep(),
+          command_calibrate(), command_presets()};
 }
 
 namespace {

@@ -12,5 +12,7 @@ Command command_simulate();
 Command command_pipeline_sweep();
 Command command_search();
 Command command_sweep();
+Command command_converge();
+Command command_converge_sweep();
 
 }  // namespace placesim

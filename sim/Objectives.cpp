@@ -13,7 +13,7 @@ namespace placesim {
 
 namespace {
 
-std::uint64_t stream_key(std::uint64_t seed, Stream stream, SampleKey key) {
+std::uint64_t stream_key(std::uint64_t seed, RandomStream stream, SampleKey key) {
   return derive_key(seed, static_cast<std::uint64_t>(stream), static_cast<std::uint64_t>(key.replica),
                     static_cast<std::uint64_t>(key.microbatch));
 }
@@ -95,7 +95,7 @@ MicrobatchState QuadraticObjective::prepare(std::span<const double> x, SampleKey
 
 void QuadraticObjective::block_gradient(std::span<const double> x, SampleKey key, const MicrobatchState& state,
                                         int begin, int end, std::span<double> out) const {
-  std::uint64_t noise_key = stream_key(seed_, Stream::Noise, key);
+  std::uint64_t noise_key = stream_key(seed_, RandomStream::Noise, key);
   for (int k = begin; k < end; ++k) {
     double xi = SplitMix64::to_standard(SplitMix64::at(noise_key, k));
     out[k - begin] = state.values[k] + noise_ * xi + l2_ * x[k];
@@ -193,7 +193,7 @@ double FiniteSumObjective::evaluate(std::span<const double> x, std::span<double>
 MicrobatchState FiniteSumObjective::prepare(std::span<const double> x, SampleKey key) const {
   MicrobatchState state;
   state.samples.resize(batch_size_);
-  SplitMix64 rng(stream_key(seed_, Stream::Batch, key));
+  SplitMix64 rng(stream_key(seed_, RandomStream::Batch, key));
   for (std::uint32_t& i : state.samples) i = static_cast<std::uint32_t>(rng.below(targets_.size()));
   const std::size_t d = dimension_;
   std::vector<double> margins(state.samples.size());
@@ -221,10 +221,10 @@ std::unique_ptr<Objective> make_finite_sum(const ObjectiveSpec& spec, const std:
   const int d = spec.dimension, n = spec.samples;
   std::vector<double> features = rotated_features(n, spectrum, spec.seed);
   std::vector<double> truth =
-      standard_vector(d, 2.0 / std::sqrt(static_cast<double>(d)), derive_key(spec.seed, std::uint64_t(Stream::Truth)));
+      standard_vector(d, 2.0 / std::sqrt(static_cast<double>(d)), derive_key(spec.seed, std::uint64_t(RandomStream::Truth)));
   std::vector<double> margins(n);
   dot_rows([&](std::size_t j) { return features.data() + j * d; }, n, truth.data(), d, margins.data());
-  SplitMix64 rng(derive_key(spec.seed, static_cast<std::uint64_t>(Stream::Targets)));
+  SplitMix64 rng(derive_key(spec.seed, static_cast<std::uint64_t>(RandomStream::Targets)));
   std::vector<double> targets(n);
   bool logistic = spec.kind == ObjectiveKind::Logistic;
   for (int j = 0; j < n; ++j) {
@@ -245,8 +245,8 @@ std::unique_ptr<Objective> make_objective(const ObjectiveSpec& spec) {
   std::vector<double> spectrum = linear_spectrum(spec.dimension, spec.condition_number);
   if (spec.kind != ObjectiveKind::Quadratic) return make_finite_sum(spec, spectrum);
   std::vector<double> minimizer =
-      standard_vector(spec.dimension, 1.0, derive_key(spec.seed, static_cast<std::uint64_t>(Stream::Minimizer)));
-  ButterflyRotation rotation(spec.dimension, derive_key(spec.seed, static_cast<std::uint64_t>(Stream::Rotation)));
+      standard_vector(spec.dimension, 1.0, derive_key(spec.seed, static_cast<std::uint64_t>(RandomStream::Minimizer)));
+  ButterflyRotation rotation(spec.dimension, derive_key(spec.seed, static_cast<std::uint64_t>(RandomStream::Rotation)));
   return std::make_unique<QuadraticObjective>(std::move(rotation), std::move(spectrum), std::move(minimizer),
                                               spec.noise, spec.l2, spec.seed);
 }

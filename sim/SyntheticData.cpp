@@ -53,8 +53,8 @@ std::vector<double> linear_spectrum(int dimension, double condition_number) {
 
 std::vector<double> rotated_features(int samples, const std::vector<double>& spectrum, std::uint64_t seed) {
   const int d = static_cast<int>(spectrum.size());
-  ButterflyRotation q(d, derive_key(seed, static_cast<std::uint64_t>(Stream::Rotation)));
-  SplitMix64 rng(derive_key(seed, static_cast<std::uint64_t>(Stream::Features)));
+  ButterflyRotation q(d, derive_key(seed, static_cast<std::uint64_t>(RandomStream::Rotation)));
+  SplitMix64 rng(derive_key(seed, static_cast<std::uint64_t>(RandomStream::Features)));
   std::vector<double> scale(d);
   for (int k = 0; k < d; ++k) scale[k] = std::sqrt(spectrum[k]);
   std::vector<double> a(static_cast<std::size_t>(samples) * d);

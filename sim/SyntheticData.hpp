@@ -5,7 +5,7 @@
 namespace placesim {
 
 /// Independent purposes of the random streams drawn from one objective seed (see derive_key in sim/Random.hpp).
-enum class Stream : std::uint64_t { Rotation = 1, Minimizer, Features, Targets, Truth, Batch, Noise };
+enum class RandomStream : std::uint64_t { Rotation = 1, Minimizer, Features, Targets, Truth, Batch, Noise };
 
 /// A seeded orthogonal d x d matrix Q, stored as butterfly layers of Givens rotations. Layer l (2^l < d) rotates
 /// every pair of coordinates (i, i + 2^l) with bit l of i clear and i + 2^l < d, each by its own angle: after

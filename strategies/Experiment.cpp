@@ -11,6 +11,7 @@ Experiment parse_experiment(const Json& value, const std::string& base_dir) {
   r.skip("description");
   if (const Json* p = r.child("pipeline")) e.pipeline = *p;
   if (const Json* c = r.child("cluster")) e.cluster = *c;
+  if (const Json* c = r.child("convergence")) e.convergence = parse_convergence(*c);
   bool abstract = !e.pipeline.is_null();
   if (const Json* m = r.child("model")) {
     e.model = parse_model(*m, base_dir);

@@ -1,7 +1,9 @@
 #pragma once
+#include <optional>
 #include <string>
 
 #include "strategies/Strategy.hpp"
+#include "workloads/ConvergenceSpec.hpp"
 #include "workloads/Model.hpp"
 #include "workloads/Training.hpp"
 
@@ -17,6 +19,9 @@ struct Experiment {
   Json cluster;                     ///< raw "cluster" section, resolved by topology/; null when absent
   Json pipeline;                    ///< raw abstract "pipeline" section; null when absent
   double device_memory_bytes = 0;   ///< capacity to check the memory against; 0 = not checked
+  /// "convergence" section: the objective `placesim converge` optimizes with the pipeline's updates; absent when
+  /// the experiment has none (the command then uses the ConvergenceSpec defaults).
+  std::optional<ConvergenceSpec> convergence;
 };
 
 /// Parses an experiment object; `base_dir` resolves relative paths (hf_config). Calls resolve().

@@ -103,7 +103,7 @@ TEST_CASE("The generated quadratic's Hessian is symmetric with the requested spe
   std::vector<double> u = point(d, 1), v = point(d, 2);
   CHECK(dot(hessian_times(u), v) == Approx(dot(u, hessian_times(v))).epsilon(1e-12));
   // Eigenvectors are the columns of Q (the seed's rotation stream): A (Q e_k) = lambda_k (Q e_k).
-  ButterflyRotation q(d, derive_key(9, static_cast<std::uint64_t>(Stream::Rotation)));
+  ButterflyRotation q(d, derive_key(9, static_cast<std::uint64_t>(RandomStream::Rotation)));
   for (int k : {0, 7, d - 1}) {
     std::vector<double> e(d, 0.0);
     e[k] = 1;

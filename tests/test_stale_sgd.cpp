@@ -3,12 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include "sim/StaleSgd.hpp"
+#include "tests/PlainSgd.hpp"
 #include "tests/TraceBuilders.hpp"
 
 using namespace placesim;
 using test::apply;
 using test::average;
 using test::backward;
+using test::loss_at;
+using test::plain_sgd;
 
 namespace {
 
@@ -22,30 +25,6 @@ ConvergenceSpec spec_for(ObjectiveKind kind, int dimension, double step) {
   spec.objective.seed = 7;
   spec.step_size = step;
   return spec;
-}
-
-/// Plain mini-batch SGD on one device, written independently of the executor: step n averages the full-vector
-/// gradients of micro-batches n*m .. n*m+m-1 (summed in that order, then divided by m) at the current x.
-/// Returns the iterate after every step.
-std::vector<std::vector<double>> plain_sgd(const Objective& f, double step, int microbatches, int steps) {
-  const int d = f.dimension();
-  std::vector<double> x(d, 0.0), sum(d), g(d);
-  std::vector<std::vector<double>> iterates;
-  for (int n = 0; n < steps; ++n) {
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (int j = 0; j < microbatches; ++j) {
-      f.sample_gradient(x, SampleKey{0, n * microbatches + j}, 0, d, g);
-      for (int k = 0; k < d; ++k) sum[k] += g[k];
-    }
-    for (int k = 0; k < d; ++k) x[k] = x[k] - step * (sum[k] / microbatches);
-    iterates.push_back(x);
-  }
-  return iterates;
-}
-
-double loss_at(const Objective& f, const std::vector<double>& x) {
-  std::vector<double> g(x.size());
-  return f.evaluate(x, g);
 }
 
 // Runs synchronous traces of `stages` for 1 .. steps steps and compares with plain SGD: every coordinate of every

@@ -88,24 +88,25 @@ Axis log_axis(double low, double high) {
 }
 
 // On a log axis values below 1e-300 are left out too: their decade would underflow to 0.
-bool usable(double x, double y, bool log_y) {
-  return std::isfinite(x) && std::isfinite(y) && (!log_y || y >= 1e-300);
+bool usable(double x, double y, bool log_x, bool log_y) {
+  return std::isfinite(x) && std::isfinite(y) && (!log_x || x >= 1e-300) && (!log_y || y >= 1e-300);
 }
 
-std::pair<Axis, Axis> make_axes(const std::vector<PlotSeries>& series, bool log_y) {
+std::pair<Axis, Axis> make_axes(const std::vector<PlotSeries>& series, bool log_x, bool log_y) {
   double x_low = INFINITY, x_high = -INFINITY, y_low = INFINITY, y_high = -INFINITY;
   for (const PlotSeries& s : series) {
     for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (!usable(s.x[i], s.y[i], log_y)) continue;
+      if (!usable(s.x[i], s.y[i], log_x, log_y)) continue;
       x_low = std::min(x_low, s.x[i]);
       x_high = std::max(x_high, s.x[i]);
       y_low = std::min(y_low, s.y[i]);
       y_high = std::max(y_high, s.y[i]);
     }
   }
-  if (x_low > x_high) x_low = x_high = 0;
+  if (x_low > x_high) x_low = x_high = log_x ? 1 : 0;
   if (y_low > y_high) y_low = y_high = log_y ? 1 : 0;
-  return {linear_axis(x_low, x_high), log_y ? log_axis(y_low, y_high) : linear_axis(y_low, y_high)};
+  return {log_x ? log_axis(x_low, x_high) : linear_axis(x_low, x_high),
+          log_y ? log_axis(y_low, y_high) : linear_axis(y_low, y_high)};
 }
 
 /// Pixel geometry of the plotting area.
@@ -140,7 +141,7 @@ void draw_axes(std::ostream& out, const Frame& f, const Axis& x, const Axis& y, 
 
 // Each run of usable points becomes one polyline, so a gap (nan, inf, y <= 0 on log) is not bridged.
 void draw_series(std::ostream& out, const Frame& f, const Axis& x, const Axis& y, const PlotSeries& s,
-                 const char* colour) {
+                 const char* colour, bool markers) {
   std::string points;
   auto flush = [&] {
     if (!points.empty())
@@ -148,12 +149,15 @@ void draw_series(std::ostream& out, const Frame& f, const Axis& x, const Axis& y
     points.clear();
   };
   for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-    if (!usable(s.x[i], s.y[i], y.log)) {
+    if (!usable(s.x[i], s.y[i], x.log, y.log)) {
       flush();
       continue;
     }
     if (!points.empty()) points += ' ';
     points += fixed2(f.px(x, s.x[i])) + "," + fixed2(f.py(y, s.y[i]));
+    if (markers)
+      out << "<circle cx=\"" << fixed2(f.px(x, s.x[i])) << "\" cy=\"" << fixed2(f.py(y, s.y[i])) << "\" r=\"3\" fill=\""
+          << colour << "\"/>\n";
   }
   flush();
 }
@@ -173,7 +177,7 @@ void draw_legend(std::ostream& out, const Frame& f, const std::vector<PlotSeries
 }  // namespace
 
 std::string render_line_plot(const std::vector<PlotSeries>& series, const PlotOptions& options) {
-  auto [x, y] = make_axes(series, options.log_y);
+  auto [x, y] = make_axes(series, options.log_x, options.log_y);
   Frame f{kLeft, kTop, options.width - kLeft - kRight, options.height - kTop - kBottom};
   std::ostringstream out;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -182,7 +186,8 @@ std::string render_line_plot(const std::vector<PlotSeries>& series, const PlotOp
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   draw_axes(out, f, x, y, options);
-  for (std::size_t i = 0; i < series.size(); ++i) draw_series(out, f, x, y, series[i], kColours[i % 8]);
+  for (std::size_t i = 0; i < series.size(); ++i)
+    draw_series(out, f, x, y, series[i], kColours[i % 8], options.markers);
   draw_legend(out, f, series);
   out << "</svg>\n";
   return out.str();

@@ -15,6 +15,8 @@ struct PlotSeries {
 struct PlotOptions {
   std::string title, x_label, y_label;
   bool log_y = false;             ///< decades on the y axis; points with y < 1e-300 are then left out
+  bool log_x = false;             ///< the same for the x axis
+  bool markers = false;           ///< a dot on every point (for lines of a few points)
   int width = 720, height = 440;  ///< pixels
 };
 
