@@ -8,12 +8,12 @@ namespace placesim {
 
 namespace {
 
-SweepSpec sweep_of(const Args& args) {
-  SweepSpec spec = args.has("--quick") ? quick_sweep() : default_sweep();
+ConvergeSweepSpec sweep_of(const Args& args) {
+  ConvergeSweepSpec spec = args.has("--quick") ? quick_converge_sweep() : default_converge_sweep();
   const auto& files = args.positional();
   if (files.size() > 1)
     throw InputError("converge-sweep takes at most one sweep file, got " + std::to_string(files.size()));
-  if (!files.empty()) spec = parse_sweep(read_json_file(files.front()), spec);
+  if (!files.empty()) spec = parse_converge_sweep(read_json_file(files.front()), spec);
   if (auto text = args.value("--threads")) {
     const Json v = parse_cli_value(*text);
     if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1024)
@@ -24,8 +24,8 @@ SweepSpec sweep_of(const Args& args) {
 }
 
 int run(const Args& args) {
-  const SweepSpec spec = sweep_of(args);
-  const std::vector<SweepCell> cells = run_sweep(spec);
+  const ConvergeSweepSpec spec = sweep_of(args);
+  const std::vector<ConvergeSweepCell> cells = run_converge_sweep(spec);
   std::cout << sweep_table(cells);
   if (auto path = args.value("--out")) write_output(*path, sweep_csv(cells));
   if (auto path = args.value("--jsonl")) write_output(*path, sweep_jsonl(cells));

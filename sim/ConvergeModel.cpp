@@ -1,3 +1,4 @@
+#include <map>
 #include "sim/ConvergeModel.hpp"
 
 #include <algorithm>
@@ -34,23 +35,34 @@ SimulationRecord first_pipeline(const Experiment& e, const SimulationRecord& all
 }
 
 // An op's time is its span, from its first record's start to its last one's end: the tensor-parallel collectives
-// between its layers are inside it. Recomputation runs before a backward as separate records and is added to it.
+// between its layers are inside it. A backward's span starts at its first recomputation, which runs before it.
 StepTimes step_times(const Experiment& e, const PipelineSchedule& one_step, const SimulationRecord& all) {
   const SimulationRecord record = first_pipeline(e, all);
   const PipelineTimeline timeline = pipeline_timeline(one_step, record);
+  std::map<std::pair<std::int64_t, int>, double> recompute_start;  // (stage, micro-batch) -> first recompute start
+  for (const TaskRecord& r : record.tasks) {
+    if (r.kind == TaskKind::Recompute) {
+      auto key = std::make_pair(mesh_coord(e.strategy, r.device).pp, r.microbatch);
+      auto [it, fresh] = recompute_start.try_emplace(key, r.start_s);
+      if (!fresh) it->second = std::min(it->second, r.start_s);
+    }
+  }
   StepTimes t;
   t.stages.resize(one_step.order.size());
   for (std::size_t s = 0; s < one_step.order.size(); ++s)
     for (std::size_t i = 0; i < one_step.order[s].size(); ++i) {
-      const double span = timeline[s][i].end_s - timeline[s][i].start_s;
-      const PipeOpKind kind = one_step.order[s][i].kind;
-      (kind == PipeOpKind::Forward    ? t.stages[s].forward_s
-       : kind == PipeOpKind::Backward ? t.stages[s].backward_s
-                                      : t.stages[s].optimizer_s) += span;
+      const PipeOp& op = one_step.order[s][i];
+      double start = timeline[s][i].start_s;
+      if (op.kind == PipeOpKind::Backward) {
+        auto it = recompute_start.find({static_cast<std::int64_t>(s), op.microbatch});
+        if (it != recompute_start.end()) start = std::min(start, it->second);
+      }
+      const double span = timeline[s][i].end_s - start;
+      (op.kind == PipeOpKind::Forward    ? t.stages[s].forward_s
+       : op.kind == PipeOpKind::Backward ? t.stages[s].backward_s
+                                         : t.stages[s].optimizer_s) += span;
     }
   for (const TaskRecord& r : record.tasks) {
-    if (r.kind == TaskKind::Recompute)
-      t.stages[static_cast<std::size_t>(mesh_coord(e.strategy, r.device).pp)].backward_s += r.end_s - r.start_s;
     if (r.stream == Stream::PpSend && r.kind == TaskKind::P2P && r.comm_class == CommClass::PpP2P) {
       t.p2p_sum_s += r.end_s - r.start_s;
       ++t.p2p_count;

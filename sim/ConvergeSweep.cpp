@@ -81,7 +81,7 @@ double time_units(ObjectReader& r, const Json& object, const char* key, double f
 }
 
 // Rules that involve several fields: LocalSGD's replicas split every step's micro-batches evenly.
-void check_sweep(const SweepSpec& s) {
+void check_sweep(const ConvergeSweepSpec& s) {
   if (s.min_log2_step > s.max_log2_step)
     throw InputError("sweep.min_log2_step=" + std::to_string(s.min_log2_step) +
                      " exceeds sweep.max_log2_step=" + std::to_string(s.max_log2_step));
@@ -95,7 +95,7 @@ void check_sweep(const SweepSpec& s) {
   }
 }
 
-AbstractPipeline pipeline_for(const SweepSpec& spec, int stages, Schedule schedule) {
+AbstractPipeline pipeline_for(const ConvergeSweepSpec& spec, int stages, Schedule schedule) {
   AbstractPipeline p;
   PipelineShape& sh = p.shape;
   sh.schedule = schedule;
@@ -113,8 +113,8 @@ AbstractPipeline pipeline_for(const SweepSpec& spec, int stages, Schedule schedu
   return p;
 }
 
-SweepCell cell_for(const SweepSpec& spec, const ConvergenceSpec& objective, const PreparedPipeline& prepared) {
-  SweepCell c;
+ConvergeSweepCell cell_for(const ConvergeSweepSpec& spec, const ConvergenceSpec& objective, const PreparedPipeline& prepared) {
+  ConvergeSweepCell c;
   c.objective = to_string(objective.objective.kind);
   const PipelineShape& sh = prepared.pipeline.shape;
   c.stages = sh.stages;
@@ -129,7 +129,7 @@ SweepCell cell_for(const SweepSpec& spec, const ConvergenceSpec& objective, cons
   c.bubble_fraction = p["bubble_fraction_mean"].get<double>();
   const auto seeds = static_cast<std::size_t>(spec.seeds);
   for (int e = spec.min_log2_step; e <= spec.max_log2_step; ++e) {
-    SweepRun run;
+    ConvergeSweepRun run;
     run.log2_step = e;
     run.final_loss.assign(seeds, 0);
     run.min_loss.assign(seeds, 0);
@@ -152,7 +152,7 @@ std::int64_t sample_interval(const UpdateTrace& trace) {
 }
 
 // Runs one step size on one instance (seed index k) and files the outcome under k.
-void execute(const UpdateTrace& trace, ConvergenceSpec spec, const Objective& objective, std::size_t k, SweepRun& run) {
+void execute(const UpdateTrace& trace, ConvergenceSpec spec, const Objective& objective, std::size_t k, ConvergeSweepRun& run) {
   spec.step_size = std::ldexp(1.0, run.log2_step);
   spec.sample_every = sample_interval(trace);
   const ConvergenceResult r = run_convergence(trace, spec, objective);
@@ -199,9 +199,9 @@ MinimumEstimate minimum_of(const ConvergenceSpec& spec, const Objective& f) {
 
 // A run diverged when some seed's final loss is not finite or above its initial loss: the executor stops at a blow
 // up, and a run that ends worse than it started has not converged at that step size either.
-void summarize(SweepCell& c) {
+void summarize(ConvergeSweepCell& c) {
   for (std::size_t i = 0; i < c.runs.size(); ++i) {
-    SweepRun& r = c.runs[i];
+    ConvergeSweepRun& r = c.runs[i];
     double loss = 0, gap = 0;
     for (std::size_t k = 0; k < r.final_loss.size(); ++k) {
       r.diverged = r.diverged || !std::isfinite(r.final_loss[k]) || r.final_loss[k] > r.initial_loss[k];
@@ -217,14 +217,14 @@ void summarize(SweepCell& c) {
 
 }  // namespace
 
-SweepSpec default_sweep() {
-  SweepSpec s;
+ConvergeSweepSpec default_converge_sweep() {
+  ConvergeSweepSpec s;
   s.objectives = {objective_of(ObjectiveKind::Quadratic, 512, 0), objective_of(ObjectiveKind::Logistic, 128, 8192)};
   return s;
 }
 
-SweepSpec quick_sweep() {
-  SweepSpec s;
+ConvergeSweepSpec quick_converge_sweep() {
+  ConvergeSweepSpec s;
   s.stages = {2, 4};
   s.budget_s = 200;
   s.min_log2_step = -6;
@@ -234,7 +234,7 @@ SweepSpec quick_sweep() {
   return s;
 }
 
-SweepSpec parse_sweep(const Json& value, SweepSpec s) {
+ConvergeSweepSpec parse_converge_sweep(const Json& value, ConvergeSweepSpec s) {
   ObjectReader r(value, "sweep");
   s.stages = read_list(r, "stages", s.stages, read_stage_count);
   s.schedules = read_list(r, "schedules", s.schedules, [](const Json& v, const std::string& field) {
@@ -258,7 +258,7 @@ SweepSpec parse_sweep(const Json& value, SweepSpec s) {
   return s;
 }
 
-std::vector<SweepCell> run_sweep(const SweepSpec& spec) {
+std::vector<ConvergeSweepCell> run_converge_sweep(const ConvergeSweepSpec& spec) {
   check_sweep(spec);
   std::vector<PreparedPipeline> pipelines;
   for (int stages : spec.stages)
@@ -266,7 +266,7 @@ std::vector<SweepCell> run_sweep(const SweepSpec& spec) {
       pipelines.push_back(prepare_pipeline(pipeline_for(spec, stages, schedule), RunLength{0, spec.budget_s}));
   const auto seeds = static_cast<std::size_t>(spec.seeds);
   std::vector<ConvergenceSpec> instances;  // objective o, seed k at o * seeds + k
-  std::vector<SweepCell> cells;
+  std::vector<ConvergeSweepCell> cells;
   for (const ConvergenceSpec& o : spec.objectives) {
     for (std::size_t k = 0; k < seeds; ++k) {
       instances.push_back(o);
@@ -295,7 +295,7 @@ std::vector<SweepCell> run_sweep(const SweepSpec& spec) {
     execute(pipelines[cell % pipelines.size()].trace, instances[instance], *objectives[instance], k,
             cells[cell].runs[run]);
   });
-  for (SweepCell& c : cells) summarize(c);
+  for (ConvergeSweepCell& c : cells) summarize(c);
   return cells;
 }
 

@@ -21,7 +21,7 @@ namespace placesim {
 /// quadratic of ConvergenceSpec (d = 512, kappa = 10, noise 0.1) and a logistic regression with 64 samples per
 /// coordinate (d = 128, 8192 samples, kappa = 10, 10 % flipped labels) so that the data are not linearly separable;
 /// 10 seeds (with 3, seed-to-seed spread decided some rankings).
-struct SweepSpec {
+struct ConvergeSweepSpec {
   std::vector<int> stages = {2, 4, 8, 16, 32};
   std::vector<Schedule> schedules = {Schedule::PipeDream, Schedule::PipeDream2BW, Schedule::OneFOneB, Schedule::GPipe,
                                      Schedule::LocalSGD};
@@ -39,19 +39,19 @@ struct SweepSpec {
 };
 
 /// The defaults above, with the quadratic and logistic objectives.
-SweepSpec default_sweep();
+ConvergeSweepSpec default_converge_sweep();
 /// A small sweep for tests: S = 2, 4; budget 200; d = 32 (logistic: 512 samples); step sizes 2^-6 .. 2^3; 2 seeds.
-SweepSpec quick_sweep();
+ConvergeSweepSpec quick_converge_sweep();
 
-/// Reads a sweep file over `base` (default_sweep() or quick_sweep()): {"stages": [..], "schedules": [..],
+/// Reads a sweep file over `base` (default_converge_sweep() or quick_converge_sweep()): {"stages": [..], "schedules": [..],
 /// "objectives": [<convergence section without step_size>, ..], "microbatches_per_stage", "local_steps",
 /// "replicas", "forward_s", "backward_s", "p2p_s", "budget_s", "min_log2_step", "max_log2_step", "threads",
 /// "seeds"}.
 /// Keys left out keep the base's value. Throws InputError naming "sweep.<field>" and the value.
-SweepSpec parse_sweep(const Json& value, SweepSpec base);
+ConvergeSweepSpec parse_converge_sweep(const Json& value, ConvergeSweepSpec base);
 
 /// One step size of one (objective, S, schedule): its runs on every instance (seed) of the objective.
-struct SweepRun {
+struct ConvergeSweepRun {
   int log2_step = 0;
   std::vector<double> final_loss, min_loss, initial_loss;  ///< per seed; min_loss over the ~6 sampled points
   double final_time_s = 0;                                 ///< of the last update within the budget
@@ -62,7 +62,7 @@ struct SweepRun {
 };
 
 /// One (objective, S, schedule) cell: every step size tried and the one kept.
-struct SweepCell {
+struct ConvergeSweepCell {
   std::string objective;
   int stages = 0;
   Schedule schedule = Schedule::PipeDream;
@@ -74,7 +74,7 @@ struct SweepCell {
                                               ///< without l2)
   std::vector<double> minimum_gradient_norm;  ///< per seed, ||grad f|| where f* was found: near 0 unless f has no
                                               ///< minimizer
-  std::vector<SweepRun> runs;                 ///< by increasing step size
+  std::vector<ConvergeSweepRun> runs;                 ///< by increasing step size
   int best = -1;  ///< index into runs of the lowest mean_gap; -1 when every step size diverged
 
   /// The best step size is the smallest or the largest of the grid: the grid may not hold the true optimum.
@@ -84,6 +84,6 @@ struct SweepCell {
 /// Runs the sweep: each (S, schedule) pipeline is evaluated once, each objective built and minimized once, and the
 /// executions (objectives x pipelines x step sizes) are spread over spec.threads threads. The cells come in the order
 /// objective, S, schedule; the result does not depend on the thread count.
-std::vector<SweepCell> run_sweep(const SweepSpec& spec);
+std::vector<ConvergeSweepCell> run_converge_sweep(const ConvergeSweepSpec& spec);
 
 }  // namespace placesim

@@ -19,8 +19,8 @@ std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-SweepSpec tiny_sweep(int threads) {
-  SweepSpec s = quick_sweep();
+ConvergeSweepSpec tiny_sweep(int threads) {
+  ConvergeSweepSpec s = quick_converge_sweep();
   s.stages = {2, 3};
   s.schedules = {Schedule::PipeDream, Schedule::OneFOneB, Schedule::GPipe, Schedule::LocalSGD};
   s.replicas = 2;  // divides M = 4 S for S = 2 and 3
@@ -32,10 +32,10 @@ SweepSpec tiny_sweep(int threads) {
 }  // namespace
 
 TEST_CASE("A sweep file overrides the base sweep field by field") {
-  const SweepSpec s = parse_sweep(Json::parse(R"({"stages": [2, 8], "schedules": ["1f1b", "localsgd"],
+  const ConvergeSweepSpec s = parse_converge_sweep(Json::parse(R"({"stages": [2, 8], "schedules": ["1f1b", "localsgd"],
       "objectives": [{"objective": "logistic", "dimension": 8, "samples": 32}], "local_steps": 3,
       "budget_s": 123, "min_log2_step": -3, "max_log2_step": 0})"),
-                                  default_sweep());
+                                  default_converge_sweep());
   CHECK(s.stages == std::vector<int>{2, 8});
   CHECK(s.schedules == std::vector<Schedule>{Schedule::OneFOneB, Schedule::LocalSGD});
   REQUIRE(s.objectives.size() == 1);
@@ -47,8 +47,8 @@ TEST_CASE("A sweep file overrides the base sweep field by field") {
 }
 
 TEST_CASE("A sweep file is refused with the field and the value") {
-  const SweepSpec base = quick_sweep();
-  auto parse = [&](const char* text) { return parse_sweep(Json::parse(text), base); };
+  const ConvergeSweepSpec base = quick_converge_sweep();
+  auto parse = [&](const char* text) { return parse_converge_sweep(Json::parse(text), base); };
   CHECK_THROWS_WITH(parse(R"({"budget_s": 0})"), "sweep.budget_s=0 must be positive");
   CHECK_THROWS_WITH(parse(R"({"stages": []})"), "sweep.stages=[] must be a non-empty list");
   CHECK_THROWS_WITH(parse(R"({"stages": [2, 0]})"), "sweep.stages[1]=0 must be a stage count from 1 to 4096");
@@ -61,16 +61,16 @@ TEST_CASE("A sweep file is refused with the field and the value") {
 }
 
 TEST_CASE("Every cell keeps its lowest finite final loss and the result does not depend on the threads") {
-  const std::vector<SweepCell> one = run_sweep(tiny_sweep(1)), three = run_sweep(tiny_sweep(3));
+  const std::vector<ConvergeSweepCell> one = run_converge_sweep(tiny_sweep(1)), three = run_converge_sweep(tiny_sweep(3));
   REQUIRE(one.size() == 2 * 2 * 4);
   CHECK(sweep_csv(one) == sweep_csv(three));
   CHECK(sweep_jsonl(one) == sweep_jsonl(three));
-  for (const SweepCell& c : one) {
+  for (const ConvergeSweepCell& c : one) {
     REQUIRE(c.best >= 0);
     REQUIRE(c.runs.size() == 10);
     REQUIRE(c.minimum.size() == 2);
-    const SweepRun& best = c.runs[static_cast<std::size_t>(c.best)];
-    for (const SweepRun& r : c.runs)
+    const ConvergeSweepRun& best = c.runs[static_cast<std::size_t>(c.best)];
+    for (const ConvergeSweepRun& r : c.runs)
       if (!r.diverged) CHECK(best.mean_gap <= r.mean_gap);
     CHECK(best.mean_gap == Approx(((best.final_loss[0] - c.minimum[0]) + (best.final_loss[1] - c.minimum[1])) / 2));
     CHECK(best.final_loss[0] != best.final_loss[1]);  // two instances, not one counted twice
@@ -80,10 +80,10 @@ TEST_CASE("Every cell keeps its lowest finite final loss and the result does not
 
 TEST_CASE("At equal time GPipe and 1F1B do the same updates with uniform stages and free transfers") {
   // Both steps last (M + S - 1)(f + b) and both are plain mini-batch SGD: the same final loss, bit for bit.
-  const std::vector<SweepCell> cells = run_sweep(tiny_sweep(2));
+  const std::vector<ConvergeSweepCell> cells = run_converge_sweep(tiny_sweep(2));
   int pairs = 0;
-  for (const SweepCell& a : cells)
-    for (const SweepCell& b : cells)
+  for (const ConvergeSweepCell& a : cells)
+    for (const ConvergeSweepCell& b : cells)
       if (a.schedule == Schedule::GPipe && b.schedule == Schedule::OneFOneB && a.stages == b.stages &&
           a.objective == b.objective) {
         ++pairs;
@@ -96,7 +96,7 @@ TEST_CASE("At equal time GPipe and 1F1B do the same updates with uniform stages 
 }
 
 TEST_CASE("The sweep table names every schedule and marks tuned steps at the edge of the grid") {
-  std::vector<SweepCell> cells = run_sweep(tiny_sweep(2));
+  std::vector<ConvergeSweepCell> cells = run_converge_sweep(tiny_sweep(2));
   const std::string table = sweep_table(cells);
   for (const char* name : {"pipedream", "1f1b", "gpipe", "localsgd"}) CHECK(table.find(name) != std::string::npos);
   cells[0].best = 0;
@@ -153,7 +153,7 @@ TEST_CASE("A log x axis ticks 1-2-5 values and markers put a dot on every point"
 }
 
 TEST_CASE("The sweep figure has one panel per objective and names a line hidden under another") {
-  const std::string svg = sweep_svg(run_sweep(tiny_sweep(2)));
+  const std::string svg = sweep_svg(run_converge_sweep(tiny_sweep(2)));
   CHECK(test::xml_problem(svg) == "");
   CHECK(count(svg, "<svg") == 3);  // the figure and its two panels
   CHECK(svg.find("gpipe (= 1f1b)") != std::string::npos);

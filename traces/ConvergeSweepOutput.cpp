@@ -35,9 +35,9 @@ const std::vector<std::string> kColumns = {"objective",
                                            "reference_minimum",
                                            "minimum_gradient_norm"};
 
-int diverged_steps(const SweepCell& c) {
+int diverged_steps(const ConvergeSweepCell& c) {
   int n = 0;
-  for (const SweepRun& r : c.runs) n += r.diverged ? 1 : 0;
+  for (const ConvergeSweepRun& r : c.runs) n += r.diverged ? 1 : 0;
   return n;
 }
 
@@ -52,9 +52,9 @@ double largest(const std::vector<double>& v) {
 }
 
 // The figures of a cell's best run; empty when every step size diverged.
-std::vector<std::string> best_cells(const SweepCell& c) {
+std::vector<std::string> best_cells(const ConvergeSweepCell& c) {
   if (c.best < 0) return std::vector<std::string>(9);
-  const SweepRun& b = c.runs[static_cast<std::size_t>(c.best)];
+  const ConvergeSweepRun& b = c.runs[static_cast<std::size_t>(c.best)];
   return {format_shortest(std::ldexp(1.0, b.log2_step)),
           std::to_string(b.log2_step),
           c.best_at_grid_edge() ? "true" : "false",
@@ -66,7 +66,7 @@ std::vector<std::string> best_cells(const SweepCell& c) {
           format_shortest(b.final_time_s)};
 }
 
-std::string csv_row(const SweepCell& c) {
+std::string csv_row(const ConvergeSweepCell& c) {
   std::vector<std::string> cells = {c.objective,
                                     std::to_string(c.stages),
                                     to_string(c.schedule),
@@ -91,33 +91,33 @@ Json finite_or_null(double v) {
 
 // The keys (objectives, schedules, stage counts) in the order the cells first have them.
 template <class Key>
-std::vector<Key> distinct(const std::vector<SweepCell>& cells, Key (*key)(const SweepCell&)) {
+std::vector<Key> distinct(const std::vector<ConvergeSweepCell>& cells, Key (*key)(const ConvergeSweepCell&)) {
   std::vector<Key> out;
-  for (const SweepCell& c : cells)
+  for (const ConvergeSweepCell& c : cells)
     if (std::find(out.begin(), out.end(), key(c)) == out.end()) out.push_back(key(c));
   return out;
 }
-std::string objective_key(const SweepCell& c) {
+std::string objective_key(const ConvergeSweepCell& c) {
   return c.objective;
 }
-Schedule schedule_key(const SweepCell& c) {
+Schedule schedule_key(const ConvergeSweepCell& c) {
   return c.schedule;
 }
-int stages_key(const SweepCell& c) {
+int stages_key(const ConvergeSweepCell& c) {
   return c.stages;
 }
 
-std::string table_entry(const SweepCell& c) {
+std::string table_entry(const ConvergeSweepCell& c) {
   if (c.best < 0) return "diverged";
-  const SweepRun& b = c.runs[static_cast<std::size_t>(c.best)];
+  const ConvergeSweepRun& b = c.runs[static_cast<std::size_t>(c.best)];
   char text[64];
   std::snprintf(text, sizeof text, "%.3e (%d)%s", b.mean_gap, b.log2_step, c.best_at_grid_edge() ? "*" : "");
   return text;
 }
 
 // f* of each seed's instance, and a warning when a minimization did not reach a stationary point.
-std::string minimum_note(const std::vector<SweepCell>& cells, const std::string& objective) {
-  for (const SweepCell& c : cells) {
+std::string minimum_note(const std::vector<ConvergeSweepCell>& cells, const std::string& objective) {
+  for (const ConvergeSweepCell& c : cells) {
     if (c.objective != objective) continue;
     std::string note = "f* =";
     char text[160];
@@ -135,11 +135,11 @@ std::string minimum_note(const std::vector<SweepCell>& cells, const std::string&
   return "";
 }
 
-std::string panel(const std::vector<SweepCell>& cells, const std::string& objective) {
+std::string panel(const std::vector<ConvergeSweepCell>& cells, const std::string& objective) {
   std::vector<PlotSeries> series;
   for (Schedule s : distinct(cells, schedule_key)) {
     PlotSeries line{to_string(s), {}, {}};
-    for (const SweepCell& c : cells) {
+    for (const ConvergeSweepCell& c : cells) {
       if (c.objective != objective || c.schedule != s) continue;
       line.x.push_back(c.stages);
       line.y.push_back(c.best >= 0 ? c.runs[static_cast<std::size_t>(c.best)].mean_gap : NAN);
@@ -162,24 +162,24 @@ std::string panel(const std::vector<SweepCell>& cells, const std::string& object
 
 }  // namespace
 
-std::string sweep_csv(const std::vector<SweepCell>& cells) {
+std::string sweep_csv(const std::vector<ConvergeSweepCell>& cells) {
   std::string out;
   for (std::size_t i = 0; i < kColumns.size(); ++i) out += (i ? "," : "") + kColumns[i];
   out += "\n";
-  for (const SweepCell& c : cells) out += csv_row(c);
+  for (const ConvergeSweepCell& c : cells) out += csv_row(c);
   return out;
 }
 
-std::string sweep_jsonl(const std::vector<SweepCell>& cells) {
+std::string sweep_jsonl(const std::vector<ConvergeSweepCell>& cells) {
   std::string out;
   auto finite = [](const std::vector<double>& v) {
     Json list = Json::array();
     for (double x : v) list.push_back(finite_or_null(x));
     return list;
   };
-  for (const SweepCell& c : cells) {
+  for (const ConvergeSweepCell& c : cells) {
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
-      const SweepRun& r = c.runs[i];
+      const ConvergeSweepRun& r = c.runs[i];
       Json row{{"objective", c.objective},
                {"stages", c.stages},
                {"schedule", to_string(c.schedule)},
@@ -206,7 +206,7 @@ std::string sweep_jsonl(const std::vector<SweepCell>& cells) {
   return out;
 }
 
-std::string sweep_table(const std::vector<SweepCell>& cells) {
+std::string sweep_table(const std::vector<ConvergeSweepCell>& cells) {
   std::string out;
   const std::vector<Schedule> schedules = distinct(cells, schedule_key);
   char text[128];
@@ -224,7 +224,7 @@ std::string sweep_table(const std::vector<SweepCell>& cells) {
       std::snprintf(text, sizeof text, "%4d", stages);
       out += text;
       for (Schedule s : schedules)
-        for (const SweepCell& c : cells)
+        for (const ConvergeSweepCell& c : cells)
           if (c.objective == objective && c.stages == stages && c.schedule == s) {
             std::snprintf(text, sizeof text, "  %-19s", table_entry(c).c_str());
             out += text;
@@ -236,7 +236,7 @@ std::string sweep_table(const std::vector<SweepCell>& cells) {
   return out;
 }
 
-std::string sweep_svg(const std::vector<SweepCell>& cells) {
+std::string sweep_svg(const std::vector<ConvergeSweepCell>& cells) {
   const std::vector<std::string> objectives = distinct(cells, objective_key);
   constexpr int kWidth = 720, kHeight = 440;
   std::string out =
