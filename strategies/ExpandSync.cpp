@@ -42,6 +42,7 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
       c.layer = lg.first_layer;
       c.layers = lg.layers;
       c.microbatch = op.microbatch;
+      c.backward = !op.forward;
       TaskId id = add_collective(c, s);
       std::vector<MemDelta> on_start;
       for (int d = 0; d < dp_; ++d) {
@@ -92,6 +93,7 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
       c.layer = lg.first_layer;
       c.layers = lg.layers;
       c.microbatch = op.microbatch;
+      c.backward = true;
       rs = add_collective(c, s);
       std::vector<MemDelta> on_end;
       for (int d = 0; d < dp_; ++d) {
