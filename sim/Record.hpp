@@ -26,6 +26,7 @@ struct TaskRecord {
   double start_s = 0, end_s = 0;
   std::string name;            ///< "fwd L12 mb3", "allreduce dp grp7 step3 1.2 MB"
   int layer = -1;              ///< first layer of the task's layer group, -1 if none
+  int layers = 0;              ///< layers in the task's group
   int microbatch = -1;
   int stage = -1;
   int chunk = -1;              ///< interleaved model chunk
@@ -37,6 +38,8 @@ struct TaskRecord {
   std::uint64_t collective = 0;  ///< id shared by all steps of one collective (0 = none)
   int step = -1;               ///< step index within the collective
   std::string algorithm;       ///< "ring", "tree", "hierarchical", "direct"
+  bool backward = false;       ///< part of a backward pass: backward and recompute compute, gradient transfers and
+                               ///< the collectives a backward issues
 };
 
 /// A change in the resident memory of one state on one device.

@@ -48,6 +48,8 @@ Json simulation_section(const Experiment& e, const ClusterSpec& c, const Analysi
   sim["hfu"] = step > 0 ? a.hardware_flops_per_step / (step * static_cast<double>(r.devices.size()) * peak) : 0.0;
   sim["tokens_per_s"] = step > 0 ? a.tokens_per_step / step : 0.0;
   sim["model_tflops_per_gpu"] = step > 0 ? a.model_flops_per_step / step / static_cast<double>(r.devices.size()) / 1e12 : 0.0;
+  sim["hardware_tflops_per_gpu"] =
+      step > 0 ? a.hardware_flops_per_step / step / static_cast<double>(r.devices.size()) / 1e12 : 0.0;
   DeviceStats max;
   double exposed = 0, sent = 0;
   std::vector<double> stage_busy(static_cast<std::size_t>(e.strategy.pp), 0);

@@ -5,6 +5,7 @@
 
 #include "sim/SimReport.hpp"
 #include "strategies/ClusterFit.hpp"
+#include "strategies/LayerTimes.hpp"
 #include "strategies/Mesh.hpp"
 #include "strategies/PipelineMetrics.hpp"
 #include "strategies/PipelineSchedule.hpp"
@@ -44,7 +45,7 @@ void check_simulatable(const Experiment& e) {
     throw InputError("strategy.schedule=" + to_string(s.schedule) + " with strategy.placement.optimizer=offloaded is not simulated");
 }
 
-// The records of the pipeline at dp 0, tp 0: what the pipeline metrics read.
+// The records of the pipeline at dp 0, tp 0: what the pipeline metrics and the layer times read.
 SimulationRecord pipeline_records(const Experiment& e, const SimulationRecord& all) {
   SimulationRecord one;
   for (const auto& t : all.tasks) {
@@ -85,6 +86,7 @@ SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& setti
   out.report["simulation"] = simulation_section(e, c, a, out.result);
   out.report["simulation"]["fidelity"] = to_string(settings.sim.fidelity);
   out.report["simulation"]["layer_group"] = layer_group_size(e, settings.expand);
+  out.report["simulation"]["layer_times"] = layer_times_json(measure_layer_times(pipeline_records(e, out.result.record)));
   out.report["validation"] = validation_section(e, a, out.result);
   if (e.strategy.pp > 1) {
     PipelineSchedule schedule = make_schedule(shape_of(e.strategy, 1), strategy_shape_fields());
@@ -96,16 +98,18 @@ SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& setti
 std::string simulation_table(const Json& r) {
   const Json& sim = r["simulation"];
   std::ostringstream out;
-  char line[256];
+  char line[512];
   out << "simulated step: " << r["model"]["name"].get<std::string>() << " on " << r["cluster"]["name"].get<std::string>()
       << " (" << r["strategy"]["devices"].get<std::int64_t>() << " GPUs), " << r["strategy"]["preset"].get<std::string>()
       << " dp " << r["strategy"]["dp"].get<std::int64_t>() << " x tp " << r["strategy"]["tp"].get<std::int64_t>() << " x pp "
       << r["strategy"]["pp"].get<std::int64_t>() << ", " << r["strategy"]["schedule"].get<std::string>() << ", "
       << r["strategy"]["microbatches"].get<std::int64_t>() << " micro-batches\n\n";
-  std::snprintf(line, sizeof line, "  step time            %s\n  MFU                  %.1f %%\n  model TFLOP/s / GPU  %.1f\n"
-                "  tokens / s           %.0f\n  exposed comm         %s\n",
+  std::snprintf(line, sizeof line,
+                "  step time            %s\n  MFU                  %.1f %%\n  model TFLOP/s / GPU  %.1f (hardware, "
+                "recompute included: %.1f)\n  tokens / s           %.0f\n  exposed comm         %s\n",
                 format_seconds(sim["step_time_s"].get<double>()).c_str(), 100 * sim["mfu"].get<double>(),
-                sim["model_tflops_per_gpu"].get<double>(), sim["tokens_per_s"].get<double>(),
+                sim["model_tflops_per_gpu"].get<double>(), sim["hardware_tflops_per_gpu"].get<double>(),
+                sim["tokens_per_s"].get<double>(),
                 format_seconds(sim["exposed_communication_s"].get<double>()).c_str());
   out << line;
   if (r.contains("pipeline")) {

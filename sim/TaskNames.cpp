@@ -11,6 +11,12 @@ std::string layers(int first, int count) {
   return count <= 1 ? " L" + std::to_string(first) : " L" + std::to_string(first) + "-" + std::to_string(first + count - 1);
 }
 
+std::string part(const Compute& c) {
+  if (c.part == ModelPart::Embedding) return " embedding";
+  if (c.part == ModelPart::Head) return " head";
+  return layers(c.layer, c.layers);
+}
+
 std::string microbatch(int mb) { return mb < 0 ? "" : " mb" + std::to_string(mb); }
 
 struct Describer {
@@ -22,8 +28,10 @@ struct Describer {
     static const char* verbs[] = {"fwd", "bwd", "recompute", "optimizer step"};
     int k = c.kind == TaskKind::Forward ? 0 : c.kind == TaskKind::Backward ? 1 : c.kind == TaskKind::Recompute ? 2 : 3;
     r.kind = c.kind;
-    r.name = verbs[k] + layers(c.layer, c.layers) + microbatch(c.microbatch);
+    r.name = verbs[k] + part(c) + microbatch(c.microbatch);
+    r.backward = c.kind == TaskKind::Backward || c.kind == TaskKind::Recompute;
     r.layer = c.layer;
+    r.layers = c.layers;
     r.microbatch = c.microbatch;
     r.chunk = c.chunk;
     r.weight_version = c.weight_version;
@@ -36,7 +44,9 @@ struct Describer {
              layers(c.layer, c.layers) + microbatch(c.microbatch) + " " +
              format_bytes(static_cast<double>(c.elems) * c.elem_bytes) + (c.repeat > 1 ? " x" + std::to_string(c.repeat) : "");
     r.layer = c.layer;
+    r.layers = c.layers;
     r.microbatch = c.microbatch;
+    r.backward = c.backward;
     r.bytes = task_bytes_sent(g, *this->task, device);
     r.algorithm = "ring";
   }
@@ -48,6 +58,7 @@ struct Describer {
     r.chunk = p.chunk;
     r.bytes = p.bytes;
     r.peer = p.dst;
+    r.backward = p.backward;
     r.algorithm = "direct";
   }
   void operator()(const Offload& o) const {

@@ -12,7 +12,8 @@ struct LayerShape {
   double T = 0, norm_tokens = 0, s = 0, h = 0, kv = 0, f = 0, tp = 1, d = 0;
   double heads = 0;  // attention heads on this rank, times micro_batch: the batch of the score GEMMs
   double el = 2;     // bytes per activation element
-  bool gated = false, dropout = true, rotary = false, flash = false, bias = true;
+  double gb = 2;     // bytes per gradient element
+  bool gated = false, dropout = true, rotary = false, flash = false, bias = true, fused_accumulation = true;
   DType dtype = DType::BF16;
 };
 
@@ -29,6 +30,8 @@ LayerShape shape_of(const Experiment& e) {
   L.f = static_cast<double>(m.ffn);
   L.heads = static_cast<double>(e.training.micro_batch) * static_cast<double>(m.heads) / L.tp;
   L.el = e.training.activation_bytes();
+  L.gb = e.training.grad_bytes();
+  L.fused_accumulation = e.training.grad_accumulation_fusion;
   L.gated = m.gated_mlp;
   L.dropout = m.dropout;
   L.rotary = !m.learned_positions;
@@ -62,9 +65,12 @@ double linear_forward_s(const Linear& x, const LayerShape& L, const AcceleratorS
 double linear_dgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
   return gemm_time_s({L.T, x.in, x.out}, L.dtype, acc);
 }
-// The weight gradient accumulates into an fp32 main-grad buffer (read and written once per micro-batch).
+// The weight gradient accumulates into an fp32 main-grad buffer (read and written once per micro-batch) inside the
+// GEMM; without that fusion the GEMM writes a fresh gradient and an add kernel reads it and the buffer and writes the
+// buffer back.
 double linear_wgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
-  return gemm_time_s({x.in, x.out, L.T}, L.dtype, acc, 8.0 * x.in * x.out);
+  if (L.fused_accumulation) return gemm_time_s({x.in, x.out, L.T}, L.dtype, acc, 8.0 * x.in * x.out);
+  return gemm_time_s({x.in, x.out, L.T}, L.dtype, acc) + elementwise_time_s((L.el + 2 * L.gb) * x.in * x.out, acc);
 }
 
 // Norms, bias-dropout-residual and the MLP activation, forward: bytes per token-element read and written.

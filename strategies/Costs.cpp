@@ -10,7 +10,7 @@ namespace {
 // weight-gradient GEMM, which it slows by the profile's overlap penalty (Korthikanti et al. §4.2, calibrated).
 double hidden_tp_penalty_s(const Experiment& e, const ClusterSpec& c) {
   const auto& s = e.strategy;
-  if (s.tp == 1 || e.model.opaque()) return 0;
+  if (s.tp == 1 || e.model.opaque() || !s.tp_overlap) return 0;
   const double bytes = static_cast<double>(e.model.seq_len * e.training.micro_batch * e.model.hidden) *
                        e.training.activation_bytes();
   const int n = static_cast<int>(s.tp);

@@ -142,6 +142,7 @@ void Expander::expand_stage(int s) {
   const std::size_t lanes = static_cast<std::size_t>(dp_ * tp_);
   gather_window_.assign(lanes, {});
   grad_window_.assign(lanes, {});
+  op_tail_.assign(lanes, {});
   version_refs_.clear();
   current_version_ = 0;
   for (int i = 0; i < static_cast<int>(order.size()); ++i) {
@@ -165,7 +166,13 @@ void Expander::expand_stage(int s) {
       expand_group(s, op, g, last_op_of_chunk, k == n - 1 ? stash : 0);
     }
     send_boundary(s, op);
+    op_tail_ = frontier_;
   }
+  // The step's update waits for the last op's collectives too.
+  for (int d = 0; d < dp_; ++d)
+    for (int t = 0; t < tp_; ++t)
+      for (TaskId id : op_tail_[static_cast<std::size_t>(d * tp_ + t)])
+        step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(id);
   for (int t = 0; t < tp_; ++t) flush_bucket(t, s);
 }
 
@@ -202,53 +209,73 @@ void Expander::apply_inline(int s, const PipeOp& op) {
 
 void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward, double stash_delta) {
   gather_params(s, op, g);
+  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   // Megatron-LM's TP collectives per layer (Korthikanti et al. §4.2): forward 2 all-reduces (SP: 2 all-gathers +
   // 2 reduce-scatters), exposed; backward 2 all-reduces hidden behind weight-gradient GEMMs (SP: 2 all-gathers
-  // exposed, 2 all-gathers + 2 reduce-scatters hidden); a full recompute repeats the forward's, exposed.
+  // exposed, 2 all-gathers + 2 reduce-scatters hidden); a full recompute repeats the forward's, exposed. Without
+  // strategy.tp_overlap the backward's hidden collectives run exposed after the backward compute instead.
+  // The embedding runs before the group's layers and the head after them (forward; the reverse in backward).
   const bool sp = e_.strategy.sp;
   if (op.forward) {
-    compute_tasks(s, op, g, TaskKind::Forward, stash_delta);
+    if (lg.has_embedding) compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
+    compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Layers, !lg.has_head, stash_delta);
     tp_collective(s, op, g, sp ? 4 : 2, false);
+    if (lg.has_head) compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Head, true, stash_delta);
   } else {
+    if (lg.has_head) compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Head, false, 0);
     const bool recompute = costs_[static_cast<std::size_t>(s)].layer_recompute_s > 0;
-    if (recompute) compute_tasks(s, op, g, TaskKind::Recompute, 0);
+    if (recompute) compute_tasks(s, op, g, TaskKind::Recompute, ModelPart::Layers, false, 0);
     int exposed = (sp ? 2 : 0) + (e_.training.recompute == Recompute::Full ? (sp ? 4 : 2) : 0);
     tp_collective(s, op, g, exposed, false);
-    compute_tasks(s, op, g, TaskKind::Backward, stash_delta);
-    tp_collective(s, op, g, sp ? 4 : 2, true);
+    compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
+    tp_collective(s, op, g, sp ? 4 : 2, e_.strategy.tp_overlap);
+    if (lg.has_embedding) compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Embedding, true, stash_delta);
     sync_gradients(s, op, g, last_backward);
   }
-  if (last_backward) {
-    const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
-    if (lg.has_embedding || lg.has_head)
-      for (int d = 0; d < dp_; ++d)
-        for (int t = 0; t < tp_; ++t)
-          first_backward_[static_cast<std::size_t>(rank(d, t, s))] = compute_of_group_[static_cast<std::size_t>(d * tp_ + t)];
-  }
+  if (last_backward && (lg.has_embedding || lg.has_head))
+    for (int d = 0; d < dp_; ++d)
+      for (int t = 0; t < tp_; ++t)
+        first_backward_[static_cast<std::size_t>(rank(d, t, s))] = compute_of_group_[static_cast<std::size_t>(d * tp_ + t)];
 }
 
-void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, double stash_delta) {
+const std::vector<TaskId>& Expander::preceding(std::size_t lane, const std::vector<TaskId>& frontier) const {
+  return frontier.empty() ? op_tail_[lane] : frontier;
+}
+
+namespace {
+
+struct PartCost {
+  double seconds = 0, flops = 0;
+};
+
+PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, ModelPart part) {
+  const bool forward = kind == TaskKind::Forward;
+  switch (part) {
+    case ModelPart::Embedding:
+      return {forward ? k.embed_forward_s : k.embed_backward_s, 0};
+    case ModelPart::Head:
+      return {forward ? k.extra_forward_s : k.extra_backward_s, forward ? k.extra_forward_flops : k.extra_backward_flops};
+    case ModelPart::Layers:
+      break;
+  }
+  if (kind == TaskKind::Recompute) return {lg.layers * k.layer_recompute_s, lg.layers * k.layer_recompute_flops};
+  return {lg.layers * (forward ? k.layer_forward_s : k.layer_backward_s),
+          lg.layers * (forward ? k.layer_forward_flops : k.layer_backward_flops)};
+}
+
+}  // namespace
+
+void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, ModelPart part, bool closes,
+                             double stash_delta) {
   const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
   const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
-  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
   const auto& pl = e_.strategy.placement;
   const int vstage = op.chunk * pp_ + s;
   const bool first_of_op = frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
   const double act = activation_bytes(lg);
   const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
-  double seconds = 0, flops = 0;
-  if (kind == TaskKind::Recompute) {
-    seconds = lg.layers * k.layer_recompute_s;
-    flops = lg.layers * k.layer_recompute_flops;
-  } else {
-    seconds = lg.layers * (op.forward ? k.layer_forward_s : k.layer_backward_s);
-    flops = lg.layers * (op.forward ? k.layer_forward_flops : k.layer_backward_flops);
-    if (lg.has_head) {
-      seconds += op.forward ? k.extra_forward_s : k.extra_backward_s;
-      flops += op.forward ? k.extra_forward_flops : k.extra_backward_flops;
-    }
-    if (lg.has_embedding) seconds += op.forward ? k.embed_forward_s : k.embed_backward_s;
-  }
+  const PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part);
+  const bool layers = part == ModelPart::Layers;
   const bool grad_buffer = pl.gradients == Mode::Offloaded ||
                            ((pl.gradients == Mode::Sharded || pl.gradients == Mode::ShardedWithGather) && dp_ > 1);
   compute_of_group_.assign(static_cast<std::size_t>(dp_ * tp_), kNoTask);
@@ -258,17 +285,18 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, dou
       const int x = rank(d, t, s);
       const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
       std::vector<MemDelta> on_end;
-      if (kind != TaskKind::Recompute) {
+      if (closes) {
         if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
         if ((pl.parameters == Mode::ShardedWithGather && dp_ > 1) || pl.parameters == Mode::Offloaded)
           on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
         if (!op.forward && grad_buffer) on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
         if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
       }
-      Compute c{kind, x, seconds, flops, lg.first_layer, lg.layers, op.microbatch, op.chunk, op.weight_version};
+      Compute c{kind, x, cost.seconds, cost.flops, layers ? lg.first_layer : -1, layers ? lg.layers : 0, op.microbatch,
+                op.chunk, op.weight_version, part};
       TaskId id = add_single(c, s, x, Stream::Compute);
       g_.set_memory(id, {}, on_end);
-      for (TaskId dep : frontier_[lane]) g_.depend(dep, id);
+      for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, id);
       if (first_of_op) link_boundary(d, t, vstage, op.microbatch, op.forward, id, false);
       if (gather_of_group_.size() > static_cast<std::size_t>(t))
         for (TaskId gather : gather_of_group_[static_cast<std::size_t>(t)]) g_.depend(gather, id);
@@ -279,7 +307,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, dou
       before_compute_[lane] = frontier_[lane];
       frontier_[lane] = {id};
       compute_of_group_[lane] = id;
-      if (kind != TaskKind::Recompute) gather_window_[lane].push_back(id);
+      if (closes) gather_window_[lane].push_back(id);
     }
   }
 }
@@ -304,10 +332,11 @@ void Expander::tp_collective(int s, const StageOp& op, int g, int ops, bool hidd
     c.layer = lg.first_layer;
     c.layers = lg.layers;
     c.microbatch = op.microbatch;
+    c.backward = !op.forward;
     TaskId id = add_collective(c, s);
     for (int t = 0; t < tp_; ++t) {
       std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
-      for (TaskId dep : hidden ? before_compute_[lane] : frontier_[lane]) g_.depend(dep, id);
+      for (TaskId dep : preceding(lane, hidden ? before_compute_[lane] : frontier_[lane])) g_.depend(dep, id);
       if (first_of_op) link_boundary(d, t, op.chunk * pp_ + s, op.microbatch, op.forward, id, false);
       if (hidden)
         frontier_[lane].push_back(id);

@@ -32,9 +32,10 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   };
   for (int t = 0; t < tp_; ++t) {
     if (gather) {
-      Phases gather_tasks = add_dp_collective(dp_collective(CollectiveOp::AllGather, CommClass::ZeroGather,
-                                                            Stream::DpGather, t, s, lg, static_cast<int>(pb), op.microbatch),
-                                              s);
+      Collective gather = dp_collective(CollectiveOp::AllGather, CommClass::ZeroGather, Stream::DpGather, t, s, lg,
+                                        static_cast<int>(pb), op.microbatch);
+      gather.backward = !op.forward;
+      Phases gather_tasks = add_dp_collective(gather, s);
       std::vector<MemDelta> on_start;
       for (int d = 0; d < dp_; ++d) {
         on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
@@ -161,9 +162,10 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
   for (int t = 0; t < tp_; ++t) {
     std::vector<TaskId> rs_last;
     if (dp_ > 1) {
-      Phases rs_tasks = add_dp_collective(dp_collective(CollectiveOp::ReduceScatter, CommClass::DpGradSync,
-                                                        Stream::DpComm, t, s, lg, static_cast<int>(gb), op.microbatch),
-                                          s);
+      Collective reduce = dp_collective(CollectiveOp::ReduceScatter, CommClass::DpGradSync, Stream::DpComm, t, s, lg,
+                                        static_cast<int>(gb), op.microbatch);
+      reduce.backward = true;
+      Phases rs_tasks = add_dp_collective(reduce, s);
       std::vector<MemDelta> on_end;
       for (int d = 0; d < dp_; ++d) {
         for (TaskId first : rs_tasks.first) g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], first);

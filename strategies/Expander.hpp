@@ -61,7 +61,11 @@ class Expander {
   // the pipeline
   void expand_stage(int s);
   void expand_group(int s, const StageOp& op, int g, bool last_of_op, double stash_delta);
-  void compute_tasks(int s, const StageOp& op, int g, TaskKind kind, double stash_delta);
+  /// The compute tasks of `part` of group g on every (d, t) lane. The task that `closes` the group's pass (its last
+  /// compute) carries the group's memory changes and releases its gathered parameters.
+  void compute_tasks(int s, const StageOp& op, int g, TaskKind kind, ModelPart part, bool closes, double stash_delta);
+  /// The tasks the next task of the op on `lane` follows: the op's frontier, or at the op's start the previous op's.
+  const std::vector<TaskId>& preceding(std::size_t lane, const std::vector<TaskId>& frontier) const;
   void apply_inline(int s, const PipeOp& op);
   double stash_change(int s, const PipeOp& op);
   /// A TP collective of `ops` per layer over each (d, s) TP group; `hidden` ones run beside the compute that follows
@@ -103,6 +107,9 @@ class Expander {
   // per (d, t) of the stage being expanded: the task a group's successor must follow
   std::vector<std::vector<TaskId>> frontier_;           // per (d, t): the tasks the next one of the op must follow
   std::vector<std::vector<TaskId>> before_compute_;     // per (d, t): the frontier the last compute task followed
+  // per (d, t): the frontier the previous op of the stage ended with. Megatron-LM waits for an op's TP collectives
+  // (the forward's all-reduces, the backward's asynchronous ones) before it returns, so the next op follows them.
+  std::vector<std::vector<TaskId>> op_tail_;
   std::vector<TaskId> compute_of_group_;                // last compute task per (d, t) of the current group
   std::vector<std::vector<TaskId>> gather_window_;      // per (d, t): compute tasks of gathered groups, for the limit
   std::vector<std::vector<TaskId>> gather_of_group_;    // per t: the gather tasks feeding the current group

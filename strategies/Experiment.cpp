@@ -68,6 +68,7 @@ Json strategy_to_json(const StrategySpec& s) {
               {"tp", s.tp},
               {"pp", s.pp},
               {"sp", s.sp},
+              {"tp_overlap", s.tp_overlap},
               {"devices", s.devices()},
               {"schedule", to_string(s.schedule)},
               {"microbatches", s.microbatches},
@@ -113,7 +114,8 @@ Json training_to_json(const TrainingSpec& t) {
               {"dtype", to_string(t.dtype)},
               {"optimizer", to_string(t.optimizer)},
               {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
-              {"recompute", to_string(t.recompute)}};
+              {"recompute", to_string(t.recompute)},
+              {"grad_accumulation_fusion", t.grad_accumulation_fusion}};
 }
 
 }  // namespace placesim

@@ -82,6 +82,7 @@ StrategySpec read_strategy_object(const Json& object) {
                        " parallelism is not supported yet; only 1 is accepted");
   }
   s.sp = r.get_bool("sp", false);
+  s.tp_overlap = r.get_bool("tp_overlap", true);
   s.schedule = parse_schedule(r.get_choice(
       "schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
   s.microbatches = r.get_positive_int("microbatches", 0);

@@ -16,6 +16,10 @@ struct StrategySpec {
   std::string preset = "custom";
   std::int64_t dp = 1, tp = 1, pp = 1;
   bool sp = false;                       ///< sequence parallelism over the tp group (Korthikanti et al.)
+  /// Megatron-LM overlaps the TP collectives of the backward pass with its weight-gradient GEMMs (since 2021-08,
+  /// measured by Korthikanti et al.); false: they run exposed, after the backward compute of their layer, as in the
+  /// April 2021 code of Narayanan et al. (arXiv 2104.04473)
+  bool tp_overlap = true;
   Schedule schedule = Schedule::OneFOneB;
   std::int64_t microbatches = 0;         ///< per step per pipeline; 0 = global_batch / (micro_batch * dp)
   std::int64_t chunks = 1;               ///< interleaved: model chunks v per device

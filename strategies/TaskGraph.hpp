@@ -12,7 +12,13 @@
 
 namespace placesim {
 
-/// Work on one device's compute stream: a group of layers' forward, backward or recompute, or an optimizer step.
+/// What part of the model a compute task runs: a group of transformer layers, the embedding lookup (first stage) or the
+/// output head with the loss (last stage). The embedding and the head are tasks of their own, so that a layer's
+/// simulated time can be read apart from them (as Megatron-LM's per-layer timers do).
+enum class ModelPart { Layers, Embedding, Head };
+
+/// Work on one device's compute stream: a group of layers' forward, backward or recompute, the embedding's or the
+/// head's forward or backward, or an optimizer step.
 struct Compute {
   TaskKind kind = TaskKind::Forward;  ///< Forward, Backward, Recompute or Optimizer
   int device = 0;
@@ -22,6 +28,7 @@ struct Compute {
   int microbatch = -1;
   int chunk = -1;
   int weight_version = -1;
+  ModelPart part = ModelPart::Layers;  ///< Embedding and Head tasks have layer -1
 };
 
 enum class CollectiveOp { AllReduce, AllGather, ReduceScatter };
@@ -39,6 +46,7 @@ struct Collective {
   int repeat = 1;                     ///< back-to-back identical collectives merged into one task (TP layer groups)
   int layer = -1, layers = 0;
   int microbatch = -1;
+  bool backward = false;              ///< issued by a backward pass (its recompute included)
 };
 
 /// A point-to-point transfer between two devices (pipeline activations and gradients).

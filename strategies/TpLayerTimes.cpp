@@ -15,7 +15,9 @@ TpExposure tp_exposure(const Experiment& e, const AcceleratorSpec& acc, const Fa
   };
   const ColumnLinearBackward col = column_linear_backward(e, acc);
   const double penalty = acc.profile.overlap_penalty;
-  const auto hidden_behind = [penalty](double comm_s, double gemm_s) {
+  const bool overlap = e.strategy.tp_overlap;
+  const auto hidden_behind = [penalty, overlap](double comm_s, double gemm_s) {
+    if (!overlap) return comm_s;
     return std::max(0.0, comm_s - gemm_s) + penalty * std::min(comm_s, gemm_s);
   };
   if (!e.strategy.sp) {

@@ -17,6 +17,7 @@ struct TpExposure {
 ///               (exposed), and per column-parallel linear an all-gather of its input overlapped with the
 ///               data-gradient GEMM and a reduce-scatter of its input gradient overlapped with the weight-gradient one.
 /// A collective hidden behind a GEMM still costs acc.profile.overlap_penalty of its time (SM and HBM contention).
+/// Without e.strategy.tp_overlap (Megatron-LM before 2021-08) the backward's collectives are all exposed.
 /// All-reduces use NVLink SHARP where `tp_fabric` has it, otherwise rings. tp = 1 costs nothing.
 TpExposure tp_exposure(const Experiment& e, const AcceleratorSpec& acc, const FabricProfile& tp_fabric);
 

@@ -71,20 +71,29 @@ TEST_CASE("expand gives an acyclic graph with stable ids") {
 }
 
 TEST_CASE("expand creates micro-batches x layers x passes compute tasks per device") {
-  // pp 4, 8 layers: 2 per stage; 16 samples / (1 x dp 2) = 8 micro-batches; forward and backward.
+  // pp 4, 8 layers: 2 per stage; 16 samples / (1 x dp 2) = 8 micro-batches; forward and backward. The embedding
+  // (stage 0) and the head (stage 3) are one task of their own per micro-batch and pass.
   Experiment e = small(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4})");
   ExpandOptions one_layer;
   one_layer.layer_group = 1;
   TaskGraph g = expand(e, two_dgx(), one_layer);
-  std::vector<int> fwd(static_cast<std::size_t>(g.devices)), bwd(static_cast<std::size_t>(g.devices));
+  const auto devices = static_cast<std::size_t>(g.devices);
+  std::vector<int> fwd(devices), bwd(devices), embedding(devices), head(devices);
   for (TaskId id = 0; id < g.size(); ++id)
     if (const auto* c = std::get_if<Compute>(&g[id].body)) {
-      if (c->kind == TaskKind::Forward) ++fwd[static_cast<std::size_t>(c->device)];
-      if (c->kind == TaskKind::Backward) ++bwd[static_cast<std::size_t>(c->device)];
+      const auto x = static_cast<std::size_t>(c->device);
+      if (c->part == ModelPart::Embedding) ++embedding[x];
+      if (c->part == ModelPart::Head) ++head[x];
+      if (c->part != ModelPart::Layers) continue;
+      if (c->kind == TaskKind::Forward) ++fwd[x];
+      if (c->kind == TaskKind::Backward) ++bwd[x];
     }
-  for (int x = 0; x < g.devices; ++x) {
-    CHECK(fwd[static_cast<std::size_t>(x)] == 8 * 2);
-    CHECK(bwd[static_cast<std::size_t>(x)] == 8 * 2);
+  for (std::size_t x = 0; x < devices; ++x) {
+    const int stage = static_cast<int>(x) / 4;
+    CHECK(fwd[x] == 8 * 2);
+    CHECK(bwd[x] == 8 * 2);
+    CHECK(embedding[x] == (stage == 0 ? 8 * 2 : 0));
+    CHECK(head[x] == (stage == 3 ? 8 * 2 : 0));
   }
 }
 
@@ -119,4 +128,79 @@ TEST_CASE("A hierarchical all-reduce becomes intra-node, inter-node and intra-no
   CHECK(intra > 0);
   CHECK(inter == 2 * intra);
   check_bytes_match_analytic(e);
+}
+
+namespace {
+
+// The compute tasks of a device in expansion (= stream) order.
+std::vector<const Compute*> compute_order(const TaskGraph& g, int device) {
+  std::vector<const Compute*> out;
+  for (TaskId id = 0; id < g.size(); ++id)
+    if (const auto* c = std::get_if<Compute>(&g[id].body); c && c->device == device) out.push_back(c);
+  return out;
+}
+
+bool has_compute_successor(const TaskGraph& g, TaskId id, int device) {
+  for (auto [e, last] = boost::out_edges(id, g.graph); e != last; ++e)
+    if (const auto* c = std::get_if<Compute>(&g[boost::target(*e, g.graph)].body); c && c->device == device) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("The embedding runs before the first layer and the head after the last layer in their own tasks") {
+  Experiment e = small(R"({"preset": "megatron-3d", "tp": 2})", R"({"global_batch": 1, "micro_batch": 1})");
+  ExpandOptions all_layers;
+  all_layers.layer_group = 8;
+  TaskGraph g = expand(e, two_dgx(), all_layers);
+  std::vector<std::pair<TaskKind, ModelPart>> seen;
+  for (const Compute* c : compute_order(g, 0)) seen.emplace_back(c->kind, c->part);
+  // Full recompute (megatron-3d): the layers' recompute precedes their backward.
+  const std::vector<std::pair<TaskKind, ModelPart>> expected = {
+      {TaskKind::Forward, ModelPart::Embedding},  {TaskKind::Forward, ModelPart::Layers},
+      {TaskKind::Forward, ModelPart::Head},       {TaskKind::Backward, ModelPart::Head},
+      {TaskKind::Recompute, ModelPart::Layers},   {TaskKind::Backward, ModelPart::Layers},
+      {TaskKind::Backward, ModelPart::Embedding}, {TaskKind::Optimizer, ModelPart::Layers}};
+  CHECK(seen == expected);
+  for (const Compute* c : compute_order(g, 0)) {
+    if (c->kind != TaskKind::Optimizer) CHECK((c->part == ModelPart::Layers) == (c->layer >= 0));
+    if (c->part == ModelPart::Head && c->kind == TaskKind::Forward) CHECK(c->flops > 0);
+  }
+}
+
+TEST_CASE("Every TP collective is awaited by a compute task of each member as Megatron-LM waits before an op returns") {
+  // Before: the exposed all-reduces ending a stage's forward (and the hidden ones ending its backward) ran beside the
+  // next op's compute. Checked with the overlap (hidden backward collectives) and without it.
+  for (const char* overlap : {"true", "false"}) {
+    INFO("tp_overlap " << overlap);
+    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "tp_overlap": )") + overlap + "}");
+    TaskGraph g = expand(e, two_dgx());
+    int collectives = 0;
+    for (TaskId id = 0; id < g.size(); ++id) {
+      const auto* c = std::get_if<Collective>(&g[id].body);
+      if (!c || c->cls != CommClass::TpCollective) continue;
+      ++collectives;
+      for (int x : g.groups[static_cast<std::size_t>(c->group)]) CHECK(has_compute_successor(g, id, x));
+    }
+    CHECK(collectives > 0);
+  }
+}
+
+TEST_CASE("Without tp_overlap the backward TP collectives follow the backward compute instead of running beside it") {
+  auto backward_collective_follows_compute = [](bool overlap) {
+    Experiment e = small(std::string(R"({"preset": "megatron-3d", "tp": 2, "tp_overlap": )") + (overlap ? "true" : "false") +
+                         "}", R"({"global_batch": 1, "micro_batch": 1, "recompute": "none"})");
+    TaskGraph g = expand(e, two_dgx());
+    for (TaskId id = 0; id < g.size(); ++id) {
+      const auto* c = std::get_if<Collective>(&g[id].body);
+      if (!c || !c->backward || c->cls != CommClass::TpCollective) continue;
+      for (auto [edge, last] = boost::in_edges(id, g.graph); edge != last; ++edge)
+        if (const auto* before = std::get_if<Compute>(&g[boost::source(*edge, g.graph)].body))
+          if (before->kind == TaskKind::Backward && before->part == ModelPart::Layers && before->layer == c->layer)
+            return true;
+    }
+    return false;
+  };
+  CHECK_FALSE(backward_collective_follows_compute(true));
+  CHECK(backward_collective_follows_compute(false));
 }

@@ -91,16 +91,17 @@ void check_memory_counters(const TracedRun& run, int devices) {
 
 TEST_CASE("A ZeRO-3 trace on 2 DGX A100 has micro-batches x layers x 2 compute events per device") {
   // dp 16 over both nodes: 32 samples / (micro-batch 1 x dp 16) = 2 micro-batches per device; 8 layers, no pipeline.
-  // Each device: forward and backward of every layer for every micro-batch, no recompute (activations kept), one
-  // optimizer step on its shard. No pipeline, so no p2p and (coarse detail) no flows.
+  // Each device: forward and backward of every layer for every micro-batch, plus the embedding's and the head's own
+  // forward and backward tasks (one stage holds both), no recompute (activations kept), one optimizer step on its
+  // shard. No pipeline, so no p2p and (coarse detail) no flows.
   const int dp = 16, microbatches = 2, layers = 8;
   TracedRun run = simulate_traced("zero3", layers, R"({"preset": "zero3", "dp": 16})");
   const TraceCounts& c = run.check.counts;
   CHECK(c.process_names.size() == dp);
   for (int x = 0; x < dp; ++x) {
     INFO("device " << x);
-    CHECK(slices_on(c, x, Stream::Compute, "forward") == microbatches * layers);
-    CHECK(slices_on(c, x, Stream::Compute, "backward") == microbatches * layers);
+    CHECK(slices_on(c, x, Stream::Compute, "forward") == microbatches * (layers + 2));
+    CHECK(slices_on(c, x, Stream::Compute, "backward") == microbatches * (layers + 2));
     CHECK(c.slices_of(trace_pid(x), "recompute") == 0);
     CHECK(slices_on(c, x, Stream::Compute, "optimizer") == 1);
     CHECK(c.slices_of(trace_pid(x), "p2p") == 0);
@@ -136,10 +137,13 @@ TEST_CASE("A 3D-parallel 1F1B trace on 2 DGX A100 has the schedule's compute eve
   for (int x = 0; x < devices; ++x) {
     const int stage = x / (dp * tp);  // Megatron rank order: tp fastest, then dp, then pp
     const std::size_t per_pass = static_cast<std::size_t>(microbatches * stage_layers[stage]);
+    // The first stage also runs the embedding and the last the head, each a task of its own per micro-batch and pass
+    // (not recomputed).
+    const std::size_t ends = static_cast<std::size_t>(microbatches * ((stage == 0) + (stage == pp - 1)));
     INFO("device " << x << " stage " << stage);
-    CHECK(slices_on(c, x, Stream::Compute, "forward") == per_pass);
+    CHECK(slices_on(c, x, Stream::Compute, "forward") == per_pass + ends);
     CHECK(slices_on(c, x, Stream::Compute, "recompute") == per_pass);
-    CHECK(slices_on(c, x, Stream::Compute, "backward") == per_pass);
+    CHECK(slices_on(c, x, Stream::Compute, "backward") == per_pass + ends);
     CHECK(slices_on(c, x, Stream::Compute, "optimizer") == 1);
     const int neighbours = (stage > 0 ? 1 : 0) + (stage < pp - 1 ? 1 : 0);
     CHECK(slices_on(c, x, Stream::PpSend, "p2p") == static_cast<std::size_t>(neighbours * microbatches));
@@ -161,7 +165,7 @@ TEST_CASE("A fine-detail 3D-parallel trace passes the validator with a flow per 
       simulate_traced("3d-fine", 10, R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "schedule": "1f1b"})",
                       "--trace-detail fine --fidelity full");
   const TraceCounts& c = run.check.counts;
-  CHECK(slices_on(c, 0, Stream::Compute, "forward") == static_cast<std::size_t>(microbatches * 2));
+  CHECK(slices_on(c, 0, Stream::Compute, "forward") == static_cast<std::size_t>(microbatches * (2 + 1)));  // + embedding
   CHECK(c.flows > static_cast<std::size_t>(dp * tp * 2 * (pp - 1) * microbatches));
   check_memory_counters(run, devices);
 }

@@ -24,6 +24,7 @@ TrainingSpec parse_training(const Json& value) {
   t.recompute_given = r.has("recompute");
   std::string rc = r.get_choice("recompute", {"none", "selective", "full"}, "none");
   t.recompute = rc == "none" ? Recompute::None : rc == "selective" ? Recompute::Selective : Recompute::Full;
+  t.grad_accumulation_fusion = r.get_bool("grad_accumulation_fusion", true);
   r.finish();
   return t;
 }

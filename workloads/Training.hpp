@@ -20,6 +20,10 @@ struct TrainingSpec {
   double optimizer_bytes_per_param = 12;  ///< K of the ZeRO paper
   Recompute recompute = Recompute::None;
   bool recompute_given = false;  ///< training.recompute was written by the user (it then wins over a preset)
+  /// Weight-gradient GEMMs accumulate into the gradient buffer themselves (Megatron-LM since 2022-02,
+  /// --gradient-accumulation-fusion); false: each writes a fresh gradient that a separate kernel adds in (earlier
+  /// Megatron-LM, e.g. the April 2021 code of Narayanan et al.; plain PyTorch autograd)
+  bool grad_accumulation_fusion = true;
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
   int grad_bytes() const { return param_bytes(); }
