@@ -7,20 +7,6 @@ namespace placesim {
 
 namespace {
 
-class Tally {
- public:
-  void add(std::int64_t v) {
-    max_ = count_ == 0 ? v : std::max(max_, v);
-    sum_ += static_cast<double>(v);
-    ++count_;
-  }
-  DelayStats stats() const { return {max_, count_ == 0 ? 0 : sum_ / static_cast<double>(count_), count_}; }
-
- private:
-  std::int64_t max_ = 0, count_ = 0;
-  double sum_ = 0;
-};
-
 // Where the Apply events of the trace sit, per replica and per block.
 struct ApplyIndex {
   std::vector<std::vector<double>> times;       // [replica]: times of its Applies, trace order
@@ -58,7 +44,7 @@ ApplyIndex index_applies(const UpdateTrace& trace) {
 
 TraceDelays trace_delays(const UpdateTrace& trace, int steady_from_microbatch) {
   const ApplyIndex x = index_applies(trace);
-  Tally steady, whole;
+  DelayTally steady, whole;
   TraceDelays out;
   for (std::size_t k = 0; k < trace.events.size(); ++k) {
     const TrainEvent& e = trace.events[k];

@@ -8,20 +8,6 @@ namespace placesim {
 
 namespace {
 
-class Tally {
- public:
-  void add(std::int64_t v) {
-    max_ = count_ == 0 ? v : std::max(max_, v);
-    sum_ += static_cast<double>(v);
-    ++count_;
-  }
-  DelayStats stats() const { return {max_, count_ == 0 ? 0 : sum_ / static_cast<double>(count_), count_}; }
-
- private:
-  std::int64_t max_ = 0, count_ = 0;
-  double sum_ = 0;
-};
-
 // Total length of the union of intervals.
 double union_length(std::vector<OpInterval> spans) {
   std::sort(spans.begin(), spans.end(), [](const OpInterval& a, const OpInterval& b) { return a.start_s < b.start_s; });
@@ -105,8 +91,8 @@ Updates index_updates(const PipelineSchedule& schedule, const PipelineTimeline& 
 }
 
 struct StalenessTallies {
-  Tally steady, whole, lag;
-  std::vector<Tally> steady_per_stage, lag_per_stage;
+  DelayTally steady, whole, lag;
+  std::vector<DelayTally> steady_per_stage, lag_per_stage;
   std::map<std::int64_t, std::int64_t> histogram;
 };
 
@@ -159,8 +145,8 @@ void measure_staleness(const PipelineSchedule& schedule, const PipelineTimeline&
   m.delay_whole_run = t.whole.stats();
   m.version_lag = t.lag.stats();
   m.delay_histogram = std::move(t.histogram);
-  for (const Tally& x : t.steady_per_stage) m.delay_per_stage.push_back(x.stats());
-  for (const Tally& x : t.lag_per_stage) m.version_lag_per_stage.push_back(x.stats());
+  for (const DelayTally& x : t.steady_per_stage) m.delay_per_stage.push_back(x.stats());
+  for (const DelayTally& x : t.lag_per_stage) m.version_lag_per_stage.push_back(x.stats());
 }
 
 Json stats_json(const DelayStats& d) {

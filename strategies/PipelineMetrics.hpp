@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -13,6 +14,21 @@ struct DelayStats {
   std::int64_t max = 0;
   double mean = 0;
   std::int64_t samples = 0;
+};
+
+/// Accumulates delays into their max, mean and count.
+class DelayTally {
+ public:
+  void add(std::int64_t v) {
+    max_ = count_ == 0 ? v : std::max(max_, v);
+    sum_ += static_cast<double>(v);
+    ++count_;
+  }
+  DelayStats stats() const { return {max_, count_ == 0 ? 0 : sum_ / static_cast<double>(count_), count_}; }
+
+ private:
+  std::int64_t max_ = 0, count_ = 0;
+  double sum_ = 0;
 };
 
 /// The report's `pipeline` section.
