@@ -24,20 +24,10 @@ struct StepTimes {
   int p2p_count = 0;
 };
 
-// The records of the pipeline at dp 0, tp 0 (the ones simulate_experiment keeps besides any asked for).
-SimulationRecord first_pipeline(const Experiment& e, const SimulationRecord& all) {
-  SimulationRecord one;
-  for (const TaskRecord& r : all.tasks) {
-    const MeshCoord c = mesh_coord(e.strategy, r.device);
-    if (c.dp == 0 && c.tp == 0) one.tasks.push_back(r);
-  }
-  return one;
-}
-
 // An op's time is its span, from its first record's start to its last one's end: the tensor-parallel collectives
 // between its layers are inside it. A backward's span starts at its first recomputation, which runs before it.
 StepTimes step_times(const Experiment& e, const PipelineSchedule& one_step, const SimulationRecord& all) {
-  const SimulationRecord record = first_pipeline(e, all);
+  const SimulationRecord record = pipeline_records(e, all);
   const PipelineTimeline timeline = pipeline_timeline(one_step, record);
   std::map<std::pair<std::int64_t, int>, double> recompute_start;  // (stage, micro-batch) -> first recompute start
   for (const TaskRecord& r : record.tasks) {

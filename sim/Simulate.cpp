@@ -19,7 +19,7 @@ ClusterSpec resolve_cluster(Experiment& e) {
   if (e.cluster.is_null())
     throw InputError("cluster is required to simulate: add e.g. \"cluster\": {\"preset\": \"dgx-a100\", \"nodes\": 2}");
   ClusterSpec c = parse_cluster(e.cluster);
-  check_cluster_mesh(e, cluster_fit(e.cluster));
+  check_cluster_mesh(e, cluster_fit(c));
   if (e.device_memory_bytes <= 0) e.device_memory_bytes = c.accelerator.hbm_bytes;
   return c;
 }
@@ -45,7 +45,8 @@ void check_simulatable(const Experiment& e) {
     throw InputError("strategy.schedule=" + to_string(s.schedule) + " with strategy.placement.optimizer=offloaded is not simulated");
 }
 
-// The records of the pipeline at dp 0, tp 0: what the pipeline metrics and the layer times read.
+}  // namespace
+
 SimulationRecord pipeline_records(const Experiment& e, const SimulationRecord& all) {
   SimulationRecord one;
   for (const auto& t : all.tasks) {
@@ -54,8 +55,6 @@ SimulationRecord pipeline_records(const Experiment& e, const SimulationRecord& a
   }
   return one;
 }
-
-}  // namespace
 
 std::vector<DeviceInfo> device_infos(const Experiment& e, const ClusterSpec& c) {
   std::vector<DeviceInfo> out;
@@ -86,11 +85,12 @@ SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& setti
   out.report["simulation"] = simulation_section(e, c, a, out.result);
   out.report["simulation"]["fidelity"] = to_string(settings.sim.fidelity);
   out.report["simulation"]["layer_group"] = layer_group_size(e, settings.expand);
-  out.report["simulation"]["layer_times"] = layer_times_json(measure_layer_times(pipeline_records(e, out.result.record)));
+  const SimulationRecord pipeline = pipeline_records(e, out.result.record);
+  out.report["simulation"]["layer_times"] = layer_times_json(measure_layer_times(pipeline));
   out.report["validation"] = validation_section(e, a, out.result);
   if (e.strategy.pp > 1) {
     PipelineSchedule schedule = make_schedule(shape_of(e.strategy, 1), strategy_shape_fields());
-    out.report["pipeline"] = pipeline_json(measure_pipeline(schedule, pipeline_records(e, out.result.record)));
+    out.report["pipeline"] = pipeline_json(measure_pipeline(schedule, pipeline));
   }
   return out;
 }

@@ -27,6 +27,9 @@ struct SimulateOutcome {
 /// Validates, analyses, expands and simulates one experiment with a cluster.
 SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& settings);
 
+/// The records of the pipeline at dp 0, tp 0: what the pipeline metrics, the layer times and derived pipelines read.
+SimulationRecord pipeline_records(const Experiment& e, const SimulationRecord& all);
+
 /// Names and mesh coordinates of the experiment's devices on the cluster.
 std::vector<DeviceInfo> device_infos(const Experiment& e, const ClusterSpec& c);
 

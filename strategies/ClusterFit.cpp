@@ -5,8 +5,9 @@
 
 namespace placesim {
 
-ClusterFit cluster_fit(const Json& cluster) {
-  ClusterSpec c = parse_cluster(cluster);
+ClusterFit cluster_fit(const Json& cluster) { return cluster_fit(parse_cluster(cluster)); }
+
+ClusterFit cluster_fit(const ClusterSpec& c) {
   ClusterFit fit;
   fit.devices = c.devices();
   fit.gpus_per_node = c.gpus_per_node;

@@ -1,4 +1,5 @@
 #pragma once
+#include "topology/Cluster.hpp"
 #include <cstdint>
 #include <string>
 
@@ -16,6 +17,8 @@ struct ClusterFit {
 
 /// Reads an experiment's "cluster" section (a preset name or an object). Throws InputError naming the field.
 ClusterFit cluster_fit(const Json& cluster);
+/// The same figures of a parsed cluster.
+ClusterFit cluster_fit(const ClusterSpec& cluster);
 
 /// Why the mesh dp x tp x pp does not use exactly the cluster's GPUs, or "" when it does.
 std::string cluster_mesh_mismatch(const Experiment& e, const ClusterFit& cluster);
