@@ -61,7 +61,7 @@ class Runner {
   void account(TaskId id, int device, double start, double end, int step = -1);
   void apply_memory(const Task& t, bool at_start, double now);
   bool recorded(int device) const { return o_.record.empty() || o_.record[static_cast<std::size_t>(device)]; }
-  double delay_seconds(const Collective& c) const;
+  double delay_seconds(const Collective& c);
 
   const TaskGraph& g_;
   const ClusterSpec& c_;
@@ -73,6 +73,7 @@ class Runner {
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_, release_;
   std::unordered_map<TaskId, RingRun> rings_;
+  std::vector<std::pair<double, double>> ring_hops_;  ///< per group: slowest hop latency, bottleneck bandwidth
   std::deque<TaskId> ready_;
   std::uint64_t finished_ = 0;
   SimResult result_;
@@ -167,18 +168,24 @@ void Runner::start(TaskId id) {
       t.body);
 }
 
-// The ring's time without contention: every step pays the slowest hop's latency and bandwidth.
-double Runner::delay_seconds(const Collective& c) const {
+// The ring's time without contention: every step pays the slowest hop's latency and bandwidth. Those depend on the
+// group only, so they are looked up once per group (thousands of collectives share a group).
+double Runner::delay_seconds(const Collective& c) {
   const auto& m = g_.groups[static_cast<std::size_t>(c.group)];
   const int n = static_cast<int>(m.size());
-  double alpha = 0, bandwidth = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < n; ++r) {
-    std::vector<sg::Link*> links;
-    double latency = 0;
-    platform_.gpus[static_cast<std::size_t>(m[static_cast<std::size_t>(r)])]->route_to(
-        platform_.gpus[static_cast<std::size_t>(m[static_cast<std::size_t>((r + 1) % n)])], links, &latency);
-    alpha = std::max(alpha, latency);
-    for (auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth());
+  if (ring_hops_.empty()) ring_hops_.assign(g_.groups.size(), {-1, 0});
+  auto& [alpha, bandwidth] = ring_hops_[static_cast<std::size_t>(c.group)];
+  if (alpha < 0) {
+    alpha = 0;
+    bandwidth = std::numeric_limits<double>::infinity();
+    for (int r = 0; r < n; ++r) {
+      std::vector<sg::Link*> links;
+      double latency = 0;
+      platform_.gpus[static_cast<std::size_t>(m[static_cast<std::size_t>(r)])]->route_to(
+          platform_.gpus[static_cast<std::size_t>(m[static_cast<std::size_t>((r + 1) % n)])], links, &latency);
+      alpha = std::max(alpha, latency);
+      for (auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth());
+    }
   }
   double chunk = static_cast<double>(c.elems / n) * c.elem_bytes;
   return ring_steps(c.op, n) * c.repeat * (alpha + chunk / bandwidth);
