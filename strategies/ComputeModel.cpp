@@ -142,11 +142,6 @@ double bias_gradients_s(const LayerShape& L, const LayerLinears& lin, const Acce
   return t;
 }
 
-double optimizer_bytes_per_element(const Experiment& e) {
-  const auto& t = e.training;
-  return 2 * t.optimizer_bytes_per_param + t.grad_bytes() + t.param_bytes();
-}
-
 }  // namespace
 
 double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, double extra_bytes) {
@@ -230,7 +225,7 @@ PassTimes embedding_times(const Experiment& e, const AcceleratorSpec& acc) {
 
 double optimizer_step_s(double elements, const Experiment& e, const AcceleratorSpec& acc) {
   if (elements <= 0) return 0;
-  return elementwise_time_s(elements * optimizer_bytes_per_element(e), acc);
+  return elementwise_time_s(elements * optimizer_step_bytes(e.training), acc);
 }
 
 double host_optimizer_step_s(double elements, const Experiment& e, double host_flops, double host_mem_bw_Bps) {
@@ -240,7 +235,7 @@ double host_optimizer_step_s(double elements, const Experiment& e, double host_f
   // Adam: moment updates, bias corrections, sqrt, divide and weight decay, about 14 FLOP per element (SGD with
   // momentum about 4); the step is bound by whichever of arithmetic and memory traffic is slower.
   const double flops = e.training.optimizer == Optimizer::Adam ? 14 : 4;
-  return std::max(elements * flops / host_flops, elements * optimizer_bytes_per_element(e) / host_mem_bw_Bps);
+  return std::max(elements * flops / host_flops, elements * optimizer_step_bytes(e.training) / host_mem_bw_Bps);
 }
 
 }  // namespace placesim

@@ -115,7 +115,8 @@ Json training_to_json(const TrainingSpec& t) {
               {"optimizer", to_string(t.optimizer)},
               {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
               {"recompute", to_string(t.recompute)},
-              {"grad_accumulation_fusion", t.grad_accumulation_fusion}};
+              {"grad_accumulation_fusion", t.grad_accumulation_fusion},
+              {"grad_clipping", t.grad_clipping}};
 }
 
 }  // namespace placesim

@@ -4,6 +4,7 @@
 
 #include "strategies/ComputeModel.hpp"
 #include "strategies/TpLayerTimes.hpp"
+#include "workloads/Training.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;
@@ -103,12 +104,27 @@ TEST_CASE("Opaque models have no layer times and the optimizer step is bytes ove
   CHECK(layer_times(opaque, acc).forward_s == 0);
   CHECK(logit_times(opaque, acc).backward_s == 0);
   CHECK(embedding_times(opaque, acc).forward_s == 0);
-  // Mixed-precision Adam: reads 12 bytes of state and a 2-byte gradient, writes 12 bytes and a 2-byte parameter.
-  double expected = acc.profile.kernel_latency_s + 1e9 * 28 / (acc.hbm_bw_Bps * acc.profile.memory_efficiency);
+  // bf16 mixed-precision Adam: 42 bytes per element (see the optimizer_step_bytes test).
+  double expected = acc.profile.kernel_latency_s + 1e9 * 42 / (acc.hbm_bw_Bps * acc.profile.memory_efficiency);
   CHECK(optimizer_step_s(1e9, opaque, acc) == Approx(expected));
-  // On the host: 1e9 x 14 FLOP at 1 TFLOP/s (14 ms) against 28 GB at 100 GB/s (280 ms): memory-bound.
-  CHECK(host_optimizer_step_s(1e9, opaque, 1e12, 100e9) == Approx(0.28));
+  // On the host: 1e9 x 14 FLOP at 1 TFLOP/s (14 ms) against 42 GB at 100 GB/s (420 ms): memory-bound.
+  CHECK(host_optimizer_step_s(1e9, opaque, 1e12, 100e9) == Approx(0.42));
   CHECK(host_optimizer_step_s(1e9, opaque, 1e9, 100e9) == Approx(14.0));
+}
+
+TEST_CASE("The optimizer step moves the bytes of Megatron-LM's mixed-precision step") {
+  auto training = [](const char* json) { return parse_training(Json::parse(json)); };
+  // bf16 Adam: state 2 x 12, fp32 gradient read 4, norm 4, master -> bf16 copy 4 + 2, main-grad zeroing 4.
+  CHECK(optimizer_step_bytes(training(R"({})")) == 42);
+  // fp16 adds the unscale with its inf/nan check: read and write the fp32 gradient.
+  CHECK(optimizer_step_bytes(training(R"({"dtype":"fp16"})")) == 50);
+  // Without fused accumulation: fp16 gradients copied to fp32 (2 + 4) and their buffer zeroed (2) instead of 4.
+  CHECK(optimizer_step_bytes(training(R"({"dtype":"fp16","grad_accumulation_fusion":false})")) == 54);
+  CHECK(optimizer_step_bytes(training(R"({"grad_clipping":false})")) == 38);
+  // fp32 Adam: m and v (2 x 8), the parameter read and written (8), gradient read 4, norm 4, zeroing 4.
+  CHECK(optimizer_step_bytes(training(R"({"dtype":"fp32"})")) == 36);
+  // bf16 SGD with momentum: master weights and momentum (2 x 8) + 4 + 4 + 6 + 4.
+  CHECK(optimizer_step_bytes(training(R"({"optimizer":"sgd"})")) == 34);
 }
 
 TEST_CASE("Logit and embedding layers split the vocabulary over tp") {

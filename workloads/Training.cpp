@@ -8,6 +8,16 @@ double default_optimizer_bytes(Optimizer optimizer, DType dtype) {
   return mixed ? 8 : 4;
 }
 
+double optimizer_step_bytes(const TrainingSpec& t) {
+  const bool mixed = t.dtype != DType::FP32;
+  double bytes = 2 * t.optimizer_bytes_per_param + (mixed ? 0 : 2 * 4) + 4;
+  if (t.grad_clipping) bytes += 4;
+  if (t.dtype == DType::FP16) bytes += 8;
+  if (mixed) bytes += 4 + t.param_bytes();
+  bytes += (t.grad_accumulation_fusion || !mixed) ? 4 : t.grad_bytes() + 4 + t.grad_bytes();
+  return bytes;
+}
+
 TrainingSpec parse_training(const Json& value) {
   TrainingSpec t;
   ObjectReader r(value, "training");
@@ -25,6 +35,7 @@ TrainingSpec parse_training(const Json& value) {
   std::string rc = r.get_choice("recompute", {"none", "selective", "full"}, "none");
   t.recompute = rc == "none" ? Recompute::None : rc == "selective" ? Recompute::Selective : Recompute::Full;
   t.grad_accumulation_fusion = r.get_bool("grad_accumulation_fusion", true);
+  t.grad_clipping = r.get_bool("grad_clipping", true);
   r.finish();
   return t;
 }
