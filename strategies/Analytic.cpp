@@ -113,11 +113,15 @@ CommBytes stage_comm(const Experiment& e, const StageLayout& st) {
   at(c, CommClass::TpCollective) = d(m) * d(st.n_layers) * tp_layer_elems(e) * t.activation_bytes();
   if (s.pp > 1 && !e.model.opaque()) {
     const std::int64_t x = e.model.seq_len * t.micro_batch * e.model.hidden;
-    const double msg = d(s.sp ? shard_elems(x, s.tp) : x) * t.activation_bytes();
+    // Megatron-LM's scatter-gather without sp: each TP rank sends 1/tp of the activation and the receiving TP group
+    // all-gathers it; every stage receives as many boundaries as it sends.
+    const bool scatter_gather = s.p2p == PipelineP2P::Megatron && !s.sp && s.tp > 1;
+    const double msg = d(s.sp || scatter_gather ? shard_elems(x, s.tp) : x) * t.activation_bytes();
     const std::int64_t v = s.schedule == Schedule::Interleaved ? s.chunks : 1;
     const bool last = st.stage == s.pp - 1, first = st.stage == 0;
     double sends = d(m) * (d(v - (last ? 1 : 0)) + d(v - (first ? 1 : 0)));  // activations forward, gradients back
     at(c, CommClass::PpP2P) = sends * msg;
+    if (scatter_gather) at(c, CommClass::TpCollective) += sends * d(ring_gather_elems_sent(x, s.tp)) * t.activation_bytes();
   }
   if (st.tied_copy_elems > 0) at(c, CommClass::EmbeddingSync) = 2 * d(shard_elems(st.tied_copy_elems, 2)) * gb;
   return c;

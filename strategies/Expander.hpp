@@ -77,8 +77,25 @@ class Expander {
   /// A collective over the data-parallel group of (t, s) for the units of `lg`, padded to a multiple of dp.
   Collective dp_collective(CollectiveOp op, CommClass cls, Stream stream, int t, int s, const LayerGroup& lg,
                            int elem_bytes, int microbatch);
-  void send_boundary(int s, const StageOp& op);
+  /// The transfers of op's output to the next virtual stage, one per (d, t) lane (kNoTask where none), after the
+  /// lane's frontier.
+  std::vector<TaskId> send_boundary(int s, const StageOp& op);
+  using BoundaryKey = std::tuple<int, int, int, int, bool>;  ///< (d, t, receiving virtual stage, micro-batch, forward)
   void link_boundary(int d, int t, int vstage, int mb, bool forward, TaskId task, bool is_producer);
+  /// The receiver has posted the transfer once `tail` is done (strategy.p2p=megatron: a transfer needs both sides).
+  void post_boundary(const BoundaryKey& key, const std::vector<TaskId>& tail);
+  /// The first tasks of an op link to its own input and to every input its call received.
+  void link_op_inputs(int d, int t, int vstage, int mb, bool forward, TaskId task);
+  /// The input of `op` on stage s, if it has one (its virtual stage receives from a neighbour).
+  bool has_input(int s, const PipeOp& op) const;
+  /// Scatter-gather (strategy.p2p=megatron without sp): each TP group all-gathers the pieces of op's input its ranks
+  /// received. Adds the all-gathers to op_tail_, so what follows waits for them.
+  void receive_gather(int s, const PipeOp& op);
+  /// strategy.p2p=megatron: does a blocking exchange follow op i of the stage's order?
+  bool ends_call(const std::vector<PipeOp>& order, int i) const;
+  /// The exchange after op i: the sends of `unsent`, and the receives of the ops up to the next exchange.
+  void p2p_call(int s, const std::vector<PipeOp>& order, int i, std::vector<StageOp>& unsent);
+  void post_receives(int s, const std::vector<PipeOp>& order, int first);
   void finish_step(int s);
   void embedding_sync();
   void set_resident_memory();
@@ -114,7 +131,14 @@ class Expander {
   std::vector<std::vector<TaskId>> gather_window_;      // per (d, t): compute tasks of gathered groups, for the limit
   std::vector<std::vector<TaskId>> gather_of_group_;    // per t: the gather tasks feeding the current group
   std::vector<std::vector<TaskId>> grad_window_;        // per (d, t): tasks releasing unsharded gradient buffers
-  std::map<std::tuple<int, int, int, int, bool>, std::pair<TaskId, TaskId>> boundaries_;  // (d,t,vs,mb,fwd) -> (producer, consumer)
+  struct Boundary {
+    TaskId producer = kNoTask;
+    std::vector<TaskId> consumers, posters;
+  };
+  std::map<BoundaryKey, Boundary> boundaries_;
+  bool blocking_p2p_ = false;                           // strategy.p2p=megatron on a flush schedule
+  bool scatter_gather_ = false;                         // strategy.p2p=megatron without sp, tp > 1
+  std::vector<std::vector<BoundaryKey>> call_recvs_;    // per (d, t): the inputs the last exchange received
   // DP gradient buckets per (t, s)
   struct Bucket {
     std::int64_t elems = 0;

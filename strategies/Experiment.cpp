@@ -69,6 +69,7 @@ Json strategy_to_json(const StrategySpec& s) {
               {"pp", s.pp},
               {"sp", s.sp},
               {"tp_overlap", s.tp_overlap},
+              {"p2p", to_string(s.p2p)},
               {"devices", s.devices()},
               {"schedule", to_string(s.schedule)},
               {"microbatches", s.microbatches},

@@ -29,7 +29,7 @@ const std::map<std::string, Preset>& presets() {
       {"zero-offload", {"ZeRO-Offload: optimizer and gradients in host memory, CPU Adam (R/Off/Off/R)",
                         R"({"placement":{"parameters":"replicated","optimizer":"offloaded","gradients":"offloaded","activations":"replicated"}})"}},
       {"megatron-3d", {"Megatron-LM 3D: dp x tp x pp with 1F1B and activation recomputation (R/R/R/M)",
-                       R"({"schedule":"1f1b","placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"materialized"}})"}},
+                       R"({"schedule":"1f1b","p2p":"megatron","placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"materialized"}})"}},
   };
   return table;
 }
@@ -85,6 +85,7 @@ StrategySpec read_strategy_object(const Json& object) {
   s.tp_overlap = r.get_bool("tp_overlap", true);
   s.schedule = parse_schedule(r.get_choice(
       "schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
+  s.p2p = r.get_choice("p2p", {"async", "megatron"}, "async") == "megatron" ? PipelineP2P::Megatron : PipelineP2P::Async;
   s.microbatches = r.get_positive_int("microbatches", 0);
   s.chunks = r.get_positive_int("chunks", 1);
   if (r.has("noam")) {
@@ -122,6 +123,8 @@ StrategySpec parse_strategy(const Json& value) {
   merged.merge_patch(value);
   return read_strategy_object(merged);
 }
+
+std::string to_string(PipelineP2P p) { return p == PipelineP2P::Megatron ? "megatron" : "async"; }
 
 std::string to_string(Schedule s) {
   switch (s) {

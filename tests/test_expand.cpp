@@ -204,3 +204,83 @@ TEST_CASE("Without tp_overlap the backward TP collectives follow the backward co
   CHECK_FALSE(backward_collective_follows_compute(true));
   CHECK(backward_collective_follows_compute(false));
 }
+
+TEST_CASE("Megatron p2p scatter-gathers activations over tp without sp and async p2p sends them whole") {
+  // x = seq 256 x micro-batch 1 x hidden 512 = 131072 elements of 2 bytes.
+  for (bool megatron : {true, false}) {
+    INFO("p2p megatron " << megatron);
+    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 1, "tp": 2, "pp": 4, "p2p": ")") +
+                         (megatron ? "megatron" : "async") + "\"}");
+    TaskGraph g = expand(e, two_dgx());
+    int sends = 0, gathers = 0;
+    for (TaskId id = 0; id < g.size(); ++id) {
+      if (const auto* p = std::get_if<P2P>(&g[id].body)) {
+        ++sends;
+        CHECK(p->bytes == (megatron ? 131072.0 : 262144.0));
+      }
+      if (const auto* c = std::get_if<Collective>(&g[id].body))
+        if (c->op == CollectiveOp::AllGather && c->cls == CommClass::TpCollective && c->layers == 0) ++gathers;
+    }
+    // 16 micro-batches cross 3 boundaries each way on both TP ranks; one all-gather per received boundary per TP group.
+    CHECK(sends == 16 * 3 * 2 * 2);
+    CHECK(gathers == (megatron ? 16 * 3 * 2 : 0));
+    check_bytes_match_analytic(e);
+  }
+  check_bytes_match_analytic(small(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 2, "schedule": "interleaved", "chunks": 2})"));
+}
+
+TEST_CASE("Megatron p2p blocks: a transfer waits for its receiver and the sender's next op waits for the transfer") {
+  for (bool megatron : {true, false}) {
+    INFO("p2p megatron " << megatron);
+    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 1, "tp": 1, "pp": 4, "p2p": ")") +
+                         (megatron ? "megatron" : "async") + "\"}");
+    TaskGraph g = expand(e, two_dgx());
+    auto pass_on = [&](TaskId id, int device) {
+      const auto* c = std::get_if<Compute>(&g[id].body);
+      return c && c->device == device && c->kind != TaskKind::Optimizer;
+    };
+    int sends = 0, posted = 0, blocking = 0;
+    for (TaskId id = 0; id < g.size(); ++id) {
+      const auto* p = std::get_if<P2P>(&g[id].body);
+      if (!p) continue;
+      ++sends;
+      bool waits_for_receiver = false, sender_waits = false;
+      for (auto [it, end] = boost::in_edges(id, g.graph); it != end; ++it)
+        waits_for_receiver |= pass_on(boost::source(*it, g.graph), p->dst);
+      for (auto [it, end] = boost::out_edges(id, g.graph); it != end; ++it)
+        sender_waits |= pass_on(boost::target(*it, g.graph), p->src);
+      posted += waits_for_receiver;
+      blocking += sender_waits;
+    }
+    // 16 micro-batches x 3 boundaries x 2 directions. Stages 1-3 post their first receive before running anything;
+    // the last backward of stages 1-3 sends with nothing after it but the optimizer step.
+    CHECK(sends == 96);
+    CHECK(posted == (megatron ? 96 - 3 : 0));
+    CHECK(blocking == (megatron ? 96 - 3 : 0));
+  }
+}
+
+TEST_CASE("Interleaved Megatron p2p sends a steady-state forward's output after the backward that follows it") {
+  // pp 2, 2 chunks, 16 micro-batches: 32 virtual forwards per device; warm-up 2(p - s - 1) + (v - 1)p forwards
+  // (stage 0: 4, stage 1: 2), so 28 and 30 steady-state forward-backward pairs exchange once after the backward.
+  for (const char* schedule : {R"("interleaved", "chunks": 2)", R"("1f1b")"}) {
+    INFO(schedule);
+    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 1, "tp": 1, "pp": 2, "schedule": )") + schedule + "}");
+    TaskGraph g = expand(e, two_dgx());
+    int after_backward = 0;
+    for (TaskId id = 0; id < g.size(); ++id) {
+      const auto* p = std::get_if<P2P>(&g[id].body);
+      if (!p || p->backward) continue;
+      for (auto [it, end] = boost::in_edges(id, g.graph); it != end; ++it) {
+        const auto* c = std::get_if<Compute>(&g[boost::source(*it, g.graph)].body);
+        if (c && c->device == p->src && c->kind == TaskKind::Backward) {
+          ++after_backward;
+          break;
+        }
+      }
+    }
+    // Forward sends of the pairs: stage 0 sends every forward (28 in pairs); stage 1 pairs virtual forwards 2..31,
+    // of which chunk 0 ((j mod 4) div 2 = 0: 4, 5, 8, 9, ..., 28, 29) are 14 - those of chunk 1 feed the head.
+    CHECK(after_backward == (std::string(schedule) == R"("1f1b")" ? 0 : 28 + 14));
+  }
+}
