@@ -111,6 +111,16 @@ CommBytes stage_comm(const Experiment& e, const StageLayout& st) {
   if (pl.optimizer == Mode::Offloaded && pl.parameters != Mode::Offloaded) c.h2d += shard * pb;
   if (pl.parameters == Mode::Offloaded) c.h2d += 2 * d(m) * d(st.elems()) * pb;
   at(c, CommClass::TpCollective) = d(m) * d(st.n_layers) * tp_layer_elems(e) * t.activation_bytes();
+  if (s.tp > 1 && !e.model.opaque()) {
+    // The vocabulary-parallel embedding all-reduces its output (sp: its backward all-gathers the gradient); the output
+    // layer's backward all-reduces the input gradient (sp: all-gather forward, re-gather and reduce-scatter backward).
+    const std::int64_t x = e.model.seq_len * t.micro_batch * e.model.hidden;
+    const double all_reduce = d(ring_allreduce_elems_sent(x, s.tp)), gather = d(ring_gather_elems_sent(x, s.tp));
+    double vocab = 0;
+    if (st.stage == 0) vocab += all_reduce + (s.sp ? gather : 0);
+    if (st.stage == s.pp - 1) vocab += s.sp ? 3 * gather : all_reduce;
+    at(c, CommClass::TpCollective) += d(m) * vocab * t.activation_bytes();
+  }
   if (s.pp > 1 && !e.model.opaque()) {
     const std::int64_t x = e.model.seq_len * t.micro_batch * e.model.hidden;
     // Megatron-LM's scatter-gather without sp: each TP rank sends 1/tp of the activation and the receiving TP group

@@ -227,21 +227,38 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
   // exposed, 2 all-gathers + 2 reduce-scatters hidden); a full recompute repeats the forward's, exposed. Without
   // strategy.tp_overlap the backward's hidden collectives run exposed after the backward compute instead.
   // The embedding runs before the group's layers and the head after them (forward; the reverse in backward).
+  // The vocabulary-parallel embedding all-reduces its output (under sp the backward all-gathers its gradient); the
+  // output layer all-gathers its input under sp, and its backward reduces the input gradient (all-reduce, or re-gather
+  // plus reduce-scatter under sp) beside its weight-gradient GEMM (megatron/model/language_model.py, 2022).
   const bool sp = e_.strategy.sp;
+  const CollectiveOp gather = CollectiveOp::AllGather, reduce = CollectiveOp::AllReduce;
   if (op.forward) {
-    if (lg.has_embedding) compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
+    if (lg.has_embedding) {
+      compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
+      vocab_collective(s, op, g, reduce, false);
+    }
     compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Layers, !lg.has_head, stash_delta);
     tp_collective(s, op, g, sp ? 4 : 2, false);
-    if (lg.has_head) compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Head, true, stash_delta);
+    if (lg.has_head) {
+      if (sp) vocab_collective(s, op, g, gather, false);
+      compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Head, true, stash_delta);
+    }
   } else {
-    if (lg.has_head) compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Head, false, 0);
+    if (lg.has_head) {
+      if (sp) vocab_collective(s, op, g, gather, false);
+      compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Head, false, 0);
+      vocab_collective(s, op, g, sp ? gather : reduce, e_.strategy.tp_overlap);
+    }
     const bool recompute = costs_[static_cast<std::size_t>(s)].layer_recompute_s > 0;
     if (recompute) compute_tasks(s, op, g, TaskKind::Recompute, ModelPart::Layers, false, 0);
     int exposed = (sp ? 2 : 0) + (e_.training.recompute == Recompute::Full ? (sp ? 4 : 2) : 0);
     tp_collective(s, op, g, exposed, false);
     compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
     tp_collective(s, op, g, sp ? 4 : 2, e_.strategy.tp_overlap);
-    if (lg.has_embedding) compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Embedding, true, stash_delta);
+    if (lg.has_embedding) {
+      if (sp) vocab_collective(s, op, g, gather, false);
+      compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Embedding, true, stash_delta);
+    }
     sync_gradients(s, op, g, last_backward);
   }
   if (last_backward && (lg.has_embedding || lg.has_head))
@@ -325,7 +342,19 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
 }
 
 void Expander::tp_collective(int s, const StageOp& op, int g, int ops, bool hidden) {
-  if (tp_ == 1 || e_.model.opaque() || ops == 0) return;
+  const auto& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  if (ops == 0) return;
+  add_tp_collective(s, op, g, e_.strategy.sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, ops * lg.layers, true,
+                    hidden);
+}
+
+void Expander::vocab_collective(int s, const StageOp& op, int g, CollectiveOp kind, bool hidden) {
+  add_tp_collective(s, op, g, kind, 1, false, hidden);
+}
+
+void Expander::add_tp_collective(int s, const StageOp& op, int g, CollectiveOp kind, int repeat, bool per_layer,
+                                 bool hidden) {
+  if (tp_ == 1 || e_.model.opaque()) return;
   const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
   const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
   const bool first_group = op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1;
@@ -334,15 +363,15 @@ void Expander::tp_collective(int s, const StageOp& op, int g, int ops, bool hidd
   const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
   for (int d = 0; d < dp_; ++d) {
     Collective c;
-    c.op = e_.strategy.sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce;
+    c.op = kind;
     c.cls = CommClass::TpCollective;
     c.stream = Stream::TpComm;
     c.group = tp_group(d, s);
     c.elems = shard_elems(x, tp_) * tp_;
     c.elem_bytes = e_.training.activation_bytes();
-    c.repeat = ops * lg.layers;
-    c.layer = lg.first_layer;
-    c.layers = lg.layers;
+    c.repeat = repeat;
+    c.layer = per_layer ? lg.first_layer : -1;
+    c.layers = per_layer ? lg.layers : 0;
     c.microbatch = op.microbatch;
     c.backward = !op.forward;
     TaskId id = add_collective(c, s);

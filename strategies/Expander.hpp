@@ -71,6 +71,9 @@ class Expander {
   /// A TP collective of `ops` per layer over each (d, s) TP group; `hidden` ones run beside the compute that follows
   /// the current frontier instead of after it (Megatron overlaps them with weight-gradient GEMMs).
   void tp_collective(int s, const StageOp& op, int g, int ops, bool hidden);
+  /// Megatron-LM's TP collective around the vocabulary-parallel embedding or output layer of group g (one per op).
+  void vocab_collective(int s, const StageOp& op, int g, CollectiveOp kind, bool hidden);
+  void add_tp_collective(int s, const StageOp& op, int g, CollectiveOp kind, int repeat, bool per_layer, bool hidden);
   void gather_params(int s, const StageOp& op, int g);
   void sync_gradients(int s, const StageOp& op, int g, bool last_backward);
   void flush_bucket(int t, int s);

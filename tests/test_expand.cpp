@@ -284,3 +284,27 @@ TEST_CASE("Interleaved Megatron p2p sends a steady-state forward's output after 
     CHECK(after_backward == (std::string(schedule) == R"("1f1b")" ? 0 : 28 + 14));
   }
 }
+
+TEST_CASE("The vocabulary-parallel embedding and output layer add their TP collectives per micro-batch") {
+  // pp 2, tp 2, 16 micro-batches. Embedding (stage 0): all-reduce forward, and under sp an all-gather of the gradient
+  // backward. Output layer (stage 1): all-reduce of the input gradient, or under sp an all-gather forward and a
+  // re-gather plus a reduce-scatter (costed as an all-gather) backward.
+  for (bool sp : {false, true}) {
+    INFO("sp " << sp);
+    Experiment e = small(std::string(R"({"preset": "megatron-3d", "tp": 2, "pp": 2, "sp": )") + (sp ? "true" : "false") + "}");
+    TaskGraph g = expand(e, two_dgx());
+    std::array<int, 2> reduces{}, gathers{};
+    for (TaskId id = 0; id < g.size(); ++id) {
+      const auto* c = std::get_if<Collective>(&g[id].body);
+      if (!c || c->cls != CommClass::TpCollective || c->layers != 0) continue;
+      const int stage = g.groups[static_cast<std::size_t>(c->group)].front() / 2;
+      if (!sp && c->op == CollectiveOp::AllGather) continue;  // the scatter-gather of pipeline transfers
+      (c->op == CollectiveOp::AllReduce ? reduces : gathers)[static_cast<std::size_t>(stage)]++;
+    }
+    CHECK(reduces[0] == 16);
+    CHECK(gathers[0] == (sp ? 16 : 0));
+    CHECK(reduces[1] == (sp ? 0 : 16));
+    CHECK(gathers[1] == (sp ? 3 * 16 : 0));
+    check_bytes_match_analytic(e);
+  }
+}
