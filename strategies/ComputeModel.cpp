@@ -200,10 +200,13 @@ PassTimes logit_times(const Experiment& e, const AcceleratorSpec& acc) {
   const Linear head{L.h, static_cast<double>(e.model.vocab) / L.tp};
   const double logits = L.T * head.out;
   PassTimes t;
-  // Final norm; the vocab-parallel cross entropy reads the logits and keeps an fp32 softmax for the backward.
+  // Final norm, the logits GEMM and Megatron-LM's vocab-parallel cross entropy in fp32 (its default, without
+  // --fp16-lm-cross-entropy; megatron/mpu/cross_entropy.py), per logit: forward the cast to fp32 (16-bit in, 4 out),
+  // max (4), subtract the max (4 + 4), exp (4 + 4), sum (4) and divide into the softmax kept for the backward
+  // (4 + 4); backward the scale by the loss gradient (4 + 4) and the cast back (4 in, 16-bit out).
   t.forward_s = elementwise_time_s(2 * L.el * L.norm_tokens * L.h, acc) + linear_forward_s(head, L, acc) +
-                elementwise_time_s((L.el + 4) * logits, acc);
-  t.backward_s = elementwise_time_s((4 + L.el) * logits, acc) + linear_dgrad_s(head, L, acc) +
+                elementwise_time_s((L.el + 4 + 4 + 8 + 8 + 4 + 8) * logits, acc);
+  t.backward_s = elementwise_time_s((8 + 4 + L.el) * logits, acc) + linear_dgrad_s(head, L, acc) +
                  linear_wgrad_s(head, L, acc) + elementwise_time_s(3 * L.el * L.norm_tokens * L.h, acc);
   if (e.training.recompute == Recompute::Full) t.recompute_s = 0;  // the head's input is the checkpoint
   return t;
