@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Predicted vs published end-to-end figures for every row of examples/validation/published.json.
+
+Runs `placesim simulate <file> --fidelity analytic` for each row and prints a Markdown table with the signed error of
+the prediction (positive: placesim predicts faster than published), then mean absolute and worst error per software
+stack and over all rows. Usage: bench/validation_table.py [build/placesim] [--only SUBSTRING]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def simulate(placesim, path):
+    with tempfile.NamedTemporaryFile(suffix=".json") as report:
+        subprocess.run([placesim, "simulate", path, "--fidelity", "analytic", "--report", report.name],
+                       check=True, stdout=subprocess.DEVNULL)
+        return json.load(open(report.name))["simulation"]
+
+
+def error_percent(metric, predicted, published):
+    # A throughput that is too high and a step time that is too low are both optimistic: positive.
+    if metric == "step_time_s":
+        return 100 * (published / predicted - 1)
+    return 100 * (predicted / published - 1)
+
+
+def main(argv):
+    placesim = next((a for a in argv if not a.startswith("--") and a.endswith("placesim")),
+                    os.path.join(ROOT, "build", "placesim"))
+    only = argv[argv.index("--only") + 1] if "--only" in argv else ""
+    table = json.load(open(os.path.join(ROOT, "examples", "validation", "published.json")))
+    print("| experiment file | software stack | metric | published | predicted | error |")
+    print("|---|---|---|---|---|---|")
+    by_stack = {}
+    for row in table["rows"]:
+        if only not in row["file"]:
+            continue
+        sim = simulate(placesim, os.path.join(ROOT, "examples", "validation", row["file"]))
+        predicted = sim[row["metric"]]
+        err = error_percent(row["metric"], predicted, row["published"])
+        by_stack.setdefault(row["stack"], []).append(err)
+        print(f"| {row['file']} | {row['stack']} | {row['metric']} | {row['published']} | {predicted:.2f} | {err:+.1f}% |")
+    every = [e for errs in by_stack.values() for e in errs]
+    print()
+    for stack, errs in list(by_stack.items()) + [("all rows", every)]:
+        mean = sum(abs(e) for e in errs) / len(errs)
+        worst = max(errs, key=abs)
+        print(f"{stack}: {len(errs)} rows, mean absolute error {mean:.1f}%, worst {worst:+.1f}%")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
