@@ -61,7 +61,7 @@ std::vector<Point> gemm_points(const Json& items, const std::string& field, cons
     DType dtype = dt == "fp32" ? DType::FP32 : dt == "fp16" ? DType::FP16 : DType::BF16;
     // A sweep measured in another precision (FP8) carries its own peak: the fit then uses its efficiency curve.
     double peak = r.has("peak_tflops") ? positive(r, "peak_tflops") * 1e12 : 0;
-    Point p{"gemm", number(g.m) + "x" + number(g.n) + "x" + number(g.k), "TFLOP/s"};
+    Point p{"gemm", number(g.m) + "x" + number(g.n) + "x" + number(g.k), "TFLOP/s", 0, {}};
     measured_value(r, "tflops", p);
     r.finish();
     const double flops = 2 * g.m * g.n * g.k * g.batch;
@@ -82,7 +82,7 @@ std::vector<Point> memory_points(const Json& items, const std::string& field, co
   for (std::size_t i = 0; i < items.size(); ++i) {
     ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
     double bytes = positive(r, "bytes");
-    Point p{"memory", r.get_string("name", format_bytes(bytes)), "GB/s"};
+    Point p{"memory", r.get_string("name", format_bytes(bytes)), "GB/s", 0, {}};
     measured_value(r, "bw_GBps", p);
     r.finish();
     bool time = p.unit == "s";
@@ -108,7 +108,7 @@ std::vector<Point> attention_points(const Json& items, const std::string& field,
     DType dtype = dt == "fp16" ? DType::FP16 : DType::BF16;
     Point p{"attention",
             "b" + number(b) + " h" + number(heads) + " s" + number(s) + " d" + number(d) + (both ? " fwd+bwd" : " fwd"),
-            "TFLOP/s"};
+            "TFLOP/s", 0, {}};
     p.measured = positive(r, "tflops");
     r.finish();
     const double fwd = 4 * b * heads * s * s * d * (causal ? 0.5 : 1.0);
@@ -139,7 +139,7 @@ std::vector<Point> collective_points(const Json& items, const std::string& field
     Point p{
         "collectives",
         to_string(kind) + " " + to_string(algorithm) + " " + std::to_string(ranks) + " ranks " + format_bytes(bytes),
-        "GB/s"};
+        "GB/s", 0, {}};
     measured_value(r, "busbw_GBps", p);
     r.finish();
     bool time = p.unit == "s";

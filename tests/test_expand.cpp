@@ -205,12 +205,17 @@ TEST_CASE("Without tp_overlap the backward TP collectives follow the backward co
   CHECK(backward_collective_follows_compute(false));
 }
 
+// megatron-3d on 4 stages (16 micro-batches of the small model) with the given tp and pipeline exchange.
+static Experiment four_stages(int tp, bool megatron_p2p) {
+  return small(std::string(R"({"preset": "megatron-3d", "dp": 1, "pp": 4, "tp": )") + std::to_string(tp) +
+               R"(, "p2p": ")" + (megatron_p2p ? "megatron" : "async") + "\"}");
+}
+
 TEST_CASE("Megatron p2p scatter-gathers activations over tp without sp and async p2p sends them whole") {
   // x = seq 256 x micro-batch 1 x hidden 512 = 131072 elements of 2 bytes.
   for (bool megatron : {true, false}) {
     INFO("p2p megatron " << megatron);
-    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 1, "tp": 2, "pp": 4, "p2p": ")") +
-                         (megatron ? "megatron" : "async") + "\"}");
+    Experiment e = four_stages(2, megatron);
     TaskGraph g = expand(e, two_dgx());
     int sends = 0, gathers = 0;
     for (TaskId id = 0; id < g.size(); ++id) {
@@ -232,9 +237,7 @@ TEST_CASE("Megatron p2p scatter-gathers activations over tp without sp and async
 TEST_CASE("Megatron p2p blocks: a transfer waits for its receiver and the sender's next op waits for the transfer") {
   for (bool megatron : {true, false}) {
     INFO("p2p megatron " << megatron);
-    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 1, "tp": 1, "pp": 4, "p2p": ")") +
-                         (megatron ? "megatron" : "async") + "\"}");
-    TaskGraph g = expand(e, two_dgx());
+    TaskGraph g = expand(four_stages(1, megatron), two_dgx());
     auto pass_on = [&](TaskId id, int device) {
       const auto* c = std::get_if<Compute>(&g[id].body);
       return c && c->device == device && c->kind != TaskKind::Optimizer;
