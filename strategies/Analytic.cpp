@@ -83,13 +83,12 @@ double tp_layer_elems(const Experiment& e) {
   return ops * d(ring_gather_elems_sent(x, s.tp));
 }
 
-CommBytes stage_comm(const Experiment& e, const StageLayout& st) {
-  const auto& s = e.strategy;
+// Bytes of the data-parallel axis and of offloading: gradient synchronisation, ZeRO gathers, host copies.
+void data_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c) {
   const auto& t = e.training;
-  const auto& pl = s.placement;
-  const std::int64_t n = s.dp, m = s.microbatches;
+  const auto& pl = e.strategy.placement;
+  const std::int64_t n = e.strategy.dp, m = e.strategy.microbatches;
   const double pb = t.param_bytes(), gb = t.grad_bytes();
-  CommBytes c;
   const double shard = d(st.sharded_elems(n));
   if (n > 1) {
     // Gradients: replicated ones accumulate locally and are synchronised once per step: all-reduced when every
@@ -110,30 +109,44 @@ CommBytes stage_comm(const Experiment& e, const StageLayout& st) {
     c.d2h = (n > 1 ? shard : d(st.elems())) * gb;  // device gradients move to the host optimizer once per step
   if (pl.optimizer == Mode::Offloaded && pl.parameters != Mode::Offloaded) c.h2d += shard * pb;
   if (pl.parameters == Mode::Offloaded) c.h2d += 2 * d(m) * d(st.elems()) * pb;
-  at(c, CommClass::TpCollective) = d(m) * d(st.n_layers) * tp_layer_elems(e) * t.activation_bytes();
-  if (s.tp > 1 && !e.model.opaque()) {
+}
+
+// Bytes of the tensor- and pipeline-parallel axes: per-layer TP collectives, those of the vocabulary-parallel
+// embedding and output layer, pipeline transfers (and their scatter-gather).
+void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c) {
+  const auto& s = e.strategy;
+  const auto& t = e.training;
+  const double m = d(s.microbatches), el = t.activation_bytes();
+  at(c, CommClass::TpCollective) = m * d(st.n_layers) * tp_layer_elems(e) * el;
+  if (e.model.opaque()) return;
+  const std::int64_t x = e.model.seq_len * t.micro_batch * e.model.hidden;
+  const bool first = st.stage == 0, last = st.stage == s.pp - 1;
+  if (s.tp > 1) {
     // The vocabulary-parallel embedding all-reduces its output (sp: its backward all-gathers the gradient); the output
     // layer's backward all-reduces the input gradient (sp: all-gather forward, re-gather and reduce-scatter backward).
-    const std::int64_t x = e.model.seq_len * t.micro_batch * e.model.hidden;
     const double all_reduce = d(ring_allreduce_elems_sent(x, s.tp)), gather = d(ring_gather_elems_sent(x, s.tp));
     double vocab = 0;
-    if (st.stage == 0) vocab += all_reduce + (s.sp ? gather : 0);
-    if (st.stage == s.pp - 1) vocab += s.sp ? 3 * gather : all_reduce;
-    at(c, CommClass::TpCollective) += d(m) * vocab * t.activation_bytes();
+    if (first) vocab += all_reduce + (s.sp ? gather : 0);
+    if (last) vocab += s.sp ? 3 * gather : all_reduce;
+    at(c, CommClass::TpCollective) += m * vocab * el;
   }
-  if (s.pp > 1 && !e.model.opaque()) {
-    const std::int64_t x = e.model.seq_len * t.micro_batch * e.model.hidden;
-    // Megatron-LM's scatter-gather without sp: each TP rank sends 1/tp of the activation and the receiving TP group
-    // all-gathers it; every stage receives as many boundaries as it sends.
-    const bool scatter_gather = s.p2p == PipelineP2P::Megatron && !s.sp && s.tp > 1;
-    const double msg = d(s.sp || scatter_gather ? shard_elems(x, s.tp) : x) * t.activation_bytes();
-    const std::int64_t v = s.schedule == Schedule::Interleaved ? s.chunks : 1;
-    const bool last = st.stage == s.pp - 1, first = st.stage == 0;
-    double sends = d(m) * (d(v - (last ? 1 : 0)) + d(v - (first ? 1 : 0)));  // activations forward, gradients back
-    at(c, CommClass::PpP2P) = sends * msg;
-    if (scatter_gather) at(c, CommClass::TpCollective) += sends * d(ring_gather_elems_sent(x, s.tp)) * t.activation_bytes();
-  }
-  if (st.tied_copy_elems > 0) at(c, CommClass::EmbeddingSync) = 2 * d(shard_elems(st.tied_copy_elems, 2)) * gb;
+  if (s.pp == 1) return;
+  // Megatron-LM's scatter-gather without sp: each TP rank sends 1/tp of the activation and the receiving TP group
+  // all-gathers it; every stage receives as many boundaries as it sends.
+  const bool scatter_gather = s.p2p == PipelineP2P::Megatron && !s.sp && s.tp > 1;
+  const double msg = d(s.sp || scatter_gather ? shard_elems(x, s.tp) : x) * el;
+  const std::int64_t v = s.schedule == Schedule::Interleaved ? s.chunks : 1;
+  const double sends = m * (d(v - (last ? 1 : 0)) + d(v - (first ? 1 : 0)));  // activations forward, gradients back
+  at(c, CommClass::PpP2P) = sends * msg;
+  if (scatter_gather) at(c, CommClass::TpCollective) += sends * d(ring_gather_elems_sent(x, s.tp)) * el;
+}
+
+CommBytes stage_comm(const Experiment& e, const StageLayout& st) {
+  CommBytes c;
+  data_parallel_comm(e, st, c);
+  model_parallel_comm(e, st, c);
+  if (st.tied_copy_elems > 0)
+    at(c, CommClass::EmbeddingSync) = 2 * d(shard_elems(st.tied_copy_elems, 2)) * e.training.grad_bytes();
   return c;
 }
 

@@ -161,18 +161,7 @@ void Expander::expand_stage(int s) {
       continue;
     }
     if (pop.kind == PipeOpKind::Average) throw InputError("strategy.schedule=localsgd is simulated for abstract pipelines only");
-    if (!blocking_p2p_ && scatter_gather_) receive_gather(s, pop);
-    const StageOp op{pop.kind == PipeOpKind::Forward, pop.microbatch, pop.chunk, pop.weight_version};
-    const double stash = stash_change(s, pop);
-    const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
-    const int n = static_cast<int>(groups.size());
-    frontier_.assign(lanes, {});
-    for (int k = 0; k < n; ++k) {
-      int g = op.forward ? k : n - 1 - k;
-      bool last_op_of_chunk = !op.forward && i == last_backward_op_[static_cast<std::size_t>(op.chunk)];
-      expand_group(s, op, g, last_op_of_chunk, k == n - 1 ? stash : 0);
-    }
-    op_tail_ = frontier_;
+    const StageOp op = expand_op(s, i, pop);
     if (!blocking_p2p_) {
       send_boundary(s, op);
       continue;
@@ -186,6 +175,22 @@ void Expander::expand_stage(int s) {
       for (TaskId id : op_tail_[static_cast<std::size_t>(d * tp_ + t)])
         step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(id);
   for (int t = 0; t < tp_; ++t) flush_bucket(t, s);
+}
+
+StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
+  if (!blocking_p2p_ && scatter_gather_) receive_gather(s, pop);
+  const StageOp op{pop.kind == PipeOpKind::Forward, pop.microbatch, pop.chunk, pop.weight_version};
+  const double stash = stash_change(s, pop);
+  const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
+  const int n = static_cast<int>(groups.size());
+  frontier_.assign(static_cast<std::size_t>(dp_ * tp_), {});
+  for (int k = 0; k < n; ++k) {
+    int g = op.forward ? k : n - 1 - k;
+    bool last_op_of_chunk = !op.forward && i == last_backward_op_[static_cast<std::size_t>(op.chunk)];
+    expand_group(s, op, g, last_op_of_chunk, k == n - 1 ? stash : 0);
+  }
+  op_tail_ = frontier_;
+  return op;
 }
 
 // PipeDream keeps the weights each in-flight micro-batch's forward read until its backward: a version superseded by
@@ -219,52 +224,61 @@ void Expander::apply_inline(int s, const PipeOp& op) {
     }
 }
 
+// Megatron-LM's TP collectives per layer (Korthikanti et al. §4.2): forward 2 all-reduces (SP: 2 all-gathers +
+// 2 reduce-scatters), exposed; backward 2 all-reduces hidden behind weight-gradient GEMMs (SP: 2 all-gathers
+// exposed, 2 all-gathers + 2 reduce-scatters hidden); a full recompute repeats the forward's, exposed. Without
+// strategy.tp_overlap the backward's hidden collectives run exposed after the backward compute instead.
+// The embedding runs before the group's layers and the head after them (forward; the reverse in backward). The
+// vocabulary-parallel embedding all-reduces its output (under sp the backward all-gathers its gradient); the output
+// layer all-gathers its input under sp, and its backward reduces the input gradient (all-reduce, or re-gather plus
+// reduce-scatter under sp) beside its weight-gradient GEMM (megatron/model/language_model.py, 2022).
 void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward, double stash_delta) {
   gather_params(s, op, g);
   const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
-  // Megatron-LM's TP collectives per layer (Korthikanti et al. §4.2): forward 2 all-reduces (SP: 2 all-gathers +
-  // 2 reduce-scatters), exposed; backward 2 all-reduces hidden behind weight-gradient GEMMs (SP: 2 all-gathers
-  // exposed, 2 all-gathers + 2 reduce-scatters hidden); a full recompute repeats the forward's, exposed. Without
-  // strategy.tp_overlap the backward's hidden collectives run exposed after the backward compute instead.
-  // The embedding runs before the group's layers and the head after them (forward; the reverse in backward).
-  // The vocabulary-parallel embedding all-reduces its output (under sp the backward all-gathers its gradient); the
-  // output layer all-gathers its input under sp, and its backward reduces the input gradient (all-reduce, or re-gather
-  // plus reduce-scatter under sp) beside its weight-gradient GEMM (megatron/model/language_model.py, 2022).
-  const bool sp = e_.strategy.sp;
-  const CollectiveOp gather = CollectiveOp::AllGather, reduce = CollectiveOp::AllReduce;
   if (op.forward) {
-    if (lg.has_embedding) {
-      compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
-      vocab_collective(s, op, g, reduce, false);
-    }
-    compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Layers, !lg.has_head, stash_delta);
-    tp_collective(s, op, g, sp ? 4 : 2, false);
-    if (lg.has_head) {
-      if (sp) vocab_collective(s, op, g, gather, false);
-      compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Head, true, stash_delta);
-    }
+    forward_group(s, op, g, stash_delta);
   } else {
-    if (lg.has_head) {
-      if (sp) vocab_collective(s, op, g, gather, false);
-      compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Head, false, 0);
-      vocab_collective(s, op, g, sp ? gather : reduce, e_.strategy.tp_overlap);
-    }
-    const bool recompute = costs_[static_cast<std::size_t>(s)].layer_recompute_s > 0;
-    if (recompute) compute_tasks(s, op, g, TaskKind::Recompute, ModelPart::Layers, false, 0);
-    int exposed = (sp ? 2 : 0) + (e_.training.recompute == Recompute::Full ? (sp ? 4 : 2) : 0);
-    tp_collective(s, op, g, exposed, false);
-    compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
-    tp_collective(s, op, g, sp ? 4 : 2, e_.strategy.tp_overlap);
-    if (lg.has_embedding) {
-      if (sp) vocab_collective(s, op, g, gather, false);
-      compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Embedding, true, stash_delta);
-    }
+    backward_group(s, op, g, stash_delta);
     sync_gradients(s, op, g, last_backward);
   }
   if (last_backward && (lg.has_embedding || lg.has_head))
     for (int d = 0; d < dp_; ++d)
       for (int t = 0; t < tp_; ++t)
         first_backward_[static_cast<std::size_t>(rank(d, t, s))] = compute_of_group_[static_cast<std::size_t>(d * tp_ + t)];
+}
+
+void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta) {
+  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const bool sp = e_.strategy.sp;
+  if (lg.has_embedding) {
+    compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
+    vocab_collective(s, op, g, CollectiveOp::AllReduce, false);
+  }
+  compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Layers, !lg.has_head, stash_delta);
+  tp_collective(s, op, g, sp ? 4 : 2, false);
+  if (lg.has_head) {
+    if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
+    compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Head, true, stash_delta);
+  }
+}
+
+void Expander::backward_group(int s, const StageOp& op, int g, double stash_delta) {
+  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const bool sp = e_.strategy.sp;
+  if (lg.has_head) {
+    if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
+    compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Head, false, 0);
+    vocab_collective(s, op, g, sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, e_.strategy.tp_overlap);
+  }
+  if (costs_[static_cast<std::size_t>(s)].layer_recompute_s > 0)
+    compute_tasks(s, op, g, TaskKind::Recompute, ModelPart::Layers, false, 0);
+  tp_collective(s, op, g, (sp ? 2 : 0) + (e_.training.recompute == Recompute::Full ? (sp ? 4 : 2) : 0), false);
+  compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
+  tp_collective(s, op, g, sp ? 4 : 2, e_.strategy.tp_overlap);
+  if (lg.has_embedding) {
+    if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
+    compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Embedding, true, stash_delta);
+  }
 }
 
 const std::vector<TaskId>& Expander::preceding(std::size_t lane, const std::vector<TaskId>& frontier) const {

@@ -60,7 +60,11 @@ class Expander {
   TaskId task_of_member(const std::vector<TaskId>& tasks, int device) const;
   // the pipeline
   void expand_stage(int s);
+  /// The tasks of op i of the stage's order, group by group; leaves op_tail_ at the op's end.
+  StageOp expand_op(int s, int i, const PipeOp& pop);
   void expand_group(int s, const StageOp& op, int g, bool last_of_op, double stash_delta);
+  void forward_group(int s, const StageOp& op, int g, double stash_delta);
+  void backward_group(int s, const StageOp& op, int g, double stash_delta);
   /// The compute tasks of `part` of group g on every (d, t) lane. The task that `closes` the group's pass (its last
   /// compute) carries the group's memory changes and releases its gathered parameters.
   void compute_tasks(int s, const StageOp& op, int g, TaskKind kind, ModelPart part, bool closes, double stash_delta);
