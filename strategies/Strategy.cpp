@@ -28,7 +28,7 @@ const std::map<std::string, Preset>& presets() {
                 R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
       {"zero-offload", {"ZeRO-Offload: optimizer and gradients in host memory, CPU Adam (R/Off/Off/R)",
                         R"({"placement":{"parameters":"replicated","optimizer":"offloaded","gradients":"offloaded","activations":"replicated"}})"}},
-      {"megatron-3d", {"Megatron-LM 3D: dp x tp x pp with 1F1B and activation recomputation (R/R/R/M)",
+      {"megatron-3d", {"Megatron-LM 3D: dp x tp x pp, 1F1B, Megatron pipeline exchange, activation recomputation (R/R/R/M)",
                        R"({"schedule":"1f1b","p2p":"megatron","placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"materialized"}})"}},
   };
   return table;
