@@ -129,6 +129,9 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
     if (first) vocab += all_reduce + (s.sp ? gather : 0);
     if (last) vocab += s.sp ? 3 * gather : all_reduce;
     at(c, CommClass::TpCollective) += m * vocab * el;
+    if (s.sp)  // the norm and row-parallel-bias gradients, once per step
+      at(c, CommClass::TpCollective) +=
+          d(ring_allreduce_elems_sent(sequence_parallel_grad_elems(e, st), s.tp)) * t.grad_bytes();
   }
   if (s.pp == 1) return;
   // Megatron-LM's scatter-gather without sp: each TP rank sends 1/tp of the activation and the receiving TP group

@@ -131,6 +131,7 @@ std::int64_t Expander::padded(std::int64_t elems) const { return shard_elems(ele
 TaskGraph Expander::run() {
   for (int s = 0; s < pp_; ++s) expand_stage(s);
   embedding_sync();
+  for (int s = 0; s < pp_; ++s) sequence_parallel_grad_sync(s);
   for (int s = 0; s < pp_; ++s) finish_step(s);
   set_resident_memory();
   return std::move(g_);

@@ -231,6 +231,29 @@ void Expander::embedding_sync() {
   }
 }
 
+// Sequence parallelism leaves each TP rank the gradients of the replicated norms and row-parallel biases for its
+// slice of the sequence only; Megatron-LM all-reduces them over the TP group, flattened into one buffer, after the
+// backward and before the optimizer (allreduce_sequence_parallel_grads in megatron/training.py, 2022).
+void Expander::sequence_parallel_grad_sync(int s) {
+  if (!e_.strategy.sp || tp_ == 1 || e_.model.opaque()) return;
+  const std::int64_t elems = sequence_parallel_grad_elems(e_, layouts_[static_cast<std::size_t>(s)]);
+  for (int d = 0; d < dp_; ++d) {
+    Collective c;
+    c.op = CollectiveOp::AllReduce;
+    c.cls = CommClass::TpCollective;
+    c.stream = Stream::TpComm;
+    c.group = tp_group(d, s);
+    c.elems = shard_elems(elems, tp_) * tp_;
+    c.elem_bytes = e_.training.grad_bytes();
+    TaskId id = add_collective(c, s);
+    for (int t = 0; t < tp_; ++t) {
+      auto& deps = step_end_deps_[static_cast<std::size_t>(rank(d, t, s))];
+      for (TaskId dep : deps) g_.depend(dep, id);
+      deps.push_back(id);
+    }
+  }
+}
+
 void Expander::finish_step(int s) {
   if (!synchronous_) return;  // asynchronous schedules applied their updates inline
   const auto& pl = e_.strategy.placement;

@@ -105,6 +105,7 @@ class Expander {
   void post_receives(int s, const std::vector<PipeOp>& order, int first);
   void finish_step(int s);
   void embedding_sync();
+  void sequence_parallel_grad_sync(int s);
   void set_resident_memory();
   // layout helpers
   std::vector<LayerGroup> chunk_groups(int s, int chunk) const;

@@ -123,4 +123,9 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
   return layers;
 }
 
+std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st) {
+  const bool last = st.stage == e.strategy.pp - 1;
+  return st.n_layers * layer_params(e.model).tp_replicated + (last ? final_norm_params(e.model) : 0);
+}
+
 }  // namespace placesim

@@ -35,6 +35,11 @@ std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t s
 /// One entry per pipeline stage.
 std::vector<StageLayout> stage_layouts(const Experiment& e);
 
+/// Gradient elements of a stage that sequence parallelism leaves partial on each TP rank and Megatron-LM all-reduces
+/// over the TP group once per step: the replicated norms and row-parallel biases of its layers, and the final norm on
+/// the last stage.
+std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st);
+
 /// Activation bytes one layer stores for one micro-batch on one device (Korthikanti et al., arXiv 2205.05198,
 /// generalised to GQA, gated MLPs, no dropout and flash attention).
 double layer_activation_bytes(const Experiment& e);

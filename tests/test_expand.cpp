@@ -1,5 +1,6 @@
 // expand() is pure: the TaskGraph can be checked without SimGrid.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <boost/graph/topological_sort.hpp>
 
 #include "strategies/Analytic.hpp"
@@ -299,7 +300,7 @@ TEST_CASE("The vocabulary-parallel embedding and output layer add their TP colle
     std::array<int, 2> reduces{}, gathers{};
     for (TaskId id = 0; id < g.size(); ++id) {
       const auto* c = std::get_if<Collective>(&g[id].body);
-      if (!c || c->cls != CommClass::TpCollective || c->layers != 0) continue;
+      if (!c || c->cls != CommClass::TpCollective || c->layers != 0 || c->microbatch < 0) continue;
       const int stage = g.groups[static_cast<std::size_t>(c->group)].front() / 2;
       if (!sp && c->op == CollectiveOp::AllGather) continue;  // the scatter-gather of pipeline transfers
       (c->op == CollectiveOp::AllReduce ? reduces : gathers)[static_cast<std::size_t>(stage)]++;
@@ -308,6 +309,24 @@ TEST_CASE("The vocabulary-parallel embedding and output layer add their TP colle
     CHECK(gathers[0] == (sp ? 16 : 0));
     CHECK(reduces[1] == (sp ? 0 : 16));
     CHECK(gathers[1] == (sp ? 3 * 16 : 0));
+    check_bytes_match_analytic(e);
+  }
+}
+
+TEST_CASE("Sequence parallelism all-reduces the norm and row-parallel-bias gradients over tp once per step") {
+  // 8 layers of hidden 512 with biases on pp 2: per layer two norms (2 x 2h) and two row-parallel biases (2h) are
+  // replicated over tp, 3072 elements; stage 0 holds 4 layers (12288), stage 1 also the final norm (2h): 13312.
+  for (bool sp : {false, true}) {
+    INFO("sp " << sp);
+    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 2, "sp": )") + (sp ? "true" : "false") + "}");
+    TaskGraph g = expand(e, two_dgx());
+    std::vector<std::int64_t> elems;
+    for (TaskId id = 0; id < g.size(); ++id) {
+      const auto* c = std::get_if<Collective>(&g[id].body);
+      if (c && c->cls == CommClass::TpCollective && c->microbatch < 0) elems.push_back(c->elems);
+    }
+    std::sort(elems.begin(), elems.end());
+    CHECK(elems == (sp ? std::vector<std::int64_t>{12288, 12288, 13312, 13312} : std::vector<std::int64_t>{}));
     check_bytes_match_analytic(e);
   }
 }
