@@ -96,6 +96,17 @@ TaskId Expander::add_collective(Collective c, int stage) {
   return id;
 }
 
+Collective Expander::tp_group_collective(int d, int s, CollectiveOp op, std::int64_t elems, int elem_bytes) {
+  Collective c;
+  c.op = op;
+  c.cls = CommClass::TpCollective;
+  c.stream = Stream::TpComm;
+  c.group = tp_group(d, s);
+  c.elems = shard_elems(elems, tp_) * tp_;
+  c.elem_bytes = elem_bytes;
+  return c;
+}
+
 std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
   const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
   const int per_chunk = static_cast<int>(std::max<std::int64_t>(1, st.n_layers / v_));
@@ -377,13 +388,7 @@ void Expander::add_tp_collective(int s, const StageOp& op, int g, CollectiveOp k
   const bool first_of_op = first_group && (hidden ? before_compute_.front().empty() : frontier_.front().empty());
   const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
   for (int d = 0; d < dp_; ++d) {
-    Collective c;
-    c.op = kind;
-    c.cls = CommClass::TpCollective;
-    c.stream = Stream::TpComm;
-    c.group = tp_group(d, s);
-    c.elems = shard_elems(x, tp_) * tp_;
-    c.elem_bytes = e_.training.activation_bytes();
+    Collective c = tp_group_collective(d, s, kind, x, e_.training.activation_bytes());
     c.repeat = repeat;
     c.layer = per_layer ? lg.first_layer : -1;
     c.layers = per_layer ? lg.layers : 0;
@@ -462,13 +467,7 @@ void Expander::receive_gather(int s, const PipeOp& op) {
   const bool forward = op.kind == PipeOpKind::Forward;
   const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
   for (int d = 0; d < dp_; ++d) {
-    Collective c;
-    c.op = CollectiveOp::AllGather;
-    c.cls = CommClass::TpCollective;
-    c.stream = Stream::TpComm;
-    c.group = tp_group(d, s);
-    c.elems = shard_elems(x, tp_) * tp_;
-    c.elem_bytes = e_.training.activation_bytes();
+    Collective c = tp_group_collective(d, s, CollectiveOp::AllGather, x, e_.training.activation_bytes());
     c.microbatch = op.microbatch;
     c.backward = !forward;
     TaskId id = add_collective(c, s);

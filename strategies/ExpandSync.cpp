@@ -238,14 +238,7 @@ void Expander::sequence_parallel_grad_sync(int s) {
   if (!e_.strategy.sp || tp_ == 1 || e_.model.opaque()) return;
   const std::int64_t elems = sequence_parallel_grad_elems(e_, layouts_[static_cast<std::size_t>(s)]);
   for (int d = 0; d < dp_; ++d) {
-    Collective c;
-    c.op = CollectiveOp::AllReduce;
-    c.cls = CommClass::TpCollective;
-    c.stream = Stream::TpComm;
-    c.group = tp_group(d, s);
-    c.elems = shard_elems(elems, tp_) * tp_;
-    c.elem_bytes = e_.training.grad_bytes();
-    TaskId id = add_collective(c, s);
+    TaskId id = add_collective(tp_group_collective(d, s, CollectiveOp::AllReduce, elems, e_.training.grad_bytes()), s);
     for (int t = 0; t < tp_; ++t) {
       auto& deps = step_end_deps_[static_cast<std::size_t>(rank(d, t, s))];
       for (TaskId dep : deps) g_.depend(dep, id);

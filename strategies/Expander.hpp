@@ -46,6 +46,8 @@ class Expander {
   // stream bookkeeping: the task goes after the device's previous task on the stream
   TaskId add_single(TaskBody body, int stage, int device, Stream stream);
   TaskId add_collective(Collective c, int stage);
+  /// A collective of `op` over the TP group of (d, s) on the TP stream, `elems` padded to a multiple of tp.
+  Collective tp_group_collective(int d, int s, CollectiveOp op, std::int64_t elems, int elem_bytes);
   /// The tasks a collective over a data-parallel group became: one ring, or with strategy.collective=hierarchical
   /// three phases (intra-node reduce-scatter, inter-node ring, intra-node all-gather) of one collective per
   /// sub-group. Dependencies go into `first`, successors follow `last`.
