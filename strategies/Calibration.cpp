@@ -215,6 +215,13 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
     for (const auto& item : *s) c.sources.push_back(item.is_string() ? item.get<std::string>() : show(item));
   ComputeProfile& p = c.accelerator.profile;
   FabricProfile& f = c.fabric;
+  // The SM count for the GEMM model's wave quantization is the hardware's, given rather than fitted.
+  if (r.has("gemm_sms")) {
+    const double sms = r.get_number("gemm_sms", 0);
+    if (!(sms >= 1) || sms != std::floor(sms))
+      throw InputError(r.field("gemm_sms") + "=" + show(measured["gemm_sms"]) + " must be a whole number of SMs >= 1");
+    p.gemm_sms = sms;
+  }
   std::vector<Point> all, group;
   bool nvls = false;
   auto take = [&](const char* key) { return r.has(key) ? &list(r, key) : nullptr; };

@@ -149,7 +149,11 @@ double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, 
   const ComputeProfile& p = acc.profile;
   const double tile = p.gemm_tile;
   const double padded = std::ceil(g.m / tile) * tile * std::ceil(g.n / tile) * tile;
-  const double quantization = g.m * g.n / padded;
+  double quantization = g.m * g.n / padded;
+  if (p.gemm_sms > 0) {
+    const double tiles = std::ceil(g.m / tile) * std::ceil(g.n / tile) * g.batch;
+    quantization *= tiles / (std::ceil(tiles / p.gemm_sms) * p.gemm_sms);
+  }
   const double rate = acc.peak_flops(dtype) * p.gemm_peak_efficiency * quantization * g.k / (g.k + p.gemm_k_overhead);
   const double el = dtype == DType::FP32 ? 4 : 2;
   const double compute = 2 * g.m * g.n * g.k * g.batch / rate;

@@ -107,3 +107,23 @@ TEST_CASE("The shipped A100 measurements refit to the preset within 2 percent") 
   for (const auto& row : c.residuals)
     if (row.group == "layers") CHECK(std::fabs(row.error_percent()) < 5);
 }
+
+TEST_CASE("Calibrate with gemm_sms recovers a wave-quantized GEMM model and carries the SM count") {
+  // The same synthetic points generated with wave quantization over 108 SMs: given the SM count, the fit recovers
+  // the other GEMM parameters exactly; the profile it writes carries gemm_sms.
+  AcceleratorSpec a = truth();
+  a.profile.gemm_sms = 108;
+  Json m = synthetic_measurements();
+  m["gemm_sms"] = 108;
+  m["gemm"] = Json::array();
+  for (const auto& g : kShapes)
+    m["gemm"].push_back(Json{{"m", g.m}, {"n", g.n}, {"k", g.k}, {"time_s", gemm_time_s(g, DType::BF16, a)}});
+  Calibration c = calibrate(m, "");
+  CHECK(c.accelerator.profile.gemm_sms == 108);
+  CHECK(c.accelerator.profile.gemm_peak_efficiency == Approx(0.71).epsilon(1e-6));
+  CHECK(c.accelerator.profile.gemm_k_overhead == Approx(90).epsilon(1e-6));
+  for (const auto& row : c.residuals) CHECK(std::fabs(row.error_percent()) < 1e-4);
+  CHECK(calibration_profile_json(c)["compute"]["gemm_sms"] == 108);
+  m["gemm_sms"] = 0.5;
+  CHECK_THROWS_WITH(calibrate(m, ""), Catch::Contains("measured.gemm_sms=0.5 must be a whole number of SMs >= 1"));
+}

@@ -127,6 +127,37 @@ TEST_CASE("The optimizer step moves the bytes of Megatron-LM's mixed-precision s
   CHECK(optimizer_step_bytes(training(R"({"optimizer":"sgd"})")) == 34);
 }
 
+TEST_CASE("With gemm_sms a GEMM's output tiles run in whole waves over the SMs") {
+  // Peak 1 PFLOP/s at efficiency 1, no latency, no K overhead, memory time negligible: a 256 x 256 x 1024 GEMM has
+  // 4 tiles of 128 x 128; over 3 SMs they take 2 waves of 3, so the rate is 4/6 of peak. Two of them batched: 8 tiles
+  // in 3 waves, 8/9 of peak. Without gemm_sms the rate is the peak.
+  AcceleratorSpec acc;
+  acc.peak_bf16_flops = 1e15;
+  acc.hbm_bw_Bps = 1e30;
+  acc.profile.gemm_peak_efficiency = 1;
+  acc.profile.gemm_latency_s = 0;
+  acc.profile.gemm_k_overhead = 0;
+  acc.profile.gemm_tile = 128;
+  acc.profile.memory_efficiency = 1;
+  const double flops = 2.0 * 256 * 256 * 1024;
+  CHECK(gemm_time_s({256, 256, 1024}, DType::BF16, acc) == Approx(flops / 1e15));
+  acc.profile.gemm_sms = 3;
+  CHECK(gemm_time_s({256, 256, 1024}, DType::BF16, acc) == Approx(flops / (1e15 * 4.0 / 6.0)));
+  CHECK(gemm_time_s({256, 256, 1024, 2}, DType::BF16, acc) == Approx(2 * flops / (1e15 * 8.0 / 9.0)));
+}
+
+TEST_CASE("A profile file's gemm_sms is optional and must be a whole number") {
+  Json compute = compute_profile_to_json(accelerator_preset("a100-80gb", "test").profile);
+  compute.erase("gemm_sms");
+  CHECK(parse_compute_profile(compute, "p").gemm_sms == 0);
+  compute["gemm_sms"] = 132;
+  CHECK(parse_compute_profile(compute, "p").gemm_sms == 132);
+  compute["gemm_sms"] = 1.5;
+  CHECK_THROWS_WITH(parse_compute_profile(compute, "p"), "p.gemm_sms=1.5 must be a whole number of SMs");
+  compute["gemm_sms"] = -1;
+  CHECK_THROWS_WITH(parse_compute_profile(compute, "p"), "p.gemm_sms=-1 must not be negative");
+}
+
 TEST_CASE("Logit and embedding layers split the vocabulary over tp") {
   const AcceleratorSpec acc = accelerator_preset("a100-80gb", "test");
   PassTimes tp1 = logit_times(test::experiment(R"({"model":"gpt-22b","strategy":"dp"})"), acc);

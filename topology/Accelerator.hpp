@@ -14,7 +14,9 @@ namespace placesim {
 ///
 ///   GEMM (M x N x K, `batch` of them):
 ///     q  = M N / (ceil(M/T) T * ceil(N/T) T)                  tile quantization, T = gemm_tile
-///     tc = 2 M N K batch / (peak * gemm_peak_efficiency * q * K / (K + gemm_k_overhead))
+///     w  = tiles / (ceil(tiles / S) S), tiles = ceil(M/T) ceil(N/T) batch   wave quantization over S = gemm_sms
+///          streaming multiprocessors (w = 1 when gemm_sms = 0, as in the built-in profiles)
+///     tc = 2 M N K batch / (peak * gemm_peak_efficiency * q * w * K / (K + gemm_k_overhead))
 ///     tm = bytes(A, B, C) / (hbm_bw * memory_efficiency)
 ///     t  = gemm_latency_s + (tc^p + tm^p)^(1/p)               p = gemm_roofline_p (a soft roofline)
 ///   element-wise:  t = kernel_latency_s + bytes / (hbm_bw * memory_efficiency)
@@ -25,6 +27,11 @@ struct ComputeProfile {
   double gemm_latency_s = 8e-6;       ///< fixed cost of one GEMM: launch, pipeline fill, partial last wave
   double gemm_k_overhead = 64;        ///< K-loop prologue/epilogue, in elements of K
   double gemm_tile = 128;             ///< output tile edge M and N are padded to (not fitted: cuBLAS's common tile)
+  /// Streaming multiprocessors the output tiles are spread over in waves; 0 = no wave quantization. A hardware fact
+  /// (A100 108, H100 SXM 132), not fitted. The built-in profiles leave it 0: their eight published GEMM shapes fit
+  /// the model with and without it equally well (docs/validation.md), so measurements at the shapes of interest
+  /// should decide, through `placesim calibrate` with "gemm_sms".
+  double gemm_sms = 0;
   double gemm_roofline_p = 2;         ///< blend exponent of compute and memory time (large = hard max)
   double memory_efficiency = 0.8;     ///< fraction of HBM bandwidth element-wise kernels sustain
   double kernel_latency_s = 4e-6;     ///< fixed cost of one element-wise kernel

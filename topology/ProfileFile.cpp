@@ -38,6 +38,12 @@ ComputeProfile parse_compute_profile(const Json& value, const std::string& field
   p.gemm_k_overhead = required_non_negative(r, "gemm_k_overhead");
   p.gemm_tile = required_non_negative(r, "gemm_tile");
   if (p.gemm_tile < 1) throw InputError(r.field("gemm_tile") + "=" + number(p.gemm_tile) + " must be >= 1");
+  // Optional (profiles written before it existed have no wave quantization): a whole number of SMs, 0 = off.
+  if (r.has("gemm_sms")) {
+    p.gemm_sms = required_non_negative(r, "gemm_sms");
+    if (p.gemm_sms != std::floor(p.gemm_sms))
+      throw InputError(r.field("gemm_sms") + "=" + number(p.gemm_sms) + " must be a whole number of SMs");
+  }
   p.gemm_roofline_p = required_non_negative(r, "gemm_roofline_p");
   if (p.gemm_roofline_p < 1)
     throw InputError(r.field("gemm_roofline_p") + "=" + number(p.gemm_roofline_p) + " must be >= 1");
@@ -75,6 +81,7 @@ Json compute_profile_to_json(const ComputeProfile& p) {
               {"gemm_latency_s", p.gemm_latency_s},
               {"gemm_k_overhead", p.gemm_k_overhead},
               {"gemm_tile", p.gemm_tile},
+              {"gemm_sms", p.gemm_sms},
               {"gemm_roofline_p", p.gemm_roofline_p},
               {"memory_efficiency", p.memory_efficiency},
               {"kernel_latency_s", p.kernel_latency_s},
