@@ -3,7 +3,8 @@
 
 Runs `placesim simulate <file> --fidelity analytic` for each row and prints a Markdown table with the signed error of
 the prediction (positive: placesim predicts faster than published), then mean absolute and worst error per software
-stack and over all rows. Usage: bench/validation_table.py [build/placesim] [--only SUBSTRING]
+stack and over all rows. Usage: bench/validation_table.py [build/placesim] [--only SUBSTRING] [--set PATH=VALUE ...]
+(each --set is passed to every simulate, e.g. to try another accelerator profile file).
 """
 import json
 import os
@@ -14,9 +15,10 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def simulate(placesim, path):
+def simulate(placesim, path, sets):
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
-        subprocess.run([placesim, "simulate", path, "--fidelity", "analytic", "--report", report.name],
+        extra = [arg for s in sets for arg in ("--set", s)]
+        subprocess.run([placesim, "simulate", path, "--fidelity", "analytic", "--report", report.name] + extra,
                        check=True, stdout=subprocess.DEVNULL)
         return json.load(open(report.name))["simulation"]
 
@@ -29,9 +31,10 @@ def error_percent(metric, predicted, published):
 
 
 def main(argv):
-    placesim = next((a for a in argv if not a.startswith("--") and a.endswith("placesim")),
+    placesim = next((a for a in argv if a.endswith("placesim") and "=" not in a),
                     os.path.join(ROOT, "build", "placesim"))
     only = argv[argv.index("--only") + 1] if "--only" in argv else ""
+    sets = [argv[i + 1] for i, a in enumerate(argv) if a == "--set" and i + 1 < len(argv)]
     table = json.load(open(os.path.join(ROOT, "examples", "validation", "published.json")))
     print("| experiment file | software stack | metric | published | predicted | error |")
     print("|---|---|---|---|---|---|")
@@ -39,7 +42,7 @@ def main(argv):
     for row in table["rows"]:
         if only not in row["file"]:
             continue
-        sim = simulate(placesim, os.path.join(ROOT, "examples", "validation", row["file"]))
+        sim = simulate(placesim, os.path.join(ROOT, "examples", "validation", row["file"]), sets)
         predicted = sim[row["metric"]]
         err = error_percent(row["metric"], predicted, row["published"])
         by_stack.setdefault(row["stack"], []).append(err)
