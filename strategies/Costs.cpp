@@ -1,26 +1,9 @@
 #include "strategies/Costs.hpp"
 
 #include "strategies/ComputeModel.hpp"
+#include "strategies/TpLayerTimes.hpp"
 
 namespace placesim {
-
-namespace {
-
-// Seconds one hidden TP collective of a layer's backward costs on the critical path: Megatron overlaps it with a
-// weight-gradient GEMM, which it slows by the profile's overlap penalty (Korthikanti et al. §4.2, calibrated).
-double hidden_tp_penalty_s(const Experiment& e, const ClusterSpec& c) {
-  const auto& s = e.strategy;
-  if (s.tp == 1 || e.model.opaque() || !s.tp_overlap) return 0;
-  const double bytes = static_cast<double>(e.model.seq_len * e.training.micro_batch * e.model.hidden) *
-                       e.training.activation_bytes();
-  const int n = static_cast<int>(s.tp);
-  double one = s.sp ? collective_time_s(CollectiveKind::AllGather, CollectiveAlgorithm::Ring, bytes, n, c.comm.intra_node)
-                    : collective_time_s(CollectiveKind::AllReduce, CollectiveAlgorithm::Ring, bytes, n, c.comm.intra_node);
-  const int hidden = s.sp ? 4 : 2;
-  return c.accelerator.profile.overlap_penalty * hidden * one;
-}
-
-}  // namespace
 
 StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLayout& st) {
   StageCosts k;
@@ -39,7 +22,10 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
                                                                            : 0;
   PassTimes layer = layer_times(e, acc);
   k.layer_forward_s = layer.forward_s;
-  k.layer_backward_s = layer.backward_s + hidden_tp_penalty_s(e, c);
+  // The collectives Megatron overlaps with the backward's GEMMs run beside the compute in the graph; what they cost
+  // the critical path (their excess over their own GEMM, which Megatron waits for, and their SM and HBM contention)
+  // is added to the compute, as Megatron-LM's layer timers measure it (Korthikanti et al. §4.2, calibrated).
+  k.layer_backward_s = layer.backward_s + tp_exposure(e, acc, c.comm.intra_node).backward_hidden_s;
   k.layer_recompute_s = layer.recompute_s;
   if (e.training.recompute == Recompute::Selective) {
     // The attention core is re-run inside the backward kernel sequence: one task, not two.

@@ -24,14 +24,18 @@ TpExposure tp_exposure(const Experiment& e, const AcceleratorSpec& acc, const Fa
     const auto algorithm = tp_fabric.nvls_bus_efficiency > 0 ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring;
     const double all_reduce = time(CollectiveKind::AllReduce, algorithm);
     x.forward_s = 2 * all_reduce;
-    x.backward_s = hidden_behind(all_reduce, col.qkv_wgrad_s) + hidden_behind(all_reduce, col.fc1_wgrad_s);
+    const double hidden = hidden_behind(all_reduce, col.qkv_wgrad_s) + hidden_behind(all_reduce, col.fc1_wgrad_s);
+    x.backward_s = hidden;
+    x.backward_hidden_s = overlap ? hidden : 0;
     return x;
   }
   const double gather = time(CollectiveKind::AllGather, CollectiveAlgorithm::Ring);
   const double scatter = time(CollectiveKind::ReduceScatter, CollectiveAlgorithm::Ring);
   x.forward_s = 2 * (gather + scatter);
-  x.backward_s = 2 * gather + hidden_behind(gather, col.qkv_dgrad_s) + hidden_behind(scatter, col.qkv_wgrad_s) +
-                 hidden_behind(gather, col.fc1_dgrad_s) + hidden_behind(scatter, col.fc1_wgrad_s);
+  const double hidden = hidden_behind(gather, col.qkv_dgrad_s) + hidden_behind(scatter, col.qkv_wgrad_s) +
+                        hidden_behind(gather, col.fc1_dgrad_s) + hidden_behind(scatter, col.fc1_wgrad_s);
+  x.backward_s = 2 * gather + hidden;
+  x.backward_hidden_s = overlap ? hidden : 0;
   return x;
 }
 

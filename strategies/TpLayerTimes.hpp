@@ -7,6 +7,9 @@ namespace placesim {
 /// Seconds of tensor-parallel communication one layer leaves on the critical path, per pass.
 struct TpExposure {
   double forward_s = 0, backward_s = 0;
+  /// The part of backward_s the collectives overlapped with GEMMs cost: their excess over their GEMM and the
+  /// contention they cause (0 without tp_overlap, when they are plainly exposed).
+  double backward_hidden_s = 0;
   double bytes = 0;  ///< size of one collective's full buffer: micro_batch x seq x hidden activations
 };
 
