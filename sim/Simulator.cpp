@@ -47,6 +47,11 @@ class Runner {
     TaskId task = 0;
     int rank = -1;  ///< ring collectives: the sending rank of this step
   };
+  /// Per group: its ring's slowest hop (bandwidth-protocol figures) and whether it stays inside one node.
+  struct GroupRing {
+    RingHop hop{-1, 0};
+    bool one_node = false;
+  };
 
   std::vector<std::pair<int, int>> used_pairs() const;
   void start(TaskId id);
@@ -61,7 +66,8 @@ class Runner {
   void account(TaskId id, int device, double start, double end, int step = -1);
   void apply_memory(const Task& t, bool at_start, double now);
   bool recorded(int device) const { return o_.record.empty() || o_.record[static_cast<std::size_t>(device)]; }
-  double delay_seconds(const Collective& c);
+  const GroupRing& group_ring(int group);
+  CollectivePlan plan(const Collective& c);
 
   const TaskGraph& g_;
   const ClusterSpec& c_;
@@ -73,7 +79,7 @@ class Runner {
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_, release_;
   std::unordered_map<TaskId, RingRun> rings_;
-  std::vector<std::pair<double, double>> ring_hops_;  ///< per group: slowest hop latency, bottleneck bandwidth
+  std::vector<GroupRing> group_rings_;
   std::deque<TaskId> ready_;
   std::uint64_t finished_ = 0;
   SimResult result_;
@@ -151,10 +157,12 @@ void Runner::start(TaskId id) {
           const auto& members = g_.groups[static_cast<std::size_t>(b.group)];
           const int n = static_cast<int>(members.size());
           if (n == 1) return finish(id, now, now);
-          bool one_node = members.front() / per_node == members.back() / per_node;
-          for (int x : members) one_node = one_node && x / per_node == members.front() / per_node;
-          if (o_.fidelity == Fidelity::Analytic || (one_node && o_.fidelity == Fidelity::Flow))
-            return delay(id, delay_seconds(b));
+          const CollectivePlan p = plan(b);
+          // A collective NCCL runs with its low-latency protocol is latency-bound (too few bytes to contend) and
+          // NVLS reduces inside the switch: both are exact delays at every fidelity.
+          const bool decomposed = o_.fidelity == Fidelity::Full ||
+                                  (o_.fidelity == Fidelity::Flow && !group_ring(b.group).one_node);
+          if (!decomposed || p.low_latency || p.algorithm != CollectiveAlgorithm::Ring) return delay(id, p.time_s);
           RingRun& run = rings_[id];
           run.steps = ring_steps(b.op, n) * b.repeat;
           run.chunk_bytes = static_cast<double>(b.elems / n) * b.elem_bytes;
@@ -168,27 +176,46 @@ void Runner::start(TaskId id) {
       t.body);
 }
 
-// The ring's time without contention: every step pays the slowest hop's latency and bandwidth. Those depend on the
-// group only, so they are looked up once per group (thousands of collectives share a group).
-double Runner::delay_seconds(const Collective& c) {
-  const auto& m = g_.groups[static_cast<std::size_t>(c.group)];
+// A group's ring: the slowest hop's latency and bandwidth along the platform's routes, looked up once per group
+// (thousands of collectives share a group).
+const Runner::GroupRing& Runner::group_ring(int group) {
+  if (group_rings_.empty()) group_rings_.resize(g_.groups.size());
+  GroupRing& ring = group_rings_[static_cast<std::size_t>(group)];
+  if (ring.hop.latency_s >= 0) return ring;
+  const auto& m = g_.groups[static_cast<std::size_t>(group)];
   const int n = static_cast<int>(m.size());
-  if (ring_hops_.empty()) ring_hops_.assign(g_.groups.size(), {-1, 0});
-  auto& [alpha, bandwidth] = ring_hops_[static_cast<std::size_t>(c.group)];
-  if (alpha < 0) {
-    alpha = 0;
-    bandwidth = std::numeric_limits<double>::infinity();
-    for (int r = 0; r < n; ++r) {
-      std::vector<sg::Link*> links;
-      double latency = 0;
-      platform_.gpus[static_cast<std::size_t>(m[static_cast<std::size_t>(r)])]->route_to(
-          platform_.gpus[static_cast<std::size_t>(m[static_cast<std::size_t>((r + 1) % n)])], links, &latency);
-      alpha = std::max(alpha, latency);
-      for (auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth());
-    }
+  ring.hop = {0, std::numeric_limits<double>::infinity()};
+  ring.one_node = true;
+  for (int r = 0; r < n; ++r) {
+    const int from = m[static_cast<std::size_t>(r)], to = m[static_cast<std::size_t>((r + 1) % n)];
+    std::vector<sg::Link*> links;
+    double latency = 0;
+    platform_.gpus[static_cast<std::size_t>(from)]->route_to(platform_.gpus[static_cast<std::size_t>(to)], links,
+                                                             &latency);
+    ring.hop.latency_s = std::max(ring.hop.latency_s, latency);
+    for (auto* l : links) ring.hop.bw_Bps = std::min(ring.hop.bw_Bps, l->get_bandwidth());
+    ring.one_node = ring.one_node && from / c_.gpus_per_node == m.front() / c_.gpus_per_node;
   }
-  double chunk = static_cast<double>(c.elems / n) * c.elem_bytes;
-  return ring_steps(c.op, n) * c.repeat * (alpha + chunk / bandwidth);
+  return ring;
+}
+
+// The collective's time without contention as NCCL would run it: the faster protocol of its ring (and NVLS for an
+// all-reduce inside a node with NVLink SHARP), each step paying the slowest hop. With comm_model "links" the links'
+// own figures are the only protocol.
+CollectivePlan Runner::plan(const Collective& c) {
+  const GroupRing& ring = group_ring(c.group);
+  const int n = static_cast<int>(g_.groups[static_cast<std::size_t>(c.group)].size());
+  const double bytes = static_cast<double>(c.elems / n) * c.elem_bytes * n;
+  const CollectiveKind kind = c.op == CollectiveOp::AllReduce   ? CollectiveKind::AllReduce
+                              : c.op == CollectiveOp::AllGather ? CollectiveKind::AllGather
+                                                                : CollectiveKind::ReduceScatter;
+  FabricProfile fabric;  // default: one protocol, the links' own
+  if (c_.comm_model == "nccl") fabric = ring.one_node ? c_.comm.intra_node : c_.comm.inter_node;
+  const bool nvls = ring.one_node && fabric.has_nvls() && kind == CollectiveKind::AllReduce;
+  CollectivePlan p = plan_collective(kind, nvls ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring, bytes, n,
+                                     fabric, ring.hop);
+  p.time_s *= c.repeat;
+  return p;
 }
 
 void Runner::launch(TaskId id, sg::ActivityPtr activity, int rank) {

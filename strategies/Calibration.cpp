@@ -201,6 +201,41 @@ void fit_group(const std::string& group, const std::vector<Param>& params, const
   for (const auto& p : params) c.fitted_parameters.push_back(p.name);
 }
 
+// "collective_protocols": 2 (default) fits NCCL's bandwidth and low-latency protocols, 1 the first alone.
+int collective_protocols(ObjectReader& r) {
+  if (!r.has("collective_protocols")) return 2;
+  const double n = r.get_number("collective_protocols", 0);
+  if (n != 1 && n != 2)
+    throw InputError(r.field("collective_protocols") + "=" + number(n) +
+                     " must be 1 (bandwidth protocol) or 2 (bandwidth and low-latency protocols)");
+  return static_cast<int>(n);
+}
+
+// Ring and tree points fit the bandwidth protocol (and the low-latency one); NVLS points fit NVLS (and the
+// low-latency ring that NCCL prefers for small messages), the bandwidth-protocol ring staying at the base fabric's.
+void fit_collectives(const std::vector<Point>& points, bool nvls, int protocols, FabricProfile& f, Calibration& c) {
+  std::vector<Param> params = nvls ? std::vector<Param>{{"nvls_bus_efficiency", &f.nvls_bus_efficiency},
+                                                        {"nvls_latency_s", &f.nvls_latency_s}}
+                                   : std::vector<Param>{{"bus_efficiency", &f.bus_efficiency},
+                                                        {"step_latency_s", &f.step_latency_s}};
+  if (protocols == 2) {
+    // Started below the bandwidth protocol: lower latency, lower bandwidth, as NCCL's LL and LL128 are.
+    if (!f.has_low_latency_protocol()) f.ll_bus_efficiency = f.bus_efficiency / 2;
+    if (!(f.ll_step_latency_s > 0)) f.ll_step_latency_s = f.step_latency_s / 2;
+    params.push_back({"ll_bus_efficiency", &f.ll_bus_efficiency});
+    params.push_back({"ll_step_latency_s", &f.ll_step_latency_s});
+  } else {
+    f.ll_bus_efficiency = f.ll_step_latency_s = 0;
+  }
+  fit_group("collectives", params, points, c);
+  // The two ring protocols are interchangeable in the model: the bandwidth protocol is the one that is faster for
+  // large messages.
+  if (!nvls && protocols == 2 && f.ll_bus_efficiency > f.bus_efficiency) {
+    std::swap(f.ll_bus_efficiency, f.bus_efficiency);
+    std::swap(f.ll_step_latency_s, f.step_latency_s);
+  }
+}
+
 }  // namespace
 
 Calibration calibrate(const Json& measured, const std::string& base_dir) {
@@ -225,14 +260,10 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   std::vector<Point> all, group;
   bool nvls = false;
   auto take = [&](const char* key) { return r.has(key) ? &list(r, key) : nullptr; };
+  const int protocols = collective_protocols(r);
   if (const Json* items = take("collectives")) {
     group = collective_points(*items, r.field("collectives"), f, &nvls);
-    if (nvls)
-      fit_group("collectives", {{"nvls_bus_efficiency", &f.nvls_bus_efficiency}, {"nvls_latency_s", &f.nvls_latency_s}},
-                group, c);
-    else
-      fit_group("collectives", {{"bus_efficiency", &f.bus_efficiency}, {"step_latency_s", &f.step_latency_s}}, group,
-                c);
+    fit_collectives(group, nvls, protocols, f, c);
     c.fabric_fitted = !group.empty();
     all.insert(all.end(), group.begin(), group.end());
   }

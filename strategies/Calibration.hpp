@@ -29,7 +29,9 @@ struct Calibration {
 
 /// Fits profile parameters to measured component points, group by group, each by least squares on log(model /
 /// measured) (strategies/LeastSquares):
-///   collectives -> fabric bus_efficiency + step_latency (ring, tree) or nvls_bus_efficiency + nvls_latency (nvls)
+///   collectives -> fabric bus_efficiency + step_latency (ring, tree) or nvls_bus_efficiency + nvls_latency (nvls),
+///                  and with "collective_protocols": 2 (the default) the low-latency protocol's ll_bus_efficiency +
+///                  ll_step_latency as well (topology/CommProfile.hpp: NCCL runs each collective with the faster one)
 ///   memory      -> memory_efficiency
 ///   gemm        -> gemm_peak_efficiency, gemm_latency_s, gemm_k_overhead, gemm_roofline_p
 ///   attention   -> flash_attention_efficiency
@@ -37,6 +39,7 @@ struct Calibration {
 ///                  added, as Megatron-LM's measured layer times include them)
 /// Parameters of groups without points keep the base accelerator's (or fabric's) values. The measured JSON:
 ///   {"accelerator": preset or object, "fabric": preset or object (optional), "sources": [..],
+///    "collective_protocols": 1 | 2 (optional, default 2), "gemm_sms": SMs (optional),
 ///    "gemm": [{"m","n","k","batch"?,"dtype"?,"peak_tflops"? (of another precision),"tflops"|"time_s"}], "memory": [{"bytes","bw_GBps"|"time_s"}],
 ///    "attention": [{"batch","heads","seq","head_dim","pass":"fwd"|"fwd+bwd","causal"?,"tflops"}],
 ///    "collectives": [{"kind","algorithm"?,"ranks","bytes","busbw_GBps"|"time_s"}],

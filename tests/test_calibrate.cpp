@@ -30,10 +30,13 @@ Json synthetic_measurements() {
     m["gemm"].push_back(Json{{"m", g.m}, {"n", g.n}, {"k", g.k}, {"time_s", gemm_time_s(g, DType::BF16, a)}});
   for (double bytes : {1e6, 1e9})
     m["memory"].push_back(Json{{"bytes", bytes}, {"time_s", elementwise_time_s(bytes, a)}});
+  // Both protocols, crossing at 12.7 MB all-reduces (1.6 MB chunks): four points below, three above.
   FabricProfile f = fabric_preset("nvlink3", "test");
   f.bus_efficiency = 0.61;
-  f.step_latency_s = 5e-6;
-  for (double bytes : {1e3, 1e5, 1e7, 1e9}) {
+  f.step_latency_s = 12e-6;
+  f.ll_bus_efficiency = 0.3;
+  f.ll_step_latency_s = 3e-6;
+  for (double bytes : {1e3, 1e4, 1e5, 1e6, 1e8, 1e9, 1e10}) {
     double t = collective_time_s(CollectiveKind::AllReduce, CollectiveAlgorithm::Ring, bytes, 8, f);
     m["collectives"].push_back(Json{{"kind", "all-reduce"}, {"ranks", 8}, {"bytes", bytes}, {"time_s", t}});
   }
@@ -51,8 +54,32 @@ TEST_CASE("Calibrate recovers known parameters from points the model generated")
   CHECK(p.gemm_roofline_p == Approx(3).epsilon(1e-6));
   CHECK(p.memory_efficiency == Approx(0.77).epsilon(1e-6));
   CHECK(c.fabric.bus_efficiency == Approx(0.61).epsilon(1e-6));
-  CHECK(c.fabric.step_latency_s == Approx(5e-6).epsilon(1e-6));
+  CHECK(c.fabric.step_latency_s == Approx(12e-6).epsilon(1e-6));
+  CHECK(c.fabric.ll_bus_efficiency == Approx(0.3).epsilon(1e-6));
+  CHECK(c.fabric.ll_step_latency_s == Approx(3e-6).epsilon(1e-6));
   for (const auto& row : c.residuals) CHECK(std::fabs(row.error_percent()) < 1e-4);
+}
+
+TEST_CASE("Calibrate with collective_protocols 1 fits one alpha-beta protocol from two points") {
+  FabricProfile f = fabric_preset("ib-hdr", "test");
+  f.bus_efficiency = 0.8;
+  f.step_latency_s = 7e-6;
+  Json m{{"accelerator", "a100-80gb"}, {"fabric", "ib-hdr"}, {"collective_protocols", 1}};
+  for (double bytes : {1e4, 1e9}) {
+    double t = collective_time_s(CollectiveKind::AllReduce, CollectiveAlgorithm::Ring, bytes, 16, f);
+    m["collectives"].push_back(Json{{"kind", "all-reduce"}, {"ranks", 16}, {"bytes", bytes}, {"time_s", t}});
+  }
+  Calibration c = calibrate(m, "");
+  CHECK(c.fabric.bus_efficiency == Approx(0.8).epsilon(1e-6));
+  CHECK(c.fabric.step_latency_s == Approx(7e-6).epsilon(1e-6));
+  CHECK_FALSE(c.fabric.has_low_latency_protocol());
+  CHECK(calibration_profile_json(c)["comm"]["fabric"]["ll_bus_efficiency"] == 0.0);
+  m["collective_protocols"] = 3;
+  CHECK_THROWS_WITH(calibrate(m, ""), Catch::Contains("measured.collective_protocols=3 must be 1"));
+  m["collective_protocols"] = 2;
+  CHECK_THROWS_WITH(calibrate(m, ""), Catch::Contains("collectives: 2 measured value(s) cannot determine 4 parameters "
+                                                      "(bus_efficiency, step_latency_s, ll_bus_efficiency, "
+                                                      "ll_step_latency_s)"));
 }
 
 TEST_CASE("Calibrate refuses fewer points than parameters") {
@@ -90,7 +117,7 @@ TEST_CASE("placesim calibrate on too few points exits 2 with the reason") {
   std::ofstream(measured) << R"({"accelerator":"h100-sxm","collectives":[{"kind":"all-reduce","ranks":8,"bytes":1e9,"busbw_GBps":300}]})";
   std::string output;
   CHECK(test::run_placesim("calibrate " + measured, &output) == 2);
-  CHECK_THAT(output, Catch::Contains("collectives: 1 measured value(s) cannot determine 2 parameters"));
+  CHECK_THAT(output, Catch::Contains("collectives: 1 measured value(s) cannot determine 4 parameters"));
 }
 
 // The refit starts from the rounded preset: the GEMM parameters trade off (k overhead against roofline exponent)
@@ -103,7 +130,11 @@ TEST_CASE("The shipped A100 measurements refit to the preset within 2 percent") 
   CHECK(c.accelerator.profile.gemm_peak_efficiency == Approx(preset.gemm_peak_efficiency).epsilon(0.02));
   CHECK(c.accelerator.profile.memory_efficiency == Approx(preset.memory_efficiency).epsilon(0.02));
   CHECK(c.accelerator.profile.overlap_penalty == Approx(preset.overlap_penalty).epsilon(0.02));
-  CHECK(c.fabric.bus_efficiency == Approx(fabric_preset("nvlink3", "test").bus_efficiency).epsilon(0.02));
+  const FabricProfile nvlink3 = fabric_preset("nvlink3", "test");
+  CHECK(c.fabric.bus_efficiency == Approx(nvlink3.bus_efficiency).epsilon(0.02));
+  CHECK(c.fabric.step_latency_s == Approx(nvlink3.step_latency_s).epsilon(0.02));
+  CHECK(c.fabric.ll_bus_efficiency == Approx(nvlink3.ll_bus_efficiency).epsilon(0.02));
+  CHECK(c.fabric.ll_step_latency_s == Approx(nvlink3.ll_step_latency_s).epsilon(0.02));
   for (const auto& row : c.residuals)
     if (row.group == "layers") CHECK(std::fabs(row.error_percent()) < 5);
 }

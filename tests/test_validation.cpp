@@ -78,6 +78,31 @@ TEST_CASE("The simulated 22B layer equals the analytic layer_times_with_tp_comm 
   }
 }
 
+// NCCL picks NVLS or the ring by size: with the fitted NVLink4 profile a 100 MB all-reduce (micro-batch 4) is
+// faster with NVLS (82 us + 1.75 x 100.7 MB / 472 GB/s), a 25 MB one (micro-batch 1) on the ring (14 x (3.1 us +
+// 3.1 MB / 370 GB/s)). The simulated layer follows the same choice as the analytic layer times.
+TEST_CASE("On a DGX H100 the simulated layer's all-reduces take NCCL's choice of NVLS or ring, as the analytic times do") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "test");
+  const FabricProfile nvlink = fabric_preset("nvlink4", "test");
+  const RingHop hop{nvlink.step_latency_s, nvlink.bus_bw_Bps()};
+  for (int micro_batch : {4, 1}) {
+    INFO("micro-batch " << micro_batch);
+    Experiment e = load_experiment(std::string(PLACESIM_SOURCE_DIR) + "/" + kLayerExperiment);
+    e.training.micro_batch = micro_batch;
+    const double bytes = 2.0 * micro_batch * 2048 * 6144;
+    const CollectivePlan plan = plan_collective(CollectiveKind::AllReduce, CollectiveAlgorithm::Nvls, bytes, 8, nvlink, hop);
+    CHECK(plan.algorithm == (micro_batch == 4 ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring));
+    PassTimes analytic = layer_times_with_tp_comm(e, acc, nvlink);
+    Json report = simulate_report(std::string(kLayerExperiment) + " --set cluster.preset=dgx-h100" +
+                                      " --set training.micro_batch=" + std::to_string(micro_batch) +
+                                      " --set training.global_batch=" + std::to_string(micro_batch),
+                                  "layer-h100-" + std::to_string(micro_batch));
+    const Json& layer = report["simulation"]["layer_times"][0];
+    CHECK(layer["forward_s"].get<double>() == Approx(analytic.forward_s).epsilon(1e-6));
+    CHECK(layer["backward_s"].get<double>() == Approx(analytic.backward_s + analytic.recompute_s).epsilon(1e-6));
+  }
+}
+
 namespace {
 
 TaskRecord record(int device, TaskKind kind, int layer, int layers, int microbatch, bool backward, double start,
@@ -159,17 +184,22 @@ void check_documented(const DocumentedRow& row) {
 }  // namespace
 
 TEST_CASE("End-to-end regression: Narayanan Table 1 18.4B on 256 GPUs stays at its documented prediction") {
-  check_documented({"narayanan-gpt-18b", "hardware_tflops_per_gpu", 135, 143.52});
+  check_documented({"narayanan-gpt-18b", "hardware_tflops_per_gpu", 135, 146.75});
+}
+
+// The least accurate row of both tables, closest to the 12% band.
+TEST_CASE("End-to-end regression: Narayanan Table 1 3.6B on 64 GPUs stays at its documented prediction") {
+  check_documented({"narayanan-gpt-3.6b", "hardware_tflops_per_gpu", 138, 152.37});
 }
 
 TEST_CASE("End-to-end regression: Narayanan Table 1 39.1B on 512 GPUs stays at its documented prediction") {
-  check_documented({"narayanan-gpt-39b", "hardware_tflops_per_gpu", 138, 141.47});
+  check_documented({"narayanan-gpt-39b", "hardware_tflops_per_gpu", 138, 143.22});
 }
 
 TEST_CASE("End-to-end regression: Korthikanti Table 5 22B with selective recompute stays at its documented prediction") {
-  check_documented({"korthikanti-22b-selective", "step_time_s", 1.10, 1.074});
+  check_documented({"korthikanti-22b-selective", "step_time_s", 1.10, 1.068});
 }
 
 TEST_CASE("End-to-end regression: Korthikanti Table 5 175B interleaved with full recompute stays at its documented prediction") {
-  check_documented({"korthikanti-175b-full", "step_time_s", 18.13, 17.28});
+  check_documented({"korthikanti-175b-full", "step_time_s", 18.13, 17.60});
 }

@@ -7,9 +7,9 @@ namespace placesim {
 namespace {
 
 // Fitted values, rounded to four significant digits, of topology/profiles/<name>.json, produced by
-// `placesim calibrate topology/profiles/measurements/<name>.json` (a100-40gb shares the a100-80gb die and fit; the
-// Hopper and Blackwell files take memory_efficiency and overlap_penalty transferred from the A100 layer fit, see
-// their "sources"). Field order: gemm_peak_efficiency, gemm_latency_s, gemm_k_overhead, gemm_tile, gemm_roofline_p,
+// scripts/refit_profiles.py (`placesim calibrate topology/profiles/measurements/<name>.json`; a100-40gb shares the
+// a100-80gb die and fit; the Hopper and Blackwell files take memory_efficiency and overlap_penalty transferred from
+// the A100 layer fit, see their "sources"). Field order: gemm_peak_efficiency, gemm_latency_s, gemm_k_overhead, gemm_tile, gemm_roofline_p,
 // memory_efficiency, kernel_latency_s, flash_attention_efficiency, overlap_penalty.
 struct Fitted {
   double values[9];
@@ -17,11 +17,11 @@ struct Fitted {
 
 const std::map<std::string, Fitted>& fitted() {
   static const std::map<std::string, Fitted> table = {
-      {"a100-40gb", {0.817, 8.651e-06, 171.0, 128.0, 64.53, 0.7212, 4e-06, 0.5755, 0.5122}},
-      {"a100-80gb", {0.817, 8.651e-06, 171.0, 128.0, 64.53, 0.7212, 4e-06, 0.5755, 0.5122}},
-      {"h100-sxm", {0.6827, 5.838e-06, 0.0, 128.0, 5.854, 0.7785, 4e-06, 0.3319, 0.5122}},
-      {"h200", {0.6975, 7.348e-06, 50.63, 128.0, 59.27, 0.7548, 4e-06, 0.3333, 0.5122}},
-      {"b200", {0.7473, 6.37e-06, 85.99, 128.0, 3.966, 0.7785, 4e-06, 0.1664, 0.5122}},
+      {"a100-40gb", {0.8208, 8.613e-06, 180.3, 128.0, 64.4, 0.8277, 4e-06, 0.5755, 0.6305}},
+      {"a100-80gb", {0.8208, 8.613e-06, 180.3, 128.0, 64.4, 0.8277, 4e-06, 0.5755, 0.6305}},
+      {"h100-sxm", {0.6827, 5.838e-06, 2.407e-09, 128.0, 5.854, 0.8984, 4e-06, 0.3319, 0.6305}},
+      {"h200", {0.6906, 7.396e-06, 0.001032, 128.0, 55.76, 0.8749, 4e-06, 0.3333, 0.6305}},
+      {"b200", {0.7473, 6.359e-06, 86.38, 128.0, 3.99, 0.8984, 4e-06, 0.1664, 0.6305}},
   };
   return table;
 }

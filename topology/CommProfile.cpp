@@ -16,19 +16,39 @@ std::string number(double v) {
   return buf;
 }
 
-// Fitted by `placesim calibrate` to the nccl-tests curves in topology/profiles/measurements/ (residuals in
-// topology/profiles/*.json): ring bus efficiency and per-step latency of NVLink 3 and 5, NVLS efficiency and latency
-// of NVLink 4.
-constexpr double kNvlink3Efficiency = 0.7352;
-constexpr double kNvlink3Latency = 3.103e-6;
-constexpr double kNvlink4NvlsEfficiency = 0.9949;
-constexpr double kNvlink4NvlsLatency = 3.931e-5;
-constexpr double kNvlink5Efficiency = 0.6973;
-constexpr double kNvlink5Latency = 2.789e-6;
+// Fitted by `placesim calibrate` (scripts/refit_profiles.py) to the nccl-tests curves in
+// topology/profiles/measurements/ (residuals in topology/profiles/*.json): both protocols of NVLink 3 (A100) and 5
+// (GB200); NVLS and the low-latency ring of NVLink 4 (H100), whose bandwidth-protocol ring is NVIDIA's quoted figure.
+constexpr double kNvlink3Efficiency = 0.7718, kNvlink3Latency = 1.401e-5;
+constexpr double kNvlink3LlEfficiency = 0.4266, kNvlink3LlLatency = 3.025e-6;
+constexpr double kNvlink4Efficiency = 0.8222, kNvlink4Latency = 3.103e-6;  // 370 / 450 GB/s (nccl-tests #212)
+constexpr double kNvlink4LlEfficiency = 0.01507, kNvlink4LlLatency = 1.807e-6;
+constexpr double kNvlink4NvlsEfficiency = 1.048, kNvlink4NvlsLatency = 8.171e-5;
+constexpr double kNvlink5Efficiency = 0.7265, kNvlink5Latency = 5.723e-6;
+constexpr double kNvlink5LlEfficiency = 0.2797, kNvlink5LlLatency = 2.696e-6;
 
-FabricProfile fabric(const char* name, double link_bw_Bps, double efficiency, double latency_s, double nvls_eff,
-                     double nvls_latency_s, std::vector<std::string> sources) {
-  return FabricProfile{name, link_bw_Bps, efficiency, latency_s, nvls_eff, nvls_latency_s, std::move(sources)};
+// A fabric with the bandwidth protocol only; the fitted ones add their low-latency protocol and NVLS below.
+FabricProfile fabric(const char* name, double link_bw_Bps, double efficiency, double latency_s,
+                     std::vector<std::string> sources) {
+  FabricProfile f;
+  f.name = name;
+  f.link_bw_Bps = link_bw_Bps;
+  f.bus_efficiency = efficiency;
+  f.step_latency_s = latency_s;
+  f.sources = std::move(sources);
+  return f;
+}
+
+FabricProfile with_low_latency(FabricProfile f, double efficiency, double latency_s) {
+  f.ll_bus_efficiency = efficiency;
+  f.ll_step_latency_s = latency_s;
+  return f;
+}
+
+FabricProfile with_nvls(FabricProfile f, double efficiency, double latency_s) {
+  f.nvls_bus_efficiency = efficiency;
+  f.nvls_latency_s = latency_s;
+  return f;
 }
 
 // NCCL's own cost model (src/graph/tuning.cc, NCCL 2.7-2.8) charges a ring step with the Simple protocol 3.4 us over
@@ -51,20 +71,23 @@ const char* kRoce = "NVIDIA/nccl issue #495 (2021-04): 2 nodes x 8 A100 with 8x1
 
 const std::map<std::string, std::pair<FabricProfile, std::string>>& presets() {
   static const std::map<std::string, std::pair<FabricProfile, std::string>> table = {
-      {"nvlink3", {fabric("nvlink3", 300e9, kNvlink3Efficiency, kNvlink3Latency, 0, 0, {kAzureA100, kNcclTuning}),
+      {"nvlink3", {with_low_latency(fabric("nvlink3", 300e9, kNvlink3Efficiency, kNvlink3Latency, {kAzureA100, kNcclTuning}),
+                                    kNvlink3LlEfficiency, kNvlink3LlLatency),
                    "NVLink 3 + NVSwitch (DGX A100), 300 GB/s per GPU per direction"}},
-      {"nvlink4", {fabric("nvlink4", 450e9, 370.0 / 450.0, kNvlink3Latency, kNvlink4NvlsEfficiency,
-                          kNvlink4NvlsLatency, {kNvlinkH100Ring, kAzureH100, kAzureA100}),
+      {"nvlink4", {with_nvls(with_low_latency(fabric("nvlink4", 450e9, kNvlink4Efficiency, kNvlink4Latency,
+                                                     {kNvlinkH100Ring, kAzureH100, kAzureA100}),
+                                              kNvlink4LlEfficiency, kNvlink4LlLatency),
+                             kNvlink4NvlsEfficiency, kNvlink4NvlsLatency),
                    "NVLink 4 + NVSwitch (DGX H100/H200), 450 GB/s per GPU per direction, NVLink SHARP"}},
-      {"nvlink5", {fabric("nvlink5", 900e9, kNvlink5Efficiency, kNvlink5Latency, 0, 0, {kAzureGB200}),
+      {"nvlink5", {with_low_latency(fabric("nvlink5", 900e9, kNvlink5Efficiency, kNvlink5Latency, {kAzureGB200}),
+                                    kNvlink5LlEfficiency, kNvlink5LlLatency),
                    "NVLink 5 (B200/GB200), 900 GB/s per GPU per direction"}},
-      {"ib-hdr", {fabric("ib-hdr", 25e9, 24.0 / 25.0, 9.6e-6, 0, 0, {kIbHdr, kNcclTuning}),
-                  "HDR InfiniBand, 200 Gb/s per NIC"}},
-      {"ib-ndr", {fabric("ib-ndr", 50e9, 24.0 / 25.0, 9.6e-6, 0, 0, {kIbHdr, kNcclTuning}),
+      {"ib-hdr", {fabric("ib-hdr", 25e9, 24.0 / 25.0, 9.6e-6, {kIbHdr, kNcclTuning}), "HDR InfiniBand, 200 Gb/s per NIC"}},
+      {"ib-ndr", {fabric("ib-ndr", 50e9, 24.0 / 25.0, 9.6e-6, {kIbHdr, kNcclTuning}),
                   "NDR InfiniBand, 400 Gb/s per NIC (HDR's measured protocol efficiency assumed)"}},
-      {"roce-100g", {fabric("roce-100g", 12.5e9, 0.75, 9.6e-6, 0, 0, {kRoce, kNcclTuning}), "RoCE v2, 100 Gb/s NIC"}},
-      {"roce-200g", {fabric("roce-200g", 25e9, 0.75, 9.6e-6, 0, 0, {kRoce, kNcclTuning}), "RoCE v2, 200 Gb/s NIC"}},
-      {"roce-400g", {fabric("roce-400g", 50e9, 0.75, 9.6e-6, 0, 0, {kRoce, kNcclTuning}), "RoCE v2, 400 Gb/s NIC"}},
+      {"roce-100g", {fabric("roce-100g", 12.5e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 100 Gb/s NIC"}},
+      {"roce-200g", {fabric("roce-200g", 25e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 200 Gb/s NIC"}},
+      {"roce-400g", {fabric("roce-400g", 50e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 400 Gb/s NIC"}},
   };
   return table;
 }
@@ -124,6 +147,8 @@ FabricProfile parse_fabric_profile(const Json& value, const std::string& field) 
   f.link_bw_Bps = quantity(r, "link_bw", f.link_bw_Bps, !base, parse_bandwidth);
   f.bus_efficiency = quantity(r, "bus_efficiency", f.bus_efficiency, !base, plain);
   f.step_latency_s = quantity(r, "step_latency", f.step_latency_s, !base, parse_time);
+  f.ll_bus_efficiency = quantity(r, "ll_bus_efficiency", f.ll_bus_efficiency, false, plain);
+  f.ll_step_latency_s = quantity(r, "ll_step_latency", f.ll_step_latency_s, false, parse_time);
   f.nvls_bus_efficiency = quantity(r, "nvls_bus_efficiency", f.nvls_bus_efficiency, false, plain);
   f.nvls_latency_s = quantity(r, "nvls_latency", f.nvls_latency_s, false, parse_time);
   if (const Json* s = r.child("sources")) {
@@ -138,6 +163,8 @@ FabricProfile parse_fabric_profile(const Json& value, const std::string& field) 
   if (!(f.link_bw_Bps > 0)) throw InputError(r.field("link_bw") + "=" + number(f.link_bw_Bps) + " must be positive");
   if (!(f.bus_efficiency > 0 && f.bus_efficiency <= 1))
     throw InputError(r.field("bus_efficiency") + "=" + number(f.bus_efficiency) + " must be in (0, 1]");
+  if (!(f.ll_bus_efficiency <= 1))
+    throw InputError(r.field("ll_bus_efficiency") + "=" + number(f.ll_bus_efficiency) + " must be in [0, 1] (0 = none)");
   return f;
 }
 
@@ -158,23 +185,18 @@ Json fabric_profile_to_json(const FabricProfile& f) {
          {"link_bw", f.link_bw_Bps},
          {"bus_efficiency", f.bus_efficiency},
          {"step_latency", f.step_latency_s},
+         {"ll_bus_efficiency", f.ll_bus_efficiency},
+         {"ll_step_latency", f.ll_step_latency_s},
          {"nvls_bus_efficiency", f.nvls_bus_efficiency},
          {"nvls_latency", f.nvls_latency_s}};
   j["sources"] = f.sources;
   return j;
 }
 
-double collective_time_s(CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes, int ranks,
-                         const FabricProfile& f) {
-  if (ranks < 1) throw InputError("collective over ranks=" + std::to_string(ranks) + ": need at least one rank");
-  if (!(bytes >= 0)) throw InputError("collective of bytes=" + number(bytes) + ": must not be negative");
-  if (ranks == 1) return 0;
-  const double n = ranks, a = f.step_latency_s, B = f.bus_bw_Bps();
-  if (kind == CollectiveKind::AllReduce && algorithm == CollectiveAlgorithm::Nvls) {
-    if (!(f.nvls_bus_efficiency > 0))
-      throw InputError("fabric " + f.name + " has no NVLink SHARP (nvls_bus_efficiency=0)");
-    return f.nvls_latency_s + 2.0 * (n - 1) / n * bytes / (f.link_bw_Bps * f.nvls_bus_efficiency);
-  }
+namespace {
+
+// One protocol's time for a collective whose slowest ring hop has latency a and bandwidth B.
+double protocol_time_s(CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes, double n, double a, double B) {
   if (kind == CollectiveKind::AllReduce && algorithm == CollectiveAlgorithm::Tree)
     return 2.0 * std::ceil(std::log2(n)) * a + 2.0 * bytes / B;
   switch (kind) {
@@ -186,6 +208,36 @@ double collective_time_s(CollectiveKind kind, CollectiveAlgorithm algorithm, dou
     case CollectiveKind::SendRecv: return a + bytes / B;
   }
   return 0;
+}
+
+}  // namespace
+
+CollectivePlan plan_collective(CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes, int ranks,
+                               const FabricProfile& f, const RingHop& hop) {
+  if (ranks < 1) throw InputError("collective over ranks=" + std::to_string(ranks) + ": need at least one rank");
+  if (!(bytes >= 0)) throw InputError("collective of bytes=" + number(bytes) + ": must not be negative");
+  const bool nvls = algorithm == CollectiveAlgorithm::Nvls;
+  if (nvls && !f.has_nvls()) throw InputError("fabric " + f.name + " has no NVLink SHARP (nvls_bus_efficiency=0)");
+  if (ranks == 1) return {algorithm, false, 0};
+  const double n = ranks;
+  // NVLS stands for "NVLS available": the rings below compete with it.
+  const CollectiveAlgorithm shape = nvls ? CollectiveAlgorithm::Ring : algorithm;
+  CollectivePlan best{shape, false, protocol_time_s(kind, shape, bytes, n, hop.latency_s, hop.bw_Bps)};
+  if (f.has_low_latency_protocol()) {
+    const double a = std::max(0.0, hop.latency_s - (f.step_latency_s - f.ll_step_latency_s));
+    const double t = protocol_time_s(kind, shape, bytes, n, a, hop.bw_Bps * f.ll_bus_efficiency / f.bus_efficiency);
+    if (t < best.time_s) best = {shape, true, t};
+  }
+  if (nvls && kind == CollectiveKind::AllReduce) {
+    const double t = f.nvls_latency_s + 2.0 * (n - 1) / n * bytes / (hop.bw_Bps * f.nvls_bus_efficiency / f.bus_efficiency);
+    if (t < best.time_s) best = {CollectiveAlgorithm::Nvls, false, t};
+  }
+  return best;
+}
+
+double collective_time_s(CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes, int ranks,
+                         const FabricProfile& f) {
+  return plan_collective(kind, algorithm, bytes, ranks, f, RingHop{f.step_latency_s, f.bus_bw_Bps()}).time_s;
 }
 
 double bus_bandwidth_Bps(CollectiveKind kind, double bytes, int ranks, double time_s) {
