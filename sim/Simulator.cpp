@@ -9,6 +9,7 @@
 
 #include "sim/Platform.hpp"
 #include "sim/TaskNames.hpp"
+#include "topology/Fabric.hpp"
 #include "workloads/Error.hpp"
 
 namespace sg = simgrid::s4u;
@@ -26,13 +27,15 @@ struct RingRun {
   int steps = 0;                      ///< total steps per rank (repeat included)
   double chunk_bytes = 0;
   std::vector<int> sent;              ///< steps completed per rank
+  std::vector<int> pending;           ///< per rank: transfers of its current step still in flight (one per channel)
+  std::vector<double> step_start;     ///< per rank: when its current step's first transfer started
   std::vector<double> first_start, last_end;
   int unfinished = 0;                 ///< ranks not done
 };
 
 class Runner {
  public:
-  Runner(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o) : g_(g), c_(c), o_(o) {
+  Runner(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o) : g_(g), c_(c), o_(o), fabric_(c) {
     int argc = 1;
     char name[] = "placesim";
     char* argv[] = {name, nullptr};
@@ -53,6 +56,7 @@ class Runner {
     bool one_node = false;
   };
 
+  void find_channels();
   std::vector<std::pair<int, int>> used_pairs() const;
   void start(TaskId id);
   void launch(TaskId id, sg::ActivityPtr activity, int rank = -1);
@@ -72,6 +76,9 @@ class Runner {
   const TaskGraph& g_;
   const ClusterSpec& c_;
   const SimOptions& o_;
+  Fabric fabric_;
+  /// Per group used by a collective: the transfers of each ring hop (Fabric::ring_channels); empty for other groups.
+  std::vector<std::vector<std::vector<std::pair<int, int>>>> channels_;
   std::unique_ptr<sg::Engine> engine_;
   Platform platform_;
   std::vector<std::uint32_t> waiting_;
@@ -85,16 +92,22 @@ class Runner {
   SimResult result_;
 };
 
+void Runner::find_channels() {
+  channels_.assign(g_.groups.size(), {});
+  for (TaskId id = 0; id < g_.size(); ++id)
+    if (const auto* c = std::get_if<Collective>(&g_[id].body)) {
+      auto& hops = channels_[static_cast<std::size_t>(c->group)];
+      const auto& m = g_.groups[static_cast<std::size_t>(c->group)];
+      if (hops.empty() && m.size() > 1) hops = fabric_.ring_channels(m);
+    }
+}
+
 std::vector<std::pair<int, int>> Runner::used_pairs() const {
   std::vector<std::pair<int, int>> pairs;
-  for (TaskId id = 0; id < g_.size(); ++id) {
-    const Task& t = g_[id];
-    if (const auto* p = std::get_if<P2P>(&t.body)) pairs.emplace_back(p->src, p->dst);
-    if (const auto* c = std::get_if<Collective>(&t.body)) {
-      const auto& m = g_.groups[static_cast<std::size_t>(c->group)];
-      for (std::size_t r = 0; r < m.size() && m.size() > 1; ++r) pairs.emplace_back(m[r], m[(r + 1) % m.size()]);
-    }
-  }
+  for (TaskId id = 0; id < g_.size(); ++id)
+    if (const auto* p = std::get_if<P2P>(&g_[id].body)) pairs.emplace_back(p->src, p->dst);
+  for (const auto& hops : channels_)
+    for (const auto& hop : hops) pairs.insert(pairs.end(), hop.begin(), hop.end());
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   return pairs;
@@ -102,6 +115,7 @@ std::vector<std::pair<int, int>> Runner::used_pairs() const {
 
 SimResult Runner::run() {
   auto wall_start = std::chrono::steady_clock::now();
+  find_channels();
   platform_ = build_platform(*engine_, c_, used_pairs());
   result_.devices.resize(static_cast<std::size_t>(g_.devices));
   for (int x = 0; x < g_.devices; ++x) {
@@ -167,6 +181,8 @@ void Runner::start(TaskId id) {
           run.steps = ring_steps(b.op, n) * b.repeat;
           run.chunk_bytes = static_cast<double>(b.elems / n) * b.elem_bytes;
           run.sent.assign(static_cast<std::size_t>(n), 0);
+          run.pending.assign(static_cast<std::size_t>(n), 0);
+          run.step_start.assign(static_cast<std::size_t>(n), 0);
           run.first_start.assign(static_cast<std::size_t>(n), -1);
           run.last_end.assign(static_cast<std::size_t>(n), now);
           run.unfinished = n;
@@ -183,18 +199,22 @@ const Runner::GroupRing& Runner::group_ring(int group) {
   GroupRing& ring = group_rings_[static_cast<std::size_t>(group)];
   if (ring.hop.latency_s >= 0) return ring;
   const auto& m = g_.groups[static_cast<std::size_t>(group)];
-  const int n = static_cast<int>(m.size());
   ring.hop = {0, std::numeric_limits<double>::infinity()};
   ring.one_node = true;
-  for (int r = 0; r < n; ++r) {
-    const int from = m[static_cast<std::size_t>(r)], to = m[static_cast<std::size_t>((r + 1) % n)];
-    std::vector<sg::Link*> links;
-    double latency = 0;
-    platform_.gpus[static_cast<std::size_t>(from)]->route_to(platform_.gpus[static_cast<std::size_t>(to)], links,
-                                                             &latency);
-    ring.hop.latency_s = std::max(ring.hop.latency_s, latency);
-    for (auto* l : links) ring.hop.bw_Bps = std::min(ring.hop.bw_Bps, l->get_bandwidth());
-    ring.one_node = ring.one_node && from / c_.gpus_per_node == m.front() / c_.gpus_per_node;
+  for (const auto& transfers : channels_[static_cast<std::size_t>(group)]) {
+    // The hop's bytes are split over its channels: its bandwidth is theirs together, its latency the slowest's.
+    double bandwidth = std::numeric_limits<double>::infinity();
+    for (auto [from, to] : transfers) {
+      std::vector<sg::Link*> links;
+      double latency = 0;
+      platform_.gpus[static_cast<std::size_t>(from)]->route_to(platform_.gpus[static_cast<std::size_t>(to)], links,
+                                                               &latency);
+      ring.hop.latency_s = std::max(ring.hop.latency_s, latency);
+      for (auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth());
+      ring.one_node = ring.one_node && from / c_.gpus_per_node == m.front() / c_.gpus_per_node &&
+                      to / c_.gpus_per_node == m.front() / c_.gpus_per_node;
+    }
+    ring.hop.bw_Bps = std::min(ring.hop.bw_Bps, bandwidth * static_cast<double>(transfers.size()));
   }
   return ring;
 }
@@ -250,13 +270,19 @@ void Runner::drain() {
   }
 }
 
+// One step of `rank`: its chunk to the next rank, split over the hop's channels.
 void Runner::launch_ring_step(TaskId id, int rank) {
   const auto& c = std::get<Collective>(g_[id].body);
-  const auto& m = g_.groups[static_cast<std::size_t>(c.group)];
-  const int n = static_cast<int>(m.size());
-  sg::Host* src = platform_.gpus[static_cast<std::size_t>(m[static_cast<std::size_t>(rank)])];
-  sg::Host* dst = platform_.gpus[static_cast<std::size_t>(m[static_cast<std::size_t>((rank + 1) % n)])];
-  launch(id, sg::Comm::sendto_init(src, dst)->set_payload_size(static_cast<std::uint64_t>(rings_[id].chunk_bytes)), rank);
+  const auto& transfers = channels_[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(rank)];
+  RingRun& run = rings_[id];
+  run.pending[static_cast<std::size_t>(rank)] = static_cast<int>(transfers.size());
+  run.step_start[static_cast<std::size_t>(rank)] = sg::Engine::get_clock();
+  const auto bytes = static_cast<std::uint64_t>(std::llround(run.chunk_bytes / static_cast<double>(transfers.size())));
+  for (auto [from, to] : transfers)
+    launch(id, sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)],
+                                     platform_.gpus[static_cast<std::size_t>(to)])
+                   ->set_payload_size(bytes),
+           rank);
 }
 
 void Runner::on_complete(const sg::Activity& a) {
@@ -278,6 +304,8 @@ void Runner::on_complete(const sg::Activity& a) {
     RingRun& run = rings_[s.task];
     const int n = static_cast<int>(run.sent.size());
     const auto r = static_cast<std::size_t>(s.rank);
+    if (--run.pending[r] > 0) return;  // the step's other channels are still in flight
+    began = run.step_start[r];
     if (run.first_start[r] < 0) run.first_start[r] = began;
     run.last_end[r] = end;
     const auto& c = std::get<Collective>(g_[s.task].body);

@@ -120,3 +120,21 @@ TEST_CASE("a cluster built in code with NIC-less nodes is refused") {
   c.nodes = 2;
   CHECK_THROWS_WITH(Fabric(c), Contains("cluster.nics_per_node=0 must be at least 1 when cluster.nodes=2"));
 }
+
+TEST_CASE("A ring's node crossings leave on every rail the group holds there, as NCCL's channels do") {
+  using Transfers = std::vector<std::pair<int, int>>;
+  Fabric rails(tiny(2, 4, 4, "rail-optimized", 1));
+  auto hops = rails.ring_channels({0, 1, 2, 3, 4, 5, 6, 7});
+  REQUIRE(hops.size() == 8);
+  CHECK(hops[0] == Transfers{{0, 1}});
+  CHECK(hops[2] == Transfers{{2, 3}});
+  CHECK(hops[3] == Transfers{{0, 4}, {1, 5}, {2, 6}, {3, 7}});  // node 0 -> node 1 on all four rails
+  CHECK(hops[7] == Transfers{{4, 0}, {5, 1}, {6, 2}, {7, 3}});  // and back, closing the ring
+  // One GPU per node (a data-parallel group beside tp = 4): one rail, one transfer.
+  CHECK(rails.ring_channels({1, 5}) == std::vector<Transfers>{{{1, 5}}, {{5, 1}}});
+  // A node with one member of the group has one rail to offer: the crossing stays a single transfer.
+  CHECK(rails.ring_channels({0, 1, 4})[1] == Transfers{{1, 4}});
+  // Two GPUs per NIC: two rails per node, each used by its lowest GPU.
+  Fabric shared(tiny(2, 4, 2, "rail-optimized", 1));
+  CHECK(shared.ring_channels({0, 1, 2, 3, 4, 5, 6, 7})[3] == Transfers{{0, 4}, {2, 6}});
+}

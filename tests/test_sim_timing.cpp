@@ -82,6 +82,50 @@ TEST_CASE("A ring all-reduce inside a node as one exact delay takes the same tim
   CHECK(r.devices[3].bytes_sent[static_cast<std::size_t>(CommClass::DpGradSync)] == 2 * 7 * 1e8);
 }
 
+namespace {
+
+// Two nodes of 4 GPUs, a NIC per GPU (10 GB/s), rail-optimized: a same-rail route crosses one switch, 2 x 2 us of NIC
+// plus 1 us of switch = 5 us.
+ClusterSpec two_nodes() {
+  ClusterSpec c = node();
+  c.nodes = 2;
+  c.gpus_per_node = 4;
+  c.nics_per_node = 4;
+  c.nic_bw_Bps = 10e9;
+  c.nic_latency_s = 2e-6;
+  c.switch_latency_s = 1e-6;
+  c.fabric = "rail-optimized";
+  return c;
+}
+
+// An 800 MB all-reduce over all 8 GPUs: 14 steps of 100 MB chunks. The two node crossings each spread their chunk
+// over the 4 rails (25 MB per NIC), so the slowest hop is 5 us + 1e8 / (4 x 10 GB/s) = 2.505 ms, not the 10.005 ms
+// one NIC would take.
+SimResult ring_across_nodes(Fidelity fidelity) {
+  TaskGraph g = empty_graph(8);
+  int group = g.add_group({0, 1, 2, 3, 4, 5, 6, 7});
+  g.add(allreduce(group, 800000000), 0);
+  SimOptions o;
+  o.fidelity = fidelity;
+  return simulate(g, two_nodes(), o);
+}
+
+}  // namespace
+
+TEST_CASE("A ring across nodes spreads each crossing over the group's rails: exact delay") {
+  SimResult r = ring_across_nodes(Fidelity::Analytic);
+  CHECK(r.step_time_s == Approx(14 * (5e-6 + 1e8 / 40e9)).epsilon(1e-9));  // 35.07 ms
+  CHECK(r.activities == 0);
+}
+
+TEST_CASE("A ring across nodes spreads each crossing over the group's rails: flows") {
+  SimResult r = ring_across_nodes(Fidelity::Flow);
+  CHECK(r.step_time_s == Approx(14 * (5e-6 + 1e8 / 40e9)).epsilon(1e-6));
+  CHECK(r.activities == 6 * 14 + 2 * 14 * 4);  // six NVLink hops, two crossings of four rails each
+  // Bytes are the ring ranks' own, whichever NIC carried them: 2 (N - 1) chunks each, as the analytic model counts.
+  for (int x : {0, 3, 4, 7}) CHECK(r.devices[x].bytes_sent[static_cast<std::size_t>(CommClass::DpGradSync)] == 14e8);
+}
+
 TEST_CASE("A compute task takes its FLOPs over the effective rate") {
   TaskGraph g = empty_graph(8);
   // 156 TFLOP at an effective 312 TFLOP/s x 0.5 = 156 TFLOP/s: one second.

@@ -1,6 +1,7 @@
 #include "topology/Fabric.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace placesim {
 
@@ -105,6 +106,30 @@ std::vector<Hop> Fabric::route(int src_gpu, int dst_gpu) const {
 std::vector<Hop> Fabric::host_route(int gpu) const {
   check_device(gpu, "transfer device " + std::to_string(gpu) + " -> its host CPU");
   return {{{LinkKind::Pcie, gpu}, true}};
+}
+
+std::vector<std::vector<std::pair<int, int>>> Fabric::ring_channels(const std::vector<int>& members) const {
+  const int g = cluster_.gpus_per_node;
+  // Per node of the group, its lowest member on each rail, in rail order.
+  std::map<int, std::map<int, int>> rails;
+  for (int x : members) {
+    auto [it, fresh] = rails[x / g].try_emplace(rail(x % g), x);
+    if (!fresh) it->second = std::min(it->second, x);
+  }
+  const std::size_t n = members.size();
+  std::vector<std::vector<std::pair<int, int>>> hops(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    const int a = members[r], b = members[(r + 1) % n];
+    const auto& from = rails[a / g];
+    const auto& to = rails[b / g];
+    if (a / g == b / g || from.size() < 2 || to.size() < 2) {
+      hops[r] = {{a, b}};
+      continue;
+    }
+    auto i = from.begin();
+    for (auto j = to.begin(); i != from.end() && j != to.end(); ++i, ++j) hops[r].emplace_back(i->second, j->second);
+  }
+  return hops;
 }
 
 double Fabric::latency_s(const std::vector<Hop>& hops) const {

@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topology/Cluster.hpp"
@@ -64,6 +65,17 @@ class Fabric {
   std::vector<Hop> host_route(int gpu) const;
   /// Sum of the latencies of the hops, seconds.
   double latency_s(const std::vector<Hop>& hops) const;
+
+  /// The transfers each hop of a ring collective over `members` (devices in ring order) makes, as NCCL's channels
+  /// make them. NCCL builds one ring per NIC and visits a node's GPUs in a different order in each, so the bytes a
+  /// ring moves from one node to the next leave on every rail the group holds there:
+  ///   hop inside a node:  one transfer, members[r] -> members[r + 1]
+  ///   hop across nodes:   j = min(rails of the group on the sending node, on the receiving node) transfers of
+  ///                       1/j of the hop's bytes each, from the sender's i-th rail (its lowest GPU on that rail) to
+  ///                       the receiver's i-th, rails in order (same rail to same rail where both hold it)
+  /// Result[r] lists the (source, destination) devices of hop r -> r + 1 (the last hop closes the ring).
+  /// Precondition: members are distinct devices of this cluster.
+  std::vector<std::vector<std::pair<int, int>>> ring_channels(const std::vector<int>& members) const;
 
  private:
   int nics_on_leaf(int leaf) const;
