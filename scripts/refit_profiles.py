@@ -79,8 +79,8 @@ def main(argv):
     for name in ORDER:
         p = calibrate(placesim, name)
         p["compute"] = {k: round4(v) for k, v in p["compute"].items()}
-        if "comm" in p:
-            p["comm"]["fabric"] = {k: round4(v) for k, v in p["comm"]["fabric"].items()}
+        for scope, fabric in p.get("comm", {}).items():
+            p["comm"][scope] = {k: round4(v) for k, v in fabric.items()}
         if name == LAYER_FIT:
             ratio = p["compute"]["memory_efficiency"] / stream_efficiency(placesim, name)
         else:
@@ -100,7 +100,7 @@ def main(argv):
         print(f'      {{"{name}", {{{values}}}}},')
     print("topology/CommProfile.cpp (fabric of each accelerator's reference system):")
     for name in ORDER:
-        fabric = fitted[name].get("comm", {}).get("fabric", {})
+        fabric = fitted[name].get("comm", {}).get("intra_node", {})
         shown = {k: v for k, v in fabric.items() if k not in ("sources", "name", "link_bw")}
         print(f"  {name} {fabric.get('name')}: {shown}")
 

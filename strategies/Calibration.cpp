@@ -23,6 +23,7 @@ struct Point {
 struct Param {
   const char* name;
   double* slot;
+  double start = 0;  ///< where the fit starts; 0: the slot's current value
 };
 
 std::string number(double v) {
@@ -191,7 +192,7 @@ void fit_group(const std::string& group, const std::vector<Param>& params, const
                      std::to_string(params.size()));
   }
   std::vector<double> start;
-  for (const auto& p : params) start.push_back(*p.slot > 0 ? *p.slot : 1e-6);
+  for (const auto& p : params) start.push_back(p.start > 0 ? p.start : *p.slot > 0 ? *p.slot : 1e-6);
   auto residuals = [&](const std::vector<double>& x) {
     for (std::size_t i = 0; i < params.size(); ++i) *params[i].slot = x[i];
     return log_residuals(points);
@@ -244,12 +245,21 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   const Json* acc = r.child("accelerator");
   if (!acc) throw InputError("measured.accelerator is required but missing (the preset or object to calibrate)");
   c.accelerator = parse_accelerator(*acc, r.field("accelerator"), base_dir);
-  c.fabric = r.has("fabric") ? parse_fabric_profile(*r.child("fabric"), r.field("fabric"))
-                             : default_comm_profile(c.accelerator.name, r.field("accelerator")).intra_node;
+  c.fabric_scope = r.get_choice("fabric_scope", {"intra_node", "inter_node"}, "intra_node");
+  if (r.has("fabric")) {
+    c.fabric = parse_fabric_profile(*r.child("fabric"), r.field("fabric"));
+  } else {
+    const CommProfile reference = default_comm_profile(c.accelerator.name, r.field("accelerator"));
+    c.fabric = c.fabric_scope == "intra_node" ? reference.intra_node : reference.inter_node;
+  }
   if (const Json* s = r.child("sources"))
     for (const auto& item : *s) c.sources.push_back(item.is_string() ? item.get<std::string>() : show(item));
   ComputeProfile& p = c.accelerator.profile;
   FabricProfile& f = c.fabric;
+  // The compute groups start from fixed values, not from the base accelerator's (already fitted) ones: the GEMM
+  // parameters trade off along a flat valley, so a fit started from its own result would drift, and refitting a
+  // preset's measurements would not reproduce the preset.
+  const ComputeProfile fresh;
   // The SM count for the GEMM model's wave quantization is the hardware's, given rather than fitted.
   if (r.has("gemm_sms")) {
     const double sms = r.get_number("gemm_sms", 0);
@@ -265,32 +275,34 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
     group = collective_points(*items, r.field("collectives"), f, &nvls);
     fit_collectives(group, nvls, protocols, f, c);
     c.fabric_fitted = !group.empty();
+    if (c.fabric_fitted) f.sources = c.sources;  // the fitted figures come from these measurements, not the base's
     all.insert(all.end(), group.begin(), group.end());
   }
   if (const Json* items = take("memory")) {
     group = memory_points(*items, r.field("memory"), c.accelerator);
-    fit_group("memory", {{"memory_efficiency", &p.memory_efficiency}}, group, c);
+    fit_group("memory", {{"memory_efficiency", &p.memory_efficiency, fresh.memory_efficiency}}, group, c);
     all.insert(all.end(), group.begin(), group.end());
   }
   if (const Json* items = take("gemm")) {
     group = gemm_points(*items, r.field("gemm"), c.accelerator);
     fit_group("gemm",
-              {{"gemm_peak_efficiency", &p.gemm_peak_efficiency},
-               {"gemm_latency_s", &p.gemm_latency_s},
-               {"gemm_k_overhead", &p.gemm_k_overhead},
-               {"gemm_roofline_p", &p.gemm_roofline_p}},
+              {{"gemm_peak_efficiency", &p.gemm_peak_efficiency, fresh.gemm_peak_efficiency},
+               {"gemm_latency_s", &p.gemm_latency_s, fresh.gemm_latency_s},
+               {"gemm_k_overhead", &p.gemm_k_overhead, fresh.gemm_k_overhead},
+               {"gemm_roofline_p", &p.gemm_roofline_p, fresh.gemm_roofline_p}},
               group, c);
     all.insert(all.end(), group.begin(), group.end());
   }
   if (const Json* items = take("attention")) {
     group = attention_points(*items, r.field("attention"), c.accelerator);
-    fit_group("attention", {{"flash_attention_efficiency", &p.flash_attention_efficiency}}, group, c);
+    fit_group("attention", {{"flash_attention_efficiency", &p.flash_attention_efficiency, fresh.flash_attention_efficiency}},
+              group, c);
     all.insert(all.end(), group.begin(), group.end());
   }
   if (const Json* items = take("layers")) {
     group = layer_points(*items, r.field("layers"), c.accelerator, c.fabric, base_dir);
-    fit_group("layers", {{"memory_efficiency", &p.memory_efficiency}, {"overlap_penalty", &p.overlap_penalty}}, group,
-              c);
+    fit_group("layers", {{"memory_efficiency", &p.memory_efficiency}, {"overlap_penalty", &p.overlap_penalty, fresh.overlap_penalty}},
+              group, c);
     all.insert(all.end(), group.begin(), group.end());
   }
   r.skip("description");
@@ -304,7 +316,7 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
 
 Json calibration_profile_json(const Calibration& c) {
   Json j{{"accelerator", c.accelerator.name}, {"compute", compute_profile_to_json(c.accelerator.profile)}};
-  if (c.fabric_fitted) j["comm"] = Json{{"fabric", fabric_profile_to_json(c.fabric)}};
+  if (c.fabric_fitted) j["comm"] = Json{{c.fabric_scope, fabric_profile_to_json(c.fabric)}};
   j["sources"] = c.sources;
   Json rows = Json::array();
   for (const auto& row : c.residuals)

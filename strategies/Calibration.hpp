@@ -22,6 +22,7 @@ struct Calibration {
   AcceleratorSpec accelerator;
   FabricProfile fabric;
   bool fabric_fitted = false;
+  std::string fabric_scope = "intra_node";  ///< where the fitted fabric runs: "intra_node" or "inter_node"
   std::vector<std::string> fitted_parameters;
   std::vector<ResidualRow> residuals;
   std::vector<std::string> sources;
@@ -40,6 +41,8 @@ struct Calibration {
 /// Parameters of groups without points keep the base accelerator's (or fabric's) values. The measured JSON:
 ///   {"accelerator": preset or object, "fabric": preset or object (optional), "sources": [..],
 ///    "collective_protocols": 1 | 2 (optional, default 2), "gemm_sms": SMs (optional),
+///    "fabric_scope": "intra_node" (default: the collectives ran inside a node) | "inter_node" (across nodes; the
+///    default fabric is then the accelerator's reference network),
 ///    "gemm": [{"m","n","k","batch"?,"dtype"?,"peak_tflops"? (of another precision),"tflops"|"time_s"}], "memory": [{"bytes","bw_GBps"|"time_s"}],
 ///    "attention": [{"batch","heads","seq","head_dim","pass":"fwd"|"fwd+bwd","causal"?,"tflops"}],
 ///    "collectives": [{"kind","algorithm"?,"ranks","bytes","busbw_GBps"|"time_s"}],
@@ -47,7 +50,7 @@ struct Calibration {
 /// Throws InputError naming the field for bad points, and for a group with fewer measured numbers than parameters.
 Calibration calibrate(const Json& measured, const std::string& base_dir);
 
-/// The profile file of a calibration: {"accelerator", "compute", "comm"?, "sources", "fit"}.
+/// The profile file of a calibration: {"accelerator", "compute", "comm"?: {fabric_scope: fabric}, "sources", "fit"}.
 Json calibration_profile_json(const Calibration& c);
 /// The residuals as a text table: group, point, measured, fitted, error %.
 std::string residual_table(const Calibration& c);

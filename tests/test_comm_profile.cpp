@@ -136,7 +136,7 @@ TEST_CASE("NVLink4 NVLS and ring model against the H100 nccl-tests all-reduce cu
 
 TEST_CASE("H200's fitted fabric against the H200 nccl-tests all-reduce curve (Azure ND H200 v5)") {
   Json profile = read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/h200.json");
-  check_curve("h200.json", parse_fabric_profile(profile["comm"]["fabric"], "h200.comm.fabric"),
+  check_curve("h200.json", parse_fabric_profile(profile["comm"]["intra_node"], "h200.comm.intra_node"),
               CollectiveAlgorithm::Nvls, 0.06, 0.03);
 }
 
@@ -150,7 +150,7 @@ TEST_CASE("Every profile file's fabric equals the preset of its accelerator's re
     INFO(accelerator);
     Json profile =
         read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/" + accelerator + std::string(".json"));
-    Json file = profile["comm"]["fabric"], preset = fabric_profile_to_json(fabric_preset(fabric, "test"));
+    Json file = profile["comm"]["intra_node"], preset = fabric_profile_to_json(fabric_preset(fabric, "test"));
     file.erase("sources");
     preset.erase("sources");
     CHECK(file == preset);

@@ -4,6 +4,7 @@
 
 #include "strategies/ComputeModel.hpp"
 #include "strategies/TpLayerTimes.hpp"
+#include "topology/Cluster.hpp"
 #include "workloads/Training.hpp"
 #include "tests/Helpers.hpp"
 
@@ -193,6 +194,29 @@ TEST_CASE("An accelerator takes a profile file by the profile key") {
   CHECK(a.peak_bf16_flops == 312e12);
   CHECK(a.profile.gemm_peak_efficiency == 0.5);
   CHECK(a.profile.flash_attention_efficiency == p["compute"]["flash_attention_efficiency"].get<double>());
+}
+
+TEST_CASE("A profile file's fitted fabrics run the cluster's collectives unless the cluster gives comm") {
+  Json p = read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/a100-80gb.json");
+  p["comm"]["intra_node"]["bus_efficiency"] = 0.5;
+  std::string path = write_temp("profile-comm.json", p.dump());
+  Json accelerator{{"preset", "a100-80gb"}, {"profile", path}};
+  ClusterSpec c = parse_cluster(Json{{"preset", "dgx-a100"}, {"accelerator", accelerator}});
+  CHECK(c.comm.intra_node.bus_efficiency == 0.5);
+  CHECK(c.comm.inter_node.name == "ib-hdr");  // the profile fitted no network: the reference system's
+  ClusterSpec given = parse_cluster(
+      Json{{"preset", "dgx-a100"}, {"accelerator", accelerator}, {"comm", {{"intra_node", "nvlink3"}, {"inter_node", "ib-hdr"}}}});
+  CHECK(given.comm.intra_node.bus_efficiency == fabric_preset("nvlink3", "test").bus_efficiency);
+  // A custom accelerator has no reference system for the fabric its profile did not fit.
+  Json custom{{"name", "npu"}, {"peak_bf16_flops", "400TFLOPS"}, {"hbm_bytes", "96GiB"}, {"hbm_bw", "3TB/s"},
+              {"profile", path}};
+  CHECK_THROWS_WITH(parse_cluster(Json{{"preset", "dgx-a100"}, {"accelerator", custom}}),
+                    Catch::Contains("cluster.accelerator.profile fits only the intra_node fabric, and the custom "
+                                    "accelerator npu has no reference system"));
+  // The key calibrate wrote before fabrics named their place.
+  p["comm"] = Json{{"fabric", p["comm"]["intra_node"]}};
+  CHECK_THROWS_WITH(load_profile_file(write_temp("profile-old-comm.json", p.dump())),
+                    Catch::Contains("comm.fabric: a profile's fabric names where it runs, intra_node or inter_node"));
 }
 
 TEST_CASE("A profile file with a missing field is refused naming the field") {

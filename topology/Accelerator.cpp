@@ -89,7 +89,10 @@ AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, c
   AcceleratorSpec a;
   if (r.has("preset")) a = accelerator_preset(r.get_string("preset", ""), r.field("preset"));
   if (r.has("profile")) {
-    a.profile = load_compute_profile(resolve_path(r.require_string("profile"), base_dir));
+    ProfileFile file = load_profile_file(resolve_path(r.require_string("profile"), base_dir));
+    a.profile = file.compute;
+    a.profile_intra_node = file.intra_node;
+    a.profile_inter_node = file.inter_node;
     a.gemm_efficiency = a.profile.gemm_peak_efficiency;
   }
   a.name = r.get_string("name", a.name);

@@ -1,7 +1,10 @@
 #pragma once
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "topology/CommProfile.hpp"
 
 #include "workloads/JsonReader.hpp"
 #include "workloads/Training.hpp"
@@ -54,6 +57,9 @@ struct AcceleratorSpec {
   /// it to the calibrated large-GEMM efficiency.
   double gemm_efficiency = 0.6;
   ComputeProfile profile;
+  /// Fabrics fitted together with a profile file (its "comm" section); a cluster runs its collectives on them unless
+  /// it gives "comm" itself. Empty for the presets, whose reference fabrics come from default_comm_profile.
+  std::optional<FabricProfile> profile_intra_node, profile_inter_node;
 
   double peak_flops(DType dtype) const {
     return dtype == DType::BF16 ? peak_bf16_flops : dtype == DType::FP16 ? peak_fp16_flops : peak_fp32_flops;
@@ -65,13 +71,21 @@ struct AcceleratorSpec {
 AcceleratorSpec accelerator_preset(const std::string& name, const std::string& field);
 std::vector<std::pair<std::string, std::string>> accelerator_preset_list();
 /// Parses an accelerator: a preset name, or an object with optional "preset", "profile" (path of a profile file,
-/// relative paths resolved against `base_dir` when not found as given) and overrides (units as strings).
+/// relative paths resolved against `base_dir` when not found as given; its compute profile replaces the preset's and
+/// its fabrics, if any, are kept in profile_intra_node / profile_inter_node) and overrides (units as strings).
 AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, const std::string& base_dir = "");
 
 /// Parses the "compute" object of a profile file: every field required and non-negative (efficiencies in (0, 1]).
 /// `field` is the dotted path used in errors.
 ComputeProfile parse_compute_profile(const Json& value, const std::string& field);
-/// Reads the "compute" section and "sources" of a profile file (see topology/profiles/).
+/// A profile file (topology/profiles/, or written by `placesim calibrate`): {"accelerator", "compute", "comm"?:
+/// {"intra_node"?: fabric, "inter_node"?: fabric}, "sources", "fit"}.
+struct ProfileFile {
+  ComputeProfile compute;  ///< with the file's "sources"
+  std::optional<FabricProfile> intra_node, inter_node;
+};
+ProfileFile load_profile_file(const std::string& path);
+/// load_profile_file(path).compute.
 ComputeProfile load_compute_profile(const std::string& path);
 /// The profile as the "compute" object of a profile file.
 Json compute_profile_to_json(const ComputeProfile& p);

@@ -169,15 +169,22 @@ void read_simgrid_config(ObjectReader& r, ClusterSpec& c) {
   }
 }
 
-// The calibrated fabrics of the accelerator's reference system; a custom accelerator has none, so its transfers run
-// at the raw link figures unless the cluster gives "comm".
+// The calibrated fabrics of the accelerator's reference system, replaced by those its profile file fitted. A custom
+// accelerator has no reference system: its transfers run at the raw link figures unless its profile fits both
+// fabrics or the cluster gives "comm".
 void set_default_comm(ClusterSpec& c) {
+  const AcceleratorSpec& a = c.accelerator;
   bool known = false;
-  for (const auto& [name, description] : accelerator_preset_list()) known = known || name == c.accelerator.name;
-  if (known)
-    c.comm = default_comm_profile(c.accelerator.name, "cluster.accelerator");
-  else
-    c.comm_model = "links";
+  for (const auto& [name, description] : accelerator_preset_list()) known = known || name == a.name;
+  if (known) c.comm = default_comm_profile(a.name, "cluster.accelerator");
+  if (a.profile_intra_node) c.comm.intra_node = *a.profile_intra_node;
+  if (a.profile_inter_node) c.comm.inter_node = *a.profile_inter_node;
+  if (known || (a.profile_intra_node && a.profile_inter_node)) return;
+  if (a.profile_intra_node || a.profile_inter_node)
+    throw InputError(std::string("cluster.accelerator.profile fits only the ") +
+                     (a.profile_intra_node ? "intra_node" : "inter_node") + " fabric, and the custom accelerator " +
+                     a.name + " has no reference system to take the other from: give cluster.comm");
+  c.comm_model = "links";
 }
 
 void require(bool ok, const std::string& field, double value, const char* rule) {

@@ -55,16 +55,26 @@ ComputeProfile parse_compute_profile(const Json& value, const std::string& field
   return p;
 }
 
-ComputeProfile load_compute_profile(const std::string& path) {
+ProfileFile load_profile_file(const std::string& path) {
   Json j = read_json_file(path);
   ObjectReader r(j, path);
   r.skip("accelerator");
-  r.skip("comm");
   r.skip("fit");
   r.skip("description");
   const Json* compute = r.child("compute");
   if (!compute) throw InputError(path + ": compute is required but missing");
-  ComputeProfile p = parse_compute_profile(*compute, path + ": compute");
+  ProfileFile file;
+  ComputeProfile& p = file.compute;
+  p = parse_compute_profile(*compute, path + ": compute");
+  if (const Json* comm = r.child("comm")) {
+    ObjectReader c(*comm, path + ": comm");
+    if (c.has("fabric"))
+      throw InputError(c.field("fabric") + ": a profile's fabric names where it runs, intra_node or inter_node "
+                                           "(re-run placesim calibrate, or rename the key)");
+    if (const Json* f = c.child("intra_node")) file.intra_node = parse_fabric_profile(*f, c.field("intra_node"));
+    if (const Json* f = c.child("inter_node")) file.inter_node = parse_fabric_profile(*f, c.field("inter_node"));
+    c.finish();
+  }
   if (const Json* sources = r.child("sources")) {
     if (!sources->is_array()) throw InputError(r.field("sources") + " must be a list of strings");
     for (const auto& s : *sources) {
@@ -73,8 +83,10 @@ ComputeProfile load_compute_profile(const std::string& path) {
     }
   }
   r.finish();
-  return p;
+  return file;
 }
+
+ComputeProfile load_compute_profile(const std::string& path) { return load_profile_file(path).compute; }
 
 Json compute_profile_to_json(const ComputeProfile& p) {
   return Json{{"gemm_peak_efficiency", p.gemm_peak_efficiency},
