@@ -174,8 +174,8 @@ void Runner::start(TaskId id) {
           const CollectivePlan p = plan(b);
           // A collective NCCL runs with its low-latency protocol is latency-bound (too few bytes to contend) and
           // NVLS reduces inside the switch: both are exact delays at every fidelity.
-          const bool decomposed = o_.fidelity == Fidelity::Full ||
-                                  (o_.fidelity == Fidelity::Flow && !group_ring(b.group).one_node);
+          const bool decomposed =
+              o_.fidelity == Fidelity::Full || (o_.fidelity == Fidelity::Flow && !group_ring(b.group).one_node);
           if (!decomposed || p.low_latency || p.algorithm != CollectiveAlgorithm::Ring) return delay(id, p.time_s);
           RingRun& run = rings_[id];
           run.steps = ring_steps(b.op, n) * b.repeat;
@@ -232,8 +232,8 @@ CollectivePlan Runner::plan(const Collective& c) {
   FabricProfile fabric;  // default: one protocol, the links' own
   if (c_.comm_model == "nccl") fabric = ring.one_node ? c_.comm.intra_node : c_.comm.inter_node;
   const bool nvls = ring.one_node && fabric.has_nvls() && kind == CollectiveKind::AllReduce;
-  CollectivePlan p = plan_collective(kind, nvls ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring, bytes, n,
-                                     fabric, ring.hop);
+  CollectivePlan p =
+      plan_collective(kind, nvls ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring, bytes, n, fabric, ring.hop);
   p.time_s *= c.repeat;
   return p;
 }
@@ -279,9 +279,10 @@ void Runner::launch_ring_step(TaskId id, int rank) {
   run.step_start[static_cast<std::size_t>(rank)] = sg::Engine::get_clock();
   const auto bytes = static_cast<std::uint64_t>(std::llround(run.chunk_bytes / static_cast<double>(transfers.size())));
   for (auto [from, to] : transfers)
-    launch(id, sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)],
-                                     platform_.gpus[static_cast<std::size_t>(to)])
-                   ->set_payload_size(bytes),
+    launch(id,
+           sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)],
+                                 platform_.gpus[static_cast<std::size_t>(to)])
+               ->set_payload_size(bytes),
            rank);
 }
 

@@ -215,10 +215,9 @@ int collective_protocols(ObjectReader& r) {
 // Ring and tree points fit the bandwidth protocol (and the low-latency one); NVLS points fit NVLS (and the
 // low-latency ring that NCCL prefers for small messages), the bandwidth-protocol ring staying at the base fabric's.
 void fit_collectives(const std::vector<Point>& points, bool nvls, int protocols, FabricProfile& f, Calibration& c) {
-  std::vector<Param> params = nvls ? std::vector<Param>{{"nvls_bus_efficiency", &f.nvls_bus_efficiency},
-                                                        {"nvls_latency_s", &f.nvls_latency_s}}
-                                   : std::vector<Param>{{"bus_efficiency", &f.bus_efficiency},
-                                                        {"step_latency_s", &f.step_latency_s}};
+  std::vector<Param> params =
+      nvls ? std::vector<Param>{{"nvls_bus_efficiency", &f.nvls_bus_efficiency}, {"nvls_latency_s", &f.nvls_latency_s}}
+           : std::vector<Param>{{"bus_efficiency", &f.bus_efficiency}, {"step_latency_s", &f.step_latency_s}};
   if (protocols == 2) {
     // Started below the bandwidth protocol: lower latency, lower bandwidth, as NCCL's LL and LL128 are.
     if (!f.has_low_latency_protocol()) f.ll_bus_efficiency = f.bus_efficiency / 2;
@@ -295,14 +294,17 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   }
   if (const Json* items = take("attention")) {
     group = attention_points(*items, r.field("attention"), c.accelerator);
-    fit_group("attention", {{"flash_attention_efficiency", &p.flash_attention_efficiency, fresh.flash_attention_efficiency}},
-              group, c);
+    fit_group("attention",
+              {{"flash_attention_efficiency", &p.flash_attention_efficiency, fresh.flash_attention_efficiency}}, group,
+              c);
     all.insert(all.end(), group.begin(), group.end());
   }
   if (const Json* items = take("layers")) {
     group = layer_points(*items, r.field("layers"), c.accelerator, c.fabric, base_dir);
-    fit_group("layers", {{"memory_efficiency", &p.memory_efficiency}, {"overlap_penalty", &p.overlap_penalty, fresh.overlap_penalty}},
-              group, c);
+    fit_group(
+        "layers",
+        {{"memory_efficiency", &p.memory_efficiency}, {"overlap_penalty", &p.overlap_penalty, fresh.overlap_penalty}},
+        group, c);
     all.insert(all.end(), group.begin(), group.end());
   }
   r.skip("description");

@@ -43,7 +43,8 @@ struct Calibration {
 ///    "collective_protocols": 1 | 2 (optional, default 2), "gemm_sms": SMs (optional),
 ///    "fabric_scope": "intra_node" (default: the collectives ran inside a node) | "inter_node" (across nodes; the
 ///    default fabric is then the accelerator's reference network),
-///    "gemm": [{"m","n","k","batch"?,"dtype"?,"peak_tflops"? (of another precision),"tflops"|"time_s"}], "memory": [{"bytes","bw_GBps"|"time_s"}],
+///    "gemm": [{"m","n","k","batch"?,"dtype"?,"peak_tflops"? (of another precision),"tflops"|"time_s"}],
+///    "memory": [{"bytes","bw_GBps"|"time_s"}],
 ///    "attention": [{"batch","heads","seq","head_dim","pass":"fwd"|"fwd+bwd","causal"?,"tflops"}],
 ///    "collectives": [{"kind","algorithm"?,"ranks","bytes","busbw_GBps"|"time_s"}],
 ///    "layers": [{"case","experiment":{..},"forward_ms","backward_ms"}]}

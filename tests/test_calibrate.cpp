@@ -185,15 +185,16 @@ TEST_CASE("Calibrate with gemm_sms recovers a wave-quantized GEMM model and carr
 TEST_CASE("The README's calibration example fits every point within 10 percent and its profile runs an experiment") {
   const std::string profile = std::string(PLACESIM_BINARY) + ".readme-profile.json";
   std::string output;
-  REQUIRE(test::run_placesim(std::string("calibrate ") + PLACESIM_SOURCE_DIR + "/examples/calibrate-measured.json --out " +
-                                 profile,
-                             &output) == 0);
+  REQUIRE(test::run_placesim(
+              std::string("calibrate ") + PLACESIM_SOURCE_DIR + "/examples/calibrate-measured.json --out " + profile,
+              &output) == 0);
   const Json fit = read_json_file(profile);
   REQUIRE(fit["fit"]["residuals"].size() == 13);  // 7 collectives, 1 memory, 5 GEMM points
   for (const auto& row : fit["fit"]["residuals"]) CHECK(std::fabs(row["error_percent"].get<double>()) < 10);
   CHECK(fit["comm"]["intra_node"]["sources"][0].get<std::string>().rfind("Subset of Azure", 0) == 0);
-  CHECK(test::run_placesim(std::string("simulate ") + PLACESIM_SOURCE_DIR + "/examples/small-3d-1f1b.json " +
-                               "--fidelity analytic --set 'cluster.accelerator={\"preset\":\"a100-80gb\",\"profile\":\"" +
-                               profile + "\"}'",
-                           &output) == 0);
+  CHECK(
+      test::run_placesim(std::string("simulate ") + PLACESIM_SOURCE_DIR + "/examples/small-3d-1f1b.json " +
+                             "--fidelity analytic --set 'cluster.accelerator={\"preset\":\"a100-80gb\",\"profile\":\"" +
+                             profile + "\"}'",
+                         &output) == 0);
 }

@@ -145,8 +145,8 @@ TEST_CASE("NVLink5 two-protocol model against the GB200 nccl-tests all-reduce cu
 }
 
 TEST_CASE("Every profile file's fabric equals the preset of its accelerator's reference system") {
-  for (const auto& [accelerator, fabric] : {std::pair{"a100-40gb", "nvlink3"}, {"a100-80gb", "nvlink3"},
-                                            {"h100-sxm", "nvlink4"}, {"b200", "nvlink5"}}) {
+  for (const auto& [accelerator, fabric] :
+       {std::pair{"a100-40gb", "nvlink3"}, {"a100-80gb", "nvlink3"}, {"h100-sxm", "nvlink4"}, {"b200", "nvlink5"}}) {
     INFO(accelerator);
     Json profile =
         read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/" + accelerator + std::string(".json"));
@@ -182,7 +182,8 @@ TEST_CASE("Collective inputs are checked") {
                     Catch::Contains("f.ll_bus_efficiency=1.5 must be in [0, 1] (0 = none)"));
   CHECK_THROWS_WITH(parse_fabric_profile(Json{{"preset", "nvlink3"}, {"ll_step_latency", "-2us"}}, "f"),
                     Catch::Contains("f.ll_step_latency"));
-  FabricProfile ll = parse_fabric_profile(Json{{"preset", "ib-hdr"}, {"ll_bus_efficiency", 0.5}, {"ll_step_latency", "4us"}}, "f");
+  FabricProfile ll =
+      parse_fabric_profile(Json{{"preset", "ib-hdr"}, {"ll_bus_efficiency", 0.5}, {"ll_step_latency", "4us"}}, "f");
   CHECK(ll.has_low_latency_protocol());
   CHECK(ll.ll_step_latency_s == Approx(4e-6));
   FabricProfile parsed = parse_fabric_profile(Json{{"preset", "ib-ndr"}, {"step_latency", "5us"}}, "f");

@@ -4,9 +4,9 @@
 
 #include "strategies/ComputeModel.hpp"
 #include "strategies/TpLayerTimes.hpp"
+#include "tests/Helpers.hpp"
 #include "topology/Cluster.hpp"
 #include "workloads/Training.hpp"
-#include "tests/Helpers.hpp"
 
 using namespace placesim;
 
@@ -204,11 +204,15 @@ TEST_CASE("A profile file's fitted fabrics run the cluster's collectives unless 
   ClusterSpec c = parse_cluster(Json{{"preset", "dgx-a100"}, {"accelerator", accelerator}});
   CHECK(c.comm.intra_node.bus_efficiency == 0.5);
   CHECK(c.comm.inter_node.name == "ib-hdr");  // the profile fitted no network: the reference system's
-  ClusterSpec given = parse_cluster(
-      Json{{"preset", "dgx-a100"}, {"accelerator", accelerator}, {"comm", {{"intra_node", "nvlink3"}, {"inter_node", "ib-hdr"}}}});
+  ClusterSpec given = parse_cluster(Json{{"preset", "dgx-a100"},
+                                         {"accelerator", accelerator},
+                                         {"comm", {{"intra_node", "nvlink3"}, {"inter_node", "ib-hdr"}}}});
   CHECK(given.comm.intra_node.bus_efficiency == fabric_preset("nvlink3", "test").bus_efficiency);
   // A custom accelerator has no reference system for the fabric its profile did not fit.
-  Json custom{{"name", "npu"}, {"peak_bf16_flops", "400TFLOPS"}, {"hbm_bytes", "96GiB"}, {"hbm_bw", "3TB/s"},
+  Json custom{{"name", "npu"},
+              {"peak_bf16_flops", "400TFLOPS"},
+              {"hbm_bytes", "96GiB"},
+              {"hbm_bw", "3TB/s"},
               {"profile", path}};
   CHECK_THROWS_WITH(parse_cluster(Json{{"preset", "dgx-a100"}, {"accelerator", custom}}),
                     Catch::Contains("cluster.accelerator.profile fits only the intra_node fabric, and the custom "

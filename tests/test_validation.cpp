@@ -81,7 +81,8 @@ TEST_CASE("The simulated 22B layer equals the analytic layer_times_with_tp_comm 
 // NCCL picks NVLS or the ring by size: with the fitted NVLink4 profile a 100 MB all-reduce (micro-batch 4) is
 // faster with NVLS (82 us + 1.75 x 100.7 MB / 472 GB/s), a 25 MB one (micro-batch 1) on the ring (14 x (3.1 us +
 // 3.1 MB / 370 GB/s)). The simulated layer follows the same choice as the analytic layer times.
-TEST_CASE("On a DGX H100 the simulated layer's all-reduces take NCCL's choice of NVLS or ring, as the analytic times do") {
+TEST_CASE(
+    "On a DGX H100 the simulated layer's all-reduces take NCCL's choice of NVLS or ring, as the analytic times do") {
   const AcceleratorSpec acc = accelerator_preset("h100-sxm", "test");
   const FabricProfile nvlink = fabric_preset("nvlink4", "test");
   const RingHop hop{nvlink.step_latency_s, nvlink.bus_bw_Bps()};
@@ -90,7 +91,8 @@ TEST_CASE("On a DGX H100 the simulated layer's all-reduces take NCCL's choice of
     Experiment e = load_experiment(std::string(PLACESIM_SOURCE_DIR) + "/" + kLayerExperiment);
     e.training.micro_batch = micro_batch;
     const double bytes = 2.0 * micro_batch * 2048 * 6144;
-    const CollectivePlan plan = plan_collective(CollectiveKind::AllReduce, CollectiveAlgorithm::Nvls, bytes, 8, nvlink, hop);
+    const CollectivePlan plan =
+        plan_collective(CollectiveKind::AllReduce, CollectiveAlgorithm::Nvls, bytes, 8, nvlink, hop);
     CHECK(plan.algorithm == (micro_batch == 4 ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring));
     PassTimes analytic = layer_times_with_tp_comm(e, acc, nvlink);
     Json report = simulate_report(std::string(kLayerExperiment) + " --set cluster.preset=dgx-h100" +

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "topology/CommProfile.hpp"
-
 #include "workloads/JsonReader.hpp"
 #include "workloads/Training.hpp"
 

@@ -9,8 +9,8 @@ namespace {
 // Fitted values, rounded to four significant digits, of topology/profiles/<name>.json, produced by
 // scripts/refit_profiles.py (`placesim calibrate topology/profiles/measurements/<name>.json`; a100-40gb shares the
 // a100-80gb die and fit; the Hopper and Blackwell files take memory_efficiency and overlap_penalty transferred from
-// the A100 layer fit, see their "sources"). Field order: gemm_peak_efficiency, gemm_latency_s, gemm_k_overhead, gemm_tile, gemm_roofline_p,
-// memory_efficiency, kernel_latency_s, flash_attention_efficiency, overlap_penalty.
+// the A100 layer fit, see their "sources"). Field order: gemm_peak_efficiency, gemm_latency_s, gemm_k_overhead,
+// gemm_tile, gemm_roofline_p, memory_efficiency, kernel_latency_s, flash_attention_efficiency, overlap_penalty.
 struct Fitted {
   double values[9];
 };

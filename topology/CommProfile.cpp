@@ -71,20 +71,25 @@ const char* kRoce = "NVIDIA/nccl issue #495 (2021-04): 2 nodes x 8 A100 with 8x1
 
 const std::map<std::string, std::pair<FabricProfile, std::string>>& presets() {
   static const std::map<std::string, std::pair<FabricProfile, std::string>> table = {
-      {"nvlink3", {with_low_latency(fabric("nvlink3", 300e9, kNvlink3Efficiency, kNvlink3Latency, {kAzureA100, kNcclTuning}),
-                                    kNvlink3LlEfficiency, kNvlink3LlLatency),
-                   "NVLink 3 + NVSwitch (DGX A100), 300 GB/s per GPU per direction"}},
-      {"nvlink4", {with_nvls(with_low_latency(fabric("nvlink4", 450e9, kNvlink4Efficiency, kNvlink4Latency,
-                                                     {kNvlinkH100Ring, kAzureH100, kAzureA100}),
-                                              kNvlink4LlEfficiency, kNvlink4LlLatency),
-                             kNvlink4NvlsEfficiency, kNvlink4NvlsLatency),
-                   "NVLink 4 + NVSwitch (DGX H100/H200), 450 GB/s per GPU per direction, NVLink SHARP"}},
-      {"nvlink5", {with_low_latency(fabric("nvlink5", 900e9, kNvlink5Efficiency, kNvlink5Latency, {kAzureGB200}),
-                                    kNvlink5LlEfficiency, kNvlink5LlLatency),
-                   "NVLink 5 (B200/GB200), 900 GB/s per GPU per direction"}},
-      {"ib-hdr", {fabric("ib-hdr", 25e9, 24.0 / 25.0, 9.6e-6, {kIbHdr, kNcclTuning}), "HDR InfiniBand, 200 Gb/s per NIC"}},
-      {"ib-ndr", {fabric("ib-ndr", 50e9, 24.0 / 25.0, 9.6e-6, {kIbHdr, kNcclTuning}),
-                  "NDR InfiniBand, 400 Gb/s per NIC (HDR's measured protocol efficiency assumed)"}},
+      {"nvlink3",
+       {with_low_latency(fabric("nvlink3", 300e9, kNvlink3Efficiency, kNvlink3Latency, {kAzureA100, kNcclTuning}),
+                         kNvlink3LlEfficiency, kNvlink3LlLatency),
+        "NVLink 3 + NVSwitch (DGX A100), 300 GB/s per GPU per direction"}},
+      {"nvlink4",
+       {with_nvls(with_low_latency(fabric("nvlink4", 450e9, kNvlink4Efficiency, kNvlink4Latency,
+                                          {kNvlinkH100Ring, kAzureH100, kAzureA100}),
+                                   kNvlink4LlEfficiency, kNvlink4LlLatency),
+                  kNvlink4NvlsEfficiency, kNvlink4NvlsLatency),
+        "NVLink 4 + NVSwitch (DGX H100/H200), 450 GB/s per GPU per direction, NVLink SHARP"}},
+      {"nvlink5",
+       {with_low_latency(fabric("nvlink5", 900e9, kNvlink5Efficiency, kNvlink5Latency, {kAzureGB200}),
+                         kNvlink5LlEfficiency, kNvlink5LlLatency),
+        "NVLink 5 (B200/GB200), 900 GB/s per GPU per direction"}},
+      {"ib-hdr",
+       {fabric("ib-hdr", 25e9, 24.0 / 25.0, 9.6e-6, {kIbHdr, kNcclTuning}), "HDR InfiniBand, 200 Gb/s per NIC"}},
+      {"ib-ndr",
+       {fabric("ib-ndr", 50e9, 24.0 / 25.0, 9.6e-6, {kIbHdr, kNcclTuning}),
+        "NDR InfiniBand, 400 Gb/s per NIC (HDR's measured protocol efficiency assumed)"}},
       {"roce-100g", {fabric("roce-100g", 12.5e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 100 Gb/s NIC"}},
       {"roce-200g", {fabric("roce-200g", 25e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 200 Gb/s NIC"}},
       {"roce-400g", {fabric("roce-400g", 50e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 400 Gb/s NIC"}},
@@ -164,7 +169,8 @@ FabricProfile parse_fabric_profile(const Json& value, const std::string& field) 
   if (!(f.bus_efficiency > 0 && f.bus_efficiency <= 1))
     throw InputError(r.field("bus_efficiency") + "=" + number(f.bus_efficiency) + " must be in (0, 1]");
   if (!(f.ll_bus_efficiency <= 1))
-    throw InputError(r.field("ll_bus_efficiency") + "=" + number(f.ll_bus_efficiency) + " must be in [0, 1] (0 = none)");
+    throw InputError(r.field("ll_bus_efficiency") + "=" + number(f.ll_bus_efficiency) +
+                     " must be in [0, 1] (0 = none)");
   return f;
 }
 
@@ -229,7 +235,8 @@ CollectivePlan plan_collective(CollectiveKind kind, CollectiveAlgorithm algorith
     if (t < best.time_s) best = {shape, true, t};
   }
   if (nvls && kind == CollectiveKind::AllReduce) {
-    const double t = f.nvls_latency_s + 2.0 * (n - 1) / n * bytes / (hop.bw_Bps * f.nvls_bus_efficiency / f.bus_efficiency);
+    const double t =
+        f.nvls_latency_s + 2.0 * (n - 1) / n * bytes / (hop.bw_Bps * f.nvls_bus_efficiency / f.bus_efficiency);
     if (t < best.time_s) best = {CollectiveAlgorithm::Nvls, false, t};
   }
   return best;

@@ -14,8 +14,9 @@ enum class CollectiveAlgorithm { Ring, Tree, Nvls };
 /// Collective performance over one fabric as NCCL achieves it. NCCL's tuner runs every collective with the protocol
 /// (and, where it has a choice, the algorithm) its cost model predicts fastest; two protocols are modelled, each a
 /// per-step latency and a bandwidth:
-///   bandwidth protocol (NCCL's Simple)       a ring step of n bytes costs step_latency_s + n / (link_bw_Bps * bus_efficiency)
+///   bandwidth protocol (NCCL's Simple)       step_latency_s + n / (link_bw_Bps * bus_efficiency)
 ///   low-latency protocol (NCCL's LL, LL128)  ll_step_latency_s + n / (link_bw_Bps * ll_bus_efficiency)
+/// for a ring step of n bytes,
 /// so small messages are latency-bound, mid-sized ones run at the low-latency protocol's lower bandwidth until the
 /// bandwidth protocol's fixed cost pays off, and large ones reach the measured nccl-tests bus bandwidth.
 struct FabricProfile {

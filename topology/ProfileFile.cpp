@@ -69,8 +69,9 @@ ProfileFile load_profile_file(const std::string& path) {
   if (const Json* comm = r.child("comm")) {
     ObjectReader c(*comm, path + ": comm");
     if (c.has("fabric"))
-      throw InputError(c.field("fabric") + ": a profile's fabric names where it runs, intra_node or inter_node "
-                                           "(re-run placesim calibrate, or rename the key)");
+      throw InputError(c.field("fabric") +
+                       ": a profile's fabric names where it runs, intra_node or inter_node "
+                       "(re-run placesim calibrate, or rename the key)");
     if (const Json* f = c.child("intra_node")) file.intra_node = parse_fabric_profile(*f, c.field("intra_node"));
     if (const Json* f = c.child("inter_node")) file.inter_node = parse_fabric_profile(*f, c.field("inter_node"));
     c.finish();
@@ -86,7 +87,9 @@ ProfileFile load_profile_file(const std::string& path) {
   return file;
 }
 
-ComputeProfile load_compute_profile(const std::string& path) { return load_profile_file(path).compute; }
+ComputeProfile load_compute_profile(const std::string& path) {
+  return load_profile_file(path).compute;
+}
 
 Json compute_profile_to_json(const ComputeProfile& p) {
   return Json{{"gemm_peak_efficiency", p.gemm_peak_efficiency},
