@@ -21,7 +21,7 @@ TpExposure tp_exposure(const Experiment& e, const AcceleratorSpec& acc, const Fa
     return std::max(0.0, comm_s - gemm_s) + penalty * std::min(comm_s, gemm_s);
   };
   if (!e.strategy.sp) {
-    const auto algorithm = tp_fabric.nvls_bus_efficiency > 0 ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring;
+    const auto algorithm = tp_fabric.has_nvls() ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring;
     const double all_reduce = time(CollectiveKind::AllReduce, algorithm);
     x.forward_s = 2 * all_reduce;
     const double hidden = hidden_behind(all_reduce, col.qkv_wgrad_s) + hidden_behind(all_reduce, col.fc1_wgrad_s);
