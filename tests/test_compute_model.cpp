@@ -178,7 +178,8 @@ TEST_CASE("Logit and embedding layers split the vocabulary over tp") {
 
 TEST_CASE("Every accelerator preset equals its profile file in topology/profiles") {
   for (const auto& [name, description] : accelerator_preset_list()) {
-    ComputeProfile file = load_compute_profile(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/" + name + ".json");
+    ComputeProfile file =
+        load_profile_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/" + name + ".json").compute;
     ComputeProfile preset = accelerator_preset(name, "test").profile;
     INFO(name);
     CHECK(compute_profile_to_json(file) == compute_profile_to_json(preset));
@@ -235,5 +236,5 @@ TEST_CASE("A profile file with a negative field is refused naming the field and 
   Json p = read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/a100-80gb.json");
   p["compute"]["gemm_latency_s"] = -1e-6;
   std::string path = write_temp("profile-negative.json", p.dump());
-  CHECK_THROWS_WITH(load_compute_profile(path), Catch::Contains("compute.gemm_latency_s=-1e-06 must not be negative"));
+  CHECK_THROWS_WITH(load_profile_file(path), Catch::Contains("compute.gemm_latency_s=-1e-06 must not be negative"));
 }

@@ -84,8 +84,6 @@ struct ProfileFile {
   std::optional<FabricProfile> intra_node, inter_node;
 };
 ProfileFile load_profile_file(const std::string& path);
-/// load_profile_file(path).compute.
-ComputeProfile load_compute_profile(const std::string& path);
 /// The profile as the "compute" object of a profile file.
 Json compute_profile_to_json(const ComputeProfile& p);
 

@@ -87,10 +87,6 @@ ProfileFile load_profile_file(const std::string& path) {
   return file;
 }
 
-ComputeProfile load_compute_profile(const std::string& path) {
-  return load_profile_file(path).compute;
-}
-
 Json compute_profile_to_json(const ComputeProfile& p) {
   return Json{{"gemm_peak_efficiency", p.gemm_peak_efficiency},
               {"gemm_latency_s", p.gemm_latency_s},
