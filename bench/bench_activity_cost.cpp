@@ -34,9 +34,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/Platform.hpp"
-#include "sim/Simulator.hpp"
-#include "topology/Cluster.hpp"
+#include "sim/backend/Platform.hpp"
+#include "sim/backend/Simulator.hpp"
+#include "topology/cluster/Cluster.hpp"
 
 namespace sg = simgrid::s4u;
 using namespace placesim;

@@ -5,8 +5,8 @@
 #include <ctime>
 #include <vector>
 
-#include "strategies/Analytic.hpp"
-#include "strategies/Validity.hpp"
+#include "strategies/analytic/Analytic.hpp"
+#include "strategies/placement/Validity.hpp"
 
 using namespace placesim;
 

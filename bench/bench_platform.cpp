@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <simgrid/s4u.hpp>
 
-#include "sim/Platform.hpp"
+#include "sim/backend/Platform.hpp"
 
 using namespace placesim;
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <functional>
 
-#include "sim/StaleSgd.hpp"
+#include "sim/converge/StaleSgd.hpp"
 #include "tests/TraceBuilders.hpp"
 
 using namespace placesim;

@@ -8,9 +8,9 @@
 #include <ctime>
 #include <thread>
 
-#include "sim/SweepRunner.hpp"
-#include "traces/SweepFile.hpp"
-#include "traces/SweepRows.hpp"
+#include "sim/sweep/SweepRunner.hpp"
+#include "traces/sweep/SweepFile.hpp"
+#include "traces/sweep/SweepRows.hpp"
 
 using namespace placesim;
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "traces/TraceValidator.hpp"
+#include "traces/chrome/TraceValidator.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

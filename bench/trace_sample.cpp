@@ -8,8 +8,8 @@
 #include <string>
 
 #include "tests/SyntheticPipeline.hpp"
-#include "traces/ChromeTrace.hpp"
-#include "traces/Svg.hpp"
+#include "traces/chrome/ChromeTrace.hpp"
+#include "traces/svg/Svg.hpp"
 
 int main(int argc, char** argv) {
   using namespace placesim;

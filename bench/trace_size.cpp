@@ -10,8 +10,8 @@
 #include <string>
 
 #include "tests/SyntheticPipeline.hpp"
-#include "traces/ChromeTrace.hpp"
-#include "traces/TraceOptions.hpp"
+#include "traces/chrome/ChromeTrace.hpp"
+#include "traces/chrome/TraceOptions.hpp"
 
 int main(int argc, char** argv) {
   using namespace placesim;

@@ -3,8 +3,8 @@
 // all-reduce (not overlapped, as in Megatron-LM 2021) and the optimizer step. DGX A100 / Selene only.
 #include <cstdio>
 
-#include "strategies/TpLayerTimes.hpp"
-#include "strategies/Layout.hpp"
+#include "strategies/analytic/TpLayerTimes.hpp"
+#include "strategies/placement/Layout.hpp"
 
 using namespace placesim;
 

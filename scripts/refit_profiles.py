@@ -4,7 +4,7 @@
 Runs `placesim calibrate topology/profiles/measurements/<name>.json` for each accelerator, rounds the fitted compute
 and fabric figures to four significant digits (the precision of the built-in constants), applies the transfers the
 measurements cannot supply (below), writes topology/profiles/<name>.json, and prints the constants that
-topology/CalibratedProfiles.cpp and topology/CommProfile.cpp must hold (a test compares them with the files).
+topology/hardware/CalibratedProfiles.cpp and topology/hardware/CommProfile.cpp must hold (a test compares them with the files).
 
 Usage: scripts/refit_profiles.py [build/placesim]
 """
@@ -94,11 +94,11 @@ def main(argv):
     write("a100-40gb", a100)
     fitted["a100-40gb"] = a100
 
-    print("topology/CalibratedProfiles.cpp:")
+    print("topology/hardware/CalibratedProfiles.cpp:")
     for name in ["a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200"]:
         values = ", ".join(repr(fitted[name]["compute"][k]) for k in COMPUTE_ORDER)
         print(f'      {{"{name}", {{{values}}}}},')
-    print("topology/CommProfile.cpp (fabric of each accelerator's reference system):")
+    print("topology/hardware/CommProfile.cpp (fabric of each accelerator's reference system):")
     for name in ORDER:
         fabric = fitted[name].get("comm", {}).get("intra_node", {})
         shown = {k: v for k, v in fabric.items() if k not in ("sources", "name", "link_bw")}

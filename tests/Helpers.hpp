@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "strategies/Experiment.hpp"
+#include "strategies/placement/Experiment.hpp"
 
 namespace placesim::test {
 

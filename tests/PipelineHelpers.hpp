@@ -1,7 +1,7 @@
 #pragma once
-#include "strategies/PipelineEval.hpp"
-#include "strategies/PipelineMetrics.hpp"
-#include "strategies/PipelineSchedule.hpp"
+#include "strategies/pipeline/PipelineEval.hpp"
+#include "strategies/pipeline/PipelineMetrics.hpp"
+#include "strategies/pipeline/PipelineSchedule.hpp"
 
 namespace placesim::test {
 

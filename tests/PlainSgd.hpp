@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "sim/Objectives.hpp"
+#include "sim/converge/Objectives.hpp"
 
 namespace placesim::test {
 

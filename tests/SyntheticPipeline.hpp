@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "sim/Record.hpp"
+#include "strategies/graph/Record.hpp"
 
 namespace placesim::test {
 

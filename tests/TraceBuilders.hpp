@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "strategies/UpdateTrace.hpp"
+#include "strategies/pipeline/UpdateTrace.hpp"
 
 namespace placesim::test {
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "sim/Record.hpp"
+#include "strategies/graph/Record.hpp"
 
 namespace placesim::test {
 

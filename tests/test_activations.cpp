@@ -7,8 +7,8 @@
 //   full recompute        2sbh (2sbh/t with SP)
 #include <catch2/catch.hpp>
 
-#include "strategies/Analytic.hpp"
-#include "strategies/Layout.hpp"
+#include "strategies/analytic/Analytic.hpp"
+#include "strategies/placement/Layout.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "strategies/Calibration.hpp"
-#include "strategies/ComputeModel.hpp"
+#include "strategies/calibrate/Calibration.hpp"
+#include "strategies/analytic/ComputeModel.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;

@@ -2,10 +2,10 @@
 
 #include "tests/SyntheticPipeline.hpp"
 #include "tests/TraceFixtures.hpp"
-#include "traces/ChromeTrace.hpp"
-#include "traces/OutputFile.hpp"
-#include "traces/TraceValidator.hpp"
-#include "workloads/Error.hpp"
+#include "traces/chrome/ChromeTrace.hpp"
+#include "traces/output/OutputFile.hpp"
+#include "traces/chrome/TraceValidator.hpp"
+#include "workloads/json/Error.hpp"
 
 using namespace placesim;
 using placesim::test::ScratchFile;

@@ -2,7 +2,7 @@
 // throwing case per validation rule.
 #include <catch2/catch.hpp>
 
-#include "topology/Cluster.hpp"
+#include "topology/cluster/Cluster.hpp"
 
 using namespace placesim;
 using Catch::Contains;

@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "tests/Helpers.hpp"
-#include "topology/CommProfile.hpp"
+#include "topology/hardware/CommProfile.hpp"
 
 using namespace placesim;
 

@@ -2,11 +2,11 @@
 #include <cstdio>
 #include <fstream>
 
-#include "strategies/ComputeModel.hpp"
-#include "strategies/TpLayerTimes.hpp"
+#include "strategies/analytic/ComputeModel.hpp"
+#include "strategies/analytic/TpLayerTimes.hpp"
 #include "tests/Helpers.hpp"
-#include "topology/Cluster.hpp"
-#include "workloads/Training.hpp"
+#include "topology/cluster/Cluster.hpp"
+#include "workloads/model/Training.hpp"
 
 using namespace placesim;
 

@@ -3,9 +3,9 @@
 // Richtarik, arXiv 2606.03498); a time budget cuts a run exactly where an endless run would be.
 #include <catch2/catch.hpp>
 
-#include "sim/Converge.hpp"
-#include "sim/TraceDelays.hpp"
-#include "strategies/PipelineTimeline.hpp"
+#include "sim/converge/Converge.hpp"
+#include "sim/converge/TraceDelays.hpp"
+#include "strategies/pipeline/PipelineTimeline.hpp"
 #include "tests/Helpers.hpp"
 #include "tests/PipelineHelpers.hpp"
 #include "tests/PlainSgd.hpp"

@@ -6,7 +6,7 @@
 #include "tests/Helpers.hpp"
 #include "tests/TraceFixtures.hpp"
 #include "tests/XmlCheck.hpp"
-#include "workloads/JsonReader.hpp"
+#include "workloads/json/JsonReader.hpp"
 
 using namespace placesim;
 using test::ScratchFile;

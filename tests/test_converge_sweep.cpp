@@ -3,11 +3,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "sim/ConvergeSweep.hpp"
-#include "sim/Minimum.hpp"
+#include "sim/converge/ConvergeSweep.hpp"
+#include "sim/converge/Minimum.hpp"
 #include "tests/XmlCheck.hpp"
-#include "traces/ConvergeSweepOutput.hpp"
-#include "traces/SvgPlot.hpp"
+#include "sim/converge/ConvergeSweepOutput.hpp"
+#include "traces/svg/SvgPlot.hpp"
 
 using namespace placesim;
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "tests/TraceBuilders.hpp"
-#include "traces/ConvergenceOutput.hpp"
+#include "sim/converge/ConvergenceOutput.hpp"
 
 using namespace placesim;
 

@@ -1,7 +1,7 @@
 // The "convergence" section and the executor's refusals: one throwing test per rule.
 #include <catch2/catch.hpp>
 
-#include "sim/StaleSgd.hpp"
+#include "sim/converge/StaleSgd.hpp"
 #include "tests/TraceBuilders.hpp"
 
 using namespace placesim;

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <boost/graph/topological_sort.hpp>
 
-#include "strategies/Analytic.hpp"
-#include "strategies/Expand.hpp"
-#include "strategies/Mesh.hpp"
+#include "strategies/analytic/Analytic.hpp"
+#include "strategies/expand/Expand.hpp"
+#include "strategies/placement/Mesh.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;

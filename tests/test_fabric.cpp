@@ -1,7 +1,7 @@
 // Rails, leaves and routes of topology/Fabric on tiny clusters, without SimGrid.
 #include <catch2/catch.hpp>
 
-#include "topology/Fabric.hpp"
+#include "topology/cluster/Fabric.hpp"
 
 using namespace placesim;
 using Catch::Contains;

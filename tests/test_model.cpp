@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/Helpers.hpp"
-#include "workloads/Model.hpp"
+#include "workloads/model/Model.hpp"
 
 using namespace placesim;
 

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "sim/Objectives.hpp"
-#include "sim/Random.hpp"
-#include "sim/SyntheticData.hpp"
+#include "sim/converge/Objectives.hpp"
+#include "sim/converge/Random.hpp"
+#include "sim/converge/SyntheticData.hpp"
 
 using namespace placesim;
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "tests/Helpers.hpp"
-#include "workloads/JsonReader.hpp"
+#include "workloads/json/JsonReader.hpp"
 
 using namespace placesim;
 

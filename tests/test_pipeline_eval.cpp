@@ -5,7 +5,7 @@
 #include <chrono>
 #include <map>
 
-#include "strategies/AbstractPipeline.hpp"
+#include "strategies/pipeline/AbstractPipeline.hpp"
 #include "tests/PipelineHelpers.hpp"
 
 using namespace placesim;

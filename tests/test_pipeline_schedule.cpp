@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "strategies/AbstractPipeline.hpp"
+#include "strategies/pipeline/AbstractPipeline.hpp"
 #include "tests/PipelineHelpers.hpp"
 
 using namespace placesim;

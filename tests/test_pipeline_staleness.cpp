@@ -8,7 +8,7 @@
 #include <map>
 #include <tuple>
 
-#include "strategies/AbstractPipeline.hpp"
+#include "strategies/pipeline/AbstractPipeline.hpp"
 #include "tests/PipelineHelpers.hpp"
 
 using namespace placesim;

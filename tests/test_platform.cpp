@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <simgrid/s4u.hpp>
 
-#include "sim/Platform.hpp"
+#include "sim/backend/Platform.hpp"
 
 using namespace placesim;
 using Catch::Contains;

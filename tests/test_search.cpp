@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "strategies/Search.hpp"
+#include "strategies/sweep/Search.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;

@@ -2,8 +2,8 @@
 // simulation in its own process.
 #include <catch2/catch.hpp>
 
-#include "sim/Simulator.hpp"
-#include "strategies/TaskGraph.hpp"
+#include "sim/backend/Simulator.hpp"
+#include "strategies/graph/TaskGraph.hpp"
 
 using namespace placesim;
 

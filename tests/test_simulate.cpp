@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "tests/Helpers.hpp"
-#include "workloads/JsonReader.hpp"
+#include "workloads/json/JsonReader.hpp"
 
 using placesim::Json;
 using placesim::test::run_placesim;

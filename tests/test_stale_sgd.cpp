@@ -2,7 +2,7 @@
 // trace it takes the gradient at the versions the trace names; Average averages; equal input, equal output.
 #include <catch2/catch.hpp>
 
-#include "sim/StaleSgd.hpp"
+#include "sim/converge/StaleSgd.hpp"
 #include "tests/PlainSgd.hpp"
 #include "tests/TraceBuilders.hpp"
 

@@ -4,9 +4,9 @@
 
 #include "tests/TraceFixtures.hpp"
 #include "tests/XmlCheck.hpp"
-#include "traces/OutputFile.hpp"
-#include "traces/Svg.hpp"
-#include "workloads/Error.hpp"
+#include "traces/output/OutputFile.hpp"
+#include "traces/svg/Svg.hpp"
+#include "workloads/json/Error.hpp"
 
 using namespace placesim;
 using placesim::test::ScratchFile;

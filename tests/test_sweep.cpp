@@ -2,11 +2,11 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "strategies/SweepPoint.hpp"
+#include "strategies/sweep/SweepPoint.hpp"
 #include "tests/Helpers.hpp"
-#include "traces/Report.hpp"
-#include "traces/SweepFile.hpp"
-#include "traces/SweepRows.hpp"
+#include "traces/report/Report.hpp"
+#include "traces/sweep/SweepFile.hpp"
+#include "traces/sweep/SweepRows.hpp"
 
 using namespace placesim;
 

@@ -16,8 +16,8 @@
 #include <sstream>
 #include <thread>
 
-#include "sim/Progress.hpp"
-#include "sim/Subprocess.hpp"
+#include "sim/sweep/Progress.hpp"
+#include "sim/sweep/Subprocess.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;
@@ -393,7 +393,7 @@ TEST_CASE("plot_sweep.py draws a PNG and an SVG from sweep results") {
   write(dir / "sweep.json", R"({"base": {"model": "gpt-1.7b", "training": {"global_batch": 512}, "strategy": "dp"},
       "axes": {"strategy.preset": ["dp", "zero1", "zero3"], "strategy.dp": {"from": 1, "to": 64, "times": 2}}})");
   REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --quiet") == 0);
-  std::string script = std::string(PLACESIM_SOURCE_DIR) + "/traces/plot_sweep.py";
+  std::string script = std::string(PLACESIM_SOURCE_DIR) + "/traces/sweep/plot_sweep.py";
   std::string command = "/usr/bin/python3 " + script + " " + dir / "r.jsonl" +
                         " --x strategy.dp --y memory.total_bytes " + "--hue strategy.preset --out " + dir / "plot.png" +
                         " --out " + dir / "plot.svg 2>&1";

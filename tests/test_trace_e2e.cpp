@@ -10,10 +10,10 @@
 #include <fstream>
 
 #include "tests/Helpers.hpp"
-#include "traces/ChromeTrace.hpp"
-#include "traces/OutputFile.hpp"
-#include "traces/TraceValidator.hpp"
-#include "workloads/JsonReader.hpp"
+#include "traces/chrome/ChromeTrace.hpp"
+#include "traces/output/OutputFile.hpp"
+#include "traces/chrome/TraceValidator.hpp"
+#include "workloads/json/JsonReader.hpp"
 
 using namespace placesim;
 using placesim::test::run_placesim;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "traces/TraceOptions.hpp"
-#include "workloads/Error.hpp"
+#include "traces/chrome/TraceOptions.hpp"
+#include "workloads/json/Error.hpp"
 
 using namespace placesim;
 

@@ -5,10 +5,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "strategies/LayerTimes.hpp"
-#include "strategies/TpLayerTimes.hpp"
+#include "strategies/analytic/LayerTimes.hpp"
+#include "strategies/analytic/TpLayerTimes.hpp"
 #include "tests/Helpers.hpp"
-#include "topology/Cluster.hpp"
+#include "topology/cluster/Cluster.hpp"
 
 using namespace placesim;
 

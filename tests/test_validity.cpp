@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "strategies/Layout.hpp"
-#include "strategies/Validity.hpp"
+#include "strategies/placement/Layout.hpp"
+#include "strategies/placement/Validity.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;

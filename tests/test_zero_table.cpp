@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "strategies/Analytic.hpp"
+#include "strategies/analytic/Analytic.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;

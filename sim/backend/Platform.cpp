@@ -1,0 +1,139 @@
+#include "sim/backend/Platform.hpp"
+
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <array>
+#include <simgrid/s4u.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "topology/cluster/Fabric.hpp"
+
+namespace placesim {
+
+namespace {
+
+namespace s4u = simgrid::s4u;
+using Direction = s4u::LinkInRoute::Direction;
+
+constexpr std::array<LinkKind, 5> kLinkKinds = {LinkKind::NvLink, LinkKind::Pcie, LinkKind::Nic, LinkKind::LeafUplink,
+                                                LinkKind::SpinePort};
+
+// Creates each link the first time a route crosses it, so that NICs and uplinks no declared pair uses cost nothing.
+class Links {
+ public:
+  Links(const Fabric& fabric, s4u::NetZone* zone) : fabric_(fabric), zone_(zone) {
+    for (LinkKind kind : kLinkKinds) slots_[static_cast<int>(kind)].assign(fabric.link_count(kind), nullptr);
+  }
+
+  // The route as SimGrid wants it; `reverse` gives the way back (links in reverse order, directions swapped).
+  std::vector<s4u::LinkInRoute> route(const std::vector<Hop>& hops, bool reverse) {
+    std::vector<s4u::LinkInRoute> out;
+    out.reserve(hops.size());
+    for (const Hop& hop : hops) out.emplace_back(link(hop.link), hop.up != reverse ? Direction::UP : Direction::DOWN);
+    if (reverse) std::reverse(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  s4u::SplitDuplexLink* link(LinkId id) {
+    s4u::SplitDuplexLink*& slot = slots_[static_cast<int>(id.kind)].at(id.index);
+    if (!slot) {
+      LinkParams p = fabric_.link(id);
+      slot = zone_->create_split_duplex_link(p.name, p.bw_Bps);
+      slot->set_latency(p.latency_s)->seal();
+    }
+    return slot;
+  }
+
+  const Fabric& fabric_;
+  s4u::NetZone* zone_;
+  std::array<std::vector<s4u::SplitDuplexLink*>, kLinkKinds.size()> slots_;
+};
+
+// Both directions of a route between two netpoints. Bypass routes are one-way, so the way back is declared too.
+void add_route(s4u::NetZone* zone, Links& links, s4u::Host* a, s4u::Host* b, const std::vector<Hop>& hops) {
+  zone->add_bypass_route(a->get_netpoint(), b->get_netpoint(), nullptr, nullptr, links.route(hops, false));
+  zone->add_bypass_route(b->get_netpoint(), a->get_netpoint(), nullptr, nullptr, links.route(hops, true));
+}
+
+std::uint64_t pair_key(int a, int b, int devices) {
+  return static_cast<std::uint64_t>(std::min(a, b)) * static_cast<std::uint64_t>(devices) +
+         static_cast<std::uint64_t>(std::max(a, b));
+}
+
+// Hosts of every GPU and every node's CPU with its NVMe disk.
+void create_hosts(s4u::NetZone* zone, const ClusterSpec& c, Platform& platform) {
+  platform.gpus.reserve(c.devices());
+  for (int g = 0; g < c.devices(); ++g)
+    platform.gpus.push_back(zone->create_host("gpu-" + std::to_string(g), c.accelerator.peak_bf16_flops));
+  for (int n = 0; n < c.nodes; ++n) {
+    // One core per GPU at host_flops each: one GPU's offloaded optimizer gets exactly host_flops, even alone.
+    s4u::Host* cpu = zone->create_host("cpu-" + std::to_string(n), c.host_flops)->set_core_count(c.gpus_per_node);
+    platform.cpus.push_back(cpu);
+    platform.nvme.push_back(cpu->create_disk("nvme-" + std::to_string(n), c.nvme_read_Bps, c.nvme_write_Bps)->seal());
+  }
+  // Fixed-length delays (exact alpha-beta collectives) run as executions on a host with a core per activity, so
+  // concurrent delays never share a core: an execution of d x 1e9 FLOP takes exactly d seconds.
+  platform.timer = zone->create_host("timer", 1e9)->set_core_count(1 << 24);
+}
+
+}  // namespace
+
+bool Platform::has_route(int a, int b) const {
+  if (a < 0 || b < 0 || a >= devices || b >= devices || a == b) return false;
+  return std::binary_search(routed_pairs.begin(), routed_pairs.end(), pair_key(a, b, devices));
+}
+
+void configure_engine(s4u::Engine& engine, const ClusterSpec& cluster) {
+  xbt_log_control_set("root.thresh:critical");
+  // SimGrid's default LV08 model inflates latency x13.01, caps bandwidth at 97% and TCP-gamma bounds each flow by
+  // gamma / (2 latency): with these three settings a transfer takes exactly sum(latency) + bytes / bandwidth.
+  engine.set_config("network/model:CM02");
+  engine.set_config("network/TCP-gamma:0");
+  engine.set_config("network/crosstraffic:0");
+  for (const auto& [key, value] : cluster.simgrid_config) {
+    try {
+      engine.set_config(key + ":" + value);
+    } catch (const std::exception& e) {
+      std::string reason = e.what();
+      reason = reason.substr(0, reason.find('\n'));
+      throw InputError("cluster.simgrid_config." + key + "=" + value + " is refused by SimGrid: " + reason);
+    }
+  }
+}
+
+Platform build_platform(s4u::Engine& engine, const ClusterSpec& cluster,
+                        const std::vector<std::pair<int, int>>& pairs) {
+  if (engine.get_netzone_root() != nullptr)  // SimGrid would abort the process instead
+    throw std::logic_error("build_platform: this process already has a SimGrid platform (one simulation per process)");
+  Fabric fabric(cluster);  // validates the cluster before SimGrid sees any of it
+  Platform platform;
+  platform.devices = cluster.devices();
+  // Every pair is checked (and deduplicated) before the first zone exists, so bad input leaves SimGrid untouched.
+  platform.routed_pairs.reserve(pairs.size());
+  for (auto [a, b] : pairs) {
+    fabric.route(a, b);  // throws, naming the devices, for a pair without a route
+    platform.routed_pairs.push_back(pair_key(a, b, platform.devices));
+  }
+  std::sort(platform.routed_pairs.begin(), platform.routed_pairs.end());
+  platform.routed_pairs.erase(std::unique(platform.routed_pairs.begin(), platform.routed_pairs.end()),
+                              platform.routed_pairs.end());
+
+  configure_engine(engine, cluster);
+  // Netpoint names are global: a fixed zone name keeps a cluster named "gpu-0" from clashing with a host.
+  s4u::NetZone* zone = s4u::create_empty_zone("cluster");
+  create_hosts(zone, cluster, platform);
+  Links links(fabric, zone);
+  for (int g = 0; g < platform.devices; ++g)
+    add_route(zone, links, platform.gpus[g], platform.cpus[g / cluster.gpus_per_node], fabric.host_route(g));
+  for (std::uint64_t key : platform.routed_pairs) {
+    int a = static_cast<int>(key / platform.devices), b = static_cast<int>(key % platform.devices);
+    add_route(zone, links, platform.gpus[a], platform.gpus[b], fabric.route(a, b));
+  }
+  zone->seal();
+  return platform;
+}
+
+}  // namespace placesim

@@ -1,0 +1,69 @@
+#pragma once
+// The cluster as a SimGrid platform. Every arrow is a full-duplex link (an independent SimGrid link per direction);
+// a route pays the latency of every link it crosses and the bandwidth of the most contended one (CM02 max-min).
+//
+//        node n                                                  leaf switches          spine (non-blocking)
+//   +---------------------------------------------+
+//   | gpu0 --nvlink-0--+                          |  oversubscription = 1:
+//   | gpu1 --nvlink-1--+-- NVSwitch (no link:     |    nic-n.r --[leaf]-- spine-n.r --[spine]
+//   |  ...             |   non-blocking)          |    (per-NIC share of a non-blocking leaf's uplinks)
+//   | gpuK --nvlink-K--+                          |  oversubscription > 1:
+//   |                                             |    nic-n.r --[leaf l]-- uplink-l --[spine]
+//   | gpu_i --pcie-i-- cpu-n (host_flops x K)     |    uplink-l: NICs of leaf l x nic_bw / oversubscription,
+//   |                    +-- nvme-n (disk)        |              shared by all of them
+//   | gpu_i ---------------- nic-n.r (rail r) ----+--> leaf (see topology/Fabric.hpp for leaf numbering)
+//   +---------------------------------------------+
+//
+// GPU -> GPU, same node:   nvlink-i up, nvlink-j down
+//                          = 2 x nvlink_latency + bytes / nvlink_bw (contention: the two GPUs' own links only)
+// GPU -> GPU, other node:  nic(src) up, [uplink/spine port of src leaf up, of dst leaf down], nic(dst) down
+//                          same leaf:    2 x nic_latency + 1 x switch_latency + bytes / nic_bw
+//                          across leaves: 2 x nic_latency + 3 x switch_latency + bytes / min(nic_bw, uplink share)
+// GPU <-> its own CPU:     pcie-i (up towards the CPU) = pcie_latency + bytes / pcie_bw
+// NVMe:                    a SimGrid disk on cpu-n, nvme_read_bw / nvme_write_bw, no latency.
+// The GPU's PCIe path to its NIC (GPUDirect RDMA through a PCIe switch) is not modelled: it is assumed never to be
+// the bottleneck and does not contend with host <-> device copies.
+//
+// Routes are declared only for the GPU pairs a run uses (plus every GPU <-> own CPU) and stored sparsely as
+// SimGrid bypass routes of an otherwise route-less zone: SimGrid's full zone keeps a P x P table of route pointers
+// whatever is declared (2.7 GB at 16,384 GPUs), while bypass routes cost memory per declared route only.
+#include <simgrid/forward.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "topology/cluster/Cluster.hpp"
+
+namespace placesim {
+
+/// The SimGrid resources of one cluster.
+struct Platform {
+  std::vector<simgrid::s4u::Host*> gpus;  ///< index = global device = node * gpus_per_node + local; speed = peak bf16
+  std::vector<simgrid::s4u::Host*> cpus;  ///< one per node; gpus_per_node cores of host_flops FLOP/s each
+  simgrid::s4u::Host* timer = nullptr;   ///< runs fixed delays: speed 1e9 FLOP/s, a core per concurrent delay
+  std::vector<simgrid::s4u::Disk*> nvme;  ///< one per node, attached to that node's cpu host
+  /// GPU pairs with a route (both directions), as min(a,b) * devices + max(a,b), sorted; see has_route().
+  std::vector<std::uint64_t> routed_pairs;
+  int devices = 0;
+
+  /// True if a transfer between GPUs a and b (either direction) was routed. SimGrid aborts the process on a
+  /// transfer without a route, so check before creating one whose pair may not have been declared.
+  bool has_route(int a, int b) const;
+};
+
+/// Silences SimGrid's logging and sets the network model configuration: network/model:CM02, network/TCP-gamma:0,
+/// network/crosstraffic:0, then cluster.simgrid_config in key order. Must be called before the first zone exists.
+/// A key or value SimGrid refuses is an InputError naming cluster.simgrid_config.<key>.
+void configure_engine(simgrid::s4u::Engine& engine, const ClusterSpec& cluster);
+
+/// Calls configure_engine, then builds one flat zone with a host per GPU (speed = accelerator.peak_bf16_flops), a
+/// host per node CPU with its NVMe disk, the links of the diagram above, and routes only for `pairs` (GPU <-> GPU
+/// device pairs the DAG uses, either order, duplicates allowed) plus GPU <-> own CPU over PCIe. Throws InputError for
+/// an invalid cluster, and naming the devices for a pair that is out of range or a device paired with itself;
+/// std::logic_error when the process already has a platform (SimGrid allows one per process).
+/// Cost: O(devices + pairs) time and memory.
+Platform build_platform(simgrid::s4u::Engine& engine, const ClusterSpec& cluster,
+                        const std::vector<std::pair<int, int>>& pairs);
+
+}  // namespace placesim

@@ -1,0 +1,92 @@
+#include "sim/backend/TaskNames.hpp"
+
+#include "workloads/json/Units.hpp"
+
+namespace placesim {
+
+namespace {
+
+std::string layers(int first, int count) {
+  if (first < 0) return "";
+  return count <= 1 ? " L" + std::to_string(first) : " L" + std::to_string(first) + "-" + std::to_string(first + count - 1);
+}
+
+std::string part(const Compute& c) {
+  if (c.part == ModelPart::Embedding) return " embedding";
+  if (c.part == ModelPart::Head) return " head";
+  return layers(c.layer, c.layers);
+}
+
+std::string microbatch(int mb) { return mb < 0 ? "" : " mb" + std::to_string(mb); }
+
+struct Describer {
+  const TaskGraph& g;
+  int device;
+  TaskRecord& r;
+
+  void operator()(const Compute& c) const {
+    static const char* verbs[] = {"fwd", "bwd", "recompute", "optimizer step"};
+    int k = c.kind == TaskKind::Forward ? 0 : c.kind == TaskKind::Backward ? 1 : c.kind == TaskKind::Recompute ? 2 : 3;
+    r.kind = c.kind;
+    r.name = verbs[k] + part(c) + microbatch(c.microbatch);
+    r.backward = c.kind == TaskKind::Backward || c.kind == TaskKind::Recompute;
+    r.layer = c.layer;
+    r.layers = c.layers;
+    r.microbatch = c.microbatch;
+    r.chunk = c.chunk;
+    r.weight_version = c.weight_version;
+    r.flops = c.flops;
+  }
+  void operator()(const Collective& c) const {
+    r.kind = TaskKind::Collective;
+    r.comm_class = c.cls;
+    r.name = std::string(to_string(c.op)) + " " + to_string(c.cls) + " grp" + std::to_string(c.group) +
+             layers(c.layer, c.layers) + microbatch(c.microbatch) + " " +
+             format_bytes(static_cast<double>(c.elems) * c.elem_bytes) + (c.repeat > 1 ? " x" + std::to_string(c.repeat) : "");
+    r.layer = c.layer;
+    r.layers = c.layers;
+    r.microbatch = c.microbatch;
+    r.backward = c.backward;
+    r.bytes = task_bytes_sent(g, *this->task, device);
+    r.algorithm = "ring";
+  }
+  void operator()(const P2P& p) const {
+    r.kind = TaskKind::P2P;
+    r.comm_class = p.cls;
+    r.name = std::string(p.backward ? "send grad" : "send act") + microbatch(p.microbatch) + " -> gpu" + std::to_string(p.dst);
+    r.microbatch = p.microbatch;
+    r.chunk = p.chunk;
+    r.bytes = p.bytes;
+    r.peer = p.dst;
+    r.backward = p.backward;
+    r.algorithm = "direct";
+  }
+  void operator()(const Offload& o) const {
+    r.kind = TaskKind::Offload;
+    r.name = std::string(o.to_host ? "d2h " : "h2d ") + to_string(o.state) + " " + format_bytes(o.bytes);
+    r.bytes = o.bytes;
+  }
+  void operator()(const HostCompute& h) const {
+    r.kind = TaskKind::HostCompute;
+    r.name = "cpu optimizer step";
+    r.flops = h.flops;
+  }
+  const Task* task = nullptr;
+};
+
+}  // namespace
+
+TaskRecord describe_task(const TaskGraph& g, TaskId id, int device) {
+  TaskRecord r;
+  const Task& t = g[id];
+  r.task = id;
+  r.device = device;
+  r.stream = task_stream(t);
+  r.stage = t.stage;
+  Describer d{g, device, r};
+  d.task = &t;
+  std::visit(d, t.body);
+  return r;
+}
+
+}  // namespace placesim

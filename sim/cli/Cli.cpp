@@ -1,0 +1,206 @@
+#include "sim/cli/Cli.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "sim/cli/Commands.hpp"
+#include "workloads/json/Units.hpp"
+
+namespace placesim {
+
+Args::Args(const std::vector<std::string>& argv, const std::vector<FlagSpec>& flags, const std::string& command) {
+  auto find = [&](const std::string& name) -> const FlagSpec* {
+    for (const auto& f : flags)
+      if (f.name == name) return &f;
+    return nullptr;
+  };
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 2 || arg.rfind("--", 0) != 0) {
+      positional_.push_back(arg);
+      continue;
+    }
+    std::string value;
+    bool inline_value = false;
+    if (auto eq = arg.find('='); eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      inline_value = true;
+    }
+    const FlagSpec* spec = find(arg);
+    if (!spec) {
+      std::vector<std::string> names;
+      for (const auto& f : flags) names.push_back(f.name);
+      std::string guess = nearest(arg, names);
+      throw InputError("placesim " + command + ": unknown option " + arg +
+                       (guess.empty() ? "" : " (did you mean " + guess + "?)") + "; see placesim " + command + " --help");
+    }
+    if (spec->value_name.empty()) {
+      if (inline_value) throw InputError("placesim " + command + ": option " + arg + " takes no value");
+      values_[arg].push_back("");
+    } else {
+      if (!inline_value) {
+        if (i + 1 >= argv.size()) throw InputError("placesim " + command + ": option " + arg + " needs a value " + spec->value_name);
+        value = argv[++i];
+      }
+      if (!spec->repeatable && values_.count(arg))
+        throw InputError("placesim " + command + ": option " + arg + " given twice");
+      values_[arg].push_back(value);
+    }
+  }
+}
+
+std::optional<std::string> Args::value(const std::string& flag) const {
+  auto it = values_.find(flag);
+  if (it == values_.end() || it->second.empty()) return std::nullopt;
+  return it->second.back();
+}
+
+std::vector<std::string> Args::values(const std::string& flag) const {
+  auto it = values_.find(flag);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::vector<FlagSpec> experiment_flags() {
+  return {{"--model", "NAME", "use this model preset instead of the file's model"},
+          {"--model-hf", "CONFIG.json", "use a Hugging Face config.json as the model"},
+          {"--strategy", "PRESET", "use this strategy preset (the file's strategy fields still override it)"},
+          {"--set", "PATH=VALUE", "set any experiment field, e.g. --set strategy.dp=64 (repeatable)", true},
+          {"--device-memory", "SIZE", "device memory to check the plan against, e.g. 80GiB"}};
+}
+
+Json default_experiment_json() {
+  return Json::parse(R"({
+    "name": "default: GPT-3 175B, Megatron-LM 3D (TP 8, PP 8, DP 16, SP, selective recompute) on 128 DGX A100",
+    "model": "gpt3-175b",
+    "training": {"global_batch": 1536, "micro_batch": 1, "recompute": "selective"},
+    "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 8, "dp": 16, "sp": true, "schedule": "1f1b"},
+    "cluster": {"preset": "dgx-a100", "nodes": 128}
+  })");
+}
+
+Json experiment_json_from_args(const Args& args, bool allow_default, std::string* base_dir) {
+  Json j;
+  const auto& pos = args.positional();
+  if (pos.size() > 1) throw InputError("expected one experiment file, got " + std::to_string(pos.size()) + " arguments");
+  bool from_flags = args.has("--model") || args.has("--model-hf");
+  if (!pos.empty() && pos.front() == "-") {
+    std::stringstream text;
+    text << std::cin.rdbuf();
+    j = parse_json_text(text.str(), "<stdin>");
+  } else if (!pos.empty()) {
+    j = read_json_file(pos.front());
+    if (base_dir) *base_dir = std::filesystem::path(pos.front()).parent_path().string();
+  } else if (from_flags) {
+    j = Json::object();
+    if (!args.has("--strategy")) j["strategy"] = "dp";
+  } else if (allow_default) {
+    j = default_experiment_json();
+    std::cerr << "placesim: no experiment file given; using the built-in default experiment\n";
+  } else {
+    throw InputError("no experiment file given (placesim <command> EXPERIMENT.json, or --model NAME --strategy PRESET)");
+  }
+  if (!j.is_object()) throw InputError("the experiment must be a JSON object");
+  if (auto m = args.value("--model")) j["model"] = *m;
+  if (auto hf = args.value("--model-hf")) j["model"] = Json{{"hf_config", *hf}};
+  if (auto s = args.value("--strategy")) set_path(j, "strategy.preset", *s);
+  for (const auto& assignment : args.values("--set")) {
+    auto eq = assignment.find('=');
+    if (eq == std::string::npos) throw InputError("--set " + assignment + ": expected PATH=VALUE");
+    set_path(j, assignment.substr(0, eq), parse_cli_value(assignment.substr(eq + 1)));
+  }
+  return j;
+}
+
+Experiment experiment_from_args(const Args& args, bool allow_default) {
+  std::string base_dir;
+  Json j = experiment_json_from_args(args, allow_default, &base_dir);
+  Experiment e = parse_experiment(j, base_dir);
+  if (auto mem = args.value("--device-memory")) {
+    e.device_memory_bytes = parse_bytes(*mem, "--device-memory");
+    if (!(e.device_memory_bytes > 0)) throw InputError("--device-memory=" + *mem + " must be positive");
+  }
+  return e;
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    std::cout.flush();
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw InputError("cannot write '" + path + "'");
+  out << text;
+  if (!out) throw InputError("failed writing '" + path + "'");
+}
+
+std::vector<Command> all_commands() {
+  return {command_analyze(),  command_check(),          command_simulate(),       command_sweep(),
+          command_search(),   command_pipeline_sweep(), command_converge(),       command_converge_sweep(),
+          command_calibrate(), command_presets()};
+}
+
+namespace {
+
+void print_help(const std::vector<Command>& commands) {
+  std::cout << "placesim " PLACESIM_VERSION " - placement-driven simulator of distributed training\n\n"
+               "usage: placesim <command> [arguments]   (placesim <command> --help for its options)\n\ncommands:\n";
+  for (const auto& c : commands) std::cout << "  " << c.name << std::string(16 - c.name.size(), ' ') << c.summary << "\n";
+}
+
+void print_command_help(const Command& c) {
+  std::cout << "usage: placesim " << c.name << " " << c.usage << "\n\n" << c.summary << "\n\noptions:\n";
+  for (const auto& f : c.flags) {
+    std::string left = f.name + (f.value_name.empty() ? "" : " " + f.value_name);
+    std::cout << "  " << left << std::string(left.size() < 26 ? 26 - left.size() : 1, ' ') << f.help << "\n";
+  }
+  std::cout << "  --help                    show this help\n";
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  std::vector<Command> commands = all_commands();
+  std::vector<std::string> rest(argv + 1, argv + argc);
+  if (rest.empty() || rest[0] == "--help" || rest[0] == "-h" || rest[0] == "help") {
+    print_help(commands);
+    return rest.empty() ? 2 : 0;
+  }
+  if (rest[0] == "--version") {
+    std::cout << "placesim " PLACESIM_VERSION "\n";
+    return 0;
+  }
+  const std::string name = rest[0];
+  rest.erase(rest.begin());
+  const Command* command = nullptr;
+  for (const auto& c : commands)
+    if (c.name == name) command = &c;
+  if (!command) {
+    std::vector<std::string> names;
+    for (const auto& c : commands) names.push_back(c.name);
+    std::string guess = nearest(name, names);
+    std::cerr << "placesim: unknown command '" << name << "'" << (guess.empty() ? "" : "; did you mean '" + guess + "'?")
+              << " (placesim --help lists the commands)\n";
+    return 2;
+  }
+  for (const auto& a : rest)
+    if (a == "--help" || a == "-h") {
+      print_command_help(*command);
+      return 0;
+    }
+  try {
+    Args args(rest, command->flags, command->name);
+    return command->run(args);
+  } catch (const InputError& e) {
+    std::cerr << "placesim " << name << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "placesim " << name << ": internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace placesim

@@ -1,0 +1,62 @@
+#pragma once
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strategies/placement/Experiment.hpp"
+
+namespace placesim {
+
+/// One command-line flag of a subcommand.
+struct FlagSpec {
+  std::string name;         ///< "--out"
+  std::string value_name;   ///< "FILE"; empty for a switch
+  std::string help;
+  bool repeatable = false;
+};
+
+/// Parsed arguments of one subcommand: positionals and flags. Unknown flags are refused, naming the nearest.
+class Args {
+ public:
+  Args(const std::vector<std::string>& argv, const std::vector<FlagSpec>& flags, const std::string& command);
+  const std::vector<std::string>& positional() const { return positional_; }
+  bool has(const std::string& flag) const { return values_.count(flag) > 0; }
+  std::optional<std::string> value(const std::string& flag) const;
+  std::vector<std::string> values(const std::string& flag) const;
+
+ private:
+  std::vector<std::string> positional_;
+  std::map<std::string, std::vector<std::string>> values_;
+};
+
+/// A subcommand of the `placesim` CLI.
+struct Command {
+  std::string name;
+  std::string summary;
+  std::string usage;  ///< the arguments after the command name
+  std::vector<FlagSpec> flags;
+  std::function<int(const Args&)> run;
+};
+
+/// The flags every experiment-reading command accepts (file, --model, --model-hf, --strategy, --set, ...).
+std::vector<FlagSpec> experiment_flags();
+/// The experiment JSON named by the arguments: the file (or the built-in default when none is given and
+/// `allow_default`), with --model / --model-hf / --strategy / --set / --device-memory applied on top.
+Json experiment_json_from_args(const Args& args, bool allow_default, std::string* base_dir);
+/// Parses and resolves the experiment named by the arguments.
+Experiment experiment_from_args(const Args& args, bool allow_default);
+/// The built-in default experiment (GPT-3 175B, Megatron-LM 3D on 128 DGX A100 nodes).
+Json default_experiment_json();
+
+/// Writes `text` to `path`, or to stdout when path is empty or "-".
+void write_output(const std::string& path, const std::string& text);
+
+/// Registers the subcommands; each command file adds its own with a registration function.
+std::vector<Command> all_commands();
+
+/// The CLI: dispatches to a subcommand; returns the process exit code (0 ok, 2 bad input, 1 internal error).
+int run_cli(int argc, char** argv);
+
+}  // namespace placesim

@@ -1,0 +1,242 @@
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "sim/cli/Commands.hpp"
+#include "strategies/pipeline/AbstractPipeline.hpp"
+#include "strategies/pipeline/PipelineSchedule.hpp"
+#include "traces/report/Report.hpp"
+
+namespace placesim {
+
+namespace {
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (Schedule s : all_schedules()) names.push_back(to_string(s));
+  return names;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, sep);) parts.push_back(part);
+  return parts;
+}
+
+int parse_int(const std::string& text, const std::string& flag) {
+  const Json v = parse_cli_value(text);
+  if (!v.is_number_integer() || v.get<std::int64_t>() != v.get<int>())
+    throw InputError(flag + "=" + text + " must be an integer");
+  return v.get<int>();
+}
+
+int int_flag(const Args& args, const std::string& flag, int fallback, int minimum) {
+  auto text = args.value(flag);
+  if (!text) return fallback;
+  const int v = parse_int(*text, flag);
+  if (v < minimum) throw InputError(flag + "=" + *text + " must be at least " + std::to_string(minimum));
+  return v;
+}
+
+double seconds_flag(const Args& args, const std::string& flag, double fallback, bool positive) {
+  auto text = args.value(flag);
+  if (!text) return fallback;
+  const Json v = parse_cli_value(*text);
+  const double seconds = v.is_number() ? v.get<double>() : -1;
+  if (!(positive ? seconds > 0 : seconds >= 0))
+    throw InputError(flag + "=" + *text + " must be a " + (positive ? "positive" : "non-negative") +
+                     " number of seconds");
+  return seconds;
+}
+
+// "2..64" (every S), "2,4,8" or a mix: "2..4,8,16".
+std::vector<int> parse_stages(const std::string& text) {
+  std::vector<int> out;
+  for (const std::string& part : split(text, ',')) {
+    auto dots = part.find("..");
+    if (dots == std::string::npos) {
+      out.push_back(parse_int(part, "--stages"));
+    } else {
+      const int from = parse_int(part.substr(0, dots), "--stages"), to = parse_int(part.substr(dots + 2), "--stages");
+      if (to < from) throw InputError("--stages=" + part + ": the range is empty");
+      for (int s = from; s <= to; ++s) out.push_back(s);
+    }
+  }
+  for (int s : out)
+    if (s < 1) throw InputError("--stages=" + text + ": stage counts must be at least 1");
+  return out;
+}
+
+std::vector<std::string> parse_schedules(const std::string& text) {
+  const std::vector<std::string> names = schedule_names();
+  std::vector<std::string> out = split(text, ',');
+  for (const std::string& s : out) {
+    if (std::find(names.begin(), names.end(), s) != names.end()) continue;
+    std::string guess = nearest(s, names);
+    throw InputError("--schedules: " + s + " is not a schedule" +
+                     (guess.empty() ? "" : " (did you mean " + guess + "?)"));
+  }
+  return out;
+}
+
+struct SweepConfig {
+  std::vector<int> stages;
+  std::vector<std::string> schedules;
+  int microbatches = 0, per_stage = 10, steps = 2, chunks = 2, local_steps = 5, replicas = 0, noam = 0;
+  double forward_s = 1, backward_s = 1, p2p_s = 0;
+};
+
+SweepConfig read_config(const Args& args) {
+  SweepConfig c;
+  c.stages = parse_stages(args.value("--stages").value_or("2,4,8,16,32,64"));
+  c.schedules = args.has("--schedules") ? parse_schedules(*args.value("--schedules")) : schedule_names();
+  c.microbatches = int_flag(args, "--microbatches", 0, 1);
+  c.per_stage = int_flag(args, "--microbatches-per-stage", 10, 1);
+  c.steps = int_flag(args, "--steps", 2, 1);
+  c.chunks = int_flag(args, "--chunks", 2, 1);
+  c.noam = int_flag(args, "--noam", 0, 1);
+  c.replicas = int_flag(args, "--replicas", 0, 1);
+  c.local_steps = int_flag(args, "--local-steps", 5, 1);
+  c.forward_s = seconds_flag(args, "--forward-s", 1, true);
+  c.backward_s = seconds_flag(args, "--backward-s", 1, true);
+  c.p2p_s = seconds_flag(args, "--p2p-s", 0, false);
+  return c;
+}
+
+Json section_for(const SweepConfig& c, const std::string& schedule, int stages) {
+  const int m = c.microbatches > 0 ? c.microbatches : c.per_stage * stages;
+  Json j{{"schedule", schedule},     {"stages", stages},           {"microbatches", m}, {"steps", c.steps},
+         {"forward_s", c.forward_s}, {"backward_s", c.backward_s}, {"p2p_s", c.p2p_s}};
+  if (schedule == "interleaved") j["chunks"] = c.chunks;
+  if ((schedule == "pipedream" || schedule == "pipedream-2bw") && c.noam > 0) j["noam"] = c.noam;
+  if (schedule == "localsgd") {
+    j["replicas"] = c.replicas > 0 ? c.replicas : stages;
+    j["local_steps"] = c.local_steps;
+  }
+  return j;
+}
+
+Json max_of(const Json& list) {
+  Json best = list.front();
+  for (const Json& v : list)
+    if (v.get<double>() > best.get<double>()) best = v;
+  return best;
+}
+
+// One row of the sweep: the steady-state delay, bubble and throughput of one (schedule, S).
+Json sweep_row(const SweepConfig& c, const std::string& schedule, int stages) {
+  const Json section = section_for(c, schedule, stages);
+  const Json report = simulate_abstract_pipeline(section, nullptr, nullptr);
+  const Json& p = report["pipeline"];
+  return Json{{"schedule", schedule},
+              {"stages", stages},
+              {"microbatches", section["microbatches"]},
+              {"steps", c.steps},
+              {"forward_s", c.forward_s},
+              {"backward_s", c.backward_s},
+              {"p2p_s", c.p2p_s},
+              {"max_delay", p["staleness"]["max_delay"]},
+              {"mean_delay", p["staleness"]["mean_delay"]},
+              {"bubble_fraction", p["bubble_fraction_mean"]},
+              {"throughput_microbatches_per_s", report["simulation"]["throughput_microbatches_per_s"]},
+              {"makespan_s", report["simulation"]["makespan_s"]},
+              {"stashed_versions_peak", max_of(p["stashed_versions_peak"])},
+              {"inflight_microbatches_peak", max_of(p["inflight_microbatches_peak"])},
+              {"version_lag_max", p["version_lag"]["max"]}};
+}
+
+std::string csv_cell(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();  // schedule names hold no comma or quote
+  return v.dump();
+}
+
+// Columns in the order of sweep_row (JSON objects iterate their keys alphabetically).
+const std::vector<std::string> kColumns = {"schedule",
+                                           "stages",
+                                           "microbatches",
+                                           "steps",
+                                           "forward_s",
+                                           "backward_s",
+                                           "p2p_s",
+                                           "max_delay",
+                                           "mean_delay",
+                                           "bubble_fraction",
+                                           "throughput_microbatches_per_s",
+                                           "makespan_s",
+                                           "stashed_versions_peak",
+                                           "inflight_microbatches_peak",
+                                           "version_lag_max"};
+
+std::string csv(const std::vector<Json>& rows) {
+  std::string out;
+  for (const std::string& column : kColumns) out += (column == kColumns.front() ? "" : ",") + column;
+  out += "\n";
+  for (const Json& row : rows) {
+    for (const std::string& column : kColumns) out += (column == kColumns.front() ? "" : ",") + csv_cell(row[column]);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string table(const std::vector<Json>& rows) {
+  std::string out = "schedule         S     M  max delay  mean delay  bubble   throughput  stash  lag\n";
+  char line[160];
+  for (const Json& r : rows) {
+    std::snprintf(line, sizeof line, "%-14s %3d %5d %10lld %11.2f %7.4f %12.4f %6lld %4lld\n",
+                  r["schedule"].get<std::string>().c_str(), r["stages"].get<int>(), r["microbatches"].get<int>(),
+                  static_cast<long long>(r["max_delay"].get<std::int64_t>()), r["mean_delay"].get<double>(),
+                  r["bubble_fraction"].get<double>(), r["throughput_microbatches_per_s"].get<double>(),
+                  static_cast<long long>(r["stashed_versions_peak"].get<std::int64_t>()),
+                  static_cast<long long>(r["version_lag_max"].get<std::int64_t>()));
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace
+
+Command command_pipeline_sweep() {
+  Command c;
+  c.name = "pipeline-sweep";
+  c.summary = "staleness, bubble and throughput of every pipeline schedule over stage counts (abstract stages)";
+  c.usage = "[--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]";
+  c.flags = {
+      {"--stages", "LIST", "stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)"},
+      {"--schedules", "LIST", "comma-separated schedules (default: all six)"},
+      {"--microbatches", "M", "micro-batches per step (default: --microbatches-per-stage x S)"},
+      {"--microbatches-per-stage", "K", "micro-batches per step per stage when --microbatches is not given (10)"},
+      {"--steps", "N", "steps per run (default 2)"},
+      {"--forward-s", "F", "forward time of a stage in seconds (default 1)"},
+      {"--backward-s", "B", "backward time of a stage in seconds (default 1)"},
+      {"--p2p-s", "C", "transfer time between stages in seconds (default 0)"},
+      {"--chunks", "V", "interleaved: model chunks per device (default 2)"},
+      {"--noam", "N", "pipedream, pipedream-2bw: micro-batches admitted at once (default S)"},
+      {"--replicas", "R", "localsgd: model replicas (default S)"},
+      {"--local-steps", "H", "localsgd: micro-batches per replica between averagings (default 5)"},
+      {"--out", "FILE", "also write the rows: CSV when FILE ends in .csv, else JSON lines"}};
+  c.run = [](const Args& args) {
+    if (!args.positional().empty())
+      throw InputError("pipeline-sweep takes no file argument, got " + args.positional()[0]);
+    const SweepConfig config = read_config(args);
+    std::vector<Json> rows;
+    for (const std::string& schedule : config.schedules)
+      for (int stages : config.stages) rows.push_back(sweep_row(config, schedule, stages));
+    std::cout << table(rows);
+    if (auto out = args.value("--out")) {
+      const bool as_csv = out->size() >= 4 && out->substr(out->size() - 4) == ".csv";
+      std::string text;
+      if (as_csv) {
+        text = csv(rows);
+      } else {
+        for (const Json& row : rows) text += row.dump() + "\n";
+      }
+      write_output(*out, text);
+    }
+    return 0;
+  };
+  return c;
+}
+
+}  // namespace placesim

@@ -1,0 +1,101 @@
+#include <iostream>
+
+#include "sim/cli/Commands.hpp"
+#include "sim/backend/Simulate.hpp"
+#include "strategies/pipeline/AbstractPipeline.hpp"
+#include "traces/chrome/ChromeTrace.hpp"
+#include "strategies/analytic/Analytic.hpp"
+#include "traces/report/Report.hpp"
+#include "traces/svg/Svg.hpp"
+
+namespace placesim {
+
+namespace {
+
+SimulateSettings settings_from(const Args& args) {
+  SimulateSettings s;
+  if (auto f = args.value("--fidelity")) s.sim.fidelity = parse_fidelity(*f, "--fidelity");
+  if (auto g = args.value("--layer-group")) {
+    Json v = parse_cli_value(*g);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1) throw InputError("--layer-group=" + *g + " must be a positive integer");
+    s.expand.layer_group = static_cast<int>(v.get<std::int64_t>());
+  }
+  s.reproducible = args.has("--reproducible");
+  return s;
+}
+
+TraceOptions trace_options(const Args& args, const std::vector<DeviceInfo>& devices) {
+  return TraceOptions{parse_device_selection(args.value("--trace-devices").value_or("all"), devices),
+                      parse_trace_detail(args.value("--trace-detail").value_or("coarse"))};
+}
+
+void write_pictures(const Args& args, const SimulationRecord& record, const TraceOptions& options, const std::string& name,
+                    double step_time) {
+  if (auto path = args.value("--trace"))
+    write_chrome_trace(*path, record,
+                       Json{{"experiment", name}, {"placesim_version", PLACESIM_VERSION}, {"step_time_s", step_time}},
+                       options);
+  if (auto path = args.value("--svg")) write_timeline_svg(*path, record, SvgOptions{options, name});
+}
+
+int run_abstract(const Args& args, const Experiment& e) {
+  SimulationRecord record;
+  Json report = simulate_abstract_pipeline(e.pipeline, &record, nullptr);
+  report["experiment"] = e.name;
+  report["placesim_version"] = PLACESIM_VERSION;
+  write_pictures(args, record, trace_options(args, record.devices), e.name, report["simulation"]["step_time_s"].get<double>());
+  std::string path = args.value("--report").value_or("-");
+  write_output(path, dump(report));
+  return 0;
+}
+
+}  // namespace
+
+Command command_simulate() {
+  Command c;
+  c.name = "simulate";
+  c.summary = "expand the strategy into a task DAG and simulate one training step on the cluster (SimGrid)";
+  c.usage = "[EXPERIMENT.json | -] [--report FILE] [--trace FILE[.gz]] [--svg FILE] [options]";
+  c.flags = experiment_flags();
+  c.flags.push_back({"--report", "FILE", "write the JSON report here ('-' for stdout; the summary then goes to stderr)"});
+  c.flags.push_back({"--trace", "FILE", "write a Chrome trace (Perfetto, speedscope); gzip when FILE ends in .gz"});
+  c.flags.push_back({"--trace-devices", "SEL", "devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ..."});
+  c.flags.push_back({"--trace-detail", "coarse|fine", "fine shows every collective step (default coarse)"});
+  c.flags.push_back({"--svg", "FILE", "write a static SVG timeline overview"});
+  c.flags.push_back({"--fidelity", "analytic|flow|full",
+                     "analytic: collectives as exact alpha-beta delays; flow (default): collectives across nodes as "
+                     "contending flows; full: every collective step a flow"});
+  c.flags.push_back({"--layer-group", "N", "layers per compute task (default: chosen to bound the task count)"});
+  c.flags.push_back({"--quiet", "", "print only the simulation summary, not the analytic table"});
+  c.flags.push_back({"--reproducible", "", "zero host-measured fields (wall time) so equal inputs give identical reports"});
+  c.run = [](const Args& args) {
+    SimulateSettings settings = settings_from(args);
+    Experiment e = experiment_from_args(args, true);
+    if (!e.pipeline.is_null()) return run_abstract(args, e);
+    const bool pictures = args.has("--trace") || args.has("--svg");
+    std::vector<DeviceInfo> devices;
+    TraceOptions options;
+    if (pictures) {
+      Experiment probe = e;
+      devices = device_infos(probe, resolve_cluster(probe));
+      options = trace_options(args, devices);
+    }
+    settings.sim.record.assign(static_cast<std::size_t>(e.strategy.devices()), 0);
+    for (int x : options.devices) settings.sim.record[static_cast<std::size_t>(x)] = 1;
+    if (pictures && options.devices.empty()) settings.sim.record.assign(settings.sim.record.size(), 1);
+    settings.sim.fine = options.detail == TraceDetail::Fine;
+    SimulateOutcome out = simulate_experiment(e, settings);
+    write_pictures(args, out.result.record, options, e.name, out.result.step_time_s);
+    std::string report_path = args.value("--report").value_or("");
+    if (!report_path.empty()) write_output(report_path, dump(out.report));
+    std::ostream& summary = report_path == "-" ? std::cerr : std::cout;
+    if (!args.has("--quiet")) summary << analysis_table(e, analyze(e)) << "\n";
+    summary << simulation_table(out.report);
+    for (const char* flag : {"--trace", "--svg"})
+      if (auto path = args.value(flag)) summary << "  wrote " << *path << "\n";
+    return 0;
+  };
+  return c;
+}
+
+}  // namespace placesim

@@ -1,0 +1,61 @@
+#include "sim/cli/SweepCli.hpp"
+
+#include <unistd.h>
+
+#include <climits>
+#include <filesystem>
+#include <thread>
+
+#include "workloads/json/Units.hpp"
+
+namespace placesim {
+
+namespace {
+
+// The path of the running executable: what simulate mode starts per point unless --simulator says otherwise.
+std::string own_executable() {
+  char path[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) throw InputError("cannot find the placesim executable (/proc/self/exe); pass --simulator PATH");
+  return std::string(path, static_cast<std::size_t>(n));
+}
+
+}  // namespace
+
+std::vector<FlagSpec> sweep_run_flags() {
+  return {{"--jobs", "N", "points evaluated at once: threads (analyze) or simulator processes (default: all cores)"},
+          {"--device-memory", "SIZE", "memory per GPU to check every point against (default: the cluster's GPU)"},
+          {"--simulator", "PATH", "simulate mode: the placesim executable run per point (default: this one)"},
+          {"--quiet", "", "no progress display"}};
+}
+
+SweepRunOptions sweep_run_options(const Args& args) {
+  SweepRunOptions o;
+  o.jobs = std::max(1u, std::thread::hardware_concurrency());
+  if (auto jobs = args.value("--jobs")) {
+    Json v = parse_cli_value(*jobs);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 4096)
+      throw InputError("--jobs=" + *jobs + " must be an integer from 1 to 4096");
+    o.jobs = static_cast<unsigned>(v.get<std::int64_t>());
+  }
+  if (auto mem = args.value("--device-memory")) {
+    o.device_memory_bytes = parse_bytes(*mem, "--device-memory");
+    if (!(o.device_memory_bytes > 0)) throw InputError("--device-memory=" + *mem + " must be positive");
+  }
+  o.simulator = args.value("--simulator").value_or("");
+  // Absolute, as simulator processes start in the sweep file's directory.
+  o.simulator = o.simulator.empty() ? own_executable() : std::filesystem::absolute(o.simulator).string();
+  return o;
+}
+
+std::unique_ptr<Progress> sweep_progress(const Args& args, const std::string& label, std::uint64_t total) {
+  if (args.has("--quiet")) return nullptr;
+  return std::make_unique<Progress>(label, total, ::isatty(2) != 0);
+}
+
+std::string counts_summary(const SweepCounts& c) {
+  return std::to_string(c.total()) + " points: " + std::to_string(c.ok) + " ok, " + std::to_string(c.invalid) +
+         " invalid, " + std::to_string(c.filtered) + " filtered, " + std::to_string(c.error) + " errors";
+}
+
+}  // namespace placesim

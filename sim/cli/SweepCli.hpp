@@ -1,0 +1,18 @@
+#pragma once
+#include <string>
+
+#include "sim/cli/Cli.hpp"
+#include "sim/sweep/SweepRunner.hpp"
+
+namespace placesim {
+
+/// The flags `sweep` and `search` share: --jobs, --device-memory, --simulator, --quiet.
+std::vector<FlagSpec> sweep_run_flags();
+/// SweepRunOptions from those flags: all cores by default, this executable as the simulator.
+SweepRunOptions sweep_run_options(const Args& args);
+/// A progress display on stderr for `total` points (a bar on a terminal), or null with --quiet.
+std::unique_ptr<Progress> sweep_progress(const Args& args, const std::string& label, std::uint64_t total);
+/// "240 points: 24 ok, 216 invalid, 0 filtered, 0 errors".
+std::string counts_summary(const SweepCounts& counts);
+
+}  // namespace placesim

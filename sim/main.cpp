@@ -1,3 +1,0 @@
-#include "sim/Cli.hpp"
-
-int main(int argc, char** argv) { return placesim::run_cli(argc, argv); }

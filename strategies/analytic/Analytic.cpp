@@ -1,0 +1,215 @@
+#include "strategies/analytic/Analytic.hpp"
+
+#include <algorithm>
+
+namespace placesim {
+
+double CommBytes::total() const {
+  double sum = 0;
+  for (double b : by_class) sum += b;
+  return sum;
+}
+
+namespace {
+
+double d(std::int64_t v) { return static_cast<double>(v); }
+
+double& at(CommBytes& c, CommClass k) { return c.by_class[static_cast<std::size_t>(k)]; }
+
+// Resident elements of one state placed with `mode` over n data-parallel ranks.
+double resident_elems(Mode mode, const StageLayout& st, std::int64_t n) {
+  switch (mode) {
+    case Mode::Replicated: return d(st.elems());
+    case Mode::Sharded:
+    case Mode::ShardedWithGather: return d(st.sharded_elems(n));
+    case Mode::Materialized:
+    case Mode::Offloaded: return 0;
+  }
+  return 0;
+}
+
+// Versions of a stage's weights held at once beyond the current one.
+double extra_weight_versions(const Experiment& e, const StageLayout& st) {
+  const auto& s = e.strategy;
+  if (s.pp == 1) return 0;
+  if (s.schedule == Schedule::PipeDream) return d(std::min(s.noam, s.pp - st.stage) - 1);
+  if (s.schedule == Schedule::PipeDream2BW) return 1;
+  return 0;
+}
+
+MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
+  const auto& t = e.training;
+  const auto& pl = e.strategy.placement;
+  const std::int64_t n = e.strategy.dp;
+  MemoryBytes mem;
+  const double pb = t.param_bytes(), gb = t.grad_bytes(), k = t.optimizer_bytes_per_param;
+  mem.parameters = resident_elems(pl.parameters, st, n) * pb;
+  mem.parameters += extra_weight_versions(e, st) * d(st.elems()) * pb;
+  mem.gradients = resident_elems(pl.gradients, st, n) * gb;
+  mem.optimizer = resident_elems(pl.optimizer, st, n) * k;
+  double act = stage_activation_bytes(e, st);
+  mem.activations = pl.activations == Mode::Offloaded ? 0 : act;
+  const double unit = d(st.max_unit_elems());
+  // Transient: a gathered unit and the next one prefetched; unsharded gradients of a unit, double-buffered while
+  // the previous one is reduce-scattered or copied to the host.
+  if ((pl.parameters == Mode::ShardedWithGather && n > 1) || pl.parameters == Mode::Offloaded)
+    mem.buffers += 2 * unit * pb;
+  if (((pl.gradients == Mode::Sharded || pl.gradients == Mode::ShardedWithGather) && n > 1) ||
+      pl.gradients == Mode::Offloaded)
+    mem.buffers += 2 * unit * gb;
+  const double shard = d(st.sharded_elems(n));
+  if (pl.parameters == Mode::Offloaded) mem.host += d(st.elems()) * pb;
+  if (pl.gradients == Mode::Offloaded) mem.host += shard * gb;
+  if (pl.optimizer == Mode::Offloaded) mem.host += shard * k;
+  if (pl.activations == Mode::Offloaded) mem.host += act;
+  return mem;
+}
+
+// Tensor-parallel collectives of one layer for one micro-batch, in elements sent by one rank.
+double tp_layer_elems(const Experiment& e) {
+  const auto& s = e.strategy;
+  const auto& m = e.model;
+  if (s.tp == 1 || m.opaque()) return 0;
+  const std::int64_t x = m.seq_len * e.training.micro_batch * m.hidden;
+  const bool recompute_full = e.training.recompute == Recompute::Full;
+  if (!s.sp) {
+    // Two all-reduces forward (attention and MLP outputs), two backward, two more when the forward is recomputed.
+    double ops = 4 + (recompute_full ? 2 : 0);
+    return ops * d(ring_allreduce_elems_sent(x, s.tp));
+  }
+  // Sequence parallel: forward 2 all-gathers + 2 reduce-scatters; backward the 2 + 2 transposes plus the
+  // re-gather of the column-parallel inputs (kept sharded to save memory); recompute repeats the forward's 4.
+  double ops = 4 + 6 + (recompute_full ? 4 : 0);
+  return ops * d(ring_gather_elems_sent(x, s.tp));
+}
+
+// Bytes of the data-parallel axis and of offloading: gradient synchronisation, ZeRO gathers, host copies.
+void data_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c) {
+  const auto& t = e.training;
+  const auto& pl = e.strategy.placement;
+  const std::int64_t n = e.strategy.dp, m = e.strategy.microbatches;
+  const double pb = t.param_bytes(), gb = t.grad_bytes();
+  const double shard = d(st.sharded_elems(n));
+  if (n > 1) {
+    // Gradients: replicated ones accumulate locally and are synchronised once per step: all-reduced when every
+    // replica updates everything, reduce-scattered when each updates only its optimizer shard (ZeRO-1). Sharded or
+    // offloaded ones are reduce-scattered after every micro-batch: nothing holds the full gradient in between.
+    if (pl.gradients == Mode::Replicated)
+      at(c, CommClass::DpGradSync) = (pl.optimizer == Mode::Replicated ? 2 : 1) * d(n - 1) * shard * gb;
+    else
+      at(c, CommClass::DpGradSync) = d(m) * d(n - 1) * shard * gb;
+    if (pl.parameters == Mode::ShardedWithGather)
+      at(c, CommClass::ZeroGather) = 2 * d(m) * d(n - 1) * shard * pb;  // before forward and before backward
+    else if (pl.parameters == Mode::Replicated && pl.optimizer != Mode::Replicated)
+      at(c, CommClass::ZeroGather) = d(n - 1) * shard * pb;  // updated shards gathered back after the step
+  }
+  if (pl.gradients == Mode::Offloaded)
+    c.d2h = d(m) * shard * gb;
+  else if (pl.optimizer == Mode::Offloaded)
+    c.d2h = (n > 1 ? shard : d(st.elems())) * gb;  // device gradients move to the host optimizer once per step
+  if (pl.optimizer == Mode::Offloaded && pl.parameters != Mode::Offloaded) c.h2d += shard * pb;
+  if (pl.parameters == Mode::Offloaded) c.h2d += 2 * d(m) * d(st.elems()) * pb;
+}
+
+// Bytes of the tensor- and pipeline-parallel axes: per-layer TP collectives, those of the vocabulary-parallel
+// embedding and output layer, pipeline transfers (and their scatter-gather).
+void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c) {
+  const auto& s = e.strategy;
+  const auto& t = e.training;
+  const double m = d(s.microbatches), el = t.activation_bytes();
+  at(c, CommClass::TpCollective) = m * d(st.n_layers) * tp_layer_elems(e) * el;
+  if (e.model.opaque()) return;
+  const std::int64_t x = e.model.seq_len * t.micro_batch * e.model.hidden;
+  const bool first = st.stage == 0, last = st.stage == s.pp - 1;
+  if (s.tp > 1) {
+    // The vocabulary-parallel embedding all-reduces its output (sp: its backward all-gathers the gradient); the output
+    // layer's backward all-reduces the input gradient (sp: all-gather forward, re-gather and reduce-scatter backward).
+    const double all_reduce = d(ring_allreduce_elems_sent(x, s.tp)), gather = d(ring_gather_elems_sent(x, s.tp));
+    double vocab = 0;
+    if (first) vocab += all_reduce + (s.sp ? gather : 0);
+    if (last) vocab += s.sp ? 3 * gather : all_reduce;
+    at(c, CommClass::TpCollective) += m * vocab * el;
+    if (s.sp)  // the norm and row-parallel-bias gradients, once per step
+      at(c, CommClass::TpCollective) +=
+          d(ring_allreduce_elems_sent(sequence_parallel_grad_elems(e, st), s.tp)) * t.grad_bytes();
+  }
+  if (s.pp == 1) return;
+  // Megatron-LM's scatter-gather without sp: each TP rank sends 1/tp of the activation and the receiving TP group
+  // all-gathers it; every stage receives as many boundaries as it sends.
+  const bool scatter_gather = s.p2p == PipelineP2P::Megatron && !s.sp && s.tp > 1;
+  const double msg = d(s.sp || scatter_gather ? shard_elems(x, s.tp) : x) * el;
+  const std::int64_t v = s.schedule == Schedule::Interleaved ? s.chunks : 1;
+  const double sends = m * (d(v - (last ? 1 : 0)) + d(v - (first ? 1 : 0)));  // activations forward, gradients back
+  at(c, CommClass::PpP2P) = sends * msg;
+  if (scatter_gather) at(c, CommClass::TpCollective) += sends * d(ring_gather_elems_sent(x, s.tp)) * el;
+}
+
+CommBytes stage_comm(const Experiment& e, const StageLayout& st) {
+  CommBytes c;
+  data_parallel_comm(e, st, c);
+  model_parallel_comm(e, st, c);
+  if (st.tied_copy_elems > 0)
+    at(c, CommClass::EmbeddingSync) = 2 * d(shard_elems(st.tied_copy_elems, 2)) * e.training.grad_bytes();
+  return c;
+}
+
+// FLOPs one device of the stage executes per step (forward, backward = 2x forward, recompute).
+double stage_hardware_flops(const Experiment& e, const StageLayout& st) {
+  if (e.model.opaque()) return 0;
+  const auto& m = e.model;
+  const auto& s = e.strategy;
+  double tokens = d(m.seq_len) * d(e.training.micro_batch) * d(s.microbatches);
+  double layer = layer_forward_flops_per_token(m);
+  double recompute = e.training.recompute == Recompute::Full        ? layer
+                     : e.training.recompute == Recompute::Selective ? attention_core_flops_per_token(m)
+                                                                    : 0;
+  double per_token = d(st.n_layers) * (3 * layer + recompute);
+  if (st.stage == s.pp - 1) per_token += 3 * logit_forward_flops_per_token(m);
+  return per_token * tokens / d(s.tp);
+}
+
+}  // namespace
+
+double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
+  return layer_activation_bytes(e) * activation_layer_equivalents(e, s);
+}
+
+Analysis analyze(const Experiment& e) {
+  Analysis a;
+  a.parameters = total_parameters(e.model);
+  std::vector<StageLayout> layouts = stage_layouts(e);
+  a.stages.reserve(layouts.size());
+  for (const auto& st : layouts) {
+    StageAnalysis sa;
+    sa.stage = st.stage;
+    sa.memory = stage_memory(e, st);
+    sa.comm = stage_comm(e, st);
+    sa.hardware_flops = stage_hardware_flops(e, st);
+    auto& mx = a.memory;
+    mx.parameters = std::max(mx.parameters, sa.memory.parameters);
+    mx.gradients = std::max(mx.gradients, sa.memory.gradients);
+    mx.optimizer = std::max(mx.optimizer, sa.memory.optimizer);
+    mx.activations = std::max(mx.activations, sa.memory.activations);
+    mx.buffers = std::max(mx.buffers, sa.memory.buffers);
+    mx.host = std::max(mx.host, sa.memory.host);
+    a.model_states_bytes = std::max(a.model_states_bytes, sa.memory.model_states());
+    a.total_bytes = std::max(a.total_bytes, sa.memory.total());
+    for (int k = 0; k < kCommClasses; ++k)
+      a.comm.by_class[static_cast<std::size_t>(k)] =
+          std::max(a.comm.by_class[static_cast<std::size_t>(k)], sa.comm.by_class[static_cast<std::size_t>(k)]);
+    a.comm.h2d = std::max(a.comm.h2d, sa.comm.h2d);
+    a.comm.d2h = std::max(a.comm.d2h, sa.comm.d2h);
+    a.bytes_per_step = std::max(a.bytes_per_step, sa.comm.total());
+    a.hardware_flops_per_step += sa.hardware_flops * d(e.strategy.dp * e.strategy.tp);
+    a.stages.push_back(sa);
+  }
+  if (!e.model.opaque()) {
+    const auto& m = e.model;
+    a.tokens_per_step = d(e.training.global_batch) * d(m.seq_len);
+    double per_token = d(m.layers) * layer_forward_flops_per_token(m) + logit_forward_flops_per_token(m);
+    a.model_flops_per_step = 3 * per_token * a.tokens_per_step;
+  }
+  return a;
+}
+
+}  // namespace placesim

@@ -1,0 +1,59 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "strategies/analytic/Collective.hpp"
+#include "strategies/placement/Experiment.hpp"
+#include "strategies/placement/Layout.hpp"
+
+namespace placesim {
+
+/// Memory one device holds, in bytes.
+struct MemoryBytes {
+  double parameters = 0;   ///< resident parameters (including stashed weight versions of asynchronous pipelines)
+  double gradients = 0;
+  double optimizer = 0;
+  double activations = 0;  ///< peak stored activations under the schedule
+  double buffers = 0;      ///< transient gather / gradient buffers of sharded or offloaded states
+  double host = 0;         ///< bytes this device's offloaded states occupy in host memory
+  double model_states() const { return parameters + gradients + optimizer; }
+  double total() const { return model_states() + activations + buffers; }
+};
+
+/// Bytes one device sends per training step, per collective class, and over PCIe.
+struct CommBytes {
+  std::array<double, kCommClasses> by_class{};
+  double h2d = 0;  ///< host to device (offload)
+  double d2h = 0;  ///< device to host (offload)
+  double total() const;
+};
+
+/// The analytic figures of one pipeline stage (all devices of a stage are alike).
+struct StageAnalysis {
+  int stage = 0;
+  MemoryBytes memory;
+  CommBytes comm;
+  double hardware_flops = 0;  ///< FLOPs one device of this stage executes per step
+};
+
+struct Analysis {
+  double parameters = 0;
+  std::vector<StageAnalysis> stages;
+  MemoryBytes memory;           ///< per field, the maximum over devices
+  double model_states_bytes = 0;  ///< max over devices of parameters + gradients + optimizer
+  double total_bytes = 0;         ///< max over devices of everything resident
+  CommBytes comm;               ///< per class, the maximum over devices
+  double bytes_per_step = 0;    ///< network bytes sent by one device, maximum over devices
+  double model_flops_per_step = 0;
+  double hardware_flops_per_step = 0;
+  double tokens_per_step = 0;
+};
+
+/// Memory, communication and FLOPs derived from the placement alone. Pure; no allocation beyond the stage list.
+Analysis analyze(const Experiment& e);
+
+/// Activation bytes one device of `stage` holds at its peak.
+double stage_activation_bytes(const Experiment& e, const StageLayout& s);
+
+}  // namespace placesim

@@ -1,0 +1,248 @@
+#include "strategies/analytic/ComputeModel.hpp"
+
+#include <cmath>
+
+namespace placesim {
+
+namespace {
+
+// Shapes of one layer on one tensor-parallel rank for one micro-batch. T counts tokens (micro_batch x seq_len);
+// `norm_tokens` is T / tp under sequence parallelism, where norms, dropout and residual adds run on a slice.
+struct LayerShape {
+  double T = 0, norm_tokens = 0, s = 0, h = 0, kv = 0, f = 0, tp = 1, d = 0;
+  double heads = 0;  // attention heads on this rank, times micro_batch: the batch of the score GEMMs
+  double el = 2;     // bytes per activation element
+  double gb = 2;     // bytes per gradient element
+  bool gated = false, dropout = true, rotary = false, flash = false, bias = true, fused_accumulation = true;
+  DType dtype = DType::BF16;
+};
+
+LayerShape shape_of(const Experiment& e) {
+  const ModelSpec& m = e.model;
+  LayerShape L;
+  L.tp = static_cast<double>(e.strategy.tp);
+  L.s = static_cast<double>(m.seq_len);
+  L.T = static_cast<double>(e.training.micro_batch) * L.s;
+  L.norm_tokens = e.strategy.sp ? L.T / L.tp : L.T;
+  L.h = static_cast<double>(m.hidden);
+  L.d = static_cast<double>(m.head_dim());
+  L.kv = static_cast<double>(m.kv_heads) * L.d;
+  L.f = static_cast<double>(m.ffn);
+  L.heads = static_cast<double>(e.training.micro_batch) * static_cast<double>(m.heads) / L.tp;
+  L.el = e.training.activation_bytes();
+  L.gb = e.training.grad_bytes();
+  L.fused_accumulation = e.training.grad_accumulation_fusion;
+  L.gated = m.gated_mlp;
+  L.dropout = m.dropout;
+  L.rotary = !m.learned_positions;
+  L.flash = m.flash_attention;
+  L.bias = m.bias;
+  L.dtype = e.training.dtype;
+  return L;
+}
+
+void require_memory_bandwidth(const AcceleratorSpec& acc) {
+  if (!(acc.hbm_bw_Bps > 0))
+    throw InputError("accelerator " + acc.name + ": hbm_bw is required by the compute model (memory-bound kernels)");
+}
+
+// The linears of a layer as (tokens x out) = (tokens x in)(in x out) on one tp rank.
+struct Linear {
+  double in = 0, out = 0;
+};
+
+struct LayerLinears {
+  Linear qkv, proj, fc1, fc2;
+};
+
+LayerLinears linears_of(const LayerShape& L) {
+  return {{L.h, (L.h + 2 * L.kv) / L.tp}, {L.h / L.tp, L.h}, {L.h, (L.gated ? 2 : 1) * L.f / L.tp}, {L.f / L.tp, L.h}};
+}
+
+double linear_forward_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
+  return gemm_time_s({L.T, x.out, x.in}, L.dtype, acc);
+}
+double linear_dgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
+  return gemm_time_s({L.T, x.in, x.out}, L.dtype, acc);
+}
+// The weight gradient accumulates into an fp32 main-grad buffer (read and written once per micro-batch) inside the
+// GEMM; without that fusion the GEMM writes a fresh gradient and an add kernel reads it and the buffer and writes the
+// buffer back.
+double linear_wgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
+  if (L.fused_accumulation) return gemm_time_s({x.in, x.out, L.T}, L.dtype, acc, 8.0 * x.in * x.out);
+  return gemm_time_s({x.in, x.out, L.T}, L.dtype, acc) + elementwise_time_s((L.el + 2 * L.gb) * x.in * x.out, acc);
+}
+
+// Norms, bias-dropout-residual and the MLP activation, forward: bytes per token-element read and written.
+double pointwise_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
+  const double hidden = L.norm_tokens * L.h, inner = L.T * L.f / L.tp;
+  const double norm = 2 * L.el * hidden;
+  const double residual = (L.dropout ? 3 * L.el + 1 : 3 * L.el) * hidden;
+  const double activation = (L.gated ? 3 : 2) * L.el * inner;
+  const double rotary = L.rotary ? 2 * L.el * L.T * (L.h + L.kv) / L.tp : 0;
+  return 2 * elementwise_time_s(norm, acc) + 2 * elementwise_time_s(residual, acc) +
+         elementwise_time_s(activation, acc) + (L.rotary ? elementwise_time_s(rotary, acc) : 0);
+}
+
+double pointwise_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
+  const double hidden = L.norm_tokens * L.h, inner = L.T * L.f / L.tp;
+  const double norm = 3 * L.el * hidden;
+  // Dropout backward (gradient and mask in, gradient out), then the residual branch's gradient is added in.
+  const double residual = ((L.dropout ? 2 * L.el + 1 : 0) + 3 * L.el) * hidden;
+  const double activation = (L.gated ? 5 : 3) * L.el * inner;
+  const double rotary = L.rotary ? 2 * L.el * L.T * (L.h + L.kv) / L.tp : 0;
+  return 2 * elementwise_time_s(norm, acc) + 2 * elementwise_time_s(residual, acc) +
+         elementwise_time_s(activation, acc) + (L.rotary ? elementwise_time_s(rotary, acc) : 0);
+}
+
+// Attention scores and their weighted sum over V, unfused: two batched GEMMs around a softmax (and dropout) that
+// read and write the s x s score matrix of every head.
+double attention_core_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
+  const double scores = L.heads * L.s * L.s;
+  double t = gemm_time_s({L.s, L.s, L.d, L.heads}, L.dtype, acc) + gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);
+  t += elementwise_time_s(2 * L.el * scores, acc);
+  if (L.dropout) t += elementwise_time_s((2 * L.el + 1) * scores, acc);
+  return t;
+}
+
+double attention_core_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
+  const double scores = L.heads * L.s * L.s;
+  double t = 2 * gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);  // dQ, dK
+  t += gemm_time_s({L.s, L.s, L.d, L.heads}, L.dtype, acc);            // d(scores) = dO V^T
+  t += gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);            // dV
+  t += elementwise_time_s(3 * L.el * scores, acc);                     // softmax backward
+  if (L.dropout) t += elementwise_time_s((2 * L.el + 1) * scores, acc);
+  return t;
+}
+
+// Flash attention: 4 s^2 d FLOPs per head forward; the backward recomputes the scores and does 2.5x the forward's.
+double flash_forward_flops(const LayerShape& L) {
+  return 4.0 * L.heads * L.s * L.s * L.d;
+}
+
+double attention_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
+  return L.flash ? flash_attention_time_s(flash_forward_flops(L), L.dtype, acc) : attention_core_forward_s(L, acc);
+}
+
+double attention_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
+  return L.flash ? flash_attention_time_s(2.5 * flash_forward_flops(L), L.dtype, acc)
+                 : attention_core_backward_s(L, acc);
+}
+
+// The attention output is permuted back to [tokens, heads x head_dim] by a copy, in both passes.
+double layout_copy_s(const LayerShape& L, const AcceleratorSpec& acc) {
+  return elementwise_time_s(2 * L.el * L.T * L.h / L.tp, acc);
+}
+
+// Bias gradients are reductions of each linear's output gradient over the tokens.
+double bias_gradients_s(const LayerShape& L, const LayerLinears& lin, const AcceleratorSpec& acc) {
+  if (!L.bias) return 0;
+  double t = 0;
+  for (const Linear& x : {lin.qkv, lin.proj, lin.fc1, lin.fc2}) t += elementwise_time_s(L.el * L.T * x.out, acc);
+  return t;
+}
+
+}  // namespace
+
+double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, double extra_bytes) {
+  require_memory_bandwidth(acc);
+  const ComputeProfile& p = acc.profile;
+  const double tile = p.gemm_tile;
+  const double padded = std::ceil(g.m / tile) * tile * std::ceil(g.n / tile) * tile;
+  double quantization = g.m * g.n / padded;
+  if (p.gemm_sms > 0) {
+    const double tiles = std::ceil(g.m / tile) * std::ceil(g.n / tile) * g.batch;
+    quantization *= tiles / (std::ceil(tiles / p.gemm_sms) * p.gemm_sms);
+  }
+  const double rate = acc.peak_flops(dtype) * p.gemm_peak_efficiency * quantization * g.k / (g.k + p.gemm_k_overhead);
+  const double el = dtype == DType::FP32 ? 4 : 2;
+  const double compute = 2 * g.m * g.n * g.k * g.batch / rate;
+  const double memory =
+      (el * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) + extra_bytes) / (acc.hbm_bw_Bps * p.memory_efficiency);
+  const double q = p.gemm_roofline_p;
+  return p.gemm_latency_s + std::pow(std::pow(compute, q) + std::pow(memory, q), 1 / q);
+}
+
+double elementwise_time_s(double bytes, const AcceleratorSpec& acc) {
+  require_memory_bandwidth(acc);
+  return acc.profile.kernel_latency_s + bytes / (acc.hbm_bw_Bps * acc.profile.memory_efficiency);
+}
+
+double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc) {
+  return acc.profile.kernel_latency_s + flops / (acc.peak_flops(dtype) * acc.profile.flash_attention_efficiency);
+}
+
+PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc) {
+  if (e.model.opaque()) return {};
+  const LayerShape L = shape_of(e);
+  const LayerLinears lin = linears_of(L);
+  PassTimes t;
+  for (const Linear& x : {lin.qkv, lin.proj, lin.fc1, lin.fc2}) {
+    t.forward_s += linear_forward_s(x, L, acc);
+    t.backward_s += linear_dgrad_s(x, L, acc) + linear_wgrad_s(x, L, acc);
+  }
+  t.forward_s += pointwise_forward_s(L, acc) + attention_forward_s(L, acc) + layout_copy_s(L, acc);
+  t.backward_s += pointwise_backward_s(L, acc) + attention_backward_s(L, acc) + layout_copy_s(L, acc) +
+                  bias_gradients_s(L, lin, acc);
+  if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
+  // Flash attention recomputes its scores inside the backward kernel already: selective recompute adds nothing.
+  if (e.training.recompute == Recompute::Selective && !L.flash) t.recompute_s = attention_core_forward_s(L, acc);
+  return t;
+}
+
+ColumnLinearBackward column_linear_backward(const Experiment& e, const AcceleratorSpec& acc) {
+  if (e.model.opaque()) return {};
+  const LayerShape L = shape_of(e);
+  const LayerLinears lin = linears_of(L);
+  return {linear_dgrad_s(lin.qkv, L, acc), linear_wgrad_s(lin.qkv, L, acc), linear_dgrad_s(lin.fc1, L, acc),
+          linear_wgrad_s(lin.fc1, L, acc)};
+}
+
+PassTimes logit_times(const Experiment& e, const AcceleratorSpec& acc) {
+  if (e.model.opaque()) return {};
+  const LayerShape L = shape_of(e);
+  const Linear head{L.h, static_cast<double>(e.model.vocab) / L.tp};
+  const double logits = L.T * head.out;
+  PassTimes t;
+  // Final norm, the logits GEMM and Megatron-LM's vocab-parallel cross entropy in fp32 (its default, without
+  // --fp16-lm-cross-entropy; megatron/mpu/cross_entropy.py), per logit: forward the cast to fp32 (16-bit in, 4 out),
+  // max (4), subtract the max (4 + 4), exp (4 + 4), sum (4) and divide into the softmax kept for the backward
+  // (4 + 4); backward the scale by the loss gradient (4 + 4) and the cast back (4 in, 16-bit out).
+  t.forward_s = elementwise_time_s(2 * L.el * L.norm_tokens * L.h, acc) + linear_forward_s(head, L, acc) +
+                elementwise_time_s((L.el + 4 + 4 + 8 + 8 + 4 + 8) * logits, acc);
+  t.backward_s = elementwise_time_s((8 + 4 + L.el) * logits, acc) + linear_dgrad_s(head, L, acc) +
+                 linear_wgrad_s(head, L, acc) + elementwise_time_s(3 * L.el * L.norm_tokens * L.h, acc);
+  if (e.training.recompute == Recompute::Full) t.recompute_s = 0;  // the head's input is the checkpoint
+  return t;
+}
+
+PassTimes embedding_times(const Experiment& e, const AcceleratorSpec& acc) {
+  if (e.model.opaque()) return {};
+  const LayerShape L = shape_of(e);
+  const double x = L.T * L.h;
+  const bool positions = e.model.learned_positions;
+  PassTimes t;
+  // Row gather, position add, dropout forward; backward scatters the gradient into the fp32 main grad.
+  t.forward_s = elementwise_time_s(2 * L.el * x, acc) + (positions ? elementwise_time_s(3 * L.el * x, acc) : 0) +
+                (L.dropout ? elementwise_time_s((2 * L.el + 1) * x, acc) : 0);
+  t.backward_s =
+      elementwise_time_s((L.el + 8) * x, acc) + (L.dropout ? elementwise_time_s((2 * L.el + 1) * x, acc) : 0);
+  return t;
+}
+
+double optimizer_step_s(double elements, const Experiment& e, const AcceleratorSpec& acc) {
+  if (elements <= 0) return 0;
+  return elementwise_time_s(elements * optimizer_step_bytes(e.training), acc);
+}
+
+double host_optimizer_step_s(double elements, const Experiment& e, double host_flops, double host_mem_bw_Bps) {
+  if (elements <= 0) return 0;
+  if (!(host_flops > 0) || !(host_mem_bw_Bps > 0))
+    throw InputError("host optimizer step needs positive host FLOP/s and memory bandwidth");
+  // Adam: moment updates, bias corrections, sqrt, divide and weight decay, about 14 FLOP per element (SGD with
+  // momentum about 4); the step is bound by whichever of arithmetic and memory traffic is slower.
+  const double flops = e.training.optimizer == Optimizer::Adam ? 14 : 4;
+  return std::max(elements * flops / host_flops, elements * optimizer_step_bytes(e.training) / host_mem_bw_Bps);
+}
+
+}  // namespace placesim

@@ -1,0 +1,42 @@
+#pragma once
+#include "strategies/placement/Experiment.hpp"
+#include "topology/hardware/Accelerator.hpp"
+
+namespace placesim {
+
+/// Compute time of one pass over a unit of the model. recompute_s is part of the backward phase, reported apart.
+struct PassTimes {
+  double forward_s = 0, backward_s = 0, recompute_s = 0;
+};
+
+/// One transformer layer, one micro-batch, on one device (its tp shard) of experiment e.
+PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc);
+/// The output (logit) layer with the loss, and the embedding lookup, on one device (vocab split over tp).
+PassTimes logit_times(const Experiment& e, const AcceleratorSpec& acc);
+PassTimes embedding_times(const Experiment& e, const AcceleratorSpec& acc);
+/// One optimizer step over `elements` parameters held on the device (memory-bound: bytes read+written / HBM bw).
+double optimizer_step_s(double elements, const Experiment& e, const AcceleratorSpec& acc);
+/// Same on the host CPU for offloaded optimizers (host FLOP/s and memory bandwidth given by the caller).
+double host_optimizer_step_s(double elements, const Experiment& e, double host_flops, double host_mem_bw_Bps);
+
+/// A (batched) matrix multiply C[m x n] = A[m x k] B[k x n], `batch` independent ones.
+struct GemmShape {
+  double m = 0, n = 0, k = 0, batch = 1;
+};
+
+/// Time of one GEMM under acc.profile (see ComputeProfile). `extra_bytes` adds memory traffic the kernel also moves
+/// (an fp32 gradient accumulated in place).
+double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, double extra_bytes = 0);
+/// Time of a memory-bound kernel moving `bytes` (read + written).
+double elementwise_time_s(double bytes, const AcceleratorSpec& acc);
+/// Time of a fused (flash) attention kernel doing `flops`.
+double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc);
+
+/// Backward GEMM times of the two column-parallel linears of a layer (QKV and the first MLP matrix), against which
+/// Megatron-LM overlaps the tensor-parallel collectives of the backward pass.
+struct ColumnLinearBackward {
+  double qkv_dgrad_s = 0, qkv_wgrad_s = 0, fc1_dgrad_s = 0, fc1_wgrad_s = 0;
+};
+ColumnLinearBackward column_linear_backward(const Experiment& e, const AcceleratorSpec& acc);
+
+}  // namespace placesim

@@ -1,0 +1,52 @@
+#include "strategies/analytic/Costs.hpp"
+
+#include "strategies/analytic/ComputeModel.hpp"
+#include "strategies/analytic/TpLayerTimes.hpp"
+
+namespace placesim {
+
+StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLayout& st) {
+  StageCosts k;
+  const auto& m = e.model;
+  const AcceleratorSpec& acc = c.accelerator;
+  k.optimizer_s_per_elem = optimizer_step_s(1e9, e, acc) / 1e9;
+  k.host_optimizer_s_per_elem = host_optimizer_step_s(1e9, e, c.host_flops, c.host_memory_bw_Bps / c.gpus_per_node) / 1e9;
+  if (m.opaque()) return k;
+  const double tokens = static_cast<double>(m.seq_len * e.training.micro_batch);
+  const double tp = static_cast<double>(e.strategy.tp);
+  // FLOPs (for MFU and the trace) from the model's formulas; times from the calibrated per-operation model.
+  k.layer_forward_flops = layer_forward_flops_per_token(m) * tokens / tp;
+  k.layer_backward_flops = 2 * k.layer_forward_flops;
+  k.layer_recompute_flops = e.training.recompute == Recompute::Full        ? k.layer_forward_flops
+                            : e.training.recompute == Recompute::Selective ? attention_core_flops_per_token(m) * tokens / tp
+                                                                           : 0;
+  PassTimes layer = layer_times(e, acc);
+  k.layer_forward_s = layer.forward_s;
+  // The collectives Megatron overlaps with the backward's GEMMs run beside the compute in the graph; what they cost
+  // the critical path (their excess over their own GEMM, which Megatron waits for, and their SM and HBM contention)
+  // is added to the compute, as Megatron-LM's layer timers measure it (Korthikanti et al. §4.2, calibrated).
+  k.layer_backward_s = layer.backward_s + tp_exposure(e, acc, c.comm.intra_node).backward_hidden_s;
+  k.layer_recompute_s = layer.recompute_s;
+  if (e.training.recompute == Recompute::Selective) {
+    // The attention core is re-run inside the backward kernel sequence: one task, not two.
+    k.layer_backward_s += k.layer_recompute_s;
+    k.layer_backward_flops += k.layer_recompute_flops;
+    k.layer_recompute_s = 0;
+    k.layer_recompute_flops = 0;
+  }
+  if (st.stage == e.strategy.pp - 1) {
+    PassTimes logits = logit_times(e, acc);
+    k.extra_forward_s = logits.forward_s;
+    k.extra_backward_s = logits.backward_s;
+    k.extra_forward_flops = logit_forward_flops_per_token(m) * tokens / tp;
+    k.extra_backward_flops = 2 * k.extra_forward_flops;
+  }
+  if (st.stage == 0) {
+    PassTimes embedding = embedding_times(e, acc);
+    k.embed_forward_s = embedding.forward_s;
+    k.embed_backward_s = embedding.backward_s;
+  }
+  return k;
+}
+
+}  // namespace placesim

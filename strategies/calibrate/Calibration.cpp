@@ -1,0 +1,349 @@
+#include "strategies/calibrate/Calibration.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+
+#include "strategies/calibrate/LeastSquares.hpp"
+#include "strategies/analytic/TpLayerTimes.hpp"
+#include "workloads/json/Units.hpp"
+
+namespace placesim {
+
+namespace {
+
+// A measured number and how to compute the model's value of it.
+struct Point {
+  std::string group, name, unit;
+  double measured = 0;
+  std::function<double()> model;
+};
+
+struct Param {
+  const char* name;
+  double* slot;
+  double start = 0;  ///< where the fit starts; 0: the slot's current value
+};
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+double positive(ObjectReader& r, const char* key) {
+  if (!r.has(key)) throw InputError(r.field(key) + " is required but missing");
+  double v = r.get_number(key, 0);
+  if (!(v > 0) || !std::isfinite(v)) throw InputError(r.field(key) + "=" + number(v) + " must be positive");
+  return v;
+}
+
+// The measured value of a point given either as a rate (`rate_key`, converted by `rate_scale`) or a time.
+void measured_value(ObjectReader& r, const char* rate_key, Point& p) {
+  if (r.has(rate_key) == r.has("time_s"))
+    throw InputError(r.path() + " needs exactly one of " + rate_key + " and time_s");
+  p.measured = positive(r, r.has(rate_key) ? rate_key : "time_s");
+  if (!r.has(rate_key)) p.unit = "s";
+}
+
+const Json& list(ObjectReader& r, const char* key) {
+  const Json& v = *r.child(key);
+  if (!v.is_array()) throw InputError(r.field(key) + " must be a list of measured points");
+  return v;
+}
+
+std::vector<Point> gemm_points(const Json& items, const std::string& field, const AcceleratorSpec& acc) {
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
+    GemmShape g{positive(r, "m"), positive(r, "n"), positive(r, "k"), r.has("batch") ? positive(r, "batch") : 1};
+    std::string dt = r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16");
+    DType dtype = dt == "fp32" ? DType::FP32 : dt == "fp16" ? DType::FP16 : DType::BF16;
+    // A sweep measured in another precision (FP8) carries its own peak: the fit then uses its efficiency curve.
+    double peak = r.has("peak_tflops") ? positive(r, "peak_tflops") * 1e12 : 0;
+    Point p{"gemm", number(g.m) + "x" + number(g.n) + "x" + number(g.k), "TFLOP/s", 0, {}};
+    measured_value(r, "tflops", p);
+    r.finish();
+    const double flops = 2 * g.m * g.n * g.k * g.batch;
+    bool time = p.unit == "s";
+    p.model = [g, dtype, &acc, flops, time, peak] {
+      AcceleratorSpec a = acc;
+      if (peak > 0) a.peak_bf16_flops = a.peak_fp16_flops = a.peak_fp32_flops = peak;
+      double t = gemm_time_s(g, dtype, a);
+      return time ? t : flops / t / 1e12;
+    };
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<Point> memory_points(const Json& items, const std::string& field, const AcceleratorSpec& acc) {
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
+    double bytes = positive(r, "bytes");
+    Point p{"memory", r.get_string("name", format_bytes(bytes)), "GB/s", 0, {}};
+    measured_value(r, "bw_GBps", p);
+    r.finish();
+    bool time = p.unit == "s";
+    p.model = [bytes, &acc, time] {
+      double t = elementwise_time_s(bytes, acc);
+      return time ? t : bytes / t / 1e9;
+    };
+    out.push_back(p);
+  }
+  return out;
+}
+
+// Fused attention throughput as flash-attention's benchmark reports it: forward FLOPs 4 b h s^2 d (halved when
+// causal), forward + backward 3.5 times that.
+std::vector<Point> attention_points(const Json& items, const std::string& field, const AcceleratorSpec& acc) {
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
+    double b = positive(r, "batch"), heads = positive(r, "heads"), s = positive(r, "seq"), d = positive(r, "head_dim");
+    bool causal = r.get_bool("causal", false);
+    bool both = r.get_choice("pass", {"fwd", "fwd+bwd"}, "fwd+bwd") == "fwd+bwd";
+    std::string dt = r.get_choice("dtype", {"bf16", "fp16"}, "bf16");
+    DType dtype = dt == "fp16" ? DType::FP16 : DType::BF16;
+    Point p{"attention",
+            "b" + number(b) + " h" + number(heads) + " s" + number(s) + " d" + number(d) + (both ? " fwd+bwd" : " fwd"),
+            "TFLOP/s", 0, {}};
+    p.measured = positive(r, "tflops");
+    r.finish();
+    const double fwd = 4 * b * heads * s * s * d * (causal ? 0.5 : 1.0);
+    p.model = [fwd, both, dtype, &acc] {
+      double t = flash_attention_time_s(fwd, dtype, acc) + (both ? flash_attention_time_s(2.5 * fwd, dtype, acc) : 0);
+      return fwd * (both ? 3.5 : 1.0) / t / 1e12;
+    };
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<Point> collective_points(const Json& items, const std::string& field, const FabricProfile& fabric,
+                                     bool* nvls) {
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
+    CollectiveKind kind = parse_collective_kind(r.require_string("kind"), r.field("kind"));
+    CollectiveAlgorithm algorithm = parse_collective_algorithm(r.get_string("algorithm", "ring"), r.field("algorithm"));
+    int ranks = static_cast<int>(r.get_positive_int("ranks", 0));
+    if (ranks < 2) throw InputError(r.field("ranks") + " is required and must be at least 2");
+    double bytes = positive(r, "bytes");
+    bool this_nvls = algorithm == CollectiveAlgorithm::Nvls;
+    if (i > 0 && this_nvls != *nvls)
+      throw InputError(r.field("algorithm") +
+                       ": nvls and ring/tree points fit different parameters; use one file each");
+    *nvls = this_nvls;
+    Point p{
+        "collectives",
+        to_string(kind) + " " + to_string(algorithm) + " " + std::to_string(ranks) + " ranks " + format_bytes(bytes),
+        "GB/s", 0, {}};
+    measured_value(r, "busbw_GBps", p);
+    r.finish();
+    bool time = p.unit == "s";
+    p.model = [=, &fabric] {
+      double t = collective_time_s(kind, algorithm, bytes, ranks, fabric);
+      return time ? t : bus_bandwidth_Bps(kind, bytes, ranks, t) / 1e9;
+    };
+    out.push_back(p);
+  }
+  return out;
+}
+
+// A layer as Megatron-LM times it: compute plus exposed TP collectives; the backward includes any recompute.
+std::vector<Point> layer_points(const Json& items, const std::string& field, const AcceleratorSpec& acc,
+                                const FabricProfile& fabric, const std::string& base_dir) {
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
+    std::string name = r.get_string("case", "layer " + std::to_string(i));
+    const Json* ej = r.child("experiment");
+    if (!ej) throw InputError(r.field("experiment") + " is required but missing");
+    auto e = std::make_shared<Experiment>(parse_experiment(*ej, base_dir));
+    double forward = positive(r, "forward_ms"), backward = positive(r, "backward_ms");
+    r.finish();
+    out.push_back({"layers", name + " forward", "ms", forward,
+                   [e, &acc, &fabric] { return layer_times_with_tp_comm(*e, acc, fabric).forward_s * 1e3; }});
+    out.push_back({"layers", name + " backward", "ms", backward, [e, &acc, &fabric] {
+                     PassTimes t = layer_times_with_tp_comm(*e, acc, fabric);
+                     return (t.backward_s + t.recompute_s) * 1e3;
+                   }});
+  }
+  return out;
+}
+
+std::vector<double> log_residuals(const std::vector<Point>& points) {
+  std::vector<double> r;
+  for (const auto& p : points) r.push_back(std::log(p.model() / p.measured));
+  return r;
+}
+
+void fit_group(const std::string& group, const std::vector<Param>& params, const std::vector<Point>& points,
+               Calibration& c) {
+  if (points.empty()) return;
+  if (points.size() < params.size()) {
+    std::string names;
+    for (const auto& p : params) names += (names.empty() ? "" : ", ") + std::string(p.name);
+    throw InputError(group + ": " + std::to_string(points.size()) + " measured value(s) cannot determine " +
+                     std::to_string(params.size()) + " parameters (" + names + "); give at least " +
+                     std::to_string(params.size()));
+  }
+  std::vector<double> start;
+  for (const auto& p : params) start.push_back(p.start > 0 ? p.start : *p.slot > 0 ? *p.slot : 1e-6);
+  auto residuals = [&](const std::vector<double>& x) {
+    for (std::size_t i = 0; i < params.size(); ++i) *params[i].slot = x[i];
+    return log_residuals(points);
+  };
+  LeastSquaresFit fit = fit_positive(residuals, start);
+  for (std::size_t i = 0; i < params.size(); ++i) *params[i].slot = fit.params[i];
+  for (const auto& p : params) c.fitted_parameters.push_back(p.name);
+}
+
+// "collective_protocols": 2 (default) fits NCCL's bandwidth and low-latency protocols, 1 the first alone.
+int collective_protocols(ObjectReader& r) {
+  if (!r.has("collective_protocols")) return 2;
+  const double n = r.get_number("collective_protocols", 0);
+  if (n != 1 && n != 2)
+    throw InputError(r.field("collective_protocols") + "=" + number(n) +
+                     " must be 1 (bandwidth protocol) or 2 (bandwidth and low-latency protocols)");
+  return static_cast<int>(n);
+}
+
+// Ring and tree points fit the bandwidth protocol (and the low-latency one); NVLS points fit NVLS (and the
+// low-latency ring that NCCL prefers for small messages), the bandwidth-protocol ring staying at the base fabric's.
+void fit_collectives(const std::vector<Point>& points, bool nvls, int protocols, FabricProfile& f, Calibration& c) {
+  std::vector<Param> params =
+      nvls ? std::vector<Param>{{"nvls_bus_efficiency", &f.nvls_bus_efficiency}, {"nvls_latency_s", &f.nvls_latency_s}}
+           : std::vector<Param>{{"bus_efficiency", &f.bus_efficiency}, {"step_latency_s", &f.step_latency_s}};
+  if (protocols == 2) {
+    // Started below the bandwidth protocol: lower latency, lower bandwidth, as NCCL's LL and LL128 are.
+    if (!f.has_low_latency_protocol()) f.ll_bus_efficiency = f.bus_efficiency / 2;
+    if (!(f.ll_step_latency_s > 0)) f.ll_step_latency_s = f.step_latency_s / 2;
+    params.push_back({"ll_bus_efficiency", &f.ll_bus_efficiency});
+    params.push_back({"ll_step_latency_s", &f.ll_step_latency_s});
+  } else {
+    f.ll_bus_efficiency = f.ll_step_latency_s = 0;
+  }
+  fit_group("collectives", params, points, c);
+  // The two ring protocols are interchangeable in the model: the bandwidth protocol is the one that is faster for
+  // large messages.
+  if (!nvls && protocols == 2 && f.ll_bus_efficiency > f.bus_efficiency) {
+    std::swap(f.ll_bus_efficiency, f.bus_efficiency);
+    std::swap(f.ll_step_latency_s, f.step_latency_s);
+  }
+}
+
+}  // namespace
+
+Calibration calibrate(const Json& measured, const std::string& base_dir) {
+  ObjectReader r(measured, "measured");
+  Calibration c;
+  const Json* acc = r.child("accelerator");
+  if (!acc) throw InputError("measured.accelerator is required but missing (the preset or object to calibrate)");
+  c.accelerator = parse_accelerator(*acc, r.field("accelerator"), base_dir);
+  c.fabric_scope = r.get_choice("fabric_scope", {"intra_node", "inter_node"}, "intra_node");
+  if (r.has("fabric")) {
+    c.fabric = parse_fabric_profile(*r.child("fabric"), r.field("fabric"));
+  } else {
+    const CommProfile reference = default_comm_profile(c.accelerator.name, r.field("accelerator"));
+    c.fabric = c.fabric_scope == "intra_node" ? reference.intra_node : reference.inter_node;
+  }
+  if (const Json* s = r.child("sources"))
+    for (const auto& item : *s) c.sources.push_back(item.is_string() ? item.get<std::string>() : show(item));
+  ComputeProfile& p = c.accelerator.profile;
+  FabricProfile& f = c.fabric;
+  // The compute groups start from fixed values, not from the base accelerator's (already fitted) ones: the GEMM
+  // parameters trade off along a flat valley, so a fit started from its own result would drift, and refitting a
+  // preset's measurements would not reproduce the preset.
+  const ComputeProfile fresh;
+  // The SM count for the GEMM model's wave quantization is the hardware's, given rather than fitted.
+  if (r.has("gemm_sms")) {
+    const double sms = r.get_number("gemm_sms", 0);
+    if (!(sms >= 1) || sms != std::floor(sms))
+      throw InputError(r.field("gemm_sms") + "=" + show(measured["gemm_sms"]) + " must be a whole number of SMs >= 1");
+    p.gemm_sms = sms;
+  }
+  std::vector<Point> all, group;
+  bool nvls = false;
+  auto take = [&](const char* key) { return r.has(key) ? &list(r, key) : nullptr; };
+  const int protocols = collective_protocols(r);
+  if (const Json* items = take("collectives")) {
+    group = collective_points(*items, r.field("collectives"), f, &nvls);
+    fit_collectives(group, nvls, protocols, f, c);
+    c.fabric_fitted = !group.empty();
+    if (c.fabric_fitted) f.sources = c.sources;  // the fitted figures come from these measurements, not the base's
+    all.insert(all.end(), group.begin(), group.end());
+  }
+  if (const Json* items = take("memory")) {
+    group = memory_points(*items, r.field("memory"), c.accelerator);
+    fit_group("memory", {{"memory_efficiency", &p.memory_efficiency, fresh.memory_efficiency}}, group, c);
+    all.insert(all.end(), group.begin(), group.end());
+  }
+  if (const Json* items = take("gemm")) {
+    group = gemm_points(*items, r.field("gemm"), c.accelerator);
+    fit_group("gemm",
+              {{"gemm_peak_efficiency", &p.gemm_peak_efficiency, fresh.gemm_peak_efficiency},
+               {"gemm_latency_s", &p.gemm_latency_s, fresh.gemm_latency_s},
+               {"gemm_k_overhead", &p.gemm_k_overhead, fresh.gemm_k_overhead},
+               {"gemm_roofline_p", &p.gemm_roofline_p, fresh.gemm_roofline_p}},
+              group, c);
+    all.insert(all.end(), group.begin(), group.end());
+  }
+  if (const Json* items = take("attention")) {
+    group = attention_points(*items, r.field("attention"), c.accelerator);
+    fit_group("attention",
+              {{"flash_attention_efficiency", &p.flash_attention_efficiency, fresh.flash_attention_efficiency}}, group,
+              c);
+    all.insert(all.end(), group.begin(), group.end());
+  }
+  if (const Json* items = take("layers")) {
+    group = layer_points(*items, r.field("layers"), c.accelerator, c.fabric, base_dir);
+    fit_group(
+        "layers",
+        {{"memory_efficiency", &p.memory_efficiency}, {"overlap_penalty", &p.overlap_penalty, fresh.overlap_penalty}},
+        group, c);
+    all.insert(all.end(), group.begin(), group.end());
+  }
+  r.skip("description");
+  r.finish();
+  if (all.empty()) throw InputError("measured: no points (give gemm, memory, attention, collectives or layers)");
+  c.accelerator.gemm_efficiency = std::min(1.0, p.gemm_peak_efficiency);
+  for (const auto& point : all)
+    c.residuals.push_back({point.group, point.name, point.measured, point.model(), point.unit});
+  return c;
+}
+
+Json calibration_profile_json(const Calibration& c) {
+  Json j{{"accelerator", c.accelerator.name}, {"compute", compute_profile_to_json(c.accelerator.profile)}};
+  if (c.fabric_fitted) j["comm"] = Json{{c.fabric_scope, fabric_profile_to_json(c.fabric)}};
+  j["sources"] = c.sources;
+  Json rows = Json::array();
+  for (const auto& row : c.residuals)
+    rows.push_back(Json{{"group", row.group},
+                        {"point", row.point},
+                        {"unit", row.unit},
+                        {"measured", row.measured},
+                        {"fitted", row.fitted},
+                        {"error_percent", std::round(row.error_percent() * 100) / 100}});
+  j["fit"] = Json{{"parameters", c.fitted_parameters}, {"residuals", rows}};
+  return j;
+}
+
+std::string residual_table(const Calibration& c) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-12s %-42s %12s %12s %9s  %s\n", "group", "point", "measured", "fitted", "error %",
+                "unit");
+  out += line;
+  for (const auto& row : c.residuals) {
+    std::snprintf(line, sizeof line, "%-12s %-42s %12.5g %12.5g %+9.2f  %s\n", row.group.c_str(), row.point.c_str(),
+                  row.measured, row.fitted, row.error_percent(), row.unit.c_str());
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace placesim

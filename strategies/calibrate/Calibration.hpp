@@ -1,0 +1,59 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "topology/hardware/Accelerator.hpp"
+#include "topology/hardware/CommProfile.hpp"
+
+namespace placesim {
+
+/// One measured point against the fitted model, in the unit it was given in.
+struct ResidualRow {
+  std::string group;  ///< "gemm", "memory", "attention", "collectives", "layers"
+  std::string point;  ///< e.g. "8192x8192x8192", "all-reduce ring 8 ranks 1 GB", "baseline forward"
+  double measured = 0, fitted = 0;
+  std::string unit;
+  double error_percent() const { return 100.0 * (fitted - measured) / measured; }
+};
+
+/// A fitted profile: the base accelerator with its compute profile fitted, and the fabric (fitted when the
+/// measurements had collectives).
+struct Calibration {
+  AcceleratorSpec accelerator;
+  FabricProfile fabric;
+  bool fabric_fitted = false;
+  std::string fabric_scope = "intra_node";  ///< where the fitted fabric runs: "intra_node" or "inter_node"
+  std::vector<std::string> fitted_parameters;
+  std::vector<ResidualRow> residuals;
+  std::vector<std::string> sources;
+};
+
+/// Fits profile parameters to measured component points, group by group, each by least squares on log(model /
+/// measured) (strategies/LeastSquares):
+///   collectives -> fabric bus_efficiency + step_latency (ring, tree) or nvls_bus_efficiency + nvls_latency (nvls),
+///                  and with "collective_protocols": 2 (the default) the low-latency protocol's ll_bus_efficiency +
+///                  ll_step_latency as well (topology/CommProfile.hpp: NCCL runs each collective with the faster one)
+///   memory      -> memory_efficiency
+///   gemm        -> gemm_peak_efficiency, gemm_latency_s, gemm_k_overhead, gemm_roofline_p
+///   attention   -> flash_attention_efficiency
+///   layers      -> memory_efficiency, kernel_latency_s, overlap_penalty (with the fabric's exposed TP collectives
+///                  added, as Megatron-LM's measured layer times include them)
+/// Parameters of groups without points keep the base accelerator's (or fabric's) values. The measured JSON:
+///   {"accelerator": preset or object, "fabric": preset or object (optional), "sources": [..],
+///    "collective_protocols": 1 | 2 (optional, default 2), "gemm_sms": SMs (optional),
+///    "fabric_scope": "intra_node" (default: the collectives ran inside a node) | "inter_node" (across nodes; the
+///    default fabric is then the accelerator's reference network),
+///    "gemm": [{"m","n","k","batch"?,"dtype"?,"peak_tflops"? (of another precision),"tflops"|"time_s"}],
+///    "memory": [{"bytes","bw_GBps"|"time_s"}],
+///    "attention": [{"batch","heads","seq","head_dim","pass":"fwd"|"fwd+bwd","causal"?,"tflops"}],
+///    "collectives": [{"kind","algorithm"?,"ranks","bytes","busbw_GBps"|"time_s"}],
+///    "layers": [{"case","experiment":{..},"forward_ms","backward_ms"}]}
+/// Throws InputError naming the field for bad points, and for a group with fewer measured numbers than parameters.
+Calibration calibrate(const Json& measured, const std::string& base_dir);
+
+/// The profile file of a calibration: {"accelerator", "compute", "comm"?: {fabric_scope: fabric}, "sources", "fit"}.
+Json calibration_profile_json(const Calibration& c);
+/// The residuals as a text table: group, point, measured, fitted, error %.
+std::string residual_table(const Calibration& c);
+
+}  // namespace placesim

@@ -1,0 +1,24 @@
+#pragma once
+#include "strategies/placement/Experiment.hpp"
+#include "strategies/graph/TaskGraph.hpp"
+#include "topology/cluster/Cluster.hpp"
+
+namespace placesim {
+
+struct ExpandOptions {
+  /// Layers per compute task; 0 picks the smallest divisor of the layers per chunk that keeps the graph under
+  /// `task_budget` compute tasks.
+  int layer_group = 0;
+  double task_budget = 4e5;
+};
+
+/// The layers per compute task expand() uses for `e` under `o`.
+int layer_group_size(const Experiment& e, const ExpandOptions& o);
+
+/// One training step of `e` on cluster `c` as a TaskGraph: per device, micro-batch and layer group the forward,
+/// recompute and backward tasks in the pipeline schedule's order; TP collectives; PP sends; ZeRO/FSDP gathers with
+/// prefetch of the next unit; bucketed DP gradient synchronisation overlapping the backward; the optimizer step;
+/// offload transfers; memory deltas. Pure: no I/O, no globals; equal inputs give identical graphs (stable ids).
+TaskGraph expand(const Experiment& e, const ClusterSpec& c, const ExpandOptions& o = {});
+
+}  // namespace placesim

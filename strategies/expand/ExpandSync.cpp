@@ -1,0 +1,336 @@
+// expand(): how the placement's states move along the data-parallel axis — parameter gathers, gradient
+// synchronisation, the optimizer step, offload transfers — and the memory they occupy.
+#include <algorithm>
+
+#include "strategies/expand/Expander.hpp"
+
+namespace placesim::detail {
+
+namespace {
+
+std::int64_t sharded(const LayerGroup& g, int n) {
+  std::int64_t sum = 0;
+  for (auto u : g.units) sum += shard_elems(u, n);
+  return sum;
+}
+
+}  // namespace
+
+void Expander::gather_params(int s, const StageOp& op, int g) {
+  const auto& pl = e_.strategy.placement;
+  gather_of_group_.assign(static_cast<std::size_t>(tp_), {});
+  const bool gather = pl.parameters == Mode::ShardedWithGather && dp_ > 1;
+  const bool fetch = pl.parameters == Mode::Offloaded;
+  if (!gather && !fetch) return;
+  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const double pb = e_.training.param_bytes();
+  // At most two gathered units live at once (the one computing and the prefetched next, as FSDP limits them):
+  // a gather waits until the compute two units back has released its buffer.
+  auto limit = [&](int d, int t, TaskId task) {
+    const auto& window = gather_window_[static_cast<std::size_t>(d * tp_ + t)];
+    if (window.size() >= 2) g_.depend(window[window.size() - 2], task);
+  };
+  for (int t = 0; t < tp_; ++t) {
+    if (gather) {
+      Collective gather = dp_collective(CollectiveOp::AllGather, CommClass::ZeroGather, Stream::DpGather, t, s, lg,
+                                        static_cast<int>(pb), op.microbatch);
+      gather.backward = !op.forward;
+      Phases gather_tasks = add_dp_collective(gather, s);
+      std::vector<MemDelta> on_start;
+      for (int d = 0; d < dp_; ++d) {
+        on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
+        for (TaskId first : gather_tasks.first) limit(d, t, first);
+      }
+      set_member_memory(gather_tasks.first, on_start, true);
+      gather_of_group_[static_cast<std::size_t>(t)] = gather_tasks.last;
+    } else {
+      // Offloaded parameters are fetched over PCIe by every device; one task per device, the last one recorded.
+      for (int d = 0; d < dp_; ++d) {
+        int x = rank(d, t, s);
+        TaskId id = add_single(Offload{x, false, static_cast<double>(lg.elems) * pb, State::Parameters}, s, x, Stream::H2D);
+        g_.set_memory(id, {{x, State::Parameters, static_cast<double>(lg.elems) * pb, true}}, {});
+        limit(d, t, id);
+        gather_of_group_[static_cast<std::size_t>(t)].push_back(id);
+      }
+    }
+  }
+}
+
+TaskId Expander::task_of_member(const std::vector<TaskId>& tasks, int device) const {
+  for (TaskId id : tasks) {
+    const auto& m = task_devices(g_, g_[id]);
+    if (std::find(m.begin(), m.end(), device) != m.end()) return id;
+  }
+  return tasks.front();
+}
+
+int Expander::subgroup(std::vector<int> members) {
+  auto [it, fresh] = subgroups_.try_emplace(members, 0);
+  if (fresh) it->second = g_.add_group(std::move(members));
+  return it->second;
+}
+
+void Expander::set_member_memory(const std::vector<TaskId>& tasks, const std::vector<MemDelta>& deltas, bool at_start) {
+  for (TaskId id : tasks) {
+    const auto& members = task_devices(g_, g_[id]);
+    std::vector<MemDelta> mine;
+    for (const MemDelta& m : deltas)
+      if (std::find(members.begin(), members.end(), m.device) != members.end()) mine.push_back(m);
+    if (!mine.empty()) g_.set_memory(id, at_start ? mine : std::vector<MemDelta>{}, at_start ? std::vector<MemDelta>{} : mine);
+  }
+}
+
+Expander::Phases Expander::add_dp_collective(Collective c, int stage) {
+  const std::vector<int> members = g_.groups[static_cast<std::size_t>(c.group)];
+  // Members by node, in ring order; hierarchical only when every node holds the same number (> 1) of them.
+  std::vector<std::vector<int>> nodes;
+  for (int x : members) {
+    if (nodes.empty() || x / c_.gpus_per_node != nodes.back().front() / c_.gpus_per_node) nodes.emplace_back();
+    nodes.back().push_back(x);
+  }
+  bool even = nodes.size() > 1 && nodes.front().size() > 1;
+  for (const auto& n : nodes) even = even && n.size() == nodes.front().size();
+  if (e_.strategy.collective != "hierarchical" || !even) {
+    TaskId id = add_collective(c, stage);
+    return {{id}, {id}};
+  }
+  const auto local = static_cast<std::int64_t>(nodes.front().size());
+  auto phase = [&](CollectiveOp op, bool intra, std::int64_t elems, const std::vector<TaskId>& after) {
+    std::vector<TaskId> out;
+    std::size_t count = intra ? nodes.size() : static_cast<std::size_t>(local);
+    for (std::size_t i = 0; i < count; ++i) {
+      std::vector<int> sub;
+      if (intra) sub = nodes[i];
+      else
+        for (const auto& n : nodes) sub.push_back(n[i]);
+      Collective part = c;
+      part.op = op;
+      part.group = subgroup(std::move(sub));
+      part.elems = elems;
+      TaskId id = add_collective(part, stage);
+      for (TaskId a : after) g_.depend(a, id);
+      out.push_back(id);
+    }
+    return out;
+  };
+  // Elements are padded to a multiple of the whole group, so every phase's buffer divides evenly.
+  const std::int64_t x = c.elems, shard = c.elems / local;
+  if (c.op == CollectiveOp::AllReduce) {
+    auto a = phase(CollectiveOp::ReduceScatter, true, x, {});
+    auto b = phase(CollectiveOp::AllReduce, false, shard, a);
+    return {a, phase(CollectiveOp::AllGather, true, x, b)};
+  }
+  if (c.op == CollectiveOp::ReduceScatter) {
+    auto a = phase(CollectiveOp::ReduceScatter, true, x, {});
+    return {a, phase(CollectiveOp::ReduceScatter, false, shard, a)};
+  }
+  auto a = phase(CollectiveOp::AllGather, false, shard, {});
+  return {a, phase(CollectiveOp::AllGather, true, x, a)};
+}
+
+Collective Expander::dp_collective(CollectiveOp op, CommClass cls, Stream stream, int t, int s, const LayerGroup& lg,
+                                   int elem_bytes, int microbatch) {
+  Collective c;
+  c.op = op;
+  c.cls = cls;
+  c.stream = stream;
+  c.group = dp_group(t, s);
+  c.elems = sharded(lg, dp_) * dp_;
+  c.elem_bytes = elem_bytes;
+  c.layer = lg.first_layer;
+  c.layers = lg.layers;
+  c.microbatch = microbatch;
+  return c;
+}
+
+void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backward) {
+  const auto& pl = e_.strategy.placement;
+  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const double gb = e_.training.grad_bytes();
+  if (pl.gradients == Mode::Replicated) {
+    // Accumulated locally over the micro-batches; bucketed and synchronised after the step's last backward.
+    if (!last_backward || dp_ == 1) return;
+    for (int t = 0; t < tp_; ++t) {
+      Bucket& b = buckets_[{t, s}];
+      b.elems += sharded(lg, dp_) * dp_;
+      for (int d = 0; d < dp_; ++d) b.producers.push_back(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)]);
+      if (static_cast<double>(b.elems) * gb >= e_.strategy.bucket_bytes) flush_bucket(t, s);
+    }
+    return;
+  }
+  // Sharded (or offloaded) gradients: reduce-scattered after every micro-batch into the owner's shard.
+  for (int t = 0; t < tp_; ++t) {
+    std::vector<TaskId> rs_last;
+    if (dp_ > 1) {
+      Collective reduce = dp_collective(CollectiveOp::ReduceScatter, CommClass::DpGradSync, Stream::DpComm, t, s, lg,
+                                        static_cast<int>(gb), op.microbatch);
+      reduce.backward = true;
+      Phases rs_tasks = add_dp_collective(reduce, s);
+      std::vector<MemDelta> on_end;
+      for (int d = 0; d < dp_; ++d) {
+        for (TaskId first : rs_tasks.first) g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], first);
+        if (pl.gradients != Mode::Offloaded) {
+          on_end.push_back({rank(d, t, s), State::Gradients, -static_cast<double>(lg.elems) * gb, true});
+          grad_window_[static_cast<std::size_t>(d * tp_ + t)].push_back(task_of_member(rs_tasks.last, rank(d, t, s)));
+        }
+      }
+      set_member_memory(rs_tasks.last, on_end, false);
+      rs_last = rs_tasks.last;
+    }
+    if (pl.gradients != Mode::Offloaded) continue;
+    for (int d = 0; d < dp_; ++d) {
+      int x = rank(d, t, s);
+      TaskId id = add_single(Offload{x, true, static_cast<double>(sharded(lg, dp_)) * gb, State::Gradients}, s, x, Stream::D2H);
+      if (rs_last.empty()) g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], id);
+      else g_.depend(task_of_member(rs_last, x), id);
+      g_.set_memory(id, {}, {{x, State::Gradients, -static_cast<double>(lg.elems) * gb, true}});
+      grad_window_[static_cast<std::size_t>(d * tp_ + t)].push_back(id);
+      step_end_deps_[static_cast<std::size_t>(x)].push_back(id);
+    }
+  }
+}
+
+void Expander::flush_bucket(int t, int s) {
+  auto it = buckets_.find({t, s});
+  if (it == buckets_.end() || it->second.elems == 0) return;
+  Bucket& b = it->second;
+  Collective c;
+  c.op = e_.strategy.placement.optimizer == Mode::Replicated ? CollectiveOp::AllReduce : CollectiveOp::ReduceScatter;
+  c.cls = CommClass::DpGradSync;
+  c.stream = Stream::DpComm;
+  c.group = dp_group(t, s);
+  c.elems = b.elems;
+  c.elem_bytes = e_.training.grad_bytes();
+  Phases tasks = add_dp_collective(c, s);
+  for (TaskId p : b.producers)
+    for (TaskId first : tasks.first) g_.depend(p, first);
+  for (int d = 0; d < dp_; ++d)
+    for (TaskId last : tasks.last) step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(last);
+  b = Bucket{};
+}
+
+void Expander::embedding_sync() {
+  const StageLayout& first = layouts_.front();
+  if (first.tied_copy_elems == 0 || pp_ == 1) return;
+  for (int d = 0; d < dp_; ++d) {
+    for (int t = 0; t < tp_; ++t) {
+      int a = rank(d, t, 0), b = rank(d, t, pp_ - 1);
+      Collective c;
+      c.op = CollectiveOp::AllReduce;
+      c.cls = CommClass::EmbeddingSync;
+      c.stream = Stream::DpComm;
+      c.group = g_.add_group({a, b});
+      c.elems = shard_elems(first.tied_copy_elems, 2) * 2;
+      c.elem_bytes = e_.training.grad_bytes();
+      TaskId id = add_collective(c, -1);
+      for (int x : {a, b}) {
+        if (first_backward_[static_cast<std::size_t>(x)] != kNoTask) g_.depend(first_backward_[static_cast<std::size_t>(x)], id);
+        step_end_deps_[static_cast<std::size_t>(x)].push_back(id);
+      }
+    }
+  }
+}
+
+// Sequence parallelism leaves each TP rank the gradients of the replicated norms and row-parallel biases for its
+// slice of the sequence only; Megatron-LM all-reduces them over the TP group, flattened into one buffer, after the
+// backward and before the optimizer (allreduce_sequence_parallel_grads in megatron/training.py, 2022).
+void Expander::sequence_parallel_grad_sync(int s) {
+  if (!e_.strategy.sp || tp_ == 1 || e_.model.opaque()) return;
+  const std::int64_t elems = sequence_parallel_grad_elems(e_, layouts_[static_cast<std::size_t>(s)]);
+  for (int d = 0; d < dp_; ++d) {
+    TaskId id = add_collective(tp_group_collective(d, s, CollectiveOp::AllReduce, elems, e_.training.grad_bytes()), s);
+    for (int t = 0; t < tp_; ++t) {
+      auto& deps = step_end_deps_[static_cast<std::size_t>(rank(d, t, s))];
+      for (TaskId dep : deps) g_.depend(dep, id);
+      deps.push_back(id);
+    }
+  }
+}
+
+void Expander::finish_step(int s) {
+  if (!synchronous_) return;  // asynchronous schedules applied their updates inline
+  const auto& pl = e_.strategy.placement;
+  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
+  std::int64_t full = 0, shard = 0;
+  for (const auto& chunk : groups_[static_cast<std::size_t>(s)])
+    for (const auto& lg : chunk) {
+      full += lg.elems;
+      shard += sharded(lg, dp_);
+    }
+  const double pb = e_.training.param_bytes();
+  for (int t = 0; t < tp_; ++t) {
+    std::vector<TaskId> updated;
+    for (int d = 0; d < dp_; ++d) {
+      int x = rank(d, t, s);
+      TaskId step;
+      if (pl.optimizer == Mode::Offloaded) {
+        double elems = static_cast<double>(dp_ > 1 ? shard : full);
+        if (pl.gradients != Mode::Offloaded) {  // replicated/sharded device gradients move once, at the step's end
+          TaskId d2h = add_single(Offload{x, true, elems * e_.training.grad_bytes(), State::Gradients}, s, x, Stream::D2H);
+          for (TaskId dep : step_end_deps_[static_cast<std::size_t>(x)]) g_.depend(dep, d2h);
+          step_end_deps_[static_cast<std::size_t>(x)] = {d2h};
+        }
+        step = add_single(HostCompute{x, elems * k.host_optimizer_s_per_elem, 16 * elems}, s, x, Stream::Host);
+        for (TaskId dep : step_end_deps_[static_cast<std::size_t>(x)]) g_.depend(dep, step);
+        if (pl.parameters != Mode::Offloaded) {
+          TaskId h2d = add_single(Offload{x, false, elems * pb, State::Parameters}, s, x, Stream::H2D);
+          g_.depend(step, h2d);
+          step = h2d;
+        }
+      } else {
+        double elems = static_cast<double>(pl.optimizer == Mode::Replicated ? full : shard);
+        step = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0,
+                                  apply_microbatch_[static_cast<std::size_t>(s)], -1, 0},
+                          s, x, Stream::Compute);
+        for (TaskId dep : step_end_deps_[static_cast<std::size_t>(x)]) g_.depend(dep, step);
+      }
+      updated.push_back(step);
+    }
+    // Replicated parameters updated shard by shard are gathered back (ZeRO-1/2, ZeRO-Offload).
+    if (pl.parameters != Mode::Replicated || pl.optimizer == Mode::Replicated || dp_ == 1) continue;
+    std::int64_t bucket = 0;
+    auto issue = [&]() {
+      Collective c;
+      c.op = CollectiveOp::AllGather;
+      c.cls = CommClass::ZeroGather;
+      c.stream = Stream::DpGather;
+      c.group = dp_group(t, s);
+      c.elems = bucket;
+      c.elem_bytes = static_cast<int>(pb);
+      for (TaskId first : add_dp_collective(c, s).first)
+        for (TaskId u : updated) g_.depend(u, first);
+      bucket = 0;
+    };
+    for (const auto& chunk : groups_[static_cast<std::size_t>(s)])
+      for (const auto& lg : chunk) {
+        bucket += sharded(lg, dp_) * dp_;
+        if (static_cast<double>(bucket) * pb >= e_.strategy.bucket_bytes) issue();
+      }
+    if (bucket > 0) issue();
+  }
+}
+
+void Expander::set_resident_memory() {
+  const auto& pl = e_.strategy.placement;
+  const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes(), ob = e_.training.optimizer_bytes_per_param;
+  g_.resident.assign(static_cast<std::size_t>(g_.devices), {0, 0, 0, 0});
+  auto held = [&](Mode mode, const LayerGroup& lg) -> double {
+    if (mode == Mode::Replicated) return static_cast<double>(lg.elems);
+    if (mode == Mode::Sharded || mode == Mode::ShardedWithGather) return static_cast<double>(sharded(lg, dp_));
+    return 0;
+  };
+  for (int x = 0; x < g_.devices; ++x) {
+    int s = x / (tp_ * dp_);
+    auto& r = g_.resident[static_cast<std::size_t>(x)];
+    for (const auto& chunk : groups_[static_cast<std::size_t>(s)])
+      for (const auto& lg : chunk) {
+        // PipeDream-2BW double-buffers its weights for the whole run.
+        double copies = e_.strategy.schedule == Schedule::PipeDream2BW && pp_ > 1 ? 2 : 1;
+        r[static_cast<std::size_t>(State::Parameters)] += copies * held(pl.parameters, lg) * pb;
+        r[static_cast<std::size_t>(State::Gradients)] += held(pl.gradients, lg) * gb;
+        r[static_cast<std::size_t>(State::Optimizer)] += held(pl.optimizer, lg) * ob;
+      }
+  }
+}
+
+}  // namespace placesim::detail

@@ -1,0 +1,163 @@
+#pragma once
+// Internal to expand(): the state of one expansion. Not part of the public API.
+#include <array>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "strategies/analytic/Costs.hpp"
+#include "strategies/expand/Expand.hpp"
+#include "strategies/placement/Layout.hpp"
+#include "strategies/pipeline/PipelineSchedule.hpp"
+
+namespace placesim::detail {
+
+inline constexpr TaskId kNoTask = ~TaskId(0);
+
+/// One pipeline operation of a stage, in the order the stage's compute stream runs them.
+struct StageOp {
+  bool forward = true;
+  int microbatch = 0;
+  int chunk = 0;
+  int weight_version = 0;
+};
+
+/// A contiguous run of layers processed by one compute task, with the units (layers, embedding, head) it holds.
+struct LayerGroup {
+  int first_layer = 0, layers = 0;
+  std::int64_t elems = 0;         ///< parameters on one device (after tp)
+  std::vector<std::int64_t> units;  ///< element counts of the units (each padded on its own when sharded)
+  bool has_embedding = false, has_head = false;
+};
+
+/// The pipeline schedule of one step of `e` (strategies/PipelineSchedule).
+PipelineSchedule step_schedule(const Experiment& e);
+
+class Expander {
+ public:
+  Expander(const Experiment& e, const ClusterSpec& c, const ExpandOptions& o);
+  TaskGraph run();
+
+ private:
+  // mesh and groups
+  int rank(int d, int t, int s) const;
+  int dp_group(int t, int s);
+  int tp_group(int d, int s);
+  // stream bookkeeping: the task goes after the device's previous task on the stream
+  TaskId add_single(TaskBody body, int stage, int device, Stream stream);
+  TaskId add_collective(Collective c, int stage);
+  /// A collective of `op` over the TP group of (d, s) on the TP stream, `elems` padded to a multiple of tp.
+  Collective tp_group_collective(int d, int s, CollectiveOp op, std::int64_t elems, int elem_bytes);
+  /// The tasks a collective over a data-parallel group became: one ring, or with strategy.collective=hierarchical
+  /// three phases (intra-node reduce-scatter, inter-node ring, intra-node all-gather) of one collective per
+  /// sub-group. Dependencies go into `first`, successors follow `last`.
+  struct Phases {
+    std::vector<TaskId> first, last;
+  };
+  Phases add_dp_collective(Collective c, int stage);
+  /// Gives each task of `tasks` the deltas of its own members (at its start or its end).
+  void set_member_memory(const std::vector<TaskId>& tasks, const std::vector<MemDelta>& deltas, bool at_start);
+  int subgroup(std::vector<int> members);
+  /// The task of `tasks` whose group holds `device`.
+  TaskId task_of_member(const std::vector<TaskId>& tasks, int device) const;
+  // the pipeline
+  void expand_stage(int s);
+  /// The tasks of op i of the stage's order, group by group; leaves op_tail_ at the op's end.
+  StageOp expand_op(int s, int i, const PipeOp& pop);
+  void expand_group(int s, const StageOp& op, int g, bool last_of_op, double stash_delta);
+  void forward_group(int s, const StageOp& op, int g, double stash_delta);
+  void backward_group(int s, const StageOp& op, int g, double stash_delta);
+  /// The compute tasks of `part` of group g on every (d, t) lane. The task that `closes` the group's pass (its last
+  /// compute) carries the group's memory changes and releases its gathered parameters.
+  void compute_tasks(int s, const StageOp& op, int g, TaskKind kind, ModelPart part, bool closes, double stash_delta);
+  /// The tasks the next task of the op on `lane` follows: the op's frontier, or at the op's start the previous op's.
+  const std::vector<TaskId>& preceding(std::size_t lane, const std::vector<TaskId>& frontier) const;
+  void apply_inline(int s, const PipeOp& op);
+  double stash_change(int s, const PipeOp& op);
+  /// A TP collective of `ops` per layer over each (d, s) TP group; `hidden` ones run beside the compute that follows
+  /// the current frontier instead of after it (Megatron overlaps them with weight-gradient GEMMs).
+  void tp_collective(int s, const StageOp& op, int g, int ops, bool hidden);
+  /// Megatron-LM's TP collective around the vocabulary-parallel embedding or output layer of group g (one per op).
+  void vocab_collective(int s, const StageOp& op, int g, CollectiveOp kind, bool hidden);
+  void add_tp_collective(int s, const StageOp& op, int g, CollectiveOp kind, int repeat, bool per_layer, bool hidden);
+  void gather_params(int s, const StageOp& op, int g);
+  void sync_gradients(int s, const StageOp& op, int g, bool last_backward);
+  void flush_bucket(int t, int s);
+  /// A collective over the data-parallel group of (t, s) for the units of `lg`, padded to a multiple of dp.
+  Collective dp_collective(CollectiveOp op, CommClass cls, Stream stream, int t, int s, const LayerGroup& lg,
+                           int elem_bytes, int microbatch);
+  /// The transfers of op's output to the next virtual stage, one per (d, t) lane (kNoTask where none), after the
+  /// lane's frontier.
+  std::vector<TaskId> send_boundary(int s, const StageOp& op);
+  using BoundaryKey = std::tuple<int, int, int, int, bool>;  ///< (d, t, receiving virtual stage, micro-batch, forward)
+  void link_boundary(int d, int t, int vstage, int mb, bool forward, TaskId task, bool is_producer);
+  /// The receiver has posted the transfer once `tail` is done (strategy.p2p=megatron: a transfer needs both sides).
+  void post_boundary(const BoundaryKey& key, const std::vector<TaskId>& tail);
+  /// The first tasks of an op link to its own input and to every input its call received.
+  void link_op_inputs(int d, int t, int vstage, int mb, bool forward, TaskId task);
+  /// The input of `op` on stage s, if it has one (its virtual stage receives from a neighbour).
+  bool has_input(int s, const PipeOp& op) const;
+  /// Scatter-gather (strategy.p2p=megatron without sp): each TP group all-gathers the pieces of op's input its ranks
+  /// received. Adds the all-gathers to op_tail_, so what follows waits for them.
+  void receive_gather(int s, const PipeOp& op);
+  /// strategy.p2p=megatron: does a blocking exchange follow op i of the stage's order?
+  bool ends_call(const std::vector<PipeOp>& order, int i) const;
+  /// The exchange after op i: the sends of `unsent`, and the receives of the ops up to the next exchange.
+  void p2p_call(int s, const std::vector<PipeOp>& order, int i, std::vector<StageOp>& unsent);
+  void post_receives(int s, const std::vector<PipeOp>& order, int first);
+  void finish_step(int s);
+  void embedding_sync();
+  void sequence_parallel_grad_sync(int s);
+  void set_resident_memory();
+  // layout helpers
+  std::vector<LayerGroup> chunk_groups(int s, int chunk) const;
+  double activation_bytes(const LayerGroup& g) const;
+  std::int64_t padded(std::int64_t elems) const;   ///< a unit list padded to a multiple of dp
+
+  const Experiment& e_;
+  const ClusterSpec& c_;
+  int dp_, tp_, pp_, v_, m_;
+  int group_size_;
+  std::vector<StageLayout> layouts_;
+  std::vector<StageCosts> costs_;
+  PipelineSchedule schedule_;
+  bool synchronous_ = true;                             ///< one Apply per stage at the step's end (flush)
+  std::vector<int> apply_microbatch_;                   ///< per stage: the micro-batch tag of the end-of-step Apply
+  // PipeDream weight stashing: per version of the current stage, the forwards still waiting for their backward.
+  std::map<int, int> version_refs_;
+  int current_version_ = 0;
+  std::vector<std::vector<std::vector<LayerGroup>>> groups_;  ///< [stage][chunk] -> layer groups
+  TaskGraph g_;
+  std::vector<std::array<TaskId, kStreams>> last_;
+  std::map<std::pair<int, int>, int> dp_groups_, tp_groups_;
+  std::map<std::vector<int>, int> subgroups_;
+  // per (d, t) of the stage being expanded: the task a group's successor must follow
+  std::vector<std::vector<TaskId>> frontier_;           // per (d, t): the tasks the next one of the op must follow
+  std::vector<std::vector<TaskId>> before_compute_;     // per (d, t): the frontier the last compute task followed
+  // per (d, t): the frontier the previous op of the stage ended with. Megatron-LM waits for an op's TP collectives
+  // (the forward's all-reduces, the backward's asynchronous ones) before it returns, so the next op follows them.
+  std::vector<std::vector<TaskId>> op_tail_;
+  std::vector<TaskId> compute_of_group_;                // last compute task per (d, t) of the current group
+  std::vector<std::vector<TaskId>> gather_window_;      // per (d, t): compute tasks of gathered groups, for the limit
+  std::vector<std::vector<TaskId>> gather_of_group_;    // per t: the gather tasks feeding the current group
+  std::vector<std::vector<TaskId>> grad_window_;        // per (d, t): tasks releasing unsharded gradient buffers
+  struct Boundary {
+    TaskId producer = kNoTask;
+    std::vector<TaskId> consumers, posters;
+  };
+  std::map<BoundaryKey, Boundary> boundaries_;
+  bool blocking_p2p_ = false;                           // strategy.p2p=megatron on a flush schedule
+  bool scatter_gather_ = false;                         // strategy.p2p=megatron without sp, tp > 1
+  std::vector<std::vector<BoundaryKey>> call_recvs_;    // per (d, t): the inputs the last exchange received
+  // DP gradient buckets per (t, s)
+  struct Bucket {
+    std::int64_t elems = 0;
+    std::vector<TaskId> producers;
+  };
+  std::map<std::pair<int, int>, Bucket> buckets_;
+  std::vector<std::vector<TaskId>> step_end_deps_;      // per device: tasks the optimizer step waits for
+  std::vector<TaskId> first_backward_;                  // per device: the last stage-0 group backward (embedding)
+  std::vector<int> last_backward_op_;                   // per chunk of the stage: index of its last backward op
+};
+
+}  // namespace placesim::detail

@@ -1,0 +1,73 @@
+#include "strategies/graph/DeviceStats.hpp"
+
+#include <algorithm>
+
+namespace placesim {
+
+void IntervalSet::add(double start, double end) {
+  if (end <= start) return;
+  if (!spans_.empty() && start <= spans_.back().second) {
+    spans_.back().second = std::max(spans_.back().second, end);
+    return;
+  }
+  spans_.emplace_back(start, end);
+}
+
+double IntervalSet::total() const {
+  double sum = 0;
+  for (const auto& [a, b] : spans_) sum += b - a;
+  return sum;
+}
+
+std::vector<std::pair<double, double>> interval_union(const std::vector<const IntervalSet*>& sets) {
+  std::vector<std::pair<double, double>> all;
+  for (const auto* s : sets) all.insert(all.end(), s->intervals().begin(), s->intervals().end());
+  std::sort(all.begin(), all.end());
+  std::vector<std::pair<double, double>> out;
+  for (const auto& span : all) {
+    if (!out.empty() && span.first <= out.back().second)
+      out.back().second = std::max(out.back().second, span.second);
+    else
+      out.push_back(span);
+  }
+  return out;
+}
+
+double uncovered(const std::vector<std::pair<double, double>>& a, const std::vector<std::pair<double, double>>& b) {
+  double sum = 0;
+  std::size_t j = 0;
+  for (auto [start, end] : a) {
+    double cursor = start;
+    while (j < b.size() && b[j].second <= cursor) ++j;
+    for (std::size_t k = j; k < b.size() && b[k].first < end; ++k) {
+      if (b[k].first > cursor) sum += b[k].first - cursor;
+      cursor = std::max(cursor, b[k].second);
+      if (cursor >= end) break;
+    }
+    if (cursor < end) sum += end - cursor;
+  }
+  return sum;
+}
+
+void DeviceStats::apply(State state, double delta, bool buffer) {
+  if (buffer) {
+    buffers += delta;
+    peak_buffers = std::max(peak_buffers, buffers);
+  } else {
+    auto i = static_cast<std::size_t>(state);
+    current[i] += delta;
+    peak[i] = std::max(peak[i], current[i]);
+  }
+  double total = buffers;
+  for (double c : current) total += c;
+  peak_total = std::max(peak_total, total);
+}
+
+double DeviceStats::exposed_communication_s() const {
+  std::vector<const IntervalSet*> comm;
+  for (Stream s : {Stream::TpComm, Stream::DpComm, Stream::DpGather, Stream::PpSend, Stream::H2D, Stream::D2H})
+    comm.push_back(&busy[static_cast<std::size_t>(s)]);
+  return uncovered(interval_union(comm), interval_union({&busy[static_cast<std::size_t>(Stream::Compute)]}));
+}
+
+}  // namespace placesim

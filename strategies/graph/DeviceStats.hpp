@@ -1,0 +1,43 @@
+#pragma once
+#include <array>
+#include <vector>
+
+#include "strategies/graph/Record.hpp"
+#include "strategies/analytic/Collective.hpp"
+
+namespace placesim {
+
+/// Busy intervals of one stream, merged as they arrive (a stream's tasks complete in order).
+class IntervalSet {
+ public:
+  void add(double start, double end);
+  double total() const;
+  const std::vector<std::pair<double, double>>& intervals() const { return spans_; }
+
+ private:
+  std::vector<std::pair<double, double>> spans_;
+};
+
+/// Union of several interval sets (sorted, merged).
+std::vector<std::pair<double, double>> interval_union(const std::vector<const IntervalSet*>& sets);
+/// Length of `a` not covered by `b` (both sorted and merged).
+double uncovered(const std::vector<std::pair<double, double>>& a, const std::vector<std::pair<double, double>>& b);
+
+/// What one device did during the simulated step, accumulated while the simulation runs.
+struct DeviceStats {
+  std::array<double, kCommClasses> bytes_sent{};  ///< network bytes this device sent, per collective class
+  double h2d_bytes = 0, d2h_bytes = 0;
+  std::array<IntervalSet, kStreams> busy;         ///< per stream
+  std::array<double, 4> current{};                ///< resident bytes per State
+  std::array<double, 4> peak{};
+  double buffers = 0, peak_buffers = 0;
+  double peak_total = 0;                          ///< max over time of all states plus buffers
+  double flops = 0;
+
+  void apply(State state, double delta, bool buffer);
+  /// Communication time not hidden behind compute.
+  double exposed_communication_s() const;
+  double busy_s(Stream s) const { return busy[static_cast<std::size_t>(s)].total(); }
+};
+
+}  // namespace placesim

@@ -1,0 +1,36 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strategies/graph/DeviceStats.hpp"
+#include "strategies/graph/Record.hpp"
+
+namespace placesim {
+
+/// How collectives are simulated. Point-to-point and PCIe transfers are always flows.
+///   analytic  every collective is one exact alpha-beta delay of its ring (slowest hop's latency and bandwidth);
+///             no contention between collectives: fastest, for sweeps and very large runs
+///   flow      collectives that cross nodes are decomposed into ring steps, each a flow that contends with all
+///             other traffic; collectives inside one node are exact delays (the NVSwitch is non-blocking) [default]
+///   full      every collective step is a flow, inside nodes too
+enum class Fidelity { Analytic, Flow, Full };
+const char* to_string(Fidelity f);
+Fidelity parse_fidelity(const std::string& text, const std::string& field);
+
+struct SimOptions {
+  Fidelity fidelity = Fidelity::Flow;
+  std::vector<char> record;  ///< per device: keep its task records and memory events (empty: all devices)
+  bool fine = false;         ///< one record per collective step instead of one per collective and device
+};
+
+struct SimResult {
+  SimulationRecord record;
+  std::vector<DeviceStats> devices;
+  double step_time_s = 0;
+  std::uint64_t activities = 0;  ///< SimGrid activities run (network and PCIe transfers)
+  std::uint64_t timers = 0;      ///< fixed-length tasks run as SimGrid kernel timers (compute, exact collectives)
+  double wall_time_s = 0;        ///< host time the simulation took
+};
+
+}  // namespace placesim

@@ -1,0 +1,105 @@
+#include "strategies/pipeline/AbstractPipeline.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include "strategies/pipeline/PipelineMetrics.hpp"
+#include "strategies/pipeline/PipelineTimeline.hpp"
+
+namespace placesim {
+
+namespace {
+
+Schedule read_schedule(ObjectReader& r) {
+  std::vector<std::string> names;
+  for (Schedule s : all_schedules()) names.push_back(to_string(s));
+  const std::string name = r.get_choice("schedule", names, to_string(Schedule::OneFOneB));
+  for (Schedule s : all_schedules())
+    if (name == to_string(s)) return s;
+  return Schedule::OneFOneB;  // unreachable: get_choice accepts only the names above
+}
+
+int to_count(ObjectReader& r, const char* key, std::int64_t v) {
+  if (v > INT_MAX) throw InputError(r.field(key) + "=" + std::to_string(v) + " is too large");
+  return static_cast<int>(v);
+}
+
+int required_count(ObjectReader& r, const char* key) {
+  if (!r.has(key)) throw InputError(r.field(key) + " is required but missing");
+  return to_count(r, key, r.get_positive_int(key, 1));
+}
+
+int at_least_one(ObjectReader& r, const char* key, int fallback) {
+  const std::int64_t v = r.get_int(key, fallback);
+  if (v < 1) throw InputError(r.field(key) + "=" + std::to_string(v) + " must be at least 1");
+  return to_count(r, key, v);
+}
+
+double seconds(ObjectReader& r, const char* key, bool required) {
+  if (required && !r.has(key)) throw InputError(r.field(key) + " is required but missing");
+  const double v = r.get_number(key, 0);
+  if (required && !(v > 0)) throw InputError(r.field(key) + "=" + Json(v).dump() + " must be positive");
+  if (v < 0) throw InputError(r.field(key) + "=" + Json(v).dump() + " must not be negative");
+  return v;
+}
+
+// Keys that belong to one schedule only are refused with the others, so a typo'd schedule cannot ignore them.
+void refuse_unless(ObjectReader& r, const char* key, bool meaningful, const std::string& schedules) {
+  if (r.has(key) && !meaningful)
+    throw InputError(r.field(key) + " is only meaningful with " + r.field("schedule") + "=" + schedules);
+}
+
+}  // namespace
+
+AbstractPipeline parse_abstract_pipeline(const Json& section) {
+  ObjectReader r(section, "pipeline");
+  AbstractPipeline p;
+  PipelineShape& sh = p.shape;
+  sh.schedule = read_schedule(r);
+  sh.stages = required_count(r, "stages");
+  sh.microbatches = required_count(r, "microbatches");
+  sh.steps = to_count(r, "steps", r.get_positive_int("steps", 1));
+  p.times.forward_s = seconds(r, "forward_s", true);
+  p.times.backward_s = seconds(r, "backward_s", true);
+  p.times.p2p_s = seconds(r, "p2p_s", false);
+  p.times.apply_s = seconds(r, "apply_s", false);
+  const bool asynchronous = sh.schedule == Schedule::PipeDream || sh.schedule == Schedule::PipeDream2BW;
+  const bool local_sgd = sh.schedule == Schedule::LocalSGD;
+  refuse_unless(r, "chunks", sh.schedule == Schedule::Interleaved, "interleaved");
+  refuse_unless(r, "noam", asynchronous, "pipedream or pipedream-2bw");
+  for (const char* key : {"replicas", "local_steps", "average_s"}) refuse_unless(r, key, local_sgd, "localsgd");
+  sh.chunks = to_count(r, "chunks", r.get_positive_int("chunks", 1));
+  sh.noam = at_least_one(r, "noam", sh.stages);
+  sh.replicas = to_count(r, "replicas", r.get_positive_int("replicas", 1));
+  sh.local_steps = at_least_one(r, "local_steps", 1);
+  p.times.average_s = seconds(r, "average_s", false);
+  r.finish();
+  return p;
+}
+
+Json simulate_abstract_pipeline(const Json& section, SimulationRecord* record_out, UpdateTrace* trace_out) {
+  const AbstractPipeline p = parse_abstract_pipeline(section);
+  const PipelineSchedule schedule = make_schedule(p.shape, abstract_shape_fields());
+  const PipelineTimeline timeline = evaluate_pipeline(schedule, p.times);
+  Json pipeline = pipeline_json(measure_pipeline(schedule, timeline));
+  pipeline["times"] = Json{{"forward_s", p.times.forward_s},
+                           {"backward_s", p.times.backward_s},
+                           {"p2p_s", p.times.p2p_s},
+                           {"apply_s", p.times.apply_s},
+                           {"average_s", p.times.average_s}};
+  double makespan = 0;
+  for (const auto& stage : timeline)
+    for (const OpInterval& x : stage) makespan = std::max(makespan, x.end_s);
+  const int total = p.shape.total_microbatches();
+  Json report{{"pipeline", std::move(pipeline)},
+              {"simulation",
+               {{"step_time_s", makespan / p.shape.steps},
+                {"makespan_s", makespan},
+                {"microbatches", total},
+                {"throughput_microbatches_per_s", makespan > 0 ? total / makespan : 0}}}};
+  if (record_out) *record_out = pipeline_record(schedule, timeline, p.times);
+  if (trace_out) *trace_out = update_trace(schedule, timeline);
+  return report;
+}
+
+}  // namespace placesim

@@ -1,0 +1,33 @@
+#pragma once
+#include "strategies/graph/Record.hpp"
+#include "strategies/pipeline/PipelineEval.hpp"
+#include "strategies/pipeline/PipelineSchedule.hpp"
+#include "strategies/pipeline/UpdateTrace.hpp"
+#include "workloads/json/JsonReader.hpp"
+
+namespace placesim {
+
+/// An experiment's abstract "pipeline" section: a pipeline of uniform stages with fixed op times, in place of a
+/// model and a cluster.
+struct AbstractPipeline {
+  PipelineShape shape;
+  PipelineTimes times;
+};
+
+/// Parses the section strictly (unknown keys refused; InputError naming "pipeline.<field>" and the value).
+///
+///   {"stages": S, "microbatches": M, "forward_s": f, "backward_s": b,            required; counts >= 1, times > 0
+///    "p2p_s": c, "apply_s": u, "steps": n, "schedule": "1f1b",                 defaults 0, 0, 1, "1f1b"
+///    "chunks": v,                                     interleaved only; default 1
+///    "noam": n,                                       pipedream, pipedream-2bw only; >= 1, default S
+///    "replicas": R, "local_steps": H, "average_s": a} localsgd only; defaults 1, 1, 0
+AbstractPipeline parse_abstract_pipeline(const Json& section);
+
+/// Evaluates an abstract pipeline and returns its report:
+///   {"pipeline": <pipeline_json + "times">,
+///    "simulation": {"step_time_s", "makespan_s", "microbatches", "throughput_microbatches_per_s"}}
+/// step_time_s = makespan / steps. Fills *record_out (see evaluate_pipeline) and *trace_out (see update_trace) when
+/// they are not null. Throws InputError for a bad section.
+Json simulate_abstract_pipeline(const Json& section, SimulationRecord* record_out, UpdateTrace* trace_out);
+
+}  // namespace placesim

@@ -1,0 +1,228 @@
+#include "strategies/pipeline/PipelineMetrics.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace placesim {
+
+namespace {
+
+// Total length of the union of intervals.
+double union_length(std::vector<OpInterval> spans) {
+  std::sort(spans.begin(), spans.end(), [](const OpInterval& a, const OpInterval& b) { return a.start_s < b.start_s; });
+  double total = 0, start = 0, end = -std::numeric_limits<double>::infinity();
+  for (const OpInterval& x : spans) {
+    if (x.start_s > end) {
+      if (end > start) total += end - start;
+      start = x.start_s;
+      end = x.end_s;
+    } else {
+      end = std::max(end, x.end_s);
+    }
+  }
+  return end > start ? total + (end - start) : total;
+}
+
+// Busy, idle and bubble per stage from each stage's busy intervals.
+void measure_bubbles(const std::vector<std::vector<OpInterval>>& busy, PipelineMetrics& m) {
+  double first = std::numeric_limits<double>::infinity(), last = -first;
+  for (const auto& spans : busy)
+    for (const OpInterval& x : spans) {
+      first = std::min(first, x.start_s);
+      last = std::max(last, x.end_s);
+    }
+  m.span_s = last > first ? last - first : 0;
+  for (const auto& spans : busy) {
+    m.busy_s.push_back(union_length(spans));
+    m.idle_s.push_back(m.span_s - m.busy_s.back());
+    m.bubble_fraction.push_back(m.span_s > 0 ? m.idle_s.back() / m.span_s : 0);
+  }
+}
+
+// In-flight micro-batches and weight versions held, after every op of one stage.
+void measure_holdings(const std::vector<PipeOp>& ops, PipelineMetrics& m) {
+  std::vector<int> current(static_cast<std::size_t>(m.shape.replicas), 0);
+  std::map<std::pair<int, int>, int> held;   // (replica, version) -> in-flight chunk passes that read it
+  int replicas_off_held = m.shape.replicas;  // replicas whose current version no in-flight pass read
+  int pending = 0, pending_peak = 0, versions_peak = 0;
+  for (const PipeOp& op : ops) {
+    if (op.replica < 0) continue;  // Average: versions stay
+    const auto r = static_cast<std::size_t>(op.replica);
+    replicas_off_held -= held.count({op.replica, current[r]}) ? 0 : 1;
+    if (op.kind == PipeOpKind::Forward) {
+      ++held[{op.replica, op.weight_version}];
+      ++pending;
+    } else if (op.kind == PipeOpKind::Backward) {
+      auto it = held.find({op.replica, op.weight_version});
+      if (it == held.end()) throw std::logic_error("pipeline backward without its forward");
+      if (--it->second == 0) held.erase(it);
+      --pending;
+    } else {
+      ++current[r];
+    }
+    replicas_off_held += held.count({op.replica, current[r]}) ? 0 : 1;
+    pending_peak = std::max(pending_peak, pending);
+    versions_peak = std::max(versions_peak, static_cast<int>(held.size()) + replicas_off_held);
+  }
+  m.inflight_microbatches_peak.push_back(static_cast<double>(pending_peak) / m.shape.chunks);
+  m.stashed_versions_peak.push_back(versions_peak);
+}
+
+// Updates (Apply ops) of each replica: their end times in completion order and each one's rank in it.
+struct Updates {
+  std::vector<std::vector<double>> ends;  // [replica]
+  std::vector<std::vector<int>> rank;     // [stage][position], -1 for other ops
+};
+
+Updates index_updates(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
+  Updates u;
+  u.ends.resize(static_cast<std::size_t>(schedule.shape.replicas));
+  for (const auto& ops : schedule.order) u.rank.emplace_back(ops.size(), -1);
+  for (const OpId& id : completion_order(schedule, timeline)) {
+    const auto s = static_cast<std::size_t>(id.stage), i = static_cast<std::size_t>(id.index);
+    const PipeOp& op = schedule.order[s][i];
+    if (op.kind != PipeOpKind::Apply) continue;
+    auto& ends = u.ends[static_cast<std::size_t>(op.replica)];
+    u.rank[s][i] = static_cast<int>(ends.size());
+    ends.push_back(timeline[s][i].end_s);
+  }
+  return u;
+}
+
+struct StalenessTallies {
+  DelayTally steady, whole, lag;
+  std::vector<DelayTally> steady_per_stage, lag_per_stage;
+  std::map<std::int64_t, std::int64_t> histogram;
+};
+
+// Delay and own-stage version lag of every backward op of one stage.
+void measure_stage_delays(const PipelineSchedule& schedule, const PipelineTimeline& timeline, const Updates& u,
+                          int stage, int steady_from, StalenessTallies& t) {
+  const auto s = static_cast<std::size_t>(stage);
+  const auto& ops = schedule.order[s];
+  const auto chunks = static_cast<std::size_t>(schedule.shape.chunks);
+  std::vector<int> next_apply(ops.size(), -1), last_seen(static_cast<std::size_t>(schedule.shape.replicas), -1);
+  for (std::size_t i = ops.size(); i-- > 0;) {
+    if (ops[i].replica < 0) continue;
+    next_apply[i] = last_seen[static_cast<std::size_t>(ops[i].replica)];
+    if (ops[i].kind == PipeOpKind::Apply) last_seen[static_cast<std::size_t>(ops[i].replica)] = static_cast<int>(i);
+  }
+  std::vector<double> forward_start(static_cast<std::size_t>(schedule.shape.total_microbatches()) * chunks);
+  std::vector<int> applied(static_cast<std::size_t>(schedule.shape.replicas), 0);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const PipeOp& op = ops[i];
+    if (op.kind == PipeOpKind::Apply) ++applied[static_cast<std::size_t>(op.replica)];
+    if (op.kind != PipeOpKind::Forward && op.kind != PipeOpKind::Backward) continue;
+    const std::size_t slot = static_cast<std::size_t>(op.microbatch) * chunks + static_cast<std::size_t>(op.chunk);
+    if (op.kind == PipeOpKind::Forward) {
+      forward_start[slot] = timeline[s][i].start_s;
+      continue;
+    }
+    if (next_apply[i] < 0) throw std::logic_error("pipeline backward whose gradient is never applied");
+    const auto& ends = u.ends[static_cast<std::size_t>(op.replica)];
+    const std::int64_t k = u.rank[s][static_cast<std::size_t>(next_apply[i])];
+    const std::int64_t j = std::upper_bound(ends.begin(), ends.end(), forward_start[slot]) - ends.begin();
+    t.whole.add(k - j);
+    t.lag.add(applied[static_cast<std::size_t>(op.replica)] - op.weight_version);
+    t.lag_per_stage[s].add(applied[static_cast<std::size_t>(op.replica)] - op.weight_version);
+    if (op.microbatch < steady_from) continue;
+    t.steady.add(k - j);
+    t.steady_per_stage[s].add(k - j);
+    ++t.histogram[k - j];
+  }
+}
+
+void measure_staleness(const PipelineSchedule& schedule, const PipelineTimeline& timeline, PipelineMetrics& m) {
+  const Updates u = index_updates(schedule, timeline);
+  StalenessTallies t;
+  t.steady_per_stage.resize(schedule.order.size());
+  t.lag_per_stage.resize(schedule.order.size());
+  m.steady_from_microbatch = schedule.shape.total_microbatches() / 2;
+  for (int s = 0; s < schedule.stages(); ++s)
+    measure_stage_delays(schedule, timeline, u, s, m.steady_from_microbatch, t);
+  m.delay = t.steady.stats();
+  m.delay_whole_run = t.whole.stats();
+  m.version_lag = t.lag.stats();
+  m.delay_histogram = std::move(t.histogram);
+  for (const DelayTally& x : t.steady_per_stage) m.delay_per_stage.push_back(x.stats());
+  for (const DelayTally& x : t.lag_per_stage) m.version_lag_per_stage.push_back(x.stats());
+}
+
+Json stats_json(const DelayStats& d) {
+  return Json{{"max", d.max}, {"mean", d.mean}};
+}
+
+Json per_stage_json(const std::vector<DelayStats>& list) {
+  Json out = Json::array();
+  for (const DelayStats& d : list) out.push_back(stats_json(d));
+  return out;
+}
+
+PipelineMetrics measure(const PipelineSchedule& schedule, const PipelineTimeline& timeline,
+                        const std::vector<std::vector<OpInterval>>& busy) {
+  PipelineMetrics m;
+  m.shape = schedule.shape;
+  measure_bubbles(busy, m);
+  for (const auto& ops : schedule.order) measure_holdings(ops, m);
+  measure_staleness(schedule, timeline, m);
+  return m;
+}
+
+}  // namespace
+
+PipelineMetrics measure_pipeline(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
+  return measure(schedule, timeline, timeline);
+}
+
+PipelineMetrics measure_pipeline(const PipelineSchedule& schedule, const SimulationRecord& record) {
+  std::vector<std::vector<OpInterval>> busy(schedule.order.size());
+  for (const TaskRecord& t : record.tasks)
+    if (t.stream == Stream::Compute && t.stage >= 0 && static_cast<std::size_t>(t.stage) < busy.size())
+      busy[static_cast<std::size_t>(t.stage)].push_back({t.start_s, t.end_s});
+  return measure(schedule, pipeline_timeline(schedule, record), busy);
+}
+
+Json pipeline_json(const PipelineMetrics& m) {
+  const PipelineShape& sh = m.shape;
+  double bubble_sum = 0;
+  for (double b : m.bubble_fraction) bubble_sum += b;
+  Json histogram = Json::array();
+  for (const auto& [delay, count] : m.delay_histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
+  Json idle_over_busy = Json::array();
+  for (std::size_t s = 0; s < m.busy_s.size(); ++s)
+    idle_over_busy.push_back(m.busy_s[s] > 0 ? m.idle_s[s] / m.busy_s[s] : 0);
+  return Json{
+      {"schedule", to_string(sh.schedule)},
+      {"stages", sh.stages},
+      {"microbatches", sh.microbatches},
+      {"steps", sh.steps},
+      {"chunks", sh.chunks},
+      {"noam", sh.noam},
+      {"replicas", sh.replicas},
+      {"local_steps", sh.local_steps},
+      {"span_s", m.span_s},
+      {"busy_s", m.busy_s},
+      {"idle_s", m.idle_s},
+      {"bubble_fraction", m.bubble_fraction},
+      {"bubble_fraction_mean",
+       m.bubble_fraction.empty() ? 0 : bubble_sum / static_cast<double>(m.bubble_fraction.size())},
+      {"idle_over_busy", idle_over_busy},
+      {"inflight_microbatches_peak", m.inflight_microbatches_peak},
+      {"stashed_versions_peak", m.stashed_versions_peak},
+      {"staleness",
+       {{"steady_from_microbatch", m.steady_from_microbatch},
+        {"samples", m.delay.samples},
+        {"max_delay", m.delay.max},
+        {"mean_delay", m.delay.mean},
+        {"per_stage", per_stage_json(m.delay_per_stage)},
+        {"histogram", histogram},
+        {"whole_run", stats_json(m.delay_whole_run)}}},
+      {"version_lag",
+       {{"max", m.version_lag.max},
+        {"mean", m.version_lag.mean},
+        {"per_stage", per_stage_json(m.version_lag_per_stage)}}},
+  };
+}
+
+}  // namespace placesim

@@ -1,0 +1,288 @@
+#include "strategies/pipeline/PipelineSchedule.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+
+namespace placesim {
+
+const char* to_string(PipeOpKind k) {
+  switch (k) {
+    case PipeOpKind::Forward:
+      return "forward";
+    case PipeOpKind::Backward:
+      return "backward";
+    case PipeOpKind::Apply:
+      return "apply";
+    case PipeOpKind::Average:
+      return "average";
+  }
+  return "?";
+}
+
+const std::vector<Schedule>& all_schedules() {
+  static const std::vector<Schedule> schedules = {Schedule::GPipe,     Schedule::OneFOneB,     Schedule::Interleaved,
+                                                  Schedule::PipeDream, Schedule::PipeDream2BW, Schedule::LocalSGD};
+  return schedules;
+}
+
+ShapeFields strategy_shape_fields() {
+  return {"strategy.schedule", "strategy.pp",   "strategy.microbatches", "steps",
+          "strategy.chunks",   "strategy.noam", "strategy.replicas",     "strategy.local_steps"};
+}
+
+ShapeFields abstract_shape_fields() {
+  return {"pipeline.schedule", "pipeline.stages", "pipeline.microbatches", "pipeline.steps",
+          "pipeline.chunks",   "pipeline.noam",   "pipeline.replicas",     "pipeline.local_steps"};
+}
+
+namespace {
+
+// Keeps the op count (and so the memory of an evaluation) bounded.
+constexpr std::int64_t kMaxOps = 50'000'000;
+
+int narrow(std::int64_t v, const std::string& field) {
+  if (v < INT_MIN || v > INT_MAX) throw InputError(field + "=" + std::to_string(v) + " is too large");
+  return static_cast<int>(v);
+}
+
+void require_positive(int v, const std::string& field) {
+  if (v < 1) throw InputError(field + "=" + std::to_string(v) + " must be a positive integer");
+}
+
+void check_shape(const PipelineShape& sh, const ShapeFields& f) {
+  require_positive(sh.stages, f.stages);
+  require_positive(sh.microbatches, f.microbatches);
+  require_positive(sh.steps, f.steps);
+  require_positive(sh.chunks, f.chunks);
+  require_positive(sh.replicas, f.replicas);
+  const std::string schedule = f.schedule + "=" + to_string(sh.schedule);
+  const bool asynchronous = sh.schedule == Schedule::PipeDream || sh.schedule == Schedule::PipeDream2BW;
+  if (asynchronous && sh.noam < 1)
+    throw InputError(f.noam + "=" + std::to_string(sh.noam) + " must be at least 1 (micro-batches admitted at once)");
+  if (sh.schedule == Schedule::LocalSGD && sh.local_steps < 1)
+    throw InputError(f.local_steps + "=" + std::to_string(sh.local_steps) + " must be at least 1");
+  if (sh.chunks != 1 && sh.schedule != Schedule::Interleaved)
+    throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + " is only meaningful with " + f.schedule +
+                     "=interleaved");
+  if (sh.schedule == Schedule::Interleaved && sh.stages < 2)
+    throw InputError(schedule + " needs " + f.stages + " >= 2, got " + std::to_string(sh.stages));
+  if (sh.schedule == Schedule::Interleaved && sh.microbatches % sh.stages != 0)
+    throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " is not a multiple of " + f.stages +
+                     "=" + std::to_string(sh.stages) + " (" + schedule +
+                     " runs micro-batches in groups of one per stage)");
+  if (sh.schedule == Schedule::PipeDream2BW && sh.microbatches < sh.stages)
+    throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " must be at least " + f.stages + "=" +
+                     std::to_string(sh.stages) + " (" + schedule + " keeps two weight versions only when a version " +
+                     "lasts as many micro-batches as there are stages)");
+  if (sh.schedule == Schedule::LocalSGD && sh.microbatches % sh.replicas != 0)
+    throw InputError(f.replicas + "=" + std::to_string(sh.replicas) + " does not divide " + f.microbatches + "=" +
+                     std::to_string(sh.microbatches));
+  const std::int64_t ops = 2 * std::int64_t{sh.stages} * sh.chunks * sh.microbatches * sh.steps;
+  if (std::int64_t{sh.microbatches} * sh.steps > INT_MAX || ops > kMaxOps)
+    throw InputError(f.stages + " x " + f.microbatches + " x " + f.steps + " x " + f.chunks + " = " +
+                     std::to_string(ops / 2) + " forward passes is more than the evaluator accepts (" +
+                     std::to_string(kMaxOps / 2) + ")");
+}
+
+using Ops = std::vector<PipeOp>;
+
+PipeOp compute_op(PipeOpKind kind, int stage, int microbatch, int chunk) {
+  PipeOp op;
+  op.kind = kind;
+  op.stage = stage;
+  op.microbatch = microbatch;
+  op.chunk = chunk;
+  return op;
+}
+
+// GPipe: every forward of the segment, then every backward.
+void push_gpipe(Ops& ops, int stage, int first, int count) {
+  for (int i = 0; i < count; ++i) ops.push_back(compute_op(PipeOpKind::Forward, stage, first + i, 0));
+  for (int i = 0; i < count; ++i) ops.push_back(compute_op(PipeOpKind::Backward, stage, first + i, 0));
+}
+
+// 1F1B with at most `cap` micro-batches in flight on the stage: cap-1 warm-up forwards, then a forward and a backward
+// in turn, then the remaining backwards.
+void push_1f1b(Ops& ops, int stage, int first, int count, int cap) {
+  const int warm = std::min(cap - 1, count);
+  for (int i = 0; i < warm; ++i) ops.push_back(compute_op(PipeOpKind::Forward, stage, first + i, 0));
+  for (int b = 0; b < count; ++b) {
+    if (warm + b < count) ops.push_back(compute_op(PipeOpKind::Forward, stage, first + warm + b, 0));
+    ops.push_back(compute_op(PipeOpKind::Backward, stage, first + b, 0));
+  }
+}
+
+// Megatron-LM's interleaved 1F1B (forward_backward_pipelining_with_interleaving). The k-th forward of a stage runs
+// micro-batch (k / (S v)) S + k mod S through chunk (k mod S v) / S; backwards visit the chunks in reverse. Warm-up:
+// 2 (S - s - 1) + (v - 1) S forwards, then one forward and one backward in turn.
+void push_interleaved(Ops& ops, int stage, int stages, int first, int count, int chunks) {
+  const int total = count * chunks, group = stages * chunks;
+  auto op = [&](PipeOpKind kind, int k) {
+    const int chunk = (k % group) / stages;
+    const int microbatch = first + (k / group) * stages + k % stages;
+    return compute_op(kind, stage, microbatch, kind == PipeOpKind::Forward ? chunk : chunks - 1 - chunk);
+  };
+  const int warm_up = chunks == 1 ? stages - stage - 1 : 2 * (stages - stage - 1) + (chunks - 1) * stages;
+  const int warm = std::min(warm_up, total);
+  for (int k = 0; k < warm; ++k) ops.push_back(op(PipeOpKind::Forward, k));
+  for (int k = 0; k < total; ++k) {
+    if (warm + k < total) ops.push_back(op(PipeOpKind::Forward, warm + k));
+    ops.push_back(op(PipeOpKind::Backward, k));
+  }
+}
+
+struct Segment {
+  int first = 0, count = 0;
+};
+
+// Micro-batch ranges that end with a drain of the pipeline: steps of the synchronous schedules, LocalSGD rounds, the
+// whole run of the asynchronous ones.
+std::vector<Segment> segments(const PipelineShape& sh) {
+  const int total = sh.total_microbatches();
+  int length = sh.microbatches;
+  if (sh.schedule == Schedule::PipeDream || sh.schedule == Schedule::PipeDream2BW) length = total;
+  if (sh.schedule == Schedule::LocalSGD)
+    length = static_cast<int>(std::min<std::int64_t>(total, std::int64_t{sh.replicas} * sh.local_steps));
+  std::vector<Segment> out;
+  for (int first = 0; first < total; first += length) out.push_back({first, std::min(length, total - first)});
+  return out;
+}
+
+// The forwards and backwards of one segment on one stage.
+Ops segment_compute(const PipelineShape& sh, int stage, Segment seg) {
+  Ops ops;
+  const int depth = sh.stages - stage;  // micro-batches a full 1F1B pipeline keeps in flight on this stage
+  switch (sh.schedule) {
+    case Schedule::GPipe:
+      push_gpipe(ops, stage, seg.first, seg.count);
+      break;
+    case Schedule::OneFOneB:
+      push_1f1b(ops, stage, seg.first, seg.count, depth);
+      break;
+    case Schedule::Interleaved:
+      push_interleaved(ops, stage, sh.stages, seg.first, seg.count, sh.chunks);
+      break;
+    case Schedule::PipeDream:
+    case Schedule::PipeDream2BW:
+      push_1f1b(ops, stage, seg.first, seg.count, std::min(sh.noam, depth));
+      break;
+    // One micro-batch per replica in flight: a replica's next forward waits for its previous backward.
+    case Schedule::LocalSGD:
+      push_1f1b(ops, stage, seg.first, seg.count, std::min(sh.replicas, depth));
+      break;
+  }
+  return ops;
+}
+
+// True when an Apply follows this backward directly: per micro-batch for PipeDream and LocalSGD, per weight version
+// (the last micro-batch of a step) for PipeDream-2BW. The synchronous schedules apply once at the end of the step.
+bool applies_after(const PipelineShape& sh, const PipeOp& backward) {
+  switch (sh.schedule) {
+    case Schedule::PipeDream:
+    case Schedule::LocalSGD:
+      return true;
+    case Schedule::PipeDream2BW:
+      return (backward.microbatch + 1) % sh.microbatches == 0;
+    default:
+      return false;
+  }
+}
+
+PipeOp follow_up(PipeOpKind kind, const PipeOp& last_backward) {
+  PipeOp op = last_backward;
+  op.kind = kind;
+  op.chunk = -1;
+  if (kind == PipeOpKind::Average) op.replica = -1;
+  return op;
+}
+
+Ops stage_ops(const PipelineShape& sh, int stage) {
+  Ops ops;
+  const bool synchronous =
+      sh.schedule == Schedule::GPipe || sh.schedule == Schedule::OneFOneB || sh.schedule == Schedule::Interleaved;
+  for (Segment seg : segments(sh)) {
+    PipeOp last_backward;  // every segment has at least one micro-batch
+    for (PipeOp& op : segment_compute(sh, stage, seg)) {
+      op.replica = sh.schedule == Schedule::LocalSGD ? op.microbatch % sh.replicas : 0;
+      ops.push_back(op);
+      if (op.kind != PipeOpKind::Backward) continue;
+      last_backward = op;
+      if (applies_after(sh, op)) ops.push_back(follow_up(PipeOpKind::Apply, op));
+    }
+    if (synchronous) ops.push_back(follow_up(PipeOpKind::Apply, last_backward));
+    if (sh.schedule == Schedule::LocalSGD) ops.push_back(follow_up(PipeOpKind::Average, last_backward));
+  }
+  return ops;
+}
+
+// Fills weight_version: the number of Applies on (stage, replica) before the version the op reads. A forward reads the
+// current version, except under PipeDream-2BW, where every micro-batch of step g reads version g-1 (the latest one
+// when the step entered the pipeline); a backward reads the version its forward read (weight stashing).
+void assign_versions(Ops& ops, const PipelineShape& sh) {
+  std::vector<int> current(static_cast<std::size_t>(sh.replicas), 0);
+  std::vector<int> read(static_cast<std::size_t>(sh.total_microbatches()) * static_cast<std::size_t>(sh.chunks), -1);
+  for (PipeOp& op : ops) {
+    auto slot = [&] {
+      return static_cast<std::size_t>(op.microbatch) * static_cast<std::size_t>(sh.chunks) +
+             static_cast<std::size_t>(op.chunk);
+    };
+    switch (op.kind) {
+      case PipeOpKind::Forward: {
+        int& now = current[static_cast<std::size_t>(op.replica)];
+        op.weight_version = now;
+        if (sh.schedule == Schedule::PipeDream2BW) op.weight_version = std::max(0, op.microbatch / sh.microbatches - 1);
+        if (op.weight_version > now) throw std::logic_error("pipeline schedule reads a weight version not made yet");
+        read[slot()] = op.weight_version;
+        break;
+      }
+      case PipeOpKind::Backward:
+        op.weight_version = read[slot()];
+        break;
+      case PipeOpKind::Apply:
+        op.weight_version = current[static_cast<std::size_t>(op.replica)]++;
+        break;
+      case PipeOpKind::Average:
+        op.weight_version = -1;
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+PipelineShape shape_of(const StrategySpec& s, int steps) {
+  PipelineShape sh;
+  sh.schedule = s.schedule;
+  sh.stages = narrow(s.pp, "strategy.pp");
+  sh.microbatches = narrow(s.microbatches, "strategy.microbatches");
+  sh.steps = steps;
+  sh.chunks = narrow(s.chunks, "strategy.chunks");
+  sh.noam = narrow(s.noam == 0 ? s.pp : s.noam, "strategy.noam");
+  sh.replicas = narrow(s.replicas, "strategy.replicas");
+  sh.local_steps = narrow(s.local_steps, "strategy.local_steps");
+  return sh;
+}
+
+Upstream upstream_of(const PipeOp& op, const PipelineSchedule& schedule) {
+  const int k = op.virtual_stage(schedule.stages());
+  if (op.kind == PipeOpKind::Forward && k > 0) return {PipeOpKind::Forward, k - 1};
+  if (op.kind == PipeOpKind::Backward && k + 1 < schedule.virtual_stages()) return {PipeOpKind::Backward, k + 1};
+  return {};
+}
+
+PipelineSchedule make_schedule(const PipelineShape& shape, const ShapeFields& fields) {
+  check_shape(shape, fields);
+  PipelineSchedule schedule;
+  schedule.shape = shape;
+  schedule.order.resize(static_cast<std::size_t>(shape.stages));
+  for (int s = 0; s < shape.stages; ++s) {
+    Ops& ops = schedule.order[static_cast<std::size_t>(s)];
+    ops = stage_ops(shape, s);
+    assign_versions(ops, shape);
+  }
+  return schedule;
+}
+
+}  // namespace placesim

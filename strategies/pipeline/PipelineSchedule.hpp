@@ -1,0 +1,104 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "strategies/placement/Strategy.hpp"
+
+namespace placesim {
+
+/// What one op on a stage's compute stream does.
+enum class PipeOpKind {
+  Forward,   ///< forward of one micro-batch through one model chunk of the stage
+  Backward,  ///< backward of one micro-batch through one model chunk of the stage
+  Apply,     ///< the stage's weight update: applies the gradients accumulated since its previous Apply
+  Average,   ///< LocalSGD round end: the stage's block of every replica is replaced by the replicas' average
+};
+const char* to_string(PipeOpKind k);
+
+/// Every pipeline schedule, in the order the CLI lists them.
+const std::vector<Schedule>& all_schedules();
+
+/// One op of a stage's compute stream.
+struct PipeOp {
+  PipeOpKind kind = PipeOpKind::Forward;
+  int stage = 0;
+  int microbatch = 0;      ///< F/B: micro-batch index over the whole run. Apply: the micro-batch of the backward it
+                           ///< follows. Average: the last micro-batch of the round.
+  int chunk = 0;           ///< interleaved model chunk, 0..chunks-1; -1 for Apply and Average (all chunks)
+  int replica = 0;         ///< LocalSGD model replica (micro-batch mod replicas); -1 for Average (all replicas)
+  int weight_version = 0;  ///< version of (stage, replica) weights the op read: the number of Applies on that block
+                           ///< before the version was made. Apply: the version it replaces. Average: -1.
+
+  /// Position of the op's model chunk in the whole model: chunk * stages + stage (Megatron's virtual stage).
+  int virtual_stage(int stages) const { return chunk * stages + stage; }
+};
+
+/// The numbers that define a pipeline run. A step is `microbatches` micro-batches; a run is `steps` steps.
+///
+/// - gpipe, 1f1b, interleaved: each step ends with a flush and one Apply per stage.
+/// - pipedream: no flush; an Apply after every backward; the step only groups micro-batches.
+/// - pipedream-2bw: no flush; a new weight version per step of `microbatches` (>= stages) micro-batches.
+/// - localsgd: micro-batch i belongs to replica i mod replicas; rounds of replicas * local_steps micro-batches
+///   (the last one may be shorter) end with a drain and one Average per stage.
+struct PipelineShape {
+  Schedule schedule = Schedule::OneFOneB;
+  int stages = 1;        ///< S: devices of the pipeline
+  int microbatches = 1;  ///< M: micro-batches per step
+  int steps = 1;
+  int chunks = 1;       ///< interleaved: model chunks v per device
+  int noam = 1;         ///< pipedream, pipedream-2bw: at most this many micro-batches admitted by stage 0 at once
+  int replicas = 1;     ///< localsgd: model replicas sharing the pipeline
+  int local_steps = 1;  ///< localsgd: H micro-batches per replica between averagings
+
+  int total_microbatches() const { return microbatches * steps; }
+};
+
+/// Names of the shape's fields in error messages: "strategy.pp" or "pipeline.stages".
+struct ShapeFields {
+  std::string schedule, stages, microbatches, steps, chunks, noam, replicas, local_steps;
+};
+/// Field names of an experiment's "strategy" section (stages = strategy.pp).
+ShapeFields strategy_shape_fields();
+/// Field names of an abstract experiment's "pipeline" section.
+ShapeFields abstract_shape_fields();
+
+/// The shape of one pipeline of a resolved strategy, run for `steps` steps. Throws InputError if a count does not
+/// fit an int.
+PipelineShape shape_of(const StrategySpec& strategy, int steps);
+
+/// Every op of every stage in the order its compute stream runs them.
+///
+/// Besides stream order, the only dependencies are data dependencies: F of micro-batch i at virtual stage k needs F
+/// of i at k-1 (plus a transfer when they sit on different stages); B at k needs F at k and B at k+1 (plus a
+/// transfer). Every other constraint (flushes, NOAM admission, LocalSGD's wait for the replica's previous backward,
+/// drains before averaging) is expressed by the per-stage order itself, so none is listed separately.
+struct PipelineSchedule {
+  PipelineShape shape;
+  std::vector<std::vector<PipeOp>> order;  ///< order[stage]: that stage's ops, first to last
+
+  int stages() const { return shape.stages; }
+  int virtual_stages() const { return shape.stages * shape.chunks; }
+  int stage_of(int virtual_stage) const { return virtual_stage % shape.stages; }
+};
+
+/// The other-virtual-stage input of an op: the forward at virtual stage k-1 feeds a forward at k, the backward at
+/// k+1 feeds a backward at k. The first forward, the last backward, Apply and Average have none. (A backward also
+/// needs the forward at its own virtual stage, on its own stage.)
+struct Upstream {
+  PipeOpKind kind = PipeOpKind::Forward;
+  int virtual_stage = -1;  ///< -1: the op has no such input
+};
+Upstream upstream_of(const PipeOp& op, const PipelineSchedule& schedule);
+
+/// Builds the schedule (pure). Throws InputError naming `fields` when the shape is invalid: a count below 1, an
+/// interleaved run whose micro-batches are not a multiple of the stages (or with fewer than 2 stages), a
+/// pipedream-2bw run with fewer micro-batches per version than stages, or replicas that do not divide the
+/// micro-batches.
+///
+///   1f1b, S=3, M=4 (F/B of micro-batch i, A = Apply):
+///     stage 0: F0 F1 F2 B0 F3 B1 B2 B3 A
+///     stage 1: F0 F1 B0 F2 B1 F3 B2 B3 A
+///     stage 2: F0 B0 F1 B1 F2 B2 F3 B3 A
+PipelineSchedule make_schedule(const PipelineShape& shape, const ShapeFields& fields);
+
+}  // namespace placesim

@@ -1,0 +1,139 @@
+#include "strategies/pipeline/PipelineTimeline.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <tuple>
+
+namespace placesim {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One slot per op: forwards and backwards by (virtual stage, micro-batch), Applies and Averages by (stage,
+// micro-batch).
+class OpSlots {
+ public:
+  explicit OpSlots(const PipelineSchedule& s)
+      : stages_(s.stages()),
+        chunks_(s.shape.chunks),
+        total_(s.shape.total_microbatches()),
+        forward_(slots(s.virtual_stages())),
+        backward_(slots(s.virtual_stages())),
+        apply_(slots(stages_)),
+        average_(slots(stages_)) {}
+
+  /// The slot of a record, or nullptr when the record is no op of a pipeline schedule.
+  OpInterval* of(const TaskRecord& t) {
+    if (t.stage < 0 || t.microbatch < 0) return nullptr;
+    const bool compute = t.kind == TaskKind::Forward || t.kind == TaskKind::Backward;
+    const bool average = t.kind == TaskKind::Collective && t.comm_class == CommClass::DpGradSync;
+    if (!compute && !average && t.kind != TaskKind::Optimizer) return nullptr;
+    const int chunk = compute ? std::max(t.chunk, 0) : 0;
+    if (t.stage >= stages_ || t.microbatch >= total_ || chunk >= chunks_)
+      throw std::invalid_argument("record task " + std::to_string(t.task) + " ('" + t.name + "') names stage " +
+                                  std::to_string(t.stage) + " micro-batch " + std::to_string(t.microbatch) + " chunk " +
+                                  std::to_string(chunk) + ", which the pipeline schedule does not have");
+    if (t.kind == TaskKind::Forward) return &at(forward_, chunk * stages_ + t.stage, t.microbatch);
+    if (t.kind == TaskKind::Backward) return &at(backward_, chunk * stages_ + t.stage, t.microbatch);
+    return &at(average ? average_ : apply_, t.stage, t.microbatch);
+  }
+
+  OpInterval& of(const PipeOp& op) {
+    switch (op.kind) {
+      case PipeOpKind::Forward:
+        return at(forward_, op.virtual_stage(stages_), op.microbatch);
+      case PipeOpKind::Backward:
+        return at(backward_, op.virtual_stage(stages_), op.microbatch);
+      case PipeOpKind::Apply:
+        return at(apply_, op.stage, op.microbatch);
+      case PipeOpKind::Average:
+        return at(average_, op.stage, op.microbatch);
+    }
+    throw std::logic_error("unknown pipeline op kind");
+  }
+
+ private:
+  std::vector<OpInterval> slots(int rows) const {
+    return std::vector<OpInterval>(static_cast<std::size_t>(rows) * static_cast<std::size_t>(total_), {kInf, -kInf});
+  }
+  OpInterval& at(std::vector<OpInterval>& table, int row, int microbatch) {
+    return table[static_cast<std::size_t>(row) * static_cast<std::size_t>(total_) +
+                 static_cast<std::size_t>(microbatch)];
+  }
+
+  int stages_, chunks_, total_;
+  std::vector<OpInterval> forward_, backward_, apply_, average_;
+};
+
+}  // namespace
+
+PipelineTimeline pipeline_timeline(const PipelineSchedule& schedule, const SimulationRecord& record) {
+  OpSlots slots(schedule);
+  for (const TaskRecord& t : record.tasks) {
+    if (OpInterval* slot = slots.of(t)) {
+      slot->start_s = std::min(slot->start_s, t.start_s);
+      slot->end_s = std::max(slot->end_s, t.end_s);
+    }
+  }
+  PipelineTimeline timeline(schedule.order.size());
+  for (std::size_t s = 0; s < schedule.order.size(); ++s) {
+    for (const PipeOp& op : schedule.order[s]) {
+      const OpInterval& slot = slots.of(op);
+      if (slot.start_s == kInf)
+        throw std::invalid_argument("the record has no task for the " + std::string(to_string(op.kind)) + " of stage " +
+                                    std::to_string(op.stage) + " after micro-batch " + std::to_string(op.microbatch) +
+                                    (op.chunk >= 0 ? " chunk " + std::to_string(op.chunk) : std::string()));
+      timeline[s].push_back(slot);
+    }
+  }
+  return timeline;
+}
+
+std::vector<OpId> completion_order(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
+  std::vector<OpId> ids;
+  for (std::size_t s = 0; s < schedule.order.size(); ++s)
+    for (std::size_t i = 0; i < schedule.order[s].size(); ++i)
+      ids.push_back({static_cast<int>(s), static_cast<int>(i)});
+  auto end = [&](const OpId& id) {
+    return timeline[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)].end_s;
+  };
+  std::sort(ids.begin(), ids.end(), [&](const OpId& a, const OpId& b) {
+    return std::make_tuple(end(a), a.stage, a.index) < std::make_tuple(end(b), b.stage, b.index);
+  });
+  return ids;
+}
+
+UpdateTrace update_trace(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
+  const auto stages = static_cast<std::size_t>(schedule.stages());
+  // versions_read of every micro-batch, one row per micro-batch; all chunks of a stage read one version.
+  std::vector<int> read(static_cast<std::size_t>(schedule.shape.total_microbatches()) * stages, -1);
+  for (const auto& ops : schedule.order)
+    for (const PipeOp& op : ops)
+      if (op.kind == PipeOpKind::Forward && op.chunk == 0)
+        read[static_cast<std::size_t>(op.microbatch) * stages + static_cast<std::size_t>(op.stage)] = op.weight_version;
+  UpdateTrace trace;
+  trace.stages = schedule.stages();
+  trace.replicas = schedule.shape.replicas;
+  for (const OpId& id : completion_order(schedule, timeline)) {
+    const PipeOp& op = schedule.order[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)];
+    if (op.kind == PipeOpKind::Forward) continue;
+    TrainEvent e;
+    e.stage = op.stage;
+    e.replica = std::max(op.replica, 0);
+    e.time_s = timeline[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)].end_s;
+    if (op.kind == PipeOpKind::Backward) {
+      e.kind = TrainEvent::Kind::Backward;
+      e.microbatch = op.microbatch;
+      auto row = read.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(op.microbatch) * stages);
+      e.versions_read.assign(row, row + static_cast<std::ptrdiff_t>(stages));
+    } else {
+      e.kind = op.kind == PipeOpKind::Apply ? TrainEvent::Kind::Apply : TrainEvent::Kind::Average;
+    }
+    trace.events.push_back(std::move(e));
+  }
+  return trace;
+}
+
+}  // namespace placesim

@@ -1,0 +1,123 @@
+#include "strategies/placement/Experiment.hpp"
+
+#include <filesystem>
+
+namespace placesim {
+
+Experiment parse_experiment(const Json& value, const std::string& base_dir) {
+  ObjectReader r(value, "");
+  Experiment e;
+  e.name = r.get_string("name", "experiment");
+  r.skip("description");
+  if (const Json* p = r.child("pipeline")) e.pipeline = *p;
+  if (const Json* c = r.child("cluster")) e.cluster = *c;
+  if (const Json* c = r.child("convergence")) e.convergence = parse_convergence(*c);
+  bool abstract = !e.pipeline.is_null();
+  if (const Json* m = r.child("model")) {
+    e.model = parse_model(*m, base_dir);
+  } else if (!abstract) {
+    throw InputError("model is required but missing (a preset name such as \"gpt3-175b\" or an object)");
+  }
+  if (const Json* t = r.child("training")) e.training = parse_training(*t);
+  if (const Json* s = r.child("strategy")) {
+    e.strategy = parse_strategy(*s);
+  } else if (!abstract) {
+    throw InputError("strategy is required but missing (a preset name such as \"zero3\" or an object)");
+  }
+  r.finish();
+  if (!abstract) resolve(e);
+  return e;
+}
+
+Experiment load_experiment(const std::string& path) {
+  Json j = read_json_file(path);
+  return parse_experiment(j, std::filesystem::path(path).parent_path().string());
+}
+
+void resolve(Experiment& e) {
+  StrategySpec& s = e.strategy;
+  TrainingSpec& t = e.training;
+  std::int64_t per_microbatch_step = t.micro_batch * s.dp;
+  if (t.global_batch > 0) {
+    if (t.global_batch % per_microbatch_step != 0)
+      throw InputError("training.global_batch=" + std::to_string(t.global_batch) +
+                       " is not a multiple of training.micro_batch x strategy.dp = " + std::to_string(t.micro_batch) +
+                       " x " + std::to_string(s.dp));
+    std::int64_t m = t.global_batch / per_microbatch_step;
+    if (s.microbatches > 0 && s.microbatches != m)
+      throw InputError("strategy.microbatches=" + std::to_string(s.microbatches) + " contradicts training.global_batch=" +
+                       std::to_string(t.global_batch) + " / (micro_batch x dp) = " + std::to_string(m));
+    s.microbatches = m;
+  } else {
+    if (s.microbatches == 0) s.microbatches = 1;
+    t.global_batch = s.microbatches * per_microbatch_step;
+  }
+  if (s.noam == 0) s.noam = s.pp;
+  // Recompute and the activation placement say the same thing twice; make them agree. An explicit
+  // training.recompute wins over the placement (which may come from a preset such as megatron-3d).
+  if (t.recompute_given && t.recompute == Recompute::None && s.placement.activations == Mode::Materialized)
+    s.placement.activations = Mode::Replicated;
+  if (t.recompute != Recompute::None && s.placement.activations == Mode::Replicated)
+    s.placement.activations = Mode::Materialized;
+  if (s.placement.activations == Mode::Materialized && t.recompute == Recompute::None) t.recompute = Recompute::Full;
+}
+
+Json strategy_to_json(const StrategySpec& s) {
+  return Json{{"preset", s.preset},
+              {"dp", s.dp},
+              {"tp", s.tp},
+              {"pp", s.pp},
+              {"sp", s.sp},
+              {"tp_overlap", s.tp_overlap},
+              {"p2p", to_string(s.p2p)},
+              {"devices", s.devices()},
+              {"schedule", to_string(s.schedule)},
+              {"microbatches", s.microbatches},
+              {"chunks", s.chunks},
+              {"noam", s.noam},
+              {"bucket_bytes", s.bucket_bytes},
+              {"collective", s.collective},
+              {"placement",
+               {{"parameters", to_string(s.placement.parameters)},
+                {"gradients", to_string(s.placement.gradients)},
+                {"optimizer", to_string(s.placement.optimizer)},
+                {"activations", to_string(s.placement.activations)}}},
+              {"placement_short", short_form(s.placement)}};
+}
+
+Json model_to_json(const ModelSpec& m) {
+  Json j{{"name", m.name}, {"parameters", total_parameters(m)}};
+  if (m.opaque()) {
+    j["opaque"] = true;
+    if (m.opaque_layers > 0) j["layers"] = m.opaque_layers;
+    return j;
+  }
+  j["family"] = m.family;
+  j["layers"] = m.layers;
+  j["hidden"] = m.hidden;
+  j["heads"] = m.heads;
+  j["kv_heads"] = m.kv_heads;
+  j["ffn"] = m.ffn;
+  j["vocab"] = m.vocab;
+  j["seq_len"] = m.seq_len;
+  j["gated_mlp"] = m.gated_mlp;
+  j["bias"] = m.bias;
+  j["learned_positions"] = m.learned_positions;
+  j["tied_embeddings"] = m.tied_embeddings;
+  j["dropout"] = m.dropout;
+  j["flash_attention"] = m.flash_attention;
+  return j;
+}
+
+Json training_to_json(const TrainingSpec& t) {
+  return Json{{"global_batch", t.global_batch},
+              {"micro_batch", t.micro_batch},
+              {"dtype", to_string(t.dtype)},
+              {"optimizer", to_string(t.optimizer)},
+              {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
+              {"recompute", to_string(t.recompute)},
+              {"grad_accumulation_fusion", t.grad_accumulation_fusion},
+              {"grad_clipping", t.grad_clipping}};
+}
+
+}  // namespace placesim

@@ -1,0 +1,38 @@
+#pragma once
+#include <optional>
+#include <string>
+
+#include "strategies/placement/Strategy.hpp"
+#include "workloads/objective/ConvergenceSpec.hpp"
+#include "workloads/model/Model.hpp"
+#include "workloads/model/Training.hpp"
+
+namespace placesim {
+
+/// One experiment: model x training x strategy (x cluster). Parsed at the JSON edge, then resolved: every derived
+/// field (micro-batch count, global batch, NOAM, activation placement vs recompute) is filled in.
+struct Experiment {
+  std::string name = "experiment";
+  ModelSpec model;
+  TrainingSpec training;
+  StrategySpec strategy;
+  Json cluster;                     ///< raw "cluster" section, resolved by topology/; null when absent
+  Json pipeline;                    ///< raw abstract "pipeline" section; null when absent
+  double device_memory_bytes = 0;   ///< capacity to check the memory against; 0 = not checked
+  /// "convergence" section: the objective `placesim converge` optimizes with the pipeline's updates; absent when
+  /// the experiment has none (the command then uses the ConvergenceSpec defaults).
+  std::optional<ConvergenceSpec> convergence;
+};
+
+/// Parses an experiment object; `base_dir` resolves relative paths (hf_config). Calls resolve().
+Experiment parse_experiment(const Json& value, const std::string& base_dir);
+/// Reads and parses an experiment file.
+Experiment load_experiment(const std::string& path);
+/// Fills the derived fields and checks the batch arithmetic; throws InputError naming the fields.
+void resolve(Experiment& e);
+/// The experiment as JSON (the resolved form a report echoes).
+Json strategy_to_json(const StrategySpec& s);
+Json model_to_json(const ModelSpec& m);
+Json training_to_json(const TrainingSpec& t);
+
+}  // namespace placesim

@@ -1,0 +1,131 @@
+#include "strategies/placement/Layout.hpp"
+
+#include <algorithm>
+
+#include "strategies/analytic/Collective.hpp"
+
+namespace placesim {
+
+std::int64_t StageLayout::sharded_elems(std::int64_t n) const {
+  return n_layers * shard_elems(layer_elems, n) + shard_elems(embed_elems, n) + shard_elems(head_elems, n);
+}
+
+// The embedding rides with the first layer and the head with the last (they are gathered and reduced together).
+std::int64_t StageLayout::max_unit_elems() const { return layer_elems + std::max(embed_elems, head_elems); }
+
+std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t stages) {
+  const std::int64_t ceil = (layers + stages - 1) / stages;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(stages), ceil);
+  std::int64_t surplus = ceil * stages - layers;
+  for (std::int64_t k = 0; k < surplus; ++k) {
+    std::int64_t stage = k % 2 == 0 ? k / 2 : stages - 1 - k / 2;
+    --counts[static_cast<std::size_t>(stage)];
+  }
+  return counts;
+}
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::vector<StageLayout> opaque_layouts(const Experiment& e) {
+  const auto& s = e.strategy;
+  // An opaque model is split evenly: one unit per stage, or its declared layers split over the stages.
+  std::int64_t layers = e.model.opaque_layers > 0 ? e.model.opaque_layers : s.pp;
+  auto params = static_cast<std::int64_t>(e.model.opaque_parameters);
+  std::vector<StageLayout> out(static_cast<std::size_t>(s.pp));
+  for (int i = 0; i < s.pp; ++i) {
+    auto& st = out[static_cast<std::size_t>(i)];
+    st.stage = i;
+    st.n_layers = layers / s.pp;
+    st.first_layer = i * st.n_layers;
+    st.layer_elems = ceil_div(ceil_div(params, layers), s.tp);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<StageLayout> stage_layouts(const Experiment& e) {
+  if (e.model.opaque()) return opaque_layouts(e);
+  const ModelSpec& m = e.model;
+  const auto& s = e.strategy;
+  LayerParams lp = layer_params(m);
+  std::vector<std::int64_t> counts = stage_layer_counts(m.layers, s.pp);
+  std::int64_t layer = lp.tp_sharded / s.tp + lp.tp_replicated;
+  std::int64_t word = ceil_div(word_embedding_params(m), s.tp);
+  std::vector<StageLayout> out(static_cast<std::size_t>(s.pp));
+  std::int64_t first = 0;
+  for (int i = 0; i < s.pp; ++i) {
+    auto& st = out[static_cast<std::size_t>(i)];
+    st.stage = i;
+    st.first_layer = first;
+    st.n_layers = counts[static_cast<std::size_t>(i)];
+    st.layer_elems = layer;
+    first += st.n_layers;
+  }
+  out.front().embed_elems = word + position_embedding_params(m);
+  StageLayout& last = out.back();
+  last.head_elems += final_norm_params(m) + ceil_div(output_head_params(m), s.tp);
+  if (m.tied_embeddings && s.pp > 1) {
+    // Megatron-LM keeps a copy of the tied word embedding on the last stage and all-reduces its gradient with
+    // the first stage's (the embedding_sync class), so both copies see the full gradient.
+    last.head_elems += word;
+    last.tied_copy_elems = word;
+    out.front().tied_copy_elems = word;
+  }
+  return out;
+}
+
+double layer_activation_bytes(const Experiment& e) {
+  const ModelSpec& m = e.model;
+  const auto& t = e.training;
+  if (m.opaque()) return 0;
+  const double tp = static_cast<double>(e.strategy.tp);
+  const double el = t.activation_bytes();
+  const double sbh = static_cast<double>(m.seq_len) * static_cast<double>(t.micro_batch) * static_cast<double>(m.hidden);
+  const double sb = sbh / static_cast<double>(m.hidden);
+  const double kv = static_cast<double>(m.kv_heads * m.head_dim());
+  const double f = static_cast<double>(m.ffn);
+  const double sp_div = e.strategy.sp ? tp : 1.0;
+  if (t.recompute == Recompute::Full) return el * sbh / sp_div;  // only each layer's input is kept
+  // Kept whole by every tp rank unless sequence-parallel: two norm inputs, QKV input, MLP input, dropout masks.
+  double replicated = 4.0 * el * sbh + (m.dropout ? 2.0 * sbh : 0.0);
+  // Split over tp: Q, K, V, the attention projection's input, the MLP activation's input(s) and fc2's input.
+  double sharded = el * (sbh + 2.0 * sb * kv) + el * sbh + el * sb * f * (m.gated_mlp ? 2.0 : 1.0) + el * sb * f;
+  // Attention scores: softmax output, and with dropout its mask and output (5as^2b for GPT).
+  double scores = 0;
+  if (t.recompute == Recompute::None && !m.flash_attention) {
+    double as2b = static_cast<double>(m.heads) * static_cast<double>(m.seq_len) * sb;
+    scores = m.dropout ? (2.0 * el + 1.0) * as2b : el * as2b;
+  }
+  return replicated / sp_div + (sharded + scores) / tp;
+}
+
+double activation_layer_equivalents(const Experiment& e, const StageLayout& st) {
+  const auto& s = e.strategy;
+  const std::int64_t p = s.pp, m = s.microbatches, stage = st.stage;
+  double layers = static_cast<double>(st.n_layers);
+  if (p == 1) return layers;
+  switch (s.schedule) {
+    case Schedule::GPipe: return layers * static_cast<double>(m);
+    case Schedule::OneFOneB:
+    case Schedule::PipeDream2BW: return layers * static_cast<double>(std::min(m, p - stage));
+    case Schedule::PipeDream: return layers * static_cast<double>(std::min({m, s.noam, p - stage}));
+    case Schedule::LocalSGD: return layers * static_cast<double>(std::min({m, s.replicas, p - stage}));
+    case Schedule::Interleaved: {
+      // Megatron's interleaved warm-up: 2(p-s-1) + (v-1)p chunk-forwards, plus the one in steady state.
+      const std::int64_t v = s.chunks;
+      std::int64_t chunks_in_flight = std::min(2 * (p - stage - 1) + (v - 1) * p + 1, m * v);
+      return layers / static_cast<double>(v) * static_cast<double>(chunks_in_flight);
+    }
+  }
+  return layers;
+}
+
+std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st) {
+  const bool last = st.stage == e.strategy.pp - 1;
+  return st.n_layers * layer_params(e.model).tp_replicated + (last ? final_norm_params(e.model) : 0);
+}
+
+}  // namespace placesim

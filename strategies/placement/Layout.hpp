@@ -1,0 +1,51 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "strategies/placement/Experiment.hpp"
+
+namespace placesim {
+
+/// What one device of a pipeline stage holds, in units (layers, embedding, head) that are gathered, bucketed and
+/// sharded whole. Element counts are per device after tensor parallelism.
+///
+///   stage 0            stage 1 ...        stage p-1
+///   [embed][L0..Lk]    [Lk+1 .. L2k+1]    [.. L(n-1)][norm+head]
+struct StageLayout {
+  int stage = 0;
+  std::int64_t first_layer = 0;  ///< global index of the stage's first layer (non-interleaved order)
+  std::int64_t n_layers = 0;     ///< layers on one device of this stage (over all its chunks)
+  std::int64_t layer_elems = 0;  ///< parameters of one layer on one device
+  std::int64_t embed_elems = 0;  ///< word (vocab-parallel) and position embedding; stage 0 only
+  std::int64_t head_elems = 0;   ///< final norm and output head, or the tied embedding's copy; last stage only
+  std::int64_t tied_copy_elems = 0;  ///< part of embed/head that is one copy of a tied embedding split over stages
+
+  std::int64_t elems() const { return n_layers * layer_elems + embed_elems + head_elems; }
+  /// Elements one device holds when every unit is sharded over `n` ranks (each unit padded to a multiple of n).
+  std::int64_t sharded_elems(std::int64_t n) const;
+  /// The largest gather unit (a layer with the embedding or head it carries): one transient buffer.
+  std::int64_t max_unit_elems() const;
+};
+
+/// Layers of each of `stages` stages. An even split when `stages` divides `layers`; otherwise every stage gets
+/// ceil(layers / stages) except that the end stages, which also hold the embedding and the head, give up one layer
+/// each, alternating first, last, second, second-to-last, ... (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7).
+std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t stages);
+
+/// One entry per pipeline stage.
+std::vector<StageLayout> stage_layouts(const Experiment& e);
+
+/// Gradient elements of a stage that sequence parallelism leaves partial on each TP rank and Megatron-LM all-reduces
+/// over the TP group once per step: the replicated norms and row-parallel biases of its layers, and the final norm on
+/// the last stage.
+std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st);
+
+/// Activation bytes one layer stores for one micro-batch on one device (Korthikanti et al., arXiv 2205.05198,
+/// generalised to GQA, gated MLPs, no dropout and flash attention).
+double layer_activation_bytes(const Experiment& e);
+
+/// Layer-equivalents of activations a device of `stage` holds at its peak under the schedule (in-flight micro-batches
+/// times layers, or the interleaved schedule's chunk count).
+double activation_layer_equivalents(const Experiment& e, const StageLayout& s);
+
+}  // namespace placesim

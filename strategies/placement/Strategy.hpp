@@ -1,0 +1,55 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strategies/placement/Placement.hpp"
+#include "workloads/json/JsonReader.hpp"
+
+namespace placesim {
+
+enum class Schedule { GPipe, OneFOneB, Interleaved, PipeDream, PipeDream2BW, LocalSGD };
+
+/// How pipeline stages exchange activations and gradients.
+/// - Async: each boundary is sent as soon as its op ends and overlaps the sender's next op; every TP rank sends the
+///   whole activation (without sp).
+/// - Megatron: as Megatron-LM's schedules (megatron/schedules.py, p2p_communication.py): after each op (in the
+///   interleaved steady state after each forward-backward pair) one blocking batched call sends the outputs and
+///   receives the inputs of the next ops; a transfer starts when both sides have posted it and the device goes on
+///   when all transfers of the call are done. Without sp each TP rank sends 1/tp of the activation and the receiving
+///   TP group all-gathers it over its links (scatter_gather_tensors_in_pipeline).
+enum class PipelineP2P { Async, Megatron };
+
+/// A device mesh (dp x tp x pp) plus the placement of each state along the data-parallel axis, the pipeline
+/// schedule and the knobs of the collectives.
+struct StrategySpec {
+  std::string preset = "custom";
+  std::int64_t dp = 1, tp = 1, pp = 1;
+  bool sp = false;                       ///< sequence parallelism over the tp group (Korthikanti et al.)
+  /// Megatron-LM overlaps the TP collectives of the backward pass with its weight-gradient GEMMs (since 2021-08,
+  /// measured by Korthikanti et al.); false: they run exposed, after the backward compute of their layer, as in the
+  /// April 2021 code of Narayanan et al. (arXiv 2104.04473)
+  bool tp_overlap = true;
+  Schedule schedule = Schedule::OneFOneB;
+  PipelineP2P p2p = PipelineP2P::Async;
+  std::int64_t microbatches = 0;         ///< per step per pipeline; 0 = global_batch / (micro_batch * dp)
+  std::int64_t chunks = 1;               ///< interleaved: model chunks v per device
+  std::int64_t noam = 0;                 ///< pipedream: micro-batches admitted at once; 0 = pp
+  std::int64_t replicas = 1;             ///< localsgd: model copies M sharing the pipeline
+  std::int64_t local_steps = 1;          ///< localsgd: H steps between averaging
+  double bucket_bytes = 25e6;            ///< DDP/FSDP gradient bucket size
+  std::string collective = "ring";       ///< "ring" | "hierarchical" (intra-node RS, inter-node ring, intra-node AG)
+  Placement placement;
+
+  std::int64_t devices() const { return dp * tp * pp; }
+};
+
+/// Parses the "strategy" field: a preset name or an object that may name a "preset" and override its fields
+/// (placement field by field).
+StrategySpec parse_strategy(const Json& value);
+
+std::string to_string(Schedule s);
+std::string to_string(PipelineP2P p);
+std::vector<std::pair<std::string, std::string>> strategy_preset_list();
+
+}  // namespace placesim

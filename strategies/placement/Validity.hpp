@@ -1,0 +1,20 @@
+#pragma once
+#include "strategies/analytic/Analytic.hpp"
+#include "strategies/placement/Experiment.hpp"
+
+namespace placesim {
+
+/// A strategy that would train a different model than one device would: names the state, the axis and the rule.
+struct InvalidStrategy : InputError {
+  using InputError::InputError;
+};
+
+/// Checks divisibility of the model by the mesh and the placement's gradient integrity and state consistency
+/// (arXiv 2601.02311): every parameter's update sees the full sum of its gradient contributions exactly once, and
+/// every replica of a state holds the same value wherever it is read. Throws InvalidStrategy on the first rule broken.
+void check_validity(const Experiment& e);
+
+/// Throws InputError when the analysed memory exceeds e.device_memory_bytes (if set).
+void check_fits(const Experiment& e, const Analysis& a);
+
+}  // namespace placesim

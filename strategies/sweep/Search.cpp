@@ -1,0 +1,83 @@
+#include "strategies/sweep/Search.hpp"
+
+#include <algorithm>
+
+namespace placesim {
+
+std::vector<Mesh> enumerate_meshes(std::int64_t devices, std::int64_t gpus_per_node) {
+  if (devices < 1) throw InputError("search: the GPU count " + std::to_string(devices) + " must be positive");
+  if (gpus_per_node < 1)
+    throw InputError("search: gpus per node " + std::to_string(gpus_per_node) + " must be positive");
+  std::vector<Mesh> meshes;
+  for (std::int64_t tp = 1; tp <= gpus_per_node; ++tp) {
+    if (gpus_per_node % tp != 0 || devices % tp != 0) continue;
+    for (std::int64_t pp = 1; pp <= devices / tp; ++pp)
+      if ((devices / tp) % pp == 0) meshes.push_back({devices / tp / pp, tp, pp});
+  }
+  return meshes;
+}
+
+namespace {
+
+void require_fixed_batch(const Json& experiment) {
+  const Json* training = experiment.contains("training") ? &experiment["training"] : nullptr;
+  if (!training || !training->is_object() || !training->contains("global_batch"))
+    throw InputError("search: training.global_batch is required, so that every candidate trains the same batch");
+  if (experiment.contains("strategy") && experiment["strategy"].is_object() &&
+      experiment["strategy"].contains("microbatches"))
+    throw InputError(
+        "search: strategy.microbatches must not be fixed; it follows from training.global_batch, "
+        "the micro-batch size and dp");
+}
+
+}  // namespace
+
+SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, const SearchSpace& space) {
+  require_fixed_batch(experiment);
+  if (space.presets.empty()) throw InputError("search: the list of strategy presets is empty");
+  if (space.micro_batches.empty()) throw InputError("search: the list of micro-batch sizes is empty");
+  SweepSpec spec;
+  spec.base = experiment;
+  spec.base_dir = base_dir;
+  spec.mode = space.mode;
+  SweepAxis mesh{{"strategy.dp", "strategy.tp", "strategy.pp"}, {}};
+  for (const Mesh& m : enumerate_meshes(space.devices, space.gpus_per_node))
+    mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp)});
+  SweepAxis presets{{"strategy.preset"}, {}};
+  for (const auto& p : space.presets) presets.values.push_back({Json(p)});
+  SweepAxis micro{{"training.micro_batch"}, {}};
+  for (auto b : space.micro_batches) micro.values.push_back({Json(b)});
+  spec.axes = {mesh, presets, micro};
+  spec.figures = default_figures(space.mode);
+  for (const auto& f : space.figures)
+    if (std::find(spec.figures.begin(), spec.figures.end(), f) == spec.figures.end()) spec.figures.push_back(f);
+  validate_axis_paths(spec);
+  return spec;
+}
+
+RankBy parse_rank_by(const std::string& text) {
+  RankBy by;
+  by.descending = !text.empty() && text.front() == '-';
+  by.path = by.descending ? text.substr(1) : text;
+  if (by.path.empty())
+    throw InputError("--rank-by=" + text + " must name a report figure, e.g. simulation.step_time_s");
+  return by;
+}
+
+RankBy default_rank_by(SweepMode mode) {
+  return mode == SweepMode::Simulate ? RankBy{"simulation.step_time_s", false}
+                                     : RankBy{"communication.bytes_per_step", false};
+}
+
+std::vector<Json> rank_rows(const std::vector<Json>& rows, const RankBy& by) {
+  std::vector<Json> ranked;
+  for (const auto& row : rows)
+    if (row.value("status", "") == "ok" && row.contains(by.path) && row[by.path].is_number()) ranked.push_back(row);
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const Json& x, const Json& y) {
+    double a = x[by.path].get<double>(), b = y[by.path].get<double>();
+    return by.descending ? a > b : a < b;
+  });
+  return ranked;
+}
+
+}  // namespace placesim

@@ -1,0 +1,318 @@
+#include "topology/cluster/Cluster.hpp"
+
+#include <climits>
+#include <cmath>
+#include <cstdio>
+
+#include "workloads/json/Units.hpp"
+
+namespace placesim {
+
+namespace {
+
+// DGX A100 (NVIDIA DGX A100 data sheet and user guide): 8x A100 SXM4 80GB; third-generation NVLink through six
+// NVSwitches, 600 GB/s bidirectional per GPU = 300 GB/s per direction; PCIe Gen4 x16 to the host (31.5 GB/s raw
+// per direction, ~25 GB/s effective); 8 single-port ConnectX-6 HDR InfiniBand NICs at 200 Gb/s (one per GPU,
+// "rails"); 2 TB host memory; dual AMD EPYC 7742 (2 x 64 cores, 2.25 GHz, 32 FP32 FLOP/cycle/core with two 256-bit
+// FMA pipes = 9.2 TFLOP/s per node, 1.15e12 per GPU share); 8x 3.84 TB U.2 NVMe (PCIe Gen4) as RAID-0 data cache.
+// ConnectX-6 data sheet: sub-600 ns latency; Quantum QM8700/QM8790 HDR switches: 40 ports, 130 ns port-to-port.
+// Assumptions, not data-sheet numbers: NVLink hop latency 0.5 us, PCIe latency 1 us, per-drive NVMe throughput of a
+// typical Gen4 U.2 data-centre drive (6.5 GB/s read, 3.5 GB/s write).
+ClusterSpec dgx_a100() {
+  ClusterSpec c;
+  c.name = "dgx-a100";
+  c.accelerator = accelerator_preset("a100-80gb", "cluster.accelerator");
+  c.nodes = 1;
+  c.gpus_per_node = 8;
+  c.nvlink_bw_Bps = 300e9;
+  c.nvlink_latency_s = 0.5e-6;
+  c.pcie_bw_Bps = 25e9;
+  c.pcie_latency_s = 1e-6;
+  c.host_flops = 2 * 64 * 2.25e9 * 32 / 8;
+  c.host_memory_bytes = 2e12;
+  c.nvme_read_Bps = 8 * 6.5e9;
+  c.nvme_write_Bps = 8 * 3.5e9;
+  c.nics_per_node = 8;
+  c.nic_bw_Bps = 200e9 / 8;
+  c.nic_latency_s = 0.6e-6;
+  c.fabric = "rail-optimized";
+  c.switch_radix = 40;
+  c.oversubscription = 1.0;
+  c.switch_latency_s = 130e-9;
+  return c;
+}
+
+// DGX H100 (NVIDIA DGX H100 data sheet): 8x H100 SXM5 80GB; fourth-generation NVLink through four NVSwitches,
+// 900 GB/s bidirectional per GPU = 450 GB/s per direction; PCIe Gen5 x16 (63 GB/s raw per direction, ~50 GB/s
+// effective); 8 ConnectX-7 NICs at 400 Gb/s NDR InfiniBand; 2 TB host memory; dual Xeon Platinum 8480C
+// (2 x 56 cores, 2.0 GHz, 64 FP32 FLOP/cycle/core with two AVX-512 FMA units = 14.3 TFLOP/s per node);
+// 8x 3.84 TB U.2 NVMe data cache. Quantum-2 QM9700 NDR switches: 64 ports at 400 Gb/s (so 32 nodes per rail
+// leaf, the DGX H100 SuperPOD scalable unit). Latencies as for dgx-a100 (assumed, not from the data sheets).
+ClusterSpec dgx_h100() {
+  ClusterSpec c = dgx_a100();
+  c.name = "dgx-h100";
+  c.accelerator = accelerator_preset("h100-sxm", "cluster.accelerator");
+  c.nvlink_bw_Bps = 450e9;
+  c.pcie_bw_Bps = 50e9;
+  c.host_flops = 2 * 56 * 2.0e9 * 64 / 8;
+  c.nic_bw_Bps = 400e9 / 8;
+  c.switch_radix = 64;
+  return c;
+}
+
+// Selene, NVIDIA's DGX SuperPOD (TOP500 November 2020: 560 DGX A100 nodes, 4,480 A100 GPUs, HDR InfiniBand).
+// SuperPOD reference architecture: scalable units of 20 nodes; in each unit rail r of every node goes to leaf
+// switch r (40-port QM8790: 20 ports down, 20 up), and a full-bisection fat-tree of spines joins the leaves.
+ClusterSpec selene() {
+  ClusterSpec c = dgx_a100();
+  c.name = "selene";
+  c.nodes = 560;
+  return c;
+}
+
+struct Preset {
+  ClusterSpec (*make)();
+  const char* description;
+};
+
+const std::map<std::string, Preset>& presets() {
+  static const std::map<std::string, Preset> table = {
+      {"dgx-a100", {dgx_a100, "NVIDIA DGX A100 nodes: 8x A100 80GB, NVLink3 300 GB/s, 8x HDR 200 Gb/s rails (1 node)"}},
+      {"dgx-h100", {dgx_h100, "NVIDIA DGX H100 nodes: 8x H100 SXM, NVLink4 450 GB/s, 8x NDR 400 Gb/s rails (1 node)"}},
+      {"selene", {selene, "NVIDIA Selene SuperPOD: 560 DGX A100, rail-optimized full-bisection HDR fat-tree"}},
+  };
+  return table;
+}
+
+ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
+  auto it = presets().find(name);
+  if (it != presets().end()) return it->second.make();
+  std::vector<std::string> names;
+  for (const auto& [n, p] : presets()) names.push_back(n);
+  std::string guess = nearest(name, names);
+  throw InputError(
+      field + "=" + name + " is not a known cluster" +
+      (guess.empty() ? std::string(" (known: dgx-a100, dgx-h100, selene)") : " (did you mean '" + guess + "'?)"));
+}
+
+// A user's value as it appears in the error: strings keep their quotes ("0Gbps"), numbers stay bare.
+std::string quoted(const Json& value) {
+  return value.is_string() ? value.dump() : show(value);
+}
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+enum class Sign { Positive, NonNegative };
+using UnitParser = double (*)(const std::string&, const std::string&);
+
+// A quantity given as a unit string ("400Gbps") or a plain SI number; `target` keeps its value when absent.
+void read_quantity(ObjectReader& r, const char* key, UnitParser parse, Sign sign, double& target) {
+  const Json* v = r.child(key);
+  if (!v) return;
+  double x = v->is_string() ? parse(v->get<std::string>(), r.field(key)) : r.get_number(key, 0);
+  if (sign == Sign::Positive && !(x > 0)) throw InputError(r.field(key) + "=" + quoted(*v) + " must be positive");
+  if (sign == Sign::NonNegative && !(x >= 0))
+    throw InputError(r.field(key) + "=" + quoted(*v) + " must not be negative");
+  target = x;
+}
+
+int read_count(ObjectReader& r, const char* key, std::int64_t minimum, int fallback) {
+  if (!r.has(key)) return fallback;
+  std::int64_t n = r.get_int(key, fallback);
+  if (n < minimum || n > INT_MAX)
+    throw InputError(r.field(key) + "=" + show(*r.child(key)) + " must be an integer >= " + std::to_string(minimum));
+  return static_cast<int>(n);
+}
+
+void read_node(ObjectReader& r, ClusterSpec& c) {
+  c.nodes = read_count(r, "nodes", 1, c.nodes);
+  c.gpus_per_node = read_count(r, "gpus_per_node", 1, c.gpus_per_node);
+  read_quantity(r, "nvlink_bw", parse_bandwidth, Sign::Positive, c.nvlink_bw_Bps);
+  read_quantity(r, "nvlink_latency", parse_time, Sign::NonNegative, c.nvlink_latency_s);
+  read_quantity(r, "pcie_bw", parse_bandwidth, Sign::Positive, c.pcie_bw_Bps);
+  read_quantity(r, "pcie_latency", parse_time, Sign::NonNegative, c.pcie_latency_s);
+  read_quantity(r, "host_flops", parse_flops, Sign::Positive, c.host_flops);
+  read_quantity(r, "host_memory", parse_bytes, Sign::Positive, c.host_memory_bytes);
+  read_quantity(r, "host_memory_bw", parse_bandwidth, Sign::Positive, c.host_memory_bw_Bps);
+  read_quantity(r, "nvme_read_bw", parse_bandwidth, Sign::Positive, c.nvme_read_Bps);
+  read_quantity(r, "nvme_write_bw", parse_bandwidth, Sign::Positive, c.nvme_write_Bps);
+}
+
+void read_network(ObjectReader& r, ClusterSpec& c) {
+  c.nics_per_node = read_count(r, "nics_per_node", 0, c.nics_per_node);
+  read_quantity(r, "nic_bw", parse_bandwidth, Sign::Positive, c.nic_bw_Bps);
+  read_quantity(r, "nic_latency", parse_time, Sign::NonNegative, c.nic_latency_s);
+  c.fabric = r.get_choice("fabric", {"fat-tree", "rail-optimized"}, c.fabric);
+  c.switch_radix = read_count(r, "switch_radix", 2, c.switch_radix);
+  if (r.has("oversubscription")) {
+    c.oversubscription = r.get_number("oversubscription", 1);
+    if (!(c.oversubscription >= 1))
+      throw InputError(r.field("oversubscription") + "=" + show(*r.child("oversubscription")) +
+                       " must be >= 1 (1 = full bisection)");
+  }
+  read_quantity(r, "switch_latency", parse_time, Sign::NonNegative, c.switch_latency_s);
+}
+
+void read_simgrid_config(ObjectReader& r, ClusterSpec& c) {
+  const Json* config = r.child("simgrid_config");
+  if (!config) return;
+  if (!config->is_object())
+    throw InputError(r.field("simgrid_config") + "=" + show(*config) + " must be an object of \"key\": \"value\"");
+  for (auto it = config->begin(); it != config->end(); ++it) {
+    if (!it.value().is_string())
+      throw InputError(r.field("simgrid_config") + "." + it.key() + "=" + show(it.value()) + " must be a string");
+    c.simgrid_config[it.key()] = it.value().get<std::string>();
+  }
+}
+
+// The calibrated fabrics of the accelerator's reference system, replaced by those its profile file fitted. A custom
+// accelerator has no reference system: its transfers run at the raw link figures unless its profile fits both
+// fabrics or the cluster gives "comm".
+void set_default_comm(ClusterSpec& c) {
+  const AcceleratorSpec& a = c.accelerator;
+  bool known = false;
+  for (const auto& [name, description] : accelerator_preset_list()) known = known || name == a.name;
+  if (known) c.comm = default_comm_profile(a.name, "cluster.accelerator");
+  if (a.profile_intra_node) c.comm.intra_node = *a.profile_intra_node;
+  if (a.profile_inter_node) c.comm.inter_node = *a.profile_inter_node;
+  if (known || (a.profile_intra_node && a.profile_inter_node)) return;
+  if (a.profile_intra_node || a.profile_inter_node)
+    throw InputError(std::string("cluster.accelerator.profile fits only the ") +
+                     (a.profile_intra_node ? "intra_node" : "inter_node") + " fabric, and the custom accelerator " +
+                     a.name + " has no reference system to take the other from: give cluster.comm");
+  c.comm_model = "links";
+}
+
+void require(bool ok, const std::string& field, double value, const char* rule) {
+  if (!ok) throw InputError("cluster." + field + "=" + number(value) + " " + rule);
+}
+
+}  // namespace
+
+void validate_cluster(const ClusterSpec& c) {
+  require(c.nodes >= 1, "nodes", c.nodes, "must be at least 1");
+  require(c.gpus_per_node >= 1, "gpus_per_node", c.gpus_per_node, "must be at least 1");
+  if (static_cast<long long>(c.nodes) * c.gpus_per_node > INT_MAX)
+    throw InputError("cluster.nodes=" + std::to_string(c.nodes) +
+                     " x cluster.gpus_per_node=" + std::to_string(c.gpus_per_node) + " devices do not fit in an int");
+  require(c.accelerator.peak_bf16_flops > 0, "accelerator.peak_bf16_flops", c.accelerator.peak_bf16_flops,
+          "must be positive");
+  for (auto [field, v] : {std::pair{"nvlink_bw", c.nvlink_bw_Bps},
+                          {"pcie_bw", c.pcie_bw_Bps},
+                          {"host_flops", c.host_flops},
+                          {"host_memory", c.host_memory_bytes},
+                          {"nvme_read_bw", c.nvme_read_Bps},
+                          {"nvme_write_bw", c.nvme_write_Bps},
+                          {"nic_bw", c.nic_bw_Bps}})
+    require(v > 0 && std::isfinite(v), field, v, "must be positive and finite");
+  for (auto [field, v] : {std::pair{"nvlink_latency", c.nvlink_latency_s},
+                          {"pcie_latency", c.pcie_latency_s},
+                          {"nic_latency", c.nic_latency_s},
+                          {"switch_latency", c.switch_latency_s}})
+    require(v >= 0 && std::isfinite(v), field, v, "must be a finite time >= 0");
+  require(c.nics_per_node >= 0, "nics_per_node", c.nics_per_node, "must not be negative");
+  if (c.nodes > 1 && c.nics_per_node < 1)
+    throw InputError("cluster.nics_per_node=" + std::to_string(c.nics_per_node) +
+                     " must be at least 1 when cluster.nodes=" + std::to_string(c.nodes) +
+                     " > 1 (nodes reach each other only through NICs)");
+  if (c.nics_per_node > 0 && c.gpus_per_node % c.nics_per_node != 0)
+    throw InputError("cluster.nics_per_node=" + std::to_string(c.nics_per_node) +
+                     " does not divide cluster.gpus_per_node=" + std::to_string(c.gpus_per_node) +
+                     " (GPUs share NICs in equal groups)");
+  if (c.fabric != "fat-tree" && c.fabric != "rail-optimized")
+    throw InputError("cluster.fabric=" + c.fabric + " is not one of: fat-tree rail-optimized");
+  require(c.switch_radix >= 2, "switch_radix", c.switch_radix, "must be at least 2 (half the ports go down)");
+  require(c.oversubscription >= 1 && std::isfinite(c.oversubscription), "oversubscription", c.oversubscription,
+          "must be >= 1 (1 = full bisection)");
+}
+
+ClusterSpec parse_cluster(const Json& value) {
+  if (value.is_string()) {
+    ClusterSpec c = cluster_preset(value.get<std::string>(), "cluster");
+    set_default_comm(c);
+    validate_cluster(c);
+    return c;
+  }
+  if (!value.is_object()) throw InputError("cluster=" + show(value) + " must be a cluster preset name or an object");
+  ObjectReader r(value, "cluster");
+  ClusterSpec c;
+  bool from_preset = r.has("preset");
+  if (from_preset) c = cluster_preset(r.require_string("preset"), r.field("preset"));
+  c.name = r.get_string("name", c.name);
+  if (const Json* accelerator = r.child("accelerator"))
+    c.accelerator = parse_accelerator(*accelerator, r.field("accelerator"));
+  else if (!from_preset)
+    throw InputError("cluster.accelerator is required when cluster.preset is not given");
+  read_node(r, c);
+  read_network(r, c);
+  read_simgrid_config(r, c);
+  c.comm_model = r.get_choice("comm_model", {"nccl", "links"}, c.comm_model);
+  if (const Json* comm = r.child("comm")) c.comm = parse_comm_profile(*comm, r.field("comm"));
+  else set_default_comm(c);
+  r.finish();
+  validate_cluster(c);
+  return c;
+}
+
+ClusterSpec simulated_network(const ClusterSpec& c) {
+  if (c.comm_model != "nccl") return c;
+  ClusterSpec n = c;
+  const FabricProfile& intra = c.comm.intra_node;
+  const FabricProfile& inter = c.comm.inter_node;
+  n.nvlink_bw_Bps = c.nvlink_bw_Bps * intra.bus_efficiency;
+  n.nvlink_latency_s = intra.step_latency_s / 2;  // a GPU-to-GPU route crosses two NVLink links
+  n.nic_bw_Bps = c.nic_bw_Bps * inter.bus_efficiency;
+  n.nic_latency_s = std::max(0.0, (inter.step_latency_s - c.switch_latency_s) / 2);  // same-leaf route = one step
+  return n;
+}
+
+std::vector<std::pair<std::string, std::string>> cluster_preset_list() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, p] : presets()) out.emplace_back(name, p.description);
+  return out;
+}
+
+Json cluster_to_json(const ClusterSpec& c) {
+  const AcceleratorSpec& a = c.accelerator;
+  Json accelerator{{"name", a.name},
+                   {"peak_bf16_flops", a.peak_bf16_flops},
+                   {"peak_fp16_flops", a.peak_fp16_flops},
+                   {"peak_fp32_flops", a.peak_fp32_flops},
+                   {"hbm_bytes", a.hbm_bytes},
+                   {"hbm_bw", a.hbm_bw_Bps},
+                   {"gemm_efficiency", a.gemm_efficiency}};
+  Json config = Json::object();
+  for (const auto& [key, value] : c.simgrid_config) config[key] = value;
+  // Same keys as the input, in SI units, so that parse_cluster(cluster_to_json(c)) gives c back.
+  return Json{{"name", c.name},
+              {"accelerator", accelerator},
+              {"nodes", c.nodes},
+              {"gpus_per_node", c.gpus_per_node},
+              {"nvlink_bw", c.nvlink_bw_Bps},
+              {"nvlink_latency", c.nvlink_latency_s},
+              {"pcie_bw", c.pcie_bw_Bps},
+              {"pcie_latency", c.pcie_latency_s},
+              {"host_flops", c.host_flops},
+              {"host_memory", c.host_memory_bytes},
+              {"nvme_read_bw", c.nvme_read_Bps},
+              {"nvme_write_bw", c.nvme_write_Bps},
+              {"nics_per_node", c.nics_per_node},
+              {"nic_bw", c.nic_bw_Bps},
+              {"nic_latency", c.nic_latency_s},
+              {"fabric", c.fabric},
+              {"switch_radix", c.switch_radix},
+              {"oversubscription", c.oversubscription},
+              {"switch_latency", c.switch_latency_s},
+              {"host_memory_bw", c.host_memory_bw_Bps},
+              {"simgrid_config", config},
+              {"comm_model", c.comm_model},
+              {"comm",
+               {{"intra_node", fabric_profile_to_json(c.comm.intra_node)},
+                {"inter_node", fabric_profile_to_json(c.comm.inter_node)}}}};
+}
+
+}  // namespace placesim

@@ -1,0 +1,68 @@
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topology/hardware/Accelerator.hpp"
+#include "topology/hardware/CommProfile.hpp"
+
+namespace placesim {
+
+/// A cluster of identical nodes. SI units inside (bytes, seconds, bytes per second, FLOP/s); strings such as
+/// "400Gbps" or "2us" are parsed at the JSON edge only.
+///
+///   node: gpu0..gpuN-1 --NVLink--> NVSwitch      gpu_i --PCIe--> host CPU / host memory / NVMe
+///         gpu_i --> NIC (rail i, or a shared NIC) --> leaf switch --> spine (oversubscribed fat-tree)
+struct ClusterSpec {
+  std::string name = "custom";
+  AcceleratorSpec accelerator;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  // Inside a node: each GPU's link to the NVSwitch, per direction. A GPU->GPU transfer crosses two such links
+  // (source up, destination down), so it pays 2 x nvlink_latency_s.
+  double nvlink_bw_Bps = 300e9;
+  double nvlink_latency_s = 1e-6;
+  // Each GPU's PCIe link to its host, per direction.
+  double pcie_bw_Bps = 25e9;
+  double pcie_latency_s = 2e-6;
+  double host_flops = 1e12;           ///< CPU FLOP/s available to one GPU's offloaded optimizer step
+  double host_memory_bytes = 1e12;    ///< per node
+  double host_memory_bw_Bps = 200e9;  ///< per node, for the host optimizer step
+  double nvme_read_Bps = 25e9;        ///< per node
+  double nvme_write_Bps = 12e9;       ///< per node
+  // NICs and fabric.
+  int nics_per_node = 8;              ///< "rail": one per GPU; fewer are shared by the GPUs of a node
+  double nic_bw_Bps = 25e9;           ///< per NIC, per direction
+  double nic_latency_s = 1e-6;        ///< per NIC crossed (an inter-node transfer crosses two)
+  std::string fabric = "fat-tree";    ///< "fat-tree" | "rail-optimized"
+  int switch_radix = 64;              ///< ports per leaf switch: half face NICs, half the spine
+  double oversubscription = 1.0;      ///< leaf downlink / uplink bandwidth ratio (1 = full bisection)
+  double switch_latency_s = 0.5e-6;   ///< per switch crossed: 1 under one leaf, 3 (leaf, spine, leaf) across leaves
+  /// Extra SimGrid configuration ("key" -> "value") applied before the platform is built; defaults are CM02,
+  /// TCP-gamma 0, no cross-traffic (see SIMGRID-NOTES).
+  std::map<std::string, std::string> simgrid_config;
+  /// "nccl": transfers run at the bus bandwidth and per-step latency NCCL achieves on these fabrics (`comm`, by
+  /// default the calibrated profile of the accelerator's reference system); "links": at the raw link figures above.
+  std::string comm_model = "nccl";
+  CommProfile comm;
+
+  int devices() const { return nodes * gpus_per_node; }
+};
+
+/// Parses the "cluster" section: a preset name, or an object with optional "preset" and overrides. Errors name the
+/// field and value (zero or negative bandwidth, unknown accelerator, impossible NIC count, ...).
+ClusterSpec parse_cluster(const Json& value);
+/// Checks a cluster built in code (parse_cluster calls it): positive finite bandwidths, latencies >= 0, nodes and
+/// gpus_per_node >= 1, a NIC per node when nodes > 1, nics_per_node dividing gpus_per_node, oversubscription >= 1,
+/// switch_radix >= 2, a known fabric. Throws InputError naming the field.
+void validate_cluster(const ClusterSpec& c);
+/// The cluster as the simulator sees its network: with comm_model "nccl", NVLink and NIC links derated to NCCL's
+/// achieved bus bandwidth and their latencies set so a ring step pays the measured per-step latency.
+ClusterSpec simulated_network(const ClusterSpec& c);
+/// Presets: dgx-a100 (80 GB), dgx-h100, selene (A100 SuperPOD); each takes "nodes".
+std::vector<std::pair<std::string, std::string>> cluster_preset_list();
+/// The cluster echoed in a report.
+Json cluster_to_json(const ClusterSpec& c);
+
+}  // namespace placesim

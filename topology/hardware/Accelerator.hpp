@@ -1,0 +1,90 @@
+#pragma once
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topology/hardware/CommProfile.hpp"
+#include "workloads/json/JsonReader.hpp"
+#include "workloads/model/Training.hpp"
+
+namespace placesim {
+
+/// Calibrated efficiency model of one accelerator, used by strategies/ComputeModel. Fitted to component
+/// measurements (GEMM shape sweeps, STREAM-like bandwidth, fused-attention throughput, per-layer times), never to
+/// end-to-end step times; topology/profiles/<name>.json holds the same numbers with their sources.
+///
+///   GEMM (M x N x K, `batch` of them):
+///     q  = M N / (ceil(M/T) T * ceil(N/T) T)                  tile quantization, T = gemm_tile
+///     w  = tiles / (ceil(tiles / S) S), tiles = ceil(M/T) ceil(N/T) batch   wave quantization over S = gemm_sms
+///          streaming multiprocessors (w = 1 when gemm_sms = 0, as in the built-in profiles)
+///     tc = 2 M N K batch / (peak * gemm_peak_efficiency * q * w * K / (K + gemm_k_overhead))
+///     tm = bytes(A, B, C) / (hbm_bw * memory_efficiency)
+///     t  = gemm_latency_s + (tc^p + tm^p)^(1/p)               p = gemm_roofline_p (a soft roofline)
+///   element-wise:  t = kernel_latency_s + bytes / (hbm_bw * memory_efficiency)
+///   fused (flash) attention:  t = FLOPs / (peak * flash_attention_efficiency)
+///   a collective of time c hidden behind a GEMM of time g costs max(0, c - g) + overlap_penalty * min(c, g)
+struct ComputeProfile {
+  double gemm_peak_efficiency = 0.8;  ///< fraction of peak a large square GEMM sustains
+  double gemm_latency_s = 8e-6;       ///< fixed cost of one GEMM: launch, pipeline fill, partial last wave
+  double gemm_k_overhead = 64;        ///< K-loop prologue/epilogue, in elements of K
+  double gemm_tile = 128;             ///< output tile edge M and N are padded to (not fitted: cuBLAS's common tile)
+  /// Streaming multiprocessors the output tiles are spread over in waves; 0 = no wave quantization. A hardware fact
+  /// (A100 108, H100 SXM 132), not fitted. The built-in profiles leave it 0: their eight published GEMM shapes fit
+  /// the model with and without it equally well (docs/validation.md), so measurements at the shapes of interest
+  /// should decide, through `placesim calibrate` with "gemm_sms".
+  double gemm_sms = 0;
+  double gemm_roofline_p = 2;         ///< blend exponent of compute and memory time (large = hard max)
+  double memory_efficiency = 0.8;     ///< fraction of HBM bandwidth element-wise kernels sustain
+  double kernel_latency_s = 4e-6;     ///< fixed cost of one element-wise kernel
+  double flash_attention_efficiency = 0.5;  ///< fraction of peak a fused attention kernel sustains (fwd and bwd)
+  /// Fraction of a collective's time that still lands on the critical path while it is hidden behind a GEMM: NCCL's
+  /// kernels take SMs and HBM bandwidth from the GEMM they overlap.
+  double overlap_penalty = 0.2;
+  std::vector<std::string> sources;   ///< where the numbers come from (paper, table, figure)
+};
+
+/// One accelerator model. SI units: FLOP/s, bytes, bytes per second.
+struct AcceleratorSpec {
+  std::string name = "custom";
+  double peak_bf16_flops = 0;
+  double peak_fp16_flops = 0;
+  double peak_fp32_flops = 0;
+  double hbm_bytes = 0;
+  double hbm_bw_Bps = 0;
+  /// Fraction of peak the simulator's FLOPs / rate fallback uses for opaque models (no layer shapes); the presets set
+  /// it to the calibrated large-GEMM efficiency.
+  double gemm_efficiency = 0.6;
+  ComputeProfile profile;
+  /// Fabrics fitted together with a profile file (its "comm" section); a cluster runs its collectives on them unless
+  /// it gives "comm" itself. Empty for the presets, whose reference fabrics come from default_comm_profile.
+  std::optional<FabricProfile> profile_intra_node, profile_inter_node;
+
+  double peak_flops(DType dtype) const {
+    return dtype == DType::BF16 ? peak_bf16_flops : dtype == DType::FP16 ? peak_fp16_flops : peak_fp32_flops;
+  }
+};
+
+/// A built-in accelerator (a100-40gb, a100-80gb, h100-sxm, h200, b200) with its calibrated profile; unknown names
+/// are an InputError naming `field` and the nearest known accelerator.
+AcceleratorSpec accelerator_preset(const std::string& name, const std::string& field);
+std::vector<std::pair<std::string, std::string>> accelerator_preset_list();
+/// Parses an accelerator: a preset name, or an object with optional "preset", "profile" (path of a profile file,
+/// relative paths resolved against `base_dir` when not found as given; its compute profile replaces the preset's and
+/// its fabrics, if any, are kept in profile_intra_node / profile_inter_node) and overrides (units as strings).
+AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, const std::string& base_dir = "");
+
+/// Parses the "compute" object of a profile file: every field required and non-negative (efficiencies in (0, 1]).
+/// `field` is the dotted path used in errors.
+ComputeProfile parse_compute_profile(const Json& value, const std::string& field);
+/// A profile file (topology/profiles/, or written by `placesim calibrate`): {"accelerator", "compute", "comm"?:
+/// {"intra_node"?: fabric, "inter_node"?: fabric}, "sources", "fit"}.
+struct ProfileFile {
+  ComputeProfile compute;  ///< with the file's "sources"
+  std::optional<FabricProfile> intra_node, inter_node;
+};
+ProfileFile load_profile_file(const std::string& path);
+/// The profile as the "compute" object of a profile file.
+Json compute_profile_to_json(const ComputeProfile& p);
+
+}  // namespace placesim

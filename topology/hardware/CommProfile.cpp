@@ -1,0 +1,296 @@
+#include "topology/hardware/CommProfile.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "workloads/json/Units.hpp"
+
+namespace placesim {
+
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Fitted by `placesim calibrate` (scripts/refit_profiles.py) to the nccl-tests curves in
+// topology/profiles/measurements/ (residuals in topology/profiles/*.json): both protocols of NVLink 3 (A100) and 5
+// (GB200); NVLS and the low-latency ring of NVLink 4 (H100), whose bandwidth-protocol ring is NVIDIA's quoted figure.
+constexpr double kNvlink3Efficiency = 0.7718, kNvlink3Latency = 1.401e-5;
+constexpr double kNvlink3LlEfficiency = 0.4266, kNvlink3LlLatency = 3.025e-6;
+constexpr double kNvlink4Efficiency = 0.8222, kNvlink4Latency = 3.103e-6;  // 370 / 450 GB/s (nccl-tests #212)
+constexpr double kNvlink4LlEfficiency = 0.01507, kNvlink4LlLatency = 1.807e-6;
+constexpr double kNvlink4NvlsEfficiency = 1.048, kNvlink4NvlsLatency = 8.171e-5;
+constexpr double kNvlink5Efficiency = 0.7265, kNvlink5Latency = 5.723e-6;
+constexpr double kNvlink5LlEfficiency = 0.2797, kNvlink5LlLatency = 2.696e-6;
+
+// A fabric with the bandwidth protocol only; the fitted ones add their low-latency protocol and NVLS below.
+FabricProfile fabric(const char* name, double link_bw_Bps, double efficiency, double latency_s,
+                     std::vector<std::string> sources) {
+  FabricProfile f;
+  f.name = name;
+  f.link_bw_Bps = link_bw_Bps;
+  f.bus_efficiency = efficiency;
+  f.step_latency_s = latency_s;
+  f.sources = std::move(sources);
+  return f;
+}
+
+FabricProfile with_low_latency(FabricProfile f, double efficiency, double latency_s) {
+  f.ll_bus_efficiency = efficiency;
+  f.ll_step_latency_s = latency_s;
+  return f;
+}
+
+FabricProfile with_nvls(FabricProfile f, double efficiency, double latency_s) {
+  f.nvls_bus_efficiency = efficiency;
+  f.nvls_latency_s = latency_s;
+  return f;
+}
+
+// NCCL's own cost model (src/graph/tuning.cc, NCCL 2.7-2.8) charges a ring step with the Simple protocol 3.4 us over
+// NVLink and 9.6 us over the network; the NVLink values below are fitted to whole nccl-tests curves instead (see
+// topology/profiles/measurements/), the network ones keep NCCL's figure for lack of a published curve.
+const char* kNcclTuning = "NCCL src/graph/tuning.cc (NCCL 2.7/2.8): hwLat ring/Simple 3.4 us NVLink, 9.6 us network; "
+                          "A100 ring busbw capped at 235 GB/s";
+const char* kAzureA100 = "Azure/AI-benchmarking-guide, Azure_Results/ND_A100_v4_results.md, 'NCCL Bandwidth' table: "
+                         "all-reduce busbw, 8x A100-SXM4-80GB, NCCL 2.18.5, 1 KB - 8 GB";
+const char* kAzureH100 = "Azure/AI-benchmarking-guide, 'Azure Results/ND_H100_v5_results.md', 'NCCL Bandwidth' table: "
+                         "all-reduce (NVLS) busbw, 8x H100 80GB HBM3, 1 KB - 8 GB";
+const char* kNvlinkH100Ring = "NVIDIA/nccl-tests issue #212 (S. Jeaugey, NVIDIA, 2024-05-06): NVLink4 line rate "
+                              "450 GB/s, ring busbw ~370 GB/s (~20% protocol overhead), NVLS all-reduce ~480 GB/s";
+const char* kAzureGB200 = "Azure/AI-benchmarking-guide, Azure_Results/ND_GB200_v6_results.md, 'NCCL Bandwidth' "
+                          "table: all-reduce (ring) busbw, 4x GB200 NVLink5, NCCL 2.25.1, 1 KB - 8 GB";
+const char* kIbHdr = "NVIDIA/nccl-tests issue #160 (S. Jeaugey, 2023-08-01): rings over InfiniBand reach ~24 GB/s "
+                     "busbw per 200 Gb/s (25 GB/s) NIC on well-configured systems";
+const char* kRoce = "NVIDIA/nccl issue #495 (2021-04): 2 nodes x 8 A100 with 8x100 Gb/s RoCE reach 600 Gb/s busbw of "
+                    "800 Gb/s; NVIDIA: 'roughly matching our expectation (though lower by a little bit)'";
+
+const std::map<std::string, std::pair<FabricProfile, std::string>>& presets() {
+  static const std::map<std::string, std::pair<FabricProfile, std::string>> table = {
+      {"nvlink3",
+       {with_low_latency(fabric("nvlink3", 300e9, kNvlink3Efficiency, kNvlink3Latency, {kAzureA100, kNcclTuning}),
+                         kNvlink3LlEfficiency, kNvlink3LlLatency),
+        "NVLink 3 + NVSwitch (DGX A100), 300 GB/s per GPU per direction"}},
+      {"nvlink4",
+       {with_nvls(with_low_latency(fabric("nvlink4", 450e9, kNvlink4Efficiency, kNvlink4Latency,
+                                          {kNvlinkH100Ring, kAzureH100, kAzureA100}),
+                                   kNvlink4LlEfficiency, kNvlink4LlLatency),
+                  kNvlink4NvlsEfficiency, kNvlink4NvlsLatency),
+        "NVLink 4 + NVSwitch (DGX H100/H200), 450 GB/s per GPU per direction, NVLink SHARP"}},
+      {"nvlink5",
+       {with_low_latency(fabric("nvlink5", 900e9, kNvlink5Efficiency, kNvlink5Latency, {kAzureGB200}),
+                         kNvlink5LlEfficiency, kNvlink5LlLatency),
+        "NVLink 5 (B200/GB200), 900 GB/s per GPU per direction"}},
+      {"ib-hdr",
+       {fabric("ib-hdr", 25e9, 24.0 / 25.0, 9.6e-6, {kIbHdr, kNcclTuning}), "HDR InfiniBand, 200 Gb/s per NIC"}},
+      {"ib-ndr",
+       {fabric("ib-ndr", 50e9, 24.0 / 25.0, 9.6e-6, {kIbHdr, kNcclTuning}),
+        "NDR InfiniBand, 400 Gb/s per NIC (HDR's measured protocol efficiency assumed)"}},
+      {"roce-100g", {fabric("roce-100g", 12.5e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 100 Gb/s NIC"}},
+      {"roce-200g", {fabric("roce-200g", 25e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 200 Gb/s NIC"}},
+      {"roce-400g", {fabric("roce-400g", 50e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 400 Gb/s NIC"}},
+  };
+  return table;
+}
+
+double quantity(ObjectReader& r, const char* key, double fallback, bool required,
+                double (*parse)(const std::string&, const std::string&)) {
+  if (!r.has(key)) {
+    if (required) throw InputError(r.field(key) + " is required but missing");
+    return fallback;
+  }
+  const Json& v = *r.child(key);
+  double x = v.is_string() ? parse(v.get<std::string>(), r.field(key)) : r.get_number(key, 0);
+  if (!(x >= 0) || !std::isfinite(x)) throw InputError(r.field(key) + "=" + show(v) + " must not be negative");
+  return x;
+}
+
+double plain(const std::string& text, const std::string& field) {
+  throw InputError(field + "=" + text + " must be a number");
+}
+
+}  // namespace
+
+FabricProfile fabric_preset(const std::string& name, const std::string& field) {
+  auto it = presets().find(name);
+  if (it == presets().end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, p] : presets()) names.push_back(n);
+    std::string guess = nearest(name, names);
+    throw InputError(field + "=" + name + " is not a known fabric" +
+                     (guess.empty() ? std::string(" (see fabric_preset_list)") : " (did you mean '" + guess + "'?)"));
+  }
+  return it->second.first;
+}
+
+std::vector<std::pair<std::string, std::string>> fabric_preset_list() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, p] : presets()) out.emplace_back(name, p.second);
+  return out;
+}
+
+CommProfile default_comm_profile(const std::string& accelerator, const std::string& field) {
+  if (accelerator == "a100-40gb" || accelerator == "a100-80gb")
+    return {fabric_preset("nvlink3", field), fabric_preset("ib-hdr", field)};
+  if (accelerator == "h100-sxm" || accelerator == "h200")
+    return {fabric_preset("nvlink4", field), fabric_preset("ib-ndr", field)};
+  if (accelerator == "b200") return {fabric_preset("nvlink5", field), fabric_preset("ib-ndr", field)};
+  throw InputError(field + "=" + accelerator + " has no default fabrics; give the comm profile explicitly");
+}
+
+FabricProfile parse_fabric_profile(const Json& value, const std::string& field) {
+  if (value.is_string()) return fabric_preset(value.get<std::string>(), field);
+  ObjectReader r(value, field);
+  FabricProfile f;
+  bool base = r.has("preset");
+  if (base) f = fabric_preset(r.get_string("preset", ""), r.field("preset"));
+  f.name = r.get_string("name", f.name);
+  f.link_bw_Bps = quantity(r, "link_bw", f.link_bw_Bps, !base, parse_bandwidth);
+  f.bus_efficiency = quantity(r, "bus_efficiency", f.bus_efficiency, !base, plain);
+  f.step_latency_s = quantity(r, "step_latency", f.step_latency_s, !base, parse_time);
+  f.ll_bus_efficiency = quantity(r, "ll_bus_efficiency", f.ll_bus_efficiency, false, plain);
+  f.ll_step_latency_s = quantity(r, "ll_step_latency", f.ll_step_latency_s, false, parse_time);
+  f.nvls_bus_efficiency = quantity(r, "nvls_bus_efficiency", f.nvls_bus_efficiency, false, plain);
+  f.nvls_latency_s = quantity(r, "nvls_latency", f.nvls_latency_s, false, parse_time);
+  if (const Json* s = r.child("sources")) {
+    if (!s->is_array()) throw InputError(r.field("sources") + " must be a list of strings");
+    f.sources.clear();
+    for (const auto& item : *s) {
+      if (!item.is_string()) throw InputError(r.field("sources") + " must be a list of strings, got " + show(item));
+      f.sources.push_back(item.get<std::string>());
+    }
+  }
+  r.finish();
+  if (!(f.link_bw_Bps > 0)) throw InputError(r.field("link_bw") + "=" + number(f.link_bw_Bps) + " must be positive");
+  if (!(f.bus_efficiency > 0 && f.bus_efficiency <= 1))
+    throw InputError(r.field("bus_efficiency") + "=" + number(f.bus_efficiency) + " must be in (0, 1]");
+  if (!(f.ll_bus_efficiency <= 1))
+    throw InputError(r.field("ll_bus_efficiency") + "=" + number(f.ll_bus_efficiency) +
+                     " must be in [0, 1] (0 = none)");
+  return f;
+}
+
+CommProfile parse_comm_profile(const Json& value, const std::string& field) {
+  ObjectReader r(value, field);
+  CommProfile c;
+  for (auto [key, target] : {std::pair{"intra_node", &c.intra_node}, {"inter_node", &c.inter_node}}) {
+    const Json* f = r.child(key);
+    if (!f) throw InputError(r.field(key) + " is required but missing");
+    *target = parse_fabric_profile(*f, r.field(key));
+  }
+  r.finish();
+  return c;
+}
+
+Json fabric_profile_to_json(const FabricProfile& f) {
+  Json j{{"name", f.name},
+         {"link_bw", f.link_bw_Bps},
+         {"bus_efficiency", f.bus_efficiency},
+         {"step_latency", f.step_latency_s},
+         {"ll_bus_efficiency", f.ll_bus_efficiency},
+         {"ll_step_latency", f.ll_step_latency_s},
+         {"nvls_bus_efficiency", f.nvls_bus_efficiency},
+         {"nvls_latency", f.nvls_latency_s}};
+  j["sources"] = f.sources;
+  return j;
+}
+
+namespace {
+
+// One protocol's time for a collective whose slowest ring hop has latency a and bandwidth B.
+double protocol_time_s(CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes, double n, double a, double B) {
+  if (kind == CollectiveKind::AllReduce && algorithm == CollectiveAlgorithm::Tree)
+    return 2.0 * std::ceil(std::log2(n)) * a + 2.0 * bytes / B;
+  switch (kind) {
+    case CollectiveKind::AllReduce: return 2.0 * (n - 1) * (a + bytes / (n * B));
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter: return (n - 1) * (a + bytes / (n * B));
+    case CollectiveKind::Broadcast:
+    case CollectiveKind::Reduce: return (n - 1) * a + bytes / B;
+    case CollectiveKind::SendRecv: return a + bytes / B;
+  }
+  return 0;
+}
+
+}  // namespace
+
+CollectivePlan plan_collective(CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes, int ranks,
+                               const FabricProfile& f, const RingHop& hop) {
+  if (ranks < 1) throw InputError("collective over ranks=" + std::to_string(ranks) + ": need at least one rank");
+  if (!(bytes >= 0)) throw InputError("collective of bytes=" + number(bytes) + ": must not be negative");
+  const bool nvls = algorithm == CollectiveAlgorithm::Nvls;
+  if (nvls && !f.has_nvls()) throw InputError("fabric " + f.name + " has no NVLink SHARP (nvls_bus_efficiency=0)");
+  if (ranks == 1) return {algorithm, false, 0};
+  const double n = ranks;
+  // NVLS stands for "NVLS available": the rings below compete with it.
+  const CollectiveAlgorithm shape = nvls ? CollectiveAlgorithm::Ring : algorithm;
+  CollectivePlan best{shape, false, protocol_time_s(kind, shape, bytes, n, hop.latency_s, hop.bw_Bps)};
+  if (f.has_low_latency_protocol()) {
+    const double a = std::max(0.0, hop.latency_s - (f.step_latency_s - f.ll_step_latency_s));
+    const double t = protocol_time_s(kind, shape, bytes, n, a, hop.bw_Bps * f.ll_bus_efficiency / f.bus_efficiency);
+    if (t < best.time_s) best = {shape, true, t};
+  }
+  if (nvls && kind == CollectiveKind::AllReduce) {
+    const double t =
+        f.nvls_latency_s + 2.0 * (n - 1) / n * bytes / (hop.bw_Bps * f.nvls_bus_efficiency / f.bus_efficiency);
+    if (t < best.time_s) best = {CollectiveAlgorithm::Nvls, false, t};
+  }
+  return best;
+}
+
+double collective_time_s(CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes, int ranks,
+                         const FabricProfile& f) {
+  return plan_collective(kind, algorithm, bytes, ranks, f, RingHop{f.step_latency_s, f.bus_bw_Bps()}).time_s;
+}
+
+double bus_bandwidth_Bps(CollectiveKind kind, double bytes, int ranks, double time_s) {
+  const double n = ranks, algbw = bytes / time_s;
+  switch (kind) {
+    case CollectiveKind::AllReduce: return algbw * 2.0 * (n - 1) / n;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter: return algbw * (n - 1) / n;
+    default: return algbw;
+  }
+}
+
+CollectiveKind parse_collective_kind(const std::string& text, const std::string& field) {
+  static const std::map<std::string, CollectiveKind> names = {
+      {"all-reduce", CollectiveKind::AllReduce}, {"all-gather", CollectiveKind::AllGather},
+      {"reduce-scatter", CollectiveKind::ReduceScatter}, {"broadcast", CollectiveKind::Broadcast},
+      {"reduce", CollectiveKind::Reduce}, {"send-recv", CollectiveKind::SendRecv}};
+  auto it = names.find(text);
+  if (it != names.end()) return it->second;
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : names) keys.push_back(k);
+  std::string guess = nearest(text, keys);
+  throw InputError(field + "=" + text + " is not a collective" + (guess.empty() ? "" : " (did you mean '" + guess + "'?)"));
+}
+
+CollectiveAlgorithm parse_collective_algorithm(const std::string& text, const std::string& field) {
+  if (text == "ring") return CollectiveAlgorithm::Ring;
+  if (text == "tree") return CollectiveAlgorithm::Tree;
+  if (text == "nvls") return CollectiveAlgorithm::Nvls;
+  throw InputError(field + "=" + text + " is not a collective algorithm (ring, tree, nvls)");
+}
+
+std::string to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return "all-reduce";
+    case CollectiveKind::AllGather: return "all-gather";
+    case CollectiveKind::ReduceScatter: return "reduce-scatter";
+    case CollectiveKind::Broadcast: return "broadcast";
+    case CollectiveKind::Reduce: return "reduce";
+    case CollectiveKind::SendRecv: return "send-recv";
+  }
+  return "?";
+}
+
+std::string to_string(CollectiveAlgorithm a) {
+  return a == CollectiveAlgorithm::Ring ? "ring" : a == CollectiveAlgorithm::Tree ? "tree" : "nvls";
+}
+
+}  // namespace placesim

@@ -1,0 +1,108 @@
+#include "traces/output/OutputFile.hpp"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <istream>
+#include <iterator>
+#include <stdexcept>
+
+#include "workloads/json/Error.hpp"
+
+namespace placesim {
+
+namespace {
+
+constexpr std::size_t kBufferBytes = 1 << 20;
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+OutputFile::OutputFile(const std::string& path) : path_(path) {
+  buffer_.reserve(kBufferBytes);
+  if (path == "-") {
+    file_ = stdout;
+  } else if (ends_with(path, ".gz")) {
+    gzFile gz = gzopen(path.c_str(), "wb");
+    if (!gz) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
+    gzbuffer(gz, 256 * 1024);
+    gz_ = gz;
+  } else {
+    file_ = std::fopen(path.c_str(), "wb");
+    if (!file_) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
+  }
+}
+
+OutputFile::~OutputFile() {
+  try {
+    close();
+  } catch (const std::exception&) {
+    // Already unwinding from another error, or the caller chose not to call close(): nothing more to report.
+  }
+}
+
+void OutputFile::write(std::string_view text) {
+  buffer_.append(text);
+  if (buffer_.size() >= kBufferBytes) flush_buffer();
+}
+
+void OutputFile::flush_buffer() {
+  if (buffer_.empty() || failed_) {
+    buffer_.clear();
+    return;
+  }
+  if (gz_) {
+    failed_ = gzwrite(static_cast<gzFile>(gz_), buffer_.data(), static_cast<unsigned>(buffer_.size())) !=
+              static_cast<int>(buffer_.size());
+  } else if (file_) {
+    failed_ = std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size();
+  }
+  buffer_.clear();
+}
+
+void OutputFile::close() {
+  if (!gz_ && !file_) return;
+  flush_buffer();
+  if (gz_) {
+    failed_ = gzclose(static_cast<gzFile>(gz_)) != Z_OK || failed_;
+    gz_ = nullptr;
+  } else if (file_ == stdout) {
+    failed_ = std::fflush(stdout) != 0 || failed_;
+    file_ = nullptr;
+  } else {
+    failed_ = std::fclose(file_) != 0 || failed_;
+    file_ = nullptr;
+  }
+  if (failed_) throw std::runtime_error("writing '" + path_ + "' failed");
+}
+
+GzReadBuffer::GzReadBuffer(const std::string& path) : path_(path), data_(new char[kBufferBytes]) {
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (!gz) throw InputError("cannot read '" + path + "': " + std::strerror(errno));
+  gz_ = gz;
+}
+
+GzReadBuffer::~GzReadBuffer() {
+  gzclose(static_cast<gzFile>(gz_));
+}
+
+GzReadBuffer::int_type GzReadBuffer::underflow() {
+  if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+  int n = gzread(static_cast<gzFile>(gz_), data_.get(), static_cast<unsigned>(kBufferBytes));
+  if (n < 0) throw InputError("cannot read '" + path_ + "': corrupt gzip data");
+  if (n == 0) return traits_type::eof();
+  setg(data_.get(), data_.get(), data_.get() + n);
+  return traits_type::to_int_type(*gptr());
+}
+
+std::string read_text_file(const std::string& path) {
+  GzReadBuffer buffer(path);
+  std::istream in(&buffer);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace placesim

@@ -1,0 +1,156 @@
+#include "traces/report/Report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "workloads/json/Units.hpp"
+
+namespace placesim {
+
+Json number(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9007199254740992.0)
+    return Json(static_cast<std::int64_t>(v));
+  return Json(v);
+}
+
+std::string dump(const Json& j) { return j.dump(2) + "\n"; }
+
+namespace {
+
+Json memory_json(const MemoryBytes& m) {
+  return Json{{"parameters_bytes", number(m.parameters)},   {"gradients_bytes", number(m.gradients)},
+              {"optimizer_bytes", number(m.optimizer)},     {"activations_bytes", number(m.activations)},
+              {"buffers_bytes", number(m.buffers)},         {"model_states_bytes", number(m.model_states())},
+              {"total_bytes", number(m.total())},           {"host_bytes", number(m.host)}};
+}
+
+Json by_class_json(const CommBytes& c) {
+  Json j = Json::object();
+  for (int k = 0; k < kCommClasses; ++k)
+    j[to_string(static_cast<CommClass>(k))] = number(c.by_class[static_cast<std::size_t>(k)]);
+  return j;
+}
+
+}  // namespace
+
+Json analysis_report(const Experiment& e, const Analysis& a) {
+  Json report;
+  report["placesim_version"] = PLACESIM_VERSION;
+  report["experiment"] = e.name;
+  report["model"] = model_to_json(e.model);
+  report["training"] = training_to_json(e.training);
+  report["strategy"] = strategy_to_json(e.strategy);
+  Json memory = memory_json(a.memory);
+  memory["model_states_bytes"] = number(a.model_states_bytes);
+  memory["total_bytes"] = number(a.total_bytes);
+  memory["per_stage"] = Json::array();
+  Json comm{{"bytes_per_step", number(a.bytes_per_step)},
+            {"by_class", by_class_json(a.comm)},
+            {"offload", {{"h2d_bytes", number(a.comm.h2d)}, {"d2h_bytes", number(a.comm.d2h)}}},
+            {"per_stage", Json::array()}};
+  for (const auto& st : a.stages) {
+    Json ms = memory_json(st.memory);
+    ms["stage"] = st.stage;
+    memory["per_stage"].push_back(ms);
+    comm["per_stage"].push_back(Json{{"stage", st.stage},
+                                     {"bytes_per_step", number(st.comm.total())},
+                                     {"by_class", by_class_json(st.comm)},
+                                     {"offload", {{"h2d_bytes", number(st.comm.h2d)}, {"d2h_bytes", number(st.comm.d2h)}}}});
+  }
+  report["memory"] = memory;
+  report["communication"] = comm;
+  double device_max = 0;
+  for (const auto& st : a.stages) device_max = std::max(device_max, st.hardware_flops);
+  report["compute"] = Json{{"model_flops_per_step", number(a.model_flops_per_step)},
+                           {"hardware_flops_per_step", number(a.hardware_flops_per_step)},
+                           {"hardware_flops_per_device_max", number(device_max)},
+                           {"tokens_per_step", number(a.tokens_per_step)}};
+  if (e.device_memory_bytes > 0) report["device_memory_bytes"] = number(e.device_memory_bytes);
+  return report;
+}
+
+namespace {
+
+std::string cell(const std::string& text, std::size_t width) {
+  return text.size() >= width ? text + " " : std::string(width - text.size(), ' ') + text;
+}
+
+std::string format_count(double v) {
+  char buf[32];
+  if (v >= 1e12)
+    std::snprintf(buf, sizeof buf, "%.2f T", v / 1e12);
+  else if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2f B", v / 1e9);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2f M", v / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+std::string format_flops(double v) {
+  char buf[32];
+  if (v >= 1e18)
+    std::snprintf(buf, sizeof buf, "%.2f EFLOP", v / 1e18);
+  else if (v >= 1e15)
+    std::snprintf(buf, sizeof buf, "%.2f PFLOP", v / 1e15);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f TFLOP", v / 1e12);
+  return buf;
+}
+
+}  // namespace
+
+std::string analysis_table(const Experiment& e, const Analysis& a) {
+  const auto& s = e.strategy;
+  std::ostringstream out;
+  out << "placesim analyze: " << e.model.name << " (" << format_count(a.parameters) << " parameters), strategy "
+      << s.preset << " " << short_form(s.placement) << " (P/O/G/A)\n";
+  out << "  mesh dp " << s.dp << " x tp " << s.tp << " x pp " << s.pp << " = " << s.devices() << " devices"
+      << (s.sp ? ", sequence parallel" : "") << "; " << to_string(s.schedule) << ", " << s.microbatches
+      << " micro-batches of " << e.training.micro_batch << ", global batch " << e.training.global_batch << "; "
+      << to_string(e.training.dtype) << " " << to_string(e.training.optimizer) << ", recompute "
+      << to_string(e.training.recompute) << "\n\n";
+  // Columns: the first and the last stage (they differ by embedding/head and in-flight micro-batches) and the max.
+  std::vector<const StageAnalysis*> cols = {&a.stages.front()};
+  if (a.stages.size() > 1) cols.push_back(&a.stages.back());
+  const std::size_t w = 14;
+  out << cell("memory per device", 24);
+  for (const auto* c : cols) out << cell("stage " + std::to_string(c->stage), w);
+  out << cell("max", w) << "\n";
+  auto row = [&](const char* label, auto get, double max_value) {
+    out << "  " << label << std::string(22 - std::string(label).size(), ' ');
+    for (const auto* c : cols) out << cell(format_bytes(get(c->memory)), w);
+    out << cell(format_bytes(max_value), w) << "\n";
+  };
+  row("parameters", [](const MemoryBytes& m) { return m.parameters; }, a.memory.parameters);
+  row("gradients", [](const MemoryBytes& m) { return m.gradients; }, a.memory.gradients);
+  row("optimizer", [](const MemoryBytes& m) { return m.optimizer; }, a.memory.optimizer);
+  row("activations", [](const MemoryBytes& m) { return m.activations; }, a.memory.activations);
+  row("buffers", [](const MemoryBytes& m) { return m.buffers; }, a.memory.buffers);
+  row("model states", [](const MemoryBytes& m) { return m.model_states(); }, a.model_states_bytes);
+  row("total", [](const MemoryBytes& m) { return m.total(); }, a.total_bytes);
+  if (a.memory.host > 0) row("host (offloaded)", [](const MemoryBytes& m) { return m.host; }, a.memory.host);
+  out << "\n" << cell("sent per device per step", 24);
+  for (const auto* c : cols) out << cell("stage " + std::to_string(c->stage), w);
+  out << cell("max", w) << "\n";
+  for (int k = 0; k < kCommClasses; ++k) {
+    auto idx = static_cast<std::size_t>(k);
+    std::string label = to_string(static_cast<CommClass>(k));
+    out << "  " << label << std::string(22 - label.size(), ' ');
+    for (const auto* c : cols) out << cell(format_bytes(c->comm.by_class[idx]), w);
+    out << cell(format_bytes(a.comm.by_class[idx]), w) << "\n";
+  }
+  out << "  total (network)       ";
+  for (const auto* c : cols) out << cell(format_bytes(c->comm.total()), w);
+  out << cell(format_bytes(a.bytes_per_step), w) << "\n";
+  if (a.comm.h2d > 0 || a.comm.d2h > 0)
+    out << "  PCIe host->device " << format_bytes(a.comm.h2d) << ", device->host " << format_bytes(a.comm.d2h) << "\n";
+  if (!e.model.opaque())
+    out << "\ncompute per step: model " << format_flops(a.model_flops_per_step) << ", hardware "
+        << format_flops(a.hardware_flops_per_step) << ", " << format_count(a.tokens_per_step) << " tokens\n";
+  return out.str();
+}
+
+}  // namespace placesim

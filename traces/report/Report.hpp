@@ -1,0 +1,21 @@
+#pragma once
+#include <string>
+
+#include "strategies/analytic/Analytic.hpp"
+#include "strategies/placement/Experiment.hpp"
+
+namespace placesim {
+
+/// A byte/FLOP count as JSON: an integer when it is one (exactly representable), else a double.
+Json number(double v);
+
+/// The analyze report: model, training, strategy, memory, communication, compute (README "Report contract").
+Json analysis_report(const Experiment& e, const Analysis& a);
+
+/// A human-readable table of the same figures.
+std::string analysis_table(const Experiment& e, const Analysis& a);
+
+/// JSON text as placesim writes it everywhere: two-space indent, trailing newline; byte-identical for equal input.
+std::string dump(const Json& j);
+
+}  // namespace placesim

@@ -1,0 +1,238 @@
+#include "traces/sweep/SweepFile.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "traces/sweep/SweepRows.hpp"
+#include "workloads/json/Error.hpp"
+
+namespace placesim {
+
+namespace {
+
+std::string system_error(const std::string& what, const std::string& path) {
+  return what + " '" + path + "': " + std::strerror(errno);
+}
+
+void write_all(int fd, std::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InputError(system_error("cannot write", path));
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// The complete lines of `text` (each without its '\n'); a trailing unterminated piece is left out.
+std::vector<std::string_view> complete_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t start = 0;
+  for (std::size_t nl = text.find('\n'); nl != std::string_view::npos; nl = text.find('\n', start)) {
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> row_index(std::string_view line) {
+  constexpr std::string_view head = "{\"index\":";
+  if (line.substr(0, head.size()) != head) return std::nullopt;
+  std::size_t end = line.find(',', head.size());
+  std::string_view digits = line.substr(head.size(), end == std::string_view::npos ? 0 : end - head.size());
+  if (digits.empty() || digits.size() > 19 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  return std::stoull(std::string(digits));
+}
+
+ResumeScan scan_results(std::string_view text, const ExpectedPrefix& expected, const std::string& origin) {
+  ResumeScan scan;
+  std::vector<std::string_view> lines = complete_lines(text);
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    const std::string where = origin + ":" + std::to_string(n + 1) + ": ";
+    auto index = row_index(lines[n]);
+    if (!index) throw InputError(where + "not a sweep row; --resume continues only a file this sweep wrote");
+    auto prefix = expected(*index);
+    if (!prefix)
+      throw InputError(where + "point " + std::to_string(*index) + " is not a point of this sweep and shard");
+    if (lines[n].substr(0, prefix->size()) != *prefix)
+      throw InputError(where + "point " + std::to_string(*index) +
+                       " has other axis values than this sweep gives it: the sweep file changed; write to a new --out");
+    scan.done.push_back(*index);
+  }
+  std::sort(scan.done.begin(), scan.done.end());
+  auto dup = std::adjacent_find(scan.done.begin(), scan.done.end());
+  if (dup != scan.done.end()) throw InputError(origin + ": point " + std::to_string(*dup) + " appears twice");
+  std::size_t last = text.rfind('\n');
+  scan.complete_bytes = last == std::string_view::npos ? 0 : last + 1;
+  return scan;
+}
+
+namespace {
+
+// The complete lines of results text with their indices, and whether they already are in index order.
+std::vector<std::pair<std::uint64_t, std::string_view>> indexed_lines(std::string_view text, bool& sorted) {
+  std::vector<std::pair<std::uint64_t, std::string_view>> rows;
+  sorted = true;
+  for (std::string_view line : complete_lines(text)) {
+    std::uint64_t index = row_index(line).value_or(0);
+    sorted = sorted && (rows.empty() || rows.back().first <= index);
+    rows.emplace_back(index, line);
+  }
+  return rows;
+}
+
+void sort_by_index(std::vector<std::pair<std::uint64_t, std::string_view>>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+}
+
+}  // namespace
+
+bool sort_rows(std::string& text) {
+  bool sorted = false;
+  auto rows = indexed_lines(text, sorted);
+  if (sorted) return false;
+  sort_by_index(rows);
+  std::string out;
+  out.reserve(text.size());
+  for (const auto& [index, line] : rows) {
+    out += line;
+    out += '\n';
+  }
+  text = std::move(out);
+  return true;
+}
+
+ResultsFile::ResultsFile(const std::string& path, bool keep, bool overwrite) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw InputError(system_error("cannot open", path));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd_);
+    throw InputError("'" + path + "' is being written by another sweep");
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw InputError(system_error("cannot stat", path));
+  if (keep || st.st_size == 0) return;
+  if (!overwrite) {
+    ::close(fd_);
+    throw InputError("'" + path + "' already holds " + std::to_string(st.st_size) +
+                     " bytes of results: pass --resume to continue that sweep, or --force to overwrite it");
+  }
+  if (::ftruncate(fd_, 0) != 0) throw InputError(system_error("cannot truncate", path));
+}
+
+ResultsFile::~ResultsFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string ResultsFile::read_all() const {
+  std::string text;
+  char buffer[1 << 16];
+  for (off_t offset = 0;;) {
+    ssize_t n = ::pread(fd_, buffer, sizeof buffer, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InputError(system_error("cannot read", path_));
+    if (n == 0) return text;
+    text.append(buffer, static_cast<std::size_t>(n));
+    offset += n;
+  }
+}
+
+ResumeScan ResultsFile::resume(const ExpectedPrefix& expected) {
+  std::string text = read_all();
+  ResumeScan scan = scan_results(text, expected, path_);
+  if (scan.complete_bytes < text.size() && ::ftruncate(fd_, static_cast<off_t>(scan.complete_bytes)) != 0)
+    throw InputError(system_error("cannot truncate", path_));
+  return scan;
+}
+
+void ResultsFile::append(std::string_view lines) {
+  write_all(fd_, lines, path_);
+}
+
+void ResultsFile::finalize() {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw InputError(system_error("cannot stat", path_));
+  if (st.st_size == 0) return;
+  auto size = static_cast<std::size_t>(st.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd_, 0);
+  if (map == MAP_FAILED) throw InputError(system_error("cannot map", path_));
+  try {
+    bool sorted = false;
+    auto rows = indexed_lines(std::string_view(static_cast<const char*>(map), size), sorted);
+    if (!sorted) {
+      sort_by_index(rows);
+      AtomicFileWriter out(path_);
+      for (const auto& [index, line] : rows) {
+        out.write(line);
+        out.write("\n");
+      }
+      out.commit();
+    }
+  } catch (...) {
+    ::munmap(map, size);
+    throw;
+  }
+  ::munmap(map, size);
+}
+
+AtomicFileWriter::AtomicFileWriter(const std::string& path)
+    : path_(path), temporary_(path + ".tmp" + std::to_string(::getpid())) {
+  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw InputError(system_error("cannot create", temporary_));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(temporary_.c_str());
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  buffer_ += bytes;
+  if (buffer_.size() >= (1u << 20)) flush();
+}
+
+void AtomicFileWriter::flush() {
+  write_all(fd_, buffer_, temporary_);
+  buffer_.clear();
+}
+
+void AtomicFileWriter::commit() {
+  flush();
+  // Synced before the rename: after a crash the path holds either the old file or the whole new one.
+  if (::fsync(fd_) != 0) throw InputError(system_error("cannot sync", temporary_));
+  ::close(fd_);
+  fd_ = -1;
+  if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    ::unlink(temporary_.c_str());
+    throw InputError(system_error("cannot rename over", path_));
+  }
+}
+
+void write_file_atomically(const std::string& path, std::string_view text) {
+  AtomicFileWriter out(path);
+  out.write(text);
+  out.commit();
+}
+
+void write_results_csv(const SweepSpec& spec, const std::string& results_path, const std::string& csv_path) {
+  std::ifstream in(results_path, std::ios::binary);
+  if (!in) throw InputError("cannot open '" + results_path + "'");
+  AtomicFileWriter out(csv_path);
+  out.write(csv_header(spec));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.write(csv_row(spec, line));
+  out.commit();
+}
+
+}  // namespace placesim

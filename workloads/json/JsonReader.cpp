@@ -1,0 +1,225 @@
+#include "workloads/json/JsonReader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace placesim {
+
+namespace {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Line and column of a byte offset, for syntax errors.
+std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::size_t offset) {
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+}  // namespace
+
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(3, word.size() / 2) + 1;
+  for (const auto& candidate : candidates) {
+    std::size_t d = edit_distance(word, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+std::string show(const Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  std::string text = value.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+Json parse_json_text(const std::string& text, const std::string& origin) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
+    std::string what = e.what();
+    auto colon = what.rfind(": ");
+    std::string reason = colon == std::string::npos ? what : what.substr(colon + 2);
+    throw InputError(origin + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                     ": malformed JSON: " + reason);
+  }
+}
+
+Json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot open '" + path + "'");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_json_text(buffer.str(), path);
+}
+
+ObjectReader::ObjectReader(const Json& object, std::string path) : object_(object), path_(std::move(path)) {
+  if (!object_.is_object()) throw InputError(path_ + " must be a JSON object, got " + show(object_));
+}
+
+bool ObjectReader::has(std::string_view key) {
+  seen_.emplace(key);  // asking for a key makes it part of the schema
+  return object_.contains(key);
+}
+
+std::string ObjectReader::field(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+void ObjectReader::skip(std::string_view key) { seen_.emplace(key); }
+
+const Json& ObjectReader::json_at(std::string_view key) {
+  seen_.emplace(key);
+  return object_.find(key).value();
+}
+
+const Json* ObjectReader::child(std::string_view key) {
+  if (!has(key)) return nullptr;
+  return &json_at(key);
+}
+
+std::string ObjectReader::get_string(std::string_view key, std::string fallback) {
+  if (!has(key)) return fallback;
+  const Json& v = json_at(key);
+  if (!v.is_string()) throw InputError(field(key) + "=" + show(v) + " must be a string");
+  return v.get<std::string>();
+}
+
+std::string ObjectReader::require_string(std::string_view key) {
+  if (!has(key)) throw InputError(field(key) + " is required but missing");
+  return get_string(key, "");
+}
+
+bool ObjectReader::get_bool(std::string_view key, bool fallback) {
+  if (!has(key)) return fallback;
+  const Json& v = json_at(key);
+  if (!v.is_boolean()) throw InputError(field(key) + "=" + show(v) + " must be true or false");
+  return v.get<bool>();
+}
+
+std::int64_t ObjectReader::to_int(std::string_view key, const Json& v) const {
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18) return static_cast<std::int64_t>(d);
+  }
+  throw InputError(field(key) + "=" + show(v) + " must be an integer");
+}
+
+std::int64_t ObjectReader::get_int(std::string_view key, std::int64_t fallback) {
+  if (!has(key)) return fallback;
+  return to_int(key, json_at(key));
+}
+
+std::int64_t ObjectReader::require_int(std::string_view key) {
+  if (!has(key)) throw InputError(field(key) + " is required but missing");
+  return get_int(key, 0);
+}
+
+std::int64_t ObjectReader::get_positive_int(std::string_view key, std::int64_t fallback) {
+  if (!has(key)) return fallback;
+  const Json& v = json_at(key);
+  std::int64_t n = 0;
+  try {
+    n = to_int(key, v);
+  } catch (const InputError&) {
+    throw InputError(field(key) + "=" + show(v) + " must be a positive integer");
+  }
+  if (n < 1) throw InputError(field(key) + "=" + show(v) + " must be a positive integer");
+  return n;
+}
+
+double ObjectReader::get_number(std::string_view key, double fallback) {
+  if (!has(key)) return fallback;
+  const Json& v = json_at(key);
+  if (!v.is_number()) throw InputError(field(key) + "=" + show(v) + " must be a number");
+  double d = v.get<double>();
+  if (!std::isfinite(d)) throw InputError(field(key) + "=" + show(v) + " must be finite");
+  return d;
+}
+
+std::string ObjectReader::get_choice(std::string_view key, const std::vector<std::string>& allowed,
+                                     std::string fallback) {
+  std::string value = get_string(key, fallback);
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
+  std::string message = field(key) + "=" + value + " is not one of:";
+  for (const auto& a : allowed) message += " " + a;
+  std::string guess = nearest(value, allowed);
+  if (!guess.empty()) message += " (did you mean '" + guess + "'?)";
+  throw InputError(message);
+}
+
+void ObjectReader::finish(const std::vector<std::string>& also_known) {
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    const std::string& key = it.key();
+    if (seen_.count(key) || std::find(also_known.begin(), also_known.end(), key) != also_known.end()) continue;
+    // seen_ holds every key the parser asked for, present or not: the schema of this object.
+    std::vector<std::string> known(seen_.begin(), seen_.end());
+    known.insert(known.end(), also_known.begin(), also_known.end());
+    std::string message = "unknown key " + field(key);
+    std::string guess = nearest(key, known);
+    if (!guess.empty()) message += " (did you mean '" + field(guess) + "'?)";
+    throw InputError(message);
+  }
+}
+
+}  // namespace placesim
+
+namespace placesim {
+
+void set_path(Json& root, const std::string& path, Json value) {
+  if (path.empty()) throw InputError("an empty field path cannot be set");
+  Json* node = &root;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t dot = path.find('.', start);
+    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) throw InputError("field path '" + path + "' has an empty component");
+    if (node->is_null()) *node = Json::object();
+    if (node->is_string()) *node = Json{{"preset", *node}};
+    if (!node->is_object())
+      throw InputError("field path '" + path + "': '" + path.substr(0, start ? start - 1 : 0) + "' is not an object");
+    if (dot == std::string::npos) {
+      (*node)[key] = std::move(value);
+      return;
+    }
+    node = &(*node)[key];
+    start = dot + 1;
+  }
+}
+
+Json parse_cli_value(const std::string& text) {
+  Json parsed = Json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) return Json(text);
+  return parsed;
+}
+
+}  // namespace placesim

@@ -1,0 +1,138 @@
+#include "workloads/model/Model.hpp"
+
+#include <filesystem>
+
+#include "workloads/model/ModelPresets.hpp"
+
+namespace placesim {
+
+LayerParams layer_params(const ModelSpec& m) {
+  const std::int64_t h = m.hidden, f = m.ffn, kv = m.kv_heads * m.head_dim();
+  LayerParams p;
+  std::int64_t attention = 2 * h * h + 2 * h * kv;        // Q, O and K, V
+  std::int64_t mlp = (m.gated_mlp ? 3 : 2) * h * f;
+  p.matmul = attention + mlp;
+  p.tp_sharded = p.matmul;
+  p.tp_replicated = m.bias ? 4 * h : 2 * h;                // two norms (weight, and bias when present)
+  if (m.bias) {
+    p.tp_sharded += h + 2 * kv + f;                        // QKV and first MLP biases are column-parallel
+    p.tp_replicated += 2 * h;                              // output-projection biases are row-parallel
+  }
+  return p;
+}
+
+std::int64_t word_embedding_params(const ModelSpec& m) { return m.vocab * m.hidden; }
+std::int64_t position_embedding_params(const ModelSpec& m) { return m.learned_positions ? m.seq_len * m.hidden : 0; }
+std::int64_t final_norm_params(const ModelSpec& m) { return (m.bias ? 2 : 1) * m.hidden; }
+std::int64_t output_head_params(const ModelSpec& m) { return m.tied_embeddings ? 0 : m.vocab * m.hidden; }
+
+double total_parameters(const ModelSpec& m) {
+  if (m.opaque()) return m.opaque_parameters;
+  return static_cast<double>(m.layers * layer_params(m).total() + word_embedding_params(m) +
+                             position_embedding_params(m) + final_norm_params(m) + output_head_params(m));
+}
+
+double layer_forward_flops_per_token(const ModelSpec& m) {
+  return 2.0 * static_cast<double>(layer_params(m).matmul) + attention_core_flops_per_token(m);
+}
+
+double attention_core_flops_per_token(const ModelSpec& m) {
+  // Q·K^T and scores·V: 2·s·h FLOPs each per token (full, non-causal count as in Megatron-LM).
+  return 4.0 * static_cast<double>(m.seq_len) * static_cast<double>(m.hidden);
+}
+
+double logit_forward_flops_per_token(const ModelSpec& m) {
+  return 2.0 * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
+}
+
+namespace {
+
+void apply_family_defaults(ModelSpec& m) {
+  if (m.family == "llama") {
+    m.gated_mlp = true;
+    m.bias = false;
+    m.learned_positions = false;
+    m.tied_embeddings = false;
+    m.dropout = false;
+  } else if (m.family == "neox") {
+    m.gated_mlp = false;
+    m.bias = true;
+    m.learned_positions = false;
+    m.tied_embeddings = false;
+    m.dropout = false;
+  }
+}
+
+ModelSpec read_model_object(const Json& object, const std::string& path) {
+  ObjectReader r(object, path);
+  ModelSpec m;
+  m.name = r.get_string("name", "custom");
+  r.skip("preset");
+  r.skip("hf_config");
+  if (r.has("parameters")) {
+    m.opaque_parameters = r.get_number("parameters", 0);
+    if (!(m.opaque_parameters > 0))
+      throw InputError(r.field("parameters") + "=" + show(object["parameters"]) + " must be positive");
+    // An opaque model may say how many layers it has (the units ZeRO-3 gathers), nothing else.
+    m.opaque_layers = r.get_positive_int("layers", 0);
+    r.finish();
+    return m;
+  }
+  m.family = r.get_choice("family", {"gpt", "llama", "neox"}, "gpt");
+  apply_family_defaults(m);
+  if (!r.has("layers") && !r.has("hidden"))
+    throw InputError(path + " needs either \"parameters\" (opaque model) or a transformer shape "
+                     "(layers, hidden, heads, vocab, seq_len), or a \"preset\"");
+  m.layers = r.get_positive_int("layers", 0);
+  m.hidden = r.get_positive_int("hidden", 0);
+  m.heads = r.get_positive_int("heads", 0);
+  for (const char* key : {"layers", "hidden", "heads", "vocab", "seq_len"})
+    if (!r.has(key)) throw InputError(r.field(key) + " is required but missing");
+  m.kv_heads = r.get_positive_int("kv_heads", m.heads);
+  m.ffn = r.get_positive_int("ffn", 4 * m.hidden);
+  m.vocab = r.get_positive_int("vocab", 0);
+  m.seq_len = r.get_positive_int("seq_len", 0);
+  m.gated_mlp = r.get_bool("gated_mlp", m.gated_mlp);
+  m.bias = r.get_bool("bias", m.bias);
+  m.learned_positions = r.get_bool("learned_positions", m.learned_positions);
+  m.tied_embeddings = r.get_bool("tied_embeddings", m.tied_embeddings);
+  m.dropout = r.get_bool("dropout", m.dropout);
+  m.flash_attention = r.get_bool("flash_attention", m.flash_attention);
+  r.finish();
+  if (m.hidden % m.heads != 0)
+    throw InputError(r.field("hidden") + "=" + std::to_string(m.hidden) + " is not divisible by " + r.field("heads") +
+                     "=" + std::to_string(m.heads));
+  if (m.heads % m.kv_heads != 0)
+    throw InputError(r.field("heads") + "=" + std::to_string(m.heads) + " is not divisible by " +
+                     r.field("kv_heads") + "=" + std::to_string(m.kv_heads));
+  return m;
+}
+
+}  // namespace
+
+ModelSpec parse_model(const Json& value, const std::string& base_dir) {
+  if (value.is_string()) return read_model_object(model_preset(value.get<std::string>(), "model"), "model");
+  if (!value.is_object()) throw InputError("model=" + show(value) + " must be a preset name or an object");
+  Json merged = Json::object();
+  if (value.contains("preset")) {
+    const Json& preset = value["preset"];
+    if (!preset.is_string()) throw InputError("model.preset=" + show(preset) + " must be a string");
+    merged = model_preset(preset.get<std::string>(), "model.preset");
+  }
+  if (value.contains("hf_config")) {
+    const Json& hf = value["hf_config"];
+    if (!hf.is_string()) throw InputError("model.hf_config=" + show(hf) + " must be a path string");
+    std::filesystem::path p(hf.get<std::string>());
+    if (p.is_relative() && !base_dir.empty() && !std::filesystem::exists(p)) p = std::filesystem::path(base_dir) / p;
+    merged.merge_patch(hf_config_to_model_json(read_json_file(p.string()), p.string()));
+  }
+  Json overrides = value;
+  overrides.erase("preset");
+  overrides.erase("hf_config");
+  // A family given explicitly resets the shape flags before the explicit ones apply.
+  merged.merge_patch(overrides);
+  if (value.contains("preset")) merged["preset"] = value["preset"];
+  return read_model_object(merged, "model");
+}
+
+}  // namespace placesim

@@ -1,0 +1,49 @@
+#include "workloads/model/Training.hpp"
+
+namespace placesim {
+
+double default_optimizer_bytes(Optimizer optimizer, DType dtype) {
+  bool mixed = dtype != DType::FP32;
+  if (optimizer == Optimizer::Adam) return mixed ? 12 : 8;
+  return mixed ? 8 : 4;
+}
+
+double optimizer_step_bytes(const TrainingSpec& t) {
+  const bool mixed = t.dtype != DType::FP32;
+  double bytes = 2 * t.optimizer_bytes_per_param + (mixed ? 0 : 2 * 4) + 4;
+  if (t.grad_clipping) bytes += 4;
+  if (t.dtype == DType::FP16) bytes += 8;
+  if (mixed) bytes += 4 + t.param_bytes();
+  bytes += (t.grad_accumulation_fusion || !mixed) ? 4 : t.grad_bytes() + 4 + t.grad_bytes();
+  return bytes;
+}
+
+TrainingSpec parse_training(const Json& value) {
+  TrainingSpec t;
+  ObjectReader r(value, "training");
+  t.global_batch = r.get_positive_int("global_batch", 0);
+  t.micro_batch = r.get_positive_int("micro_batch", 1);
+  std::string dtype = r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16");
+  t.dtype = dtype == "bf16" ? DType::BF16 : dtype == "fp16" ? DType::FP16 : DType::FP32;
+  std::string opt = r.get_choice("optimizer", {"adam", "sgd"}, "adam");
+  t.optimizer = opt == "adam" ? Optimizer::Adam : Optimizer::SGD;
+  t.optimizer_bytes_per_param = r.get_number("optimizer_bytes_per_param", default_optimizer_bytes(t.optimizer, t.dtype));
+  if (t.optimizer_bytes_per_param < 0)
+    throw InputError(r.field("optimizer_bytes_per_param") + "=" + show(value["optimizer_bytes_per_param"]) +
+                     " must not be negative");
+  t.recompute_given = r.has("recompute");
+  std::string rc = r.get_choice("recompute", {"none", "selective", "full"}, "none");
+  t.recompute = rc == "none" ? Recompute::None : rc == "selective" ? Recompute::Selective : Recompute::Full;
+  t.grad_accumulation_fusion = r.get_bool("grad_accumulation_fusion", true);
+  t.grad_clipping = r.get_bool("grad_clipping", true);
+  r.finish();
+  return t;
+}
+
+std::string to_string(DType d) { return d == DType::BF16 ? "bf16" : d == DType::FP16 ? "fp16" : "fp32"; }
+std::string to_string(Optimizer o) { return o == Optimizer::Adam ? "adam" : "sgd"; }
+std::string to_string(Recompute r) {
+  return r == Recompute::None ? "none" : r == Recompute::Selective ? "selective" : "full";
+}
+
+}  // namespace placesim

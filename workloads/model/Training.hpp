@@ -1,0 +1,57 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "workloads/json/JsonReader.hpp"
+
+namespace placesim {
+
+enum class DType { BF16, FP16, FP32 };
+enum class Optimizer { Adam, SGD };
+enum class Recompute { None, Selective, Full };
+
+/// How a step is trained. Bytes per parameter follow mixed-precision practice (ZeRO §3): 16-bit parameters and
+/// gradients with fp32 optimizer state (Adam: master weights, momentum, variance = 12 bytes).
+struct TrainingSpec {
+  std::int64_t global_batch = 0;  ///< samples per step; 0 = micro_batch * dp * microbatches
+  std::int64_t micro_batch = 1;
+  DType dtype = DType::BF16;
+  Optimizer optimizer = Optimizer::Adam;
+  double optimizer_bytes_per_param = 12;  ///< K of the ZeRO paper
+  Recompute recompute = Recompute::None;
+  bool recompute_given = false;  ///< training.recompute was written by the user (it then wins over a preset)
+  /// Weight-gradient GEMMs accumulate into the gradient buffer themselves (Megatron-LM since 2022-02,
+  /// --gradient-accumulation-fusion); false: each writes a fresh gradient that a separate kernel adds in (earlier
+  /// Megatron-LM, e.g. the April 2021 code of Narayanan et al.; plain PyTorch autograd)
+  bool grad_accumulation_fusion = true;
+  /// The step clips gradients by their global norm (Megatron-LM's default --clip-grad 1.0): one more pass over them.
+  bool grad_clipping = true;
+
+  int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
+  int grad_bytes() const { return param_bytes(); }
+  int activation_bytes() const { return param_bytes(); }
+};
+
+/// Memory traffic of one optimizer step, bytes per parameter element, as Megatron-LM's mixed-precision optimizer
+/// runs it (megatron/optimizer/optimizer.py, Float16OptimizerWithFloat16Params.step, with apex FusedAdam):
+/// - the optimizer kernel reads and writes its state (2K; K holds the fp32 master weights in mixed precision, and
+///   in fp32 the parameter is read and written besides, 2 x 4) and reads the fp32 gradient (4);
+/// - with grad_clipping the gradient norm reads the gradient once more (4);
+/// - fp16 only: unscaling by the loss scale with the inf/nan check reads and writes the gradient (8);
+/// - mixed precision: the master weights are copied into the 16-bit model parameters (4 + 2);
+/// - the gradient buffer is made ready for the next step: with grad_accumulation_fusion (or in fp32) the fp32
+///   main-grad buffer is zeroed (4); without it the 16-bit gradients were first copied to fp32 (2 + 4) and their
+///   buffer is zeroed (2).
+/// Mixed-precision Adam: bf16 42, fp16 50 (54 without fusion); fp32 Adam 36.
+double optimizer_step_bytes(const TrainingSpec& t);
+
+/// Optimizer state bytes per parameter: Adam 12 (mixed) / 8 (fp32); SGD with momentum 8 (mixed) / 4 (fp32).
+double default_optimizer_bytes(Optimizer optimizer, DType dtype);
+
+TrainingSpec parse_training(const Json& value);
+
+std::string to_string(DType d);
+std::string to_string(Optimizer o);
+std::string to_string(Recompute r);
+
+}  // namespace placesim

@@ -1,0 +1,91 @@
+#include "workloads/objective/ConvergenceSpec.hpp"
+
+#include <algorithm>
+
+namespace placesim {
+
+namespace {
+
+// Throws "<field>=<value as written> <rule>" unless `ok`.
+void check(bool ok, const ObjectReader& r, const Json& object, const char* key, const std::string& rule) {
+  if (!ok) throw InputError(r.field(key) + "=" + show(object[key]) + " " + rule);
+}
+
+ObjectiveKind parse_kind(ObjectReader& r) {
+  std::string name = r.get_choice("objective", {"quadratic", "logistic", "least_squares"}, "quadratic");
+  if (name == "logistic") return ObjectiveKind::Logistic;
+  if (name == "least_squares") return ObjectiveKind::LeastSquares;
+  return ObjectiveKind::Quadratic;
+}
+
+// The quadratic uses its full gradient plus noise: a data-set size or batch would silently mean nothing.
+void refuse_data_fields(ObjectReader& r) {
+  for (const char* key : {"samples", "batch_size"})
+    if (r.has(key))
+      throw InputError(r.field(key) + " has no meaning for objective quadratic (its micro-batch gradient is the " +
+                       "full gradient plus seeded noise)");
+}
+
+void parse_data(ObjectReader& r, const Json& value, ObjectiveSpec& o) {
+  std::int64_t samples = r.get_positive_int("samples", o.samples);
+  std::int64_t batch = r.get_positive_int("batch_size", std::min<std::int64_t>(o.batch_size, samples));
+  const char* blamed = value.contains("samples") ? "samples" : "dimension";
+  check(samples * std::int64_t{o.dimension} <= kMaxObjectiveDoubles, r, value, blamed,
+        "gives samples x dimension = " + std::to_string(samples) + " x " + std::to_string(o.dimension) +
+            " feature values, more than " + std::to_string(kMaxObjectiveDoubles));
+  check(batch <= samples, r, value, "batch_size", "exceeds samples=" + std::to_string(samples));
+  o.samples = static_cast<int>(samples);
+  o.batch_size = static_cast<int>(batch);
+}
+
+ObjectiveSpec parse_objective(ObjectReader& r, const Json& value) {
+  ObjectiveSpec o;
+  o.kind = parse_kind(r);
+  std::int64_t d = r.get_positive_int("dimension", o.dimension);
+  check(d <= kMaxDimension, r, value, "dimension", "is too large (at most " + std::to_string(kMaxDimension) + ")");
+  o.dimension = static_cast<int>(d);
+  if (o.kind == ObjectiveKind::Quadratic) {
+    refuse_data_fields(r);
+  } else {
+    parse_data(r, value, o);
+  }
+  o.condition_number = r.get_number("condition_number", o.condition_number);
+  check(o.condition_number >= 1, r, value, "condition_number", "must be at least 1");
+  o.noise = r.get_number("noise", o.noise);
+  check(o.noise >= 0, r, value, "noise", "must not be negative");
+  check(o.kind != ObjectiveKind::Logistic || o.noise <= 0.5, r, value, "noise",
+        "is a label flip probability for objective logistic and must not exceed 0.5");
+  o.l2 = r.get_number("l2", o.l2);
+  check(o.l2 >= 0, r, value, "l2", "must not be negative");
+  std::int64_t seed = r.get_int("seed", static_cast<std::int64_t>(o.seed));
+  check(seed >= 0, r, value, "seed", "must not be negative");
+  o.seed = static_cast<std::uint64_t>(seed);
+  return o;
+}
+
+}  // namespace
+
+ConvergenceSpec parse_convergence(const Json& value) {
+  ConvergenceSpec spec;
+  ObjectReader r(value, "convergence");
+  spec.objective = parse_objective(r, value);
+  spec.step_size = r.get_number("step_size", spec.step_size);
+  check(spec.step_size > 0, r, value, "step_size", "must be positive");
+  spec.sample_every = r.get_positive_int("sample_every", 0);
+  r.finish();
+  return spec;
+}
+
+std::string to_string(ObjectiveKind kind) {
+  switch (kind) {
+    case ObjectiveKind::Logistic:
+      return "logistic";
+    case ObjectiveKind::LeastSquares:
+      return "least_squares";
+    case ObjectiveKind::Quadratic:
+      break;
+  }
+  return "quadratic";
+}
+
+}  // namespace placesim

@@ -1,0 +1,50 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "workloads/json/JsonReader.hpp"
+
+namespace placesim {
+
+/// The closed set of synthetic objectives the stale-SGD executor (sim/StaleSgd) optimizes.
+enum class ObjectiveKind { Quadratic, Logistic, LeastSquares };
+
+/// A seeded synthetic objective over R^dimension (definitions in sim/Objectives.hpp). Every field is used by every
+/// objective unless noted; `samples` and `batch_size` only by the finite-sum ones (logistic, least squares).
+struct ObjectiveSpec {
+  ObjectiveKind kind = ObjectiveKind::Quadratic;
+  int dimension = 512;
+  int samples = 1024;            ///< logistic / least squares: data set size n
+  int batch_size = 16;           ///< logistic / least squares: samples per micro-batch, drawn with replacement;
+                                 ///< when parsed, the default is min(16, samples)
+  double condition_number = 10;  ///< kappa >= 1 of the Hessian (quadratic) or of the feature covariance
+  double noise = 0.1;            ///< quadratic: gradient noise std per coordinate; least squares: target noise std;
+                                 ///< logistic: label flip probability (<= 0.5)
+  double l2 = 0;                 ///< lambda of the added (lambda/2)||x||^2
+  std::uint64_t seed = 1;
+};
+
+/// An experiment's "convergence" section: which objective to optimize and how.
+struct ConvergenceSpec {
+  ObjectiveSpec objective;
+  double step_size = 0.1;  ///< gamma: an Apply subtracts gamma times the mean of its accumulated gradients
+  /// Record a point every this many Apply events; 0 = automatic (a multiple of stages x replicas, i.e. of one
+  /// full-model update, chosen so that at most 128 points are recorded besides the first and the last).
+  std::int64_t sample_every = 0;
+};
+
+/// Parses the "convergence" object: {"objective": "quadratic"|"logistic"|"least_squares", "dimension",
+/// "samples", "batch_size", "condition_number", "noise", "l2", "seed", "step_size", "sample_every"}.
+/// Unknown keys, keys meaningless for the chosen objective and out-of-range values throw InputError naming the
+/// dotted field and the value.
+ConvergenceSpec parse_convergence(const Json& value);
+
+std::string to_string(ObjectiveKind kind);
+
+/// Largest dimension: the quadratic's rotation then holds about d/2 log2 d = 10^7 Givens rotations (240 MB).
+inline constexpr std::int64_t kMaxDimension = std::int64_t{1} << 20;
+/// Largest data set of logistic regression and least squares, samples x dimension doubles: 2^25 = 256 MiB (held
+/// twice, by rows and in panels).
+inline constexpr std::int64_t kMaxObjectiveDoubles = std::int64_t{1} << 25;
+
+}  // namespace placesim
