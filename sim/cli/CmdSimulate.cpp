@@ -4,8 +4,8 @@
 #include "sim/backend/Simulate.hpp"
 #include "strategies/pipeline/AbstractPipeline.hpp"
 #include "traces/chrome/ChromeTrace.hpp"
-#include "strategies/analytic/Analytic.hpp"
 #include "traces/report/Report.hpp"
+#include "traces/report/SimReport.hpp"
 #include "traces/svg/Svg.hpp"
 
 namespace placesim {
@@ -72,25 +72,19 @@ Command command_simulate() {
     SimulateSettings settings = settings_from(args);
     Experiment e = experiment_from_args(args, true);
     if (!e.pipeline.is_null()) return run_abstract(args, e);
+    const SimulationInput in = resolve_simulation(std::move(e));
     const bool pictures = args.has("--trace") || args.has("--svg");
-    std::vector<DeviceInfo> devices;
     TraceOptions options;
-    if (pictures) {
-      Experiment probe = e;
-      devices = device_infos(probe, resolve_cluster(probe));
-      options = trace_options(args, devices);
-    }
-    settings.sim.record.assign(static_cast<std::size_t>(e.strategy.devices()), 0);
-    for (int x : options.devices) settings.sim.record[static_cast<std::size_t>(x)] = 1;
-    if (pictures && options.devices.empty()) settings.sim.record.assign(settings.sim.record.size(), 1);
+    if (pictures) options = trace_options(args, device_infos(in.experiment, in.cluster));
+    settings.traced_devices = options.devices;
     settings.sim.fine = options.detail == TraceDetail::Fine;
-    SimulateOutcome out = simulate_experiment(e, settings);
-    write_pictures(args, out.result.record, options, e.name, out.result.step_time_s);
+    const SimulatedStep step = simulate_experiment(in, settings);
+    write_pictures(args, step.result.record, options, in.experiment.name, step.result.step_time_s);
     std::string report_path = args.value("--report").value_or("");
-    if (!report_path.empty()) write_output(report_path, dump(out.report));
+    if (!report_path.empty()) write_output(report_path, dump(simulation_report(step)));
     std::ostream& summary = report_path == "-" ? std::cerr : std::cout;
-    if (!args.has("--quiet")) summary << analysis_table(e, analyze(e)) << "\n";
-    summary << simulation_table(out.report);
+    if (!args.has("--quiet")) summary << analysis_table(step.experiment, step.analysis) << "\n";
+    summary << simulation_summary(step);
     for (const char* flag : {"--trace", "--svg"})
       if (auto path = args.value(flag)) summary << "  wrote " << *path << "\n";
     return 0;
