@@ -1,6 +1,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,8 +51,15 @@ Experiment experiment_from_args(const Args& args, bool allow_default);
 /// The built-in default experiment (GPT-3 175B, Megatron-LM 3D on 128 DGX A100 nodes).
 Json default_experiment_json();
 
+/// `base` followed by `more`: a shared flag group and then a command's own flags.
+std::vector<FlagSpec> with_flags(std::vector<FlagSpec> base, const std::vector<FlagSpec>& more);
+
 /// Writes `text` to `path`, or to stdout when path is empty or "-".
 void write_output(const std::string& path, const std::string& text);
+/// When `flag` is given, writes `text()` to the file it names (stdout for "-"); `text` runs only then.
+void write_flag_output(const Args& args, const std::string& flag, const std::function<std::string()>& text);
+/// Where a command prints its summary: stderr when its main output goes to stdout as `path` "-", else stdout.
+std::ostream& summary_stream(const std::string& path);
 
 /// Registers the subcommands; each command file adds its own with a registration function.
 std::vector<Command> all_commands();
