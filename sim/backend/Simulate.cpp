@@ -1,8 +1,5 @@
 #include "sim/backend/Simulate.hpp"
 
-#include <cstdio>
-#include <sstream>
-
 #include "traces/report/SimReport.hpp"
 #include "strategies/placement/ClusterFit.hpp"
 #include "strategies/analytic/LayerTimes.hpp"
@@ -11,17 +8,16 @@
 #include "strategies/pipeline/PipelineSchedule.hpp"
 #include "strategies/placement/Validity.hpp"
 #include "workloads/json/Units.hpp"
-#include "traces/report/Report.hpp"
 
 namespace placesim {
 
-ClusterSpec resolve_cluster(Experiment& e) {
+SimulationInput resolve_simulation(Experiment e) {
   if (e.cluster.is_null())
     throw InputError("cluster is required to simulate: add e.g. \"cluster\": {\"preset\": \"dgx-a100\", \"nodes\": 2}");
   ClusterSpec c = parse_cluster(e.cluster);
   check_cluster_mesh(e, cluster_fit(c));
   if (e.device_memory_bytes <= 0) e.device_memory_bytes = c.accelerator.hbm_bytes;
-  return c;
+  return SimulationInput{std::move(e), std::move(c)};
 }
 
 namespace {
@@ -65,84 +61,38 @@ std::vector<DeviceInfo> device_infos(const Experiment& e, const ClusterSpec& c) 
   return out;
 }
 
-SimulateOutcome simulate_experiment(Experiment& e, const SimulateSettings& settings) {
-  ClusterSpec c = resolve_cluster(e);
-  check_validity(e);
-  check_simulatable(e);
-  Analysis a = analyze(e);
-  check_fits(e, a);
-  const ClusterSpec network = simulated_network(c);
-  TaskGraph g = expand(e, network, settings.expand);
-  SimulateOutcome out;
-  SimOptions options = settings.sim;
-  if (!options.record.empty())  // the pipeline metrics read the records of the pipeline at dp 0, tp 0
-    for (std::int64_t s = 0; s < e.strategy.pp; ++s) options.record[static_cast<std::size_t>(mesh_rank(e.strategy, {0, 0, s}))] = 1;
-  out.result = simulate(g, network, options);
-  out.result.record.devices = device_infos(e, c);
-  if (settings.reproducible) out.result.wall_time_s = 0;
-  out.report = analysis_report(e, a);
-  out.report["cluster"] = cluster_to_json(c);
-  out.report["simulation"] = simulation_section(e, c, a, out.result);
-  out.report["simulation"]["fidelity"] = to_string(settings.sim.fidelity);
-  out.report["simulation"]["layer_group"] = layer_group_size(e, settings.expand);
-  const SimulationRecord pipeline = pipeline_records(e, out.result.record);
-  out.report["simulation"]["layer_times"] = layer_times_json(measure_layer_times(pipeline));
-  out.report["validation"] = validation_section(e, a, out.result);
-  if (e.strategy.pp > 1) {
-    PipelineSchedule schedule = make_schedule(shape_of(e.strategy, 1), strategy_shape_fields());
-    out.report["pipeline"] = pipeline_json(measure_pipeline(schedule, pipeline));
-  }
-  return out;
+std::vector<char> recorded_devices(const Experiment& e, const std::vector<int>& traced) {
+  std::vector<char> record(static_cast<std::size_t>(e.strategy.devices()), 0);
+  for (int x : traced) record[static_cast<std::size_t>(x)] = 1;
+  for (std::int64_t s = 0; s < e.strategy.pp; ++s) record[static_cast<std::size_t>(mesh_rank(e.strategy, {0, 0, s}))] = 1;
+  return record;
 }
 
-std::string simulation_table(const Json& r) {
-  const Json& sim = r["simulation"];
-  std::ostringstream out;
-  char line[512];
-  out << "simulated step: " << r["model"]["name"].get<std::string>() << " on " << r["cluster"]["name"].get<std::string>()
-      << " (" << r["strategy"]["devices"].get<std::int64_t>() << " GPUs), " << r["strategy"]["preset"].get<std::string>()
-      << " dp " << r["strategy"]["dp"].get<std::int64_t>() << " x tp " << r["strategy"]["tp"].get<std::int64_t>() << " x pp "
-      << r["strategy"]["pp"].get<std::int64_t>() << ", " << r["strategy"]["schedule"].get<std::string>() << ", "
-      << r["strategy"]["microbatches"].get<std::int64_t>() << " micro-batches\n\n";
-  std::snprintf(line, sizeof line,
-                "  step time            %s\n  MFU                  %.1f %%\n  model TFLOP/s / GPU  %.1f (hardware, "
-                "recompute included: %.1f)\n  tokens / s           %.0f\n  exposed comm         %s\n",
-                format_seconds(sim["step_time_s"].get<double>()).c_str(), 100 * sim["mfu"].get<double>(),
-                sim["model_tflops_per_gpu"].get<double>(), sim["hardware_tflops_per_gpu"].get<double>(),
-                sim["tokens_per_s"].get<double>(),
-                format_seconds(sim["exposed_communication_s"].get<double>()).c_str());
-  out << line;
-  if (r.contains("pipeline")) {
-    std::snprintf(line, sizeof line, "  pipeline bubble      %.1f %% (mean over stages, %s)\n",
-                  100 * r["pipeline"]["bubble_fraction_mean"].get<double>(), r["strategy"]["schedule"].get<std::string>().c_str());
-    out << line;
-  }
-  const Json& peak = sim["peak_memory_bytes"];
-  out << "  peak memory / GPU    " << format_bytes(peak["total"].get<double>()) << " (parameters "
-      << format_bytes(peak["parameters"].get<double>()) << ", gradients " << format_bytes(peak["gradients"].get<double>())
-      << ", optimizer " << format_bytes(peak["optimizer"].get<double>()) << ", activations "
-      << format_bytes(peak["activations"].get<double>()) << ")\n";
-  out << "  sent / GPU / step    " << format_bytes(sim["bytes_sent"]["total"].get<double>()) << " (";
-  bool first = true;
-  for (const auto& [k, v] : sim["bytes_sent"]["by_class"].items()) {
-    if (v.get<double>() == 0) continue;
-    out << (first ? "" : ", ") << k << " " << format_bytes(v.get<double>());
-    first = false;
-  }
-  out << ")\n";
-  int exact = 0, total = 0;
-  for (const auto& row : r["validation"]) {
-    if (row["figure"].get<std::string>().find("bound") != std::string::npos) continue;
-    ++total;
-    exact += row["difference"].get<double>() == 0 ? 1 : 0;
-  }
-  std::snprintf(line, sizeof line, "  analytic vs simulated: %d of %d figures identical\n", exact, total);
-  out << line;
-  std::snprintf(line, sizeof line, "  simulated in %.2f s: %llu SimGrid activities (flows), %llu timers (compute, exact collectives)\n",
-                sim["wall_time_s"].get<double>(), static_cast<unsigned long long>(sim["activities"].get<std::uint64_t>()),
-                static_cast<unsigned long long>(sim["timers"].get<std::uint64_t>()));
-  out << line;
-  return out.str();
+SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSettings& settings) {
+  const Experiment& e = in.experiment;
+  check_validity(e);
+  check_simulatable(e);
+  SimulatedStep step;
+  step.experiment = e;
+  step.cluster = in.cluster;
+  step.analysis = analyze(e);
+  check_fits(e, step.analysis);
+  const ClusterSpec network = simulated_network(in.cluster);
+  const TaskGraph g = expand(e, network, settings.expand);
+  SimOptions options = settings.sim;
+  options.record = recorded_devices(e, settings.traced_devices);
+  step.result = simulate(g, network, options);
+  step.result.record.devices = device_infos(e, in.cluster);
+  if (settings.reproducible) step.result.wall_time_s = 0;
+  step.fidelity = settings.sim.fidelity;
+  step.layer_group = layer_group_size(e, settings.expand);
+  const SimulationRecord pipeline = pipeline_records(e, step.result.record);
+  step.layer_times = measure_layer_times(pipeline);
+  if (e.strategy.pp > 1)
+    step.pipeline = measure_pipeline(make_schedule(shape_of(e.strategy, 1), strategy_shape_fields()), pipeline);
+  step.figures = sim_figures(e, in.cluster, step.analysis, step.result);
+  step.validation = validation_rows(e, step.analysis, step.result, step.figures);
+  return step;
 }
 
 }  // namespace placesim

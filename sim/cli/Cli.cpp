@@ -137,6 +137,17 @@ void write_output(const std::string& path, const std::string& text) {
   if (!out) throw InputError("failed writing '" + path + "'");
 }
 
+std::vector<FlagSpec> with_flags(std::vector<FlagSpec> base, const std::vector<FlagSpec>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+void write_flag_output(const Args& args, const std::string& flag, const std::function<std::string()>& text) {
+  if (auto path = args.value(flag)) write_output(*path, text());
+}
+
+std::ostream& summary_stream(const std::string& path) { return path == "-" ? std::cerr : std::cout; }
+
 std::vector<Command> all_commands() {
   return {command_analyze(),  command_check(),          command_simulate(),       command_sweep(),
           command_search(),   command_pipeline_sweep(), command_converge(),       command_converge_sweep(),

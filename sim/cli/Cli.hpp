@@ -1,6 +1,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,20 +41,30 @@ struct Command {
   std::function<int(const Args&)> run;
 };
 
-/// The flags every experiment-reading command accepts (file, --model, --model-hf, --strategy, --set, ...).
+/// The flags of the commands that read an experiment: --model, --model-hf, --strategy, --set and --device-memory
+/// (search leaves --device-memory to its sweep flags).
 std::vector<FlagSpec> experiment_flags();
-/// The experiment JSON named by the arguments: the file (or the built-in default when none is given and
-/// `allow_default`), with --model / --model-hf / --strategy / --set / --device-memory applied on top.
+/// The experiment JSON named by the arguments: the positional file ("-" reads stdin), else an empty experiment when
+/// --model or --model-hf is given, else the built-in default when `allow_default`; --model / --model-hf /
+/// --strategy / --set applied on top. Sets `*base_dir` (when not null) to the file's directory, which relative
+/// paths in the experiment are read from. Throws InputError when no experiment is named.
 Json experiment_json_from_args(const Args& args, bool allow_default, std::string* base_dir);
-/// Parses and resolves the experiment named by the arguments.
+/// Parses the experiment named by the arguments, with --device-memory applied.
 Experiment experiment_from_args(const Args& args, bool allow_default);
 /// The built-in default experiment (GPT-3 175B, Megatron-LM 3D on 128 DGX A100 nodes).
 Json default_experiment_json();
 
+/// `base` followed by `more`: a shared flag group and then a command's own flags.
+std::vector<FlagSpec> with_flags(std::vector<FlagSpec> base, const std::vector<FlagSpec>& more);
+
 /// Writes `text` to `path`, or to stdout when path is empty or "-".
 void write_output(const std::string& path, const std::string& text);
+/// When `flag` is given, writes `text()` to the file it names (stdout for "-"); `text` runs only then.
+void write_flag_output(const Args& args, const std::string& flag, const std::function<std::string()>& text);
+/// Where a command prints its summary: stderr when its main output goes to stdout as `path` "-", else stdout.
+std::ostream& summary_stream(const std::string& path);
 
-/// Registers the subcommands; each command file adds its own with a registration function.
+/// The subcommands in the order `placesim --help` lists them (the command_*() functions of Commands.hpp).
 std::vector<Command> all_commands();
 
 /// The CLI: dispatches to a subcommand; returns the process exit code (0 ok, 2 bad input, 1 internal error).

@@ -22,80 +22,70 @@ void check_with_cluster(Experiment& e) {
   if (e.device_memory_bytes <= 0) e.device_memory_bytes = fit.device_memory_bytes;
 }
 
+int run_analyze(const Args& args) {
+  Experiment e = experiment_from_args(args, true);
+  check_with_cluster(e);
+  const Analysis a = analyze(e);
+  check_fits(e, a);
+  const std::string out = args.value("--out").value_or("");
+  if (args.has("--table")) std::cout << analysis_table(e, a);
+  if (!args.has("--table") || !out.empty()) write_output(out, dump(analysis_report(e, a)));
+  return 0;
+}
+
+int run_check(const Args& args) {
+  Experiment e = experiment_from_args(args, false);
+  check_with_cluster(e);
+  check_fits(e, analyze(e));
+  std::cout << "valid: " << e.name << ": " << e.model.name << " with " << e.strategy.preset << " "
+            << short_form(e.strategy.placement) << " on dp " << e.strategy.dp << " x tp " << e.strategy.tp << " x pp "
+            << e.strategy.pp << "\n";
+  return 0;
+}
+
+using PresetSections = std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>;
+
+int run_presets(const Args& args) {
+  const PresetSections sections = {{"models", model_preset_list()},
+                                   {"strategies", strategy_preset_list()},
+                                   {"clusters", cluster_preset_list()},
+                                   {"accelerators", accelerator_preset_list()}};
+  if (args.has("--json")) {
+    Json j = Json::object();
+    for (const auto& [section, presets] : sections) {
+      j[section] = Json::object();
+      for (const auto& [n, d] : presets) j[section][n] = d;
+    }
+    std::cout << dump(j);
+    return 0;
+  }
+  for (const auto& [section, presets] : sections) {
+    std::cout << section << ":\n";
+    for (const auto& [n, d] : presets)
+      std::cout << "  " << n << std::string(n.size() < 16 ? 16 - n.size() : 1, ' ') << d << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 Command command_analyze() {
-  Command c;
-  c.name = "analyze";
-  c.summary = "memory, communication and FLOPs per device derived from the placement (no simulation)";
-  c.usage = "[EXPERIMENT.json] [--out FILE] [--table] [options]";
-  c.flags = experiment_flags();
-  c.flags.push_back({"--out", "FILE", "write the JSON report here (default: stdout)"});
-  c.flags.push_back({"--table", "", "print a readable table (the JSON report then goes only to --out)"});
-  c.run = [](const Args& args) {
-    Experiment e = experiment_from_args(args, true);
-    check_with_cluster(e);
-    Analysis a = analyze(e);
-    check_fits(e, a);
-    std::string out = args.value("--out").value_or("");
-    if (args.has("--table")) {
-      std::cout << analysis_table(e, a);
-      if (!out.empty()) write_output(out, dump(analysis_report(e, a)));
-    } else {
-      write_output(out, dump(analysis_report(e, a)));
-    }
-    return 0;
-  };
-  return c;
+  return {"analyze", "memory, communication and FLOPs per device derived from the placement (no simulation)",
+          "[EXPERIMENT.json] [--out FILE] [--table] [options]",
+          with_flags(experiment_flags(),
+                     {{"--out", "FILE", "write the JSON report here (default: stdout)"},
+                      {"--table", "", "print a readable table (the JSON report then goes only to --out)"}}),
+          run_analyze};
 }
 
 Command command_check() {
-  Command c;
-  c.name = "check";
-  c.summary = "validate an experiment: gradient integrity, state consistency, divisibility, memory fit";
-  c.usage = "EXPERIMENT.json [options]";
-  c.flags = experiment_flags();
-  c.run = [](const Args& args) {
-    Experiment e = experiment_from_args(args, false);
-    check_with_cluster(e);
-    check_fits(e, analyze(e));
-    std::cout << "valid: " << e.name << ": " << e.model.name << " with " << e.strategy.preset << " "
-              << short_form(e.strategy.placement) << " on dp " << e.strategy.dp << " x tp " << e.strategy.tp
-              << " x pp " << e.strategy.pp << "\n";
-    return 0;
-  };
-  return c;
+  return {"check", "validate an experiment: gradient integrity, state consistency, divisibility, memory fit",
+          "EXPERIMENT.json [options]", experiment_flags(), run_check};
 }
 
 Command command_presets() {
-  Command c;
-  c.name = "presets";
-  c.summary = "list the model, strategy, cluster and accelerator presets";
-  c.usage = "[--json]";
-  c.flags = {{"--json", "", "print the presets as JSON"}};
-  c.run = [](const Args& args) {
-    const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> sections = {
-        {"models", model_preset_list()},
-        {"strategies", strategy_preset_list()},
-        {"clusters", cluster_preset_list()},
-        {"accelerators", accelerator_preset_list()}};
-    if (args.has("--json")) {
-      Json j = Json::object();
-      for (const auto& [section, presets] : sections) {
-        j[section] = Json::object();
-        for (const auto& [n, d] : presets) j[section][n] = d;
-      }
-      std::cout << dump(j);
-      return 0;
-    }
-    for (const auto& [section, presets] : sections) {
-      std::cout << section << ":\n";
-      for (const auto& [n, d] : presets)
-        std::cout << "  " << n << std::string(n.size() < 16 ? 16 - n.size() : 1, ' ') << d << "\n";
-    }
-    return 0;
-  };
-  return c;
+  return {"presets", "list the model, strategy, cluster and accelerator presets", "[--json]",
+          {{"--json", "", "print the presets as JSON"}}, run_presets};
 }
 
 }  // namespace placesim

@@ -50,20 +50,20 @@ ConvergenceSpec convergence_of(const Args& args, const Experiment& e) {
 }
 
 void write_files(const Args& args, const Json& report, const ConvergenceResult& result, const std::string& title) {
-  if (auto path = args.value("--out-csv")) {
+  write_flag_output(args, "--out-csv", [&] {
     std::ostringstream text;
     write_convergence_csv(text, result);
-    write_output(*path, text.str());
-  }
-  if (auto path = args.value("--out-jsonl")) {
+    return text.str();
+  });
+  write_flag_output(args, "--out-jsonl", [&] {
     std::ostringstream text;
     const Json& p = report["pipeline"];
     write_convergence_jsonl(
         text, result, Json{{"experiment", report["experiment"]}, {"schedule", p["schedule"]}, {"stages", p["stages"]}});
-    write_output(*path, text.str());
-  }
-  if (auto path = args.value("--svg")) write_output(*path, convergence_svg(result, title));
-  if (auto path = args.value("--report")) write_output(*path, dump(report));
+    return text.str();
+  });
+  write_flag_output(args, "--svg", [&] { return convergence_svg(result, title); });
+  write_flag_output(args, "--report", [&] { return dump(report); });
 }
 
 int run(const Args& args) {
@@ -88,30 +88,25 @@ int run(const Args& args) {
   report["source"] = source;
   report["placesim_version"] = PLACESIM_VERSION;
   write_files(args, report, result, e.name + ": " + report["pipeline"]["schedule"].get<std::string>());
-  std::ostream& out = args.value("--report").value_or("") == "-" ? std::cerr : std::cout;
-  out << converge_summary_text(report) << "  pipeline: " << source["method"].get<std::string>() << "\n";
+  summary_stream(args.value("--report").value_or("")) << converge_summary_text(report) << "  pipeline: " << source["method"].get<std::string>() << "\n";
   return 0;
 }
 
 }  // namespace
 
 Command command_converge() {
-  Command c;
-  c.name = "converge";
-  c.summary = "run stale SGD on a synthetic objective as the experiment's pipeline schedule orders the updates";
-  c.usage =
-      "EXPERIMENT.json [--steps N | --time-budget S] [--step-size G] [--out-csv F] [--out-jsonl F] [--svg F] "
-      "[--report F]";
-  c.flags = experiment_flags();
-  c.flags.push_back({"--steps", "N", "steps to run (default: pipeline.steps; model experiments: 100)"});
-  c.flags.push_back({"--time-budget", "S", "run for this much simulated time instead (seconds of the pipeline)"});
-  c.flags.push_back({"--step-size", "G", "step size gamma (default: convergence.step_size)"});
-  c.flags.push_back({"--out-csv", "FILE", "write the loss curve as CSV (updates,time_s,loss,grad_norm)"});
-  c.flags.push_back({"--out-jsonl", "FILE", "write the loss curve as JSON lines"});
-  c.flags.push_back({"--svg", "FILE", "write the loss against simulated time as SVG"});
-  c.flags.push_back({"--report", "FILE", "write the JSON report ('-' for stdout; the summary then goes to stderr)"});
-  c.run = run;
-  return c;
+  return {"converge", "run stale SGD on a synthetic objective as the experiment's pipeline schedule orders the updates",
+          "EXPERIMENT.json [--steps N | --time-budget S] [--step-size G] [--out-csv F] [--out-jsonl F] [--svg F] "
+          "[--report F]",
+          with_flags(experiment_flags(),
+                     {{"--steps", "N", "steps to run (default: pipeline.steps; model experiments: 100)"},
+                      {"--time-budget", "S", "run for this much simulated time instead (seconds of the pipeline)"},
+                      {"--step-size", "G", "step size gamma (default: convergence.step_size)"},
+                      {"--out-csv", "FILE", "write the loss curve as CSV (updates,time_s,loss,grad_norm)"},
+                      {"--out-jsonl", "FILE", "write the loss curve as JSON lines"},
+                      {"--svg", "FILE", "write the loss against simulated time as SVG"},
+                      {"--report", "FILE", "write the JSON report ('-' for stdout; the summary then goes to stderr)"}}),
+          run};
 }
 
 }  // namespace placesim

@@ -27,27 +27,23 @@ int run(const Args& args) {
   const ConvergeSweepSpec spec = sweep_of(args);
   const std::vector<ConvergeSweepCell> cells = run_converge_sweep(spec);
   std::cout << sweep_table(cells);
-  if (auto path = args.value("--out")) write_output(*path, sweep_csv(cells));
-  if (auto path = args.value("--jsonl")) write_output(*path, sweep_jsonl(cells));
-  if (auto path = args.value("--svg")) write_output(*path, sweep_svg(cells));
+  write_flag_output(args, "--out", [&] { return sweep_csv(cells); });
+  write_flag_output(args, "--jsonl", [&] { return sweep_jsonl(cells); });
+  write_flag_output(args, "--svg", [&] { return sweep_svg(cells); });
   return 0;
 }
 
 }  // namespace
 
 Command command_converge_sweep() {
-  Command c;
-  c.name = "converge-sweep";
-  c.summary = "final loss of each pipeline schedule over stage counts at equal simulated time, step size tuned";
-  c.usage = "[SWEEP.json] [--quick] [--out TABLE.csv] [--jsonl FILE] [--svg FILE] [--threads N]";
-  c.flags = {
-      {"--quick", "", "a small sweep (S = 2, 4; d = 32; budget 200) for tests; a sweep file still applies on top"},
-      {"--out", "FILE", "write the table as CSV: one row per objective, S and schedule, with the tuned step"},
-      {"--jsonl", "FILE", "write every run (each step size of each cell) as JSON lines"},
-      {"--svg", "FILE", "write final loss against S per schedule, one panel per objective"},
-      {"--threads", "N", "worker threads (default: the sweep file's, else one per core)"}};
-  c.run = run;
-  return c;
+  return {"converge-sweep", "final loss of each pipeline schedule over stage counts at equal simulated time, step size tuned",
+          "[SWEEP.json] [--quick] [--out TABLE.csv] [--jsonl FILE] [--svg FILE] [--threads N]",
+          {{"--quick", "", "a small sweep (S = 2, 4; d = 32; budget 200) for tests; a sweep file still applies on top"},
+           {"--out", "FILE", "write the table as CSV: one row per objective, S and schedule, with the tuned step"},
+           {"--jsonl", "FILE", "write every run (each step size of each cell) as JSON lines"},
+           {"--svg", "FILE", "write final loss against S per schedule, one panel per objective"},
+           {"--threads", "N", "worker threads (default: the sweep file's, else one per core)"}},
+          run};
 }
 
 }  // namespace placesim

@@ -180,6 +180,14 @@ std::string csv(const std::vector<Json>& rows) {
   return out;
 }
 
+// CSV when the file ends in .csv, else JSON lines.
+std::string rows_text(const std::string& path, const std::vector<Json>& rows) {
+  if (path.size() >= 4 && path.substr(path.size() - 4) == ".csv") return csv(rows);
+  std::string text;
+  for (const Json& row : rows) text += row.dump() + "\n";
+  return text;
+}
+
 std::string table(const std::vector<Json>& rows) {
   std::string out = "schedule         S     M  max delay  mean delay  bubble   throughput  stash  lag\n";
   char line[160];
@@ -195,48 +203,37 @@ std::string table(const std::vector<Json>& rows) {
   return out;
 }
 
+int run(const Args& args) {
+  if (!args.positional().empty())
+    throw InputError("pipeline-sweep takes no file argument, got " + args.positional()[0]);
+  const SweepConfig config = read_config(args);
+  std::vector<Json> rows;
+  for (const std::string& schedule : config.schedules)
+    for (int stages : config.stages) rows.push_back(sweep_row(config, schedule, stages));
+  std::cout << table(rows);
+  write_flag_output(args, "--out", [&] { return rows_text(*args.value("--out"), rows); });
+  return 0;
+}
+
 }  // namespace
 
 Command command_pipeline_sweep() {
-  Command c;
-  c.name = "pipeline-sweep";
-  c.summary = "staleness, bubble and throughput of every pipeline schedule over stage counts (abstract stages)";
-  c.usage = "[--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]";
-  c.flags = {
-      {"--stages", "LIST", "stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)"},
-      {"--schedules", "LIST", "comma-separated schedules (default: all six)"},
-      {"--microbatches", "M", "micro-batches per step (default: --microbatches-per-stage x S)"},
-      {"--microbatches-per-stage", "K", "micro-batches per step per stage when --microbatches is not given (10)"},
-      {"--steps", "N", "steps per run (default 2)"},
-      {"--forward-s", "F", "forward time of a stage in seconds (default 1)"},
-      {"--backward-s", "B", "backward time of a stage in seconds (default 1)"},
-      {"--p2p-s", "C", "transfer time between stages in seconds (default 0)"},
-      {"--chunks", "V", "interleaved: model chunks per device (default 2)"},
-      {"--noam", "N", "pipedream, pipedream-2bw: micro-batches admitted at once (default S)"},
-      {"--replicas", "R", "localsgd: model replicas (default S)"},
-      {"--local-steps", "H", "localsgd: micro-batches per replica between averagings (default 5)"},
-      {"--out", "FILE", "also write the rows: CSV when FILE ends in .csv, else JSON lines"}};
-  c.run = [](const Args& args) {
-    if (!args.positional().empty())
-      throw InputError("pipeline-sweep takes no file argument, got " + args.positional()[0]);
-    const SweepConfig config = read_config(args);
-    std::vector<Json> rows;
-    for (const std::string& schedule : config.schedules)
-      for (int stages : config.stages) rows.push_back(sweep_row(config, schedule, stages));
-    std::cout << table(rows);
-    if (auto out = args.value("--out")) {
-      const bool as_csv = out->size() >= 4 && out->substr(out->size() - 4) == ".csv";
-      std::string text;
-      if (as_csv) {
-        text = csv(rows);
-      } else {
-        for (const Json& row : rows) text += row.dump() + "\n";
-      }
-      write_output(*out, text);
-    }
-    return 0;
-  };
-  return c;
+  return {"pipeline-sweep", "staleness, bubble and throughput of every pipeline schedule over stage counts (abstract stages)",
+          "[--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]",
+          {{"--stages", "LIST", "stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)"},
+           {"--schedules", "LIST", "comma-separated schedules (default: all six)"},
+           {"--microbatches", "M", "micro-batches per step (default: --microbatches-per-stage x S)"},
+           {"--microbatches-per-stage", "K", "micro-batches per step per stage when --microbatches is not given (10)"},
+           {"--steps", "N", "steps per run (default 2)"},
+           {"--forward-s", "F", "forward time of a stage in seconds (default 1)"},
+           {"--backward-s", "B", "backward time of a stage in seconds (default 1)"},
+           {"--p2p-s", "C", "transfer time between stages in seconds (default 0)"},
+           {"--chunks", "V", "interleaved: model chunks per device (default 2)"},
+           {"--noam", "N", "pipedream, pipedream-2bw: micro-batches admitted at once (default S)"},
+           {"--replicas", "R", "localsgd: model replicas (default S)"},
+           {"--local-steps", "H", "localsgd: micro-batches per replica between averagings (default 5)"},
+           {"--out", "FILE", "also write the rows: CSV when FILE ends in .csv, else JSON lines"}},
+          run};
 }
 
 }  // namespace placesim

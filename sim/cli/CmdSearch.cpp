@@ -120,27 +120,29 @@ int run_search(const Args& args) {
   return counts.error > 0 ? 1 : 0;
 }
 
+// The experiment flags but --device-memory, which the sweep flags carry for every candidate.
+std::vector<FlagSpec> search_flags() {
+  std::vector<FlagSpec> flags;
+  for (auto& f : experiment_flags())
+    if (f.name != "--device-memory") flags.push_back(f);
+  return with_flags(flags, sweep_run_flags());
+}
+
 }  // namespace
 
 Command command_search() {
-  Command c;
-  c.name = "search";
-  c.summary = "find the fastest valid strategy: meshes x presets x micro-batch sizes, ranked (top-k table + JSONL)";
-  c.usage = "EXPERIMENT.json [--top K] [--out RESULTS.jsonl] [--mode analyze|simulate] [options]";
-  for (auto& f : experiment_flags())
-    if (f.name != "--device-memory") c.flags.push_back(f);
-  for (auto& f : sweep_run_flags()) c.flags.push_back(f);
-  c.flags.insert(c.flags.end(),
-                 {{"--gpus", "N", "GPU count when the experiment has no cluster section"},
-                  {"--gpus-per-node", "N", "with --gpus: GPUs per node, the largest tp (default 8)"},
-                  {"--presets", "LIST", "strategy presets to try (default megatron-3d,zero1,zero2,zero3,zero-offload)"},
-                  {"--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)"},
-                  {"--mode", "MODE", "analyze (default) or simulate (one simulator process per candidate)"},
-                  {"--rank-by", "PATH", "report figure to rank by, '-' first for highest first (default: see output)"},
-                  {"--top", "K", "rows of the table (default 10)"},
-                  {"--out", "FILE", "write every candidate's row, invalid ones with their reason, as JSONL"}});
-  c.run = run_search;
-  return c;
+  return {"search", "find the fastest valid strategy: meshes x presets x micro-batch sizes, ranked (top-k table + JSONL)",
+          "EXPERIMENT.json [--top K] [--out RESULTS.jsonl] [--mode analyze|simulate] [options]",
+          with_flags(search_flags(),
+                     {{"--gpus", "N", "GPU count when the experiment has no cluster section"},
+                      {"--gpus-per-node", "N", "with --gpus: GPUs per node, the largest tp (default 8)"},
+                      {"--presets", "LIST", "strategy presets to try (default megatron-3d,zero1,zero2,zero3,zero-offload)"},
+                      {"--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)"},
+                      {"--mode", "MODE", "analyze (default) or simulate (one simulator process per candidate)"},
+                      {"--rank-by", "PATH", "report figure to rank by, '-' first for highest first (default: see output)"},
+                      {"--top", "K", "rows of the table (default 10)"},
+                      {"--out", "FILE", "write every candidate's row, invalid ones with their reason, as JSONL"}}),
+          run_search};
 }
 
 }  // namespace placesim

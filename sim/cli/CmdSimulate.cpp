@@ -4,8 +4,8 @@
 #include "sim/backend/Simulate.hpp"
 #include "strategies/pipeline/AbstractPipeline.hpp"
 #include "traces/chrome/ChromeTrace.hpp"
-#include "strategies/analytic/Analytic.hpp"
 #include "traces/report/Report.hpp"
+#include "traces/report/SimReport.hpp"
 #include "traces/svg/Svg.hpp"
 
 namespace placesim {
@@ -49,53 +49,45 @@ int run_abstract(const Args& args, const Experiment& e) {
   return 0;
 }
 
+int run(const Args& args) {
+  SimulateSettings settings = settings_from(args);
+  Experiment e = experiment_from_args(args, true);
+  if (!e.pipeline.is_null()) return run_abstract(args, e);
+  const SimulationInput in = resolve_simulation(std::move(e));
+  const bool pictures = args.has("--trace") || args.has("--svg");
+  TraceOptions options;
+  if (pictures) options = trace_options(args, device_infos(in.experiment, in.cluster));
+  settings.traced_devices = options.devices;
+  settings.sim.fine = options.detail == TraceDetail::Fine;
+  const SimulatedStep step = simulate_experiment(in, settings);
+  write_pictures(args, step.result.record, options, in.experiment.name, step.result.step_time_s);
+  write_flag_output(args, "--report", [&] { return dump(simulation_report(step)); });
+  std::ostream& summary = summary_stream(args.value("--report").value_or(""));
+  if (!args.has("--quiet")) summary << analysis_table(step.experiment, step.analysis) << "\n";
+  summary << simulation_summary(step);
+  for (const char* flag : {"--trace", "--svg"})
+    if (auto path = args.value(flag)) summary << "  wrote " << *path << "\n";
+  return 0;
+}
+
 }  // namespace
 
 Command command_simulate() {
-  Command c;
-  c.name = "simulate";
-  c.summary = "expand the strategy into a task DAG and simulate one training step on the cluster (SimGrid)";
-  c.usage = "[EXPERIMENT.json | -] [--report FILE] [--trace FILE[.gz]] [--svg FILE] [options]";
-  c.flags = experiment_flags();
-  c.flags.push_back({"--report", "FILE", "write the JSON report here ('-' for stdout; the summary then goes to stderr)"});
-  c.flags.push_back({"--trace", "FILE", "write a Chrome trace (Perfetto, speedscope); gzip when FILE ends in .gz"});
-  c.flags.push_back({"--trace-devices", "SEL", "devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ..."});
-  c.flags.push_back({"--trace-detail", "coarse|fine", "fine shows every collective step (default coarse)"});
-  c.flags.push_back({"--svg", "FILE", "write a static SVG timeline overview"});
-  c.flags.push_back({"--fidelity", "analytic|flow|full",
-                     "analytic: collectives as exact alpha-beta delays; flow (default): collectives across nodes as "
-                     "contending flows; full: every collective step a flow"});
-  c.flags.push_back({"--layer-group", "N", "layers per compute task (default: chosen to bound the task count)"});
-  c.flags.push_back({"--quiet", "", "print only the simulation summary, not the analytic table"});
-  c.flags.push_back({"--reproducible", "", "zero host-measured fields (wall time) so equal inputs give identical reports"});
-  c.run = [](const Args& args) {
-    SimulateSettings settings = settings_from(args);
-    Experiment e = experiment_from_args(args, true);
-    if (!e.pipeline.is_null()) return run_abstract(args, e);
-    const bool pictures = args.has("--trace") || args.has("--svg");
-    std::vector<DeviceInfo> devices;
-    TraceOptions options;
-    if (pictures) {
-      Experiment probe = e;
-      devices = device_infos(probe, resolve_cluster(probe));
-      options = trace_options(args, devices);
-    }
-    settings.sim.record.assign(static_cast<std::size_t>(e.strategy.devices()), 0);
-    for (int x : options.devices) settings.sim.record[static_cast<std::size_t>(x)] = 1;
-    if (pictures && options.devices.empty()) settings.sim.record.assign(settings.sim.record.size(), 1);
-    settings.sim.fine = options.detail == TraceDetail::Fine;
-    SimulateOutcome out = simulate_experiment(e, settings);
-    write_pictures(args, out.result.record, options, e.name, out.result.step_time_s);
-    std::string report_path = args.value("--report").value_or("");
-    if (!report_path.empty()) write_output(report_path, dump(out.report));
-    std::ostream& summary = report_path == "-" ? std::cerr : std::cout;
-    if (!args.has("--quiet")) summary << analysis_table(e, analyze(e)) << "\n";
-    summary << simulation_table(out.report);
-    for (const char* flag : {"--trace", "--svg"})
-      if (auto path = args.value(flag)) summary << "  wrote " << *path << "\n";
-    return 0;
-  };
-  return c;
+  return {"simulate", "expand the strategy into a task DAG and simulate one training step on the cluster (SimGrid)",
+          "[EXPERIMENT.json | -] [--report FILE] [--trace FILE[.gz]] [--svg FILE] [options]",
+          with_flags(experiment_flags(),
+                     {{"--report", "FILE", "write the JSON report here ('-' for stdout; the summary then goes to stderr)"},
+                      {"--trace", "FILE", "write a Chrome trace (Perfetto, speedscope); gzip when FILE ends in .gz"},
+                      {"--trace-devices", "SEL", "devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ..."},
+                      {"--trace-detail", "coarse|fine", "fine shows every collective step (default coarse)"},
+                      {"--svg", "FILE", "write a static SVG timeline overview"},
+                      {"--fidelity", "analytic|flow|full",
+                       "analytic: collectives as exact alpha-beta delays; flow (default): collectives across nodes as "
+                       "contending flows; full: every collective step a flow"},
+                      {"--layer-group", "N", "layers per compute task (default: chosen to bound the task count)"},
+                      {"--quiet", "", "print only the simulation summary, not the analytic table"},
+                      {"--reproducible", "", "zero host-measured fields (wall time) so equal inputs give identical reports"}}),
+          run};
 }
 
 }  // namespace placesim

@@ -63,19 +63,16 @@ int run_sweep_command(const Args& args) {
 }  // namespace
 
 Command command_sweep() {
-  Command c;
-  c.name = "sweep";
-  c.summary = "evaluate every point of a grid of experiments into JSONL (and CSV) rows; parallel, resumable, shardable";
-  c.usage = "SWEEP.json --out RESULTS.jsonl [--csv RESULTS.csv] [--jobs N] [--resume] [--shard i/N] [options]";
-  c.flags = {{"--out", "FILE", "the JSONL file the rows are appended to (sorted by index when the sweep ends)"},
-             {"--csv", "FILE", "also write the rows, flattened, as CSV"},
-             {"--resume", "", "continue the sweep --out holds: skip its points, drop a line cut by a kill"},
-             {"--force", "", "overwrite a non-empty --out instead of refusing"},
-             {"--shard", "i/N", "evaluate only the points whose index % N == i (0 <= i < N)"},
-             {"--count", "", "print the number of points (and in this shard) and exit"}};
-  for (auto& f : sweep_run_flags()) c.flags.push_back(f);
-  c.run = run_sweep_command;
-  return c;
+  return {"sweep", "evaluate every point of a grid of experiments into JSONL (and CSV) rows; parallel, resumable, shardable",
+          "SWEEP.json --out RESULTS.jsonl [--csv RESULTS.csv] [--jobs N] [--resume] [--shard i/N] [options]",
+          with_flags({{"--out", "FILE", "the JSONL file the rows are appended to (sorted by index when the sweep ends)"},
+                      {"--csv", "FILE", "also write the rows, flattened, as CSV"},
+                      {"--resume", "", "continue the sweep --out holds: skip its points, drop a line cut by a kill"},
+                      {"--force", "", "overwrite a non-empty --out instead of refusing"},
+                      {"--shard", "i/N", "evaluate only the points whose index % N == i (0 <= i < N)"},
+                      {"--count", "", "print the number of points (and in this shard) and exit"}},
+                     sweep_run_flags()),
+          run_sweep_command};
 }
 
 }  // namespace placesim

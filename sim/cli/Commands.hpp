@@ -3,7 +3,8 @@
 
 namespace placesim {
 
-// One function per subcommand, each defined in its own sim/Cmd*.cpp file.
+// One function per subcommand, defined in sim/cli/Cmd*.cpp: analyze, check and presets in CmdAnalyze.cpp,
+// pipeline-sweep in CmdPipeline.cpp, the others in the file named after them.
 Command command_analyze();
 Command command_calibrate();
 Command command_check();

@@ -86,11 +86,10 @@ Json per_stage_json(const std::vector<StageTimes>& stages, int microbatches) {
 
 }  // namespace
 
-DerivedPipeline derive_pipeline(Experiment& e) {
+DerivedPipeline derive_pipeline(const Experiment& e) {
   SimulateSettings settings;
   settings.reproducible = true;
-  settings.sim.record.assign(static_cast<std::size_t>(e.strategy.devices()), 0);  // only the pipeline at dp 0, tp 0
-  const SimulateOutcome out = simulate_experiment(e, settings);
+  const SimulatedStep out = simulate_experiment(resolve_simulation(e), settings);
   DerivedPipeline d;
   AbstractPipeline& p = d.pipeline;
   p.shape = shape_of(e.strategy, 1);

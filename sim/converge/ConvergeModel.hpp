@@ -24,6 +24,6 @@ struct DerivedPipeline {
 ///   one (the optimizer, the data-parallel gradient sync and any other exposed time of the step end), never below
 ///   0; asynchronous ones: the slowest stage's optimizer span per weight update.
 /// Throws InputError for what simulate refuses (no cluster, localsgd, an invalid strategy, ...).
-DerivedPipeline derive_pipeline(Experiment& e);
+DerivedPipeline derive_pipeline(const Experiment& e);
 
 }  // namespace placesim

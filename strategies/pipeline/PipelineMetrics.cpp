@@ -183,10 +183,14 @@ PipelineMetrics measure_pipeline(const PipelineSchedule& schedule, const Simulat
   return measure(schedule, pipeline_timeline(schedule, record), busy);
 }
 
+double mean_bubble_fraction(const PipelineMetrics& m) {
+  double sum = 0;
+  for (double b : m.bubble_fraction) sum += b;
+  return m.bubble_fraction.empty() ? 0 : sum / static_cast<double>(m.bubble_fraction.size());
+}
+
 Json pipeline_json(const PipelineMetrics& m) {
   const PipelineShape& sh = m.shape;
-  double bubble_sum = 0;
-  for (double b : m.bubble_fraction) bubble_sum += b;
   Json histogram = Json::array();
   for (const auto& [delay, count] : m.delay_histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
   Json idle_over_busy = Json::array();
@@ -205,8 +209,7 @@ Json pipeline_json(const PipelineMetrics& m) {
       {"busy_s", m.busy_s},
       {"idle_s", m.idle_s},
       {"bubble_fraction", m.bubble_fraction},
-      {"bubble_fraction_mean",
-       m.bubble_fraction.empty() ? 0 : bubble_sum / static_cast<double>(m.bubble_fraction.size())},
+      {"bubble_fraction_mean", mean_bubble_fraction(m)},
       {"idle_over_busy", idle_over_busy},
       {"inflight_microbatches_peak", m.inflight_microbatches_peak},
       {"stashed_versions_peak", m.stashed_versions_peak},

@@ -73,6 +73,9 @@ PipelineMetrics measure_pipeline(const PipelineSchedule& schedule, const Pipelin
 /// compute-stream records (recompute included). Throws std::invalid_argument as pipeline_timeline() does.
 PipelineMetrics measure_pipeline(const PipelineSchedule& schedule, const SimulationRecord& record);
 
+/// The bubble fraction averaged over the stages; 0 without stages.
+double mean_bubble_fraction(const PipelineMetrics& m);
+
 /// The `pipeline` report section. Keys scripts rely on: bubble_fraction, stashed_versions_peak,
 /// inflight_microbatches_peak (lists per stage), staleness.max_delay, staleness.mean_delay, staleness.per_stage (list
 /// of {"max", "mean"}), staleness.histogram (list of {"delay", "count"}).

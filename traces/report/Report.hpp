@@ -9,10 +9,12 @@ namespace placesim {
 /// A byte/FLOP count as JSON: an integer when it is one (exactly representable), else a double.
 Json number(double v);
 
-/// The analyze report: model, training, strategy, memory, communication, compute (README "Report contract").
+/// The analyze report: placesim_version, experiment, model, training, strategy, memory, communication, compute
+/// and, when one is set, device_memory_bytes (README "Report contract"). simulation_report() extends it.
 Json analysis_report(const Experiment& e, const Analysis& a);
 
-/// A human-readable table of the same figures.
+/// A human-readable table of the memory and bytes sent per device (first stage, last stage, maximum) and the
+/// FLOPs per step: what `analyze --table` and `simulate` print.
 std::string analysis_table(const Experiment& e, const Analysis& a);
 
 /// JSON text as placesim writes it everywhere: two-space indent, trailing newline; byte-identical for equal input.

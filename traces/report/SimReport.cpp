@@ -1,9 +1,13 @@
 #include "traces/report/SimReport.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
 
 #include "strategies/placement/Mesh.hpp"
 #include "traces/report/Report.hpp"
+#include "workloads/json/Units.hpp"
 
 namespace placesim {
 
@@ -15,6 +19,29 @@ double total_sent(const DeviceStats& d) {
   double sum = 0;
   for (double b : d.bytes_sent) sum += b;
   return sum;
+}
+
+// Raises each byte and memory figure of `max` to the device's.
+void raise_to(DeviceStats& max, const DeviceStats& d) {
+  for (std::size_t k = 0; k < max.bytes_sent.size(); ++k) max.bytes_sent[k] = std::max(max.bytes_sent[k], d.bytes_sent[k]);
+  for (std::size_t s = 0; s < max.peak.size(); ++s) max.peak[s] = std::max(max.peak[s], d.peak[s]);
+  max.peak_buffers = std::max(max.peak_buffers, d.peak_buffers);
+  max.peak_total = std::max(max.peak_total, d.peak_total);
+  max.h2d_bytes = std::max(max.h2d_bytes, d.h2d_bytes);
+  max.d2h_bytes = std::max(max.d2h_bytes, d.d2h_bytes);
+}
+
+// The FLOP rates over the step time; all zero when the step took no time.
+void set_rates(SimFigures& f, const Experiment& e, const ClusterSpec& c, const Analysis& a, std::size_t devices) {
+  const double step = f.step_time_s;
+  if (!(step > 0)) return;
+  const double peak = c.accelerator.peak_flops(e.training.dtype);
+  const auto n = static_cast<double>(devices);
+  f.mfu = a.model_flops_per_step / (step * n * peak);
+  f.hfu = a.hardware_flops_per_step / (step * n * peak);
+  f.tokens_per_s = a.tokens_per_step / step;
+  f.model_tflops_per_gpu = a.model_flops_per_step / step / n / 1e12;
+  f.hardware_tflops_per_gpu = a.hardware_flops_per_step / step / n / 1e12;
 }
 
 Json by_class(const std::array<double, kCommClasses>& bytes) {
@@ -37,105 +64,184 @@ Json busy(const DeviceStats& d) {
   return j;
 }
 
-}  // namespace
+Json offload(const DeviceStats& d) { return Json{{"h2d_bytes", number(d.h2d_bytes)}, {"d2h_bytes", number(d.d2h_bytes)}}; }
 
-Json simulation_section(const Experiment& e, const ClusterSpec& c, const Analysis& a, const SimResult& r) {
-  const double step = r.step_time_s;
-  const double peak = c.accelerator.peak_flops(e.training.dtype);
-  Json sim;
-  sim["step_time_s"] = step;
-  sim["mfu"] = step > 0 ? a.model_flops_per_step / (step * static_cast<double>(r.devices.size()) * peak) : 0.0;
-  sim["hfu"] = step > 0 ? a.hardware_flops_per_step / (step * static_cast<double>(r.devices.size()) * peak) : 0.0;
-  sim["tokens_per_s"] = step > 0 ? a.tokens_per_step / step : 0.0;
-  sim["model_tflops_per_gpu"] = step > 0 ? a.model_flops_per_step / step / static_cast<double>(r.devices.size()) / 1e12 : 0.0;
-  sim["hardware_tflops_per_gpu"] =
-      step > 0 ? a.hardware_flops_per_step / step / static_cast<double>(r.devices.size()) / 1e12 : 0.0;
-  DeviceStats max;
-  double exposed = 0, sent = 0;
-  std::vector<double> stage_busy(static_cast<std::size_t>(e.strategy.pp), 0);
-  std::vector<int> stage_count(static_cast<std::size_t>(e.strategy.pp), 0);
+Json device_rows(const Experiment& e, const SimResult& r) {
   Json devices = Json::array();
   for (std::size_t x = 0; x < r.devices.size(); ++x) {
     const DeviceStats& d = r.devices[x];
     MeshCoord mc = mesh_coord(e.strategy, static_cast<std::int64_t>(x));
-    for (int k = 0; k < kCommClasses; ++k)
-      max.bytes_sent[static_cast<std::size_t>(k)] = std::max(max.bytes_sent[static_cast<std::size_t>(k)], d.bytes_sent[static_cast<std::size_t>(k)]);
-    for (int s = 0; s < 4; ++s) max.peak[static_cast<std::size_t>(s)] = std::max(max.peak[static_cast<std::size_t>(s)], d.peak[static_cast<std::size_t>(s)]);
-    max.peak_buffers = std::max(max.peak_buffers, d.peak_buffers);
-    max.peak_total = std::max(max.peak_total, d.peak_total);
-    max.h2d_bytes = std::max(max.h2d_bytes, d.h2d_bytes);
-    max.d2h_bytes = std::max(max.d2h_bytes, d.d2h_bytes);
-    double dev_exposed = d.exposed_communication_s();
-    exposed = std::max(exposed, dev_exposed);
-    sent = std::max(sent, total_sent(d));
-    stage_busy[static_cast<std::size_t>(mc.pp)] += d.busy_s(Stream::Compute);
-    stage_count[static_cast<std::size_t>(mc.pp)] += 1;
     devices.push_back(Json{{"device", x},
                            {"dp", mc.dp},
                            {"tp", mc.tp},
                            {"pp", mc.pp},
                            {"bytes_sent", {{"total", number(total_sent(d))}, {"by_class", by_class(d.bytes_sent)}}},
-                           {"offload", {{"h2d_bytes", number(d.h2d_bytes)}, {"d2h_bytes", number(d.d2h_bytes)}}},
+                           {"offload", offload(d)},
                            {"peak_memory_bytes", peak_memory(d)},
                            {"busy_s", busy(d)},
-                           {"exposed_communication_s", dev_exposed}});
+                           {"exposed_communication_s", d.exposed_communication_s()}});
   }
-  Json bubble = Json::array();
-  for (std::size_t s = 0; s < stage_busy.size(); ++s)
-    bubble.push_back(step > 0 && stage_count[s] > 0 ? 1.0 - stage_busy[s] / stage_count[s] / step : 0.0);
-  sim["exposed_communication_s"] = exposed;
-  sim["bubble_fraction"] = bubble;
-  sim["bytes_sent"] = Json{{"total", number(sent)}, {"by_class", by_class(max.bytes_sent)}};
-  sim["offload"] = Json{{"h2d_bytes", number(max.h2d_bytes)}, {"d2h_bytes", number(max.d2h_bytes)}};
-  sim["peak_memory_bytes"] = peak_memory(max);
-  sim["activities"] = r.activities;
-  sim["timers"] = r.timers;
-  sim["tasks"] = r.record.tasks.size();
-  sim["wall_time_s"] = r.wall_time_s;
-  sim["devices"] = std::move(devices);
-  return sim;
+  return devices;
 }
 
-Json validation_section(const Experiment& e, const Analysis& a, const SimResult& r) {
+Json simulation_json(const SimulatedStep& s) {
+  const SimFigures& f = s.figures;
+  const SimResult& r = s.result;
+  return Json{{"step_time_s", f.step_time_s},
+              {"mfu", f.mfu},
+              {"hfu", f.hfu},
+              {"tokens_per_s", f.tokens_per_s},
+              {"model_tflops_per_gpu", f.model_tflops_per_gpu},
+              {"hardware_tflops_per_gpu", f.hardware_tflops_per_gpu},
+              {"exposed_communication_s", f.exposed_communication_s},
+              {"bubble_fraction", f.bubble_fraction},
+              {"bytes_sent", {{"total", number(f.bytes_sent)}, {"by_class", by_class(f.max.bytes_sent)}}},
+              {"offload", offload(f.max)},
+              {"peak_memory_bytes", peak_memory(f.max)},
+              {"activities", r.activities},
+              {"timers", r.timers},
+              {"tasks", r.record.tasks.size()},
+              {"wall_time_s", r.wall_time_s},
+              {"devices", device_rows(s.experiment, r)},
+              {"fidelity", to_string(s.fidelity)},
+              {"layer_group", s.layer_group},
+              {"layer_times", layer_times_json(s.layer_times)}};
+}
+
+Json validation_json(const std::vector<ValidationRow>& rows) {
   Json v = Json::array();
-  auto add = [&](const std::string& figure, double analytic, double simulated) {
-    v.push_back(Json{{"figure", figure}, {"analytic", number(analytic)}, {"simulated", number(simulated)},
-                     {"difference", number(simulated - analytic)}});
-  };
-  std::array<double, kCommClasses> sim_max{};
-  double sim_total = 0, h2d = 0, d2h = 0;
-  std::array<double, 4> peak{};
-  double buffers = 0;
+  for (const ValidationRow& row : rows)
+    v.push_back(Json{{"figure", row.figure},
+                     {"analytic", number(row.analytic)},
+                     {"simulated", number(row.simulated)},
+                     {"difference", number(row.simulated - row.analytic)}});
+  return v;
+}
+
+}  // namespace
+
+SimFigures sim_figures(const Experiment& e, const ClusterSpec& c, const Analysis& a, const SimResult& r) {
+  SimFigures f;
+  f.step_time_s = r.step_time_s;
+  set_rates(f, e, c, a, r.devices.size());
+  std::vector<double> stage_busy(static_cast<std::size_t>(e.strategy.pp), 0);
+  std::vector<int> stage_count(static_cast<std::size_t>(e.strategy.pp), 0);
+  for (std::size_t x = 0; x < r.devices.size(); ++x) {
+    const DeviceStats& d = r.devices[x];
+    raise_to(f.max, d);
+    f.exposed_communication_s = std::max(f.exposed_communication_s, d.exposed_communication_s());
+    f.bytes_sent = std::max(f.bytes_sent, total_sent(d));
+    const auto stage = static_cast<std::size_t>(mesh_coord(e.strategy, static_cast<std::int64_t>(x)).pp);
+    stage_busy[stage] += d.busy_s(Stream::Compute);
+    stage_count[stage] += 1;
+  }
+  const double step = f.step_time_s;
+  for (std::size_t s = 0; s < stage_busy.size(); ++s)
+    f.bubble_fraction.push_back(step > 0 && stage_count[s] > 0 ? 1.0 - stage_busy[s] / stage_count[s] / step : 0.0);
+  return f;
+}
+
+std::vector<ValidationRow> validation_rows(const Experiment& e, const Analysis& a, const SimResult& r,
+                                           const SimFigures& f) {
   int mismatched = 0;
   for (std::size_t x = 0; x < r.devices.size(); ++x) {
     const DeviceStats& d = r.devices[x];
     const StageAnalysis& st = a.stages[static_cast<std::size_t>(mesh_coord(e.strategy, static_cast<std::int64_t>(x)).pp)];
-    bool same = d.h2d_bytes == st.comm.h2d && d.d2h_bytes == st.comm.d2h;
-    for (int k = 0; k < kCommClasses; ++k) {
-      auto i = static_cast<std::size_t>(k);
-      sim_max[i] = std::max(sim_max[i], d.bytes_sent[i]);
-      same = same && d.bytes_sent[i] == st.comm.by_class[i];
-    }
+    const bool same = d.h2d_bytes == st.comm.h2d && d.d2h_bytes == st.comm.d2h && d.bytes_sent == st.comm.by_class;
     mismatched += same ? 0 : 1;
-    sim_total = std::max(sim_total, total_sent(d));
-    h2d = std::max(h2d, d.h2d_bytes);
-    d2h = std::max(d2h, d.d2h_bytes);
-    for (int s = 0; s < 4; ++s) peak[static_cast<std::size_t>(s)] = std::max(peak[static_cast<std::size_t>(s)], d.peak[static_cast<std::size_t>(s)]);
-    buffers = std::max(buffers, d.peak_buffers);
   }
+  std::vector<ValidationRow> v;
   for (int k = 0; k < kCommClasses; ++k)
-    add(std::string("communication.by_class.") + to_string(static_cast<CommClass>(k)), a.comm.by_class[static_cast<std::size_t>(k)],
-        sim_max[static_cast<std::size_t>(k)]);
-  add("communication.bytes_per_step", a.bytes_per_step, sim_total);
-  add("communication.offload.h2d_bytes", a.comm.h2d, h2d);
-  add("communication.offload.d2h_bytes", a.comm.d2h, d2h);
-  add("devices whose bytes per class differ from their stage's analytic bytes", 0, mismatched);
-  add("memory.parameters_bytes", a.memory.parameters, peak[0]);
-  add("memory.gradients_bytes", a.memory.gradients, peak[1]);
-  add("memory.optimizer_bytes", a.memory.optimizer, peak[2]);
-  add("memory.activations_bytes", a.memory.activations, peak[3]);
-  add("memory.buffers_bytes (analytic bound)", a.memory.buffers, buffers);
+    v.push_back({std::string("communication.by_class.") + to_string(static_cast<CommClass>(k)),
+                 a.comm.by_class[static_cast<std::size_t>(k)], f.max.bytes_sent[static_cast<std::size_t>(k)]});
+  v.push_back({"communication.bytes_per_step", a.bytes_per_step, f.bytes_sent});
+  v.push_back({"communication.offload.h2d_bytes", a.comm.h2d, f.max.h2d_bytes});
+  v.push_back({"communication.offload.d2h_bytes", a.comm.d2h, f.max.d2h_bytes});
+  v.push_back({"devices whose bytes per class differ from their stage's analytic bytes", 0, static_cast<double>(mismatched)});
+  v.push_back({"memory.parameters_bytes", a.memory.parameters, f.max.peak[0]});
+  v.push_back({"memory.gradients_bytes", a.memory.gradients, f.max.peak[1]});
+  v.push_back({"memory.optimizer_bytes", a.memory.optimizer, f.max.peak[2]});
+  v.push_back({"memory.activations_bytes", a.memory.activations, f.max.peak[3]});
+  v.push_back({"memory.buffers_bytes (analytic bound)", a.memory.buffers, f.max.peak_buffers});
   return v;
+}
+
+Json simulation_report(const SimulatedStep& s) {
+  Json report = analysis_report(s.experiment, s.analysis);
+  report["cluster"] = cluster_to_json(s.cluster);
+  report["simulation"] = simulation_json(s);
+  report["validation"] = validation_json(s.validation);
+  if (s.pipeline) report["pipeline"] = pipeline_json(*s.pipeline);
+  return report;
+}
+
+namespace {
+
+std::string summary_heading(const Experiment& e, const ClusterSpec& c) {
+  const StrategySpec& st = e.strategy;
+  std::ostringstream out;
+  out << "simulated step: " << e.model.name << " on " << c.name << " (" << st.devices() << " GPUs), " << st.preset
+      << " dp " << st.dp << " x tp " << st.tp << " x pp " << st.pp << ", " << to_string(st.schedule) << ", "
+      << st.microbatches << " micro-batches\n\n";
+  return out.str();
+}
+
+// "sent / GPU / step" and "peak memory / GPU": the maxima over devices; the classes in alphabetical order.
+std::string summary_bytes(const SimFigures& f) {
+  std::ostringstream out;
+  const DeviceStats& m = f.max;
+  out << "  peak memory / GPU    " << format_bytes(m.peak_total) << " (parameters " << format_bytes(m.peak[0])
+      << ", gradients " << format_bytes(m.peak[1]) << ", optimizer " << format_bytes(m.peak[2]) << ", activations "
+      << format_bytes(m.peak[3]) << ")\n";
+  std::map<std::string, double> sent;
+  for (int k = 0; k < kCommClasses; ++k)
+    sent[to_string(static_cast<CommClass>(k))] = m.bytes_sent[static_cast<std::size_t>(k)];
+  out << "  sent / GPU / step    " << format_bytes(f.bytes_sent) << " (";
+  bool first = true;
+  for (const auto& [name, bytes] : sent) {
+    if (bytes == 0) continue;
+    out << (first ? "" : ", ") << name << " " << format_bytes(bytes);
+    first = false;
+  }
+  out << ")\n";
+  return out.str();
+}
+
+// How many exact figures (the analytic bounds left out) the simulation reproduced.
+std::string summary_validation(const std::vector<ValidationRow>& rows) {
+  int exact = 0, total = 0;
+  for (const ValidationRow& row : rows) {
+    if (row.figure.find("bound") != std::string::npos) continue;
+    ++total;
+    exact += row.simulated - row.analytic == 0 ? 1 : 0;
+  }
+  char line[128];
+  std::snprintf(line, sizeof line, "  analytic vs simulated: %d of %d figures identical\n", exact, total);
+  return line;
+}
+
+}  // namespace
+
+std::string simulation_summary(const SimulatedStep& s) {
+  const SimFigures& f = s.figures;
+  std::string out = summary_heading(s.experiment, s.cluster);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "  step time            %s\n  MFU                  %.1f %%\n  model TFLOP/s / GPU  %.1f (hardware, "
+                "recompute included: %.1f)\n  tokens / s           %.0f\n  exposed comm         %s\n",
+                format_seconds(f.step_time_s).c_str(), 100 * f.mfu, f.model_tflops_per_gpu, f.hardware_tflops_per_gpu,
+                f.tokens_per_s, format_seconds(f.exposed_communication_s).c_str());
+  out += line;
+  if (s.pipeline) {
+    std::snprintf(line, sizeof line, "  pipeline bubble      %.1f %% (mean over stages, %s)\n",
+                  100 * mean_bubble_fraction(*s.pipeline), to_string(s.experiment.strategy.schedule).c_str());
+    out += line;
+  }
+  out += summary_bytes(f) + summary_validation(s.validation);
+  std::snprintf(line, sizeof line, "  simulated in %.2f s: %llu SimGrid activities (flows), %llu timers (compute, exact collectives)\n",
+                s.result.wall_time_s, static_cast<unsigned long long>(s.result.activities),
+                static_cast<unsigned long long>(s.result.timers));
+  return out + line;
 }
 
 }  // namespace placesim

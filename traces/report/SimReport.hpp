@@ -1,19 +1,61 @@
 #pragma once
-#include "strategies/graph/SimResult.hpp"
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "strategies/analytic/Analytic.hpp"
+#include "strategies/analytic/LayerTimes.hpp"
+#include "strategies/graph/SimResult.hpp"
+#include "strategies/pipeline/PipelineMetrics.hpp"
 #include "strategies/placement/Experiment.hpp"
 #include "topology/cluster/Cluster.hpp"
 
 namespace placesim {
 
-/// The `simulation` section: step time, MFU, tokens/s, per-device and maximum busy time per stream, exposed
-/// communication, bubble fraction per stage, bytes sent per class, peak memory by state.
-/// FLOP rates per GPU: model_tflops_per_gpu and mfu count the model's FLOPs (forward + backward = 3x forward, no
-/// recompute); hardware_tflops_per_gpu and hfu count what the devices execute (recompute included).
-Json simulation_section(const Experiment& e, const ClusterSpec& c, const Analysis& a, const SimResult& r);
+/// What one simulated step comes to over all its devices. FLOP rates per GPU: model_tflops_per_gpu and mfu count
+/// the model's FLOPs (forward + backward = 3x forward, no recompute); hardware_tflops_per_gpu and hfu count what the
+/// devices execute (recompute included). Zero when the step took no time.
+struct SimFigures {
+  double step_time_s = 0, mfu = 0, hfu = 0, tokens_per_s = 0;
+  double model_tflops_per_gpu = 0, hardware_tflops_per_gpu = 0;
+  double exposed_communication_s = 0;  ///< the most communication any device waits for
+  std::vector<double> bubble_fraction;  ///< per stage: 1 - mean compute-busy time of its devices / step time
+  DeviceStats max;                      ///< bytes sent per class, offload bytes and peak memory: maxima over devices
+  double bytes_sent = 0;                ///< the most bytes any device sent, all classes together
+};
 
-/// The `validation` list: each analytic figure beside its simulated figure and their difference; the per-device
-/// byte comparison counts the devices whose simulated bytes of any class differ from their stage's analytic bytes.
-Json validation_section(const Experiment& e, const Analysis& a, const SimResult& r);
+/// One analytic figure beside its simulated figure.
+struct ValidationRow {
+  std::string figure;  ///< report path, e.g. "communication.bytes_per_step"; "(analytic bound)" when not exact
+  double analytic = 0, simulated = 0;
+};
+
+/// One simulated step: the resolved inputs, their analysis, the simulation and the figures derived from them.
+struct SimulatedStep {
+  Experiment experiment;  ///< resolved: device memory defaults to the cluster's accelerator
+  ClusterSpec cluster;
+  Analysis analysis;
+  SimResult result;
+  Fidelity fidelity = Fidelity::Flow;
+  int layer_group = 1;  ///< layers per compute task
+  std::vector<LayerPassTimes> layer_times;
+  std::optional<PipelineMetrics> pipeline;  ///< with pp > 1: the pipeline at dp 0, tp 0
+  SimFigures figures;
+  std::vector<ValidationRow> validation;
+};
+
+SimFigures sim_figures(const Experiment& e, const ClusterSpec& c, const Analysis& a, const SimResult& r);
+
+/// Each analytic figure beside its simulated maximum; the per-device byte comparison counts the devices whose
+/// simulated bytes of any class differ from their stage's analytic bytes.
+std::vector<ValidationRow> validation_rows(const Experiment& e, const Analysis& a, const SimResult& r,
+                                           const SimFigures& f);
+
+/// The simulate report: the analyze report plus cluster, simulation (SimFigures, fidelity, layer group and times,
+/// per-device rows), validation and, with pp > 1, pipeline (README "Report contract").
+Json simulation_report(const SimulatedStep& s);
+
+/// A short human-readable summary of a simulated step.
+std::string simulation_summary(const SimulatedStep& s);
 
 }  // namespace placesim
