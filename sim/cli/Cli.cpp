@@ -63,12 +63,40 @@ std::vector<std::string> Args::values(const std::string& flag) const {
   return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
+std::vector<FlagSpec> flag_table(const std::string& text) {
+  std::vector<FlagSpec> flags;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto first = line.find_first_not_of(' ');
+    if (first == std::string::npos) continue;
+    if (first > 0) {
+      if (flags.empty()) throw std::logic_error("flag table starts with a continuation line: " + line);
+      flags.back().help += " " + line.substr(first);
+      continue;
+    }
+    const auto gap = line.find("  ");
+    if (gap == std::string::npos) throw std::logic_error("flag table line without help: " + line);
+    const std::string left = line.substr(0, gap);
+    const auto space = left.find(' ');
+    FlagSpec f;
+    f.name = left.substr(0, space);
+    f.value_name = space == std::string::npos ? "" : left.substr(space + 1);
+    f.help = line.substr(line.find_first_not_of(' ', gap));
+    f.repeatable = f.help.find("(repeatable)") != std::string::npos;
+    flags.push_back(f);
+  }
+  return flags;
+}
+
 std::vector<FlagSpec> experiment_flags() {
-  return {{"--model", "NAME", "use this model preset instead of the file's model"},
-          {"--model-hf", "CONFIG.json", "use a Hugging Face config.json as the model"},
-          {"--strategy", "PRESET", "use this strategy preset (the file's strategy fields still override it)"},
-          {"--set", "PATH=VALUE", "set any experiment field, e.g. --set strategy.dp=64 (repeatable)", true},
-          {"--device-memory", "SIZE", "device memory to check the plan against, e.g. 80GiB"}};
+  return flag_table(R"(
+--model NAME              use this model preset instead of the file's model
+--model-hf CONFIG.json    use a Hugging Face config.json as the model
+--strategy PRESET         use this strategy preset (the file's strategy fields still override it)
+--set PATH=VALUE          set any experiment field, e.g. --set strategy.dp=64 (repeatable)
+--device-memory SIZE      device memory to check the plan against, e.g. 80GiB
+)");
 }
 
 Json default_experiment_json() {

@@ -41,6 +41,11 @@ struct Command {
   std::function<int(const Args&)> run;
 };
 
+/// A flag table written as its --help text, one flag a line: `--name VALUE` (VALUE absent for a switch), two or more
+/// spaces, the help; a line that starts with a space continues the previous help. A flag whose help says
+/// "(repeatable)" may be given more than once.
+std::vector<FlagSpec> flag_table(const std::string& text);
+
 /// The flags of the commands that read an experiment: --model, --model-hf, --strategy, --set and --device-memory
 /// (search leaves --device-memory to its sweep flags).
 std::vector<FlagSpec> experiment_flags();

@@ -10,6 +10,17 @@
 
 namespace placesim {
 
+/// The command's flags as `--help` prints them (see flag_table).
+constexpr const char* kAnalyzeFlags = R"(
+--out FILE                write the JSON report here (default: stdout)
+--table                   print a readable table (the JSON report then goes only to --out)
+)";
+
+/// The command's flags as `--help` prints them (see flag_table).
+constexpr const char* kPresetsFlags = R"(
+--json                    print the presets as JSON
+)";
+
 namespace {
 
 // Validity, and with a cluster: the mesh must use its GPUs and the memory fit its accelerator (unless
@@ -73,8 +84,7 @@ Command command_analyze() {
   return {"analyze", "memory, communication and FLOPs per device derived from the placement (no simulation)",
           "[EXPERIMENT.json] [--out FILE] [--table] [options]",
           with_flags(experiment_flags(),
-                     {{"--out", "FILE", "write the JSON report here (default: stdout)"},
-                      {"--table", "", "print a readable table (the JSON report then goes only to --out)"}}),
+                     flag_table(kAnalyzeFlags)),
           run_analyze};
 }
 
@@ -85,7 +95,7 @@ Command command_check() {
 
 Command command_presets() {
   return {"presets", "list the model, strategy, cluster and accelerator presets", "[--json]",
-          {{"--json", "", "print the presets as JSON"}}, run_presets};
+          flag_table(kPresetsFlags), run_presets};
 }
 
 }  // namespace placesim

@@ -6,6 +6,11 @@
 
 namespace placesim {
 
+/// The command's flags as `--help` prints them (see flag_table).
+constexpr const char* kFlags = R"(
+--out FILE                write the fitted profile file here (default: stdout)
+)";
+
 namespace {
 
 int run_calibrate(const Args& args) {
@@ -24,7 +29,7 @@ int run_calibrate(const Args& args) {
 
 Command command_calibrate() {
   return {"calibrate", "fit an accelerator/fabric profile to measured GEMM, memory, attention, collective and layer points",
-          "MEASURED.json --out PROFILE.json", {{"--out", "FILE", "write the fitted profile file here (default: stdout)"}},
+          "MEASURED.json --out PROFILE.json", flag_table(kFlags),
           run_calibrate};
 }
 

@@ -9,6 +9,17 @@
 
 namespace placesim {
 
+/// The command's flags as `--help` prints them (see flag_table).
+constexpr const char* kFlags = R"(
+--steps N                 steps to run (default: pipeline.steps; model experiments: 100)
+--time-budget S           run for this much simulated time instead (seconds of the pipeline)
+--step-size G             step size gamma (default: convergence.step_size)
+--out-csv FILE            write the loss curve as CSV (updates,time_s,loss,grad_norm)
+--out-jsonl FILE          write the loss curve as JSON lines
+--svg FILE                write the loss against simulated time as SVG
+--report FILE             write the JSON report ('-' for stdout; the summary then goes to stderr)
+)";
+
 namespace {
 
 // Steps a model + cluster experiment runs when neither --steps nor --time-budget is given: its strategy describes
@@ -99,13 +110,7 @@ Command command_converge() {
           "EXPERIMENT.json [--steps N | --time-budget S] [--step-size G] [--out-csv F] [--out-jsonl F] [--svg F] "
           "[--report F]",
           with_flags(experiment_flags(),
-                     {{"--steps", "N", "steps to run (default: pipeline.steps; model experiments: 100)"},
-                      {"--time-budget", "S", "run for this much simulated time instead (seconds of the pipeline)"},
-                      {"--step-size", "G", "step size gamma (default: convergence.step_size)"},
-                      {"--out-csv", "FILE", "write the loss curve as CSV (updates,time_s,loss,grad_norm)"},
-                      {"--out-jsonl", "FILE", "write the loss curve as JSON lines"},
-                      {"--svg", "FILE", "write the loss against simulated time as SVG"},
-                      {"--report", "FILE", "write the JSON report ('-' for stdout; the summary then goes to stderr)"}}),
+                     flag_table(kFlags)),
           run};
 }
 

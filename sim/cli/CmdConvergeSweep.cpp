@@ -6,6 +6,15 @@
 
 namespace placesim {
 
+/// The command's flags as `--help` prints them (see flag_table).
+constexpr const char* kFlags = R"(
+--quick                   a small sweep (S = 2, 4; d = 32; budget 200) for tests; a sweep file still applies on top
+--out FILE                write the table as CSV: one row per objective, S and schedule, with the tuned step
+--jsonl FILE              write every run (each step size of each cell) as JSON lines
+--svg FILE                write final loss against S per schedule, one panel per objective
+--threads N               worker threads (default: the sweep file's, else one per core)
+)";
+
 namespace {
 
 ConvergeSweepSpec sweep_of(const Args& args) {
@@ -38,11 +47,7 @@ int run(const Args& args) {
 Command command_converge_sweep() {
   return {"converge-sweep", "final loss of each pipeline schedule over stage counts at equal simulated time, step size tuned",
           "[SWEEP.json] [--quick] [--out TABLE.csv] [--jsonl FILE] [--svg FILE] [--threads N]",
-          {{"--quick", "", "a small sweep (S = 2, 4; d = 32; budget 200) for tests; a sweep file still applies on top"},
-           {"--out", "FILE", "write the table as CSV: one row per objective, S and schedule, with the tuned step"},
-           {"--jsonl", "FILE", "write every run (each step size of each cell) as JSON lines"},
-           {"--svg", "FILE", "write final loss against S per schedule, one panel per objective"},
-           {"--threads", "N", "worker threads (default: the sweep file's, else one per core)"}},
+          flag_table(kFlags),
           run};
 }
 

@@ -10,6 +10,23 @@
 
 namespace placesim {
 
+/// The command's flags as `--help` prints them (see flag_table).
+constexpr const char* kFlags = R"(
+--stages LIST             stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)
+--schedules LIST          comma-separated schedules (default: all six)
+--microbatches M          micro-batches per step (default: --microbatches-per-stage x S)
+--microbatches-per-stage K  micro-batches per step per stage when --microbatches is not given (10)
+--steps N                 steps per run (default 2)
+--forward-s F             forward time of a stage in seconds (default 1)
+--backward-s B            backward time of a stage in seconds (default 1)
+--p2p-s C                 transfer time between stages in seconds (default 0)
+--chunks V                interleaved: model chunks per device (default 2)
+--noam N                  pipedream, pipedream-2bw: micro-batches admitted at once (default S)
+--replicas R              localsgd: model replicas (default S)
+--local-steps H           localsgd: micro-batches per replica between averagings (default 5)
+--out FILE                also write the rows: CSV when FILE ends in .csv, else JSON lines
+)";
+
 namespace {
 
 std::vector<std::string> schedule_names() {
@@ -220,19 +237,7 @@ int run(const Args& args) {
 Command command_pipeline_sweep() {
   return {"pipeline-sweep", "staleness, bubble and throughput of every pipeline schedule over stage counts (abstract stages)",
           "[--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]",
-          {{"--stages", "LIST", "stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)"},
-           {"--schedules", "LIST", "comma-separated schedules (default: all six)"},
-           {"--microbatches", "M", "micro-batches per step (default: --microbatches-per-stage x S)"},
-           {"--microbatches-per-stage", "K", "micro-batches per step per stage when --microbatches is not given (10)"},
-           {"--steps", "N", "steps per run (default 2)"},
-           {"--forward-s", "F", "forward time of a stage in seconds (default 1)"},
-           {"--backward-s", "B", "backward time of a stage in seconds (default 1)"},
-           {"--p2p-s", "C", "transfer time between stages in seconds (default 0)"},
-           {"--chunks", "V", "interleaved: model chunks per device (default 2)"},
-           {"--noam", "N", "pipedream, pipedream-2bw: micro-batches admitted at once (default S)"},
-           {"--replicas", "R", "localsgd: model replicas (default S)"},
-           {"--local-steps", "H", "localsgd: micro-batches per replica between averagings (default 5)"},
-           {"--out", "FILE", "also write the rows: CSV when FILE ends in .csv, else JSON lines"}},
+          flag_table(kFlags),
           run};
 }
 

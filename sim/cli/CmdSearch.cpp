@@ -11,6 +11,18 @@
 
 namespace placesim {
 
+/// The command's flags as `--help` prints them (see flag_table).
+constexpr const char* kFlags = R"(
+--gpus N                  GPU count when the experiment has no cluster section
+--gpus-per-node N         with --gpus: GPUs per node, the largest tp (default 8)
+--presets LIST            strategy presets to try (default megatron-3d,zero1,zero2,zero3,zero-offload)
+--micro-batches LIST      micro-batch sizes to try (default 1,2,4,8)
+--mode MODE               analyze (default) or simulate (one simulator process per candidate)
+--rank-by PATH            report figure to rank by, '-' first for highest first (default: see output)
+--top K                   rows of the table (default 10)
+--out FILE                write every candidate's row, invalid ones with their reason, as JSONL
+)";
+
 namespace {
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -134,14 +146,7 @@ Command command_search() {
   return {"search", "find the fastest valid strategy: meshes x presets x micro-batch sizes, ranked (top-k table + JSONL)",
           "EXPERIMENT.json [--top K] [--out RESULTS.jsonl] [--mode analyze|simulate] [options]",
           with_flags(search_flags(),
-                     {{"--gpus", "N", "GPU count when the experiment has no cluster section"},
-                      {"--gpus-per-node", "N", "with --gpus: GPUs per node, the largest tp (default 8)"},
-                      {"--presets", "LIST", "strategy presets to try (default megatron-3d,zero1,zero2,zero3,zero-offload)"},
-                      {"--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)"},
-                      {"--mode", "MODE", "analyze (default) or simulate (one simulator process per candidate)"},
-                      {"--rank-by", "PATH", "report figure to rank by, '-' first for highest first (default: see output)"},
-                      {"--top", "K", "rows of the table (default 10)"},
-                      {"--out", "FILE", "write every candidate's row, invalid ones with their reason, as JSONL"}}),
+                     flag_table(kFlags)),
           run_search};
 }
 

@@ -10,6 +10,20 @@
 
 namespace placesim {
 
+/// The command's flags as `--help` prints them (see flag_table).
+constexpr const char* kFlags = R"(
+--report FILE             write the JSON report here ('-' for stdout; the summary then goes to stderr)
+--trace FILE              write a Chrome trace (Perfetto, speedscope); gzip when FILE ends in .gz
+--trace-devices SEL       devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ...
+--trace-detail coarse|fine  fine shows every collective step (default coarse)
+--svg FILE                write a static SVG timeline overview
+--fidelity analytic|flow|full  analytic: collectives as exact alpha-beta delays; flow (default): collectives across
+                          nodes as contending flows; full: every collective step a flow
+--layer-group N           layers per compute task (default: chosen to bound the task count)
+--quiet                   print only the simulation summary, not the analytic table
+--reproducible            zero host-measured fields (wall time) so equal inputs give identical reports
+)";
+
 namespace {
 
 SimulateSettings settings_from(const Args& args) {
@@ -76,17 +90,7 @@ Command command_simulate() {
   return {"simulate", "expand the strategy into a task DAG and simulate one training step on the cluster (SimGrid)",
           "[EXPERIMENT.json | -] [--report FILE] [--trace FILE[.gz]] [--svg FILE] [options]",
           with_flags(experiment_flags(),
-                     {{"--report", "FILE", "write the JSON report here ('-' for stdout; the summary then goes to stderr)"},
-                      {"--trace", "FILE", "write a Chrome trace (Perfetto, speedscope); gzip when FILE ends in .gz"},
-                      {"--trace-devices", "SEL", "devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ..."},
-                      {"--trace-detail", "coarse|fine", "fine shows every collective step (default coarse)"},
-                      {"--svg", "FILE", "write a static SVG timeline overview"},
-                      {"--fidelity", "analytic|flow|full",
-                       "analytic: collectives as exact alpha-beta delays; flow (default): collectives across nodes as "
-                       "contending flows; full: every collective step a flow"},
-                      {"--layer-group", "N", "layers per compute task (default: chosen to bound the task count)"},
-                      {"--quiet", "", "print only the simulation summary, not the analytic table"},
-                      {"--reproducible", "", "zero host-measured fields (wall time) so equal inputs give identical reports"}}),
+                     flag_table(kFlags)),
           run};
 }
 

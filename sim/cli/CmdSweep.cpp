@@ -8,6 +8,16 @@
 
 namespace placesim {
 
+/// The command's flags as `--help` prints them (see flag_table).
+constexpr const char* kFlags = R"(
+--out FILE                the JSONL file the rows are appended to (sorted by index when the sweep ends)
+--csv FILE                also write the rows, flattened, as CSV
+--resume                  continue the sweep --out holds: skip its points, drop a line cut by a kill
+--force                   overwrite a non-empty --out instead of refusing
+--shard i/N               evaluate only the points whose index % N == i (0 <= i < N)
+--count                   print the number of points (and in this shard) and exit
+)";
+
 namespace {
 
 // The points of this shard not yet in the results file, ascending.
@@ -65,12 +75,7 @@ int run_sweep_command(const Args& args) {
 Command command_sweep() {
   return {"sweep", "evaluate every point of a grid of experiments into JSONL (and CSV) rows; parallel, resumable, shardable",
           "SWEEP.json --out RESULTS.jsonl [--csv RESULTS.csv] [--jobs N] [--resume] [--shard i/N] [options]",
-          with_flags({{"--out", "FILE", "the JSONL file the rows are appended to (sorted by index when the sweep ends)"},
-                      {"--csv", "FILE", "also write the rows, flattened, as CSV"},
-                      {"--resume", "", "continue the sweep --out holds: skip its points, drop a line cut by a kill"},
-                      {"--force", "", "overwrite a non-empty --out instead of refusing"},
-                      {"--shard", "i/N", "evaluate only the points whose index % N == i (0 <= i < N)"},
-                      {"--count", "", "print the number of points (and in this shard) and exit"}},
+          with_flags(flag_table(kFlags),
                      sweep_run_flags()),
           run_sweep_command};
 }

@@ -23,10 +23,12 @@ std::string own_executable() {
 }  // namespace
 
 std::vector<FlagSpec> sweep_run_flags() {
-  return {{"--jobs", "N", "points evaluated at once: threads (analyze) or simulator processes (default: all cores)"},
-          {"--device-memory", "SIZE", "memory per GPU to check every point against (default: the cluster's GPU)"},
-          {"--simulator", "PATH", "simulate mode: the placesim executable run per point (default: this one)"},
-          {"--quiet", "", "no progress display"}};
+  return flag_table(R"(
+--jobs N                  points evaluated at once: threads (analyze) or simulator processes (default: all cores)
+--device-memory SIZE      memory per GPU to check every point against (default: the cluster's GPU)
+--simulator PATH          simulate mode: the placesim executable run per point (default: this one)
+--quiet                   no progress display
+)");
 }
 
 SweepRunOptions sweep_run_options(const Args& args) {
