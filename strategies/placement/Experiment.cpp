@@ -92,7 +92,7 @@ Json model_to_json(const ModelSpec& m) {
     if (m.opaque_layers > 0) j["layers"] = m.opaque_layers;
     return j;
   }
-  j["family"] = m.family;
+  j["family"] = to_string(m.family);
   j["layers"] = m.layers;
   j["hidden"] = m.hidden;
   j["heads"] = m.heads;
