@@ -76,7 +76,7 @@ Json strategy_to_json(const StrategySpec& s) {
               {"chunks", s.chunks},
               {"noam", s.noam},
               {"bucket_bytes", s.bucket_bytes},
-              {"collective", s.collective},
+              {"collective", to_string(s.collective)},
               {"placement",
                {{"parameters", to_string(s.placement.parameters)},
                 {"gradients", to_string(s.placement.gradients)},
