@@ -16,13 +16,18 @@ struct ResidualRow {
   double error_percent() const { return 100.0 * (fitted - measured) / measured; }
 };
 
+/// Where the measured collectives ran, so which fabric of a CommProfile the fitted one replaces.
+enum class FabricScope { IntraNode, InterNode };
+/// "intra_node" | "inter_node", as the input and the profile file spell them.
+std::string to_string(FabricScope s);
+
 /// A fitted profile: the base accelerator with its compute profile fitted, and the fabric (fitted when the
 /// measurements had collectives).
 struct Calibration {
   AcceleratorSpec accelerator;
   FabricProfile fabric;
   bool fabric_fitted = false;
-  std::string fabric_scope = "intra_node";  ///< where the fitted fabric runs: "intra_node" or "inter_node"
+  FabricScope fabric_scope = FabricScope::IntraNode;  ///< where the fitted fabric runs
   std::vector<std::string> fitted_parameters;
   std::vector<ResidualRow> residuals;
   std::vector<std::string> sources;
