@@ -23,7 +23,7 @@ struct TrainEvent {
   std::vector<int> versions_read; ///< Backward only: one version per stage (of `replica`)
 };
 
-struct UpdateTrace {
+struct UpdateLog {
   int stages = 1;
   int replicas = 1;
   std::vector<TrainEvent> events;  ///< completion order; ties broken deterministically by the producer
