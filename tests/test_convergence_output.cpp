@@ -1,4 +1,4 @@
-// Writers of a stale-SGD run (traces/ConvergenceOutput, traces/SvgPlot): CSV, JSONL, summary, SVG.
+// Writers of a stale-SGD run (sim/converge/ConvergenceOutput, traces/svg/SvgPlot): CSV, JSONL, summary, SVG.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <sstream>

@@ -3,7 +3,7 @@
 
 namespace placesim {
 
-// One function per subcommand, each defined in its own sim/Cmd*.cpp file.
+// One function per subcommand, each defined in its own sim/cli/Cmd*.cpp file.
 Command command_analyze();
 Command command_calibrate();
 Command command_check();

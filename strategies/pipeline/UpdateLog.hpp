@@ -4,7 +4,7 @@
 namespace placesim {
 
 /// What a pipeline schedule did to the weights, in simulated completion order: the input of the stale-SGD
-/// executor (sim/StaleSgd) and of the staleness metrics. Produced from a simulated or evaluated schedule.
+/// executor (sim/converge/StaleSgd) and of the staleness metrics. Produced from a simulated or evaluated schedule.
 ///
 /// Weights are S blocks, one per stage, per model replica (LocalSGD runs several replicas through one pipeline).
 /// Each block has a version: the number of Apply events on it so far (0 = initial weights).
