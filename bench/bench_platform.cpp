@@ -20,8 +20,9 @@ int main(int argc, char** argv) {
   }
   int gpus = std::atoi(argv[1]);
   std::size_t wanted = std::strtoull(argv[2], nullptr, 10);
-  ClusterSpec c = parse_cluster(Json{{"preset", "dgx-a100"}, {"nodes", gpus / 8}});
-  if (argc > 3) c.fabric = argv[3];
+  Json spec{{"preset", "dgx-a100"}, {"nodes", gpus / 8}};
+  if (argc > 3) spec["fabric"] = argv[3];
+  ClusterSpec c = parse_cluster(spec);
   if (argc > 4) c.oversubscription = std::atof(argv[4]);
 
   std::vector<std::pair<int, int>> pairs;

@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "sim/converge/StaleSgd.hpp"
-#include "tests/TraceBuilders.hpp"
+#include "tests/UpdateLogBuilders.hpp"
 
 using namespace placesim;
 
@@ -22,7 +22,7 @@ double best_ms(int repeats, const std::function<void()>& work) {
   return best;
 }
 
-void bench(const char* title, const UpdateTrace& trace, ObjectiveKind kind, int repeats) {
+void bench(const char* title, const UpdateLog& trace, ObjectiveKind kind, int repeats) {
   ConvergenceSpec spec;
   spec.objective.kind = kind;
   spec.step_size = 0.01;
@@ -41,8 +41,8 @@ void bench(const char* title, const UpdateTrace& trace, ObjectiveKind kind, int 
 int main(int argc, char** argv) {
   int repeats = argc > 1 ? std::atoi(argv[1]) : 5;
   const int stages = 32;
-  UpdateTrace stale = test::pipedream_like_trace(stages, 157);  // 157 x 32 = 5,024 updates, one per backward
-  UpdateTrace sync = test::synchronous_trace(stages, 4, 157);   // 5,024 updates after 4 backwards each
+  UpdateLog stale = test::pipedream_like_log(stages, 157);  // 157 x 32 = 5,024 updates, one per backward
+  UpdateLog sync = test::synchronous_log(stages, 4, 157);   // 5,024 updates after 4 backwards each
   for (ObjectiveKind kind : {ObjectiveKind::Quadratic, ObjectiveKind::Logistic, ObjectiveKind::LeastSquares}) {
     bench("pipedream-like", stale, kind, repeats);
     bench("synchronous", sync, kind, repeats);

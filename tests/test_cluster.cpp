@@ -26,7 +26,7 @@ TEST_CASE("dgx-a100 with 128 nodes has 1024 devices and the data-sheet links") {
   CHECK(c.nic_bw_Bps == 25e9);  // HDR 200 Gb/s
   CHECK(c.pcie_bw_Bps == 25e9);
   CHECK(c.host_memory_bytes == 2e12);
-  CHECK(c.fabric == "rail-optimized");
+  CHECK(c.fabric == FabricTopology::RailOptimized);
   CHECK(c.oversubscription == 1.0);
 }
 
@@ -44,7 +44,7 @@ TEST_CASE("selene is 560 DGX A100 nodes in 20-node rail-optimized units") {
   ClusterSpec c = parse_cluster(Json("selene"));
   CHECK(c.devices() == 4480);
   CHECK(c.accelerator.name == "a100-80gb");
-  CHECK(c.fabric == "rail-optimized");
+  CHECK(c.fabric == FabricTopology::RailOptimized);
   CHECK(c.switch_radix / 2 == 20);
   CHECK(cluster(R"({"preset": "selene", "nodes": 140})").devices() == 1120);
 }
@@ -65,7 +65,7 @@ TEST_CASE("overrides replace preset fields and parse units") {
   CHECK(c.host_memory_bytes == 512.0 * 1073741824.0);
   CHECK(c.host_flops == 2e12);
   CHECK(c.nvme_write_Bps == 5e9);
-  CHECK(c.fabric == "fat-tree");
+  CHECK(c.fabric == FabricTopology::FatTree);
   CHECK(c.oversubscription == 2);
   CHECK(c.switch_radix == 32);
   CHECK(c.switch_latency_s == Approx(100e-9).epsilon(1e-12));

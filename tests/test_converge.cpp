@@ -1,10 +1,10 @@
-// The schedule -> evaluation -> UpdateTrace -> executor path of `placesim converge`: without staleness it is plain
+// The schedule -> evaluation -> UpdateLog -> executor path of `placesim converge`: without staleness it is plain
 // mini-batch SGD bit for bit; the delays the executor meets under PipeDream are the pipeline report's (Ilin &
 // Richtarik, arXiv 2606.03498); a time budget cuts a run exactly where an endless run would be.
 #include <catch2/catch.hpp>
 
 #include "sim/converge/Converge.hpp"
-#include "sim/converge/TraceDelays.hpp"
+#include "sim/converge/UpdateDelays.hpp"
 #include "strategies/pipeline/PipelineTimeline.hpp"
 #include "tests/Helpers.hpp"
 #include "tests/PipelineHelpers.hpp"
@@ -25,11 +25,11 @@ ConvergenceSpec spec_for(ObjectiveKind kind, int dimension, double step) {
   return spec;
 }
 
-// The UpdateTrace of a schedule evaluated with forward 1, backward 2 and transfers of 0.25 (uneven on purpose: the
+// The UpdateLog of a schedule evaluated with forward 1, backward 2 and transfers of 0.25 (uneven on purpose: the
 // trace's order must not depend on uniform times).
-UpdateTrace trace_of(const PipelineShape& shape) {
+UpdateLog log_of(const PipelineShape& shape) {
   const test::PipelineRun run = test::run_pipeline(shape, test::pipeline_times(1, 2, 0.25));
-  return update_trace(run.schedule, run.timeline);
+  return update_log(run.schedule, run.timeline);
 }
 
 // Runs `shape` for 1 .. steps steps through the whole path and checks every coordinate of the final model against
@@ -43,7 +43,7 @@ void check_plain_sgd(Schedule schedule, ObjectiveKind kind, int stages, int micr
     ConvergenceSpec run_spec = spec;
     run_spec.sample_every = stages;  // the stages' Applies of one update are consecutive: a point per update
     const ConvergenceResult r =
-        run_convergence(trace_of(test::pipeline_shape(schedule, stages, microbatches, n)), run_spec, *f);
+        run_convergence(log_of(test::pipeline_shape(schedule, stages, microbatches, n)), run_spec, *f);
     const int done = microbatches * n / per_update;
     REQUIRE(r.final_weights.size() == 1);
     for (std::size_t k = 0; k < reference[done - 1].size(); ++k) CHECK(r.final_weights[0][k] == reference[done - 1][k]);
@@ -57,7 +57,7 @@ void check_delays_match_report(int stages, int microbatches, int noam) {
   PipelineShape shape = test::pipeline_shape(Schedule::PipeDream, stages, microbatches);
   shape.noam = noam;
   const test::PipelineRun run = test::run_pipeline(shape, test::pipeline_times(1, 1));
-  const TraceDelays seen = trace_delays(update_trace(run.schedule, run.timeline), run.metrics.steady_from_microbatch);
+  const UpdateDelays seen = update_delays(update_log(run.schedule, run.timeline), run.metrics.steady_from_microbatch);
   const Json report = pipeline_json(run.metrics)["staleness"];
   INFO("S=" << stages << " NOAM=" << noam);
   CHECK(seen.steady.max == report["max_delay"].get<std::int64_t>());
@@ -92,10 +92,10 @@ TEST_CASE("Delays the executor meets under PipeDream equal the pipeline report's
 
 TEST_CASE("With transfer delays the executor's version-based delays are at least the report's read-time ones") {
   // A forward that waits for its input reads its block later than the Apply that made the version: the report
-  // counts from the read, trace_delays from the version, so it sees more updates in between, never fewer.
+  // counts from the read, update_delays from the version, so it sees more updates in between, never fewer.
   const test::PipelineRun run =
       test::run_pipeline(test::pipeline_shape(Schedule::PipeDream, 5, 50), test::pipeline_times(1, 1, 0.3));
-  const TraceDelays seen = trace_delays(update_trace(run.schedule, run.timeline), run.metrics.steady_from_microbatch);
+  const UpdateDelays seen = update_delays(update_log(run.schedule, run.timeline), run.metrics.steady_from_microbatch);
   CHECK(seen.steady.samples == run.metrics.delay.samples);
   CHECK(seen.steady.max >= run.metrics.delay.max);
   CHECK(seen.steady.mean > run.metrics.delay.mean);
@@ -110,7 +110,7 @@ TEST_CASE("A time budget cuts the trace where a much longer run would be") {
   const double budget = 77.5;
   const PreparedPipeline cut = prepare_pipeline(p, RunLength{0, budget});
   const PreparedPipeline longer = prepare_pipeline(p, RunLength{cut.pipeline.shape.steps + 5, 0});
-  const UpdateTrace reference = cut_trace(longer.trace, budget);
+  const UpdateLog reference = cut_log(longer.trace, budget);
   REQUIRE(cut.trace.events.size() == reference.events.size());
   REQUIRE(!cut.trace.events.empty());
   for (std::size_t k = 0; k < reference.events.size(); ++k) {

@@ -1,4 +1,4 @@
-// The schedule comparison of `placesim converge-sweep` (sim/ConvergeSweep): reading a sweep file, the tuned cells,
+// The schedule comparison of `placesim converge-sweep` (sim/converge/ConvergeSweep): reading a sweep file, the tuned cells,
 // and results that do not depend on the number of threads.
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -1,9 +1,9 @@
-// Writers of a stale-SGD run (traces/ConvergenceOutput, traces/SvgPlot): CSV, JSONL, summary, SVG.
+// Writers of a stale-SGD run (sim/converge/ConvergenceOutput, traces/svg/SvgPlot): CSV, JSONL, summary, SVG.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <sstream>
 
-#include "tests/TraceBuilders.hpp"
+#include "tests/UpdateLogBuilders.hpp"
 #include "sim/converge/ConvergenceOutput.hpp"
 
 using namespace placesim;
@@ -135,7 +135,7 @@ TEST_CASE("Writing one run twice gives identical bytes") {
   spec.objective.dimension = 32;
   spec.objective.samples = 64;
   spec.step_size = 0.05;
-  UpdateTrace trace = test::pipedream_like_trace(4, 50);
+  UpdateLog trace = test::pipedream_like_log(4, 50);
   auto render = [&] {
     ConvergenceResult r = run_convergence(trace, spec);
     std::ostringstream csv, jsonl;

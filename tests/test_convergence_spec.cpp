@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/converge/StaleSgd.hpp"
-#include "tests/TraceBuilders.hpp"
+#include "tests/UpdateLogBuilders.hpp"
 
 using namespace placesim;
 using Catch::Contains;
@@ -49,7 +49,7 @@ TEST_CASE("A step size of zero or below is refused") {
   CHECK_THROWS_WITH(parse(R"({"step_size": -0.5})"), "convergence.step_size=-0.5 must be positive");
   ConvergenceSpec spec = tiny();
   spec.step_size = 0;
-  CHECK_THROWS_WITH(run_convergence(test::synchronous_trace(1, 1, 1), spec), Contains("convergence.step_size=0"));
+  CHECK_THROWS_WITH(run_convergence(test::synchronous_log(1, 1, 1), spec), Contains("convergence.step_size=0"));
 }
 
 TEST_CASE("An unknown objective is refused naming the nearest one") {
@@ -64,9 +64,9 @@ TEST_CASE("An unknown key is refused naming the nearest one") {
 
 TEST_CASE("A dimension smaller than the number of stages is refused") {
   ConvergenceSpec spec = tiny();
-  CHECK_THROWS_WITH(run_convergence(test::synchronous_trace(8, 1, 1), spec),
+  CHECK_THROWS_WITH(run_convergence(test::synchronous_log(8, 1, 1), spec),
                     Contains("convergence.dimension=4 is smaller than the 8 pipeline stages"));
-  CHECK_NOTHROW(run_convergence(test::synchronous_trace(4, 1, 1), spec));
+  CHECK_NOTHROW(run_convergence(test::synchronous_log(4, 1, 1), spec));
 }
 
 TEST_CASE("Data-set fields are refused for the quadratic") {
@@ -111,7 +111,7 @@ TEST_CASE("A negative seed is refused") {
 }
 
 TEST_CASE("A backward reading a version that never existed is refused") {
-  UpdateTrace trace{2, 1, {backward(1, 0, {0, 0}, 1), apply(1, 2), backward(1, 1, {0, 3}, 3)}};
+  UpdateLog trace{2, 1, {backward(1, 0, {0, 0}, 1), apply(1, 2), backward(1, 1, {0, 3}, 3)}};
   CHECK_THROWS_WITH(run_convergence(trace, tiny()),
                     "trace.events[2].versions_read[1]=3 never existed: block 1 of replica 0 has versions 0..1 at "
                     "that point");
@@ -120,32 +120,32 @@ TEST_CASE("A backward reading a version that never existed is refused") {
 }
 
 TEST_CASE("A backward whose versions_read does not have one entry per stage is refused") {
-  UpdateTrace trace{2, 1, {backward(1, 0, {0}, 1)}};
+  UpdateLog trace{2, 1, {backward(1, 0, {0}, 1)}};
   CHECK_THROWS_WITH(run_convergence(trace, tiny()),
                     "trace.events[0].versions_read has 1 entries but the trace has 2 stages");
 }
 
 TEST_CASE("An Apply without an accumulated gradient is refused") {
-  UpdateTrace trace{1, 1, {backward(0, 0, {0}, 1), apply(0, 2), apply(0, 3)}};
+  UpdateLog trace{1, 1, {backward(0, 0, {0}, 1), apply(0, 2), apply(0, 3)}};
   CHECK_THROWS_WITH(run_convergence(trace, tiny()), Contains("trace.events[2].kind=Apply on stage 0 of replica 0"));
 }
 
 TEST_CASE("A micro-batch whose backward repeats on a stage is refused") {
-  UpdateTrace trace{1, 1, {backward(0, 5, {0}, 1), apply(0, 2), backward(0, 5, {1}, 3)}};
+  UpdateLog trace{1, 1, {backward(0, 5, {0}, 1), apply(0, 2), backward(0, 5, {1}, 3)}};
   CHECK_THROWS_WITH(run_convergence(trace, tiny()),
                     "trace.events[2].microbatch=5 already had its backward on stage 0 of replica 0");
 }
 
 TEST_CASE("Events out of completion order are refused") {
-  UpdateTrace trace{1, 1, {backward(0, 0, {0}, 2), apply(0, 1)}};
+  UpdateLog trace{1, 1, {backward(0, 0, {0}, 2), apply(0, 1)}};
   CHECK_THROWS_WITH(run_convergence(trace, tiny()), Contains("trace.events[1].time_s=1 is earlier than"));
 }
 
 TEST_CASE("Events outside the trace's stages or replicas are refused") {
-  UpdateTrace stage{2, 1, {backward(2, 0, {0, 0}, 1)}};
+  UpdateLog stage{2, 1, {backward(2, 0, {0, 0}, 1)}};
   CHECK_THROWS_WITH(run_convergence(stage, tiny()), "trace.events[0].stage=2 is outside the trace's stages 0..1");
-  UpdateTrace replica{2, 1, {backward(0, 0, {0, 0}, 1, 1)}};
+  UpdateLog replica{2, 1, {backward(0, 0, {0, 0}, 1, 1)}};
   CHECK_THROWS_WITH(run_convergence(replica, tiny()), "trace.events[0].replica=1 is outside the trace's replicas 0..0");
-  UpdateTrace none{0, 1, {}};
+  UpdateLog none{0, 1, {}};
   CHECK_THROWS_WITH(run_convergence(none, tiny()), "trace.stages=0 must be at least 1");
 }

@@ -1,4 +1,4 @@
-// Rails, leaves and routes of topology/Fabric on tiny clusters, without SimGrid.
+// Rails, leaves and routes of topology/cluster/Fabric on tiny clusters, without SimGrid.
 #include <catch2/catch.hpp>
 
 #include "topology/cluster/Fabric.hpp"

@@ -67,7 +67,7 @@ TEST_CASE("Hugging Face config.json import for the Llama GPT-2 and GPT-NeoX fami
     return parse_model(Json{{"hf_config", std::string(PLACESIM_SOURCE_DIR) + "/tests/data/" + file}}, "");
   };
   ModelSpec llama = hf("hf-llama-2-7b.json");
-  CHECK(llama.family == "llama");
+  CHECK(llama.family == ModelFamily::Llama);
   CHECK(llama.layers == 32);
   CHECK(llama.seq_len == 4096);
   CHECK(total_parameters(llama) == 6738415616.0);

@@ -1,4 +1,4 @@
-// Seeded objectives of the stale-SGD executor (sim/Objectives, sim/SyntheticData, sim/Random).
+// Seeded objectives of the stale-SGD executor (sim/converge/Objectives, sim/converge/SyntheticData, sim/converge/Random).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>

@@ -15,8 +15,8 @@ using namespace placesim;
 
 namespace {
 
-UpdateTrace trace_of(const test::PipelineRun& r) {
-  return update_trace(r.schedule, r.timeline);
+UpdateLog log_of(const test::PipelineRun& r) {
+  return update_log(r.schedule, r.timeline);
 }
 
 PipelineShape pipedream(int stages, int microbatches, int noam) {
@@ -93,7 +93,7 @@ TEST_CASE("PipeDream-2BW keeps at most two versions and every update after the f
   test::PipelineRun r = test::run_pipeline(sh, test::pipeline_times(1, 2, 0.25));
   CHECK(r.metrics.stashed_versions_peak == std::vector<int>(6, 2));
   CHECK(r.metrics.version_lag.max == 1);
-  UpdateTrace trace = trace_of(r);
+  UpdateLog trace = log_of(r);
   std::vector<int> applies(6, 0);
   std::vector<std::vector<int>> pending(6);  // versions of stage s the gradients since its last Apply were computed at
   int updates = 0;
@@ -117,7 +117,7 @@ TEST_CASE("LocalSGD has no staleness: each backward read its replica's weights b
   test::PipelineRun r = test::run_pipeline(sh, test::pipeline_times(1, 2, 0.5));
   CHECK(r.metrics.version_lag.max == 0);
   CHECK(r.metrics.bubble_fraction.size() == 4);
-  UpdateTrace trace = trace_of(r);
+  UpdateLog trace = log_of(r);
   CHECK(trace.replicas == 3);
   std::map<std::pair<int, int>, int> applied;  // (replica, stage) -> Apply events so far
   int backwards = 0, averages = 0;
@@ -139,7 +139,7 @@ TEST_CASE("GPipe and 1F1B update traces: one Apply per stage per step after all 
   for (Schedule schedule : {Schedule::GPipe, Schedule::OneFOneB}) {
     INFO(to_string(schedule));
     test::PipelineRun r = test::run_pipeline(test::pipeline_shape(schedule, 4, 6, 3), test::pipeline_times(1, 2, 0.5));
-    UpdateTrace trace = trace_of(r);
+    UpdateLog trace = log_of(r);
     std::vector<int> backwards_in_step(4, 0), step(4, 0);
     double last_time = 0;
     for (const TrainEvent& e : trace.events) {

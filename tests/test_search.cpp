@@ -15,7 +15,7 @@ namespace {
 
 std::vector<std::tuple<int, int, int>> meshes(std::int64_t devices, std::int64_t per_node) {
   std::vector<std::tuple<int, int, int>> out;
-  for (const Mesh& m : enumerate_meshes(devices, per_node))
+  for (const CandidateMesh& m : enumerate_meshes(devices, per_node))
     out.emplace_back(static_cast<int>(m.dp), static_cast<int>(m.tp), static_cast<int>(m.pp));
   return out;
 }

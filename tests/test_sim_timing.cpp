@@ -17,7 +17,7 @@ ClusterSpec node() {
   c.gpus_per_node = 8;
   c.nvlink_bw_Bps = 100e9;
   c.nvlink_latency_s = 1e-6;
-  c.comm_model = "links";
+  c.comm_model = CommModel::Links;
   return c;
 }
 
@@ -94,7 +94,7 @@ ClusterSpec two_nodes() {
   c.nic_bw_Bps = 10e9;
   c.nic_latency_s = 2e-6;
   c.switch_latency_s = 1e-6;
-  c.fabric = "rail-optimized";
+  c.fabric = FabricTopology::RailOptimized;
   return c;
 }
 

@@ -1,10 +1,10 @@
-// The stale-SGD executor (sim/StaleSgd): without staleness it is plain mini-batch SGD bit for bit; with a stale
+// The stale-SGD executor (sim/converge/StaleSgd): without staleness it is plain mini-batch SGD bit for bit; with a stale
 // trace it takes the gradient at the versions the trace names; Average averages; equal input, equal output.
 #include <catch2/catch.hpp>
 
 #include "sim/converge/StaleSgd.hpp"
 #include "tests/PlainSgd.hpp"
-#include "tests/TraceBuilders.hpp"
+#include "tests/UpdateLogBuilders.hpp"
 
 using namespace placesim;
 using test::apply;
@@ -35,7 +35,7 @@ void check_equals_plain_sgd(ObjectiveKind kind, int dimension, int stages, int m
   auto f = make_objective(spec.objective);
   auto reference = plain_sgd(*f, spec.step_size, microbatches, steps);
   for (int n = 1; n <= steps; ++n) {
-    ConvergenceResult result = run_convergence(test::synchronous_trace(stages, microbatches, n), spec, *f);
+    ConvergenceResult result = run_convergence(test::synchronous_log(stages, microbatches, n), spec, *f);
     REQUIRE(result.final_weights.size() == 1);
     REQUIRE(result.final_weights[0].size() == reference[n - 1].size());
     for (std::size_t k = 0; k < reference[n - 1].size(); ++k) CHECK(result.final_weights[0][k] == reference[n - 1][k]);
@@ -64,7 +64,7 @@ TEST_CASE("One stage applying after every backward is plain SGD with one micro-b
   ConvergenceSpec spec = spec_for(ObjectiveKind::Logistic, 16, 0.2);
   spec.sample_every = 1;
   auto f = make_objective(spec.objective);
-  UpdateTrace trace{1, 1, {}};
+  UpdateLog trace{1, 1, {}};
   for (int i = 0; i < 20; ++i) {
     trace.events.push_back(backward(0, i, {i}, 2.0 * i + 1));
     trace.events.push_back(apply(0, 2.0 * i + 2));
@@ -92,7 +92,7 @@ TEST_CASE("One stage applying after every backward is plain SGD with one micro-b
 // Final loss: u = (0.375, 2.625), 1/2 u^T A u = 1/2 (0.28125 + 1.96875 + 27.5625) = 14.90625.
 TEST_CASE("A stale trace takes each gradient at the versions it read on a 2-block quadratic") {
   QuadraticObjective f({2, 1, 1, 4}, {2, 2}, 0.0, 0.0, 1);
-  UpdateTrace trace{
+  UpdateLog trace{
       2,
       1,
       {backward(1, 0, {0, 0}, 1), apply(1, 2), backward(0, 0, {0, 0}, 3), apply(0, 4), backward(1, 1, {0, 0}, 5),
@@ -117,7 +117,7 @@ TEST_CASE("A stale trace takes each gradient at the versions it read on a 2-bloc
 // replica 0 steps block 0 from its averaged weights: (2.5, 5) - 1/2 (-1.5, -3) = (3.25, 6.5).
 TEST_CASE("Average replaces a block of every replica by the replicas' mean") {
   QuadraticObjective f({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 8, 4, 8}, 0.0, 0.0, 1);
-  UpdateTrace trace{2, 2, {}};
+  UpdateLog trace{2, 2, {}};
   auto step = [&](int replica, int microbatch, int version) {
     for (int s : {1, 0}) trace.events.push_back(backward(s, microbatch, {version, version}, 1, replica));
     for (int s : {1, 0}) trace.events.push_back(apply(s, 1, replica));
@@ -144,7 +144,7 @@ TEST_CASE("Average replaces a block of every replica by the replicas' mean") {
 // reads version 1 of block 0, which is the averaged one: g0 = (2.5 - 4, 5 - 8) = (-1.5, -3), not (-2, -4).
 TEST_CASE("A backward after an Average reads the averaged newest version") {
   QuadraticObjective f({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 8, 4, 8}, 0.0, 0.0, 1);
-  UpdateTrace trace{2, 2, {}};
+  UpdateLog trace{2, 2, {}};
   auto step = [&](int replica, int microbatch, int version) {
     for (int s : {1, 0}) trace.events.push_back(backward(s, microbatch, {version, version}, 1, replica));
     for (int s : {1, 0}) trace.events.push_back(apply(s, 1, replica));
@@ -166,15 +166,15 @@ TEST_CASE("A backward after an Average reads the averaged newest version") {
 
 TEST_CASE("A prebuilt objective gives the same run as one built from the spec") {
   ConvergenceSpec spec = spec_for(ObjectiveKind::LeastSquares, 30, 0.05);
-  UpdateTrace trace = test::pipedream_like_trace(3, 40);
+  UpdateLog trace = test::pipedream_like_log(3, 40);
   auto f = make_objective(spec.objective);
   CHECK(run_convergence(trace, spec, *f).final_weights == run_convergence(trace, spec).final_weights);
 }
 
 TEST_CASE("Average of a single replica leaves the weights unchanged") {
   QuadraticObjective f({1, 0, 0, 1}, {1, 3}, 0.0, 0.0, 1);
-  UpdateTrace plain{1, 1, {backward(0, 0, {0}, 1), apply(0, 2)}};
-  UpdateTrace averaged{1, 1, {backward(0, 0, {0}, 1), apply(0, 2), average(0, 3)}};
+  UpdateLog plain{1, 1, {backward(0, 0, {0}, 1), apply(0, 2)}};
+  UpdateLog averaged{1, 1, {backward(0, 0, {0}, 1), apply(0, 2), average(0, 3)}};
   ConvergenceSpec spec;
   spec.step_size = 0.5;
   CHECK(run_convergence(averaged, spec, f).final_weights == run_convergence(plain, spec, f).final_weights);
@@ -182,7 +182,7 @@ TEST_CASE("Average of a single replica leaves the weights unchanged") {
 
 TEST_CASE("Stale versions are released once no later backward reads them") {
   ConvergenceSpec spec = spec_for(ObjectiveKind::Quadratic, 64, 0.01);
-  ConvergenceResult result = run_convergence(test::pipedream_like_trace(8, 200), spec);
+  ConvergenceResult result = run_convergence(test::pipedream_like_log(8, 200), spec);
   // Micro-batch i reads block t at version i - (7 - t), and every stage's backward of i reads the whole vector.
   // Block t >= 1 applies (reaching i + 1) before the lower stages' backwards of i: versions i - 7 + t .. i + 1,
   // 9 - t of them. Block 0 applies last, after its own last reader: versions i - 7 .. i, 8 of them.
@@ -192,7 +192,7 @@ TEST_CASE("Stale versions are released once no later backward reads them") {
 
 TEST_CASE("Same inputs give identical outputs and another seed gives other ones") {
   ConvergenceSpec spec = spec_for(ObjectiveKind::Logistic, 48, 0.1);
-  UpdateTrace trace = test::pipedream_like_trace(4, 60);
+  UpdateLog trace = test::pipedream_like_log(4, 60);
   ConvergenceResult a = run_convergence(trace, spec), b = run_convergence(trace, spec);
   CHECK(a.final_weights == b.final_weights);
   REQUIRE(a.points.size() == b.points.size());
@@ -206,10 +206,10 @@ TEST_CASE("Same inputs give identical outputs and another seed gives other ones"
 
 TEST_CASE("Automatic sampling records one point per full-model update up to 128 of them") {
   ConvergenceSpec spec = spec_for(ObjectiveKind::Quadratic, 32, 0.01);
-  ConvergenceResult small = run_convergence(test::synchronous_trace(4, 2, 10), spec);
+  ConvergenceResult small = run_convergence(test::synchronous_log(4, 2, 10), spec);
   CHECK(small.sample_every == 4);
   CHECK(small.points.size() == 11);  // the initial point and one per step
-  ConvergenceResult large = run_convergence(test::synchronous_trace(4, 1, 600), spec);
+  ConvergenceResult large = run_convergence(test::synchronous_log(4, 1, 600), spec);
   CHECK(large.sample_every == 20);  // 600 full-model updates: every fifth, 120 points
   CHECK(large.points.size() == 121);
   CHECK(large.points.back().updates == 2400);
@@ -218,7 +218,7 @@ TEST_CASE("Automatic sampling records one point per full-model update up to 128 
 TEST_CASE("The last Apply is always sampled") {
   ConvergenceSpec spec = spec_for(ObjectiveKind::Quadratic, 8, 0.1);
   spec.sample_every = 3;
-  ConvergenceResult result = run_convergence(test::synchronous_trace(2, 1, 4), spec);  // 8 Applies
+  ConvergenceResult result = run_convergence(test::synchronous_log(2, 1, 4), spec);  // 8 Applies
   std::vector<std::int64_t> updates;
   for (const auto& p : result.points) updates.push_back(p.updates);
   CHECK(updates == std::vector<std::int64_t>{0, 3, 6, 8});
@@ -229,7 +229,7 @@ TEST_CASE("A diverging run stops once the loss exceeds 1e12 times the initial on
   ConvergenceSpec spec;
   spec.step_size = 1e3;  // x <- x - 1000 (x - x*): |x| grows 999-fold per step and overflows
   spec.sample_every = 1;
-  ConvergenceResult result = run_convergence(test::synchronous_trace(1, 1, 400), spec, f);
+  ConvergenceResult result = run_convergence(test::synchronous_log(1, 1, 400), spec, f);
   CHECK(result.diverged);
   // f(0) = 1 and f grows by 999^2 per step: 999^4 = 0.996e12 stays below 1e12, 999^6 = 0.994e18 does not.
   CHECK(result.updates == 3);
@@ -241,8 +241,8 @@ TEST_CASE("Mild staleness still converges and heavy staleness at the same step s
   ConvergenceSpec spec = spec_for(ObjectiveKind::Quadratic, 64, 1.0);
   spec.objective.noise = 0;
   spec.objective.l2 = 0;  // so that the minimum is 0
-  ConvergenceResult sync = run_convergence(test::synchronous_trace(8, 1, 300), spec);
-  ConvergenceResult stale = run_convergence(test::pipedream_like_trace(8, 300), spec);
+  ConvergenceResult sync = run_convergence(test::synchronous_log(8, 1, 300), spec);
+  ConvergenceResult stale = run_convergence(test::pipedream_like_log(8, 300), spec);
   CHECK(sync.points.back().loss < 1e-12 * sync.points.front().loss);
   CHECK_FALSE(sync.diverged);
   CHECK(stale.diverged);

@@ -11,7 +11,7 @@
 //   |                                             |    nic-n.r --[leaf l]-- uplink-l --[spine]
 //   | gpu_i --pcie-i-- cpu-n (host_flops x K)     |    uplink-l: NICs of leaf l x nic_bw / oversubscription,
 //   |                    +-- nvme-n (disk)        |              shared by all of them
-//   | gpu_i ---------------- nic-n.r (rail r) ----+--> leaf (see topology/Fabric.hpp for leaf numbering)
+//   | gpu_i ---------------- nic-n.r (rail r) ----+--> leaf (see topology/cluster/Fabric.hpp for leaf numbering)
 //   +---------------------------------------------+
 //
 // GPU -> GPU, same node:   nvlink-i up, nvlink-j down

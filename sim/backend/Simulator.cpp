@@ -230,7 +230,7 @@ CollectivePlan Runner::plan(const Collective& c) {
                               : c.op == CollectiveOp::AllGather ? CollectiveKind::AllGather
                                                                 : CollectiveKind::ReduceScatter;
   FabricProfile fabric;  // default: one protocol, the links' own
-  if (c_.comm_model == "nccl") fabric = ring.one_node ? c_.comm.intra_node : c_.comm.inter_node;
+  if (c_.comm_model == CommModel::Nccl) fabric = ring.one_node ? c_.comm.intra_node : c_.comm.inter_node;
   const bool nvls = ring.one_node && fabric.has_nvls() && kind == CollectiveKind::AllReduce;
   CollectivePlan p =
       plan_collective(kind, nvls ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring, bytes, n, fabric, ring.hop);

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/converge/TraceDelays.hpp"
+#include "sim/converge/UpdateDelays.hpp"
 #include "strategies/pipeline/PipelineMetrics.hpp"
 #include "strategies/pipeline/PipelineTimeline.hpp"
 #include "sim/converge/ConvergenceOutput.hpp"
@@ -48,14 +48,14 @@ Json times_json(const PipelineTimes& t) {
 }
 
 // Half of the micro-batches whose backward the trace holds: the start of its steady state, as the report takes it.
-int steady_from(const UpdateTrace& trace) {
+int steady_from(const UpdateLog& trace) {
   int last = -1;
   for (const TrainEvent& e : trace.events)
     if (e.kind == TrainEvent::Kind::Backward) last = std::max(last, e.microbatch);
   return (last + 1) / 2;
 }
 
-Json delays_json(const TraceDelays& d) {
+Json delays_json(const UpdateDelays& d) {
   Json histogram = Json::array();
   for (const auto& [delay, count] : d.histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
   return Json{{"max_delay", d.steady.max},
@@ -87,8 +87,8 @@ int steps_for_budget(const AbstractPipeline& p, double budget_s) {
   }
 }
 
-UpdateTrace cut_trace(const UpdateTrace& trace, double budget_s) {
-  UpdateTrace cut;
+UpdateLog cut_log(const UpdateLog& trace, double budget_s) {
+  UpdateLog cut;
   cut.stages = trace.stages;
   cut.replicas = trace.replicas;
   for (const TrainEvent& e : trace.events)
@@ -107,10 +107,10 @@ PreparedPipeline prepare_pipeline(AbstractPipeline p, const RunLength& length) {
   out.pipeline = p;
   out.pipeline_report = pipeline_json(measure_pipeline(e.schedule, e.timeline));
   out.pipeline_report["times"] = times_json(p.times);
-  out.trace = update_trace(e.schedule, e.timeline);
+  out.trace = update_log(e.schedule, e.timeline);
   out.end_s = makespan_of(e.timeline);
   if (length.budget_s > 0) {
-    out.trace = cut_trace(out.trace, length.budget_s);
+    out.trace = cut_log(out.trace, length.budget_s);
     out.end_s = length.budget_s;
   }
   return out;
@@ -119,7 +119,7 @@ PreparedPipeline prepare_pipeline(AbstractPipeline p, const RunLength& length) {
 Json converge_report(const PreparedPipeline& prepared, const RunLength& length, const ConvergenceResult& result) {
   return Json{{"pipeline", prepared.pipeline_report},
               {"convergence", convergence_summary(result)},
-              {"executed_staleness", delays_json(trace_delays(prepared.trace, steady_from(prepared.trace)))},
+              {"executed_staleness", delays_json(update_delays(prepared.trace, steady_from(prepared.trace)))},
               {"run",
                {{"steps", prepared.pipeline.shape.steps},
                 {"budget_s", length.budget_s > 0 ? Json(length.budget_s) : Json(nullptr)},

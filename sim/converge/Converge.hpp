@@ -3,7 +3,7 @@
 
 #include "sim/converge/StaleSgd.hpp"
 #include "strategies/pipeline/AbstractPipeline.hpp"
-#include "strategies/pipeline/UpdateTrace.hpp"
+#include "strategies/pipeline/UpdateLog.hpp"
 #include "workloads/json/JsonReader.hpp"
 
 namespace placesim {
@@ -18,7 +18,7 @@ struct RunLength {
 struct PreparedPipeline {
   AbstractPipeline pipeline;  ///< as evaluated: its shape's steps cover the run length
   Json pipeline_report;       ///< pipeline_json of the evaluated run, plus "times"
-  UpdateTrace trace;          ///< what the executor runs: the whole run's, or its events up to the budget
+  UpdateLog trace;          ///< what the executor runs: the whole run's, or its events up to the budget
   double end_s = 0;           ///< simulated time the trace covers: the makespan, or the budget
 };
 
@@ -31,13 +31,13 @@ int steps_for_budget(const AbstractPipeline& p, double budget_s);
 
 /// The events of `trace` that complete within `budget_s` (time_s <= budget_s). Backwards whose Apply falls after
 /// the budget stay: the executor accumulates their gradients and never applies them.
-UpdateTrace cut_trace(const UpdateTrace& trace, double budget_s);
+UpdateLog cut_log(const UpdateLog& trace, double budget_s);
 
-/// Builds, evaluates and measures `p` for `length` (a budget overrides p.shape.steps), and takes its UpdateTrace.
+/// Builds, evaluates and measures `p` for `length` (a budget overrides p.shape.steps), and takes its UpdateLog.
 PreparedPipeline prepare_pipeline(AbstractPipeline p, const RunLength& length);
 
 /// The `placesim converge` report: {"pipeline": <report>, "convergence": convergence_summary + "best_loss",
-/// "staleness": delays of the executed trace (see trace_delays), "run": {"steps", "budget_s", "end_s"}}.
+/// "staleness": delays of the executed trace (see update_delays), "run": {"steps", "budget_s", "end_s"}}.
 Json converge_report(const PreparedPipeline& prepared, const RunLength& length, const ConvergenceResult& result);
 
 /// Two-line human summary of a converge report.

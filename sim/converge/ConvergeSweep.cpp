@@ -144,7 +144,7 @@ ConvergeSweepCell cell_for(const ConvergeSweepSpec& spec, const ConvergenceSpec&
 // About 4 samples per run besides the first and the last, each after a whole number of full-model updates: the
 // sweep ranks by the final loss, and a logistic loss costs a pass over the data set (more samples made it the bulk
 // of the default sweep's time).
-std::int64_t sample_interval(const UpdateTrace& trace) {
+std::int64_t sample_interval(const UpdateLog& trace) {
   std::int64_t applies = 0;
   for (const TrainEvent& e : trace.events) applies += e.kind == TrainEvent::Kind::Apply ? 1 : 0;
   const std::int64_t full = std::int64_t{trace.stages} * trace.replicas;
@@ -152,7 +152,7 @@ std::int64_t sample_interval(const UpdateTrace& trace) {
 }
 
 // Runs one step size on one instance (seed index k) and files the outcome under k.
-void execute(const UpdateTrace& trace, ConvergenceSpec spec, const Objective& objective, std::size_t k, ConvergeSweepRun& run) {
+void execute(const UpdateLog& trace, ConvergenceSpec spec, const Objective& objective, std::size_t k, ConvergeSweepRun& run) {
   spec.step_size = std::ldexp(1.0, run.log2_step);
   spec.sample_every = sample_interval(trace);
   const ConvergenceResult r = run_convergence(trace, spec, objective);

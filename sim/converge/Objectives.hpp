@@ -148,7 +148,7 @@ class FiniteSumObjective final : public Objective {
 /// of no fused multiply-add on x86-64). The logistic loss calls exp and log1p, whose last bit may differ between
 /// math libraries (glibc even picks a variant by CPU): logistic runs are reproducible bit for bit on one machine.
 ///
-/// Builds the seeded objective `spec` describes (see ObjectiveSpec; data generation in sim/SyntheticData.hpp):
+/// Builds the seeded objective `spec` describes (see ObjectiveSpec; data generation in sim/converge/SyntheticData.hpp):
 /// - quadratic: A = Q diag(linear_spectrum(d, kappa)) Q^T (Q the ButterflyRotation of the seed's Rotation
 ///   stream), x* with mean-0 variance-1 coordinates;
 /// - least squares: features of covariance Q diag(spectrum) Q^T, y_j = a_j . w* + noise * eps_j;

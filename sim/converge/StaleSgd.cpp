@@ -6,7 +6,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "sim/converge/TracePlan.hpp"
+#include "sim/converge/UpdatePlan.hpp"
 #include "workloads/json/Numbers.hpp"
 
 namespace placesim {
@@ -47,7 +47,7 @@ constexpr double kBlowUp = 1e12;
 
 class Executor {
  public:
-  Executor(const UpdateTrace& trace, const ConvergenceSpec& spec, const Objective& objective, TracePlan plan);
+  Executor(const UpdateLog& trace, const ConvergenceSpec& spec, const Objective& objective, UpdatePlan plan);
   ConvergenceResult run();
 
  private:
@@ -68,9 +68,9 @@ class Executor {
   void assemble_current(int replica, std::vector<double>& out) const;
   bool sample(double time_s);
 
-  const UpdateTrace& trace_;
+  const UpdateLog& trace_;
   const Objective& objective_;
-  TracePlan plan_;
+  UpdatePlan plan_;
   BlockSplit split_;
   int stages_, replicas_;
   double step_;
@@ -83,13 +83,13 @@ class Executor {
   ConvergenceResult result_;
 };
 
-std::int64_t resolve_sample_every(std::int64_t requested, const TracePlan& plan, int full_model) {
+std::int64_t resolve_sample_every(std::int64_t requested, const UpdatePlan& plan, int full_model) {
   if (requested > 0) return requested;
   std::int64_t full_updates = (plan.applies + full_model - 1) / full_model;
   return full_model * std::max<std::int64_t>(1, (full_updates + 127) / 128);
 }
 
-Executor::Executor(const UpdateTrace& trace, const ConvergenceSpec& spec, const Objective& objective, TracePlan plan)
+Executor::Executor(const UpdateLog& trace, const ConvergenceSpec& spec, const Objective& objective, UpdatePlan plan)
     : trace_(trace),
       objective_(objective),
       plan_(std::move(plan)),
@@ -217,7 +217,7 @@ ConvergenceResult Executor::run() {
 
 // Rules the spec parser cannot check alone (the stage count comes from the trace) or that a spec built in code
 // may break.
-void check_executable(const UpdateTrace& trace, const ConvergenceSpec& spec, int dimension) {
+void check_executable(const UpdateLog& trace, const ConvergenceSpec& spec, int dimension) {
   if (dimension < trace.stages)
     throw InputError("convergence.dimension=" + std::to_string(dimension) + " is smaller than the " +
                      std::to_string(trace.stages) + " pipeline stages of the trace: every stage needs a parameter");
@@ -229,14 +229,14 @@ void check_executable(const UpdateTrace& trace, const ConvergenceSpec& spec, int
 
 }  // namespace
 
-ConvergenceResult run_convergence(const UpdateTrace& trace, const ConvergenceSpec& spec, const Objective& objective) {
-  TracePlan plan = plan_trace(trace);
+ConvergenceResult run_convergence(const UpdateLog& trace, const ConvergenceSpec& spec, const Objective& objective) {
+  UpdatePlan plan = plan_updates(trace);
   check_executable(trace, spec, objective.dimension());
   return Executor(trace, spec, objective, std::move(plan)).run();
 }
 
-ConvergenceResult run_convergence(const UpdateTrace& trace, const ConvergenceSpec& spec) {
-  TracePlan plan = plan_trace(trace);  // a bad trace is reported before the objective's data is generated
+ConvergenceResult run_convergence(const UpdateLog& trace, const ConvergenceSpec& spec) {
+  UpdatePlan plan = plan_updates(trace);  // a bad trace is reported before the objective's data is generated
   check_executable(trace, spec, spec.objective.dimension);
   std::unique_ptr<Objective> objective = make_objective(spec.objective);
   return Executor(trace, spec, *objective, std::move(plan)).run();

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "sim/converge/Objectives.hpp"
-#include "strategies/pipeline/UpdateTrace.hpp"
+#include "strategies/pipeline/UpdateLog.hpp"
 #include "workloads/objective/ConvergenceSpec.hpp"
 
 namespace placesim {
@@ -49,10 +49,10 @@ struct ConvergenceResult {
 ///
 /// Throws InputError when the trace is inconsistent (each message names trace.events[k] and the field) or when
 /// the objective has fewer coordinates than the trace has stages.
-ConvergenceResult run_convergence(const UpdateTrace& trace, const ConvergenceSpec& spec);
+ConvergenceResult run_convergence(const UpdateLog& trace, const ConvergenceSpec& spec);
 
 /// The same with an objective built beforehand (make_objective(spec.objective), or any Objective): a sweep over
 /// step sizes or schedules builds it once. spec.objective is then ignored; step_size and sample_every are used.
-ConvergenceResult run_convergence(const UpdateTrace& trace, const ConvergenceSpec& spec, const Objective& objective);
+ConvergenceResult run_convergence(const UpdateLog& trace, const ConvergenceSpec& spec, const Objective& objective);
 
 }  // namespace placesim

@@ -238,18 +238,22 @@ void fit_collectives(const std::vector<Point>& points, bool nvls, int protocols,
 
 }  // namespace
 
+std::string to_string(FabricScope s) { return s == FabricScope::InterNode ? "inter_node" : "intra_node"; }
+
 Calibration calibrate(const Json& measured, const std::string& base_dir) {
   ObjectReader r(measured, "measured");
   Calibration c;
   const Json* acc = r.child("accelerator");
   if (!acc) throw InputError("measured.accelerator is required but missing (the preset or object to calibrate)");
   c.accelerator = parse_accelerator(*acc, r.field("accelerator"), base_dir);
-  c.fabric_scope = r.get_choice("fabric_scope", {"intra_node", "inter_node"}, "intra_node");
+  c.fabric_scope = r.get_choice("fabric_scope", {"intra_node", "inter_node"}, "intra_node") == "inter_node"
+                       ? FabricScope::InterNode
+                       : FabricScope::IntraNode;
   if (r.has("fabric")) {
     c.fabric = parse_fabric_profile(*r.child("fabric"), r.field("fabric"));
   } else {
     const CommProfile reference = default_comm_profile(c.accelerator.name, r.field("accelerator"));
-    c.fabric = c.fabric_scope == "intra_node" ? reference.intra_node : reference.inter_node;
+    c.fabric = c.fabric_scope == FabricScope::IntraNode ? reference.intra_node : reference.inter_node;
   }
   if (const Json* s = r.child("sources"))
     for (const auto& item : *s) c.sources.push_back(item.is_string() ? item.get<std::string>() : show(item));
@@ -318,7 +322,7 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
 
 Json calibration_profile_json(const Calibration& c) {
   Json j{{"accelerator", c.accelerator.name}, {"compute", compute_profile_to_json(c.accelerator.profile)}};
-  if (c.fabric_fitted) j["comm"] = Json{{c.fabric_scope, fabric_profile_to_json(c.fabric)}};
+  if (c.fabric_fitted) j["comm"] = Json{{to_string(c.fabric_scope), fabric_profile_to_json(c.fabric)}};
   j["sources"] = c.sources;
   Json rows = Json::array();
   for (const auto& row : c.residuals)

@@ -16,23 +16,28 @@ struct ResidualRow {
   double error_percent() const { return 100.0 * (fitted - measured) / measured; }
 };
 
+/// Where the measured collectives ran, so which fabric of a CommProfile the fitted one replaces.
+enum class FabricScope { IntraNode, InterNode };
+/// "intra_node" | "inter_node", as the input and the profile file spell them.
+std::string to_string(FabricScope s);
+
 /// A fitted profile: the base accelerator with its compute profile fitted, and the fabric (fitted when the
 /// measurements had collectives).
 struct Calibration {
   AcceleratorSpec accelerator;
   FabricProfile fabric;
   bool fabric_fitted = false;
-  std::string fabric_scope = "intra_node";  ///< where the fitted fabric runs: "intra_node" or "inter_node"
+  FabricScope fabric_scope = FabricScope::IntraNode;  ///< where the fitted fabric runs
   std::vector<std::string> fitted_parameters;
   std::vector<ResidualRow> residuals;
   std::vector<std::string> sources;
 };
 
 /// Fits profile parameters to measured component points, group by group, each by least squares on log(model /
-/// measured) (strategies/LeastSquares):
+/// measured) (strategies/calibrate/LeastSquares):
 ///   collectives -> fabric bus_efficiency + step_latency (ring, tree) or nvls_bus_efficiency + nvls_latency (nvls),
 ///                  and with "collective_protocols": 2 (the default) the low-latency protocol's ll_bus_efficiency +
-///                  ll_step_latency as well (topology/CommProfile.hpp: NCCL runs each collective with the faster one)
+///                  ll_step_latency as well (topology/hardware/CommProfile.hpp: NCCL runs each collective with the faster one)
 ///   memory      -> memory_efficiency
 ///   gemm        -> gemm_peak_efficiency, gemm_latency_s, gemm_k_overhead, gemm_roofline_p
 ///   attention   -> flash_attention_efficiency

@@ -90,7 +90,7 @@ Expander::Phases Expander::add_dp_collective(Collective c, int stage) {
   }
   bool even = nodes.size() > 1 && nodes.front().size() > 1;
   for (const auto& n : nodes) even = even && n.size() == nodes.front().size();
-  if (e_.strategy.collective != "hierarchical" || !even) {
+  if (e_.strategy.collective != CollectiveScheme::Hierarchical || !even) {
     TaskId id = add_collective(c, stage);
     return {{id}, {id}};
   }

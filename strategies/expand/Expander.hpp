@@ -30,7 +30,7 @@ struct LayerGroup {
   bool has_embedding = false, has_head = false;
 };
 
-/// The pipeline schedule of one step of `e` (strategies/PipelineSchedule).
+/// The pipeline schedule of one step of `e` (strategies/pipeline/PipelineSchedule).
 PipelineSchedule step_schedule(const Experiment& e);
 
 class Expander {

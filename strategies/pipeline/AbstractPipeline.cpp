@@ -77,7 +77,7 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   return p;
 }
 
-Json simulate_abstract_pipeline(const Json& section, SimulationRecord* record_out, UpdateTrace* trace_out) {
+Json simulate_abstract_pipeline(const Json& section, SimulationRecord* record_out, UpdateLog* trace_out) {
   const AbstractPipeline p = parse_abstract_pipeline(section);
   const PipelineSchedule schedule = make_schedule(p.shape, abstract_shape_fields());
   const PipelineTimeline timeline = evaluate_pipeline(schedule, p.times);
@@ -98,7 +98,7 @@ Json simulate_abstract_pipeline(const Json& section, SimulationRecord* record_ou
                 {"microbatches", total},
                 {"throughput_microbatches_per_s", makespan > 0 ? total / makespan : 0}}}};
   if (record_out) *record_out = pipeline_record(schedule, timeline, p.times);
-  if (trace_out) *trace_out = update_trace(schedule, timeline);
+  if (trace_out) *trace_out = update_log(schedule, timeline);
   return report;
 }
 

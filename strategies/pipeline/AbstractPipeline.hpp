@@ -2,7 +2,7 @@
 #include "strategies/graph/Record.hpp"
 #include "strategies/pipeline/PipelineEval.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
-#include "strategies/pipeline/UpdateTrace.hpp"
+#include "strategies/pipeline/UpdateLog.hpp"
 #include "workloads/json/JsonReader.hpp"
 
 namespace placesim {
@@ -26,8 +26,8 @@ AbstractPipeline parse_abstract_pipeline(const Json& section);
 /// Evaluates an abstract pipeline and returns its report:
 ///   {"pipeline": <pipeline_json + "times">,
 ///    "simulation": {"step_time_s", "makespan_s", "microbatches", "throughput_microbatches_per_s"}}
-/// step_time_s = makespan / steps. Fills *record_out (see evaluate_pipeline) and *trace_out (see update_trace) when
+/// step_time_s = makespan / steps. Fills *record_out (see evaluate_pipeline) and *trace_out (see update_log) when
 /// they are not null. Throws InputError for a bad section.
-Json simulate_abstract_pipeline(const Json& section, SimulationRecord* record_out, UpdateTrace* trace_out);
+Json simulate_abstract_pipeline(const Json& section, SimulationRecord* record_out, UpdateLog* trace_out);
 
 }  // namespace placesim

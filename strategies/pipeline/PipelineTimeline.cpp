@@ -105,7 +105,7 @@ std::vector<OpId> completion_order(const PipelineSchedule& schedule, const Pipel
   return ids;
 }
 
-UpdateTrace update_trace(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
+UpdateLog update_log(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
   const auto stages = static_cast<std::size_t>(schedule.stages());
   // versions_read of every micro-batch, one row per micro-batch; all chunks of a stage read one version.
   std::vector<int> read(static_cast<std::size_t>(schedule.shape.total_microbatches()) * stages, -1);
@@ -113,7 +113,7 @@ UpdateTrace update_trace(const PipelineSchedule& schedule, const PipelineTimelin
     for (const PipeOp& op : ops)
       if (op.kind == PipeOpKind::Forward && op.chunk == 0)
         read[static_cast<std::size_t>(op.microbatch) * stages + static_cast<std::size_t>(op.stage)] = op.weight_version;
-  UpdateTrace trace;
+  UpdateLog trace;
   trace.stages = schedule.stages();
   trace.replicas = schedule.shape.replicas;
   for (const OpId& id : completion_order(schedule, timeline)) {

@@ -3,7 +3,7 @@
 
 #include "strategies/graph/Record.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
-#include "strategies/pipeline/UpdateTrace.hpp"
+#include "strategies/pipeline/UpdateLog.hpp"
 
 namespace placesim {
 
@@ -39,6 +39,6 @@ std::vector<OpId> completion_order(const PipelineSchedule& schedule, const Pipel
 /// What the run did to the weights, in completion order: one Backward event per backward op (versions_read: the
 /// version each stage's forward of that micro-batch read), one Apply event per Apply op, one Average event per
 /// Average op (replica 0).
-UpdateTrace update_trace(const PipelineSchedule& schedule, const PipelineTimeline& timeline);
+UpdateLog update_log(const PipelineSchedule& schedule, const PipelineTimeline& timeline);
 
 }  // namespace placesim

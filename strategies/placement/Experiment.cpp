@@ -76,7 +76,7 @@ Json strategy_to_json(const StrategySpec& s) {
               {"chunks", s.chunks},
               {"noam", s.noam},
               {"bucket_bytes", s.bucket_bytes},
-              {"collective", s.collective},
+              {"collective", to_string(s.collective)},
               {"placement",
                {{"parameters", to_string(s.placement.parameters)},
                 {"gradients", to_string(s.placement.gradients)},
@@ -92,7 +92,7 @@ Json model_to_json(const ModelSpec& m) {
     if (m.opaque_layers > 0) j["layers"] = m.opaque_layers;
     return j;
   }
-  j["family"] = m.family;
+  j["family"] = to_string(m.family);
   j["layers"] = m.layers;
   j["hidden"] = m.hidden;
   j["heads"] = m.heads;

@@ -100,7 +100,9 @@ StrategySpec read_strategy_object(const Json& object) {
   s.bucket_bytes = r.get_number("bucket_bytes", 25e6);
   if (!(s.bucket_bytes > 0)) throw InputError(r.field("bucket_bytes") + "=" + show(object["bucket_bytes"]) + " must be positive");
   // Both algorithms send 2(N-1)/N of an all-reduce's buffer per device, so the analytic volumes hold for either.
-  s.collective = r.get_choice("collective", {"ring", "hierarchical"}, "ring");
+  s.collective = r.get_choice("collective", {"ring", "hierarchical"}, "ring") == "hierarchical"
+                     ? CollectiveScheme::Hierarchical
+                     : CollectiveScheme::Ring;
   if (const Json* p = r.child("placement")) s.placement = parse_placement(*p);
   r.finish();
   return s;
@@ -125,6 +127,8 @@ StrategySpec parse_strategy(const Json& value) {
 }
 
 std::string to_string(PipelineP2P p) { return p == PipelineP2P::Megatron ? "megatron" : "async"; }
+
+std::string to_string(CollectiveScheme c) { return c == CollectiveScheme::Hierarchical ? "hierarchical" : "ring"; }
 
 std::string to_string(Schedule s) {
   switch (s) {

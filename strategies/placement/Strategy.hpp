@@ -20,6 +20,10 @@ enum class Schedule { GPipe, OneFOneB, Interleaved, PipeDream, PipeDream2BW, Loc
 ///   TP group all-gathers it over its links (scatter_gather_tensors_in_pipeline).
 enum class PipelineP2P { Async, Megatron };
 
+/// How a data-parallel collective runs: one ring over the group, or Hierarchical (intra-node reduce-scatter,
+/// inter-node ring, intra-node all-gather) when every node holds the same number (> 1) of its members.
+enum class CollectiveScheme { Ring, Hierarchical };
+
 /// A device mesh (dp x tp x pp) plus the placement of each state along the data-parallel axis, the pipeline
 /// schedule and the knobs of the collectives.
 struct StrategySpec {
@@ -38,7 +42,7 @@ struct StrategySpec {
   std::int64_t replicas = 1;             ///< localsgd: model copies M sharing the pipeline
   std::int64_t local_steps = 1;          ///< localsgd: H steps between averaging
   double bucket_bytes = 25e6;            ///< DDP/FSDP gradient bucket size
-  std::string collective = "ring";       ///< "ring" | "hierarchical" (intra-node RS, inter-node ring, intra-node AG)
+  CollectiveScheme collective = CollectiveScheme::Ring;
   Placement placement;
 
   std::int64_t devices() const { return dp * tp * pp; }
@@ -50,6 +54,7 @@ StrategySpec parse_strategy(const Json& value);
 
 std::string to_string(Schedule s);
 std::string to_string(PipelineP2P p);
+std::string to_string(CollectiveScheme c);
 std::vector<std::pair<std::string, std::string>> strategy_preset_list();
 
 }  // namespace placesim

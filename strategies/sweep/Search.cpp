@@ -4,11 +4,11 @@
 
 namespace placesim {
 
-std::vector<Mesh> enumerate_meshes(std::int64_t devices, std::int64_t gpus_per_node) {
+std::vector<CandidateMesh> enumerate_meshes(std::int64_t devices, std::int64_t gpus_per_node) {
   if (devices < 1) throw InputError("search: the GPU count " + std::to_string(devices) + " must be positive");
   if (gpus_per_node < 1)
     throw InputError("search: gpus per node " + std::to_string(gpus_per_node) + " must be positive");
-  std::vector<Mesh> meshes;
+  std::vector<CandidateMesh> meshes;
   for (std::int64_t tp = 1; tp <= gpus_per_node; ++tp) {
     if (gpus_per_node % tp != 0 || devices % tp != 0) continue;
     for (std::int64_t pp = 1; pp <= devices / tp; ++pp)
@@ -41,7 +41,7 @@ SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, cons
   spec.base_dir = base_dir;
   spec.mode = space.mode;
   SweepAxis mesh{{"strategy.dp", "strategy.tp", "strategy.pp"}, {}};
-  for (const Mesh& m : enumerate_meshes(space.devices, space.gpus_per_node))
+  for (const CandidateMesh& m : enumerate_meshes(space.devices, space.gpus_per_node))
     mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp)});
   SweepAxis presets{{"strategy.preset"}, {}};
   for (const auto& p : space.presets) presets.values.push_back({Json(p)});

@@ -7,14 +7,15 @@
 
 namespace placesim {
 
-struct Mesh {
+/// A dp x tp x pp mesh `placesim search` tries (the degrees only; strategies/placement/Mesh.hpp maps ranks).
+struct CandidateMesh {
   std::int64_t dp = 1, tp = 1, pp = 1;
 };
 
 /// Every mesh with dp x tp x pp = `devices` whose tp divides `gpus_per_node` (tensor parallelism stays inside a
 /// node's NVLink domain), ordered by tp, then pp. Model divisibility (heads, layers, batch) is left to the validity
 /// check, which records why a mesh does not fit the model.
-std::vector<Mesh> enumerate_meshes(std::int64_t devices, std::int64_t gpus_per_node);
+std::vector<CandidateMesh> enumerate_meshes(std::int64_t devices, std::int64_t gpus_per_node);
 
 /// What `placesim search` varies.
 struct SearchSpace {

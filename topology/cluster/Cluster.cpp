@@ -35,7 +35,7 @@ ClusterSpec dgx_a100() {
   c.nics_per_node = 8;
   c.nic_bw_Bps = 200e9 / 8;
   c.nic_latency_s = 0.6e-6;
-  c.fabric = "rail-optimized";
+  c.fabric = FabricTopology::RailOptimized;
   c.switch_radix = 40;
   c.oversubscription = 1.0;
   c.switch_latency_s = 130e-9;
@@ -146,7 +146,9 @@ void read_network(ObjectReader& r, ClusterSpec& c) {
   c.nics_per_node = read_count(r, "nics_per_node", 0, c.nics_per_node);
   read_quantity(r, "nic_bw", parse_bandwidth, Sign::Positive, c.nic_bw_Bps);
   read_quantity(r, "nic_latency", parse_time, Sign::NonNegative, c.nic_latency_s);
-  c.fabric = r.get_choice("fabric", {"fat-tree", "rail-optimized"}, c.fabric);
+  c.fabric = r.get_choice("fabric", {"fat-tree", "rail-optimized"}, to_string(c.fabric)) == "rail-optimized"
+                 ? FabricTopology::RailOptimized
+                 : FabricTopology::FatTree;
   c.switch_radix = read_count(r, "switch_radix", 2, c.switch_radix);
   if (r.has("oversubscription")) {
     c.oversubscription = r.get_number("oversubscription", 1);
@@ -184,7 +186,7 @@ void set_default_comm(ClusterSpec& c) {
     throw InputError(std::string("cluster.accelerator.profile fits only the ") +
                      (a.profile_intra_node ? "intra_node" : "inter_node") + " fabric, and the custom accelerator " +
                      a.name + " has no reference system to take the other from: give cluster.comm");
-  c.comm_model = "links";
+  c.comm_model = CommModel::Links;
 }
 
 void require(bool ok, const std::string& field, double value, const char* rule) {
@@ -223,8 +225,6 @@ void validate_cluster(const ClusterSpec& c) {
     throw InputError("cluster.nics_per_node=" + std::to_string(c.nics_per_node) +
                      " does not divide cluster.gpus_per_node=" + std::to_string(c.gpus_per_node) +
                      " (GPUs share NICs in equal groups)");
-  if (c.fabric != "fat-tree" && c.fabric != "rail-optimized")
-    throw InputError("cluster.fabric=" + c.fabric + " is not one of: fat-tree rail-optimized");
   require(c.switch_radix >= 2, "switch_radix", c.switch_radix, "must be at least 2 (half the ports go down)");
   require(c.oversubscription >= 1 && std::isfinite(c.oversubscription), "oversubscription", c.oversubscription,
           "must be >= 1 (1 = full bisection)");
@@ -250,7 +250,8 @@ ClusterSpec parse_cluster(const Json& value) {
   read_node(r, c);
   read_network(r, c);
   read_simgrid_config(r, c);
-  c.comm_model = r.get_choice("comm_model", {"nccl", "links"}, c.comm_model);
+  c.comm_model = r.get_choice("comm_model", {"nccl", "links"}, to_string(c.comm_model)) == "links" ? CommModel::Links
+                                                                                                 : CommModel::Nccl;
   if (const Json* comm = r.child("comm")) c.comm = parse_comm_profile(*comm, r.field("comm"));
   else set_default_comm(c);
   r.finish();
@@ -259,7 +260,7 @@ ClusterSpec parse_cluster(const Json& value) {
 }
 
 ClusterSpec simulated_network(const ClusterSpec& c) {
-  if (c.comm_model != "nccl") return c;
+  if (c.comm_model != CommModel::Nccl) return c;
   ClusterSpec n = c;
   const FabricProfile& intra = c.comm.intra_node;
   const FabricProfile& inter = c.comm.inter_node;
@@ -269,6 +270,10 @@ ClusterSpec simulated_network(const ClusterSpec& c) {
   n.nic_latency_s = std::max(0.0, (inter.step_latency_s - c.switch_latency_s) / 2);  // same-leaf route = one step
   return n;
 }
+
+std::string to_string(FabricTopology f) { return f == FabricTopology::RailOptimized ? "rail-optimized" : "fat-tree"; }
+
+std::string to_string(CommModel m) { return m == CommModel::Links ? "links" : "nccl"; }
 
 std::vector<std::pair<std::string, std::string>> cluster_preset_list() {
   std::vector<std::pair<std::string, std::string>> out;
@@ -303,13 +308,13 @@ Json cluster_to_json(const ClusterSpec& c) {
               {"nics_per_node", c.nics_per_node},
               {"nic_bw", c.nic_bw_Bps},
               {"nic_latency", c.nic_latency_s},
-              {"fabric", c.fabric},
+              {"fabric", to_string(c.fabric)},
               {"switch_radix", c.switch_radix},
               {"oversubscription", c.oversubscription},
               {"switch_latency", c.switch_latency_s},
               {"host_memory_bw", c.host_memory_bw_Bps},
               {"simgrid_config", config},
-              {"comm_model", c.comm_model},
+              {"comm_model", to_string(c.comm_model)},
               {"comm",
                {{"intra_node", fabric_profile_to_json(c.comm.intra_node)},
                 {"inter_node", fabric_profile_to_json(c.comm.inter_node)}}}};

@@ -9,6 +9,13 @@
 
 namespace placesim {
 
+/// How the NICs reach the switches: a fat-tree puts a node's NICs under one leaf; rail-optimized puts NIC i of
+/// every node under leaf i (rail i), so same-rail traffic between nodes crosses a single switch.
+enum class FabricTopology { FatTree, RailOptimized };
+/// How transfers are costed: Nccl at the bus bandwidth and per-step latency NCCL achieves on the fabric (`comm`),
+/// Links at the raw link figures.
+enum class CommModel { Nccl, Links };
+
 /// A cluster of identical nodes. SI units inside (bytes, seconds, bytes per second, FLOP/s); strings such as
 /// "400Gbps" or "2us" are parsed at the JSON edge only.
 ///
@@ -35,7 +42,7 @@ struct ClusterSpec {
   int nics_per_node = 8;              ///< "rail": one per GPU; fewer are shared by the GPUs of a node
   double nic_bw_Bps = 25e9;           ///< per NIC, per direction
   double nic_latency_s = 1e-6;        ///< per NIC crossed (an inter-node transfer crosses two)
-  std::string fabric = "fat-tree";    ///< "fat-tree" | "rail-optimized"
+  FabricTopology fabric = FabricTopology::FatTree;
   int switch_radix = 64;              ///< ports per leaf switch: half face NICs, half the spine
   double oversubscription = 1.0;      ///< leaf downlink / uplink bandwidth ratio (1 = full bisection)
   double switch_latency_s = 0.5e-6;   ///< per switch crossed: 1 under one leaf, 3 (leaf, spine, leaf) across leaves
@@ -44,7 +51,7 @@ struct ClusterSpec {
   std::map<std::string, std::string> simgrid_config;
   /// "nccl": transfers run at the bus bandwidth and per-step latency NCCL achieves on these fabrics (`comm`, by
   /// default the calibrated profile of the accelerator's reference system); "links": at the raw link figures above.
-  std::string comm_model = "nccl";
+  CommModel comm_model = CommModel::Nccl;
   CommProfile comm;
 
   int devices() const { return nodes * gpus_per_node; }
@@ -55,11 +62,15 @@ struct ClusterSpec {
 ClusterSpec parse_cluster(const Json& value);
 /// Checks a cluster built in code (parse_cluster calls it): positive finite bandwidths, latencies >= 0, nodes and
 /// gpus_per_node >= 1, a NIC per node when nodes > 1, nics_per_node dividing gpus_per_node, oversubscription >= 1,
-/// switch_radix >= 2, a known fabric. Throws InputError naming the field.
+/// switch_radix >= 2. Throws InputError naming the field.
 void validate_cluster(const ClusterSpec& c);
 /// The cluster as the simulator sees its network: with comm_model "nccl", NVLink and NIC links derated to NCCL's
 /// achieved bus bandwidth and their latencies set so a ring step pays the measured per-step latency.
 ClusterSpec simulated_network(const ClusterSpec& c);
+/// "fat-tree" | "rail-optimized", as the input spells them.
+std::string to_string(FabricTopology f);
+/// "nccl" | "links", as the input spells them.
+std::string to_string(CommModel m);
 /// Presets: dgx-a100 (80 GB), dgx-h100, selene (A100 SuperPOD); each takes "nodes".
 std::vector<std::pair<std::string, std::string>> cluster_preset_list();
 /// The cluster echoed in a report.

@@ -14,19 +14,19 @@ int Fabric::rail(int local_gpu) const {
 }
 
 int Fabric::leaf(int node, int rail) const {
-  if (cluster_.fabric == "rail-optimized") return node / down_ports_ * cluster_.nics_per_node + rail;
+  if (cluster_.fabric == FabricTopology::RailOptimized) return node / down_ports_ * cluster_.nics_per_node + rail;
   return (node * cluster_.nics_per_node + rail) / down_ports_;
 }
 
 int Fabric::leaves() const {
   if (cluster_.nics_per_node == 0) return 0;
-  if (cluster_.fabric == "rail-optimized")
+  if (cluster_.fabric == FabricTopology::RailOptimized)
     return (cluster_.nodes + down_ports_ - 1) / down_ports_ * cluster_.nics_per_node;
   return (cluster_.nodes * cluster_.nics_per_node + down_ports_ - 1) / down_ports_;
 }
 
 int Fabric::nics_on_leaf(int leaf) const {
-  if (cluster_.fabric == "rail-optimized") {
+  if (cluster_.fabric == FabricTopology::RailOptimized) {
     int unit = leaf / cluster_.nics_per_node;
     return std::min(down_ports_, cluster_.nodes - unit * down_ports_);
   }

@@ -31,7 +31,7 @@ AcceleratorSpec make(const std::string& name, double peak, double fp32, double h
 // Dense (non-sparse) tensor-core peaks from NVIDIA's data sheets: A100 (312 TFLOP/s bf16/fp16, 19.5 fp32 without
 // TF32), H100 SXM5 (989.4), H200 (989.4, 141 GB HBM3e at 4.8 TB/s), B200 (2.25 PFLOP/s bf16 dense, 8 TB/s).
 // Memory as reported by the driver (GiB) where NVIDIA quotes "80GB". The compute profiles are the fits of
-// topology/profiles/measurements/*.json by `placesim calibrate` (see topology/CalibratedProfiles.cpp).
+// topology/profiles/measurements/*.json by `placesim calibrate` (see topology/hardware/CalibratedProfiles.cpp).
 const std::map<std::string, Preset>& presets() {
   static const std::map<std::string, Preset> table = {
       {"a100-40gb", {make("a100-40gb", 312e12, 19.5e12, 40.0 * (1ull << 30), 1555e9, calibrated_profile("a100-40gb")),

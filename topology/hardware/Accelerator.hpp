@@ -10,7 +10,7 @@
 
 namespace placesim {
 
-/// Calibrated efficiency model of one accelerator, used by strategies/ComputeModel. Fitted to component
+/// Calibrated efficiency model of one accelerator, used by strategies/analytic/ComputeModel. Fitted to component
 /// measurements (GEMM shape sweeps, STREAM-like bandwidth, fused-attention throughput, per-layer times), never to
 /// end-to-end step times; topology/profiles/<name>.json holds the same numbers with their sources.
 ///

@@ -21,7 +21,7 @@ double by_class(const Analysis& a, CommClass c) {
   return a.comm.by_class[static_cast<std::size_t>(c)];
 }
 
-// The analyze report's figures that are one field of the Analysis (traces/Report.cpp builds them the same way);
+// The analyze report's figures that are one field of the Analysis (traces/report/Report.cpp builds them the same way);
 // reading them here spares building the whole report for every point.
 const std::map<std::string, FigureFn>& analytic_figures() {
   using E = const Experiment&;

@@ -47,14 +47,19 @@ double logit_forward_flops_per_token(const ModelSpec& m) {
 
 namespace {
 
+// A spelling get_choice accepted.
+ModelFamily parse_family(const std::string& name) {
+  return name == "llama" ? ModelFamily::Llama : name == "neox" ? ModelFamily::Neox : ModelFamily::Gpt;
+}
+
 void apply_family_defaults(ModelSpec& m) {
-  if (m.family == "llama") {
+  if (m.family == ModelFamily::Llama) {
     m.gated_mlp = true;
     m.bias = false;
     m.learned_positions = false;
     m.tied_embeddings = false;
     m.dropout = false;
-  } else if (m.family == "neox") {
+  } else if (m.family == ModelFamily::Neox) {
     m.gated_mlp = false;
     m.bias = true;
     m.learned_positions = false;
@@ -78,7 +83,7 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
     r.finish();
     return m;
   }
-  m.family = r.get_choice("family", {"gpt", "llama", "neox"}, "gpt");
+  m.family = parse_family(r.get_choice("family", {"gpt", "llama", "neox"}, "gpt"));
   apply_family_defaults(m);
   if (!r.has("layers") && !r.has("hidden"))
     throw InputError(path + " needs either \"parameters\" (opaque model) or a transformer shape "
@@ -133,6 +138,15 @@ ModelSpec parse_model(const Json& value, const std::string& base_dir) {
   merged.merge_patch(overrides);
   if (value.contains("preset")) merged["preset"] = value["preset"];
   return read_model_object(merged, "model");
+}
+
+std::string to_string(ModelFamily f) {
+  switch (f) {
+    case ModelFamily::Gpt: return "gpt";
+    case ModelFamily::Llama: return "llama";
+    case ModelFamily::Neox: return "neox";
+  }
+  return "?";
 }
 
 }  // namespace placesim

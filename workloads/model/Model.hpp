@@ -7,12 +7,15 @@
 
 namespace placesim {
 
+/// The layer shape a model's flags default to (see ModelSpec).
+enum class ModelFamily { Gpt, Llama, Neox };
+
 /// A transformer decoder stack, or an opaque model known only by its parameter count.
 /// Families differ in the layer's shape: GPT (learned positions, LayerNorm with bias, 4h GeLU MLP, dropout,
 /// tied embeddings) and Llama (rotary positions, RMSNorm, no biases, gated SiLU MLP, GQA, untied head).
 struct ModelSpec {
   std::string name = "custom";
-  std::string family = "gpt";  ///< "gpt" | "llama" | "neox"; sets the shape flags' defaults
+  ModelFamily family = ModelFamily::Gpt;  ///< sets the shape flags' defaults
   std::int64_t layers = 0;     ///< 0 with parameters > 0: an opaque model
   std::int64_t hidden = 0;
   std::int64_t heads = 0;
@@ -65,6 +68,9 @@ double logit_forward_flops_per_token(const ModelSpec& m);
 ModelSpec parse_model(const Json& value, const std::string& base_dir);
 /// Maps a Hugging Face config.json (Llama, Mistral, GPT-2, GPT-NeoX families) to model fields as JSON.
 Json hf_config_to_model_json(const Json& config, const std::string& origin);
+
+/// "gpt" | "llama" | "neox", as the input spells them.
+std::string to_string(ModelFamily f);
 
 /// Names and one-line descriptions of the model presets.
 std::vector<std::pair<std::string, std::string>> model_preset_list();

@@ -1,4 +1,4 @@
-#include "sim/converge/TracePlan.hpp"
+#include "sim/converge/UpdatePlan.hpp"
 
 #include <cmath>
 #include <string>
@@ -17,8 +17,8 @@ std::string field(std::size_t k, const std::string& name) {
 
 class Planner {
  public:
-  explicit Planner(const UpdateTrace& trace);
-  TracePlan plan();
+  explicit Planner(const UpdateLog& trace);
+  UpdatePlan plan();
 
  private:
   int slot(int replica, int stage) const { return replica * trace_.stages + stage; }
@@ -27,14 +27,14 @@ class Planner {
   void backward(const TrainEvent& e, std::size_t k);
   void apply(const TrainEvent& e, std::size_t k);
 
-  const UpdateTrace& trace_;
-  TracePlan plan_;
+  const UpdateLog& trace_;
+  UpdatePlan plan_;
   std::vector<int> pending_;                                // slot: gradients since the last Apply
   std::vector<std::unordered_set<std::int64_t>> finished_;  // slot: micro-batches whose backward ran
   double last_time_ = 0;
 };
 
-Planner::Planner(const UpdateTrace& trace) : trace_(trace) {
+Planner::Planner(const UpdateLog& trace) : trace_(trace) {
   if (trace.stages < 1) throw InputError("trace.stages=" + std::to_string(trace.stages) + " must be at least 1");
   if (trace.replicas < 1) throw InputError("trace.replicas=" + std::to_string(trace.replicas) + " must be at least 1");
   const std::size_t slots = static_cast<std::size_t>(trace.stages) * trace.replicas;
@@ -95,7 +95,7 @@ void Planner::apply(const TrainEvent& e, std::size_t k) {
   ++plan_.applies;
 }
 
-TracePlan Planner::plan() {
+UpdatePlan Planner::plan() {
   for (std::size_t k = 0; k < trace_.events.size(); ++k) {
     const TrainEvent& e = trace_.events[k];
     check_placement(e, k);
@@ -108,7 +108,7 @@ TracePlan Planner::plan() {
 
 }  // namespace
 
-TracePlan plan_trace(const UpdateTrace& trace) {
+UpdatePlan plan_updates(const UpdateLog& trace) {
   return Planner(trace).plan();
 }
 

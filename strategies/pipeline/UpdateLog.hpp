@@ -4,7 +4,7 @@
 namespace placesim {
 
 /// What a pipeline schedule did to the weights, in simulated completion order: the input of the stale-SGD
-/// executor (sim/StaleSgd) and of the staleness metrics. Produced from a simulated or evaluated schedule.
+/// executor (sim/converge/StaleSgd) and of the staleness metrics. Produced from a simulated or evaluated schedule.
 ///
 /// Weights are S blocks, one per stage, per model replica (LocalSGD runs several replicas through one pipeline).
 /// Each block has a version: the number of Apply events on it so far (0 = initial weights).
@@ -23,7 +23,7 @@ struct TrainEvent {
   std::vector<int> versions_read; ///< Backward only: one version per stage (of `replica`)
 };
 
-struct UpdateTrace {
+struct UpdateLog {
   int stages = 1;
   int replicas = 1;
   std::vector<TrainEvent> events;  ///< completion order; ties broken deterministically by the producer

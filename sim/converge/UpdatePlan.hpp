@@ -2,12 +2,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "strategies/pipeline/UpdateTrace.hpp"
+#include "strategies/pipeline/UpdateLog.hpp"
 
 namespace placesim {
 
-/// What the stale-SGD executor learns from an UpdateTrace before running it.
-struct TracePlan {
+/// What the stale-SGD executor learns from an UpdateLog before running it.
+struct UpdatePlan {
   std::int64_t applies = 0;  ///< Apply events in the trace
   /// At index replica * stages + stage: for each version v of that block (0 = initial), the index of the last
   /// event that reads it, or -1 when none does. A version can be released once that event has run.
@@ -22,6 +22,6 @@ struct TracePlan {
 ///   sample would be reused), or has versions_read of the wrong size or naming a version that its block of that
 ///   replica has not reached (or a negative one);
 /// - an Apply has no gradient accumulated since the previous Apply of its block.
-TracePlan plan_trace(const UpdateTrace& trace);
+UpdatePlan plan_updates(const UpdateLog& trace);
 
 }  // namespace placesim

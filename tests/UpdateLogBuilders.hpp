@@ -1,9 +1,9 @@
 #pragma once
-// Hand-built UpdateTraces for the stale-SGD tests and benchmark, standing in for the pipeline schedule module.
+// Hand-built UpdateLogs for the stale-SGD tests and benchmark, standing in for the pipeline schedule module.
 #include <algorithm>
 #include <vector>
 
-#include "strategies/pipeline/UpdateTrace.hpp"
+#include "strategies/pipeline/UpdateLog.hpp"
 
 namespace placesim::test {
 
@@ -22,8 +22,8 @@ inline TrainEvent average(int stage, double time_s) {
 /// Mini-batch SGD through a pipeline without staleness, GPipe-like: in step n the backwards of micro-batches
 /// n*m .. n*m+m-1 (stages S-1 down to 0 for each) all read version n of every block, then every stage applies
 /// once. One time unit per event.
-inline UpdateTrace synchronous_trace(int stages, int microbatches, int steps) {
-  UpdateTrace trace{stages, 1, {}};
+inline UpdateLog synchronous_log(int stages, int microbatches, int steps) {
+  UpdateLog trace{stages, 1, {}};
   double t = 0;
   for (int n = 0; n < steps; ++n) {
     for (int j = 0; j < microbatches; ++j)
@@ -37,8 +37,8 @@ inline UpdateTrace synchronous_trace(int stages, int microbatches, int steps) {
 /// PipeDream-like asynchronous updates with weight stashing: every backward is followed by an Apply of its block,
 /// and the forwards of micro-batch i read block t at version max(0, i - (S - 1 - t)): the first stage lags by
 /// S - 1 of its own updates, the last by none (the in-flight counts of 1F1B in steady state).
-inline UpdateTrace pipedream_like_trace(int stages, int microbatches, double seconds_per_event = 1e-3) {
-  UpdateTrace trace{stages, 1, {}};
+inline UpdateLog pipedream_like_log(int stages, int microbatches, double seconds_per_event = 1e-3) {
+  UpdateLog trace{stages, 1, {}};
   double t = 0;
   for (int i = 0; i < microbatches; ++i) {
     std::vector<int> versions(stages);

@@ -3,12 +3,12 @@
 #include <map>
 
 #include "strategies/pipeline/PipelineMetrics.hpp"
-#include "strategies/pipeline/UpdateTrace.hpp"
+#include "strategies/pipeline/UpdateLog.hpp"
 
 namespace placesim {
 
-/// The delays of the gradients the stale-SGD executor applies, computed from the UpdateTrace alone.
-struct TraceDelays {
+/// The delays of the gradients the stale-SGD executor applies, computed from the UpdateLog alone.
+struct UpdateDelays {
   DelayStats steady;                               ///< backwards of micro-batches >= steady_from_microbatch
   std::map<std::int64_t, std::int64_t> histogram;  ///< steady state: delay -> number of backward events
   DelayStats whole_run;
@@ -23,6 +23,6 @@ struct TraceDelays {
 /// The pipeline report counts j up to the start of the forward that read the block instead; the two agree whenever
 /// that forward starts the moment the version's Apply ends, as in steady-state PipeDream with uniform stages and free
 /// transfers (tests/test_converge.cpp checks it).
-TraceDelays trace_delays(const UpdateTrace& trace, int steady_from_microbatch);
+UpdateDelays update_delays(const UpdateLog& trace, int steady_from_microbatch);
 
 }  // namespace placesim

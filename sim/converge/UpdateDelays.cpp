@@ -1,4 +1,4 @@
-#include "sim/converge/TraceDelays.hpp"
+#include "sim/converge/UpdateDelays.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -15,7 +15,7 @@ struct ApplyIndex {
   std::vector<std::int64_t> next_apply_rank;    // [event]: rank of the next Apply on the event's block, -1
 };
 
-ApplyIndex index_applies(const UpdateTrace& trace) {
+ApplyIndex index_applies(const UpdateLog& trace) {
   ApplyIndex x;
   const auto slots = static_cast<std::size_t>(trace.stages) * static_cast<std::size_t>(trace.replicas);
   x.times.resize(static_cast<std::size_t>(trace.replicas));
@@ -42,10 +42,10 @@ ApplyIndex index_applies(const UpdateTrace& trace) {
 
 }  // namespace
 
-TraceDelays trace_delays(const UpdateTrace& trace, int steady_from_microbatch) {
+UpdateDelays update_delays(const UpdateLog& trace, int steady_from_microbatch) {
   const ApplyIndex x = index_applies(trace);
   DelayTally steady, whole;
-  TraceDelays out;
+  UpdateDelays out;
   for (std::size_t k = 0; k < trace.events.size(); ++k) {
     const TrainEvent& e = trace.events[k];
     if (e.kind != TrainEvent::Kind::Backward || x.next_apply_rank[k] < 0) continue;

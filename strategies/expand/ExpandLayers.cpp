@@ -1,0 +1,173 @@
+// The forward and backward passes of a layer group: compute tasks and Megatron-LM's TP collectives around them.
+#include "strategies/expand/Expander.hpp"
+
+namespace placesim::detail {
+
+// Megatron-LM's TP collectives per layer (Korthikanti et al. §4.2): forward 2 all-reduces (SP: 2 all-gathers +
+// 2 reduce-scatters), exposed; backward 2 all-reduces hidden behind weight-gradient GEMMs (SP: 2 all-gathers
+// exposed, 2 all-gathers + 2 reduce-scatters hidden); a full recompute repeats the forward's, exposed. Without
+// strategy.tp_overlap the backward's hidden collectives run exposed after the backward compute instead.
+// The embedding runs before the group's layers and the head after them (forward; the reverse in backward). The
+// vocabulary-parallel embedding all-reduces its output (under sp the backward all-gathers its gradient); the output
+// layer all-gathers its input under sp, and its backward reduces the input gradient (all-reduce, or re-gather plus
+// reduce-scatter under sp) beside its weight-gradient GEMM (megatron/model/language_model.py, 2022).
+void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward, double stash_delta) {
+  gather_params(s, op, g);
+  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  if (op.forward) {
+    forward_group(s, op, g, stash_delta);
+  } else {
+    backward_group(s, op, g, stash_delta);
+    sync_gradients(s, op, g, last_backward);
+  }
+  if (last_backward && (lg.has_embedding || lg.has_head))
+    for (int d = 0; d < dp_; ++d)
+      for (int t = 0; t < tp_; ++t)
+        first_backward_[static_cast<std::size_t>(rank(d, t, s))] = compute_of_group_[static_cast<std::size_t>(d * tp_ + t)];
+}
+
+void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta) {
+  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const bool sp = e_.strategy.sp;
+  if (lg.has_embedding) {
+    compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
+    vocab_collective(s, op, g, CollectiveOp::AllReduce, false);
+  }
+  compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Layers, !lg.has_head, stash_delta);
+  tp_collective(s, op, g, sp ? 4 : 2, false);
+  if (lg.has_head) {
+    if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
+    compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Head, true, stash_delta);
+  }
+}
+
+void Expander::backward_group(int s, const StageOp& op, int g, double stash_delta) {
+  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const bool sp = e_.strategy.sp;
+  if (lg.has_head) {
+    if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
+    compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Head, false, 0);
+    vocab_collective(s, op, g, sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, e_.strategy.tp_overlap);
+  }
+  if (costs_[static_cast<std::size_t>(s)].layer_recompute_s > 0)
+    compute_tasks(s, op, g, TaskKind::Recompute, ModelPart::Layers, false, 0);
+  tp_collective(s, op, g, (sp ? 2 : 0) + (e_.training.recompute == Recompute::Full ? (sp ? 4 : 2) : 0), false);
+  compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
+  tp_collective(s, op, g, sp ? 4 : 2, e_.strategy.tp_overlap);
+  if (lg.has_embedding) {
+    if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
+    compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Embedding, true, stash_delta);
+  }
+}
+
+namespace {
+
+struct PartCost {
+  double seconds = 0, flops = 0;
+};
+
+PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, ModelPart part) {
+  const bool forward = kind == TaskKind::Forward;
+  switch (part) {
+    case ModelPart::Embedding:
+      return {forward ? k.embed_forward_s : k.embed_backward_s, 0};
+    case ModelPart::Head:
+      return {forward ? k.extra_forward_s : k.extra_backward_s, forward ? k.extra_forward_flops : k.extra_backward_flops};
+    case ModelPart::Layers:
+      break;
+  }
+  if (kind == TaskKind::Recompute) return {lg.layers * k.layer_recompute_s, lg.layers * k.layer_recompute_flops};
+  return {lg.layers * (forward ? k.layer_forward_s : k.layer_backward_s),
+          lg.layers * (forward ? k.layer_forward_flops : k.layer_backward_flops)};
+}
+
+}  // namespace
+
+void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, ModelPart part, bool closes,
+                             double stash_delta) {
+  const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
+  const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
+  const auto& pl = e_.strategy.placement;
+  const int vstage = op.chunk * pp_ + s;
+  const bool first_of_op = frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
+  const double act = activation_bytes(lg);
+  const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
+  const PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part);
+  const bool layers = part == ModelPart::Layers;
+  const bool grad_buffer = pl.gradients == Mode::Offloaded ||
+                           ((pl.gradients == Mode::Sharded || pl.gradients == Mode::ShardedWithGather) && dp_ > 1);
+  compute_of_group_.assign(static_cast<std::size_t>(dp_ * tp_), kNoTask);
+  before_compute_.assign(static_cast<std::size_t>(dp_ * tp_), {});
+  for (int d = 0; d < dp_; ++d) {
+    for (int t = 0; t < tp_; ++t) {
+      const int x = rank(d, t, s);
+      const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
+      std::vector<MemDelta> on_end;
+      if (closes) {
+        if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
+        if ((pl.parameters == Mode::ShardedWithGather && dp_ > 1) || pl.parameters == Mode::Offloaded)
+          on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
+        if (!op.forward && grad_buffer) on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
+        if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
+      }
+      Compute c{kind, x, cost.seconds, cost.flops, layers ? lg.first_layer : -1, layers ? lg.layers : 0, op.microbatch,
+                op.chunk, op.weight_version, part};
+      TaskId id = add_single(c, s, x, Stream::Compute);
+      g_.set_memory(id, {}, on_end);
+      for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, id);
+      if (first_of_op) link_op_inputs(d, t, vstage, op.microbatch, op.forward, id);
+      if (gather_of_group_.size() > static_cast<std::size_t>(t))
+        for (TaskId gather : gather_of_group_[static_cast<std::size_t>(t)]) g_.depend(gather, id);
+      // Double-buffered unsharded gradients (as DeepSpeed's reduce buckets): a backward waits until the buffer
+      // filled two groups back has been reduce-scattered or copied out.
+      const auto& window = grad_window_[lane];
+      if (kind == TaskKind::Backward && grad_buffer && window.size() >= 2) g_.depend(window[window.size() - 2], id);
+      before_compute_[lane] = frontier_[lane];
+      frontier_[lane] = {id};
+      compute_of_group_[lane] = id;
+      if (closes) gather_window_[lane].push_back(id);
+    }
+  }
+}
+
+void Expander::tp_collective(int s, const StageOp& op, int g, int ops, bool hidden) {
+  const auto& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  if (ops == 0) return;
+  add_tp_collective(s, op, g, e_.strategy.sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, ops * lg.layers, true,
+                    hidden);
+}
+
+void Expander::vocab_collective(int s, const StageOp& op, int g, CollectiveOp kind, bool hidden) {
+  add_tp_collective(s, op, g, kind, 1, false, hidden);
+}
+
+void Expander::add_tp_collective(int s, const StageOp& op, int g, CollectiveOp kind, int repeat, bool per_layer,
+                                 bool hidden) {
+  if (tp_ == 1 || e_.model.opaque()) return;
+  const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
+  const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
+  const bool first_group = op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1;
+  // A hidden collective starts beside its compute, so it is first of the op when that compute was.
+  const bool first_of_op = first_group && (hidden ? before_compute_.front().empty() : frontier_.front().empty());
+  const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
+  for (int d = 0; d < dp_; ++d) {
+    Collective c = tp_group_collective(d, s, kind, x, e_.training.activation_bytes());
+    c.repeat = repeat;
+    c.layer = per_layer ? lg.first_layer : -1;
+    c.layers = per_layer ? lg.layers : 0;
+    c.microbatch = op.microbatch;
+    c.backward = !op.forward;
+    TaskId id = add_collective(c, s);
+    for (int t = 0; t < tp_; ++t) {
+      std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
+      for (TaskId dep : preceding(lane, hidden ? before_compute_[lane] : frontier_[lane])) g_.depend(dep, id);
+      if (first_of_op) link_op_inputs(d, t, op.chunk * pp_ + s, op.microbatch, op.forward, id);
+      if (hidden)
+        frontier_[lane].push_back(id);
+      else
+        frontier_[lane] = {id};
+    }
+  }
+}
+
+}  // namespace placesim::detail

@@ -1,0 +1,131 @@
+// Pipeline transfers between stages: the asynchronous sends and receives, and Megatron-LM's blocking exchanges.
+#include <variant>
+
+#include "strategies/expand/Expander.hpp"
+
+namespace placesim::detail {
+
+std::vector<TaskId> Expander::send_boundary(int s, const StageOp& op) {
+  std::vector<TaskId> sent(static_cast<std::size_t>(dp_ * tp_), kNoTask);
+  const int vstage = op.chunk * pp_ + s;
+  const int last_vstage = pp_ * v_ - 1;
+  if ((op.forward && vstage == last_vstage) || (!op.forward && vstage == 0) || e_.model.opaque()) return sent;
+  const int dst_v = op.forward ? vstage + 1 : vstage - 1;
+  const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
+  const bool piece = e_.strategy.sp || scatter_gather_;
+  const double bytes = static_cast<double>(piece ? shard_elems(x, tp_) : x) * e_.training.activation_bytes();
+  for (int d = 0; d < dp_; ++d) {
+    for (int t = 0; t < tp_; ++t) {
+      const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
+      P2P p{rank(d, t, s), rank(d, t, dst_v % pp_), bytes, CommClass::PpP2P, op.microbatch, op.chunk, !op.forward};
+      TaskId id = add_single(p, s, p.src, Stream::PpSend);
+      for (TaskId dep : frontier_[lane]) g_.depend(dep, id);
+      link_boundary(d, t, dst_v, op.microbatch, op.forward, id, true);
+      sent[lane] = id;
+    }
+  }
+  return sent;
+}
+
+void Expander::link_boundary(int d, int t, int vstage, int mb, bool forward, TaskId task, bool is_producer) {
+  Boundary& b = boundaries_[{d, t, vstage, mb, forward}];
+  if (is_producer) {
+    b.producer = task;
+    for (TaskId c : b.consumers) g_.depend(task, c);
+    for (TaskId p : b.posters) g_.depend(p, task);
+    return;
+  }
+  b.consumers.push_back(task);
+  if (b.producer != kNoTask) g_.depend(b.producer, task);
+}
+
+void Expander::post_boundary(const BoundaryKey& key, const std::vector<TaskId>& tail) {
+  Boundary& b = boundaries_[key];
+  if (b.producer != kNoTask)
+    for (TaskId p : tail) g_.depend(p, b.producer);
+  else
+    b.posters.insert(b.posters.end(), tail.begin(), tail.end());
+}
+
+void Expander::link_op_inputs(int d, int t, int vstage, int mb, bool forward, TaskId task) {
+  link_boundary(d, t, vstage, mb, forward, task, false);
+  for (const BoundaryKey& key : call_recvs_[static_cast<std::size_t>(d * tp_ + t)])
+    if (key != BoundaryKey{d, t, vstage, mb, forward})
+      link_boundary(std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key), task, false);
+}
+
+bool Expander::has_input(int s, const PipeOp& op) const {
+  const int vstage = op.chunk * pp_ + s;
+  return op.kind == PipeOpKind::Forward ? vstage > 0 : vstage < pp_ * v_ - 1;
+}
+
+void Expander::receive_gather(int s, const PipeOp& op) {
+  if (!has_input(s, op)) return;
+  const int vstage = op.chunk * pp_ + s;
+  const bool forward = op.kind == PipeOpKind::Forward;
+  const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
+  for (int d = 0; d < dp_; ++d) {
+    Collective c = tp_group_collective(d, s, CollectiveOp::AllGather, x, e_.training.activation_bytes());
+    c.microbatch = op.microbatch;
+    c.backward = !forward;
+    TaskId id = add_collective(c, s);
+    for (int t = 0; t < tp_; ++t) {
+      const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
+      link_boundary(d, t, vstage, op.microbatch, forward, id, false);
+      for (TaskId dep : op_tail_[lane]) g_.depend(dep, id);
+      op_tail_[lane].push_back(id);
+    }
+  }
+}
+
+// Megatron-LM exchanges after every op, except that the interleaved steady state runs a forward and the backward
+// after it back to back and exchanges once for both (send_forward_backward_recv_forward_backward).
+bool Expander::ends_call(const std::vector<PipeOp>& order, int i) const {
+  const int n = static_cast<int>(order.size());
+  int next = i + 1;
+  while (next < n && order[static_cast<std::size_t>(next)].kind != PipeOpKind::Forward &&
+         order[static_cast<std::size_t>(next)].kind != PipeOpKind::Backward)
+    ++next;
+  if (next == n) return true;
+  return !(v_ > 1 && order[static_cast<std::size_t>(i)].kind == PipeOpKind::Forward &&
+           order[static_cast<std::size_t>(next)].kind == PipeOpKind::Backward);
+}
+
+void Expander::p2p_call(int s, const std::vector<PipeOp>& order, int i, std::vector<StageOp>& unsent) {
+  std::vector<std::vector<TaskId>> sends(static_cast<std::size_t>(dp_ * tp_));
+  for (const StageOp& op : unsent) {
+    std::vector<TaskId> ids = send_boundary(s, op);
+    for (std::size_t lane = 0; lane < ids.size(); ++lane)
+      if (ids[lane] != kNoTask) sends[lane].push_back(ids[lane]);
+  }
+  unsent.clear();
+  post_receives(s, order, i + 1);
+  // Blocking: what follows the exchange waits for its sends too.
+  for (std::size_t lane = 0; lane < sends.size(); ++lane) op_tail_[lane].insert(op_tail_[lane].end(), sends[lane].begin(), sends[lane].end());
+}
+
+// The exchange posts the receives of the ops up to the next exchange once the device's tail is done; the first of
+// those ops waits for all of them (and for their all-gathers with scatter-gather).
+void Expander::post_receives(int s, const std::vector<PipeOp>& order, int first) {
+  for (auto& keys : call_recvs_) keys.clear();
+  const std::vector<std::vector<TaskId>> tail = op_tail_;
+  for (int k = first; k < static_cast<int>(order.size()); ++k) {
+    const PipeOp& op = order[static_cast<std::size_t>(k)];
+    if (op.kind != PipeOpKind::Forward && op.kind != PipeOpKind::Backward) continue;
+    if (has_input(s, op)) {
+      const int vstage = op.chunk * pp_ + s;
+      const bool forward = op.kind == PipeOpKind::Forward;
+      for (int d = 0; d < dp_; ++d)
+        for (int t = 0; t < tp_; ++t) {
+          const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
+          BoundaryKey key{d, t, vstage, op.microbatch, forward};
+          post_boundary(key, tail[lane]);
+          call_recvs_[lane].push_back(key);
+        }
+      if (scatter_gather_) receive_gather(s, op);
+    }
+    if (ends_call(order, k)) break;
+  }
+}
+
+}  // namespace placesim::detail
