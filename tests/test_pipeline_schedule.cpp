@@ -190,10 +190,10 @@ TEST_CASE("Error: unknown keys and missing or non-positive times in the pipeline
   CHECK(error_of(j) == "pipeline.backward_s is required but missing");
   j = section("1f1b", 4, 8);
   j["forward_s"] = 0;
-  CHECK(error_of(j) == "pipeline.forward_s=0.0 must be positive");
+  CHECK(error_of(j) == "pipeline.forward_s=0 must be positive");
   j = section("1f1b", 4, 8);
   j["p2p_s"] = -1;
-  CHECK(error_of(j) == "pipeline.p2p_s=-1.0 must not be negative");
+  CHECK(error_of(j) == "pipeline.p2p_s=-1 must not be negative");
   j = section("1f1b", 4, 8);
   j["schedule"] = "pipedrem";
   CHECK(error_of(j).find("(did you mean 'pipedream'?)") != std::string::npos);

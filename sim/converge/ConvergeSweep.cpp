@@ -73,13 +73,6 @@ int bounded_int(ObjectReader& r, const char* key, int fallback, int low, int hig
   return static_cast<int>(v);
 }
 
-double time_units(ObjectReader& r, const Json& object, const char* key, double fallback, bool positive) {
-  const double v = r.get_number(key, fallback);
-  if (positive ? !(v > 0) : !(v >= 0))
-    throw InputError(r.field(key) + "=" + show(object[key]) + " must be " + (positive ? "positive" : "non-negative"));
-  return v;
-}
-
 // Rules that involve several fields: LocalSGD's replicas split every step's micro-batches evenly.
 void check_sweep(const ConvergeSweepSpec& s) {
   if (s.min_log2_step > s.max_log2_step)
@@ -245,10 +238,10 @@ ConvergeSweepSpec parse_converge_sweep(const Json& value, ConvergeSweepSpec s) {
   s.microbatches_per_stage = bounded_int(r, "microbatches_per_stage", s.microbatches_per_stage, 1, 1000);
   s.local_steps = bounded_int(r, "local_steps", s.local_steps, 1, 1000000);
   s.replicas = bounded_int(r, "replicas", s.replicas, 0, 1000000);
-  s.forward_s = time_units(r, value, "forward_s", s.forward_s, true);
-  s.backward_s = time_units(r, value, "backward_s", s.backward_s, true);
-  s.p2p_s = time_units(r, value, "p2p_s", s.p2p_s, false);
-  s.budget_s = time_units(r, value, "budget_s", s.budget_s, true);
+  s.forward_s = r.get_positive("forward_s", s.forward_s);
+  s.backward_s = r.get_positive("backward_s", s.backward_s);
+  s.p2p_s = r.get_non_negative("p2p_s", s.p2p_s);
+  s.budget_s = r.get_positive("budget_s", s.budget_s);
   s.min_log2_step = bounded_int(r, "min_log2_step", s.min_log2_step, -60, 20);
   s.max_log2_step = bounded_int(r, "max_log2_step", s.max_log2_step, -60, 20);
   s.threads = bounded_int(r, "threads", s.threads, 0, 1024);

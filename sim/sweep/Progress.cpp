@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "workloads/json/Numbers.hpp"
+
 namespace placesim {
 
 namespace {
@@ -12,14 +14,7 @@ constexpr double kTerminalRedraw_s = 0.2;
 constexpr int kBarWidth = 24;
 
 std::string format_rate(double per_s) {
-  char buf[32];
-  if (per_s >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.2fM", per_s / 1e6);
-  else if (per_s >= 1e4)
-    std::snprintf(buf, sizeof buf, "%.1fk", per_s / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.3g", per_s);
-  return buf;
+  return format_scaled(per_s, {{1e6, 1e6, "%.2fM"}, {1e4, 1e3, "%.1fk"}, {0, 1, "%.3g"}});
 }
 
 }  // namespace

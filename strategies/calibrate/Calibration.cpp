@@ -1,12 +1,12 @@
 #include "strategies/calibrate/Calibration.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <memory>
 
 #include "strategies/calibrate/LeastSquares.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
+#include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -26,24 +26,11 @@ struct Param {
   double start = 0;  ///< where the fit starts; 0: the slot's current value
 };
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-double positive(ObjectReader& r, const char* key) {
-  if (!r.has(key)) throw InputError(r.field(key) + " is required but missing");
-  double v = r.get_number(key, 0);
-  if (!(v > 0) || !std::isfinite(v)) throw InputError(r.field(key) + "=" + number(v) + " must be positive");
-  return v;
-}
-
 // The measured value of a point given either as a rate (`rate_key`, converted by `rate_scale`) or a time.
 void measured_value(ObjectReader& r, const char* rate_key, Point& p) {
   if (r.has(rate_key) == r.has("time_s"))
     throw InputError(r.path() + " needs exactly one of " + rate_key + " and time_s");
-  p.measured = positive(r, r.has(rate_key) ? rate_key : "time_s");
+  p.measured = r.require_positive(r.has(rate_key) ? rate_key : "time_s");
   if (!r.has(rate_key)) p.unit = "s";
 }
 
@@ -57,12 +44,13 @@ std::vector<Point> gemm_points(const Json& items, const std::string& field, cons
   std::vector<Point> out;
   for (std::size_t i = 0; i < items.size(); ++i) {
     ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
-    GemmShape g{positive(r, "m"), positive(r, "n"), positive(r, "k"), r.has("batch") ? positive(r, "batch") : 1};
+    GemmShape g{r.require_positive("m"), r.require_positive("n"), r.require_positive("k"), r.get_positive("batch", 1)};
     std::string dt = r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16");
     DType dtype = dt == "fp32" ? DType::FP32 : dt == "fp16" ? DType::FP16 : DType::BF16;
     // A sweep measured in another precision (FP8) carries its own peak: the fit then uses its efficiency curve.
-    double peak = r.has("peak_tflops") ? positive(r, "peak_tflops") * 1e12 : 0;
-    Point p{"gemm", number(g.m) + "x" + number(g.n) + "x" + number(g.k), "TFLOP/s", 0, {}};
+    double peak = r.get_positive("peak_tflops", 0) * 1e12;
+    Point p{"gemm", format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k),
+            "TFLOP/s", 0, {}};
     measured_value(r, "tflops", p);
     r.finish();
     const double flops = 2 * g.m * g.n * g.k * g.batch;
@@ -82,7 +70,7 @@ std::vector<Point> memory_points(const Json& items, const std::string& field, co
   std::vector<Point> out;
   for (std::size_t i = 0; i < items.size(); ++i) {
     ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
-    double bytes = positive(r, "bytes");
+    double bytes = r.require_positive("bytes");
     Point p{"memory", r.get_string("name", format_bytes(bytes)), "GB/s", 0, {}};
     measured_value(r, "bw_GBps", p);
     r.finish();
@@ -102,15 +90,17 @@ std::vector<Point> attention_points(const Json& items, const std::string& field,
   std::vector<Point> out;
   for (std::size_t i = 0; i < items.size(); ++i) {
     ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
-    double b = positive(r, "batch"), heads = positive(r, "heads"), s = positive(r, "seq"), d = positive(r, "head_dim");
+    double b = r.require_positive("batch"), heads = r.require_positive("heads");
+    double s = r.require_positive("seq"), d = r.require_positive("head_dim");
     bool causal = r.get_bool("causal", false);
     bool both = r.get_choice("pass", {"fwd", "fwd+bwd"}, "fwd+bwd") == "fwd+bwd";
     std::string dt = r.get_choice("dtype", {"bf16", "fp16"}, "bf16");
     DType dtype = dt == "fp16" ? DType::FP16 : DType::BF16;
     Point p{"attention",
-            "b" + number(b) + " h" + number(heads) + " s" + number(s) + " d" + number(d) + (both ? " fwd+bwd" : " fwd"),
+            "b" + format_significant(b) + " h" + format_significant(heads) + " s" + format_significant(s) + " d" +
+                format_significant(d) + (both ? " fwd+bwd" : " fwd"),
             "TFLOP/s", 0, {}};
-    p.measured = positive(r, "tflops");
+    p.measured = r.require_positive("tflops");
     r.finish();
     const double fwd = 4 * b * heads * s * s * d * (causal ? 0.5 : 1.0);
     p.model = [fwd, both, dtype, &acc] {
@@ -131,7 +121,7 @@ std::vector<Point> collective_points(const Json& items, const std::string& field
     CollectiveAlgorithm algorithm = parse_collective_algorithm(r.get_string("algorithm", "ring"), r.field("algorithm"));
     int ranks = static_cast<int>(r.get_positive_int("ranks", 0));
     if (ranks < 2) throw InputError(r.field("ranks") + " is required and must be at least 2");
-    double bytes = positive(r, "bytes");
+    double bytes = r.require_positive("bytes");
     bool this_nvls = algorithm == CollectiveAlgorithm::Nvls;
     if (i > 0 && this_nvls != *nvls)
       throw InputError(r.field("algorithm") +
@@ -163,7 +153,7 @@ std::vector<Point> layer_points(const Json& items, const std::string& field, con
     const Json* ej = r.child("experiment");
     if (!ej) throw InputError(r.field("experiment") + " is required but missing");
     auto e = std::make_shared<Experiment>(parse_experiment(*ej, base_dir));
-    double forward = positive(r, "forward_ms"), backward = positive(r, "backward_ms");
+    double forward = r.require_positive("forward_ms"), backward = r.require_positive("backward_ms");
     r.finish();
     out.push_back({"layers", name + " forward", "ms", forward,
                    [e, &acc, &fabric] { return layer_times_with_tp_comm(*e, acc, fabric).forward_s * 1e3; }});
@@ -206,9 +196,8 @@ void fit_group(const std::string& group, const std::vector<Param>& params, const
 int collective_protocols(ObjectReader& r) {
   if (!r.has("collective_protocols")) return 2;
   const double n = r.get_number("collective_protocols", 0);
-  if (n != 1 && n != 2)
-    throw InputError(r.field("collective_protocols") + "=" + number(n) +
-                     " must be 1 (bandwidth protocol) or 2 (bandwidth and low-latency protocols)");
+  r.check(n == 1 || n == 2, "collective_protocols",
+          "must be 1 (bandwidth protocol) or 2 (bandwidth and low-latency protocols)");
   return static_cast<int>(n);
 }
 
@@ -255,8 +244,7 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
     const CommProfile reference = default_comm_profile(c.accelerator.name, r.field("accelerator"));
     c.fabric = c.fabric_scope == FabricScope::IntraNode ? reference.intra_node : reference.inter_node;
   }
-  if (const Json* s = r.child("sources"))
-    for (const auto& item : *s) c.sources.push_back(item.is_string() ? item.get<std::string>() : show(item));
+  c.sources = r.get_strings("sources", c.sources);
   ComputeProfile& p = c.accelerator.profile;
   FabricProfile& f = c.fabric;
   // The compute groups start from fixed values, not from the base accelerator's (already fitted) ones: the GEMM
@@ -266,8 +254,7 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   // The SM count for the GEMM model's wave quantization is the hardware's, given rather than fitted.
   if (r.has("gemm_sms")) {
     const double sms = r.get_number("gemm_sms", 0);
-    if (!(sms >= 1) || sms != std::floor(sms))
-      throw InputError(r.field("gemm_sms") + "=" + show(measured["gemm_sms"]) + " must be a whole number of SMs >= 1");
+    r.check(sms >= 1 && sms == std::floor(sms), "gemm_sms", "must be a whole number of SMs >= 1");
     p.gemm_sms = sms;
   }
   std::vector<Point> all, group;

@@ -35,14 +35,6 @@ int at_least_one(ObjectReader& r, const char* key, int fallback) {
   return to_count(r, key, v);
 }
 
-double seconds(ObjectReader& r, const char* key, bool required) {
-  if (required && !r.has(key)) throw InputError(r.field(key) + " is required but missing");
-  const double v = r.get_number(key, 0);
-  if (required && !(v > 0)) throw InputError(r.field(key) + "=" + Json(v).dump() + " must be positive");
-  if (v < 0) throw InputError(r.field(key) + "=" + Json(v).dump() + " must not be negative");
-  return v;
-}
-
 // Keys that belong to one schedule only are refused with the others, so a typo'd schedule cannot ignore them.
 void refuse_unless(ObjectReader& r, const char* key, bool meaningful, const std::string& schedules) {
   if (r.has(key) && !meaningful)
@@ -59,10 +51,10 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   sh.stages = required_count(r, "stages");
   sh.microbatches = required_count(r, "microbatches");
   sh.steps = to_count(r, "steps", r.get_positive_int("steps", 1));
-  p.times.forward_s = seconds(r, "forward_s", true);
-  p.times.backward_s = seconds(r, "backward_s", true);
-  p.times.p2p_s = seconds(r, "p2p_s", false);
-  p.times.apply_s = seconds(r, "apply_s", false);
+  p.times.forward_s = r.require_positive("forward_s");
+  p.times.backward_s = r.require_positive("backward_s");
+  p.times.p2p_s = r.get_non_negative("p2p_s", 0);
+  p.times.apply_s = r.get_non_negative("apply_s", 0);
   const bool asynchronous = sh.schedule == Schedule::PipeDream || sh.schedule == Schedule::PipeDream2BW;
   const bool local_sgd = sh.schedule == Schedule::LocalSGD;
   refuse_unless(r, "chunks", sh.schedule == Schedule::Interleaved, "interleaved");
@@ -72,7 +64,7 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   sh.noam = at_least_one(r, "noam", sh.stages);
   sh.replicas = to_count(r, "replicas", r.get_positive_int("replicas", 1));
   sh.local_steps = at_least_one(r, "local_steps", 1);
-  p.times.average_s = seconds(r, "average_s", false);
+  p.times.average_s = r.get_non_negative("average_s", 0);
   r.finish();
   return p;
 }

@@ -36,13 +36,8 @@ const std::map<std::string, Preset>& presets() {
 
 Json preset_json(const std::string& name, const std::string& field) {
   auto it = presets().find(name);
-  if (it == presets().end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, p] : presets()) names.push_back(n);
-    std::string guess = nearest(name, names);
-    throw InputError(field + "=" + name + " is not a strategy preset" +
-                     (guess.empty() ? std::string(" (see `placesim presets`)") : " (did you mean '" + guess + "'?)"));
-  }
+  if (it == presets().end())
+    refuse_name(field, name, "a strategy preset", names_of(presets()), " (see `placesim presets`)");
   return Json::parse(it->second.fields);
 }
 
@@ -97,8 +92,7 @@ StrategySpec read_strategy_object(const Json& object) {
   s.local_steps = r.get_int("local_steps", 1);
   if (s.local_steps < 1)
     throw InputError(r.field("local_steps") + "=" + std::to_string(s.local_steps) + " must be at least 1");
-  s.bucket_bytes = r.get_number("bucket_bytes", 25e6);
-  if (!(s.bucket_bytes > 0)) throw InputError(r.field("bucket_bytes") + "=" + show(object["bucket_bytes"]) + " must be positive");
+  s.bucket_bytes = r.get_positive("bucket_bytes", 25e6);
   // Both algorithms send 2(N-1)/N of an all-reduce's buffer per device, so the analytic volumes hold for either.
   s.collective = r.get_choice("collective", {"ring", "hierarchical"}, "ring") == "hierarchical"
                      ? CollectiveScheme::Hierarchical

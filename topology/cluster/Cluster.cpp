@@ -2,8 +2,8 @@
 
 #include <climits>
 #include <cmath>
-#include <cstdio>
 
+#include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -87,37 +87,7 @@ const std::map<std::string, Preset>& presets() {
 ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
   auto it = presets().find(name);
   if (it != presets().end()) return it->second.make();
-  std::vector<std::string> names;
-  for (const auto& [n, p] : presets()) names.push_back(n);
-  std::string guess = nearest(name, names);
-  throw InputError(
-      field + "=" + name + " is not a known cluster" +
-      (guess.empty() ? std::string(" (known: dgx-a100, dgx-h100, selene)") : " (did you mean '" + guess + "'?)"));
-}
-
-// A user's value as it appears in the error: strings keep their quotes ("0Gbps"), numbers stay bare.
-std::string quoted(const Json& value) {
-  return value.is_string() ? value.dump() : show(value);
-}
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
-enum class Sign { Positive, NonNegative };
-using UnitParser = double (*)(const std::string&, const std::string&);
-
-// A quantity given as a unit string ("400Gbps") or a plain SI number; `target` keeps its value when absent.
-void read_quantity(ObjectReader& r, const char* key, UnitParser parse, Sign sign, double& target) {
-  const Json* v = r.child(key);
-  if (!v) return;
-  double x = v->is_string() ? parse(v->get<std::string>(), r.field(key)) : r.get_number(key, 0);
-  if (sign == Sign::Positive && !(x > 0)) throw InputError(r.field(key) + "=" + quoted(*v) + " must be positive");
-  if (sign == Sign::NonNegative && !(x >= 0))
-    throw InputError(r.field(key) + "=" + quoted(*v) + " must not be negative");
-  target = x;
+  refuse_name(field, name, "a known cluster", names_of(presets()), " (known: dgx-a100, dgx-h100, selene)");
 }
 
 int read_count(ObjectReader& r, const char* key, std::int64_t minimum, int fallback) {
@@ -131,32 +101,30 @@ int read_count(ObjectReader& r, const char* key, std::int64_t minimum, int fallb
 void read_node(ObjectReader& r, ClusterSpec& c) {
   c.nodes = read_count(r, "nodes", 1, c.nodes);
   c.gpus_per_node = read_count(r, "gpus_per_node", 1, c.gpus_per_node);
-  read_quantity(r, "nvlink_bw", parse_bandwidth, Sign::Positive, c.nvlink_bw_Bps);
-  read_quantity(r, "nvlink_latency", parse_time, Sign::NonNegative, c.nvlink_latency_s);
-  read_quantity(r, "pcie_bw", parse_bandwidth, Sign::Positive, c.pcie_bw_Bps);
-  read_quantity(r, "pcie_latency", parse_time, Sign::NonNegative, c.pcie_latency_s);
-  read_quantity(r, "host_flops", parse_flops, Sign::Positive, c.host_flops);
-  read_quantity(r, "host_memory", parse_bytes, Sign::Positive, c.host_memory_bytes);
-  read_quantity(r, "host_memory_bw", parse_bandwidth, Sign::Positive, c.host_memory_bw_Bps);
-  read_quantity(r, "nvme_read_bw", parse_bandwidth, Sign::Positive, c.nvme_read_Bps);
-  read_quantity(r, "nvme_write_bw", parse_bandwidth, Sign::Positive, c.nvme_write_Bps);
+  c.nvlink_bw_Bps = r.get_positive("nvlink_bw", c.nvlink_bw_Bps, parse_bandwidth);
+  c.nvlink_latency_s = r.get_non_negative("nvlink_latency", c.nvlink_latency_s, parse_time);
+  c.pcie_bw_Bps = r.get_positive("pcie_bw", c.pcie_bw_Bps, parse_bandwidth);
+  c.pcie_latency_s = r.get_non_negative("pcie_latency", c.pcie_latency_s, parse_time);
+  c.host_flops = r.get_positive("host_flops", c.host_flops, parse_flops);
+  c.host_memory_bytes = r.get_positive("host_memory", c.host_memory_bytes, parse_bytes);
+  c.host_memory_bw_Bps = r.get_positive("host_memory_bw", c.host_memory_bw_Bps, parse_bandwidth);
+  c.nvme_read_Bps = r.get_positive("nvme_read_bw", c.nvme_read_Bps, parse_bandwidth);
+  c.nvme_write_Bps = r.get_positive("nvme_write_bw", c.nvme_write_Bps, parse_bandwidth);
 }
 
 void read_network(ObjectReader& r, ClusterSpec& c) {
   c.nics_per_node = read_count(r, "nics_per_node", 0, c.nics_per_node);
-  read_quantity(r, "nic_bw", parse_bandwidth, Sign::Positive, c.nic_bw_Bps);
-  read_quantity(r, "nic_latency", parse_time, Sign::NonNegative, c.nic_latency_s);
+  c.nic_bw_Bps = r.get_positive("nic_bw", c.nic_bw_Bps, parse_bandwidth);
+  c.nic_latency_s = r.get_non_negative("nic_latency", c.nic_latency_s, parse_time);
   c.fabric = r.get_choice("fabric", {"fat-tree", "rail-optimized"}, to_string(c.fabric)) == "rail-optimized"
                  ? FabricTopology::RailOptimized
                  : FabricTopology::FatTree;
   c.switch_radix = read_count(r, "switch_radix", 2, c.switch_radix);
   if (r.has("oversubscription")) {
     c.oversubscription = r.get_number("oversubscription", 1);
-    if (!(c.oversubscription >= 1))
-      throw InputError(r.field("oversubscription") + "=" + show(*r.child("oversubscription")) +
-                       " must be >= 1 (1 = full bisection)");
+    r.check(c.oversubscription >= 1, "oversubscription", "must be >= 1 (1 = full bisection)");
   }
-  read_quantity(r, "switch_latency", parse_time, Sign::NonNegative, c.switch_latency_s);
+  c.switch_latency_s = r.get_non_negative("switch_latency", c.switch_latency_s, parse_time);
 }
 
 void read_simgrid_config(ObjectReader& r, ClusterSpec& c) {
@@ -190,7 +158,7 @@ void set_default_comm(ClusterSpec& c) {
 }
 
 void require(bool ok, const std::string& field, double value, const char* rule) {
-  if (!ok) throw InputError("cluster." + field + "=" + number(value) + " " + rule);
+  if (!ok) throw InputError("cluster." + field + "=" + format_significant(value, 10) + " " + rule);
 }
 
 }  // namespace

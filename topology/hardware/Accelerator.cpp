@@ -47,15 +47,6 @@ const std::map<std::string, Preset>& presets() {
   return table;
 }
 
-double positive_quantity(ObjectReader& r, const char* key, double fallback,
-                         double (*parse)(const std::string&, const std::string&)) {
-  if (!r.has(key)) return fallback;
-  const Json& v = *r.child(key);
-  double x = v.is_string() ? parse(v.get<std::string>(), r.field(key)) : r.get_number(key, 0);
-  if (!(x > 0)) throw InputError(r.field(key) + "=" + show(v) + " must be positive");
-  return x;
-}
-
 std::string resolve_path(const std::string& path, const std::string& base_dir) {
   std::filesystem::path p(path);
   if (p.is_relative() && !base_dir.empty() && !std::filesystem::exists(p)) p = std::filesystem::path(base_dir) / p;
@@ -66,14 +57,9 @@ std::string resolve_path(const std::string& path, const std::string& base_dir) {
 
 AcceleratorSpec accelerator_preset(const std::string& name, const std::string& field) {
   auto it = presets().find(name);
-  if (it == presets().end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, p] : presets()) names.push_back(n);
-    std::string guess = nearest(name, names);
-    throw InputError(field + "=" + name + " is not a known accelerator" +
-                     (guess.empty() ? std::string(" (known: a100-40gb, a100-80gb, h100-sxm, h200, b200)")
-                                    : " (did you mean '" + guess + "'?)"));
-  }
+  if (it == presets().end())
+    refuse_name(field, name, "a known accelerator", names_of(presets()),
+                " (known: a100-40gb, a100-80gb, h100-sxm, h200, b200)");
   return it->second.spec;
 }
 
@@ -96,14 +82,12 @@ AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, c
     a.gemm_efficiency = a.profile.gemm_peak_efficiency;
   }
   a.name = r.get_string("name", a.name);
-  a.peak_bf16_flops = positive_quantity(r, "peak_bf16_flops", a.peak_bf16_flops, parse_flops);
-  a.peak_fp16_flops = positive_quantity(r, "peak_fp16_flops", a.peak_fp16_flops, parse_flops);
-  a.peak_fp32_flops = positive_quantity(r, "peak_fp32_flops", a.peak_fp32_flops, parse_flops);
-  a.hbm_bytes = positive_quantity(r, "hbm_bytes", a.hbm_bytes, parse_bytes);
-  a.hbm_bw_Bps = positive_quantity(r, "hbm_bw", a.hbm_bw_Bps, parse_bandwidth);
-  a.gemm_efficiency = r.get_number("gemm_efficiency", a.gemm_efficiency);
-  if (!(a.gemm_efficiency > 0 && a.gemm_efficiency <= 1))
-    throw InputError(r.field("gemm_efficiency") + "=" + std::to_string(a.gemm_efficiency) + " must be in (0, 1]");
+  a.peak_bf16_flops = r.get_positive("peak_bf16_flops", a.peak_bf16_flops, parse_flops);
+  a.peak_fp16_flops = r.get_positive("peak_fp16_flops", a.peak_fp16_flops, parse_flops);
+  a.peak_fp32_flops = r.get_positive("peak_fp32_flops", a.peak_fp32_flops, parse_flops);
+  a.hbm_bytes = r.get_positive("hbm_bytes", a.hbm_bytes, parse_bytes);
+  a.hbm_bw_Bps = r.get_positive("hbm_bw", a.hbm_bw_Bps, parse_bandwidth);
+  a.gemm_efficiency = r.get_fraction("gemm_efficiency", a.gemm_efficiency);
   r.finish();
   for (auto [v, name] : {std::pair{a.peak_bf16_flops, "peak_bf16_flops"}, {a.hbm_bytes, "hbm_bytes"}})
     if (!(v > 0)) throw InputError(field + "." + name + " is required for a custom accelerator");

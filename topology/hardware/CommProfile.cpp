@@ -1,20 +1,14 @@
 #include "topology/hardware/CommProfile.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <map>
 
+#include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
 
 namespace {
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 // Fitted by `placesim calibrate` (scripts/refit_profiles.py) to the nccl-tests curves in
 // topology/profiles/measurements/ (residuals in topology/profiles/*.json): both protocols of NVLink 3 (A100) and 5
@@ -97,33 +91,12 @@ const std::map<std::string, std::pair<FabricProfile, std::string>>& presets() {
   return table;
 }
 
-double quantity(ObjectReader& r, const char* key, double fallback, bool required,
-                double (*parse)(const std::string&, const std::string&)) {
-  if (!r.has(key)) {
-    if (required) throw InputError(r.field(key) + " is required but missing");
-    return fallback;
-  }
-  const Json& v = *r.child(key);
-  double x = v.is_string() ? parse(v.get<std::string>(), r.field(key)) : r.get_number(key, 0);
-  if (!(x >= 0) || !std::isfinite(x)) throw InputError(r.field(key) + "=" + show(v) + " must not be negative");
-  return x;
-}
-
-double plain(const std::string& text, const std::string& field) {
-  throw InputError(field + "=" + text + " must be a number");
-}
-
 }  // namespace
 
 FabricProfile fabric_preset(const std::string& name, const std::string& field) {
   auto it = presets().find(name);
-  if (it == presets().end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, p] : presets()) names.push_back(n);
-    std::string guess = nearest(name, names);
-    throw InputError(field + "=" + name + " is not a known fabric" +
-                     (guess.empty() ? std::string(" (see fabric_preset_list)") : " (did you mean '" + guess + "'?)"));
-  }
+  if (it == presets().end())
+    refuse_name(field, name, "a known fabric", names_of(presets()), " (see fabric_preset_list)");
   return it->second.first;
 }
 
@@ -148,40 +121,27 @@ FabricProfile parse_fabric_profile(const Json& value, const std::string& field) 
   FabricProfile f;
   bool base = r.has("preset");
   if (base) f = fabric_preset(r.get_string("preset", ""), r.field("preset"));
+  else
+    for (const char* key : {"link_bw", "bus_efficiency", "step_latency"}) r.require(key);
   f.name = r.get_string("name", f.name);
-  f.link_bw_Bps = quantity(r, "link_bw", f.link_bw_Bps, !base, parse_bandwidth);
-  f.bus_efficiency = quantity(r, "bus_efficiency", f.bus_efficiency, !base, plain);
-  f.step_latency_s = quantity(r, "step_latency", f.step_latency_s, !base, parse_time);
-  f.ll_bus_efficiency = quantity(r, "ll_bus_efficiency", f.ll_bus_efficiency, false, plain);
-  f.ll_step_latency_s = quantity(r, "ll_step_latency", f.ll_step_latency_s, false, parse_time);
-  f.nvls_bus_efficiency = quantity(r, "nvls_bus_efficiency", f.nvls_bus_efficiency, false, plain);
-  f.nvls_latency_s = quantity(r, "nvls_latency", f.nvls_latency_s, false, parse_time);
-  if (const Json* s = r.child("sources")) {
-    if (!s->is_array()) throw InputError(r.field("sources") + " must be a list of strings");
-    f.sources.clear();
-    for (const auto& item : *s) {
-      if (!item.is_string()) throw InputError(r.field("sources") + " must be a list of strings, got " + show(item));
-      f.sources.push_back(item.get<std::string>());
-    }
-  }
+  f.link_bw_Bps = r.get_positive("link_bw", f.link_bw_Bps, parse_bandwidth);
+  f.bus_efficiency = r.get_fraction("bus_efficiency", f.bus_efficiency);
+  f.step_latency_s = r.get_non_negative("step_latency", f.step_latency_s, parse_time);
+  f.ll_bus_efficiency = r.get_non_negative("ll_bus_efficiency", f.ll_bus_efficiency);
+  r.check(f.ll_bus_efficiency <= 1, "ll_bus_efficiency", "must be in [0, 1] (0 = none)");
+  f.ll_step_latency_s = r.get_non_negative("ll_step_latency", f.ll_step_latency_s, parse_time);
+  f.nvls_bus_efficiency = r.get_non_negative("nvls_bus_efficiency", f.nvls_bus_efficiency);
+  f.nvls_latency_s = r.get_non_negative("nvls_latency", f.nvls_latency_s, parse_time);
+  f.sources = r.get_strings("sources", f.sources);
   r.finish();
-  if (!(f.link_bw_Bps > 0)) throw InputError(r.field("link_bw") + "=" + number(f.link_bw_Bps) + " must be positive");
-  if (!(f.bus_efficiency > 0 && f.bus_efficiency <= 1))
-    throw InputError(r.field("bus_efficiency") + "=" + number(f.bus_efficiency) + " must be in (0, 1]");
-  if (!(f.ll_bus_efficiency <= 1))
-    throw InputError(r.field("ll_bus_efficiency") + "=" + number(f.ll_bus_efficiency) +
-                     " must be in [0, 1] (0 = none)");
   return f;
 }
 
 CommProfile parse_comm_profile(const Json& value, const std::string& field) {
   ObjectReader r(value, field);
   CommProfile c;
-  for (auto [key, target] : {std::pair{"intra_node", &c.intra_node}, {"inter_node", &c.inter_node}}) {
-    const Json* f = r.child(key);
-    if (!f) throw InputError(r.field(key) + " is required but missing");
-    *target = parse_fabric_profile(*f, r.field(key));
-  }
+  for (auto [key, target] : {std::pair{"intra_node", &c.intra_node}, {"inter_node", &c.inter_node}})
+    *target = parse_fabric_profile(r.require(key), r.field(key));
   r.finish();
   return c;
 }
@@ -221,7 +181,7 @@ double protocol_time_s(CollectiveKind kind, CollectiveAlgorithm algorithm, doubl
 CollectivePlan plan_collective(CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes, int ranks,
                                const FabricProfile& f, const RingHop& hop) {
   if (ranks < 1) throw InputError("collective over ranks=" + std::to_string(ranks) + ": need at least one rank");
-  if (!(bytes >= 0)) throw InputError("collective of bytes=" + number(bytes) + ": must not be negative");
+  if (!(bytes >= 0)) throw InputError("collective of bytes=" + format_significant(bytes) + ": must not be negative");
   const bool nvls = algorithm == CollectiveAlgorithm::Nvls;
   if (nvls && !f.has_nvls()) throw InputError("fabric " + f.name + " has no NVLink SHARP (nvls_bus_efficiency=0)");
   if (ranks == 1) return {algorithm, false, 0};

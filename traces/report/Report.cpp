@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -77,27 +78,11 @@ std::string cell(const std::string& text, std::size_t width) {
 }
 
 std::string format_count(double v) {
-  char buf[32];
-  if (v >= 1e12)
-    std::snprintf(buf, sizeof buf, "%.2f T", v / 1e12);
-  else if (v >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.2f B", v / 1e9);
-  else if (v >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.2f M", v / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
+  return format_scaled(v, {{1e12, 1e12, "%.2f T"}, {1e9, 1e9, "%.2f B"}, {1e6, 1e6, "%.2f M"}, {0, 1, "%.0f"}});
 }
 
 std::string format_flops(double v) {
-  char buf[32];
-  if (v >= 1e18)
-    std::snprintf(buf, sizeof buf, "%.2f EFLOP", v / 1e18);
-  else if (v >= 1e15)
-    std::snprintf(buf, sizeof buf, "%.2f PFLOP", v / 1e15);
-  else
-    std::snprintf(buf, sizeof buf, "%.2f TFLOP", v / 1e12);
-  return buf;
+  return format_scaled(v, {{1e18, 1e18, "%.2f EFLOP"}, {1e15, 1e15, "%.2f PFLOP"}, {0, 1e12, "%.2f TFLOP"}});
 }
 
 }  // namespace

@@ -38,6 +38,9 @@ std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::si
   return {line, column};
 }
 
+// A value as the user wrote it: a string keeps its quotes ("0Gbps"), so that a unit string reads as one.
+std::string as_written(const Json& value) { return value.is_string() ? value.dump() : show(value); }
+
 }  // namespace
 
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
@@ -73,6 +76,13 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
   }
 }
 
+void refuse_name(const std::string& field, const std::string& name, const std::string& what,
+                 const std::vector<std::string>& known, const std::string& otherwise) {
+  std::string guess = nearest(name, known);
+  throw InputError(field + "=" + name + " is not " + what +
+                   (guess.empty() ? otherwise : " (did you mean '" + guess + "'?)"));
+}
+
 Json read_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError("cannot open '" + path + "'");
@@ -106,6 +116,17 @@ const Json* ObjectReader::child(std::string_view key) {
   return &json_at(key);
 }
 
+const Json& ObjectReader::require(std::string_view key) {
+  if (!has(key)) throw InputError(field(key) + " is required but missing");
+  return json_at(key);
+}
+
+void ObjectReader::check(bool ok, std::string_view key, const std::string& rule) {
+  if (ok) return;
+  auto it = object_.find(key);
+  throw InputError(field(key) + "=" + (it == object_.end() ? std::string("null") : as_written(*it)) + " " + rule);
+}
+
 std::string ObjectReader::get_string(std::string_view key, std::string fallback) {
   if (!has(key)) return fallback;
   const Json& v = json_at(key);
@@ -114,7 +135,7 @@ std::string ObjectReader::get_string(std::string_view key, std::string fallback)
 }
 
 std::string ObjectReader::require_string(std::string_view key) {
-  if (!has(key)) throw InputError(field(key) + " is required but missing");
+  require(key);
   return get_string(key, "");
 }
 
@@ -140,7 +161,7 @@ std::int64_t ObjectReader::get_int(std::string_view key, std::int64_t fallback) 
 }
 
 std::int64_t ObjectReader::require_int(std::string_view key) {
-  if (!has(key)) throw InputError(field(key) + " is required but missing");
+  require(key);
   return get_int(key, 0);
 }
 
@@ -157,13 +178,75 @@ std::int64_t ObjectReader::get_positive_int(std::string_view key, std::int64_t f
   return n;
 }
 
-double ObjectReader::get_number(std::string_view key, double fallback) {
-  if (!has(key)) return fallback;
+double ObjectReader::to_number(std::string_view key, UnitParser unit) {
   const Json& v = json_at(key);
+  if (unit && v.is_string()) {
+    double d = unit(v.get<std::string>(), field(key));
+    check(std::isfinite(d), key, "must be finite");
+    return d;
+  }
   if (!v.is_number()) throw InputError(field(key) + "=" + show(v) + " must be a number");
   double d = v.get<double>();
   if (!std::isfinite(d)) throw InputError(field(key) + "=" + show(v) + " must be finite");
   return d;
+}
+
+double ObjectReader::get_number(std::string_view key, double fallback, UnitParser unit) {
+  return has(key) ? to_number(key, unit) : fallback;
+}
+
+double ObjectReader::require_number(std::string_view key, UnitParser unit) {
+  require(key);
+  return to_number(key, unit);
+}
+
+double ObjectReader::get_positive(std::string_view key, double fallback, UnitParser unit) {
+  if (!has(key)) return fallback;
+  double d = to_number(key, unit);
+  check(d > 0, key, "must be positive");
+  return d;
+}
+
+double ObjectReader::require_positive(std::string_view key, UnitParser unit) {
+  require(key);
+  return get_positive(key, 0, unit);
+}
+
+double ObjectReader::get_non_negative(std::string_view key, double fallback, UnitParser unit) {
+  if (!has(key)) return fallback;
+  double d = to_number(key, unit);
+  check(d >= 0, key, "must not be negative");
+  return d;
+}
+
+double ObjectReader::require_non_negative(std::string_view key, UnitParser unit) {
+  require(key);
+  return get_non_negative(key, 0, unit);
+}
+
+double ObjectReader::get_fraction(std::string_view key, double fallback) {
+  if (!has(key)) return fallback;
+  double d = to_number(key, nullptr);
+  check(d > 0 && d <= 1, key, "must be in (0, 1]");
+  return d;
+}
+
+double ObjectReader::require_fraction(std::string_view key) {
+  require(key);
+  return get_fraction(key, 0);
+}
+
+std::vector<std::string> ObjectReader::get_strings(std::string_view key, std::vector<std::string> fallback) {
+  if (!has(key)) return fallback;
+  const Json& list = json_at(key);
+  if (!list.is_array()) throw InputError(field(key) + "=" + show(list) + " must be a list of strings");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_string())
+      throw InputError(field(key) + "[" + std::to_string(i) + "]=" + show(list[i]) + " must be a string");
+    out.push_back(list[i].get<std::string>());
+  }
+  return out;
 }
 
 std::string ObjectReader::get_choice(std::string_view key, const std::vector<std::string>& allowed,

@@ -14,6 +14,9 @@ namespace placesim {
 
 using Json = nlohmann::json;
 
+/// Reads a number written with its unit ("400Gbps" -> bytes/s); throws InputError naming `field` (see Units.hpp).
+using UnitParser = double (*)(const std::string& text, const std::string& field);
+
 /// The candidate closest to `word` by edit distance, or "" when none is plausibly meant.
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
 
@@ -22,6 +25,19 @@ Json parse_json_text(const std::string& text, const std::string& origin);
 
 /// Reads a JSON file (see parse_json_text).
 Json read_json_file(const std::string& path);
+
+/// Throws InputError "<field>=<name> is not <what>", then " (did you mean '<nearest>'?)", or `otherwise` when no
+/// name in `known` is near.
+[[noreturn]] void refuse_name(const std::string& field, const std::string& name, const std::string& what,
+                              const std::vector<std::string>& known, const std::string& otherwise = "");
+
+/// The keys of a map of named things (presets), for refuse_name.
+template <class Map>
+std::vector<std::string> names_of(const Map& map) {
+  std::vector<std::string> names;
+  for (const auto& entry : map) names.push_back(entry.first);
+  return names;
+}
 
 /// Reads one JSON object key by key. Every error names the dotted path of the field and its value;
 /// finish() refuses keys that were never read, suggesting the nearest known one.
@@ -37,6 +53,10 @@ class ObjectReader {
   /// Marks `key` as known without reading it (a field handled elsewhere).
   void skip(std::string_view key);
   const Json* child(std::string_view key);
+  /// The value of `key`, which must be present: "<field> is required but missing" otherwise.
+  const Json& require(std::string_view key);
+  /// Throws "<field>=<value as written> <rule>" unless `ok`, for rules the readers below do not state.
+  void check(bool ok, std::string_view key, const std::string& rule);
 
   std::string get_string(std::string_view key, std::string fallback);
   std::string require_string(std::string_view key);
@@ -46,7 +66,20 @@ class ObjectReader {
   std::int64_t require_int(std::string_view key);
   /// Integer >= 1.
   std::int64_t get_positive_int(std::string_view key, std::int64_t fallback);
-  double get_number(std::string_view key, double fallback);
+  /// Finite number. With `unit`, a string is read by it ("400Gbps" by parse_bandwidth) and a plain number is SI.
+  double get_number(std::string_view key, double fallback, UnitParser unit = nullptr);
+  double require_number(std::string_view key, UnitParser unit = nullptr);
+  /// Number > 0 (see get_number for `unit`).
+  double get_positive(std::string_view key, double fallback, UnitParser unit = nullptr);
+  double require_positive(std::string_view key, UnitParser unit = nullptr);
+  /// Number >= 0 (see get_number for `unit`).
+  double get_non_negative(std::string_view key, double fallback, UnitParser unit = nullptr);
+  double require_non_negative(std::string_view key, UnitParser unit = nullptr);
+  /// Fraction in (0, 1]: an efficiency, where 0 would mean that nothing is ever done.
+  double get_fraction(std::string_view key, double fallback);
+  double require_fraction(std::string_view key);
+  /// List of strings (source citations, say); a non-string item is refused naming its index and value.
+  std::vector<std::string> get_strings(std::string_view key, std::vector<std::string> fallback);
   /// One of `allowed`; anything else names the field, the value and the nearest allowed word.
   std::string get_choice(std::string_view key, const std::vector<std::string>& allowed, std::string fallback);
 
@@ -56,6 +89,7 @@ class ObjectReader {
  private:
   const Json& json_at(std::string_view key);
   std::int64_t to_int(std::string_view key, const Json& value) const;
+  double to_number(std::string_view key, UnitParser unit);
 
   const Json& object_;
   std::string path_;

@@ -75,9 +75,7 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
   r.skip("preset");
   r.skip("hf_config");
   if (r.has("parameters")) {
-    m.opaque_parameters = r.get_number("parameters", 0);
-    if (!(m.opaque_parameters > 0))
-      throw InputError(r.field("parameters") + "=" + show(object["parameters"]) + " must be positive");
+    m.opaque_parameters = r.get_positive("parameters", 0);
     // An opaque model may say how many layers it has (the units ZeRO-3 gathers), nothing else.
     m.opaque_layers = r.get_positive_int("layers", 0);
     r.finish();

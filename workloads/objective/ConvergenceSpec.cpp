@@ -6,11 +6,6 @@ namespace placesim {
 
 namespace {
 
-// Throws "<field>=<value as written> <rule>" unless `ok`.
-void check(bool ok, const ObjectReader& r, const Json& object, const char* key, const std::string& rule) {
-  if (!ok) throw InputError(r.field(key) + "=" + show(object[key]) + " " + rule);
-}
-
 ObjectiveKind parse_kind(ObjectReader& r) {
   std::string name = r.get_choice("objective", {"quadratic", "logistic", "least_squares"}, "quadratic");
   if (name == "logistic") return ObjectiveKind::Logistic;
@@ -30,10 +25,10 @@ void parse_data(ObjectReader& r, const Json& value, ObjectiveSpec& o) {
   std::int64_t samples = r.get_positive_int("samples", o.samples);
   std::int64_t batch = r.get_positive_int("batch_size", std::min<std::int64_t>(o.batch_size, samples));
   const char* blamed = value.contains("samples") ? "samples" : "dimension";
-  check(samples * std::int64_t{o.dimension} <= kMaxObjectiveDoubles, r, value, blamed,
+  r.check(samples * std::int64_t{o.dimension} <= kMaxObjectiveDoubles, blamed,
         "gives samples x dimension = " + std::to_string(samples) + " x " + std::to_string(o.dimension) +
             " feature values, more than " + std::to_string(kMaxObjectiveDoubles));
-  check(batch <= samples, r, value, "batch_size", "exceeds samples=" + std::to_string(samples));
+  r.check(batch <= samples, "batch_size", "exceeds samples=" + std::to_string(samples));
   o.samples = static_cast<int>(samples);
   o.batch_size = static_cast<int>(batch);
 }
@@ -42,7 +37,7 @@ ObjectiveSpec parse_objective(ObjectReader& r, const Json& value) {
   ObjectiveSpec o;
   o.kind = parse_kind(r);
   std::int64_t d = r.get_positive_int("dimension", o.dimension);
-  check(d <= kMaxDimension, r, value, "dimension", "is too large (at most " + std::to_string(kMaxDimension) + ")");
+  r.check(d <= kMaxDimension, "dimension", "is too large (at most " + std::to_string(kMaxDimension) + ")");
   o.dimension = static_cast<int>(d);
   if (o.kind == ObjectiveKind::Quadratic) {
     refuse_data_fields(r);
@@ -50,15 +45,15 @@ ObjectiveSpec parse_objective(ObjectReader& r, const Json& value) {
     parse_data(r, value, o);
   }
   o.condition_number = r.get_number("condition_number", o.condition_number);
-  check(o.condition_number >= 1, r, value, "condition_number", "must be at least 1");
+  r.check(o.condition_number >= 1, "condition_number", "must be at least 1");
   o.noise = r.get_number("noise", o.noise);
-  check(o.noise >= 0, r, value, "noise", "must not be negative");
-  check(o.kind != ObjectiveKind::Logistic || o.noise <= 0.5, r, value, "noise",
+  r.check(o.noise >= 0, "noise", "must not be negative");
+  r.check(o.kind != ObjectiveKind::Logistic || o.noise <= 0.5, "noise",
         "is a label flip probability for objective logistic and must not exceed 0.5");
   o.l2 = r.get_number("l2", o.l2);
-  check(o.l2 >= 0, r, value, "l2", "must not be negative");
+  r.check(o.l2 >= 0, "l2", "must not be negative");
   std::int64_t seed = r.get_int("seed", static_cast<std::int64_t>(o.seed));
-  check(seed >= 0, r, value, "seed", "must not be negative");
+  r.check(seed >= 0, "seed", "must not be negative");
   o.seed = static_cast<std::uint64_t>(seed);
   return o;
 }
@@ -70,7 +65,7 @@ ConvergenceSpec parse_convergence(const Json& value) {
   ObjectReader r(value, "convergence");
   spec.objective = parse_objective(r, value);
   spec.step_size = r.get_number("step_size", spec.step_size);
-  check(spec.step_size > 0, r, value, "step_size", "must be positive");
+  r.check(spec.step_size > 0, "step_size", "must be positive");
   spec.sample_every = r.get_positive_int("sample_every", 0);
   r.finish();
   return spec;

@@ -1,0 +1,117 @@
+#include <catch2/catch.hpp>
+
+#include "workloads/json/JsonReader.hpp"
+#include "workloads/json/Numbers.hpp"
+#include "workloads/json/Units.hpp"
+
+using namespace placesim;
+
+namespace {
+
+// The message of the InputError that `read` throws on a reader of `text` at path "x".
+template <class Read>
+std::string error_of(const char* text, Read read) {
+  Json j = Json::parse(text);
+  ObjectReader r(j, "x");
+  try {
+    read(r);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("ObjectReader reads present values and falls back on absent ones") {
+  Json j = Json::parse(R"({"n": 2, "bw": "400Gbps", "f": 0.5, "zero": 0, "s": ["a", "b"]})");
+  ObjectReader r(j, "x");
+  CHECK(r.require_number("n") == 2);
+  CHECK(r.get_positive("bw", 1, parse_bandwidth) == 50e9);
+  CHECK(r.require_fraction("f") == 0.5);
+  CHECK(r.require_non_negative("zero") == 0);
+  CHECK(r.get_strings("s", {}) == std::vector<std::string>{"a", "b"});
+  CHECK(r.get_positive("absent", 7) == 7);
+  CHECK(r.get_non_negative("absent", 3) == 3);
+  CHECK(r.get_fraction("absent", 1) == 1);
+  CHECK(r.get_strings("none", {"kept"}) == std::vector<std::string>{"kept"});
+  CHECK_NOTHROW(r.finish());
+}
+
+TEST_CASE("A required value that is missing is refused naming the field") {
+  CHECK(error_of("{}", [](ObjectReader& r) { r.require("k"); }) == "x.k is required but missing");
+  CHECK(error_of("{}", [](ObjectReader& r) { r.require_positive("k"); }) == "x.k is required but missing");
+  CHECK(error_of("{}", [](ObjectReader& r) { r.require_non_negative("k"); }) == "x.k is required but missing");
+  CHECK(error_of("{}", [](ObjectReader& r) { r.require_fraction("k"); }) == "x.k is required but missing");
+  CHECK(error_of("{}", [](ObjectReader& r) { r.require_number("k"); }) == "x.k is required but missing");
+}
+
+TEST_CASE("A number must be a number, or a string its unit parser reads") {
+  CHECK(error_of(R"({"k": "fast"})", [](ObjectReader& r) { r.get_number("k", 0); }) == "x.k=fast must be a number");
+  CHECK(error_of(R"({"k": "fast"})", [](ObjectReader& r) { r.get_positive("k", 0); }) == "x.k=fast must be a number");
+  CHECK(error_of(R"({"k": "2 parsecs"})", [](ObjectReader& r) { r.get_number("k", 0, parse_time); }) ==
+        "x.k=\"2 parsecs\": unknown time unit 'parsecs' (use s ms us ns)");
+}
+
+TEST_CASE("A positive number refuses zero and negatives, showing the value as written") {
+  CHECK(error_of(R"({"k": 0})", [](ObjectReader& r) { r.get_positive("k", 1); }) == "x.k=0 must be positive");
+  CHECK(error_of(R"({"k": -2.5})", [](ObjectReader& r) { r.require_positive("k"); }) == "x.k=-2.5 must be positive");
+  CHECK(error_of(R"({"k": "0Gbps"})", [](ObjectReader& r) { r.get_positive("k", 1, parse_bandwidth); }) ==
+        "x.k=\"0Gbps\" must be positive");
+}
+
+TEST_CASE("A non-negative number refuses negatives") {
+  CHECK(error_of(R"({"k": -1})", [](ObjectReader& r) { r.get_non_negative("k", 0); }) ==
+        "x.k=-1 must not be negative");
+  CHECK(error_of(R"({"k": "-1us"})", [](ObjectReader& r) { r.require_non_negative("k", parse_time); }) ==
+        "x.k=\"-1us\" must not be negative");
+}
+
+TEST_CASE("A fraction must be above 0 and at most 1") {
+  CHECK(error_of(R"({"k": 1.5})", [](ObjectReader& r) { r.get_fraction("k", 1); }) == "x.k=1.5 must be in (0, 1]");
+  CHECK(error_of(R"({"k": 0})", [](ObjectReader& r) { r.require_fraction("k"); }) == "x.k=0 must be in (0, 1]");
+}
+
+TEST_CASE("An integer refuses fractional values, a positive integer also zero") {
+  CHECK(error_of(R"({"k": 2.5})", [](ObjectReader& r) { r.get_int("k", 0); }) == "x.k=2.5 must be an integer");
+  CHECK(error_of(R"({"k": 0})", [](ObjectReader& r) { r.get_positive_int("k", 1); }) ==
+        "x.k=0 must be a positive integer");
+  CHECK(error_of("{}", [](ObjectReader& r) { r.require_int("k"); }) == "x.k is required but missing");
+}
+
+TEST_CASE("A string must be a string") {
+  CHECK(error_of(R"({"k": 3})", [](ObjectReader& r) { r.get_string("k", ""); }) == "x.k=3 must be a string");
+  CHECK(error_of("{}", [](ObjectReader& r) { r.require_string("k"); }) == "x.k is required but missing");
+}
+
+TEST_CASE("A string list refuses a non-list and names a non-string item by index and value") {
+  CHECK(error_of(R"({"sources": "one"})", [](ObjectReader& r) { r.get_strings("sources", {}); }) ==
+        "x.sources=one must be a list of strings");
+  CHECK(error_of(R"({"sources": ["a", 3]})", [](ObjectReader& r) { r.get_strings("sources", {}); }) ==
+        "x.sources[1]=3 must be a string");
+}
+
+TEST_CASE("check() states a rule of its caller with the value as written") {
+  CHECK(error_of(R"({"k": 0.5})", [](ObjectReader& r) { r.check(false, "k", "must be >= 1"); }) ==
+        "x.k=0.5 must be >= 1");
+  CHECK(error_of(R"({"k": "a"})", [](ObjectReader& r) { r.check(true, "k", "never said"); }) == "(no error)");
+}
+
+TEST_CASE("refuse_name suggests the nearest known name, or says where to look") {
+  std::vector<std::string> known{"nvlink3", "nvlink4"};
+  CHECK_THROWS_WITH(refuse_name("f", "nvlnk4", "a known fabric", known, " (see list)"),
+                    "f=nvlnk4 is not a known fabric (did you mean 'nvlink4'?)");
+  CHECK_THROWS_WITH(refuse_name("f", "ethernet", "a known fabric", known, " (see list)"),
+                    "f=ethernet is not a known fabric (see list)");
+}
+
+TEST_CASE("Number formatters: printf's %g and a scale picked by magnitude") {
+  CHECK(format_significant(1e6) == "1e+06");
+  CHECK(format_significant(1024) == "1024");
+  CHECK(format_significant(1.0 / 3, 10) == "0.3333333333");
+  auto count = [](double v) { return format_scaled(v, {{1e9, 1e9, "%.2f B"}, {1e6, 1e6, "%.2f M"}, {0, 1, "%.0f"}}); };
+  CHECK(count(175e9) == "175.00 B");
+  CHECK(count(2.5e6) == "2.50 M");
+  CHECK(count(512) == "512");
+  CHECK(count(-3) == "-3");  // below every step: the last one
+}
