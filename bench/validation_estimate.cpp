@@ -24,9 +24,9 @@ int main(int argc, char** argv) {
     const double mb = static_cast<double>(s.microbatches);
     const double pipe_s = (mb + (s.pp - 1.0) / s.chunks) * stage_s;
     const double device_params = total_parameters(m) / static_cast<double>(s.tp * s.pp);
-    const double dp_s = collective_time_s(CollectiveKind::AllReduce, CollectiveAlgorithm::Ring,
-                                          device_params * e.training.grad_bytes(), static_cast<int>(s.dp),
-                                          comm.inter_node);
+    const double dp_s =
+        collective_time_s(CollectiveKind::AllReduce, CollectiveAlgorithm::Ring, device_params * e.training.grad_bytes(),
+                          static_cast<int>(s.dp), comm.inter_node);
     const double step_s = pipe_s + dp_s + optimizer_step_s(device_params, e, acc);
     // Narayanan et al. count model FLOPs with full recompute (factor 96); MFU counts none (factor 72).
     const double B = e.training.global_batch, S = m.seq_len, l = m.layers, h = m.hidden, V = m.vocab;

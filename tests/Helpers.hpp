@@ -6,7 +6,9 @@
 namespace placesim::test {
 
 /// Parses an experiment from JSON text (base dir: the source tree).
-inline Experiment experiment(const std::string& text) { return parse_experiment(Json::parse(text), PLACESIM_SOURCE_DIR); }
+inline Experiment experiment(const std::string& text) {
+  return parse_experiment(Json::parse(text), PLACESIM_SOURCE_DIR);
+}
 
 /// Path of a reference data file (tests/data/reference: copies of the workplace's shared/reference tables, each
 /// citing its paper).

@@ -42,8 +42,10 @@ TEST_CASE("Korthikanti activation formulas for none TP TP+SP selective and full 
 
 TEST_CASE("1F1B holds at most p micro-batches on the first stage and GPipe holds m") {
   auto first_stage = [](const char* schedule) {
-    Experiment e = test::experiment(R"({"model": "gpt-22b", "training": {"micro_batch": 1, "global_batch": 16, "recompute": "full"},
-        "strategy": {"pp": 4, "schedule": ")" + std::string(schedule) + R"("}})");
+    Experiment e = test::experiment(
+        R"({"model": "gpt-22b", "training": {"micro_batch": 1, "global_batch": 16, "recompute": "full"},
+        "strategy": {"pp": 4, "schedule": ")" +
+        std::string(schedule) + R"("}})");
     Analysis a = analyze(e);
     return a.stages.front().memory.activations / layer_activation_bytes(e);
   };
@@ -51,7 +53,8 @@ TEST_CASE("1F1B holds at most p micro-batches on the first stage and GPipe holds
   CHECK(first_stage("1f1b") == 12 * 4);
   CHECK(first_stage("gpipe") == 12 * 16);
   // Interleaved with v = 2: (1 + (p-1)/(p v)) times 1F1B's L = 48 layers: 48 * (1 + 3/8) = 66 layer-equivalents.
-  Experiment e = test::experiment(R"({"model": "gpt-22b", "training": {"micro_batch": 1, "global_batch": 16, "recompute": "full"},
+  Experiment e =
+      test::experiment(R"({"model": "gpt-22b", "training": {"micro_batch": 1, "global_batch": 16, "recompute": "full"},
         "strategy": {"pp": 4, "schedule": "interleaved", "chunks": 2}})");
   CHECK(analyze(e).stages.front().memory.activations / layer_activation_bytes(e) == 66);
 }
@@ -59,6 +62,7 @@ TEST_CASE("1F1B holds at most p micro-batches on the first stage and GPipe holds
 TEST_CASE("Recompute and the activation placement agree after resolution") {
   Experiment e = test::experiment(R"({"model": "gpt-22b", "training": {"recompute": "selective"}, "strategy": "dp"})");
   CHECK(e.strategy.placement.activations == Mode::Materialized);
-  Experiment f = test::experiment(R"({"model": "gpt-22b", "strategy": {"placement": {"activations": "materialized"}}})");
+  Experiment f =
+      test::experiment(R"({"model": "gpt-22b", "strategy": {"placement": {"activations": "materialized"}}})");
   CHECK(f.training.recompute == Recompute::Full);
 }

@@ -1,15 +1,15 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "strategies/calibrate/Calibration.hpp"
 #include "strategies/analytic/ComputeModel.hpp"
+#include "strategies/calibrate/Calibration.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;
 
 namespace {
 
-const GemmShape kShapes[] = {{1024, 1024, 1024}, {2048, 2048, 2048}, {8192, 8192, 8192}, {4096, 4096, 256},
+const GemmShape kShapes[] = {{1024, 1024, 1024}, {2048, 2048, 2048}, {8192, 8192, 8192},   {4096, 4096, 256},
                              {802816, 192, 768}, {1024, 2176, 1024}, {16384, 16384, 16384}};
 
 // A profile unlike any preset, to be recovered from points the model itself generates.
@@ -98,7 +98,8 @@ TEST_CASE("Calibrate refuses fewer points than parameters") {
 }
 
 TEST_CASE("Calibrate refuses bad points naming the field") {
-  Json m{{"accelerator", "a100-80gb"}, {"gemm", Json::array({Json{{"m", 1024}, {"n", 1024}, {"k", -1}, {"tflops", 9}}})}};
+  Json m{{"accelerator", "a100-80gb"},
+         {"gemm", Json::array({Json{{"m", 1024}, {"n", 1024}, {"k", -1}, {"tflops", 9}}})}};
   CHECK_THROWS_WITH(calibrate(m, ""), Catch::Contains("measured.gemm[0].k=-1 must be positive"));
   Json no_points{{"accelerator", "a100-80gb"}};
   CHECK_THROWS_WITH(calibrate(no_points, ""), Catch::Contains("no points"));
@@ -131,7 +132,8 @@ TEST_CASE("placesim calibrate prints the residual table and writes a loadable pr
 
 TEST_CASE("placesim calibrate on too few points exits 2 with the reason") {
   std::string measured = std::string(PLACESIM_BINARY) + ".few.json";
-  std::ofstream(measured) << R"({"accelerator":"h100-sxm","collectives":[{"kind":"all-reduce","ranks":8,"bytes":1e9,"busbw_GBps":300}]})";
+  std::ofstream(measured)
+      << R"({"accelerator":"h100-sxm","collectives":[{"kind":"all-reduce","ranks":8,"bytes":1e9,"busbw_GBps":300}]})";
   std::string output;
   CHECK(test::run_placesim("calibrate " + measured, &output) == 2);
   CHECK_THAT(output, Catch::Contains("collectives: 1 measured value(s) cannot determine 4 parameters"));
@@ -140,9 +142,9 @@ TEST_CASE("placesim calibrate on too few points exits 2 with the reason") {
 // The compute groups start from fixed values, so the refit lands on the preset itself (rounded to four digits), not
 // on a nearby point of the GEMM parameters' flat valley.
 TEST_CASE("The shipped A100 measurements refit to the preset to its four digits") {
-  Calibration c = calibrate(
-      read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/measurements/a100-80gb.json"),
-      std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/measurements");
+  Calibration c =
+      calibrate(read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/measurements/a100-80gb.json"),
+                std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/measurements");
   ComputeProfile preset = accelerator_preset("a100-80gb", "test").profile;
   const ComputeProfile& fit = c.accelerator.profile;
   for (auto [fitted, shipped] : {std::pair{fit.gemm_peak_efficiency, preset.gemm_peak_efficiency},

@@ -3,8 +3,8 @@
 #include "tests/SyntheticPipeline.hpp"
 #include "tests/TraceFixtures.hpp"
 #include "traces/chrome/ChromeTrace.hpp"
-#include "traces/output/OutputFile.hpp"
 #include "traces/chrome/TraceValidator.hpp"
+#include "traces/output/OutputFile.hpp"
 #include "workloads/json/Error.hpp"
 
 using namespace placesim;

@@ -19,16 +19,26 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 TEST_CASE("The issue's two experiments work as written") {
   std::string out;
-  CHECK(run_placesim("analyze " + write_temp("a.json", R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3", "dp": 64}})"), &out) == 0);
+  CHECK(run_placesim(
+            "analyze " +
+                write_temp("a.json", R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3", "dp": 64}})"),
+            &out) == 0);
   auto report = placesim::Json::parse(out);
   CHECK(report["memory"]["model_states_bytes"].get<double>() == 1.875e9);
   CHECK(report["communication"]["by_class"]["zero_gather"].get<double>() == 2 * 63 * 117187500.0 * 2);
-  CHECK(run_placesim("analyze --table " + write_temp("b.json", R"({"model": "gpt3-175b", "training": {"global_batch": 1536, "micro_batch": 1, "recompute": "selective"}, "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 8, "dp": 16, "sp": true}})"), &out) == 0);
+  CHECK(
+      run_placesim(
+          "analyze --table " +
+              write_temp(
+                  "b.json",
+                  R"({"model": "gpt3-175b", "training": {"global_batch": 1536, "micro_batch": 1, "recompute": "selective"}, "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 8, "dp": 16, "sp": true}})"),
+          &out) == 0);
   CHECK_THAT(out, Catch::Contains("1024 devices") && Catch::Contains("activations"));
 }
 
 TEST_CASE("Same input gives byte-identical output") {
-  std::string path = write_temp("det.json", R"({"model": "llama3-70b", "strategy": {"preset": "zero2", "dp": 16, "tp": 8}})");
+  std::string path =
+      write_temp("det.json", R"({"model": "llama3-70b", "strategy": {"preset": "zero2", "dp": 16, "tp": 8}})");
   std::string first, second;
   REQUIRE(run_placesim("analyze " + path, &first) == 0);
   REQUIRE(run_placesim("analyze " + path, &second) == 0);
@@ -44,7 +54,9 @@ TEST_CASE("Malformed JSON is reported with line and column") {
 
 TEST_CASE("An unknown key is named with the nearest known one") {
   std::string out;
-  CHECK(run_placesim("check " + write_temp("k.json", R"({"model": "gpt-7.5b", "strategy": {"preset": "zero1", "dpp": 4}})"), &out) == 2);
+  CHECK(run_placesim(
+            "check " + write_temp("k.json", R"({"model": "gpt-7.5b", "strategy": {"preset": "zero1", "dpp": 4}})"),
+            &out) == 2);
   CHECK_THAT(out, Catch::Contains("unknown key strategy.dpp") && Catch::Contains("did you mean 'strategy.dp'"));
 }
 
@@ -56,9 +68,15 @@ TEST_CASE("A missing required field is named") {
 
 TEST_CASE("check exits 0 for a valid strategy and 2 naming the broken rule otherwise") {
   std::string out;
-  CHECK(run_placesim("check " + write_temp("v.json", R"({"model": "gpt-7.5b", "strategy": {"preset": "zero2", "dp": 8}})"), &out) == 0);
+  CHECK(run_placesim(
+            "check " + write_temp("v.json", R"({"model": "gpt-7.5b", "strategy": {"preset": "zero2", "dp": 8}})"),
+            &out) == 0);
   CHECK_THAT(out, Catch::StartsWith("valid:"));
-  CHECK(run_placesim("check " + write_temp("i.json", R"({"model": "gpt-7.5b", "strategy": {"dp": 8, "placement": {"gradients": "sharded"}}})"), &out) == 2);
+  CHECK(run_placesim(
+            "check " +
+                write_temp("i.json",
+                           R"({"model": "gpt-7.5b", "strategy": {"dp": 8, "placement": {"gradients": "sharded"}}})"),
+            &out) == 2);
   CHECK_THAT(out, Catch::Contains("gradient integrity"));
   CHECK(run_placesim("check " + write_temp("h.json", R"({"model": "gpt-7.5b", "strategy": {"tp": 3}})"), &out) == 2);
   CHECK_THAT(out, Catch::Contains("strategy.tp=3 does not divide model.heads=32"));
@@ -86,7 +104,8 @@ TEST_CASE("Unknown subcommands and options suggest the nearest") {
 TEST_CASE("Flags build an experiment without a file") {
   std::string out;
   REQUIRE(run_placesim("analyze --model-hf " + std::string(PLACESIM_SOURCE_DIR) +
-                           "/tests/data/hf-llama-2-7b.json --strategy zero3 --set strategy.dp=8", &out) == 0);
+                           "/tests/data/hf-llama-2-7b.json --strategy zero3 --set strategy.dp=8",
+                       &out) == 0);
   auto report = placesim::Json::parse(out);
   CHECK(report["model"]["parameters"].get<double>() == 6738415616.0);
   CHECK(report["strategy"]["placement_short"].get<std::string>() == "SG/S/S/R");

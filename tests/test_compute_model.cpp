@@ -55,9 +55,9 @@ TEST_CASE("Thin and small GEMMs reach less of peak than square ones") {
   const AcceleratorSpec acc = accelerator_preset("a100-80gb", "test");
   const double square = rate({8192, 8192, 8192}, acc);
   CHECK(square / acc.peak_bf16_flops == Approx(acc.profile.gemm_peak_efficiency).epsilon(0.05));
-  CHECK(rate({8192, 8192, 64}, acc) < 0.5 * square);   // thin K: K-loop overhead and memory traffic
-  CHECK(rate({8192, 96, 8192}, acc) < 0.8 * square);   // thin N: tile quantization (96 of 128) and bandwidth
-  CHECK(rate({512, 512, 512}, acc) < 0.5 * square);    // small: fixed latency dominates
+  CHECK(rate({8192, 8192, 64}, acc) < 0.5 * square);  // thin K: K-loop overhead and memory traffic
+  CHECK(rate({8192, 96, 8192}, acc) < 0.8 * square);  // thin N: tile quantization (96 of 128) and bandwidth
+  CHECK(rate({512, 512, 512}, acc) < 0.5 * square);   // small: fixed latency dominates
 }
 
 TEST_CASE("Flash attention removes the s squared score traffic from HBM") {
@@ -162,17 +162,20 @@ TEST_CASE("A profile file's gemm_sms is optional and must be a whole number") {
 TEST_CASE("Logit and embedding layers split the vocabulary over tp") {
   const AcceleratorSpec acc = accelerator_preset("a100-80gb", "test");
   PassTimes tp1 = logit_times(test::experiment(R"({"model":"gpt-22b","strategy":"dp"})"), acc);
-  PassTimes tp8 = logit_times(test::experiment(R"({"model":"gpt-22b","strategy":{"preset":"megatron-3d","tp":8}})"), acc);
+  PassTimes tp8 =
+      logit_times(test::experiment(R"({"model":"gpt-22b","strategy":{"preset":"megatron-3d","tp":8}})"), acc);
   CHECK(tp8.forward_s < 0.25 * tp1.forward_s);
   // tp 1, one sequence of 2048 tokens, h 6144, vocabulary 51200, bf16: the final norm (read and write), the logits
   // GEMM and the fp32 cross entropy, 38 bytes per logit forward (cast 2 + 4, max 4, subtract 8, exp 8, sum 4,
   // divide 8) and 14 backward (scale 8, cast back 4 + 2).
   const double tokens = 2048, h = 6144, vocab = 51200, logits = tokens * vocab;
-  CHECK(tp1.forward_s == Approx(elementwise_time_s(2 * 2 * tokens * h, acc) +
-                                gemm_time_s({tokens, vocab, h}, DType::BF16, acc) + elementwise_time_s(38 * logits, acc)));
-  CHECK(tp1.backward_s == Approx(elementwise_time_s(14 * logits, acc) + gemm_time_s({tokens, h, vocab}, DType::BF16, acc) +
-                                 gemm_time_s({h, vocab, tokens}, DType::BF16, acc, 8 * h * vocab) +
-                                 elementwise_time_s(3 * 2 * tokens * h, acc)));
+  CHECK(tp1.forward_s ==
+        Approx(elementwise_time_s(2 * 2 * tokens * h, acc) + gemm_time_s({tokens, vocab, h}, DType::BF16, acc) +
+               elementwise_time_s(38 * logits, acc)));
+  CHECK(tp1.backward_s ==
+        Approx(elementwise_time_s(14 * logits, acc) + gemm_time_s({tokens, h, vocab}, DType::BF16, acc) +
+               gemm_time_s({h, vocab, tokens}, DType::BF16, acc, 8 * h * vocab) +
+               elementwise_time_s(3 * 2 * tokens * h, acc)));
   CHECK(embedding_times(test::experiment(R"({"model":"gpt-22b","strategy":"dp"})"), acc).backward_s > 0);
 }
 

@@ -1,12 +1,12 @@
-// The schedule comparison of `placesim converge-sweep` (sim/converge/ConvergeSweep): reading a sweep file, the tuned cells,
-// and results that do not depend on the number of threads.
+// The schedule comparison of `placesim converge-sweep` (sim/converge/ConvergeSweep): reading a sweep file, the tuned
+// cells, and results that do not depend on the number of threads.
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "sim/converge/ConvergeSweep.hpp"
+#include "sim/converge/ConvergeSweepOutput.hpp"
 #include "sim/converge/Minimum.hpp"
 #include "tests/XmlCheck.hpp"
-#include "sim/converge/ConvergeSweepOutput.hpp"
 #include "traces/svg/SvgPlot.hpp"
 
 using namespace placesim;
@@ -35,7 +35,7 @@ TEST_CASE("A sweep file overrides the base sweep field by field") {
   const ConvergeSweepSpec s = parse_converge_sweep(Json::parse(R"({"stages": [2, 8], "schedules": ["1f1b", "localsgd"],
       "objectives": [{"objective": "logistic", "dimension": 8, "samples": 32}], "local_steps": 3,
       "budget_s": 123, "min_log2_step": -3, "max_log2_step": 0})"),
-                                  default_converge_sweep());
+                                                   default_converge_sweep());
   CHECK(s.stages == std::vector<int>{2, 8});
   CHECK(s.schedules == std::vector<Schedule>{Schedule::OneFOneB, Schedule::LocalSGD});
   REQUIRE(s.objectives.size() == 1);
@@ -61,7 +61,8 @@ TEST_CASE("A sweep file is refused with the field and the value") {
 }
 
 TEST_CASE("Every cell keeps its lowest finite final loss and the result does not depend on the threads") {
-  const std::vector<ConvergeSweepCell> one = run_converge_sweep(tiny_sweep(1)), three = run_converge_sweep(tiny_sweep(3));
+  const std::vector<ConvergeSweepCell> one = run_converge_sweep(tiny_sweep(1)),
+                                       three = run_converge_sweep(tiny_sweep(3));
   REQUIRE(one.size() == 2 * 2 * 4);
   CHECK(sweep_csv(one) == sweep_csv(three));
   CHECK(sweep_jsonl(one) == sweep_jsonl(three));

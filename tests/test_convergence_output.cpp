@@ -3,8 +3,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "tests/UpdateLogBuilders.hpp"
 #include "sim/converge/ConvergenceOutput.hpp"
+#include "tests/UpdateLogBuilders.hpp"
 
 using namespace placesim;
 

@@ -1,7 +1,7 @@
 // expand() is pure: the TaskGraph can be checked without SimGrid.
-#include <catch2/catch.hpp>
 #include <algorithm>
 #include <boost/graph/topological_sort.hpp>
+#include <catch2/catch.hpp>
 
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/expand/Expand.hpp"
@@ -21,7 +21,8 @@ ClusterSpec two_dgx() {
 
 const char* kSmallModel = R"({"layers": 8, "hidden": 512, "heads": 8, "vocab": 1000, "seq_len": 256})";
 
-Experiment small(const std::string& strategy, const std::string& training = R"({"global_batch": 16, "micro_batch": 1})") {
+Experiment small(const std::string& strategy,
+                 const std::string& training = R"({"global_batch": 16, "micro_batch": 1})") {
   return test::experiment(std::string(R"({"model": )") + kSmallModel + R"(, "training": )" + training +
                           R"(, "strategy": )" + strategy + "}");
 }
@@ -38,7 +39,8 @@ std::vector<std::array<double, kCommClasses>> graph_bytes(const TaskGraph& g) {
       cls = p->cls;
     else
       continue;
-    for (int x : task_devices(g, t)) bytes[static_cast<std::size_t>(x)][static_cast<std::size_t>(cls)] += task_bytes_sent(g, t, x);
+    for (int x : task_devices(g, t))
+      bytes[static_cast<std::size_t>(x)][static_cast<std::size_t>(cls)] += task_bytes_sent(g, t, x);
   }
   return bytes;
 }
@@ -51,7 +53,8 @@ void check_bytes_match_analytic(const Experiment& e) {
     const auto& st = a.stages[static_cast<std::size_t>(mesh_coord(e.strategy, x).pp)];
     for (int k = 0; k < kCommClasses; ++k) {
       INFO("device " << x << " class " << to_string(static_cast<CommClass>(k)));
-      CHECK(bytes[static_cast<std::size_t>(x)][static_cast<std::size_t>(k)] == st.comm.by_class[static_cast<std::size_t>(k)]);
+      CHECK(bytes[static_cast<std::size_t>(x)][static_cast<std::size_t>(k)] ==
+            st.comm.by_class[static_cast<std::size_t>(k)]);
     }
   }
 }
@@ -99,12 +102,12 @@ TEST_CASE("expand creates micro-batches x layers x passes compute tasks per devi
 }
 
 TEST_CASE("Bytes per device and class in the graph equal the analytic bytes for every preset") {
-  for (const char* strategy : {R"({"preset": "dp", "dp": 16})", R"({"preset": "zero1", "dp": 16})",
-                               R"({"preset": "zero2", "dp": 16})", R"({"preset": "zero3", "dp": 16})",
-                               R"({"preset": "fsdp", "dp": 16})", R"({"preset": "zero-offload", "dp": 16})",
-                               R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4})",
-                               R"({"preset": "megatron-3d", "dp": 2, "tp": 4, "pp": 2, "sp": true})",
-                               R"({"preset": "megatron-3d", "dp": 1, "tp": 2, "pp": 8, "schedule": "interleaved", "chunks": 1})"}) {
+  for (const char* strategy :
+       {R"({"preset": "dp", "dp": 16})", R"({"preset": "zero1", "dp": 16})", R"({"preset": "zero2", "dp": 16})",
+        R"({"preset": "zero3", "dp": 16})", R"({"preset": "fsdp", "dp": 16})",
+        R"({"preset": "zero-offload", "dp": 16})", R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4})",
+        R"({"preset": "megatron-3d", "dp": 2, "tp": 4, "pp": 2, "sp": true})",
+        R"({"preset": "megatron-3d", "dp": 1, "tp": 2, "pp": 8, "schedule": "interleaved", "chunks": 1})"}) {
     INFO(strategy);
     check_bytes_match_analytic(small(strategy));
   }
@@ -143,7 +146,8 @@ std::vector<const Compute*> compute_order(const TaskGraph& g, int device) {
 
 bool has_compute_successor(const TaskGraph& g, TaskId id, int device) {
   for (auto [e, last] = boost::out_edges(id, g.graph); e != last; ++e)
-    if (const auto* c = std::get_if<Compute>(&g[boost::target(*e, g.graph)].body); c && c->device == device) return true;
+    if (const auto* c = std::get_if<Compute>(&g[boost::target(*e, g.graph)].body); c && c->device == device)
+      return true;
   return false;
 }
 
@@ -174,7 +178,8 @@ TEST_CASE("Every TP collective is awaited by a compute task of each member as Me
   // next op's compute. Checked with the overlap (hidden backward collectives) and without it.
   for (const char* overlap : {"true", "false"}) {
     INFO("tp_overlap " << overlap);
-    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "tp_overlap": )") + overlap + "}");
+    Experiment e =
+        small(std::string(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "tp_overlap": )") + overlap + "}");
     TaskGraph g = expand(e, two_dgx());
     int collectives = 0;
     for (TaskId id = 0; id < g.size(); ++id) {
@@ -189,8 +194,9 @@ TEST_CASE("Every TP collective is awaited by a compute task of each member as Me
 
 TEST_CASE("Without tp_overlap the backward TP collectives follow the backward compute instead of running beside it") {
   auto backward_collective_follows_compute = [](bool overlap) {
-    Experiment e = small(std::string(R"({"preset": "megatron-3d", "tp": 2, "tp_overlap": )") + (overlap ? "true" : "false") +
-                         "}", R"({"global_batch": 1, "micro_batch": 1, "recompute": "none"})");
+    Experiment e =
+        small(std::string(R"({"preset": "megatron-3d", "tp": 2, "tp_overlap": )") + (overlap ? "true" : "false") + "}",
+              R"({"global_batch": 1, "micro_batch": 1, "recompute": "none"})");
     TaskGraph g = expand(e, two_dgx());
     for (TaskId id = 0; id < g.size(); ++id) {
       const auto* c = std::get_if<Collective>(&g[id].body);
@@ -232,7 +238,8 @@ TEST_CASE("Megatron p2p scatter-gathers activations over tp without sp and async
     CHECK(gathers == (megatron ? 16 * 3 * 2 : 0));
     check_bytes_match_analytic(e);
   }
-  check_bytes_match_analytic(small(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 2, "schedule": "interleaved", "chunks": 2})"));
+  check_bytes_match_analytic(
+      small(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 2, "schedule": "interleaved", "chunks": 2})"));
 }
 
 TEST_CASE("Megatron p2p blocks: a transfer waits for its receiver and the sender's next op waits for the transfer") {
@@ -269,7 +276,8 @@ TEST_CASE("Interleaved Megatron p2p sends a steady-state forward's output after 
   // (stage 0: 4, stage 1: 2), so 28 and 30 steady-state forward-backward pairs exchange once after the backward.
   for (const char* schedule : {R"("interleaved", "chunks": 2)", R"("1f1b")"}) {
     INFO(schedule);
-    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 1, "tp": 1, "pp": 2, "schedule": )") + schedule + "}");
+    Experiment e =
+        small(std::string(R"({"preset": "megatron-3d", "dp": 1, "tp": 1, "pp": 2, "schedule": )") + schedule + "}");
     TaskGraph g = expand(e, two_dgx());
     int after_backward = 0;
     for (TaskId id = 0; id < g.size(); ++id) {
@@ -295,7 +303,8 @@ TEST_CASE("The vocabulary-parallel embedding and output layer add their TP colle
   // re-gather plus a reduce-scatter (costed as an all-gather) backward.
   for (bool sp : {false, true}) {
     INFO("sp " << sp);
-    Experiment e = small(std::string(R"({"preset": "megatron-3d", "tp": 2, "pp": 2, "sp": )") + (sp ? "true" : "false") + "}");
+    Experiment e =
+        small(std::string(R"({"preset": "megatron-3d", "tp": 2, "pp": 2, "sp": )") + (sp ? "true" : "false") + "}");
     TaskGraph g = expand(e, two_dgx());
     std::array<int, 2> reduces{}, gathers{};
     for (TaskId id = 0; id < g.size(); ++id) {
@@ -318,7 +327,8 @@ TEST_CASE("Sequence parallelism all-reduces the norm and row-parallel-bias gradi
   // replicated over tp, 3072 elements; stage 0 holds 4 layers (12288), stage 1 also the final norm (2h): 13312.
   for (bool sp : {false, true}) {
     INFO("sp " << sp);
-    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 2, "sp": )") + (sp ? "true" : "false") + "}");
+    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 2, "sp": )") +
+                         (sp ? "true" : "false") + "}");
     TaskGraph g = expand(e, two_dgx());
     std::vector<std::int64_t> elems;
     for (TaskId id = 0; id < g.size(); ++id) {

@@ -1,6 +1,7 @@
+#include <sys/wait.h>
+
 #include <array>
 #include <cstdio>
-#include <sys/wait.h>
 
 #include "tests/Helpers.hpp"
 

@@ -61,8 +61,7 @@ TEST_CASE("A positive number refuses zero and negatives, showing the value as wr
 }
 
 TEST_CASE("A non-negative number refuses negatives") {
-  CHECK(error_of(R"({"k": -1})", [](ObjectReader& r) { r.get_non_negative("k", 0); }) ==
-        "x.k=-1 must not be negative");
+  CHECK(error_of(R"({"k": -1})", [](ObjectReader& r) { r.get_non_negative("k", 0); }) == "x.k=-1 must not be negative");
   CHECK(error_of(R"({"k": "-1us"})", [](ObjectReader& r) { r.require_non_negative("k", parse_time); }) ==
         "x.k=\"-1us\" must not be negative");
 }

@@ -2,7 +2,6 @@
 // A file may include its own layer and the layers below it; only sim/ may include SimGrid. The rules are a pure
 // function over (file, included header) pairs, checked on the real tree and on planted fixtures that break each rule.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <regex>

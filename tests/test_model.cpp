@@ -8,11 +8,15 @@ using namespace placesim;
 
 namespace {
 
-ModelSpec preset(const std::string& name) { return parse_model(Json(name), ""); }
+ModelSpec preset(const std::string& name) {
+  return parse_model(Json(name), "");
+}
 
 // Narayanan et al. (arXiv 2104.04473) eq. for a GPT stack: 12lh^2 (1 + 13/(12h) + (V+s)/(12lh)), i.e.
 // 12lh^2 + 13lh + (V+s)h. The formula leaves out the final layer norm (2h parameters), which placesim counts.
-double megatron_formula(double l, double h, double v, double s) { return 12 * l * h * h + 13 * l * h + (v + s) * h; }
+double megatron_formula(double l, double h, double v, double s) {
+  return 12 * l * h * h + 13 * l * h + (v + s) * h;
+}
 
 }  // namespace
 
@@ -53,8 +57,7 @@ TEST_CASE("Llama presets match their published parameter counts to 0.5 percent")
     double published;
   };
   for (Row r : {Row{"llama2-7b", 6738415616.0}, Row{"llama2-13b", 13015864320.0}, Row{"llama2-70b", 68976648192.0},
-                Row{"llama3-8b", 8030261248.0}, Row{"llama3-70b", 70553706496.0},
-                Row{"llama3-405b", 405853388800.0}}) {
+                Row{"llama3-8b", 8030261248.0}, Row{"llama3-70b", 70553706496.0}, Row{"llama3-405b", 405853388800.0}}) {
     INFO(r.name);
     double count = total_parameters(preset(r.name));
     CHECK(std::abs(count - r.published) / r.published < 0.005);
@@ -71,7 +74,7 @@ TEST_CASE("Hugging Face config.json import for the Llama GPT-2 and GPT-NeoX fami
   CHECK(llama.layers == 32);
   CHECK(llama.seq_len == 4096);
   CHECK(total_parameters(llama) == 6738415616.0);
-  CHECK(total_parameters(hf("hf-gpt2.json")) == 124439808.0);       // GPT-2 small as published
+  CHECK(total_parameters(hf("hf-gpt2.json")) == 124439808.0);         // GPT-2 small as published
   CHECK(total_parameters(hf("hf-pythia-160m.json")) == 162322944.0);  // Pythia-160M as published
   // Fields next to hf_config override the imported ones.
   ModelSpec shorter = parse_model(
@@ -87,13 +90,15 @@ TEST_CASE("Model presets can be overridden field by field") {
 }
 
 TEST_CASE("Model errors name the field") {
-  CHECK_THROWS_WITH(parse_model(Json("llama3-7b"), ""), Catch::Contains("model=llama3-7b is not a model preset") &&
-                                                          Catch::Contains("did you mean"));
+  CHECK_THROWS_WITH(parse_model(Json("llama3-7b"), ""),
+                    Catch::Contains("model=llama3-7b is not a model preset") && Catch::Contains("did you mean"));
   CHECK_THROWS_WITH(parse_model(Json::parse(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 10})"), ""),
                     Catch::Contains("model.seq_len is required but missing"));
-  CHECK_THROWS_WITH(parse_model(Json::parse(R"({"layers": 2, "hidden": 64, "heads": 5, "vocab": 10, "seq_len": 8})"), ""),
-                    Catch::Contains("model.hidden=64 is not divisible by model.heads=5"));
-  CHECK_THROWS_WITH(parse_model(Json::parse(R"({"parameters": -3})"), ""), Catch::Contains("model.parameters=-3 must be positive"));
+  CHECK_THROWS_WITH(
+      parse_model(Json::parse(R"({"layers": 2, "hidden": 64, "heads": 5, "vocab": 10, "seq_len": 8})"), ""),
+      Catch::Contains("model.hidden=64 is not divisible by model.heads=5"));
+  CHECK_THROWS_WITH(parse_model(Json::parse(R"({"parameters": -3})"), ""),
+                    Catch::Contains("model.parameters=-3 must be positive"));
   CHECK_THROWS_WITH(parse_model(Json::parse(R"({"preset": "gpt3-175b", "hiden": 3})"), ""),
                     Catch::Contains("unknown key model.hiden") && Catch::Contains("model.hidden"));
 }

@@ -1,4 +1,5 @@
-// Seeded objectives of the stale-SGD executor (sim/converge/Objectives, sim/converge/SyntheticData, sim/converge/Random).
+// Seeded objectives of the stale-SGD executor (sim/converge/Objectives, sim/converge/SyntheticData,
+// sim/converge/Random).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>

@@ -1,7 +1,7 @@
 // SimGrid timing on tiny clusters in DAG mode (no actors). Each TEST_CASE runs in its own process (one platform per
 // process). Every expectation is hand-computed as sum(latency) + bytes / bandwidth, see the diagram in
-// sim/backend/Platform.hpp: NVLink 100 GB/s and 1 us per hop, PCIe 20 GB/s and 3 us, NIC 10 GB/s and 2 us, switch 0.5 us
-// (half of it on each NIC link), NVMe 8 GB/s read and 4 GB/s write.
+// sim/backend/Platform.hpp: NVLink 100 GB/s and 1 us per hop, PCIe 20 GB/s and 3 us, NIC 10 GB/s and 2 us, switch 0.5
+// us (half of it on each NIC link), NVMe 8 GB/s read and 4 GB/s write.
 #include <catch2/catch.hpp>
 #include <simgrid/s4u.hpp>
 

@@ -76,8 +76,9 @@ TEST_CASE("Simulated bytes and peak memory equal the analytic ones for megatron-
 
 TEST_CASE("Simulate reports are byte-identical for equal input") {
   std::string path = "/tmp/placesim-det-" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path) << R"({"model": )" << kModel
-                      << R"(, "strategy": {"preset": "zero2", "dp": 8, "pp": 2}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
+  std::ofstream(path)
+      << R"({"model": )" << kModel
+      << R"(, "strategy": {"preset": "zero2", "dp": 8, "pp": 2}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
   std::string a, b;
   REQUIRE(run_placesim("simulate " + path + " --reproducible --report " + path + ".a", &a) == 0);
   REQUIRE(run_placesim("simulate " + path + " --reproducible --report " + path + ".b", &b) == 0);
@@ -89,15 +90,18 @@ TEST_CASE("Simulate reports are byte-identical for equal input") {
 
 TEST_CASE("Simulate refuses a mesh that does not match the cluster") {
   std::string path = "/tmp/placesim-mesh-" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path) << R"({"model": "gpt-7.5b", "strategy": {"preset": "dp", "dp": 12}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
+  std::ofstream(path)
+      << R"({"model": "gpt-7.5b", "strategy": {"preset": "dp", "dp": 12}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
   std::string out;
   CHECK(run_placesim("simulate " + path, &out) == 2);
-  CHECK_THAT(out, Catch::Contains("= 12 devices does not match the cluster's 16 GPUs (cluster.nodes=2 x 8 GPUs per node)"));
+  CHECK_THAT(out,
+             Catch::Contains("= 12 devices does not match the cluster's 16 GPUs (cluster.nodes=2 x 8 GPUs per node)"));
 }
 
 TEST_CASE("Simulate refuses an experiment whose memory does not fit the accelerator") {
   std::string path = "/tmp/placesim-fit-" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path) << R"({"model": "gpt3-175b", "strategy": {"preset": "dp", "dp": 16}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
+  std::ofstream(path)
+      << R"({"model": "gpt3-175b", "strategy": {"preset": "dp", "dp": 16}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
   std::string out;
   CHECK(run_placesim("simulate " + path, &out) == 2);
   CHECK_THAT(out, Catch::Contains("does not fit") && Catch::Contains("device memory is 85.9 GB"));

@@ -1,5 +1,5 @@
-// The stale-SGD executor (sim/converge/StaleSgd): without staleness it is plain mini-batch SGD bit for bit; with a stale
-// trace it takes the gradient at the versions the trace names; Average averages; equal input, equal output.
+// The stale-SGD executor (sim/converge/StaleSgd): without staleness it is plain mini-batch SGD bit for bit; with a
+// stale trace it takes the gradient at the versions the trace names; Average averages; equal input, equal output.
 #include <catch2/catch.hpp>
 
 #include "sim/converge/StaleSgd.hpp"

@@ -10,8 +10,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
-#include <iostream>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <thread>

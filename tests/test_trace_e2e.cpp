@@ -11,8 +11,8 @@
 
 #include "tests/Helpers.hpp"
 #include "traces/chrome/ChromeTrace.hpp"
-#include "traces/output/OutputFile.hpp"
 #include "traces/chrome/TraceValidator.hpp"
+#include "traces/output/OutputFile.hpp"
 #include "workloads/json/JsonReader.hpp"
 
 using namespace placesim;
@@ -165,7 +165,8 @@ TEST_CASE("A fine-detail 3D-parallel trace passes the validator with a flow per 
       simulate_traced("3d-fine", 10, R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "schedule": "1f1b"})",
                       "--trace-detail fine --fidelity full");
   const TraceCounts& c = run.check.counts;
-  CHECK(slices_on(c, 0, Stream::Compute, "forward") == static_cast<std::size_t>(microbatches * (2 + 1)));  // + embedding
+  CHECK(slices_on(c, 0, Stream::Compute, "forward") ==
+        static_cast<std::size_t>(microbatches * (2 + 1)));  // + embedding
   CHECK(c.flows > static_cast<std::size_t>(dp * tp * 2 * (pp - 1) * microbatches));
   check_memory_counters(run, devices);
 }

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "tests/TraceFixtures.hpp"
-#include "traces/output/OutputFile.hpp"
 #include "traces/chrome/TraceValidator.hpp"
+#include "traces/output/OutputFile.hpp"
 
 using namespace placesim;
 

@@ -198,10 +198,13 @@ TEST_CASE("End-to-end regression: Narayanan Table 1 39.1B on 512 GPUs stays at i
   check_documented({"narayanan-gpt-39b", "hardware_tflops_per_gpu", 138, 143.22});
 }
 
-TEST_CASE("End-to-end regression: Korthikanti Table 5 22B with selective recompute stays at its documented prediction") {
+TEST_CASE(
+    "End-to-end regression: Korthikanti Table 5 22B with selective recompute stays at its documented prediction") {
   check_documented({"korthikanti-22b-selective", "step_time_s", 1.10, 1.068});
 }
 
-TEST_CASE("End-to-end regression: Korthikanti Table 5 175B interleaved with full recompute stays at its documented prediction") {
+TEST_CASE(
+    "End-to-end regression: Korthikanti Table 5 175B interleaved with full recompute stays at its documented "
+    "prediction") {
   check_documented({"korthikanti-175b-full", "step_time_s", 18.13, 17.60});
 }

@@ -1,7 +1,6 @@
 // One throwing test per validation rule: every refusal names the state or field, the axis and the rule.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "strategies/placement/Layout.hpp"
 #include "strategies/placement/Validity.hpp"
@@ -11,14 +10,17 @@ using namespace placesim;
 
 namespace {
 
-void check(const std::string& text) { check_validity(test::experiment(text)); }
+void check(const std::string& text) {
+  check_validity(test::experiment(text));
+}
 
 }  // namespace
 
 TEST_CASE("Valid strategies pass the checker") {
   for (const char* preset : {"dp", "zero1", "zero2", "zero3", "fsdp", "zero-offload", "megatron-3d"})
     CHECK_NOTHROW(check(R"({"model": "gpt-7.5b", "strategy": {"preset": ")" + std::string(preset) + R"(", "dp": 8}})"));
-  CHECK_NOTHROW(check(R"({"model": "gpt3-175b", "training": {"global_batch": 1536, "micro_batch": 1, "recompute": "selective"},
+  CHECK_NOTHROW(
+      check(R"({"model": "gpt3-175b", "training": {"global_batch": 1536, "micro_batch": 1, "recompute": "selective"},
                           "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 8, "dp": 16, "sp": true}})"));
 }
 
@@ -33,8 +35,9 @@ TEST_CASE("tp must divide the key-value heads of a GQA model") {
 }
 
 TEST_CASE("pp must divide layers for the interleaved schedule and may split unevenly otherwise") {
-  CHECK_THROWS_WITH(check(R"({"model": "gpt-7.5b", "strategy": {"pp": 5, "schedule": "interleaved", "microbatches": 10}})"),
-                    Catch::Contains("strategy.pp=5 does not divide model.layers=36"));
+  CHECK_THROWS_WITH(
+      check(R"({"model": "gpt-7.5b", "strategy": {"pp": 5, "schedule": "interleaved", "microbatches": 10}})"),
+      Catch::Contains("strategy.pp=5 does not divide model.layers=36"));
   CHECK_NOTHROW(check(R"({"model": "gpt-7.5b", "strategy": {"pp": 5}})"));
   CHECK_THROWS_WITH(check(R"({"model": "gpt-7.5b", "strategy": {"pp": 37}})"),
                     Catch::Contains("strategy.pp=37 exceeds model.layers=36"));
@@ -57,10 +60,9 @@ TEST_CASE("Sequence parallelism needs a tensor-parallel group") {
 }
 
 TEST_CASE("Sharded gradients with a replicated optimizer break gradient integrity") {
-  CHECK_THROWS_WITH(
-      check(R"({"model": "gpt-7.5b", "strategy": {"dp": 8, "placement": {"gradients": "sharded"}}})"),
-      Catch::Contains("gradients=sharded with optimizer=replicated along dp") &&
-          Catch::Contains("breaks gradient integrity"));
+  CHECK_THROWS_WITH(check(R"({"model": "gpt-7.5b", "strategy": {"dp": 8, "placement": {"gradients": "sharded"}}})"),
+                    Catch::Contains("gradients=sharded with optimizer=replicated along dp") &&
+                        Catch::Contains("breaks gradient integrity"));
 }
 
 TEST_CASE("Parameters sharded without gather break state consistency") {
@@ -79,10 +81,10 @@ TEST_CASE("States that cannot be recomputed cannot be materialized") {
 }
 
 TEST_CASE("Offloaded gradients need the optimizer where they go") {
-  CHECK_THROWS_WITH(check(R"({"model": "gpt-7.5b", "strategy": {"preset": "zero-offload", "dp": 4,
+  CHECK_THROWS_WITH(
+      check(R"({"model": "gpt-7.5b", "strategy": {"preset": "zero-offload", "dp": 4,
                                 "placement": {"optimizer": "sharded"}}})"),
-                    Catch::Contains("gradients=offloaded with optimizer=sharded") &&
-                        Catch::Contains("gradient integrity"));
+      Catch::Contains("gradients=offloaded with optimizer=sharded") && Catch::Contains("gradient integrity"));
 }
 
 TEST_CASE("Offloaded parameters need an offloaded optimizer") {
@@ -96,17 +98,22 @@ TEST_CASE("Activations cannot be sharded along dp") {
 }
 
 TEST_CASE("Interleaving needs micro-batches in multiples of the stages and chunks dividing the layers") {
-  CHECK_THROWS_WITH(check(R"({"model": "gpt-7.5b", "strategy": {"pp": 4, "schedule": "interleaved", "chunks": 2, "microbatches": 8}})"),
-                    Catch::Contains("strategy.chunks=2 does not divide the 9 layers per stage"));
-  CHECK_THROWS_WITH(check(R"({"model": "gpt-7.5b", "strategy": {"pp": 4, "schedule": "interleaved", "chunks": 3, "microbatches": 6}})"),
-                    Catch::Contains("strategy.microbatches=6 to be a multiple of strategy.pp=4"));
+  CHECK_THROWS_WITH(
+      check(
+          R"({"model": "gpt-7.5b", "strategy": {"pp": 4, "schedule": "interleaved", "chunks": 2, "microbatches": 8}})"),
+      Catch::Contains("strategy.chunks=2 does not divide the 9 layers per stage"));
+  CHECK_THROWS_WITH(
+      check(
+          R"({"model": "gpt-7.5b", "strategy": {"pp": 4, "schedule": "interleaved", "chunks": 3, "microbatches": 6}})"),
+      Catch::Contains("strategy.microbatches=6 to be a multiple of strategy.pp=4"));
   CHECK_THROWS_WITH(check(R"({"model": "gpt-7.5b", "strategy": {"pp": 4, "chunks": 3}})"),
                     Catch::Contains("strategy.chunks=3 is only meaningful with strategy.schedule=interleaved"));
 }
 
 TEST_CASE("Batch arithmetic and degrees are checked when the experiment is parsed") {
-  CHECK_THROWS_WITH(test::experiment(R"({"model": "gpt-7.5b", "training": {"global_batch": 100}, "strategy": {"dp": 8}})"),
-                    Catch::Contains("training.global_batch=100 is not a multiple of training.micro_batch x strategy.dp"));
+  CHECK_THROWS_WITH(
+      test::experiment(R"({"model": "gpt-7.5b", "training": {"global_batch": 100}, "strategy": {"dp": 8}})"),
+      Catch::Contains("training.global_batch=100 is not a multiple of training.micro_batch x strategy.dp"));
   CHECK_THROWS_WITH(test::experiment(R"({"model": "gpt-7.5b", "strategy": {"dp": 0}})"),
                     Catch::Contains("strategy.dp=0 must be a positive integer"));
   CHECK_THROWS_WITH(test::experiment(R"({"model": "gpt-7.5b", "strategy": {"tp": 2.5}})"),

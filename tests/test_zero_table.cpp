@@ -11,8 +11,9 @@ using namespace placesim;
 namespace {
 
 double model_states_gb(double params, const std::string& preset, std::int64_t dp) {
-  Experiment e = test::experiment(R"({"model": {"parameters": )" + std::to_string(params) +
-                                  R"(}, "strategy": {"preset": ")" + preset + R"(", "dp": )" + std::to_string(dp) + "}}");
+  Experiment e =
+      test::experiment(R"({"model": {"parameters": )" + std::to_string(params) + R"(}, "strategy": {"preset": ")" +
+                       preset + R"(", "dp": )" + std::to_string(dp) + "}}");
   return analyze(e).model_states_bytes / 1e9;
 }
 
@@ -67,8 +68,8 @@ TEST_CASE("ZeRO section 7: ZeRO-3 communicates 1.5x DP and DP sends 2(N-1)/N x P
   const double psi = 7.5e9;
   const std::int64_t n = 64;
   auto bytes = [&](const char* preset) {
-    Experiment e = test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": ")" + std::string(preset) +
-                                    R"(", "dp": 64}})");
+    Experiment e = test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": ")" +
+                                    std::string(preset) + R"(", "dp": 64}})");
     return analyze(e).bytes_per_step;
   };
   double dp = bytes("dp");

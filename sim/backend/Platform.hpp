@@ -41,7 +41,7 @@ namespace placesim {
 struct Platform {
   std::vector<simgrid::s4u::Host*> gpus;  ///< index = global device = node * gpus_per_node + local; speed = peak bf16
   std::vector<simgrid::s4u::Host*> cpus;  ///< one per node; gpus_per_node cores of host_flops FLOP/s each
-  simgrid::s4u::Host* timer = nullptr;   ///< runs fixed delays: speed 1e9 FLOP/s, a core per concurrent delay
+  simgrid::s4u::Host* timer = nullptr;    ///< runs fixed delays: speed 1e9 FLOP/s, a core per concurrent delay
   std::vector<simgrid::s4u::Disk*> nvme;  ///< one per node, attached to that node's cpu host
   /// GPU pairs with a route (both directions), as min(a,b) * devices + max(a,b), sorted; see has_route().
   std::vector<std::uint64_t> routed_pairs;

@@ -1,12 +1,12 @@
 #include "sim/backend/Simulate.hpp"
 
-#include "traces/report/SimReport.hpp"
-#include "strategies/placement/ClusterFit.hpp"
 #include "strategies/analytic/LayerTimes.hpp"
-#include "strategies/placement/Mesh.hpp"
 #include "strategies/pipeline/PipelineMetrics.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
+#include "strategies/placement/ClusterFit.hpp"
+#include "strategies/placement/Mesh.hpp"
 #include "strategies/placement/Validity.hpp"
+#include "traces/report/SimReport.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -27,18 +27,22 @@ namespace {
 void check_simulatable(const Experiment& e) {
   const auto& s = e.strategy;
   if (s.schedule == Schedule::LocalSGD)
-    throw InputError("strategy.schedule=localsgd is simulated for abstract pipelines only (an experiment with a "
-                     "\"pipeline\" section instead of model and cluster)");
+    throw InputError(
+        "strategy.schedule=localsgd is simulated for abstract pipelines only (an experiment with a "
+        "\"pipeline\" section instead of model and cluster)");
   bool async = s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW;
   if (!async) return;
   if (s.dp > 1)
-    throw InputError("strategy.schedule=" + to_string(s.schedule) + " is simulated with strategy.dp=1 only (got dp=" +
-                     std::to_string(s.dp) + "): its weights update after every micro-batch, without a data-parallel sync");
+    throw InputError("strategy.schedule=" + to_string(s.schedule) +
+                     " is simulated with strategy.dp=1 only (got dp=" + std::to_string(s.dp) +
+                     "): its weights update after every micro-batch, without a data-parallel sync");
   if (e.model.tied_embeddings && s.pp > 1)
-    throw InputError("strategy.schedule=" + to_string(s.schedule) + " with model.tied_embeddings=true and strategy.pp > 1: "
+    throw InputError("strategy.schedule=" + to_string(s.schedule) +
+                     " with model.tied_embeddings=true and strategy.pp > 1: "
                      "the tied copies on the first and last stage would diverge; set model.tied_embeddings=false");
   if (s.placement.optimizer == Mode::Offloaded)
-    throw InputError("strategy.schedule=" + to_string(s.schedule) + " with strategy.placement.optimizer=offloaded is not simulated");
+    throw InputError("strategy.schedule=" + to_string(s.schedule) +
+                     " with strategy.placement.optimizer=offloaded is not simulated");
 }
 
 }  // namespace
@@ -56,7 +60,8 @@ std::vector<DeviceInfo> device_infos(const Experiment& e, const ClusterSpec& c) 
   std::vector<DeviceInfo> out;
   for (std::int64_t x = 0; x < e.strategy.devices(); ++x) {
     MeshCoord m = mesh_coord(e.strategy, x);
-    out.push_back(DeviceInfo{static_cast<int>(x / c.gpus_per_node), static_cast<int>(x % c.gpus_per_node), m.dp, m.tp, m.pp});
+    out.push_back(
+        DeviceInfo{static_cast<int>(x / c.gpus_per_node), static_cast<int>(x % c.gpus_per_node), m.dp, m.tp, m.pp});
   }
   return out;
 }
@@ -64,7 +69,8 @@ std::vector<DeviceInfo> device_infos(const Experiment& e, const ClusterSpec& c) 
 std::vector<char> recorded_devices(const Experiment& e, const std::vector<int>& traced) {
   std::vector<char> record(static_cast<std::size_t>(e.strategy.devices()), 0);
   for (int x : traced) record[static_cast<std::size_t>(x)] = 1;
-  for (std::int64_t s = 0; s < e.strategy.pp; ++s) record[static_cast<std::size_t>(mesh_rank(e.strategy, {0, 0, s}))] = 1;
+  for (std::int64_t s = 0; s < e.strategy.pp; ++s)
+    record[static_cast<std::size_t>(mesh_rank(e.strategy, {0, 0, s}))] = 1;
   return record;
 }
 

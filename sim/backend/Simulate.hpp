@@ -22,7 +22,7 @@ SimulationInput resolve_simulation(Experiment e);
 
 struct SimulateSettings {
   ExpandOptions expand;
-  SimOptions sim;  ///< `record` is ignored: simulate_experiment() decides it from `traced_devices`
+  SimOptions sim;                   ///< `record` is ignored: simulate_experiment() decides it from `traced_devices`
   std::vector<int> traced_devices;  ///< devices whose every task is recorded for a trace; ascending
   bool reproducible = false;        ///< zero the host-measured fields (wall time) so reports are byte-identical
 };

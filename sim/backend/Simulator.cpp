@@ -2,10 +2,9 @@
 
 #include <chrono>
 #include <deque>
-#include <unordered_map>
-
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
+#include <unordered_map>
 
 #include "sim/backend/Platform.hpp"
 #include "sim/backend/TaskNames.hpp"
@@ -19,18 +18,20 @@ namespace placesim {
 namespace {
 
 /// The steps of a ring collective on n ranks: 2(n-1) for an all-reduce, n-1 for a gather or scatter.
-int ring_steps(CollectiveOp op, int n) { return op == CollectiveOp::AllReduce ? 2 * (n - 1) : n - 1; }
+int ring_steps(CollectiveOp op, int n) {
+  return op == CollectiveOp::AllReduce ? 2 * (n - 1) : n - 1;
+}
 
 /// A collective in progress, decomposed into ring steps: rank r's step k sends one chunk to rank r+1 once its own
 /// step k-1 is sent and rank r-1's step k-1 (the chunk it forwards) has arrived.
 struct RingRun {
-  int steps = 0;                      ///< total steps per rank (repeat included)
+  int steps = 0;  ///< total steps per rank (repeat included)
   double chunk_bytes = 0;
-  std::vector<int> sent;              ///< steps completed per rank
-  std::vector<int> pending;           ///< per rank: transfers of its current step still in flight (one per channel)
-  std::vector<double> step_start;     ///< per rank: when its current step's first transfer started
+  std::vector<int> sent;           ///< steps completed per rank
+  std::vector<int> pending;        ///< per rank: transfers of its current step still in flight (one per channel)
+  std::vector<double> step_start;  ///< per rank: when its current step's first transfer started
   std::vector<double> first_start, last_end;
-  int unfinished = 0;                 ///< ranks not done
+  int unfinished = 0;  ///< ranks not done
 };
 
 class Runner {
@@ -136,7 +137,8 @@ SimResult Runner::run() {
   engine_->run();
   if (finished_ != g_.size())
     throw std::runtime_error("simulation stalled: " + std::to_string(g_.size() - finished_) + " of " +
-                             std::to_string(g_.size()) + " tasks never ran (a dependency cycle or an unroutable transfer)");
+                             std::to_string(g_.size()) +
+                             " tasks never ran (a dependency cycle or an unroutable transfer)");
   result_.record.step_time_s = result_.step_time_s;  // the trace's otherData and the SVG's time axis read it
   result_.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return std::move(result_);
@@ -327,7 +329,6 @@ void Runner::on_complete(const sg::Activity& a) {
   drain();
 }
 
-
 void Runner::apply_memory(const Task& t, bool at_start, double now) {
   std::uint32_t first = t.mem_first + (at_start ? 0 : t.mem_on_start);
   std::uint32_t count = at_start ? t.mem_on_start : t.mem_on_end;
@@ -335,7 +336,8 @@ void Runner::apply_memory(const Task& t, bool at_start, double now) {
     const MemDelta& d = g_.deltas[i];
     result_.devices[static_cast<std::size_t>(d.device)].apply(d.state, d.bytes, d.buffer);
     if (recorded(d.device))
-      result_.record.memory.push_back({now, d.device, d.state, d.bytes, static_cast<std::uint64_t>(result_.record.memory.size())});
+      result_.record.memory.push_back(
+          {now, d.device, d.state, d.bytes, static_cast<std::uint64_t>(result_.record.memory.size())});
   }
 }
 
@@ -346,7 +348,9 @@ void Runner::account(TaskId id, int device, double start, double end, int step) 
   if (step >= 0) {
     const auto& c = std::get<Collective>(g_[id].body);
     r.step = step;
-    r.bytes = static_cast<double>(c.elems / static_cast<std::int64_t>(g_.groups[static_cast<std::size_t>(c.group)].size())) * c.elem_bytes;
+    r.bytes =
+        static_cast<double>(c.elems / static_cast<std::int64_t>(g_.groups[static_cast<std::size_t>(c.group)].size())) *
+        c.elem_bytes;
     r.name += " step " + std::to_string(step);
   }
   if (const auto* c = std::get_if<Collective>(&g_[id].body)) {
@@ -403,7 +407,8 @@ void Runner::finish_collective(TaskId id, const RingRun& run) {
   double end = 0;
   for (std::size_t r = 0; r < m.size(); ++r) {
     int x = m[r];
-    result_.devices[static_cast<std::size_t>(x)].busy[static_cast<std::size_t>(c.stream)].add(run.first_start[r], run.last_end[r]);
+    result_.devices[static_cast<std::size_t>(x)].busy[static_cast<std::size_t>(c.stream)].add(run.first_start[r],
+                                                                                              run.last_end[r]);
     if (!o_.fine && recorded(x)) account(id, x, run.first_start[r], run.last_end[r]);
     end = std::max(end, run.last_end[r]);
   }

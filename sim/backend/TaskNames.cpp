@@ -8,7 +8,8 @@ namespace {
 
 std::string layers(int first, int count) {
   if (first < 0) return "";
-  return count <= 1 ? " L" + std::to_string(first) : " L" + std::to_string(first) + "-" + std::to_string(first + count - 1);
+  return count <= 1 ? " L" + std::to_string(first)
+                    : " L" + std::to_string(first) + "-" + std::to_string(first + count - 1);
 }
 
 std::string part(const Compute& c) {
@@ -17,7 +18,9 @@ std::string part(const Compute& c) {
   return layers(c.layer, c.layers);
 }
 
-std::string microbatch(int mb) { return mb < 0 ? "" : " mb" + std::to_string(mb); }
+std::string microbatch(int mb) {
+  return mb < 0 ? "" : " mb" + std::to_string(mb);
+}
 
 struct Describer {
   const TaskGraph& g;
@@ -42,7 +45,8 @@ struct Describer {
     r.comm_class = c.cls;
     r.name = std::string(to_string(c.op)) + " " + to_string(c.cls) + " grp" + std::to_string(c.group) +
              layers(c.layer, c.layers) + microbatch(c.microbatch) + " " +
-             format_bytes(static_cast<double>(c.elems) * c.elem_bytes) + (c.repeat > 1 ? " x" + std::to_string(c.repeat) : "");
+             format_bytes(static_cast<double>(c.elems) * c.elem_bytes) +
+             (c.repeat > 1 ? " x" + std::to_string(c.repeat) : "");
     r.layer = c.layer;
     r.layers = c.layers;
     r.microbatch = c.microbatch;
@@ -53,7 +57,8 @@ struct Describer {
   void operator()(const P2P& p) const {
     r.kind = TaskKind::P2P;
     r.comm_class = p.cls;
-    r.name = std::string(p.backward ? "send grad" : "send act") + microbatch(p.microbatch) + " -> gpu" + std::to_string(p.dst);
+    r.name = std::string(p.backward ? "send grad" : "send act") + microbatch(p.microbatch) + " -> gpu" +
+             std::to_string(p.dst);
     r.microbatch = p.microbatch;
     r.chunk = p.chunk;
     r.bytes = p.bytes;

@@ -35,14 +35,16 @@ Args::Args(const std::vector<std::string>& argv, const std::vector<FlagSpec>& fl
       for (const auto& f : flags) names.push_back(f.name);
       std::string guess = nearest(arg, names);
       throw InputError("placesim " + command + ": unknown option " + arg +
-                       (guess.empty() ? "" : " (did you mean " + guess + "?)") + "; see placesim " + command + " --help");
+                       (guess.empty() ? "" : " (did you mean " + guess + "?)") + "; see placesim " + command +
+                       " --help");
     }
     if (spec->value_name.empty()) {
       if (inline_value) throw InputError("placesim " + command + ": option " + arg + " takes no value");
       values_[arg].push_back("");
     } else {
       if (!inline_value) {
-        if (i + 1 >= argv.size()) throw InputError("placesim " + command + ": option " + arg + " needs a value " + spec->value_name);
+        if (i + 1 >= argv.size())
+          throw InputError("placesim " + command + ": option " + arg + " needs a value " + spec->value_name);
         value = argv[++i];
       }
       if (!spec->repeatable && values_.count(arg))
@@ -112,7 +114,8 @@ Json default_experiment_json() {
 Json experiment_json_from_args(const Args& args, bool allow_default, std::string* base_dir) {
   Json j;
   const auto& pos = args.positional();
-  if (pos.size() > 1) throw InputError("expected one experiment file, got " + std::to_string(pos.size()) + " arguments");
+  if (pos.size() > 1)
+    throw InputError("expected one experiment file, got " + std::to_string(pos.size()) + " arguments");
   bool from_flags = args.has("--model") || args.has("--model-hf");
   if (!pos.empty() && pos.front() == "-") {
     std::stringstream text;
@@ -128,7 +131,8 @@ Json experiment_json_from_args(const Args& args, bool allow_default, std::string
     j = default_experiment_json();
     std::cerr << "placesim: no experiment file given; using the built-in default experiment\n";
   } else {
-    throw InputError("no experiment file given (placesim <command> EXPERIMENT.json, or --model NAME --strategy PRESET)");
+    throw InputError(
+        "no experiment file given (placesim <command> EXPERIMENT.json, or --model NAME --strategy PRESET)");
   }
   if (!j.is_object()) throw InputError("the experiment must be a JSON object");
   if (auto m = args.value("--model")) j["model"] = *m;
@@ -174,20 +178,24 @@ void write_flag_output(const Args& args, const std::string& flag, const std::fun
   if (auto path = args.value(flag)) write_output(*path, text());
 }
 
-std::ostream& summary_stream(const std::string& path) { return path == "-" ? std::cerr : std::cout; }
+std::ostream& summary_stream(const std::string& path) {
+  return path == "-" ? std::cerr : std::cout;
+}
 
 std::vector<Command> all_commands() {
-  return {command_analyze(),  command_check(),          command_simulate(),       command_sweep(),
-          command_search(),   command_pipeline_sweep(), command_converge(),       command_converge_sweep(),
+  return {command_analyze(),   command_check(),          command_simulate(), command_sweep(),
+          command_search(),    command_pipeline_sweep(), command_converge(), command_converge_sweep(),
           command_calibrate(), command_presets()};
 }
 
 namespace {
 
 void print_help(const std::vector<Command>& commands) {
-  std::cout << "placesim " PLACESIM_VERSION " - placement-driven simulator of distributed training\n\n"
+  std::cout << "placesim " PLACESIM_VERSION
+               " - placement-driven simulator of distributed training\n\n"
                "usage: placesim <command> [arguments]   (placesim <command> --help for its options)\n\ncommands:\n";
-  for (const auto& c : commands) std::cout << "  " << c.name << std::string(16 - c.name.size(), ' ') << c.summary << "\n";
+  for (const auto& c : commands)
+    std::cout << "  " << c.name << std::string(16 - c.name.size(), ' ') << c.summary << "\n";
 }
 
 void print_command_help(const Command& c) {
@@ -221,8 +229,8 @@ int run_cli(int argc, char** argv) {
     std::vector<std::string> names;
     for (const auto& c : commands) names.push_back(c.name);
     std::string guess = nearest(name, names);
-    std::cerr << "placesim: unknown command '" << name << "'" << (guess.empty() ? "" : "; did you mean '" + guess + "'?")
-              << " (placesim --help lists the commands)\n";
+    std::cerr << "placesim: unknown command '" << name << "'"
+              << (guess.empty() ? "" : "; did you mean '" + guess + "'?") << " (placesim --help lists the commands)\n";
     return 2;
   }
   for (const auto& a : rest)

@@ -1,8 +1,8 @@
 #pragma once
 #include <functional>
 #include <map>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -12,8 +12,8 @@ namespace placesim {
 
 /// One command-line flag of a subcommand.
 struct FlagSpec {
-  std::string name;         ///< "--out"
-  std::string value_name;   ///< "FILE"; empty for a switch
+  std::string name;        ///< "--out"
+  std::string value_name;  ///< "FILE"; empty for a switch
   std::string help;
   bool repeatable = false;
 };

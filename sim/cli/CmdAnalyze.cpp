@@ -83,9 +83,7 @@ int run_presets(const Args& args) {
 Command command_analyze() {
   return {"analyze", "memory, communication and FLOPs per device derived from the placement (no simulation)",
           "[EXPERIMENT.json] [--out FILE] [--table] [options]",
-          with_flags(experiment_flags(),
-                     flag_table(kAnalyzeFlags)),
-          run_analyze};
+          with_flags(experiment_flags(), flag_table(kAnalyzeFlags)), run_analyze};
 }
 
 Command command_check() {
@@ -94,8 +92,8 @@ Command command_check() {
 }
 
 Command command_presets() {
-  return {"presets", "list the model, strategy, cluster and accelerator presets", "[--json]",
-          flag_table(kPresetsFlags), run_presets};
+  return {"presets", "list the model, strategy, cluster and accelerator presets", "[--json]", flag_table(kPresetsFlags),
+          run_presets};
 }
 
 }  // namespace placesim

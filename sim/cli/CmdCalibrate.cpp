@@ -28,9 +28,9 @@ int run_calibrate(const Args& args) {
 }  // namespace
 
 Command command_calibrate() {
-  return {"calibrate", "fit an accelerator/fabric profile to measured GEMM, memory, attention, collective and layer points",
-          "MEASURED.json --out PROFILE.json", flag_table(kFlags),
-          run_calibrate};
+  return {"calibrate",
+          "fit an accelerator/fabric profile to measured GEMM, memory, attention, collective and layer points",
+          "MEASURED.json --out PROFILE.json", flag_table(kFlags), run_calibrate};
 }
 
 }  // namespace placesim

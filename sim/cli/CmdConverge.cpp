@@ -99,7 +99,8 @@ int run(const Args& args) {
   report["source"] = source;
   report["placesim_version"] = PLACESIM_VERSION;
   write_files(args, report, result, e.name + ": " + report["pipeline"]["schedule"].get<std::string>());
-  summary_stream(args.value("--report").value_or("")) << converge_summary_text(report) << "  pipeline: " << source["method"].get<std::string>() << "\n";
+  summary_stream(args.value("--report").value_or(""))
+      << converge_summary_text(report) << "  pipeline: " << source["method"].get<std::string>() << "\n";
   return 0;
 }
 
@@ -109,9 +110,7 @@ Command command_converge() {
   return {"converge", "run stale SGD on a synthetic objective as the experiment's pipeline schedule orders the updates",
           "EXPERIMENT.json [--steps N | --time-budget S] [--step-size G] [--out-csv F] [--out-jsonl F] [--svg F] "
           "[--report F]",
-          with_flags(experiment_flags(),
-                     flag_table(kFlags)),
-          run};
+          with_flags(experiment_flags(), flag_table(kFlags)), run};
 }
 
 }  // namespace placesim

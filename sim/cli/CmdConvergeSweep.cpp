@@ -45,9 +45,9 @@ int run(const Args& args) {
 }  // namespace
 
 Command command_converge_sweep() {
-  return {"converge-sweep", "final loss of each pipeline schedule over stage counts at equal simulated time, step size tuned",
-          "[SWEEP.json] [--quick] [--out TABLE.csv] [--jsonl FILE] [--svg FILE] [--threads N]",
-          flag_table(kFlags),
+  return {"converge-sweep",
+          "final loss of each pipeline schedule over stage counts at equal simulated time, step size tuned",
+          "[SWEEP.json] [--quick] [--out TABLE.csv] [--jsonl FILE] [--svg FILE] [--threads N]", flag_table(kFlags),
           run};
 }
 

@@ -235,10 +235,9 @@ int run(const Args& args) {
 }  // namespace
 
 Command command_pipeline_sweep() {
-  return {"pipeline-sweep", "staleness, bubble and throughput of every pipeline schedule over stage counts (abstract stages)",
-          "[--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]",
-          flag_table(kFlags),
-          run};
+  return {"pipeline-sweep",
+          "staleness, bubble and throughput of every pipeline schedule over stage counts (abstract stages)",
+          "[--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]", flag_table(kFlags), run};
 }
 
 }  // namespace placesim

@@ -5,9 +5,9 @@
 #include "sim/cli/Commands.hpp"
 #include "sim/cli/SweepCli.hpp"
 #include "strategies/sweep/Search.hpp"
-#include "workloads/json/Units.hpp"
 #include "traces/sweep/SweepFile.hpp"
 #include "traces/sweep/SweepRows.hpp"
+#include "workloads/json/Units.hpp"
 
 namespace placesim {
 
@@ -143,11 +143,10 @@ std::vector<FlagSpec> search_flags() {
 }  // namespace
 
 Command command_search() {
-  return {"search", "find the fastest valid strategy: meshes x presets x micro-batch sizes, ranked (top-k table + JSONL)",
+  return {"search",
+          "find the fastest valid strategy: meshes x presets x micro-batch sizes, ranked (top-k table + JSONL)",
           "EXPERIMENT.json [--top K] [--out RESULTS.jsonl] [--mode analyze|simulate] [options]",
-          with_flags(search_flags(),
-                     flag_table(kFlags)),
-          run_search};
+          with_flags(search_flags(), flag_table(kFlags)), run_search};
 }
 
 }  // namespace placesim

@@ -1,7 +1,7 @@
 #include <iostream>
 
-#include "sim/cli/Commands.hpp"
 #include "sim/backend/Simulate.hpp"
+#include "sim/cli/Commands.hpp"
 #include "strategies/pipeline/AbstractPipeline.hpp"
 #include "traces/chrome/ChromeTrace.hpp"
 #include "traces/report/Report.hpp"
@@ -31,7 +31,8 @@ SimulateSettings settings_from(const Args& args) {
   if (auto f = args.value("--fidelity")) s.sim.fidelity = parse_fidelity(*f, "--fidelity");
   if (auto g = args.value("--layer-group")) {
     Json v = parse_cli_value(*g);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1) throw InputError("--layer-group=" + *g + " must be a positive integer");
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1)
+      throw InputError("--layer-group=" + *g + " must be a positive integer");
     s.expand.layer_group = static_cast<int>(v.get<std::int64_t>());
   }
   s.reproducible = args.has("--reproducible");
@@ -43,8 +44,8 @@ TraceOptions trace_options(const Args& args, const std::vector<DeviceInfo>& devi
                       parse_trace_detail(args.value("--trace-detail").value_or("coarse"))};
 }
 
-void write_pictures(const Args& args, const SimulationRecord& record, const TraceOptions& options, const std::string& name,
-                    double step_time) {
+void write_pictures(const Args& args, const SimulationRecord& record, const TraceOptions& options,
+                    const std::string& name, double step_time) {
   if (auto path = args.value("--trace"))
     write_chrome_trace(*path, record,
                        Json{{"experiment", name}, {"placesim_version", PLACESIM_VERSION}, {"step_time_s", step_time}},
@@ -57,7 +58,8 @@ int run_abstract(const Args& args, const Experiment& e) {
   Json report = simulate_abstract_pipeline(e.pipeline, &record, nullptr);
   report["experiment"] = e.name;
   report["placesim_version"] = PLACESIM_VERSION;
-  write_pictures(args, record, trace_options(args, record.devices), e.name, report["simulation"]["step_time_s"].get<double>());
+  write_pictures(args, record, trace_options(args, record.devices), e.name,
+                 report["simulation"]["step_time_s"].get<double>());
   std::string path = args.value("--report").value_or("-");
   write_output(path, dump(report));
   return 0;
@@ -89,9 +91,7 @@ int run(const Args& args) {
 Command command_simulate() {
   return {"simulate", "expand the strategy into a task DAG and simulate one training step on the cluster (SimGrid)",
           "[EXPERIMENT.json | -] [--report FILE] [--trace FILE[.gz]] [--svg FILE] [options]",
-          with_flags(experiment_flags(),
-                     flag_table(kFlags)),
-          run};
+          with_flags(experiment_flags(), flag_table(kFlags)), run};
 }
 
 }  // namespace placesim

@@ -2,9 +2,9 @@
 
 #include "sim/cli/Commands.hpp"
 #include "sim/cli/SweepCli.hpp"
-#include "workloads/json/Units.hpp"
 #include "traces/sweep/SweepFile.hpp"
 #include "traces/sweep/SweepRows.hpp"
+#include "workloads/json/Units.hpp"
 
 namespace placesim {
 
@@ -73,11 +73,10 @@ int run_sweep_command(const Args& args) {
 }  // namespace
 
 Command command_sweep() {
-  return {"sweep", "evaluate every point of a grid of experiments into JSONL (and CSV) rows; parallel, resumable, shardable",
+  return {"sweep",
+          "evaluate every point of a grid of experiments into JSONL (and CSV) rows; parallel, resumable, shardable",
           "SWEEP.json --out RESULTS.jsonl [--csv RESULTS.csv] [--jobs N] [--resume] [--shard i/N] [options]",
-          with_flags(flag_table(kFlags),
-                     sweep_run_flags()),
-          run_sweep_command};
+          with_flags(flag_table(kFlags), sweep_run_flags()), run_sweep_command};
 }
 
 }  // namespace placesim

@@ -1,3 +1,5 @@
 #include "sim/cli/Cli.hpp"
 
-int main(int argc, char** argv) { return placesim::run_cli(argc, argv); }
+int main(int argc, char** argv) {
+  return placesim::run_cli(argc, argv);
+}

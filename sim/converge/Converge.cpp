@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "sim/converge/ConvergenceOutput.hpp"
 #include "sim/converge/UpdateDelays.hpp"
 #include "strategies/pipeline/PipelineMetrics.hpp"
 #include "strategies/pipeline/PipelineTimeline.hpp"
-#include "sim/converge/ConvergenceOutput.hpp"
 #include "workloads/json/Numbers.hpp"
 
 namespace placesim {

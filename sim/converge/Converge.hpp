@@ -18,7 +18,7 @@ struct RunLength {
 struct PreparedPipeline {
   AbstractPipeline pipeline;  ///< as evaluated: its shape's steps cover the run length
   Json pipeline_report;       ///< pipeline_json of the evaluated run, plus "times"
-  UpdateLog trace;          ///< what the executor runs: the whole run's, or its events up to the budget
+  UpdateLog trace;            ///< what the executor runs: the whole run's, or its events up to the budget
   double end_s = 0;           ///< simulated time the trace covers: the makespan, or the budget
 };
 

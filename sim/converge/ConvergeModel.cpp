@@ -1,13 +1,13 @@
-#include <map>
 #include "sim/converge/ConvergeModel.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "sim/backend/Simulate.hpp"
-#include "strategies/placement/Mesh.hpp"
 #include "strategies/pipeline/PipelineEval.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
 #include "strategies/pipeline/PipelineTimeline.hpp"
+#include "strategies/placement/Mesh.hpp"
 
 namespace placesim {
 

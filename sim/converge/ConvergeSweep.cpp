@@ -106,7 +106,8 @@ AbstractPipeline pipeline_for(const ConvergeSweepSpec& spec, int stages, Schedul
   return p;
 }
 
-ConvergeSweepCell cell_for(const ConvergeSweepSpec& spec, const ConvergenceSpec& objective, const PreparedPipeline& prepared) {
+ConvergeSweepCell cell_for(const ConvergeSweepSpec& spec, const ConvergenceSpec& objective,
+                           const PreparedPipeline& prepared) {
   ConvergeSweepCell c;
   c.objective = to_string(objective.objective.kind);
   const PipelineShape& sh = prepared.pipeline.shape;
@@ -145,7 +146,8 @@ std::int64_t sample_interval(const UpdateLog& trace) {
 }
 
 // Runs one step size on one instance (seed index k) and files the outcome under k.
-void execute(const UpdateLog& trace, ConvergenceSpec spec, const Objective& objective, std::size_t k, ConvergeSweepRun& run) {
+void execute(const UpdateLog& trace, ConvergenceSpec spec, const Objective& objective, std::size_t k,
+             ConvergeSweepRun& run) {
   spec.step_size = std::ldexp(1.0, run.log2_step);
   spec.sample_every = sample_interval(trace);
   const ConvergenceResult r = run_convergence(trace, spec, objective);

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "strategies/placement/Strategy.hpp"
-#include "workloads/objective/ConvergenceSpec.hpp"
 #include "workloads/json/JsonReader.hpp"
+#include "workloads/objective/ConvergenceSpec.hpp"
 
 namespace placesim {
 
@@ -43,8 +43,8 @@ ConvergeSweepSpec default_converge_sweep();
 /// A small sweep for tests: S = 2, 4; budget 200; d = 32 (logistic: 512 samples); step sizes 2^-6 .. 2^3; 2 seeds.
 ConvergeSweepSpec quick_converge_sweep();
 
-/// Reads a sweep file over `base` (default_converge_sweep() or quick_converge_sweep()): {"stages": [..], "schedules": [..],
-/// "objectives": [<convergence section without step_size>, ..], "microbatches_per_stage", "local_steps",
+/// Reads a sweep file over `base` (default_converge_sweep() or quick_converge_sweep()): {"stages": [..], "schedules":
+/// [..], "objectives": [<convergence section without step_size>, ..], "microbatches_per_stage", "local_steps",
 /// "replicas", "forward_s", "backward_s", "p2p_s", "budget_s", "min_log2_step", "max_log2_step", "threads",
 /// "seeds"}.
 /// Keys left out keep the base's value. Throws InputError naming "sweep.<field>" and the value.
@@ -74,7 +74,7 @@ struct ConvergeSweepCell {
                                               ///< without l2)
   std::vector<double> minimum_gradient_norm;  ///< per seed, ||grad f|| where f* was found: near 0 unless f has no
                                               ///< minimizer
-  std::vector<ConvergeSweepRun> runs;                 ///< by increasing step size
+  std::vector<ConvergeSweepRun> runs;         ///< by increasing step size
   int best = -1;  ///< index into runs of the lowest mean_gap; -1 when every step size diverged
 
   /// The best step size is the smallest or the largest of the grid: the grid may not hold the true optimum.

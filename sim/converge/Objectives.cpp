@@ -220,8 +220,8 @@ namespace {
 std::unique_ptr<Objective> make_finite_sum(const ObjectiveSpec& spec, const std::vector<double>& spectrum) {
   const int d = spec.dimension, n = spec.samples;
   std::vector<double> features = rotated_features(n, spectrum, spec.seed);
-  std::vector<double> truth =
-      standard_vector(d, 2.0 / std::sqrt(static_cast<double>(d)), derive_key(spec.seed, std::uint64_t(RandomStream::Truth)));
+  std::vector<double> truth = standard_vector(d, 2.0 / std::sqrt(static_cast<double>(d)),
+                                              derive_key(spec.seed, std::uint64_t(RandomStream::Truth)));
   std::vector<double> margins(n);
   dot_rows([&](std::size_t j) { return features.data() + j * d; }, n, truth.data(), d, margins.data());
   SplitMix64 rng(derive_key(spec.seed, static_cast<std::uint64_t>(RandomStream::Targets)));

@@ -4,7 +4,8 @@
 
 namespace placesim {
 
-/// Independent purposes of the random streams drawn from one objective seed (see derive_key in sim/converge/Random.hpp).
+/// Independent purposes of the random streams drawn from one objective seed (see derive_key in
+/// sim/converge/Random.hpp).
 enum class RandomStream : std::uint64_t { Rotation = 1, Minimizer, Features, Targets, Truth, Batch, Noise };
 
 /// A seeded orthogonal d x d matrix Q, stored as butterfly layers of Givens rotations. Layer l (2^l < d) rotates

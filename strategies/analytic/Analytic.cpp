@@ -12,18 +12,25 @@ double CommBytes::total() const {
 
 namespace {
 
-double d(std::int64_t v) { return static_cast<double>(v); }
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
 
-double& at(CommBytes& c, CommClass k) { return c.by_class[static_cast<std::size_t>(k)]; }
+double& at(CommBytes& c, CommClass k) {
+  return c.by_class[static_cast<std::size_t>(k)];
+}
 
 // Resident elements of one state placed with `mode` over n data-parallel ranks.
 double resident_elems(Mode mode, const StageLayout& st, std::int64_t n) {
   switch (mode) {
-    case Mode::Replicated: return d(st.elems());
+    case Mode::Replicated:
+      return d(st.elems());
     case Mode::Sharded:
-    case Mode::ShardedWithGather: return d(st.sharded_elems(n));
+    case Mode::ShardedWithGather:
+      return d(st.sharded_elems(n));
     case Mode::Materialized:
-    case Mode::Offloaded: return 0;
+    case Mode::Offloaded:
+      return 0;
   }
   return 0;
 }

@@ -11,7 +11,7 @@ namespace placesim {
 
 /// Memory one device holds, in bytes.
 struct MemoryBytes {
-  double parameters = 0;   ///< resident parameters (including stashed weight versions of asynchronous pipelines)
+  double parameters = 0;  ///< resident parameters (including stashed weight versions of asynchronous pipelines)
   double gradients = 0;
   double optimizer = 0;
   double activations = 0;  ///< peak stored activations under the schedule
@@ -40,11 +40,11 @@ struct StageAnalysis {
 struct Analysis {
   double parameters = 0;
   std::vector<StageAnalysis> stages;
-  MemoryBytes memory;           ///< per field, the maximum over devices
+  MemoryBytes memory;             ///< per field, the maximum over devices
   double model_states_bytes = 0;  ///< max over devices of parameters + gradients + optimizer
   double total_bytes = 0;         ///< max over devices of everything resident
-  CommBytes comm;               ///< per class, the maximum over devices
-  double bytes_per_step = 0;    ///< network bytes sent by one device, maximum over devices
+  CommBytes comm;                 ///< per class, the maximum over devices
+  double bytes_per_step = 0;      ///< network bytes sent by one device, maximum over devices
   double model_flops_per_step = 0;
   double hardware_flops_per_step = 0;
   double tokens_per_step = 0;

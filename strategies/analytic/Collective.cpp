@@ -4,11 +4,16 @@ namespace placesim {
 
 const char* to_string(CommClass c) {
   switch (c) {
-    case CommClass::DpGradSync: return "dp_grad_sync";
-    case CommClass::ZeroGather: return "zero_gather";
-    case CommClass::TpCollective: return "tp_collective";
-    case CommClass::PpP2P: return "pp_p2p";
-    case CommClass::EmbeddingSync: return "embedding_sync";
+    case CommClass::DpGradSync:
+      return "dp_grad_sync";
+    case CommClass::ZeroGather:
+      return "zero_gather";
+    case CommClass::TpCollective:
+      return "tp_collective";
+    case CommClass::PpP2P:
+      return "pp_p2p";
+    case CommClass::EmbeddingSync:
+      return "embedding_sync";
   }
   return "?";
 }

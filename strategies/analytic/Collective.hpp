@@ -11,7 +11,9 @@ const char* to_string(CommClass c);
 
 /// Elements each of `n` ranks holds of a unit of `elems` elements. Units are padded up to a multiple of `n`, as
 /// FSDP pads its flat parameters and ZeRO its partitions, so every rank holds the same amount.
-inline std::int64_t shard_elems(std::int64_t elems, std::int64_t n) { return (elems + n - 1) / n; }
+inline std::int64_t shard_elems(std::int64_t elems, std::int64_t n) {
+  return (elems + n - 1) / n;
+}
 
 /// Elements one rank sends in a ring all-gather or reduce-scatter of a (padded) `elems` buffer over `n` ranks:
 /// (n-1) steps of one shard each.

@@ -10,16 +10,18 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
   const auto& m = e.model;
   const AcceleratorSpec& acc = c.accelerator;
   k.optimizer_s_per_elem = optimizer_step_s(1e9, e, acc) / 1e9;
-  k.host_optimizer_s_per_elem = host_optimizer_step_s(1e9, e, c.host_flops, c.host_memory_bw_Bps / c.gpus_per_node) / 1e9;
+  k.host_optimizer_s_per_elem =
+      host_optimizer_step_s(1e9, e, c.host_flops, c.host_memory_bw_Bps / c.gpus_per_node) / 1e9;
   if (m.opaque()) return k;
   const double tokens = static_cast<double>(m.seq_len * e.training.micro_batch);
   const double tp = static_cast<double>(e.strategy.tp);
   // FLOPs (for MFU and the trace) from the model's formulas; times from the calibrated per-operation model.
   k.layer_forward_flops = layer_forward_flops_per_token(m) * tokens / tp;
   k.layer_backward_flops = 2 * k.layer_forward_flops;
-  k.layer_recompute_flops = e.training.recompute == Recompute::Full        ? k.layer_forward_flops
-                            : e.training.recompute == Recompute::Selective ? attention_core_flops_per_token(m) * tokens / tp
-                                                                           : 0;
+  k.layer_recompute_flops = e.training.recompute == Recompute::Full ? k.layer_forward_flops
+                            : e.training.recompute == Recompute::Selective
+                                ? attention_core_flops_per_token(m) * tokens / tp
+                                : 0;
   PassTimes layer = layer_times(e, acc);
   k.layer_forward_s = layer.forward_s;
   // The collectives Megatron overlaps with the backward's GEMMs run beside the compute in the graph; what they cost

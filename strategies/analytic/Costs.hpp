@@ -9,11 +9,11 @@ namespace placesim {
 struct StageCosts {
   double layer_forward_s = 0, layer_backward_s = 0, layer_recompute_s = 0;  ///< one layer
   double layer_forward_flops = 0, layer_backward_flops = 0, layer_recompute_flops = 0;
-  double extra_forward_s = 0, extra_backward_s = 0;        ///< logits and loss (last stage)
+  double extra_forward_s = 0, extra_backward_s = 0;  ///< logits and loss (last stage)
   double extra_forward_flops = 0, extra_backward_flops = 0;
-  double embed_forward_s = 0, embed_backward_s = 0;        ///< embedding lookup (first stage)
-  double optimizer_s_per_elem = 0;                          ///< device optimizer step, per parameter element
-  double host_optimizer_s_per_elem = 0;                     ///< host CPU optimizer step, per parameter element
+  double embed_forward_s = 0, embed_backward_s = 0;  ///< embedding lookup (first stage)
+  double optimizer_s_per_elem = 0;                   ///< device optimizer step, per parameter element
+  double host_optimizer_s_per_elem = 0;              ///< host CPU optimizer step, per parameter element
 };
 
 /// Costs of stage `st` of experiment `e` on the cluster's accelerator.

@@ -4,8 +4,8 @@
 #include <functional>
 #include <memory>
 
-#include "strategies/calibrate/LeastSquares.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
+#include "strategies/calibrate/LeastSquares.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -49,8 +49,11 @@ std::vector<Point> gemm_points(const Json& items, const std::string& field, cons
     DType dtype = dt == "fp32" ? DType::FP32 : dt == "fp16" ? DType::FP16 : DType::BF16;
     // A sweep measured in another precision (FP8) carries its own peak: the fit then uses its efficiency curve.
     double peak = r.get_positive("peak_tflops", 0) * 1e12;
-    Point p{"gemm", format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k),
-            "TFLOP/s", 0, {}};
+    Point p{"gemm",
+            format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k),
+            "TFLOP/s",
+            0,
+            {}};
     measured_value(r, "tflops", p);
     r.finish();
     const double flops = 2 * g.m * g.n * g.k * g.batch;
@@ -99,7 +102,9 @@ std::vector<Point> attention_points(const Json& items, const std::string& field,
     Point p{"attention",
             "b" + format_significant(b) + " h" + format_significant(heads) + " s" + format_significant(s) + " d" +
                 format_significant(d) + (both ? " fwd+bwd" : " fwd"),
-            "TFLOP/s", 0, {}};
+            "TFLOP/s",
+            0,
+            {}};
     p.measured = r.require_positive("tflops");
     r.finish();
     const double fwd = 4 * b * heads * s * s * d * (causal ? 0.5 : 1.0);
@@ -130,7 +135,9 @@ std::vector<Point> collective_points(const Json& items, const std::string& field
     Point p{
         "collectives",
         to_string(kind) + " " + to_string(algorithm) + " " + std::to_string(ranks) + " ranks " + format_bytes(bytes),
-        "GB/s", 0, {}};
+        "GB/s",
+        0,
+        {}};
     measured_value(r, "busbw_GBps", p);
     r.finish();
     bool time = p.unit == "s";
@@ -227,7 +234,9 @@ void fit_collectives(const std::vector<Point>& points, bool nvls, int protocols,
 
 }  // namespace
 
-std::string to_string(FabricScope s) { return s == FabricScope::InterNode ? "inter_node" : "intra_node"; }
+std::string to_string(FabricScope s) {
+  return s == FabricScope::InterNode ? "inter_node" : "intra_node";
+}
 
 Calibration calibrate(const Json& measured, const std::string& base_dir) {
   ObjectReader r(measured, "measured");

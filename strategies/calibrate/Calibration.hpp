@@ -37,7 +37,8 @@ struct Calibration {
 /// measured) (strategies/calibrate/LeastSquares):
 ///   collectives -> fabric bus_efficiency + step_latency (ring, tree) or nvls_bus_efficiency + nvls_latency (nvls),
 ///                  and with "collective_protocols": 2 (the default) the low-latency protocol's ll_bus_efficiency +
-///                  ll_step_latency as well (topology/hardware/CommProfile.hpp: NCCL runs each collective with the faster one)
+///                  ll_step_latency as well (topology/hardware/CommProfile.hpp: NCCL runs each collective with the
+///                  faster one)
 ///   memory      -> memory_efficiency
 ///   gemm        -> gemm_peak_efficiency, gemm_latency_s, gemm_k_overhead, gemm_roofline_p
 ///   attention   -> flash_attention_efficiency

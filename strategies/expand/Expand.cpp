@@ -56,7 +56,9 @@ Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOption
   first_backward_.assign(static_cast<std::size_t>(g_.devices), kNoTask);
 }
 
-int Expander::rank(int d, int t, int s) const { return t + tp_ * (d + dp_ * s); }
+int Expander::rank(int d, int t, int s) const {
+  return t + tp_ * (d + dp_ * s);
+}
 
 int Expander::dp_group(int t, int s) {
   auto [it, fresh] = dp_groups_.try_emplace({t, s}, 0);
@@ -137,7 +139,9 @@ double Expander::activation_bytes(const LayerGroup& g) const {
   return g.layers * layer_activation_bytes(e_);
 }
 
-std::int64_t Expander::padded(std::int64_t elems) const { return shard_elems(elems, dp_) * dp_; }
+std::int64_t Expander::padded(std::int64_t elems) const {
+  return shard_elems(elems, dp_) * dp_;
+}
 
 TaskGraph Expander::run() {
   for (int s = 0; s < pp_; ++s) expand_stage(s);
@@ -172,7 +176,8 @@ void Expander::expand_stage(int s) {
         apply_inline(s, pop);
       continue;
     }
-    if (pop.kind == PipeOpKind::Average) throw InputError("strategy.schedule=localsgd is simulated for abstract pipelines only");
+    if (pop.kind == PipeOpKind::Average)
+      throw InputError("strategy.schedule=localsgd is simulated for abstract pipelines only");
     const StageOp op = expand_op(s, i, pop);
     if (!blocking_p2p_) {
       send_boundary(s, op);
@@ -229,8 +234,8 @@ void Expander::apply_inline(int s, const PipeOp& op) {
   for (int d = 0; d < dp_; ++d)
     for (int t = 0; t < tp_; ++t) {
       int x = rank(d, t, s);
-      TaskId id = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0, op.microbatch, -1,
-                                     op.weight_version},
+      TaskId id = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0, op.microbatch,
+                                     -1, op.weight_version},
                              s, x, Stream::Compute);
       if (stash) g_.set_memory(id, {}, {{x, State::Parameters, elems * e_.training.param_bytes(), false}});
     }

@@ -1,6 +1,6 @@
 #pragma once
-#include "strategies/placement/Experiment.hpp"
 #include "strategies/graph/TaskGraph.hpp"
+#include "strategies/placement/Experiment.hpp"
 #include "topology/cluster/Cluster.hpp"
 
 namespace placesim {

@@ -13,7 +13,8 @@ namespace placesim::detail {
 // reduce-scatter under sp) beside its weight-gradient GEMM (megatron/model/language_model.py, 2022).
 void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward, double stash_delta) {
   gather_params(s, op, g);
-  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg =
+      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   if (op.forward) {
     forward_group(s, op, g, stash_delta);
   } else {
@@ -23,11 +24,13 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
   if (last_backward && (lg.has_embedding || lg.has_head))
     for (int d = 0; d < dp_; ++d)
       for (int t = 0; t < tp_; ++t)
-        first_backward_[static_cast<std::size_t>(rank(d, t, s))] = compute_of_group_[static_cast<std::size_t>(d * tp_ + t)];
+        first_backward_[static_cast<std::size_t>(rank(d, t, s))] =
+            compute_of_group_[static_cast<std::size_t>(d * tp_ + t)];
 }
 
 void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta) {
-  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg =
+      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   const bool sp = e_.strategy.sp;
   if (lg.has_embedding) {
     compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
@@ -42,7 +45,8 @@ void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta
 }
 
 void Expander::backward_group(int s, const StageOp& op, int g, double stash_delta) {
-  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg =
+      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   const bool sp = e_.strategy.sp;
   if (lg.has_head) {
     if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
@@ -72,7 +76,8 @@ PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, Mod
     case ModelPart::Embedding:
       return {forward ? k.embed_forward_s : k.embed_backward_s, 0};
     case ModelPart::Head:
-      return {forward ? k.extra_forward_s : k.extra_backward_s, forward ? k.extra_forward_flops : k.extra_backward_flops};
+      return {forward ? k.extra_forward_s : k.extra_backward_s,
+              forward ? k.extra_forward_flops : k.extra_backward_flops};
     case ModelPart::Layers:
       break;
   }
@@ -89,7 +94,8 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
   const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
   const auto& pl = e_.strategy.placement;
   const int vstage = op.chunk * pp_ + s;
-  const bool first_of_op = frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
+  const bool first_of_op =
+      frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
   const double act = activation_bytes(lg);
   const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
   const PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part);
@@ -107,11 +113,13 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
         if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
         if ((pl.parameters == Mode::ShardedWithGather && dp_ > 1) || pl.parameters == Mode::Offloaded)
           on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
-        if (!op.forward && grad_buffer) on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
+        if (!op.forward && grad_buffer)
+          on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
         if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
       }
-      Compute c{kind, x, cost.seconds, cost.flops, layers ? lg.first_layer : -1, layers ? lg.layers : 0, op.microbatch,
-                op.chunk, op.weight_version, part};
+      Compute c{
+          kind,          x,        cost.seconds,      cost.flops, layers ? lg.first_layer : -1, layers ? lg.layers : 0,
+          op.microbatch, op.chunk, op.weight_version, part};
       TaskId id = add_single(c, s, x, Stream::Compute);
       g_.set_memory(id, {}, on_end);
       for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, id);
@@ -131,7 +139,8 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
 }
 
 void Expander::tp_collective(int s, const StageOp& op, int g, int ops, bool hidden) {
-  const auto& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const auto& lg =
+      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   if (ops == 0) return;
   add_tp_collective(s, op, g, e_.strategy.sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, ops * lg.layers, true,
                     hidden);

@@ -51,7 +51,8 @@ void Expander::link_op_inputs(int d, int t, int vstage, int mb, bool forward, Ta
   link_boundary(d, t, vstage, mb, forward, task, false);
   for (const BoundaryKey& key : call_recvs_[static_cast<std::size_t>(d * tp_ + t)])
     if (key != BoundaryKey{d, t, vstage, mb, forward})
-      link_boundary(std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key), task, false);
+      link_boundary(std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key), task,
+                    false);
 }
 
 bool Expander::has_input(int s, const PipeOp& op) const {
@@ -101,7 +102,8 @@ void Expander::p2p_call(int s, const std::vector<PipeOp>& order, int i, std::vec
   unsent.clear();
   post_receives(s, order, i + 1);
   // Blocking: what follows the exchange waits for its sends too.
-  for (std::size_t lane = 0; lane < sends.size(); ++lane) op_tail_[lane].insert(op_tail_[lane].end(), sends[lane].begin(), sends[lane].end());
+  for (std::size_t lane = 0; lane < sends.size(); ++lane)
+    op_tail_[lane].insert(op_tail_[lane].end(), sends[lane].begin(), sends[lane].end());
 }
 
 // The exchange posts the receives of the ops up to the next exchange once the device's tail is done; the first of

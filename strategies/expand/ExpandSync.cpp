@@ -22,7 +22,8 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   const bool gather = pl.parameters == Mode::ShardedWithGather && dp_ > 1;
   const bool fetch = pl.parameters == Mode::Offloaded;
   if (!gather && !fetch) return;
-  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg =
+      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   const double pb = e_.training.param_bytes();
   // At most two gathered units live at once (the one computing and the prefetched next, as FSDP limits them):
   // a gather waits until the compute two units back has released its buffer.
@@ -47,7 +48,8 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
       // Offloaded parameters are fetched over PCIe by every device; one task per device, the last one recorded.
       for (int d = 0; d < dp_; ++d) {
         int x = rank(d, t, s);
-        TaskId id = add_single(Offload{x, false, static_cast<double>(lg.elems) * pb, State::Parameters}, s, x, Stream::H2D);
+        TaskId id =
+            add_single(Offload{x, false, static_cast<double>(lg.elems) * pb, State::Parameters}, s, x, Stream::H2D);
         g_.set_memory(id, {{x, State::Parameters, static_cast<double>(lg.elems) * pb, true}}, {});
         limit(d, t, id);
         gather_of_group_[static_cast<std::size_t>(t)].push_back(id);
@@ -76,7 +78,8 @@ void Expander::set_member_memory(const std::vector<TaskId>& tasks, const std::ve
     std::vector<MemDelta> mine;
     for (const MemDelta& m : deltas)
       if (std::find(members.begin(), members.end(), m.device) != members.end()) mine.push_back(m);
-    if (!mine.empty()) g_.set_memory(id, at_start ? mine : std::vector<MemDelta>{}, at_start ? std::vector<MemDelta>{} : mine);
+    if (!mine.empty())
+      g_.set_memory(id, at_start ? mine : std::vector<MemDelta>{}, at_start ? std::vector<MemDelta>{} : mine);
   }
 }
 
@@ -100,7 +103,8 @@ Expander::Phases Expander::add_dp_collective(Collective c, int stage) {
     std::size_t count = intra ? nodes.size() : static_cast<std::size_t>(local);
     for (std::size_t i = 0; i < count; ++i) {
       std::vector<int> sub;
-      if (intra) sub = nodes[i];
+      if (intra)
+        sub = nodes[i];
       else
         for (const auto& n : nodes) sub.push_back(n[i]);
       Collective part = c;
@@ -145,7 +149,8 @@ Collective Expander::dp_collective(CollectiveOp op, CommClass cls, Stream stream
 
 void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backward) {
   const auto& pl = e_.strategy.placement;
-  const LayerGroup& lg = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg =
+      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   const double gb = e_.training.grad_bytes();
   if (pl.gradients == Mode::Replicated) {
     // Accumulated locally over the micro-batches; bucketed and synchronised after the step's last backward.
@@ -180,9 +185,12 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
     if (pl.gradients != Mode::Offloaded) continue;
     for (int d = 0; d < dp_; ++d) {
       int x = rank(d, t, s);
-      TaskId id = add_single(Offload{x, true, static_cast<double>(sharded(lg, dp_)) * gb, State::Gradients}, s, x, Stream::D2H);
-      if (rs_last.empty()) g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], id);
-      else g_.depend(task_of_member(rs_last, x), id);
+      TaskId id =
+          add_single(Offload{x, true, static_cast<double>(sharded(lg, dp_)) * gb, State::Gradients}, s, x, Stream::D2H);
+      if (rs_last.empty())
+        g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], id);
+      else
+        g_.depend(task_of_member(rs_last, x), id);
       g_.set_memory(id, {}, {{x, State::Gradients, -static_cast<double>(lg.elems) * gb, true}});
       grad_window_[static_cast<std::size_t>(d * tp_ + t)].push_back(id);
       step_end_deps_[static_cast<std::size_t>(x)].push_back(id);
@@ -224,7 +232,8 @@ void Expander::embedding_sync() {
       c.elem_bytes = e_.training.grad_bytes();
       TaskId id = add_collective(c, -1);
       for (int x : {a, b}) {
-        if (first_backward_[static_cast<std::size_t>(x)] != kNoTask) g_.depend(first_backward_[static_cast<std::size_t>(x)], id);
+        if (first_backward_[static_cast<std::size_t>(x)] != kNoTask)
+          g_.depend(first_backward_[static_cast<std::size_t>(x)], id);
         step_end_deps_[static_cast<std::size_t>(x)].push_back(id);
       }
     }
@@ -266,7 +275,8 @@ void Expander::finish_step(int s) {
       if (pl.optimizer == Mode::Offloaded) {
         double elems = static_cast<double>(dp_ > 1 ? shard : full);
         if (pl.gradients != Mode::Offloaded) {  // replicated/sharded device gradients move once, at the step's end
-          TaskId d2h = add_single(Offload{x, true, elems * e_.training.grad_bytes(), State::Gradients}, s, x, Stream::D2H);
+          TaskId d2h =
+              add_single(Offload{x, true, elems * e_.training.grad_bytes(), State::Gradients}, s, x, Stream::D2H);
           for (TaskId dep : step_end_deps_[static_cast<std::size_t>(x)]) g_.depend(dep, d2h);
           step_end_deps_[static_cast<std::size_t>(x)] = {d2h};
         }
@@ -312,7 +322,8 @@ void Expander::finish_step(int s) {
 
 void Expander::set_resident_memory() {
   const auto& pl = e_.strategy.placement;
-  const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes(), ob = e_.training.optimizer_bytes_per_param;
+  const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes(),
+               ob = e_.training.optimizer_bytes_per_param;
   g_.resident.assign(static_cast<std::size_t>(g_.devices), {0, 0, 0, 0});
   auto held = [&](Mode mode, const LayerGroup& lg) -> double {
     if (mode == Mode::Replicated) return static_cast<double>(lg.elems);

@@ -7,8 +7,8 @@
 
 #include "strategies/analytic/Costs.hpp"
 #include "strategies/expand/Expand.hpp"
-#include "strategies/placement/Layout.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
+#include "strategies/placement/Layout.hpp"
 
 namespace placesim::detail {
 
@@ -25,7 +25,7 @@ struct StageOp {
 /// A contiguous run of layers processed by one compute task, with the units (layers, embedding, head) it holds.
 struct LayerGroup {
   int first_layer = 0, layers = 0;
-  std::int64_t elems = 0;         ///< parameters on one device (after tp)
+  std::int64_t elems = 0;           ///< parameters on one device (after tp)
   std::vector<std::int64_t> units;  ///< element counts of the units (each padded on its own when sharded)
   bool has_embedding = false, has_head = false;
 };
@@ -112,7 +112,7 @@ class Expander {
   // layout helpers
   std::vector<LayerGroup> chunk_groups(int s, int chunk) const;
   double activation_bytes(const LayerGroup& g) const;
-  std::int64_t padded(std::int64_t elems) const;   ///< a unit list padded to a multiple of dp
+  std::int64_t padded(std::int64_t elems) const;  ///< a unit list padded to a multiple of dp
 
   const Experiment& e_;
   const ClusterSpec& c_;
@@ -121,8 +121,8 @@ class Expander {
   std::vector<StageLayout> layouts_;
   std::vector<StageCosts> costs_;
   PipelineSchedule schedule_;
-  bool synchronous_ = true;                             ///< one Apply per stage at the step's end (flush)
-  std::vector<int> apply_microbatch_;                   ///< per stage: the micro-batch tag of the end-of-step Apply
+  bool synchronous_ = true;            ///< one Apply per stage at the step's end (flush)
+  std::vector<int> apply_microbatch_;  ///< per stage: the micro-batch tag of the end-of-step Apply
   // PipeDream weight stashing: per version of the current stage, the forwards still waiting for their backward.
   std::map<int, int> version_refs_;
   int current_version_ = 0;
@@ -132,32 +132,32 @@ class Expander {
   std::map<std::pair<int, int>, int> dp_groups_, tp_groups_;
   std::map<std::vector<int>, int> subgroups_;
   // per (d, t) of the stage being expanded: the task a group's successor must follow
-  std::vector<std::vector<TaskId>> frontier_;           // per (d, t): the tasks the next one of the op must follow
-  std::vector<std::vector<TaskId>> before_compute_;     // per (d, t): the frontier the last compute task followed
+  std::vector<std::vector<TaskId>> frontier_;        // per (d, t): the tasks the next one of the op must follow
+  std::vector<std::vector<TaskId>> before_compute_;  // per (d, t): the frontier the last compute task followed
   // per (d, t): the frontier the previous op of the stage ended with. Megatron-LM waits for an op's TP collectives
   // (the forward's all-reduces, the backward's asynchronous ones) before it returns, so the next op follows them.
   std::vector<std::vector<TaskId>> op_tail_;
-  std::vector<TaskId> compute_of_group_;                // last compute task per (d, t) of the current group
-  std::vector<std::vector<TaskId>> gather_window_;      // per (d, t): compute tasks of gathered groups, for the limit
-  std::vector<std::vector<TaskId>> gather_of_group_;    // per t: the gather tasks feeding the current group
-  std::vector<std::vector<TaskId>> grad_window_;        // per (d, t): tasks releasing unsharded gradient buffers
+  std::vector<TaskId> compute_of_group_;              // last compute task per (d, t) of the current group
+  std::vector<std::vector<TaskId>> gather_window_;    // per (d, t): compute tasks of gathered groups, for the limit
+  std::vector<std::vector<TaskId>> gather_of_group_;  // per t: the gather tasks feeding the current group
+  std::vector<std::vector<TaskId>> grad_window_;      // per (d, t): tasks releasing unsharded gradient buffers
   struct Boundary {
     TaskId producer = kNoTask;
     std::vector<TaskId> consumers, posters;
   };
   std::map<BoundaryKey, Boundary> boundaries_;
-  bool blocking_p2p_ = false;                           // strategy.p2p=megatron on a flush schedule
-  bool scatter_gather_ = false;                         // strategy.p2p=megatron without sp, tp > 1
-  std::vector<std::vector<BoundaryKey>> call_recvs_;    // per (d, t): the inputs the last exchange received
+  bool blocking_p2p_ = false;                         // strategy.p2p=megatron on a flush schedule
+  bool scatter_gather_ = false;                       // strategy.p2p=megatron without sp, tp > 1
+  std::vector<std::vector<BoundaryKey>> call_recvs_;  // per (d, t): the inputs the last exchange received
   // DP gradient buckets per (t, s)
   struct Bucket {
     std::int64_t elems = 0;
     std::vector<TaskId> producers;
   };
   std::map<std::pair<int, int>, Bucket> buckets_;
-  std::vector<std::vector<TaskId>> step_end_deps_;      // per device: tasks the optimizer step waits for
-  std::vector<TaskId> first_backward_;                  // per device: the last stage-0 group backward (embedding)
-  std::vector<int> last_backward_op_;                   // per chunk of the stage: index of its last backward op
+  std::vector<std::vector<TaskId>> step_end_deps_;  // per device: tasks the optimizer step waits for
+  std::vector<TaskId> first_backward_;              // per device: the last stage-0 group backward (embedding)
+  std::vector<int> last_backward_op_;               // per chunk of the stage: index of its last backward op
 };
 
 }  // namespace placesim::detail

@@ -2,8 +2,8 @@
 #include <array>
 #include <vector>
 
-#include "strategies/graph/Record.hpp"
 #include "strategies/analytic/Collective.hpp"
+#include "strategies/graph/Record.hpp"
 
 namespace placesim {
 
@@ -27,11 +27,11 @@ double uncovered(const std::vector<std::pair<double, double>>& a, const std::vec
 struct DeviceStats {
   std::array<double, kCommClasses> bytes_sent{};  ///< network bytes this device sent, per collective class
   double h2d_bytes = 0, d2h_bytes = 0;
-  std::array<IntervalSet, kStreams> busy;         ///< per stream
-  std::array<double, 4> current{};                ///< resident bytes per State
+  std::array<IntervalSet, kStreams> busy;  ///< per stream
+  std::array<double, 4> current{};         ///< resident bytes per State
   std::array<double, 4> peak{};
   double buffers = 0, peak_buffers = 0;
-  double peak_total = 0;                          ///< max over time of all states plus buffers
+  double peak_total = 0;  ///< max over time of all states plus buffers
   double flops = 0;
 
   void apply(State state, double delta, bool buffer);

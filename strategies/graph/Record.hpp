@@ -19,27 +19,27 @@ const char* to_string(TaskKind k);
 
 /// One executed task: what ran where and when, with the arguments a trace viewer shows.
 struct TaskRecord {
-  std::uint64_t task = 0;      ///< stable id from expand()
-  int device = 0;              ///< global device (GPU) index
+  std::uint64_t task = 0;  ///< stable id from expand()
+  int device = 0;          ///< global device (GPU) index
   Stream stream = Stream::Compute;
   TaskKind kind = TaskKind::Forward;
   double start_s = 0, end_s = 0;
-  std::string name;            ///< "fwd L12 mb3", "allreduce dp grp7 step3 1.2 MB"
-  int layer = -1;              ///< first layer of the task's layer group, -1 if none
-  int layers = 0;              ///< layers in the task's group
+  std::string name;  ///< "fwd L12 mb3", "allreduce dp grp7 step3 1.2 MB"
+  int layer = -1;    ///< first layer of the task's layer group, -1 if none
+  int layers = 0;    ///< layers in the task's group
   int microbatch = -1;
   int stage = -1;
-  int chunk = -1;              ///< interleaved model chunk
-  int weight_version = -1;     ///< version of the stage's weights the task read (pipelines)
-  double bytes = 0;            ///< payload (communication) or 0
-  double flops = 0;            ///< FLOPs (compute) or 0
+  int chunk = -1;                                ///< interleaved model chunk
+  int weight_version = -1;                       ///< version of the stage's weights the task read (pipelines)
+  double bytes = 0;                              ///< payload (communication) or 0
+  double flops = 0;                              ///< FLOPs (compute) or 0
   CommClass comm_class = CommClass::DpGradSync;  ///< for Collective/P2P tasks
-  int peer = -1;               ///< receiving device of a transfer
-  std::uint64_t collective = 0;  ///< id shared by all steps of one collective (0 = none)
-  int step = -1;               ///< step index within the collective
-  std::string algorithm;       ///< "ring", "tree", "hierarchical", "direct"
-  bool backward = false;       ///< part of a backward pass: backward and recompute compute, gradient transfers and
-                               ///< the collectives a backward issues
+  int peer = -1;                                 ///< receiving device of a transfer
+  std::uint64_t collective = 0;                  ///< id shared by all steps of one collective (0 = none)
+  int step = -1;                                 ///< step index within the collective
+  std::string algorithm;                         ///< "ring", "tree", "hierarchical", "direct"
+  bool backward = false;  ///< part of a backward pass: backward and recompute compute, gradient transfers and
+                          ///< the collectives a backward issues
 };
 
 /// A change in the resident memory of one state on one device.
@@ -48,21 +48,21 @@ struct MemoryEvent {
   int device = 0;
   State state = State::Parameters;
   double delta_bytes = 0;
-  std::uint64_t order = 0;     ///< tie-break for events at the same time (expansion order)
+  std::uint64_t order = 0;  ///< tie-break for events at the same time (expansion order)
 };
 
 /// Names and coordinates of one simulated device.
 struct DeviceInfo {
-  int node = 0, local = 0;     ///< node index and GPU index inside the node
+  int node = 0, local = 0;  ///< node index and GPU index inside the node
   std::int64_t dp = 0, tp = 0, pp = 0;
-  std::string name() const;    ///< "node3/gpu5 [dp1 pp2 tp5]"
+  std::string name() const;  ///< "node3/gpu5 [dp1 pp2 tp5]"
 };
 
 /// Everything a simulation observed; the trace writer and the report consume it.
 struct SimulationRecord {
   std::vector<DeviceInfo> devices;
-  std::vector<TaskRecord> tasks;     ///< in completion order
-  std::vector<MemoryEvent> memory;   ///< in time order
+  std::vector<TaskRecord> tasks;    ///< in completion order
+  std::vector<MemoryEvent> memory;  ///< in time order
   double step_time_s = 0;
 };
 

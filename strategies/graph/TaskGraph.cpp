@@ -4,9 +4,12 @@ namespace placesim {
 
 const char* to_string(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::AllReduce: return "allreduce";
-    case CollectiveOp::AllGather: return "allgather";
-    case CollectiveOp::ReduceScatter: return "reducescatter";
+    case CollectiveOp::AllReduce:
+      return "allreduce";
+    case CollectiveOp::AllGather:
+      return "allgather";
+    case CollectiveOp::ReduceScatter:
+      return "reducescatter";
   }
   return "?";
 }
@@ -19,7 +22,9 @@ TaskId TaskGraph::add(TaskBody body, int stage) {
   return boost::add_vertex(std::move(t), graph);
 }
 
-void TaskGraph::depend(TaskId before, TaskId after) { boost::add_edge(before, after, graph); }
+void TaskGraph::depend(TaskId before, TaskId after) {
+  boost::add_edge(before, after, graph);
+}
 
 void TaskGraph::set_memory(TaskId task, const std::vector<MemDelta>& on_start, const std::vector<MemDelta>& on_end) {
   Task& t = graph[task];
@@ -63,8 +68,8 @@ Stream task_stream(const Task& t) {
 double task_bytes_sent(const TaskGraph& g, const Task& t, int device) {
   if (const auto* c = std::get_if<Collective>(&t.body)) {
     auto n = static_cast<std::int64_t>(g.groups[static_cast<std::size_t>(c->group)].size());
-    std::int64_t elems = c->op == CollectiveOp::AllReduce ? ring_allreduce_elems_sent(c->elems, n)
-                                                          : ring_gather_elems_sent(c->elems, n);
+    std::int64_t elems =
+        c->op == CollectiveOp::AllReduce ? ring_allreduce_elems_sent(c->elems, n) : ring_gather_elems_sent(c->elems, n);
     return static_cast<double>(elems) * c->elem_bytes * c->repeat;
   }
   if (const auto* p = std::get_if<P2P>(&t.body)) return p->src == device ? p->bytes : 0;

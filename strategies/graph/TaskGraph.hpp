@@ -1,13 +1,12 @@
 #pragma once
+#include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
 
-#include <boost/graph/adjacency_list.hpp>
-
-#include "strategies/graph/Record.hpp"
 #include "strategies/analytic/Collective.hpp"
+#include "strategies/graph/Record.hpp"
 #include "strategies/placement/Placement.hpp"
 
 namespace placesim {
@@ -24,7 +23,7 @@ struct Compute {
   int device = 0;
   double seconds = 0;
   double flops = 0;
-  int layer = -1, layers = 0;         ///< first layer and count (-1: not a layer task)
+  int layer = -1, layers = 0;  ///< first layer and count (-1: not a layer task)
   int microbatch = -1;
   int chunk = -1;
   int weight_version = -1;
@@ -40,13 +39,13 @@ struct Collective {
   CollectiveOp op = CollectiveOp::AllReduce;
   CommClass cls = CommClass::DpGradSync;
   Stream stream = Stream::DpComm;
-  int group = 0;                      ///< index into TaskGraph::groups
+  int group = 0;  ///< index into TaskGraph::groups
   std::int64_t elems = 0;
   int elem_bytes = 2;
-  int repeat = 1;                     ///< back-to-back identical collectives merged into one task (TP layer groups)
+  int repeat = 1;  ///< back-to-back identical collectives merged into one task (TP layer groups)
   int layer = -1, layers = 0;
   int microbatch = -1;
-  bool backward = false;              ///< issued by a backward pass (its recompute included)
+  bool backward = false;  ///< issued by a backward pass (its recompute included)
 };
 
 /// A point-to-point transfer between two devices (pipeline activations and gradients).
@@ -56,7 +55,7 @@ struct P2P {
   CommClass cls = CommClass::PpP2P;
   int microbatch = -1;
   int chunk = -1;
-  bool backward = false;              ///< gradient flowing to the previous stage
+  bool backward = false;  ///< gradient flowing to the previous stage
 };
 
 /// A PCIe transfer between a device and its host memory.
@@ -81,7 +80,7 @@ struct MemDelta {
   int device = 0;
   State state = State::Parameters;
   double bytes = 0;
-  bool buffer = false;                ///< transient gather/gradient buffer rather than resident state
+  bool buffer = false;  ///< transient gather/gradient buffer rather than resident state
 };
 
 struct Task {
@@ -98,9 +97,9 @@ using TaskId = Graph::vertex_descriptor;
 struct TaskGraph {
   Graph graph;
   int devices = 0;
-  std::vector<std::vector<int>> groups;          ///< device lists of collectives, in ring order
-  std::vector<MemDelta> deltas;                  ///< referenced by Task::mem_*
-  std::vector<std::array<double, 4>> resident;   ///< per device, bytes per State resident from t = 0
+  std::vector<std::vector<int>> groups;         ///< device lists of collectives, in ring order
+  std::vector<MemDelta> deltas;                 ///< referenced by Task::mem_*
+  std::vector<std::array<double, 4>> resident;  ///< per device, bytes per State resident from t = 0
 
   TaskId add(TaskBody body, int stage);
   void depend(TaskId before, TaskId after);

@@ -18,9 +18,9 @@ struct TrainEvent {
   Kind kind = Kind::Backward;
   int stage = 0;
   int replica = 0;
-  int microbatch = -1;            ///< Backward only; also selects the micro-batch's data sample
-  double time_s = 0;              ///< simulated completion time
-  std::vector<int> versions_read; ///< Backward only: one version per stage (of `replica`)
+  int microbatch = -1;             ///< Backward only; also selects the micro-batch's data sample
+  double time_s = 0;               ///< simulated completion time
+  std::vector<int> versions_read;  ///< Backward only: one version per stage (of `replica`)
 };
 
 struct UpdateLog {

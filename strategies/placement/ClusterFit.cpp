@@ -5,7 +5,9 @@
 
 namespace placesim {
 
-ClusterFit cluster_fit(const Json& cluster) { return cluster_fit(parse_cluster(cluster)); }
+ClusterFit cluster_fit(const Json& cluster) {
+  return cluster_fit(parse_cluster(cluster));
+}
 
 ClusterFit cluster_fit(const ClusterSpec& c) {
   ClusterFit fit;

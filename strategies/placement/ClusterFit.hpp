@@ -1,9 +1,9 @@
 #pragma once
-#include "topology/cluster/Cluster.hpp"
 #include <cstdint>
 #include <string>
 
 #include "strategies/placement/Experiment.hpp"
+#include "topology/cluster/Cluster.hpp"
 
 namespace placesim {
 

@@ -45,8 +45,9 @@ void resolve(Experiment& e) {
                        " x " + std::to_string(s.dp));
     std::int64_t m = t.global_batch / per_microbatch_step;
     if (s.microbatches > 0 && s.microbatches != m)
-      throw InputError("strategy.microbatches=" + std::to_string(s.microbatches) + " contradicts training.global_batch=" +
-                       std::to_string(t.global_batch) + " / (micro_batch x dp) = " + std::to_string(m));
+      throw InputError("strategy.microbatches=" + std::to_string(s.microbatches) +
+                       " contradicts training.global_batch=" + std::to_string(t.global_batch) +
+                       " / (micro_batch x dp) = " + std::to_string(m));
     s.microbatches = m;
   } else {
     if (s.microbatches == 0) s.microbatches = 1;

@@ -3,9 +3,9 @@
 #include <string>
 
 #include "strategies/placement/Strategy.hpp"
-#include "workloads/objective/ConvergenceSpec.hpp"
 #include "workloads/model/Model.hpp"
 #include "workloads/model/Training.hpp"
+#include "workloads/objective/ConvergenceSpec.hpp"
 
 namespace placesim {
 
@@ -16,9 +16,9 @@ struct Experiment {
   ModelSpec model;
   TrainingSpec training;
   StrategySpec strategy;
-  Json cluster;                     ///< raw "cluster" section, resolved by topology/; null when absent
-  Json pipeline;                    ///< raw abstract "pipeline" section; null when absent
-  double device_memory_bytes = 0;   ///< capacity to check the memory against; 0 = not checked
+  Json cluster;                    ///< raw "cluster" section, resolved by topology/; null when absent
+  Json pipeline;                   ///< raw abstract "pipeline" section; null when absent
+  double device_memory_bytes = 0;  ///< capacity to check the memory against; 0 = not checked
   /// "convergence" section: the objective `placesim converge` optimizes with the pipeline's updates; absent when
   /// the experiment has none (the command then uses the ConvergenceSpec defaults).
   std::optional<ConvergenceSpec> convergence;

@@ -11,7 +11,9 @@ std::int64_t StageLayout::sharded_elems(std::int64_t n) const {
 }
 
 // The embedding rides with the first layer and the head with the last (they are gathered and reduced together).
-std::int64_t StageLayout::max_unit_elems() const { return layer_elems + std::max(embed_elems, head_elems); }
+std::int64_t StageLayout::max_unit_elems() const {
+  return layer_elems + std::max(embed_elems, head_elems);
+}
 
 std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t stages) {
   const std::int64_t ceil = (layers + stages - 1) / stages;
@@ -26,7 +28,9 @@ std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t s
 
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
 
 std::vector<StageLayout> opaque_layouts(const Experiment& e) {
   const auto& s = e.strategy;
@@ -83,7 +87,8 @@ double layer_activation_bytes(const Experiment& e) {
   if (m.opaque()) return 0;
   const double tp = static_cast<double>(e.strategy.tp);
   const double el = t.activation_bytes();
-  const double sbh = static_cast<double>(m.seq_len) * static_cast<double>(t.micro_batch) * static_cast<double>(m.hidden);
+  const double sbh =
+      static_cast<double>(m.seq_len) * static_cast<double>(t.micro_batch) * static_cast<double>(m.hidden);
   const double sb = sbh / static_cast<double>(m.hidden);
   const double kv = static_cast<double>(m.kv_heads * m.head_dim());
   const double f = static_cast<double>(m.ffn);
@@ -108,11 +113,15 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
   double layers = static_cast<double>(st.n_layers);
   if (p == 1) return layers;
   switch (s.schedule) {
-    case Schedule::GPipe: return layers * static_cast<double>(m);
+    case Schedule::GPipe:
+      return layers * static_cast<double>(m);
     case Schedule::OneFOneB:
-    case Schedule::PipeDream2BW: return layers * static_cast<double>(std::min(m, p - stage));
-    case Schedule::PipeDream: return layers * static_cast<double>(std::min({m, s.noam, p - stage}));
-    case Schedule::LocalSGD: return layers * static_cast<double>(std::min({m, s.replicas, p - stage}));
+    case Schedule::PipeDream2BW:
+      return layers * static_cast<double>(std::min(m, p - stage));
+    case Schedule::PipeDream:
+      return layers * static_cast<double>(std::min({m, s.noam, p - stage}));
+    case Schedule::LocalSGD:
+      return layers * static_cast<double>(std::min({m, s.replicas, p - stage}));
     case Schedule::Interleaved: {
       // Megatron's interleaved warm-up: 2(p-s-1) + (v-1)p chunk-forwards, plus the one in steady state.
       const std::int64_t v = s.chunks;

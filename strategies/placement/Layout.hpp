@@ -13,11 +13,11 @@ namespace placesim {
 ///   [embed][L0..Lk]    [Lk+1 .. L2k+1]    [.. L(n-1)][norm+head]
 struct StageLayout {
   int stage = 0;
-  std::int64_t first_layer = 0;  ///< global index of the stage's first layer (non-interleaved order)
-  std::int64_t n_layers = 0;     ///< layers on one device of this stage (over all its chunks)
-  std::int64_t layer_elems = 0;  ///< parameters of one layer on one device
-  std::int64_t embed_elems = 0;  ///< word (vocab-parallel) and position embedding; stage 0 only
-  std::int64_t head_elems = 0;   ///< final norm and output head, or the tied embedding's copy; last stage only
+  std::int64_t first_layer = 0;      ///< global index of the stage's first layer (non-interleaved order)
+  std::int64_t n_layers = 0;         ///< layers on one device of this stage (over all its chunks)
+  std::int64_t layer_elems = 0;      ///< parameters of one layer on one device
+  std::int64_t embed_elems = 0;      ///< word (vocab-parallel) and position embedding; stage 0 only
+  std::int64_t head_elems = 0;       ///< final norm and output head, or the tied embedding's copy; last stage only
   std::int64_t tied_copy_elems = 0;  ///< part of embed/head that is one copy of a tied embedding split over stages
 
   std::int64_t elems() const { return n_layers * layer_elems + embed_elems + head_elems; }

@@ -15,6 +15,8 @@ inline MeshCoord mesh_coord(const StrategySpec& s, std::int64_t rank) {
   return {(rank / s.tp) % s.dp, rank % s.tp, rank / (s.tp * s.dp)};
 }
 
-inline std::int64_t mesh_rank(const StrategySpec& s, MeshCoord c) { return c.tp + s.tp * (c.dp + s.dp * c.pp); }
+inline std::int64_t mesh_rank(const StrategySpec& s, MeshCoord c) {
+  return c.tp + s.tp * (c.dp + s.dp * c.pp);
+}
 
 }  // namespace placesim

@@ -8,21 +8,30 @@ namespace placesim {
 
 std::string to_string(Mode m) {
   switch (m) {
-    case Mode::Replicated: return "replicated";
-    case Mode::Sharded: return "sharded";
-    case Mode::ShardedWithGather: return "sharded-with-gather";
-    case Mode::Materialized: return "materialized";
-    case Mode::Offloaded: return "offloaded";
+    case Mode::Replicated:
+      return "replicated";
+    case Mode::Sharded:
+      return "sharded";
+    case Mode::ShardedWithGather:
+      return "sharded-with-gather";
+    case Mode::Materialized:
+      return "materialized";
+    case Mode::Offloaded:
+      return "offloaded";
   }
   return "?";
 }
 
 std::string to_string(State s) {
   switch (s) {
-    case State::Parameters: return "parameters";
-    case State::Gradients: return "gradients";
-    case State::Optimizer: return "optimizer";
-    case State::Activations: return "activations";
+    case State::Parameters:
+      return "parameters";
+    case State::Gradients:
+      return "gradients";
+    case State::Optimizer:
+      return "optimizer";
+    case State::Activations:
+      return "activations";
   }
   return "?";
 }
@@ -42,11 +51,16 @@ Mode parse_mode(const std::string& text, const std::string& field) {
 std::string short_form(const Placement& p) {
   auto s = [](Mode m) -> std::string {
     switch (m) {
-      case Mode::Replicated: return "R";
-      case Mode::Sharded: return "S";
-      case Mode::ShardedWithGather: return "SG";
-      case Mode::Materialized: return "M";
-      case Mode::Offloaded: return "Off";
+      case Mode::Replicated:
+        return "R";
+      case Mode::Sharded:
+        return "S";
+      case Mode::ShardedWithGather:
+        return "SG";
+      case Mode::Materialized:
+        return "M";
+      case Mode::Offloaded:
+        return "Off";
     }
     return "?";
   };

@@ -5,11 +5,11 @@ namespace placesim {
 
 /// How one training state is placed over the devices of the data-parallel axis (DESIGN §1).
 enum class Mode {
-  Replicated,          ///< every device holds all of it
-  Sharded,             ///< every device holds 1/N, never the whole
-  ShardedWithGather,   ///< 1/N resident, all-gathered into a transient full unit while in use
-  Materialized,        ///< exists only while live: checkpoints kept, the rest recomputed
-  Offloaded,           ///< held in host memory, moved over PCIe when needed
+  Replicated,         ///< every device holds all of it
+  Sharded,            ///< every device holds 1/N, never the whole
+  ShardedWithGather,  ///< 1/N resident, all-gathered into a transient full unit while in use
+  Materialized,       ///< exists only while live: checkpoints kept, the rest recomputed
+  Offloaded,          ///< held in host memory, moved over PCIe when needed
 };
 
 enum class State { Parameters, Gradients, Optimizer, Activations };

@@ -16,20 +16,27 @@ struct Preset {
 // recomputed as in Narayanan et al. (arXiv 2104.04473), which GPT-3 on 80 GB A100s needs.
 const std::map<std::string, Preset>& presets() {
   static const std::map<std::string, Preset> table = {
-      {"dp", {"data parallel, all states replicated (R/R/R/R)",
-              R"({"placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"replicated"}})"}},
-      {"zero1", {"ZeRO stage 1: optimizer sharded (R/S/R/R)",
-                 R"({"placement":{"parameters":"replicated","optimizer":"sharded","gradients":"replicated","activations":"replicated"}})"}},
-      {"zero2", {"ZeRO stage 2: optimizer and gradients sharded (R/S/S/R)",
-                 R"({"placement":{"parameters":"replicated","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
-      {"zero3", {"ZeRO stage 3: parameters gathered per layer, all sharded (SG/S/S/R)",
-                 R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
-      {"fsdp", {"PyTorch FSDP full sharding, same placement as ZeRO-3 (SG/S/S/R)",
-                R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
-      {"zero-offload", {"ZeRO-Offload: optimizer and gradients in host memory, CPU Adam (R/Off/Off/R)",
-                        R"({"placement":{"parameters":"replicated","optimizer":"offloaded","gradients":"offloaded","activations":"replicated"}})"}},
-      {"megatron-3d", {"Megatron-LM 3D: dp x tp x pp, 1F1B, Megatron pipeline exchange, activation recomputation (R/R/R/M)",
-                       R"({"schedule":"1f1b","p2p":"megatron","placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"materialized"}})"}},
+      {"dp",
+       {"data parallel, all states replicated (R/R/R/R)",
+        R"({"placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"replicated"}})"}},
+      {"zero1",
+       {"ZeRO stage 1: optimizer sharded (R/S/R/R)",
+        R"({"placement":{"parameters":"replicated","optimizer":"sharded","gradients":"replicated","activations":"replicated"}})"}},
+      {"zero2",
+       {"ZeRO stage 2: optimizer and gradients sharded (R/S/S/R)",
+        R"({"placement":{"parameters":"replicated","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
+      {"zero3",
+       {"ZeRO stage 3: parameters gathered per layer, all sharded (SG/S/S/R)",
+        R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
+      {"fsdp",
+       {"PyTorch FSDP full sharding, same placement as ZeRO-3 (SG/S/S/R)",
+        R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
+      {"zero-offload",
+       {"ZeRO-Offload: optimizer and gradients in host memory, CPU Adam (R/Off/Off/R)",
+        R"({"placement":{"parameters":"replicated","optimizer":"offloaded","gradients":"offloaded","activations":"replicated"}})"}},
+      {"megatron-3d",
+       {"Megatron-LM 3D: dp x tp x pp, 1F1B, Megatron pipeline exchange, activation recomputation (R/R/R/M)",
+        R"({"schedule":"1f1b","p2p":"megatron","placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"materialized"}})"}},
   };
   return table;
 }
@@ -73,14 +80,16 @@ StrategySpec read_strategy_object(const Json& object) {
   s.pp = r.get_positive_int("pp", 1);
   for (const char* axis : {"cp", "ep"}) {
     if (r.get_positive_int(axis, 1) != 1)
-      throw InputError(r.field(axis) + "=" + show(object[axis]) + ": " + (std::string(axis) == "cp" ? "context" : "expert") +
+      throw InputError(r.field(axis) + "=" + show(object[axis]) + ": " +
+                       (std::string(axis) == "cp" ? "context" : "expert") +
                        " parallelism is not supported yet; only 1 is accepted");
   }
   s.sp = r.get_bool("sp", false);
   s.tp_overlap = r.get_bool("tp_overlap", true);
-  s.schedule = parse_schedule(r.get_choice(
-      "schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
-  s.p2p = r.get_choice("p2p", {"async", "megatron"}, "async") == "megatron" ? PipelineP2P::Megatron : PipelineP2P::Async;
+  s.schedule = parse_schedule(
+      r.get_choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
+  s.p2p =
+      r.get_choice("p2p", {"async", "megatron"}, "async") == "megatron" ? PipelineP2P::Megatron : PipelineP2P::Async;
   s.microbatches = r.get_positive_int("microbatches", 0);
   s.chunks = r.get_positive_int("chunks", 1);
   if (r.has("noam")) {
@@ -113,25 +122,36 @@ StrategySpec parse_strategy(const Json& value) {
   if (!value.is_object()) throw InputError("strategy=" + show(value) + " must be a preset name or an object");
   Json merged = Json::object();
   if (value.contains("preset")) {
-    if (!value["preset"].is_string()) throw InputError("strategy.preset=" + show(value["preset"]) + " must be a string");
+    if (!value["preset"].is_string())
+      throw InputError("strategy.preset=" + show(value["preset"]) + " must be a string");
     merged = preset_json(value["preset"].get<std::string>(), "strategy.preset");
   }
   merged.merge_patch(value);
   return read_strategy_object(merged);
 }
 
-std::string to_string(PipelineP2P p) { return p == PipelineP2P::Megatron ? "megatron" : "async"; }
+std::string to_string(PipelineP2P p) {
+  return p == PipelineP2P::Megatron ? "megatron" : "async";
+}
 
-std::string to_string(CollectiveScheme c) { return c == CollectiveScheme::Hierarchical ? "hierarchical" : "ring"; }
+std::string to_string(CollectiveScheme c) {
+  return c == CollectiveScheme::Hierarchical ? "hierarchical" : "ring";
+}
 
 std::string to_string(Schedule s) {
   switch (s) {
-    case Schedule::GPipe: return "gpipe";
-    case Schedule::OneFOneB: return "1f1b";
-    case Schedule::Interleaved: return "interleaved";
-    case Schedule::PipeDream: return "pipedream";
-    case Schedule::PipeDream2BW: return "pipedream-2bw";
-    case Schedule::LocalSGD: return "localsgd";
+    case Schedule::GPipe:
+      return "gpipe";
+    case Schedule::OneFOneB:
+      return "1f1b";
+    case Schedule::Interleaved:
+      return "interleaved";
+    case Schedule::PipeDream:
+      return "pipedream";
+    case Schedule::PipeDream2BW:
+      return "pipedream-2bw";
+    case Schedule::LocalSGD:
+      return "localsgd";
   }
   return "?";
 }

@@ -29,19 +29,19 @@ enum class CollectiveScheme { Ring, Hierarchical };
 struct StrategySpec {
   std::string preset = "custom";
   std::int64_t dp = 1, tp = 1, pp = 1;
-  bool sp = false;                       ///< sequence parallelism over the tp group (Korthikanti et al.)
+  bool sp = false;  ///< sequence parallelism over the tp group (Korthikanti et al.)
   /// Megatron-LM overlaps the TP collectives of the backward pass with its weight-gradient GEMMs (since 2021-08,
   /// measured by Korthikanti et al.); false: they run exposed, after the backward compute of their layer, as in the
   /// April 2021 code of Narayanan et al. (arXiv 2104.04473)
   bool tp_overlap = true;
   Schedule schedule = Schedule::OneFOneB;
   PipelineP2P p2p = PipelineP2P::Async;
-  std::int64_t microbatches = 0;         ///< per step per pipeline; 0 = global_batch / (micro_batch * dp)
-  std::int64_t chunks = 1;               ///< interleaved: model chunks v per device
-  std::int64_t noam = 0;                 ///< pipedream: micro-batches admitted at once; 0 = pp
-  std::int64_t replicas = 1;             ///< localsgd: model copies M sharing the pipeline
-  std::int64_t local_steps = 1;          ///< localsgd: H steps between averaging
-  double bucket_bytes = 25e6;            ///< DDP/FSDP gradient bucket size
+  std::int64_t microbatches = 0;  ///< per step per pipeline; 0 = global_batch / (micro_batch * dp)
+  std::int64_t chunks = 1;        ///< interleaved: model chunks v per device
+  std::int64_t noam = 0;          ///< pipedream: micro-batches admitted at once; 0 = pp
+  std::int64_t replicas = 1;      ///< localsgd: model copies M sharing the pipeline
+  std::int64_t local_steps = 1;   ///< localsgd: H steps between averaging
+  double bucket_bytes = 25e6;     ///< DDP/FSDP gradient bucket size
   CollectiveScheme collective = CollectiveScheme::Ring;
   Placement placement;
 

@@ -8,9 +8,13 @@ namespace placesim {
 
 namespace {
 
-std::string str(std::int64_t v) { return std::to_string(v); }
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
 
-[[noreturn]] void refuse(const std::string& message) { throw InvalidStrategy("invalid strategy: " + message); }
+[[noreturn]] void refuse(const std::string& message) {
+  throw InvalidStrategy("invalid strategy: " + message);
+}
 
 void require_divides(std::int64_t degree, const char* degree_field, std::int64_t value, const char* value_field) {
   if (value % degree != 0)
@@ -32,7 +36,8 @@ void check_mesh(const Experiment& e) {
              ": the interleaved schedule needs equal stages (other schedules split unevenly, end stages lighter)");
     if (s.sp) require_divides(s.tp, "strategy.tp", m.seq_len, "model.seq_len (sequence parallelism splits it)");
   }
-  if (s.sp && s.tp == 1) refuse("strategy.sp=true needs strategy.tp > 1: sequence parallelism shards over the tp group");
+  if (s.sp && s.tp == 1)
+    refuse("strategy.sp=true needs strategy.tp > 1: sequence parallelism shards over the tp group");
 }
 
 void check_schedule(const Experiment& e) {
@@ -58,15 +63,18 @@ void check_placement(const Experiment& e) {
   const Placement& p = e.strategy.placement;
   const bool multi = e.strategy.dp > 1;
   if (p.parameters == Mode::Materialized)
-    refuse("parameters=materialized along dp breaks state consistency: parameters carry their value across steps "
-           "and cannot be recomputed");
+    refuse(
+        "parameters=materialized along dp breaks state consistency: parameters carry their value across steps "
+        "and cannot be recomputed");
   if (p.gradients == Mode::Materialized)
-    refuse("gradients=materialized along dp breaks gradient integrity: a gradient is the sum over all micro-batches "
-           "and cannot be recomputed from a checkpoint");
+    refuse(
+        "gradients=materialized along dp breaks gradient integrity: a gradient is the sum over all micro-batches "
+        "and cannot be recomputed from a checkpoint");
   if (p.optimizer == Mode::Materialized)
     refuse("optimizer=materialized along dp breaks state consistency: optimizer state accumulates across steps");
   if (multi && p.parameters == Mode::Sharded)
-    refuse("parameters=sharded along dp (dp=" + str(e.strategy.dp) + ") breaks state consistency: every replica's "
+    refuse("parameters=sharded along dp (dp=" + str(e.strategy.dp) +
+           ") breaks state consistency: every replica's "
            "forward reads all parameters of its layers but holds only 1/dp; use sharded-with-gather");
   if (multi && (p.gradients == Mode::Sharded || p.gradients == Mode::ShardedWithGather) &&
       p.optimizer == Mode::Replicated)
@@ -75,13 +83,16 @@ void check_placement(const Experiment& e) {
            "of the parameters, while the replicated optimizer updates all of them; shard the optimizer or replicate "
            "the gradients");
   if (p.gradients == Mode::Offloaded && p.optimizer != Mode::Offloaded)
-    refuse("gradients=offloaded with optimizer=" + to_string(p.optimizer) + " along dp breaks gradient integrity: the "
+    refuse("gradients=offloaded with optimizer=" + to_string(p.optimizer) +
+           " along dp breaks gradient integrity: the "
            "gradients move to host memory but the optimizer that must consume them stays on the device");
   if (p.parameters == Mode::Offloaded && p.optimizer != Mode::Offloaded)
-    refuse("parameters=offloaded with optimizer=" + to_string(p.optimizer) + " along dp breaks state consistency: the "
+    refuse("parameters=offloaded with optimizer=" + to_string(p.optimizer) +
+           " along dp breaks state consistency: the "
            "device optimizer would update parameters that live in host memory");
   if (p.activations == Mode::Sharded || p.activations == Mode::ShardedWithGather)
-    refuse("activations=" + to_string(p.activations) + " along dp is meaningless: each dp replica computes the "
+    refuse("activations=" + to_string(p.activations) +
+           " along dp is meaningless: each dp replica computes the "
            "activations of its own samples; shard activations over tp with strategy.sp=true");
 }
 
@@ -96,11 +107,10 @@ void check_validity(const Experiment& e) {
 void check_fits(const Experiment& e, const Analysis& a) {
   if (e.device_memory_bytes <= 0 || a.total_bytes <= e.device_memory_bytes) return;
   const MemoryBytes& m = a.memory;
-  throw InputError("memory: the model does not fit: a device needs " + format_bytes(a.total_bytes) +
-                   " (parameters " + format_bytes(m.parameters) + ", gradients " + format_bytes(m.gradients) +
-                   ", optimizer " + format_bytes(m.optimizer) + ", activations " + format_bytes(m.activations) +
-                   ", buffers " + format_bytes(m.buffers) + ") but device memory is " +
-                   format_bytes(e.device_memory_bytes));
+  throw InputError("memory: the model does not fit: a device needs " + format_bytes(a.total_bytes) + " (parameters " +
+                   format_bytes(m.parameters) + ", gradients " + format_bytes(m.gradients) + ", optimizer " +
+                   format_bytes(m.optimizer) + ", activations " + format_bytes(m.activations) + ", buffers " +
+                   format_bytes(m.buffers) + ") but device memory is " + format_bytes(e.device_memory_bytes));
 }
 
 }  // namespace placesim

@@ -219,9 +219,11 @@ ClusterSpec parse_cluster(const Json& value) {
   read_network(r, c);
   read_simgrid_config(r, c);
   c.comm_model = r.get_choice("comm_model", {"nccl", "links"}, to_string(c.comm_model)) == "links" ? CommModel::Links
-                                                                                                 : CommModel::Nccl;
-  if (const Json* comm = r.child("comm")) c.comm = parse_comm_profile(*comm, r.field("comm"));
-  else set_default_comm(c);
+                                                                                                   : CommModel::Nccl;
+  if (const Json* comm = r.child("comm"))
+    c.comm = parse_comm_profile(*comm, r.field("comm"));
+  else
+    set_default_comm(c);
   r.finish();
   validate_cluster(c);
   return c;
@@ -239,9 +241,13 @@ ClusterSpec simulated_network(const ClusterSpec& c) {
   return n;
 }
 
-std::string to_string(FabricTopology f) { return f == FabricTopology::RailOptimized ? "rail-optimized" : "fat-tree"; }
+std::string to_string(FabricTopology f) {
+  return f == FabricTopology::RailOptimized ? "rail-optimized" : "fat-tree";
+}
 
-std::string to_string(CommModel m) { return m == CommModel::Links ? "links" : "nccl"; }
+std::string to_string(CommModel m) {
+  return m == CommModel::Links ? "links" : "nccl";
+}
 
 std::vector<std::pair<std::string, std::string>> cluster_preset_list() {
   std::vector<std::pair<std::string, std::string>> out;

@@ -39,13 +39,13 @@ struct ClusterSpec {
   double nvme_read_Bps = 25e9;        ///< per node
   double nvme_write_Bps = 12e9;       ///< per node
   // NICs and fabric.
-  int nics_per_node = 8;              ///< "rail": one per GPU; fewer are shared by the GPUs of a node
-  double nic_bw_Bps = 25e9;           ///< per NIC, per direction
-  double nic_latency_s = 1e-6;        ///< per NIC crossed (an inter-node transfer crosses two)
+  int nics_per_node = 8;        ///< "rail": one per GPU; fewer are shared by the GPUs of a node
+  double nic_bw_Bps = 25e9;     ///< per NIC, per direction
+  double nic_latency_s = 1e-6;  ///< per NIC crossed (an inter-node transfer crosses two)
   FabricTopology fabric = FabricTopology::FatTree;
-  int switch_radix = 64;              ///< ports per leaf switch: half face NICs, half the spine
-  double oversubscription = 1.0;      ///< leaf downlink / uplink bandwidth ratio (1 = full bisection)
-  double switch_latency_s = 0.5e-6;   ///< per switch crossed: 1 under one leaf, 3 (leaf, spine, leaf) across leaves
+  int switch_radix = 64;             ///< ports per leaf switch: half face NICs, half the spine
+  double oversubscription = 1.0;     ///< leaf downlink / uplink bandwidth ratio (1 = full bisection)
+  double switch_latency_s = 0.5e-6;  ///< per switch crossed: 1 under one leaf, 3 (leaf, spine, leaf) across leaves
   /// Extra SimGrid configuration ("key" -> "value") applied before the platform is built; defaults are CM02,
   /// TCP-gamma 0, no cross-traffic (see SIMGRID-NOTES).
   std::map<std::string, std::string> simgrid_config;

@@ -34,15 +34,19 @@ AcceleratorSpec make(const std::string& name, double peak, double fp32, double h
 // topology/profiles/measurements/*.json by `placesim calibrate` (see topology/hardware/CalibratedProfiles.cpp).
 const std::map<std::string, Preset>& presets() {
   static const std::map<std::string, Preset> table = {
-      {"a100-40gb", {make("a100-40gb", 312e12, 19.5e12, 40.0 * (1ull << 30), 1555e9, calibrated_profile("a100-40gb")),
-                     "NVIDIA A100 SXM4 40GB"}},
-      {"a100-80gb", {make("a100-80gb", 312e12, 19.5e12, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb")),
-                     "NVIDIA A100 SXM4 80GB"}},
-      {"h100-sxm", {make("h100-sxm", 989.4e12, 66.9e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm")),
-                    "NVIDIA H100 SXM5 80GB"}},
+      {"a100-40gb",
+       {make("a100-40gb", 312e12, 19.5e12, 40.0 * (1ull << 30), 1555e9, calibrated_profile("a100-40gb")),
+        "NVIDIA A100 SXM4 40GB"}},
+      {"a100-80gb",
+       {make("a100-80gb", 312e12, 19.5e12, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb")),
+        "NVIDIA A100 SXM4 80GB"}},
+      {"h100-sxm",
+       {make("h100-sxm", 989.4e12, 66.9e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm")),
+        "NVIDIA H100 SXM5 80GB"}},
       {"h200", {make("h200", 989.4e12, 66.9e12, 141e9, 4800e9, calibrated_profile("h200")), "NVIDIA H200 SXM 141GB"}},
-      {"b200", {make("b200", 2250e12, 80e12, 180e9, 8000e9, calibrated_profile("b200")),
-                "NVIDIA B200 (DGX B200, 180GB usable)"}},
+      {"b200",
+       {make("b200", 2250e12, 80e12, 180e9, 8000e9, calibrated_profile("b200")),
+        "NVIDIA B200 (DGX B200, 180GB usable)"}},
   };
   return table;
 }

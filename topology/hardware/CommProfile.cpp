@@ -48,20 +48,27 @@ FabricProfile with_nvls(FabricProfile f, double efficiency, double latency_s) {
 // NCCL's own cost model (src/graph/tuning.cc, NCCL 2.7-2.8) charges a ring step with the Simple protocol 3.4 us over
 // NVLink and 9.6 us over the network; the NVLink values below are fitted to whole nccl-tests curves instead (see
 // topology/profiles/measurements/), the network ones keep NCCL's figure for lack of a published curve.
-const char* kNcclTuning = "NCCL src/graph/tuning.cc (NCCL 2.7/2.8): hwLat ring/Simple 3.4 us NVLink, 9.6 us network; "
-                          "A100 ring busbw capped at 235 GB/s";
-const char* kAzureA100 = "Azure/AI-benchmarking-guide, Azure_Results/ND_A100_v4_results.md, 'NCCL Bandwidth' table: "
-                         "all-reduce busbw, 8x A100-SXM4-80GB, NCCL 2.18.5, 1 KB - 8 GB";
-const char* kAzureH100 = "Azure/AI-benchmarking-guide, 'Azure Results/ND_H100_v5_results.md', 'NCCL Bandwidth' table: "
-                         "all-reduce (NVLS) busbw, 8x H100 80GB HBM3, 1 KB - 8 GB";
-const char* kNvlinkH100Ring = "NVIDIA/nccl-tests issue #212 (S. Jeaugey, NVIDIA, 2024-05-06): NVLink4 line rate "
-                              "450 GB/s, ring busbw ~370 GB/s (~20% protocol overhead), NVLS all-reduce ~480 GB/s";
-const char* kAzureGB200 = "Azure/AI-benchmarking-guide, Azure_Results/ND_GB200_v6_results.md, 'NCCL Bandwidth' "
-                          "table: all-reduce (ring) busbw, 4x GB200 NVLink5, NCCL 2.25.1, 1 KB - 8 GB";
-const char* kIbHdr = "NVIDIA/nccl-tests issue #160 (S. Jeaugey, 2023-08-01): rings over InfiniBand reach ~24 GB/s "
-                     "busbw per 200 Gb/s (25 GB/s) NIC on well-configured systems";
-const char* kRoce = "NVIDIA/nccl issue #495 (2021-04): 2 nodes x 8 A100 with 8x100 Gb/s RoCE reach 600 Gb/s busbw of "
-                    "800 Gb/s; NVIDIA: 'roughly matching our expectation (though lower by a little bit)'";
+const char* kNcclTuning =
+    "NCCL src/graph/tuning.cc (NCCL 2.7/2.8): hwLat ring/Simple 3.4 us NVLink, 9.6 us network; "
+    "A100 ring busbw capped at 235 GB/s";
+const char* kAzureA100 =
+    "Azure/AI-benchmarking-guide, Azure_Results/ND_A100_v4_results.md, 'NCCL Bandwidth' table: "
+    "all-reduce busbw, 8x A100-SXM4-80GB, NCCL 2.18.5, 1 KB - 8 GB";
+const char* kAzureH100 =
+    "Azure/AI-benchmarking-guide, 'Azure Results/ND_H100_v5_results.md', 'NCCL Bandwidth' table: "
+    "all-reduce (NVLS) busbw, 8x H100 80GB HBM3, 1 KB - 8 GB";
+const char* kNvlinkH100Ring =
+    "NVIDIA/nccl-tests issue #212 (S. Jeaugey, NVIDIA, 2024-05-06): NVLink4 line rate "
+    "450 GB/s, ring busbw ~370 GB/s (~20% protocol overhead), NVLS all-reduce ~480 GB/s";
+const char* kAzureGB200 =
+    "Azure/AI-benchmarking-guide, Azure_Results/ND_GB200_v6_results.md, 'NCCL Bandwidth' "
+    "table: all-reduce (ring) busbw, 4x GB200 NVLink5, NCCL 2.25.1, 1 KB - 8 GB";
+const char* kIbHdr =
+    "NVIDIA/nccl-tests issue #160 (S. Jeaugey, 2023-08-01): rings over InfiniBand reach ~24 GB/s "
+    "busbw per 200 Gb/s (25 GB/s) NIC on well-configured systems";
+const char* kRoce =
+    "NVIDIA/nccl issue #495 (2021-04): 2 nodes x 8 A100 with 8x100 Gb/s RoCE reach 600 Gb/s busbw of "
+    "800 Gb/s; NVIDIA: 'roughly matching our expectation (though lower by a little bit)'";
 
 const std::map<std::string, std::pair<FabricProfile, std::string>>& presets() {
   static const std::map<std::string, std::pair<FabricProfile, std::string>> table = {
@@ -120,7 +127,8 @@ FabricProfile parse_fabric_profile(const Json& value, const std::string& field) 
   ObjectReader r(value, field);
   FabricProfile f;
   bool base = r.has("preset");
-  if (base) f = fabric_preset(r.get_string("preset", ""), r.field("preset"));
+  if (base)
+    f = fabric_preset(r.get_string("preset", ""), r.field("preset"));
   else
     for (const char* key : {"link_bw", "bus_efficiency", "step_latency"}) r.require(key);
   f.name = r.get_string("name", f.name);
@@ -166,12 +174,16 @@ double protocol_time_s(CollectiveKind kind, CollectiveAlgorithm algorithm, doubl
   if (kind == CollectiveKind::AllReduce && algorithm == CollectiveAlgorithm::Tree)
     return 2.0 * std::ceil(std::log2(n)) * a + 2.0 * bytes / B;
   switch (kind) {
-    case CollectiveKind::AllReduce: return 2.0 * (n - 1) * (a + bytes / (n * B));
+    case CollectiveKind::AllReduce:
+      return 2.0 * (n - 1) * (a + bytes / (n * B));
     case CollectiveKind::AllGather:
-    case CollectiveKind::ReduceScatter: return (n - 1) * (a + bytes / (n * B));
+    case CollectiveKind::ReduceScatter:
+      return (n - 1) * (a + bytes / (n * B));
     case CollectiveKind::Broadcast:
-    case CollectiveKind::Reduce: return (n - 1) * a + bytes / B;
-    case CollectiveKind::SendRecv: return a + bytes / B;
+    case CollectiveKind::Reduce:
+      return (n - 1) * a + bytes / B;
+    case CollectiveKind::SendRecv:
+      return a + bytes / B;
   }
   return 0;
 }
@@ -210,24 +222,30 @@ double collective_time_s(CollectiveKind kind, CollectiveAlgorithm algorithm, dou
 double bus_bandwidth_Bps(CollectiveKind kind, double bytes, int ranks, double time_s) {
   const double n = ranks, algbw = bytes / time_s;
   switch (kind) {
-    case CollectiveKind::AllReduce: return algbw * 2.0 * (n - 1) / n;
+    case CollectiveKind::AllReduce:
+      return algbw * 2.0 * (n - 1) / n;
     case CollectiveKind::AllGather:
-    case CollectiveKind::ReduceScatter: return algbw * (n - 1) / n;
-    default: return algbw;
+    case CollectiveKind::ReduceScatter:
+      return algbw * (n - 1) / n;
+    default:
+      return algbw;
   }
 }
 
 CollectiveKind parse_collective_kind(const std::string& text, const std::string& field) {
-  static const std::map<std::string, CollectiveKind> names = {
-      {"all-reduce", CollectiveKind::AllReduce}, {"all-gather", CollectiveKind::AllGather},
-      {"reduce-scatter", CollectiveKind::ReduceScatter}, {"broadcast", CollectiveKind::Broadcast},
-      {"reduce", CollectiveKind::Reduce}, {"send-recv", CollectiveKind::SendRecv}};
+  static const std::map<std::string, CollectiveKind> names = {{"all-reduce", CollectiveKind::AllReduce},
+                                                              {"all-gather", CollectiveKind::AllGather},
+                                                              {"reduce-scatter", CollectiveKind::ReduceScatter},
+                                                              {"broadcast", CollectiveKind::Broadcast},
+                                                              {"reduce", CollectiveKind::Reduce},
+                                                              {"send-recv", CollectiveKind::SendRecv}};
   auto it = names.find(text);
   if (it != names.end()) return it->second;
   std::vector<std::string> keys;
   for (const auto& [k, v] : names) keys.push_back(k);
   std::string guess = nearest(text, keys);
-  throw InputError(field + "=" + text + " is not a collective" + (guess.empty() ? "" : " (did you mean '" + guess + "'?)"));
+  throw InputError(field + "=" + text + " is not a collective" +
+                   (guess.empty() ? "" : " (did you mean '" + guess + "'?)"));
 }
 
 CollectiveAlgorithm parse_collective_algorithm(const std::string& text, const std::string& field) {
@@ -239,12 +257,18 @@ CollectiveAlgorithm parse_collective_algorithm(const std::string& text, const st
 
 std::string to_string(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::AllReduce: return "all-reduce";
-    case CollectiveKind::AllGather: return "all-gather";
-    case CollectiveKind::ReduceScatter: return "reduce-scatter";
-    case CollectiveKind::Broadcast: return "broadcast";
-    case CollectiveKind::Reduce: return "reduce";
-    case CollectiveKind::SendRecv: return "send-recv";
+    case CollectiveKind::AllReduce:
+      return "all-reduce";
+    case CollectiveKind::AllGather:
+      return "all-gather";
+    case CollectiveKind::ReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::Broadcast:
+      return "broadcast";
+    case CollectiveKind::Reduce:
+      return "reduce";
+    case CollectiveKind::SendRecv:
+      return "send-recv";
   }
   return "?";
 }

@@ -21,13 +21,13 @@ enum class CollectiveAlgorithm { Ring, Tree, Nvls };
 /// bandwidth protocol's fixed cost pays off, and large ones reach the measured nccl-tests bus bandwidth.
 struct FabricProfile {
   std::string name = "custom";
-  double link_bw_Bps = 0;           ///< nominal per-GPU, per-direction bandwidth (NVLink total, or one NIC)
-  double bus_efficiency = 1;        ///< large-message nccl-tests busbw / link_bw_Bps (protocol overhead)
-  double step_latency_s = 0;        ///< alpha: fixed cost of one ring or tree step with the bandwidth protocol
-  double ll_bus_efficiency = 0;     ///< low-latency protocol busbw / link_bw_Bps; 0 = not modelled (one protocol)
-  double ll_step_latency_s = 0;     ///< fixed cost of one ring or tree step with the low-latency protocol
-  double nvls_bus_efficiency = 0;   ///< NVLink SHARP all-reduce busbw / link_bw_Bps; 0 = not available
-  double nvls_latency_s = 0;        ///< fixed cost of one NVLink SHARP all-reduce
+  double link_bw_Bps = 0;          ///< nominal per-GPU, per-direction bandwidth (NVLink total, or one NIC)
+  double bus_efficiency = 1;       ///< large-message nccl-tests busbw / link_bw_Bps (protocol overhead)
+  double step_latency_s = 0;       ///< alpha: fixed cost of one ring or tree step with the bandwidth protocol
+  double ll_bus_efficiency = 0;    ///< low-latency protocol busbw / link_bw_Bps; 0 = not modelled (one protocol)
+  double ll_step_latency_s = 0;    ///< fixed cost of one ring or tree step with the low-latency protocol
+  double nvls_bus_efficiency = 0;  ///< NVLink SHARP all-reduce busbw / link_bw_Bps; 0 = not available
+  double nvls_latency_s = 0;       ///< fixed cost of one NVLink SHARP all-reduce
   std::vector<std::string> sources;
 
   /// Achieved bandwidth of one ring step for large messages.

@@ -5,11 +5,11 @@
 #include <tuple>
 #include <type_traits>
 
-#include "traces/report/JsonText.hpp"
-#include "traces/output/OutputFile.hpp"
 #include "traces/chrome/TraceCounters.hpp"
 #include "traces/chrome/TraceFlows.hpp"
 #include "traces/chrome/TraceLayout.hpp"
+#include "traces/output/OutputFile.hpp"
+#include "traces/report/JsonText.hpp"
 
 namespace placesim {
 

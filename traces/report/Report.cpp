@@ -15,15 +15,17 @@ Json number(double v) {
   return Json(v);
 }
 
-std::string dump(const Json& j) { return j.dump(2) + "\n"; }
+std::string dump(const Json& j) {
+  return j.dump(2) + "\n";
+}
 
 namespace {
 
 Json memory_json(const MemoryBytes& m) {
-  return Json{{"parameters_bytes", number(m.parameters)},   {"gradients_bytes", number(m.gradients)},
-              {"optimizer_bytes", number(m.optimizer)},     {"activations_bytes", number(m.activations)},
-              {"buffers_bytes", number(m.buffers)},         {"model_states_bytes", number(m.model_states())},
-              {"total_bytes", number(m.total())},           {"host_bytes", number(m.host)}};
+  return Json{{"parameters_bytes", number(m.parameters)}, {"gradients_bytes", number(m.gradients)},
+              {"optimizer_bytes", number(m.optimizer)},   {"activations_bytes", number(m.activations)},
+              {"buffers_bytes", number(m.buffers)},       {"model_states_bytes", number(m.model_states())},
+              {"total_bytes", number(m.total())},         {"host_bytes", number(m.host)}};
 }
 
 Json by_class_json(const CommBytes& c) {
@@ -54,10 +56,11 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
     Json ms = memory_json(st.memory);
     ms["stage"] = st.stage;
     memory["per_stage"].push_back(ms);
-    comm["per_stage"].push_back(Json{{"stage", st.stage},
-                                     {"bytes_per_step", number(st.comm.total())},
-                                     {"by_class", by_class_json(st.comm)},
-                                     {"offload", {{"h2d_bytes", number(st.comm.h2d)}, {"d2h_bytes", number(st.comm.d2h)}}}});
+    comm["per_stage"].push_back(
+        Json{{"stage", st.stage},
+             {"bytes_per_step", number(st.comm.total())},
+             {"by_class", by_class_json(st.comm)},
+             {"offload", {{"h2d_bytes", number(st.comm.h2d)}, {"d2h_bytes", number(st.comm.d2h)}}}});
   }
   report["memory"] = memory;
   report["communication"] = comm;
@@ -109,14 +112,23 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
     for (const auto* c : cols) out << cell(format_bytes(get(c->memory)), w);
     out << cell(format_bytes(max_value), w) << "\n";
   };
-  row("parameters", [](const MemoryBytes& m) { return m.parameters; }, a.memory.parameters);
-  row("gradients", [](const MemoryBytes& m) { return m.gradients; }, a.memory.gradients);
-  row("optimizer", [](const MemoryBytes& m) { return m.optimizer; }, a.memory.optimizer);
-  row("activations", [](const MemoryBytes& m) { return m.activations; }, a.memory.activations);
-  row("buffers", [](const MemoryBytes& m) { return m.buffers; }, a.memory.buffers);
-  row("model states", [](const MemoryBytes& m) { return m.model_states(); }, a.model_states_bytes);
-  row("total", [](const MemoryBytes& m) { return m.total(); }, a.total_bytes);
-  if (a.memory.host > 0) row("host (offloaded)", [](const MemoryBytes& m) { return m.host; }, a.memory.host);
+  row(
+      "parameters", [](const MemoryBytes& m) { return m.parameters; }, a.memory.parameters);
+  row(
+      "gradients", [](const MemoryBytes& m) { return m.gradients; }, a.memory.gradients);
+  row(
+      "optimizer", [](const MemoryBytes& m) { return m.optimizer; }, a.memory.optimizer);
+  row(
+      "activations", [](const MemoryBytes& m) { return m.activations; }, a.memory.activations);
+  row(
+      "buffers", [](const MemoryBytes& m) { return m.buffers; }, a.memory.buffers);
+  row(
+      "model states", [](const MemoryBytes& m) { return m.model_states(); }, a.model_states_bytes);
+  row(
+      "total", [](const MemoryBytes& m) { return m.total(); }, a.total_bytes);
+  if (a.memory.host > 0)
+    row(
+        "host (offloaded)", [](const MemoryBytes& m) { return m.host; }, a.memory.host);
   out << "\n" << cell("sent per device per step", 24);
   for (const auto* c : cols) out << cell("stage " + std::to_string(c->stage), w);
   out << cell("max", w) << "\n";

@@ -23,7 +23,8 @@ double total_sent(const DeviceStats& d) {
 
 // Raises each byte and memory figure of `max` to the device's.
 void raise_to(DeviceStats& max, const DeviceStats& d) {
-  for (std::size_t k = 0; k < max.bytes_sent.size(); ++k) max.bytes_sent[k] = std::max(max.bytes_sent[k], d.bytes_sent[k]);
+  for (std::size_t k = 0; k < max.bytes_sent.size(); ++k)
+    max.bytes_sent[k] = std::max(max.bytes_sent[k], d.bytes_sent[k]);
   for (std::size_t s = 0; s < max.peak.size(); ++s) max.peak[s] = std::max(max.peak[s], d.peak[s]);
   max.peak_buffers = std::max(max.peak_buffers, d.peak_buffers);
   max.peak_total = std::max(max.peak_total, d.peak_total);
@@ -46,7 +47,8 @@ void set_rates(SimFigures& f, const Experiment& e, const ClusterSpec& c, const A
 
 Json by_class(const std::array<double, kCommClasses>& bytes) {
   Json j = Json::object();
-  for (int k = 0; k < kCommClasses; ++k) j[to_string(static_cast<CommClass>(k))] = number(bytes[static_cast<std::size_t>(k)]);
+  for (int k = 0; k < kCommClasses; ++k)
+    j[to_string(static_cast<CommClass>(k))] = number(bytes[static_cast<std::size_t>(k)]);
   return j;
 }
 
@@ -64,7 +66,9 @@ Json busy(const DeviceStats& d) {
   return j;
 }
 
-Json offload(const DeviceStats& d) { return Json{{"h2d_bytes", number(d.h2d_bytes)}, {"d2h_bytes", number(d.d2h_bytes)}}; }
+Json offload(const DeviceStats& d) {
+  return Json{{"h2d_bytes", number(d.h2d_bytes)}, {"d2h_bytes", number(d.d2h_bytes)}};
+}
 
 Json device_rows(const Experiment& e, const SimResult& r) {
   Json devices = Json::array();
@@ -146,7 +150,8 @@ std::vector<ValidationRow> validation_rows(const Experiment& e, const Analysis& 
   int mismatched = 0;
   for (std::size_t x = 0; x < r.devices.size(); ++x) {
     const DeviceStats& d = r.devices[x];
-    const StageAnalysis& st = a.stages[static_cast<std::size_t>(mesh_coord(e.strategy, static_cast<std::int64_t>(x)).pp)];
+    const StageAnalysis& st =
+        a.stages[static_cast<std::size_t>(mesh_coord(e.strategy, static_cast<std::int64_t>(x)).pp)];
     const bool same = d.h2d_bytes == st.comm.h2d && d.d2h_bytes == st.comm.d2h && d.bytes_sent == st.comm.by_class;
     mismatched += same ? 0 : 1;
   }
@@ -157,7 +162,8 @@ std::vector<ValidationRow> validation_rows(const Experiment& e, const Analysis& 
   v.push_back({"communication.bytes_per_step", a.bytes_per_step, f.bytes_sent});
   v.push_back({"communication.offload.h2d_bytes", a.comm.h2d, f.max.h2d_bytes});
   v.push_back({"communication.offload.d2h_bytes", a.comm.d2h, f.max.d2h_bytes});
-  v.push_back({"devices whose bytes per class differ from their stage's analytic bytes", 0, static_cast<double>(mismatched)});
+  v.push_back(
+      {"devices whose bytes per class differ from their stage's analytic bytes", 0, static_cast<double>(mismatched)});
   v.push_back({"memory.parameters_bytes", a.memory.parameters, f.max.peak[0]});
   v.push_back({"memory.gradients_bytes", a.memory.gradients, f.max.peak[1]});
   v.push_back({"memory.optimizer_bytes", a.memory.optimizer, f.max.peak[2]});
@@ -238,7 +244,8 @@ std::string simulation_summary(const SimulatedStep& s) {
     out += line;
   }
   out += summary_bytes(f) + summary_validation(s.validation);
-  std::snprintf(line, sizeof line, "  simulated in %.2f s: %llu SimGrid activities (flows), %llu timers (compute, exact collectives)\n",
+  std::snprintf(line, sizeof line,
+                "  simulated in %.2f s: %llu SimGrid activities (flows), %llu timers (compute, exact collectives)\n",
                 s.result.wall_time_s, static_cast<unsigned long long>(s.result.activities),
                 static_cast<unsigned long long>(s.result.timers));
   return out + line;

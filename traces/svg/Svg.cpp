@@ -4,10 +4,10 @@
 #include <array>
 #include <cmath>
 
-#include "traces/report/JsonText.hpp"
-#include "traces/output/OutputFile.hpp"
 #include "traces/chrome/TraceCounters.hpp"
 #include "traces/chrome/TraceLayout.hpp"
+#include "traces/output/OutputFile.hpp"
+#include "traces/report/JsonText.hpp"
 #include "workloads/json/Error.hpp"
 
 namespace placesim {

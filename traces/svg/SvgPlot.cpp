@@ -1,11 +1,11 @@
 #include "traces/svg/SvgPlot.hpp"
 
-#include "traces/report/JsonText.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
+
+#include "traces/report/JsonText.hpp"
 
 namespace placesim {
 

@@ -39,7 +39,9 @@ std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::si
 }
 
 // A value as the user wrote it: a string keeps its quotes ("0Gbps"), so that a unit string reads as one.
-std::string as_written(const Json& value) { return value.is_string() ? value.dump() : show(value); }
+std::string as_written(const Json& value) {
+  return value.is_string() ? value.dump() : show(value);
+}
 
 }  // namespace
 
@@ -104,7 +106,9 @@ std::string ObjectReader::field(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
 }
 
-void ObjectReader::skip(std::string_view key) { seen_.emplace(key); }
+void ObjectReader::skip(std::string_view key) {
+  seen_.emplace(key);
+}
 
 const Json& ObjectReader::json_at(std::string_view key) {
   seen_.emplace(key);

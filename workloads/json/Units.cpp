@@ -49,17 +49,17 @@ double parse_with(const std::string& text, const std::string& field, const std::
 
 double parse_bytes(const std::string& text, const std::string& field) {
   static const std::vector<Suffix> suffixes = {
-      {"B", 1},        {"kB", 1e3},          {"KB", 1e3},          {"MB", 1e6},          {"GB", 1e9},
-      {"TB", 1e12},    {"KiB", 1024.0},      {"MiB", 1048576.0},   {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+      {"B", 1},     {"kB", 1e3},     {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+      {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
   return parse_with(text, field, suffixes, "size");
 }
 
 double parse_bandwidth(const std::string& text, const std::string& field) {
   static const std::vector<Suffix> suffixes = {
-      {"B/s", 1},      {"kB/s", 1e3},   {"MB/s", 1e6},    {"GB/s", 1e9},   {"TB/s", 1e12},
-      {"Bps", 1},      {"kBps", 1e3},   {"MBps", 1e6},    {"GBps", 1e9},   {"TBps", 1e12},
-      {"bps", 0.125},  {"kbps", 125.0}, {"Mbps", 1.25e5}, {"Gbps", 1.25e8}, {"Tbps", 1.25e11},
-      {"b/s", 0.125},  {"kb/s", 125.0}, {"Mb/s", 1.25e5}, {"Gb/s", 1.25e8}, {"Tb/s", 1.25e11}};
+      {"B/s", 1},     {"kB/s", 1e3},   {"MB/s", 1e6},    {"GB/s", 1e9},    {"TB/s", 1e12},
+      {"Bps", 1},     {"kBps", 1e3},   {"MBps", 1e6},    {"GBps", 1e9},    {"TBps", 1e12},
+      {"bps", 0.125}, {"kbps", 125.0}, {"Mbps", 1.25e5}, {"Gbps", 1.25e8}, {"Tbps", 1.25e11},
+      {"b/s", 0.125}, {"kb/s", 125.0}, {"Mb/s", 1.25e5}, {"Gb/s", 1.25e8}, {"Tb/s", 1.25e11}};
   return parse_with(text, field, suffixes, "bandwidth");
 }
 
@@ -69,9 +69,8 @@ double parse_time(const std::string& text, const std::string& field) {
 }
 
 double parse_flops(const std::string& text, const std::string& field) {
-  static const std::vector<Suffix> suffixes = {{"FLOPS", 1},      {"GFLOPS", 1e9},  {"TFLOPS", 1e12},
-                                               {"PFLOPS", 1e15},  {"FLOP/s", 1},    {"GFLOP/s", 1e9},
-                                               {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}};
+  static const std::vector<Suffix> suffixes = {{"FLOPS", 1},  {"GFLOPS", 1e9},  {"TFLOPS", 1e12},  {"PFLOPS", 1e15},
+                                               {"FLOP/s", 1}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}};
   return parse_with(text, field, suffixes, "FLOP/s");
 }
 
@@ -87,8 +86,11 @@ std::string format_bytes(double bytes) {
   if (u == 0)
     std::snprintf(buf, sizeof buf, "%.0f B", v);
   else
-    std::snprintf(buf, sizeof buf, std::fabs(v) >= 100 ? "%.0f %s" : std::fabs(v) >= 10 ? "%.1f %s" : "%.2f %s", v,
-                  units[u]);
+    std::snprintf(buf, sizeof buf,
+                  std::fabs(v) >= 100  ? "%.0f %s"
+                  : std::fabs(v) >= 10 ? "%.1f %s"
+                                       : "%.2f %s",
+                  v, units[u]);
   return buf;
 }
 

@@ -29,9 +29,8 @@ bool hf_bool_or(const Json& config, const char* key, bool fallback) {
 // extra keys are ignored: only the shape matters here.
 Json hf_config_to_model_json(const Json& config, const std::string& origin) {
   if (!config.is_object()) throw InputError(origin + ": a Hugging Face config.json must be a JSON object");
-  std::string type = config.contains("model_type") && config["model_type"].is_string()
-                         ? config["model_type"].get<std::string>()
-                         : "";
+  std::string type =
+      config.contains("model_type") && config["model_type"].is_string() ? config["model_type"].get<std::string>() : "";
   Json m = Json::object();
   std::string name = config.contains("_name_or_path") && config["_name_or_path"].is_string()
                          ? config["_name_or_path"].get<std::string>()

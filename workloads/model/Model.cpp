@@ -9,22 +9,30 @@ namespace placesim {
 LayerParams layer_params(const ModelSpec& m) {
   const std::int64_t h = m.hidden, f = m.ffn, kv = m.kv_heads * m.head_dim();
   LayerParams p;
-  std::int64_t attention = 2 * h * h + 2 * h * kv;        // Q, O and K, V
+  std::int64_t attention = 2 * h * h + 2 * h * kv;  // Q, O and K, V
   std::int64_t mlp = (m.gated_mlp ? 3 : 2) * h * f;
   p.matmul = attention + mlp;
   p.tp_sharded = p.matmul;
-  p.tp_replicated = m.bias ? 4 * h : 2 * h;                // two norms (weight, and bias when present)
+  p.tp_replicated = m.bias ? 4 * h : 2 * h;  // two norms (weight, and bias when present)
   if (m.bias) {
-    p.tp_sharded += h + 2 * kv + f;                        // QKV and first MLP biases are column-parallel
-    p.tp_replicated += 2 * h;                              // output-projection biases are row-parallel
+    p.tp_sharded += h + 2 * kv + f;  // QKV and first MLP biases are column-parallel
+    p.tp_replicated += 2 * h;        // output-projection biases are row-parallel
   }
   return p;
 }
 
-std::int64_t word_embedding_params(const ModelSpec& m) { return m.vocab * m.hidden; }
-std::int64_t position_embedding_params(const ModelSpec& m) { return m.learned_positions ? m.seq_len * m.hidden : 0; }
-std::int64_t final_norm_params(const ModelSpec& m) { return (m.bias ? 2 : 1) * m.hidden; }
-std::int64_t output_head_params(const ModelSpec& m) { return m.tied_embeddings ? 0 : m.vocab * m.hidden; }
+std::int64_t word_embedding_params(const ModelSpec& m) {
+  return m.vocab * m.hidden;
+}
+std::int64_t position_embedding_params(const ModelSpec& m) {
+  return m.learned_positions ? m.seq_len * m.hidden : 0;
+}
+std::int64_t final_norm_params(const ModelSpec& m) {
+  return (m.bias ? 2 : 1) * m.hidden;
+}
+std::int64_t output_head_params(const ModelSpec& m) {
+  return m.tied_embeddings ? 0 : m.vocab * m.hidden;
+}
 
 double total_parameters(const ModelSpec& m) {
   if (m.opaque()) return m.opaque_parameters;
@@ -84,7 +92,8 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
   m.family = parse_family(r.get_choice("family", {"gpt", "llama", "neox"}, "gpt"));
   apply_family_defaults(m);
   if (!r.has("layers") && !r.has("hidden"))
-    throw InputError(path + " needs either \"parameters\" (opaque model) or a transformer shape "
+    throw InputError(path +
+                     " needs either \"parameters\" (opaque model) or a transformer shape "
                      "(layers, hidden, heads, vocab, seq_len), or a \"preset\"");
   m.layers = r.get_positive_int("layers", 0);
   m.hidden = r.get_positive_int("hidden", 0);
@@ -106,8 +115,8 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
     throw InputError(r.field("hidden") + "=" + std::to_string(m.hidden) + " is not divisible by " + r.field("heads") +
                      "=" + std::to_string(m.heads));
   if (m.heads % m.kv_heads != 0)
-    throw InputError(r.field("heads") + "=" + std::to_string(m.heads) + " is not divisible by " +
-                     r.field("kv_heads") + "=" + std::to_string(m.kv_heads));
+    throw InputError(r.field("heads") + "=" + std::to_string(m.heads) + " is not divisible by " + r.field("kv_heads") +
+                     "=" + std::to_string(m.kv_heads));
   return m;
 }
 
@@ -140,9 +149,12 @@ ModelSpec parse_model(const Json& value, const std::string& base_dir) {
 
 std::string to_string(ModelFamily f) {
   switch (f) {
-    case ModelFamily::Gpt: return "gpt";
-    case ModelFamily::Llama: return "llama";
-    case ModelFamily::Neox: return "neox";
+    case ModelFamily::Gpt:
+      return "gpt";
+    case ModelFamily::Llama:
+      return "llama";
+    case ModelFamily::Neox:
+      return "neox";
   }
   return "?";
 }

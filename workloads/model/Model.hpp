@@ -16,20 +16,20 @@ enum class ModelFamily { Gpt, Llama, Neox };
 struct ModelSpec {
   std::string name = "custom";
   ModelFamily family = ModelFamily::Gpt;  ///< sets the shape flags' defaults
-  std::int64_t layers = 0;     ///< 0 with parameters > 0: an opaque model
+  std::int64_t layers = 0;                ///< 0 with parameters > 0: an opaque model
   std::int64_t hidden = 0;
   std::int64_t heads = 0;
-  std::int64_t kv_heads = 0;   ///< key/value heads (GQA); defaults to heads
-  std::int64_t ffn = 0;        ///< MLP inner size; defaults to 4 * hidden
+  std::int64_t kv_heads = 0;  ///< key/value heads (GQA); defaults to heads
+  std::int64_t ffn = 0;       ///< MLP inner size; defaults to 4 * hidden
   std::int64_t vocab = 0;
   std::int64_t seq_len = 0;
-  bool gated_mlp = false;      ///< three MLP matrices (SwiGLU) instead of two
-  bool bias = true;            ///< linear layers and norms carry biases
+  bool gated_mlp = false;  ///< three MLP matrices (SwiGLU) instead of two
+  bool bias = true;        ///< linear layers and norms carry biases
   bool learned_positions = true;
   bool tied_embeddings = true;
-  bool dropout = true;         ///< dropout masks are stored (Korthikanti's formulas assume so)
-  bool flash_attention = false;  ///< attention scores are never stored (as with selective recompute)
-  double opaque_parameters = 0;  ///< parameter count of an opaque model
+  bool dropout = true;             ///< dropout masks are stored (Korthikanti's formulas assume so)
+  bool flash_attention = false;    ///< attention scores are never stored (as with selective recompute)
+  double opaque_parameters = 0;    ///< parameter count of an opaque model
   std::int64_t opaque_layers = 0;  ///< optional layer count of an opaque model (equal-sized gather units)
 
   bool opaque() const { return layers == 0; }

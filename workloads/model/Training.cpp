@@ -27,7 +27,8 @@ TrainingSpec parse_training(const Json& value) {
   t.dtype = dtype == "bf16" ? DType::BF16 : dtype == "fp16" ? DType::FP16 : DType::FP32;
   std::string opt = r.get_choice("optimizer", {"adam", "sgd"}, "adam");
   t.optimizer = opt == "adam" ? Optimizer::Adam : Optimizer::SGD;
-  t.optimizer_bytes_per_param = r.get_number("optimizer_bytes_per_param", default_optimizer_bytes(t.optimizer, t.dtype));
+  t.optimizer_bytes_per_param =
+      r.get_number("optimizer_bytes_per_param", default_optimizer_bytes(t.optimizer, t.dtype));
   if (t.optimizer_bytes_per_param < 0)
     throw InputError(r.field("optimizer_bytes_per_param") + "=" + show(value["optimizer_bytes_per_param"]) +
                      " must not be negative");
@@ -40,8 +41,12 @@ TrainingSpec parse_training(const Json& value) {
   return t;
 }
 
-std::string to_string(DType d) { return d == DType::BF16 ? "bf16" : d == DType::FP16 ? "fp16" : "fp32"; }
-std::string to_string(Optimizer o) { return o == Optimizer::Adam ? "adam" : "sgd"; }
+std::string to_string(DType d) {
+  return d == DType::BF16 ? "bf16" : d == DType::FP16 ? "fp16" : "fp32";
+}
+std::string to_string(Optimizer o) {
+  return o == Optimizer::Adam ? "adam" : "sgd";
+}
 std::string to_string(Recompute r) {
   return r == Recompute::None ? "none" : r == Recompute::Selective ? "selective" : "full";
 }

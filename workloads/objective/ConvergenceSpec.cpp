@@ -26,8 +26,8 @@ void parse_data(ObjectReader& r, const Json& value, ObjectiveSpec& o) {
   std::int64_t batch = r.get_positive_int("batch_size", std::min<std::int64_t>(o.batch_size, samples));
   const char* blamed = value.contains("samples") ? "samples" : "dimension";
   r.check(samples * std::int64_t{o.dimension} <= kMaxObjectiveDoubles, blamed,
-        "gives samples x dimension = " + std::to_string(samples) + " x " + std::to_string(o.dimension) +
-            " feature values, more than " + std::to_string(kMaxObjectiveDoubles));
+          "gives samples x dimension = " + std::to_string(samples) + " x " + std::to_string(o.dimension) +
+              " feature values, more than " + std::to_string(kMaxObjectiveDoubles));
   r.check(batch <= samples, "batch_size", "exceeds samples=" + std::to_string(samples));
   o.samples = static_cast<int>(samples);
   o.batch_size = static_cast<int>(batch);
@@ -49,7 +49,7 @@ ObjectiveSpec parse_objective(ObjectReader& r, const Json& value) {
   o.noise = r.get_number("noise", o.noise);
   r.check(o.noise >= 0, "noise", "must not be negative");
   r.check(o.kind != ObjectiveKind::Logistic || o.noise <= 0.5, "noise",
-        "is a label flip probability for objective logistic and must not exceed 0.5");
+          "is a label flip probability for objective logistic and must not exceed 0.5");
   o.l2 = r.get_number("l2", o.l2);
   r.check(o.l2 >= 0, "l2", "must not be negative");
   std::int64_t seed = r.get_int("seed", static_cast<std::int64_t>(o.seed));

@@ -9,8 +9,8 @@ namespace placesim {
 /// The closed set of synthetic objectives the stale-SGD executor (sim/converge/StaleSgd) optimizes.
 enum class ObjectiveKind { Quadratic, Logistic, LeastSquares };
 
-/// A seeded synthetic objective over R^dimension (definitions in sim/converge/Objectives.hpp). Every field is used by every
-/// objective unless noted; `samples` and `batch_size` only by the finite-sum ones (logistic, least squares).
+/// A seeded synthetic objective over R^dimension (definitions in sim/converge/Objectives.hpp). Every field is used by
+/// every objective unless noted; `samples` and `batch_size` only by the finite-sum ones (logistic, least squares).
 struct ObjectiveSpec {
   ObjectiveKind kind = ObjectiveKind::Quadratic;
   int dimension = 512;
