@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "sim/backend/Platform.hpp"
+#include "sim/backend/Runner.hpp"
 #include "sim/backend/TaskNames.hpp"
 #include "topology/cluster/Fabric.hpp"
 #include "workloads/json/Error.hpp"
@@ -15,104 +16,7 @@ namespace sg = simgrid::s4u;
 
 namespace placesim {
 
-namespace {
-
-/// The steps of a ring collective on n ranks: 2(n-1) for an all-reduce, n-1 for a gather or scatter.
-int ring_steps(CollectiveOp op, int n) {
-  return op == CollectiveOp::AllReduce ? 2 * (n - 1) : n - 1;
-}
-
-/// A collective in progress, decomposed into ring steps: rank r's step k sends one chunk to rank r+1 once its own
-/// step k-1 is sent and rank r-1's step k-1 (the chunk it forwards) has arrived.
-struct RingRun {
-  int steps = 0;  ///< total steps per rank (repeat included)
-  double chunk_bytes = 0;
-  std::vector<int> sent;           ///< steps completed per rank
-  std::vector<int> pending;        ///< per rank: transfers of its current step still in flight (one per channel)
-  std::vector<double> step_start;  ///< per rank: when its current step's first transfer started
-  std::vector<double> first_start, last_end;
-  int unfinished = 0;  ///< ranks not done
-};
-
-class Runner {
- public:
-  Runner(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o) : g_(g), c_(c), o_(o), fabric_(c) {
-    int argc = 1;
-    char name[] = "placesim";
-    char* argv[] = {name, nullptr};
-    engine_ = std::make_unique<sg::Engine>(&argc, argv);
-  }
-
-  SimResult run();
-
- private:
-  struct Slot {
-    sg::ActivityPtr activity;
-    TaskId task = 0;
-    int rank = -1;  ///< ring collectives: the sending rank of this step
-  };
-  /// Per group: its ring's slowest hop (bandwidth-protocol figures) and whether it stays inside one node.
-  struct GroupRing {
-    RingHop hop{-1, 0};
-    bool one_node = false;
-  };
-
-  void find_channels();
-  std::vector<std::pair<int, int>> used_pairs() const;
-  void start(TaskId id);
-  void launch(TaskId id, sg::ActivityPtr activity, int rank = -1);
-  void delay(TaskId id, double seconds);
-  void drain();
-  void launch_ring_step(TaskId id, int rank);
-  void on_complete(const sg::Activity& a);
-  void finish(TaskId id, double start, double end);
-  void finish_collective(TaskId id, const RingRun& run);
-  void release_successors(TaskId id, double end);
-  void account(TaskId id, int device, double start, double end, int step = -1);
-  void apply_memory(const Task& t, bool at_start, double now);
-  bool recorded(int device) const { return o_.record.empty() || o_.record[static_cast<std::size_t>(device)]; }
-  const GroupRing& group_ring(int group);
-  CollectivePlan plan(const Collective& c);
-
-  const TaskGraph& g_;
-  const ClusterSpec& c_;
-  const SimOptions& o_;
-  Fabric fabric_;
-  /// Per group used by a collective: the transfers of each ring hop (Fabric::ring_channels); empty for other groups.
-  std::vector<std::vector<std::vector<std::pair<int, int>>>> channels_;
-  std::unique_ptr<sg::Engine> engine_;
-  Platform platform_;
-  std::vector<std::uint32_t> waiting_;
-  std::vector<double> start_time_;
-  std::vector<Slot> slots_;
-  std::vector<std::uint32_t> free_slots_, release_;
-  std::unordered_map<TaskId, RingRun> rings_;
-  std::vector<GroupRing> group_rings_;
-  std::deque<TaskId> ready_;
-  std::uint64_t finished_ = 0;
-  SimResult result_;
-};
-
-void Runner::find_channels() {
-  channels_.assign(g_.groups.size(), {});
-  for (TaskId id = 0; id < g_.size(); ++id)
-    if (const auto* c = std::get_if<Collective>(&g_[id].body)) {
-      auto& hops = channels_[static_cast<std::size_t>(c->group)];
-      const auto& m = g_.groups[static_cast<std::size_t>(c->group)];
-      if (hops.empty() && m.size() > 1) hops = fabric_.ring_channels(m);
-    }
-}
-
-std::vector<std::pair<int, int>> Runner::used_pairs() const {
-  std::vector<std::pair<int, int>> pairs;
-  for (TaskId id = 0; id < g_.size(); ++id)
-    if (const auto* p = std::get_if<P2P>(&g_[id].body)) pairs.emplace_back(p->src, p->dst);
-  for (const auto& hops : channels_)
-    for (const auto& hop : hops) pairs.insert(pairs.end(), hop.begin(), hop.end());
-  std::sort(pairs.begin(), pairs.end());
-  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  return pairs;
-}
+namespace detail {
 
 SimResult Runner::run() {
   auto wall_start = std::chrono::steady_clock::now();
@@ -194,52 +98,6 @@ void Runner::start(TaskId id) {
       t.body);
 }
 
-// A group's ring: the slowest hop's latency and bandwidth along the platform's routes, looked up once per group
-// (thousands of collectives share a group).
-const Runner::GroupRing& Runner::group_ring(int group) {
-  if (group_rings_.empty()) group_rings_.resize(g_.groups.size());
-  GroupRing& ring = group_rings_[static_cast<std::size_t>(group)];
-  if (ring.hop.latency_s >= 0) return ring;
-  const auto& m = g_.groups[static_cast<std::size_t>(group)];
-  ring.hop = {0, std::numeric_limits<double>::infinity()};
-  ring.one_node = true;
-  for (const auto& transfers : channels_[static_cast<std::size_t>(group)]) {
-    // The hop's bytes are split over its channels: its bandwidth is theirs together, its latency the slowest's.
-    double bandwidth = std::numeric_limits<double>::infinity();
-    for (auto [from, to] : transfers) {
-      std::vector<sg::Link*> links;
-      double latency = 0;
-      platform_.gpus[static_cast<std::size_t>(from)]->route_to(platform_.gpus[static_cast<std::size_t>(to)], links,
-                                                               &latency);
-      ring.hop.latency_s = std::max(ring.hop.latency_s, latency);
-      for (auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth());
-      ring.one_node = ring.one_node && from / c_.gpus_per_node == m.front() / c_.gpus_per_node &&
-                      to / c_.gpus_per_node == m.front() / c_.gpus_per_node;
-    }
-    ring.hop.bw_Bps = std::min(ring.hop.bw_Bps, bandwidth * static_cast<double>(transfers.size()));
-  }
-  return ring;
-}
-
-// The collective's time without contention as NCCL would run it: the faster protocol of its ring (and NVLS for an
-// all-reduce inside a node with NVLink SHARP), each step paying the slowest hop. With comm_model "links" the links'
-// own figures are the only protocol.
-CollectivePlan Runner::plan(const Collective& c) {
-  const GroupRing& ring = group_ring(c.group);
-  const int n = static_cast<int>(g_.groups[static_cast<std::size_t>(c.group)].size());
-  const double bytes = static_cast<double>(c.elems / n) * c.elem_bytes * n;
-  const CollectiveKind kind = c.op == CollectiveOp::AllReduce   ? CollectiveKind::AllReduce
-                              : c.op == CollectiveOp::AllGather ? CollectiveKind::AllGather
-                                                                : CollectiveKind::ReduceScatter;
-  FabricProfile fabric;  // default: one protocol, the links' own
-  if (c_.comm_model == CommModel::Nccl) fabric = ring.one_node ? c_.comm.intra_node : c_.comm.inter_node;
-  const bool nvls = ring.one_node && fabric.has_nvls() && kind == CollectiveKind::AllReduce;
-  CollectivePlan p =
-      plan_collective(kind, nvls ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring, bytes, n, fabric, ring.hop);
-  p.time_s *= c.repeat;
-  return p;
-}
-
 void Runner::launch(TaskId id, sg::ActivityPtr activity, int rank) {
   std::uint32_t slot;
   if (!free_slots_.empty()) {
@@ -270,22 +128,6 @@ void Runner::drain() {
     ready_.pop_front();
     start(id);
   }
-}
-
-// One step of `rank`: its chunk to the next rank, split over the hop's channels.
-void Runner::launch_ring_step(TaskId id, int rank) {
-  const auto& c = std::get<Collective>(g_[id].body);
-  const auto& transfers = channels_[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(rank)];
-  RingRun& run = rings_[id];
-  run.pending[static_cast<std::size_t>(rank)] = static_cast<int>(transfers.size());
-  run.step_start[static_cast<std::size_t>(rank)] = sg::Engine::get_clock();
-  const auto bytes = static_cast<std::uint64_t>(std::llround(run.chunk_bytes / static_cast<double>(transfers.size())));
-  for (auto [from, to] : transfers)
-    launch(id,
-           sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)],
-                                 platform_.gpus[static_cast<std::size_t>(to)])
-               ->set_payload_size(bytes),
-           rank);
 }
 
 void Runner::on_complete(const sg::Activity& a) {
@@ -400,26 +242,10 @@ void Runner::release_successors(TaskId id, double end) {
   }
 }
 
-void Runner::finish_collective(TaskId id, const RingRun& run) {
-  const Task& t = g_[id];
-  const auto& c = std::get<Collective>(t.body);
-  const auto& m = g_.groups[static_cast<std::size_t>(c.group)];
-  double end = 0;
-  for (std::size_t r = 0; r < m.size(); ++r) {
-    int x = m[r];
-    result_.devices[static_cast<std::size_t>(x)].busy[static_cast<std::size_t>(c.stream)].add(run.first_start[r],
-                                                                                              run.last_end[r]);
-    if (!o_.fine && recorded(x)) account(id, x, run.first_start[r], run.last_end[r]);
-    end = std::max(end, run.last_end[r]);
-  }
-  apply_memory(t, false, end);
-  release_successors(id, end);
-}
-
-}  // namespace
+}  // namespace detail
 
 SimResult simulate(const TaskGraph& graph, const ClusterSpec& cluster, const SimOptions& options) {
-  return Runner(graph, cluster, options).run();
+  return detail::Runner(graph, cluster, options).run();
 }
 
 }  // namespace placesim

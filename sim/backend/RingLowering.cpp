@@ -1,0 +1,108 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/backend/Runner.hpp"
+
+namespace placesim::detail {
+
+void Runner::find_channels() {
+  channels_.assign(g_.groups.size(), {});
+  for (TaskId id = 0; id < g_.size(); ++id)
+    if (const auto* c = std::get_if<Collective>(&g_[id].body)) {
+      auto& hops = channels_[static_cast<std::size_t>(c->group)];
+      const auto& m = g_.groups[static_cast<std::size_t>(c->group)];
+      if (hops.empty() && m.size() > 1) hops = fabric_.ring_channels(m);
+    }
+}
+
+std::vector<std::pair<int, int>> Runner::used_pairs() const {
+  std::vector<std::pair<int, int>> pairs;
+  for (TaskId id = 0; id < g_.size(); ++id)
+    if (const auto* p = std::get_if<P2P>(&g_[id].body)) pairs.emplace_back(p->src, p->dst);
+  for (const auto& hops : channels_)
+    for (const auto& hop : hops) pairs.insert(pairs.end(), hop.begin(), hop.end());
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  return pairs;
+}
+
+// A group's ring: the slowest hop's latency and bandwidth along the platform's routes, looked up once per group
+// (thousands of collectives share a group).
+const Runner::GroupRing& Runner::group_ring(int group) {
+  if (group_rings_.empty()) group_rings_.resize(g_.groups.size());
+  GroupRing& ring = group_rings_[static_cast<std::size_t>(group)];
+  if (ring.hop.latency_s >= 0) return ring;
+  const auto& m = g_.groups[static_cast<std::size_t>(group)];
+  ring.hop = {0, std::numeric_limits<double>::infinity()};
+  ring.one_node = true;
+  for (const auto& transfers : channels_[static_cast<std::size_t>(group)]) {
+    // The hop's bytes are split over its channels: its bandwidth is theirs together, its latency the slowest's.
+    double bandwidth = std::numeric_limits<double>::infinity();
+    for (auto [from, to] : transfers) {
+      std::vector<sg::Link*> links;
+      double latency = 0;
+      platform_.gpus[static_cast<std::size_t>(from)]->route_to(platform_.gpus[static_cast<std::size_t>(to)], links,
+                                                               &latency);
+      ring.hop.latency_s = std::max(ring.hop.latency_s, latency);
+      for (auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth());
+      ring.one_node = ring.one_node && from / c_.gpus_per_node == m.front() / c_.gpus_per_node &&
+                      to / c_.gpus_per_node == m.front() / c_.gpus_per_node;
+    }
+    ring.hop.bw_Bps = std::min(ring.hop.bw_Bps, bandwidth * static_cast<double>(transfers.size()));
+  }
+  return ring;
+}
+
+// The collective's time without contention as NCCL would run it: the faster protocol of its ring (and NVLS for an
+// all-reduce inside a node with NVLink SHARP), each step paying the slowest hop. With comm_model "links" the links'
+// own figures are the only protocol.
+CollectivePlan Runner::plan(const Collective& c) {
+  const GroupRing& ring = group_ring(c.group);
+  const int n = static_cast<int>(g_.groups[static_cast<std::size_t>(c.group)].size());
+  const double bytes = static_cast<double>(c.elems / n) * c.elem_bytes * n;
+  const CollectiveKind kind = c.op == CollectiveOp::AllReduce   ? CollectiveKind::AllReduce
+                              : c.op == CollectiveOp::AllGather ? CollectiveKind::AllGather
+                                                                : CollectiveKind::ReduceScatter;
+  FabricProfile fabric;  // default: one protocol, the links' own
+  if (c_.comm_model == CommModel::Nccl) fabric = ring.one_node ? c_.comm.intra_node : c_.comm.inter_node;
+  const bool nvls = ring.one_node && fabric.has_nvls() && kind == CollectiveKind::AllReduce;
+  CollectivePlan p =
+      plan_collective(kind, nvls ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring, bytes, n, fabric, ring.hop);
+  p.time_s *= c.repeat;
+  return p;
+}
+
+// One step of `rank`: its chunk to the next rank, split over the hop's channels.
+void Runner::launch_ring_step(TaskId id, int rank) {
+  const auto& c = std::get<Collective>(g_[id].body);
+  const auto& transfers = channels_[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(rank)];
+  RingRun& run = rings_[id];
+  run.pending[static_cast<std::size_t>(rank)] = static_cast<int>(transfers.size());
+  run.step_start[static_cast<std::size_t>(rank)] = sg::Engine::get_clock();
+  const auto bytes = static_cast<std::uint64_t>(std::llround(run.chunk_bytes / static_cast<double>(transfers.size())));
+  for (auto [from, to] : transfers)
+    launch(id,
+           sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)],
+                                 platform_.gpus[static_cast<std::size_t>(to)])
+               ->set_payload_size(bytes),
+           rank);
+}
+
+void Runner::finish_collective(TaskId id, const RingRun& run) {
+  const Task& t = g_[id];
+  const auto& c = std::get<Collective>(t.body);
+  const auto& m = g_.groups[static_cast<std::size_t>(c.group)];
+  double end = 0;
+  for (std::size_t r = 0; r < m.size(); ++r) {
+    int x = m[r];
+    result_.devices[static_cast<std::size_t>(x)].busy[static_cast<std::size_t>(c.stream)].add(run.first_start[r],
+                                                                                              run.last_end[r]);
+    if (!o_.fine && recorded(x)) account(id, x, run.first_start[r], run.last_end[r]);
+    end = std::max(end, run.last_end[r]);
+  }
+  apply_memory(t, false, end);
+  release_successors(id, end);
+}
+
+}  // namespace placesim::detail

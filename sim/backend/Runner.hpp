@@ -1,0 +1,97 @@
+#pragma once
+// Internal to sim/backend: the runner that lowers a TaskGraph to SimGrid activities just in time. Simulator.cpp holds
+// the activity loop (start, launch, completion, memory and accounting); RingLowering.cpp decomposes collectives into
+// ring steps over the channels (rails) NCCL would use and plans their exact delays.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <simgrid/s4u.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/backend/Platform.hpp"
+#include "sim/backend/Simulator.hpp"
+#include "topology/cluster/Fabric.hpp"
+#include "topology/hardware/CommProfile.hpp"
+
+namespace placesim::detail {
+
+namespace sg = simgrid::s4u;
+
+/// The steps of a ring collective on n ranks: 2(n-1) for an all-reduce, n-1 for a gather or scatter.
+inline int ring_steps(CollectiveOp op, int n) {
+  return op == CollectiveOp::AllReduce ? 2 * (n - 1) : n - 1;
+}
+
+/// A collective in progress, decomposed into ring steps: rank r's step k sends one chunk to rank r+1 once its own
+/// step k-1 is sent and rank r-1's step k-1 (the chunk it forwards) has arrived.
+struct RingRun {
+  int steps = 0;  ///< total steps per rank (repeat included)
+  double chunk_bytes = 0;
+  std::vector<int> sent;           ///< steps completed per rank
+  std::vector<int> pending;        ///< per rank: transfers of its current step still in flight (one per channel)
+  std::vector<double> step_start;  ///< per rank: when its current step's first transfer started
+  std::vector<double> first_start, last_end;
+  int unfinished = 0;  ///< ranks not done
+};
+
+class Runner {
+ public:
+  Runner(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o) : g_(g), c_(c), o_(o), fabric_(c) {
+    int argc = 1;
+    char name[] = "placesim";
+    char* argv[] = {name, nullptr};
+    engine_ = std::make_unique<sg::Engine>(&argc, argv);
+  }
+
+  SimResult run();
+
+ private:
+  struct Slot {
+    sg::ActivityPtr activity;
+    TaskId task = 0;
+    int rank = -1;  ///< ring collectives: the sending rank of this step
+  };
+  /// Per group: its ring's slowest hop (bandwidth-protocol figures) and whether it stays inside one node.
+  struct GroupRing {
+    RingHop hop{-1, 0};
+    bool one_node = false;
+  };
+
+  void find_channels();
+  std::vector<std::pair<int, int>> used_pairs() const;
+  void start(TaskId id);
+  void launch(TaskId id, sg::ActivityPtr activity, int rank = -1);
+  void delay(TaskId id, double seconds);
+  void drain();
+  void launch_ring_step(TaskId id, int rank);
+  void on_complete(const sg::Activity& a);
+  void finish(TaskId id, double start, double end);
+  void finish_collective(TaskId id, const RingRun& run);
+  void release_successors(TaskId id, double end);
+  void account(TaskId id, int device, double start, double end, int step = -1);
+  void apply_memory(const Task& t, bool at_start, double now);
+  bool recorded(int device) const { return o_.record.empty() || o_.record[static_cast<std::size_t>(device)]; }
+  const GroupRing& group_ring(int group);
+  CollectivePlan plan(const Collective& c);
+
+  const TaskGraph& g_;
+  const ClusterSpec& c_;
+  const SimOptions& o_;
+  Fabric fabric_;
+  /// Per group used by a collective: the transfers of each ring hop (Fabric::ring_channels); empty for other groups.
+  std::vector<std::vector<std::vector<std::pair<int, int>>>> channels_;
+  std::unique_ptr<sg::Engine> engine_;
+  Platform platform_;
+  std::vector<std::uint32_t> waiting_;
+  std::vector<double> start_time_;
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_slots_, release_;
+  std::unordered_map<TaskId, RingRun> rings_;
+  std::vector<GroupRing> group_rings_;
+  std::deque<TaskId> ready_;
+  std::uint64_t finished_ = 0;
+  SimResult result_;
+};
+
+}  // namespace placesim::detail
