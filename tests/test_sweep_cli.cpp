@@ -18,39 +18,16 @@
 
 #include "sim/sweep/Progress.hpp"
 #include "sim/sweep/Subprocess.hpp"
+#include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;
+using test::lines_of;
+using test::read;
+using test::TempDir;
+using test::write;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/placesim-sweep-test-XXXXXX";
-    path = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
-
-void write(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 // Runs `placesim sweep <arguments>`; returns the exit code, output in `output` when given.
 int sweep_cli(const std::string& arguments, std::string* output = nullptr) {
@@ -340,73 +317,4 @@ echo "{\"simulation\": {\"step_time_s\": 1.5, \"mfu\": 0.25, \"tokens_per_s\": 1
   ::chmod((dir / "nosim.sh").c_str(), 0755);
   CHECK(sweep_cli(dir / "sweep.json" + " --out " + dir / "n.jsonl --simulator " + dir / "nosim.sh", &output) == 2);
   CHECK_THAT(output, Catch::Contains("this placesim cannot simulate a point"));
-}
-
-TEST_CASE("ProcessPool feeds stdin and collects stdout and exit status of each child") {
-  ProcessPool pool;
-  std::string big(1 << 20, 'x');  // larger than a pipe buffer: input and output must be pumped together
-  for (std::size_t i = 0; i < big.size(); i += 1000) big[i] = '\n';
-  pool.start(1, {"/bin/cat"}, big, "");
-  pool.start(2, {"/bin/sh", "-c", "echo err >&2; exit 3"}, "", "");
-  pool.start(3, {"/bin/sh", "-c", "pwd"}, "", "/tmp");
-  pool.start(4, {"/nonexistent/simulator"}, "ignored", "");
-  std::map<std::uint64_t, ChildResult> results;
-  for (int rounds = 0; pool.running() > 0 && rounds < 10000; ++rounds)
-    for (auto& [id, r] : pool.wait(100)) results[id] = r;
-  REQUIRE(results.size() == 4);
-  CHECK(results[1].exit_code == 0);
-  CHECK(results[1].out == big);
-  CHECK(results[2].exit_code == 3);
-  CHECK(results[2].err == "err\n");
-  CHECK(results[3].out == "/tmp\n");
-  CHECK(results[4].exit_code == 127);
-}
-
-TEST_CASE("Progress prints plain lines when stderr is not a terminal") {
-  std::ostringstream captured;
-  auto* saved = std::cerr.rdbuf(captured.rdbuf());
-  {
-    Progress progress("placesim sweep", 10, false, 0.0);  // interval 0: a line on every advance
-    progress.advance(5);
-    progress.advance(5);
-    progress.finish();
-  }
-  std::cerr.rdbuf(saved);
-  std::vector<std::string> lines = lines_of(captured.str());
-  REQUIRE(lines.size() == 2);
-  CHECK_THAT(lines[0], Catch::StartsWith("placesim sweep:  50.0% 5/10 points, "));
-  CHECK_THAT(lines[0], Catch::Contains("points/s, ETA "));
-  CHECK_THAT(lines[1], Catch::StartsWith("placesim sweep: 100.0% 10/10 points, "));
-  CHECK_THAT(lines[1], Catch::Contains(", took "));
-  CHECK(captured.str().find('\r') == std::string::npos);
-}
-
-TEST_CASE("Durations print as seconds, minutes or hours") {
-  CHECK(format_duration(7.2) == "7 s");
-  CHECK(format_duration(245) == "4:05");
-  CHECK(format_duration(3723) == "1:02:03");
-  CHECK(format_duration(-1) == "?");
-}
-
-TEST_CASE("plot_sweep.py draws a PNG and an SVG from sweep results") {
-  TempDir dir;
-  write(dir / "sweep.json", R"({"base": {"model": "gpt-1.7b", "training": {"global_batch": 512}, "strategy": "dp"},
-      "axes": {"strategy.preset": ["dp", "zero1", "zero3"], "strategy.dp": {"from": 1, "to": 64, "times": 2}}})");
-  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --quiet") == 0);
-  std::string script = std::string(PLACESIM_SOURCE_DIR) + "/traces/sweep/plot_sweep.py";
-  std::string command = "/usr/bin/python3 " + script + " " + dir / "r.jsonl" +
-                        " --x strategy.dp --y memory.total_bytes " + "--hue strategy.preset --out " + dir / "plot.png" +
-                        " --out " + dir / "plot.svg 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe);
-  char buffer[4096];
-  std::string output;
-  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
-  INFO(output);
-  REQUIRE(WEXITSTATUS(::pclose(pipe)) == 0);
-  std::string png = read(dir / "plot.png");
-  REQUIRE(png.size() > 1000);
-  CHECK(png.substr(1, 3) == "PNG");
-  CHECK_THAT(read(dir / "plot.svg"), Catch::Contains("<svg"));
-  CHECK_THAT(read(dir / "plot.svg"), Catch::Contains("zero3"));  // the legend names every strategy
 }
