@@ -65,30 +65,61 @@ std::vector<std::string> Args::values(const std::string& flag) const {
   return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
-std::vector<FlagSpec> flag_table(const std::string& text) {
-  std::vector<FlagSpec> flags;
+namespace {
+
+/// The lines of a help text with continuation lines (those starting with a space) joined to the line before.
+std::vector<std::string> logical_lines(const std::string& text) {
+  std::vector<std::string> out;
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
     const auto first = line.find_first_not_of(' ');
     if (first == std::string::npos) continue;
-    if (first > 0) {
-      if (flags.empty()) throw std::logic_error("flag table starts with a continuation line: " + line);
-      flags.back().help += " " + line.substr(first);
-      continue;
+    if (first == 0) {
+      out.push_back(line);
+    } else {
+      if (out.empty()) throw std::logic_error("help text starts with a continuation line: " + line);
+      out.back() += " " + line.substr(first);
     }
-    const auto gap = line.find("  ");
-    if (gap == std::string::npos) throw std::logic_error("flag table line without help: " + line);
-    const std::string left = line.substr(0, gap);
-    const auto space = left.find(' ');
-    FlagSpec f;
-    f.name = left.substr(0, space);
-    f.value_name = space == std::string::npos ? "" : left.substr(space + 1);
-    f.help = line.substr(line.find_first_not_of(' ', gap));
-    f.repeatable = f.help.find("(repeatable)") != std::string::npos;
-    flags.push_back(f);
   }
+  return out;
+}
+
+FlagSpec flag_line(const std::string& line) {
+  const auto gap = line.find("  ");
+  if (gap == std::string::npos) throw std::logic_error("flag table line without help: " + line);
+  const std::string left = line.substr(0, gap);
+  const auto space = left.find(' ');
+  FlagSpec f;
+  f.name = left.substr(0, space);
+  f.value_name = space == std::string::npos ? "" : left.substr(space + 1);
+  f.help = line.substr(line.find_first_not_of(' ', gap));
+  f.repeatable = f.help.find("(repeatable)") != std::string::npos;
+  return f;
+}
+
+}  // namespace
+
+std::vector<FlagSpec> flag_table(const std::string& text) {
+  std::vector<FlagSpec> flags;
+  for (const std::string& line : logical_lines(text)) flags.push_back(flag_line(line));
   return flags;
+}
+
+Command command_from_help(const std::string& help, std::function<int(const Args&)> run, std::vector<FlagSpec> before,
+                          const std::vector<FlagSpec>& after) {
+  const std::vector<std::string> lines = logical_lines(help);
+  if (lines.size() < 2) throw std::logic_error("command help without a usage line and a summary: " + help);
+  Command c;
+  const auto space = lines[0].find(' ');
+  c.name = lines[0].substr(0, space);
+  c.usage = space == std::string::npos ? "" : lines[0].substr(space + 1);
+  c.summary = lines[1];
+  c.flags = std::move(before);
+  for (std::size_t i = 2; i < lines.size(); ++i) c.flags.push_back(flag_line(lines[i]));
+  c.flags.insert(c.flags.end(), after.begin(), after.end());
+  c.run = std::move(run);
+  return c;
 }
 
 std::vector<FlagSpec> experiment_flags() {

@@ -46,6 +46,12 @@ struct Command {
 /// "(repeatable)" may be given more than once.
 std::vector<FlagSpec> flag_table(const std::string& text);
 
+/// A command from its --help text: the first line `NAME USAGE`, the second the summary, then the command's own flag
+/// table (flag_table's form; a line starting with a space continues the one before, in all three parts). `before`
+/// and `after` are shared flag groups listed before and after the command's own flags.
+Command command_from_help(const std::string& help, std::function<int(const Args&)> run,
+                          std::vector<FlagSpec> before = {}, const std::vector<FlagSpec>& after = {});
+
 /// The flags of the commands that read an experiment: --model, --model-hf, --strategy, --set and --device-memory
 /// (search leaves --device-memory to its sweep flags).
 std::vector<FlagSpec> experiment_flags();

@@ -10,14 +10,24 @@
 
 namespace placesim {
 
-/// The command's flags as `--help` prints them (see flag_table).
-constexpr const char* kAnalyzeFlags = R"(
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kCheckHelp = R"(
+check EXPERIMENT.json [options]
+validate an experiment: gradient integrity, state consistency, divisibility, memory fit
+)";
+
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kAnalyzeHelp = R"(
+analyze [EXPERIMENT.json] [--out FILE] [--table] [options]
+memory, communication and FLOPs per device derived from the placement (no simulation)
 --out FILE                write the JSON report here (default: stdout)
 --table                   print a readable table (the JSON report then goes only to --out)
 )";
 
-/// The command's flags as `--help` prints them (see flag_table).
-constexpr const char* kPresetsFlags = R"(
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kPresetsHelp = R"(
+presets [--json]
+list the model, strategy, cluster and accelerator presets
 --json                    print the presets as JSON
 )";
 
@@ -81,19 +91,15 @@ int run_presets(const Args& args) {
 }  // namespace
 
 Command command_analyze() {
-  return {"analyze", "memory, communication and FLOPs per device derived from the placement (no simulation)",
-          "[EXPERIMENT.json] [--out FILE] [--table] [options]",
-          with_flags(experiment_flags(), flag_table(kAnalyzeFlags)), run_analyze};
+  return command_from_help(kAnalyzeHelp, run_analyze, experiment_flags());
 }
 
 Command command_check() {
-  return {"check", "validate an experiment: gradient integrity, state consistency, divisibility, memory fit",
-          "EXPERIMENT.json [options]", experiment_flags(), run_check};
+  return command_from_help(kCheckHelp, run_check, experiment_flags());
 }
 
 Command command_presets() {
-  return {"presets", "list the model, strategy, cluster and accelerator presets", "[--json]", flag_table(kPresetsFlags),
-          run_presets};
+  return command_from_help(kPresetsHelp, run_presets);
 }
 
 }  // namespace placesim

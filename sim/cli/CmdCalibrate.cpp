@@ -6,8 +6,10 @@
 
 namespace placesim {
 
-/// The command's flags as `--help` prints them (see flag_table).
-constexpr const char* kFlags = R"(
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kHelp = R"(
+calibrate MEASURED.json --out PROFILE.json
+fit an accelerator/fabric profile to measured GEMM, memory, attention, collective and layer points
 --out FILE                write the fitted profile file here (default: stdout)
 )";
 
@@ -28,9 +30,7 @@ int run_calibrate(const Args& args) {
 }  // namespace
 
 Command command_calibrate() {
-  return {"calibrate",
-          "fit an accelerator/fabric profile to measured GEMM, memory, attention, collective and layer points",
-          "MEASURED.json --out PROFILE.json", flag_table(kFlags), run_calibrate};
+  return command_from_help(kHelp, run_calibrate);
 }
 
 }  // namespace placesim

@@ -9,8 +9,11 @@
 
 namespace placesim {
 
-/// The command's flags as `--help` prints them (see flag_table).
-constexpr const char* kFlags = R"(
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kHelp = R"(
+converge EXPERIMENT.json [--steps N | --time-budget S] [--step-size G] [--out-csv F] [--out-jsonl F] [--svg F]
+  [--report F]
+run stale SGD on a synthetic objective as the experiment's pipeline schedule orders the updates
 --steps N                 steps to run (default: pipeline.steps; model experiments: 100)
 --time-budget S           run for this much simulated time instead (seconds of the pipeline)
 --step-size G             step size gamma (default: convergence.step_size)
@@ -107,10 +110,7 @@ int run(const Args& args) {
 }  // namespace
 
 Command command_converge() {
-  return {"converge", "run stale SGD on a synthetic objective as the experiment's pipeline schedule orders the updates",
-          "EXPERIMENT.json [--steps N | --time-budget S] [--step-size G] [--out-csv F] [--out-jsonl F] [--svg F] "
-          "[--report F]",
-          with_flags(experiment_flags(), flag_table(kFlags)), run};
+  return command_from_help(kHelp, run, experiment_flags());
 }
 
 }  // namespace placesim

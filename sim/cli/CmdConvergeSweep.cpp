@@ -6,8 +6,10 @@
 
 namespace placesim {
 
-/// The command's flags as `--help` prints them (see flag_table).
-constexpr const char* kFlags = R"(
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kHelp = R"(
+converge-sweep [SWEEP.json] [--quick] [--out TABLE.csv] [--jsonl FILE] [--svg FILE] [--threads N]
+final loss of each pipeline schedule over stage counts at equal simulated time, step size tuned
 --quick                   a small sweep (S = 2, 4; d = 32; budget 200) for tests; a sweep file still applies on top
 --out FILE                write the table as CSV: one row per objective, S and schedule, with the tuned step
 --jsonl FILE              write every run (each step size of each cell) as JSON lines
@@ -45,10 +47,7 @@ int run(const Args& args) {
 }  // namespace
 
 Command command_converge_sweep() {
-  return {"converge-sweep",
-          "final loss of each pipeline schedule over stage counts at equal simulated time, step size tuned",
-          "[SWEEP.json] [--quick] [--out TABLE.csv] [--jsonl FILE] [--svg FILE] [--threads N]", flag_table(kFlags),
-          run};
+  return command_from_help(kHelp, run);
 }
 
 }  // namespace placesim

@@ -10,8 +10,10 @@
 
 namespace placesim {
 
-/// The command's flags as `--help` prints them (see flag_table).
-constexpr const char* kFlags = R"(
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kHelp = R"(
+pipeline-sweep [--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]
+staleness, bubble and throughput of every pipeline schedule over stage counts (abstract stages)
 --stages LIST             stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)
 --schedules LIST          comma-separated schedules (default: all six)
 --microbatches M          micro-batches per step (default: --microbatches-per-stage x S)
@@ -235,9 +237,7 @@ int run(const Args& args) {
 }  // namespace
 
 Command command_pipeline_sweep() {
-  return {"pipeline-sweep",
-          "staleness, bubble and throughput of every pipeline schedule over stage counts (abstract stages)",
-          "[--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]", flag_table(kFlags), run};
+  return command_from_help(kHelp, run);
 }
 
 }  // namespace placesim

@@ -11,8 +11,10 @@
 
 namespace placesim {
 
-/// The command's flags as `--help` prints them (see flag_table).
-constexpr const char* kFlags = R"(
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kHelp = R"(
+search EXPERIMENT.json [--top K] [--out RESULTS.jsonl] [--mode analyze|simulate] [options]
+find the fastest valid strategy: meshes x presets x micro-batch sizes, ranked (top-k table + JSONL)
 --gpus N                  GPU count when the experiment has no cluster section
 --gpus-per-node N         with --gpus: GPUs per node, the largest tp (default 8)
 --presets LIST            strategy presets to try (default megatron-3d,zero1,zero2,zero3,zero-offload)
@@ -143,10 +145,7 @@ std::vector<FlagSpec> search_flags() {
 }  // namespace
 
 Command command_search() {
-  return {"search",
-          "find the fastest valid strategy: meshes x presets x micro-batch sizes, ranked (top-k table + JSONL)",
-          "EXPERIMENT.json [--top K] [--out RESULTS.jsonl] [--mode analyze|simulate] [options]",
-          with_flags(search_flags(), flag_table(kFlags)), run_search};
+  return command_from_help(kHelp, run_search, search_flags());
 }
 
 }  // namespace placesim

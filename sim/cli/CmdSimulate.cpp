@@ -10,8 +10,10 @@
 
 namespace placesim {
 
-/// The command's flags as `--help` prints them (see flag_table).
-constexpr const char* kFlags = R"(
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kHelp = R"(
+simulate [EXPERIMENT.json | -] [--report FILE] [--trace FILE[.gz]] [--svg FILE] [options]
+expand the strategy into a task DAG and simulate one training step on the cluster (SimGrid)
 --report FILE             write the JSON report here ('-' for stdout; the summary then goes to stderr)
 --trace FILE              write a Chrome trace (Perfetto, speedscope); gzip when FILE ends in .gz
 --trace-devices SEL       devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ...
@@ -89,9 +91,7 @@ int run(const Args& args) {
 }  // namespace
 
 Command command_simulate() {
-  return {"simulate", "expand the strategy into a task DAG and simulate one training step on the cluster (SimGrid)",
-          "[EXPERIMENT.json | -] [--report FILE] [--trace FILE[.gz]] [--svg FILE] [options]",
-          with_flags(experiment_flags(), flag_table(kFlags)), run};
+  return command_from_help(kHelp, run, experiment_flags());
 }
 
 }  // namespace placesim

@@ -8,8 +8,10 @@
 
 namespace placesim {
 
-/// The command's flags as `--help` prints them (see flag_table).
-constexpr const char* kFlags = R"(
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kHelp = R"(
+sweep SWEEP.json --out RESULTS.jsonl [--csv RESULTS.csv] [--jobs N] [--resume] [--shard i/N] [options]
+evaluate every point of a grid of experiments into JSONL (and CSV) rows; parallel, resumable, shardable
 --out FILE                the JSONL file the rows are appended to (sorted by index when the sweep ends)
 --csv FILE                also write the rows, flattened, as CSV
 --resume                  continue the sweep --out holds: skip its points, drop a line cut by a kill
@@ -73,10 +75,7 @@ int run_sweep_command(const Args& args) {
 }  // namespace
 
 Command command_sweep() {
-  return {"sweep",
-          "evaluate every point of a grid of experiments into JSONL (and CSV) rows; parallel, resumable, shardable",
-          "SWEEP.json --out RESULTS.jsonl [--csv RESULTS.csv] [--jobs N] [--resume] [--shard i/N] [options]",
-          with_flags(flag_table(kFlags), sweep_run_flags()), run_sweep_command};
+  return command_from_help(kHelp, run_sweep_command, {}, sweep_run_flags());
 }
 
 }  // namespace placesim
