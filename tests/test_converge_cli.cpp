@@ -112,7 +112,7 @@ TEST_CASE("converge refuses an unknown objective") {
 TEST_CASE("converge refuses LocalSGD with fewer than one local step") {
   check_refused(R"("pipeline": {"schedule": "localsgd", "stages": 2, "microbatches": 4, "forward_s": 1,
                                 "backward_s": 1, "replicas": 2, "local_steps": 0})",
-                "{}", "", "pipeline.local_steps=0 must be at least 1");
+                "{}", "", "pipeline.local_steps=0 must be an integer >= 1");
 }
 
 TEST_CASE("converge refuses replicas that do not divide the micro-batches") {

@@ -54,7 +54,7 @@ TEST_CASE("A sweep file is refused with the field and the value") {
   CHECK_THROWS_WITH(parse(R"({"stages": [2, 0]})"), "sweep.stages[1]=0 must be a stage count from 1 to 4096");
   CHECK_THROWS_WITH(parse(R"({"min_log2_step": 2, "max_log2_step": 1})"),
                     "sweep.min_log2_step=2 exceeds sweep.max_log2_step=1");
-  CHECK_THROWS_WITH(parse(R"({"local_steps": 0})"), "sweep.local_steps=0 must be from 1 to 1000000");
+  CHECK_THROWS_WITH(parse(R"({"local_steps": 0})"), "sweep.local_steps=0 must be an integer from 1 to 1000000");
   CHECK_THROWS_WITH(parse(R"({"stages": [3], "replicas": 5})"),
                     Catch::StartsWith("sweep.replicas=5 does not divide the M = microbatches_per_stage x S = 12"));
   CHECK_THROWS_WITH(parse(R"({"stage": [2]})"), Catch::Contains("sweep.stage") && Catch::Contains("stages"));

@@ -114,3 +114,15 @@ TEST_CASE("Number formatters: printf's %g and a scale picked by magnitude") {
   CHECK(count(512) == "512");
   CHECK(count(-3) == "-3");  // below every step: the last one
 }
+
+TEST_CASE("ObjectReader reads bounded integers and names the range it refuses") {
+  const Json j = Json::parse(R"({"low": 0, "high": 1001, "frac": 2.5, "big": 3e9, "ok": 7})");
+  ObjectReader r(j, "s");
+  CHECK(r.get_int_in("ok", 1, 1, 1000) == 7);
+  CHECK(r.get_int_in("absent", 42, 1) == 42);
+  CHECK_THROWS_WITH(r.get_int_in("low", 1, 1), "s.low=0 must be an integer >= 1");
+  CHECK_THROWS_WITH(r.get_int_in("high", 1, 1, 1000), "s.high=1001 must be an integer from 1 to 1000");
+  CHECK_THROWS_WITH(r.get_int_in("frac", 1, 1), "s.frac=2.5 must be an integer >= 1");
+  CHECK_THROWS_WITH(r.get_int_in("big", 1, 1), "s.big=3000000000.0 must be an integer >= 1");
+  CHECK_THROWS_WITH(r.require_int_in("absent", 1), "s.absent is required but missing");
+}

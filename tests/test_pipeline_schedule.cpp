@@ -151,13 +151,13 @@ TEST_CASE("Error: interleaving with micro-batches not a multiple of the stages")
 TEST_CASE("Error: NOAM below 1") {
   Json j = section("pipedream", 4, 8);
   j["noam"] = 0;
-  CHECK(error_of(j) == "pipeline.noam=0 must be at least 1");
+  CHECK(error_of(j) == "pipeline.noam=0 must be an integer >= 1");
 }
 
 TEST_CASE("Error: local_steps below 1") {
   Json j = section("localsgd", 4, 8);
   j["local_steps"] = 0;
-  CHECK(error_of(j) == "pipeline.local_steps=0 must be at least 1");
+  CHECK(error_of(j) == "pipeline.local_steps=0 must be an integer >= 1");
 }
 
 TEST_CASE("Error: replicas that do not divide the micro-batches") {

@@ -65,14 +65,6 @@ ConvergenceSpec read_objective(const Json& v, const std::string& field) {
   }
 }
 
-int bounded_int(ObjectReader& r, const char* key, int fallback, int low, int high) {
-  const std::int64_t v = r.get_int(key, fallback);
-  if (v < low || v > high)
-    throw InputError(r.field(key) + "=" + std::to_string(v) + " must be from " + std::to_string(low) + " to " +
-                     std::to_string(high));
-  return static_cast<int>(v);
-}
-
 // Rules that involve several fields: LocalSGD's replicas split every step's micro-batches evenly.
 void check_sweep(const ConvergeSweepSpec& s) {
   if (s.min_log2_step > s.max_log2_step)
@@ -237,17 +229,17 @@ ConvergeSweepSpec parse_converge_sweep(const Json& value, ConvergeSweepSpec s) {
     return schedule_named(v.get<std::string>(), field);
   });
   s.objectives = read_list(r, "objectives", s.objectives, read_objective);
-  s.microbatches_per_stage = bounded_int(r, "microbatches_per_stage", s.microbatches_per_stage, 1, 1000);
-  s.local_steps = bounded_int(r, "local_steps", s.local_steps, 1, 1000000);
-  s.replicas = bounded_int(r, "replicas", s.replicas, 0, 1000000);
+  s.microbatches_per_stage = r.get_int_in("microbatches_per_stage", s.microbatches_per_stage, 1, 1000);
+  s.local_steps = r.get_int_in("local_steps", s.local_steps, 1, 1000000);
+  s.replicas = r.get_int_in("replicas", s.replicas, 0, 1000000);
   s.forward_s = r.get_positive("forward_s", s.forward_s);
   s.backward_s = r.get_positive("backward_s", s.backward_s);
   s.p2p_s = r.get_non_negative("p2p_s", s.p2p_s);
   s.budget_s = r.get_positive("budget_s", s.budget_s);
-  s.min_log2_step = bounded_int(r, "min_log2_step", s.min_log2_step, -60, 20);
-  s.max_log2_step = bounded_int(r, "max_log2_step", s.max_log2_step, -60, 20);
-  s.threads = bounded_int(r, "threads", s.threads, 0, 1024);
-  s.seeds = bounded_int(r, "seeds", s.seeds, 1, 100);
+  s.min_log2_step = r.get_int_in("min_log2_step", s.min_log2_step, -60, 20);
+  s.max_log2_step = r.get_int_in("max_log2_step", s.max_log2_step, -60, 20);
+  s.threads = r.get_int_in("threads", s.threads, 0, 1024);
+  s.seeds = r.get_int_in("seeds", s.seeds, 1, 100);
   r.finish();
   check_sweep(s);
   return s;

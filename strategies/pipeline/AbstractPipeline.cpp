@@ -19,22 +19,6 @@ Schedule read_schedule(ObjectReader& r) {
   return Schedule::OneFOneB;  // unreachable: get_choice accepts only the names above
 }
 
-int to_count(ObjectReader& r, const char* key, std::int64_t v) {
-  if (v > INT_MAX) throw InputError(r.field(key) + "=" + std::to_string(v) + " is too large");
-  return static_cast<int>(v);
-}
-
-int required_count(ObjectReader& r, const char* key) {
-  if (!r.has(key)) throw InputError(r.field(key) + " is required but missing");
-  return to_count(r, key, r.get_positive_int(key, 1));
-}
-
-int at_least_one(ObjectReader& r, const char* key, int fallback) {
-  const std::int64_t v = r.get_int(key, fallback);
-  if (v < 1) throw InputError(r.field(key) + "=" + std::to_string(v) + " must be at least 1");
-  return to_count(r, key, v);
-}
-
 // Keys that belong to one schedule only are refused with the others, so a typo'd schedule cannot ignore them.
 void refuse_unless(ObjectReader& r, const char* key, bool meaningful, const std::string& schedules) {
   if (r.has(key) && !meaningful)
@@ -48,9 +32,9 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   AbstractPipeline p;
   PipelineShape& sh = p.shape;
   sh.schedule = read_schedule(r);
-  sh.stages = required_count(r, "stages");
-  sh.microbatches = required_count(r, "microbatches");
-  sh.steps = to_count(r, "steps", r.get_positive_int("steps", 1));
+  sh.stages = r.require_int_in("stages", 1);
+  sh.microbatches = r.require_int_in("microbatches", 1);
+  sh.steps = r.get_int_in("steps", 1, 1);
   p.times.forward_s = r.require_positive("forward_s");
   p.times.backward_s = r.require_positive("backward_s");
   p.times.p2p_s = r.get_non_negative("p2p_s", 0);
@@ -60,10 +44,10 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   refuse_unless(r, "chunks", sh.schedule == Schedule::Interleaved, "interleaved");
   refuse_unless(r, "noam", asynchronous, "pipedream or pipedream-2bw");
   for (const char* key : {"replicas", "local_steps", "average_s"}) refuse_unless(r, key, local_sgd, "localsgd");
-  sh.chunks = to_count(r, "chunks", r.get_positive_int("chunks", 1));
-  sh.noam = at_least_one(r, "noam", sh.stages);
-  sh.replicas = to_count(r, "replicas", r.get_positive_int("replicas", 1));
-  sh.local_steps = at_least_one(r, "local_steps", 1);
+  sh.chunks = r.get_int_in("chunks", 1, 1);
+  sh.noam = r.get_int_in("noam", sh.stages, 1);
+  sh.replicas = r.get_int_in("replicas", 1, 1);
+  sh.local_steps = r.get_int_in("local_steps", 1, 1);
   p.times.average_s = r.get_non_negative("average_s", 0);
   r.finish();
   return p;

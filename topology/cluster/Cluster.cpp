@@ -90,17 +90,9 @@ ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
   refuse_name(field, name, "a known cluster", names_of(presets()), " (known: dgx-a100, dgx-h100, selene)");
 }
 
-int read_count(ObjectReader& r, const char* key, std::int64_t minimum, int fallback) {
-  if (!r.has(key)) return fallback;
-  std::int64_t n = r.get_int(key, fallback);
-  if (n < minimum || n > INT_MAX)
-    throw InputError(r.field(key) + "=" + show(*r.child(key)) + " must be an integer >= " + std::to_string(minimum));
-  return static_cast<int>(n);
-}
-
 void read_node(ObjectReader& r, ClusterSpec& c) {
-  c.nodes = read_count(r, "nodes", 1, c.nodes);
-  c.gpus_per_node = read_count(r, "gpus_per_node", 1, c.gpus_per_node);
+  c.nodes = r.get_int_in("nodes", c.nodes, 1);
+  c.gpus_per_node = r.get_int_in("gpus_per_node", c.gpus_per_node, 1);
   c.nvlink_bw_Bps = r.get_positive("nvlink_bw", c.nvlink_bw_Bps, parse_bandwidth);
   c.nvlink_latency_s = r.get_non_negative("nvlink_latency", c.nvlink_latency_s, parse_time);
   c.pcie_bw_Bps = r.get_positive("pcie_bw", c.pcie_bw_Bps, parse_bandwidth);
@@ -113,13 +105,13 @@ void read_node(ObjectReader& r, ClusterSpec& c) {
 }
 
 void read_network(ObjectReader& r, ClusterSpec& c) {
-  c.nics_per_node = read_count(r, "nics_per_node", 0, c.nics_per_node);
+  c.nics_per_node = r.get_int_in("nics_per_node", c.nics_per_node, 0);
   c.nic_bw_Bps = r.get_positive("nic_bw", c.nic_bw_Bps, parse_bandwidth);
   c.nic_latency_s = r.get_non_negative("nic_latency", c.nic_latency_s, parse_time);
   c.fabric = r.get_choice("fabric", {"fat-tree", "rail-optimized"}, to_string(c.fabric)) == "rail-optimized"
                  ? FabricTopology::RailOptimized
                  : FabricTopology::FatTree;
-  c.switch_radix = read_count(r, "switch_radix", 2, c.switch_radix);
+  c.switch_radix = r.get_int_in("switch_radix", c.switch_radix, 2);
   if (r.has("oversubscription")) {
     c.oversubscription = r.get_number("oversubscription", 1);
     r.check(c.oversubscription >= 1, "oversubscription", "must be >= 1 (1 = full bisection)");

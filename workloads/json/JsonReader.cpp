@@ -169,6 +169,26 @@ std::int64_t ObjectReader::require_int(std::string_view key) {
   return get_int(key, 0);
 }
 
+int ObjectReader::get_int_in(std::string_view key, int fallback, std::int64_t low, std::int64_t high) {
+  if (!has(key)) return fallback;
+  return require_int_in(key, low, high);
+}
+
+int ObjectReader::require_int_in(std::string_view key, std::int64_t low, std::int64_t high) {
+  const Json& v = require(key);
+  const std::string rule = high == INT_MAX
+                               ? " must be an integer >= " + std::to_string(low)
+                               : " must be an integer from " + std::to_string(low) + " to " + std::to_string(high);
+  std::int64_t n = 0;
+  try {
+    n = to_int(key, v);
+  } catch (const InputError&) {
+    throw InputError(field(key) + "=" + show(v) + rule);
+  }
+  if (n < low || n > high) throw InputError(field(key) + "=" + show(v) + rule);
+  return static_cast<int>(n);
+}
+
 std::int64_t ObjectReader::get_positive_int(std::string_view key, std::int64_t fallback) {
   if (!has(key)) return fallback;
   const Json& v = json_at(key);

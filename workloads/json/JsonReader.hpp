@@ -1,4 +1,5 @@
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -65,6 +66,10 @@ class ObjectReader {
   std::int64_t require_int(std::string_view key);
   /// Integer >= 1.
   std::int64_t get_positive_int(std::string_view key, std::int64_t fallback);
+  /// Integer in [low, high] (a count that fits an int); refused as `field=value must be an integer from low to high`,
+  /// or `... >= low` when high is INT_MAX.
+  int get_int_in(std::string_view key, int fallback, std::int64_t low, std::int64_t high = INT_MAX);
+  int require_int_in(std::string_view key, std::int64_t low, std::int64_t high = INT_MAX);
   /// Finite number. With `unit`, a string is read by it ("400Gbps" by parse_bandwidth) and a plain number is SI.
   double get_number(std::string_view key, double fallback, UnitParser unit = nullptr);
   double require_number(std::string_view key, UnitParser unit = nullptr);
