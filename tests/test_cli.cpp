@@ -111,3 +111,13 @@ TEST_CASE("Flags build an experiment without a file") {
   CHECK(report["strategy"]["placement_short"].get<std::string>() == "SG/S/S/R");
   CHECK(report["strategy"]["dp"].get<int>() == 8);
 }
+
+// Issue 14, item 7: with the optimizer on the host (zero-offload) and pp > 1, the pipeline metrics found no record for
+// a stage's optimizer step and the command stopped with an internal error (exit 1).
+TEST_CASE("zero-offload with pipeline stages simulates: the host optimizer step is the stage's apply") {
+  std::string out;
+  CHECK(run_placesim("simulate examples/small-3d-1f1b.json --set strategy.preset=zero-offload --quiet", &out) == 0);
+  INFO(out);
+  CHECK(out.find("internal error") == std::string::npos);
+  CHECK(out.find("step time") != std::string::npos);
+}

@@ -75,6 +75,7 @@ struct Describer {
     r.kind = TaskKind::HostCompute;
     r.name = "cpu optimizer step";
     r.flops = h.flops;
+    r.microbatch = h.microbatch;
   }
   const Task* task = nullptr;
 };

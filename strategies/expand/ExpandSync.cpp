@@ -280,7 +280,9 @@ void Expander::finish_step(int s) {
           for (TaskId dep : step_end_deps_[static_cast<std::size_t>(x)]) g_.depend(dep, d2h);
           step_end_deps_[static_cast<std::size_t>(x)] = {d2h};
         }
-        step = add_single(HostCompute{x, elems * k.host_optimizer_s_per_elem, 16 * elems}, s, x, Stream::Host);
+        step = add_single(HostCompute{x, elems * k.host_optimizer_s_per_elem, 16 * elems,
+                                      apply_microbatch_[static_cast<std::size_t>(s)]},
+                          s, x, Stream::Host);
         for (TaskId dep : step_end_deps_[static_cast<std::size_t>(x)]) g_.depend(dep, step);
         if (pl.parameters != Mode::Offloaded) {
           TaskId h2d = add_single(Offload{x, false, elems * pb, State::Parameters}, s, x, Stream::H2D);

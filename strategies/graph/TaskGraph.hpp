@@ -71,6 +71,7 @@ struct HostCompute {
   int device = 0;
   double seconds = 0;
   double flops = 0;
+  int microbatch = -1;  ///< the optimizer step on the host: the micro-batch after which the stage applies it
 };
 
 using TaskBody = std::variant<Compute, Collective, P2P, Offload, HostCompute>;

@@ -29,7 +29,9 @@ class OpSlots {
     if (t.stage < 0 || t.microbatch < 0) return nullptr;
     const bool compute = t.kind == TaskKind::Forward || t.kind == TaskKind::Backward;
     const bool average = t.kind == TaskKind::Collective && t.comm_class == CommClass::DpGradSync;
-    if (!compute && !average && t.kind != TaskKind::Optimizer) return nullptr;
+    // The optimizer step is a device kernel, or a host task when the optimizer state is offloaded (ZeRO-Offload).
+    const bool apply = t.kind == TaskKind::Optimizer || t.kind == TaskKind::HostCompute;
+    if (!compute && !average && !apply) return nullptr;
     const int chunk = compute ? std::max(t.chunk, 0) : 0;
     if (t.stage >= stages_ || t.microbatch >= total_ || chunk >= chunks_)
       throw std::invalid_argument("record task " + std::to_string(t.task) + " ('" + t.name + "') names stage " +
