@@ -97,6 +97,8 @@ TEST_CASE("Unknown subcommands and options suggest the nearest") {
   CHECK_THAT(out, Catch::Contains("did you mean 'analyze'"));
   CHECK(run_placesim("analyze --tabel", &out) == 2);
   CHECK_THAT(out, Catch::Contains("unknown option --tabel (did you mean --table?)"));
+  // Issue 14, item 11: the command's name is said once, not "placesim analyze: error: placesim analyze: ...".
+  CHECK(out.rfind("placesim analyze: error: unknown option --tabel", 0) == 0);
   CHECK(run_placesim("analyze --help", &out) == 0);
   CHECK_THAT(out, Catch::Contains("--device-memory"));
 }

@@ -47,8 +47,9 @@ TEST_CASE("A required value that is missing is refused naming the field") {
 }
 
 TEST_CASE("A number must be a number, or a string its unit parser reads") {
-  CHECK(error_of(R"({"k": "fast"})", [](ObjectReader& r) { r.get_number("k", 0); }) == "x.k=fast must be a number");
-  CHECK(error_of(R"({"k": "fast"})", [](ObjectReader& r) { r.get_positive("k", 0); }) == "x.k=fast must be a number");
+  CHECK(error_of(R"({"k": "fast"})", [](ObjectReader& r) { r.get_number("k", 0); }) == "x.k=\"fast\" must be a number");
+  CHECK(error_of(R"({"k": "fast"})", [](ObjectReader& r) { r.get_positive("k", 0); }) ==
+        "x.k=\"fast\" must be a number");
   CHECK(error_of(R"({"k": "2 parsecs"})", [](ObjectReader& r) { r.get_number("k", 0, parse_time); }) ==
         "x.k=\"2 parsecs\": unknown time unit 'parsecs' (use s ms us ns)");
 }
@@ -125,4 +126,39 @@ TEST_CASE("ObjectReader reads bounded integers and names the range it refuses") 
   CHECK_THROWS_WITH(r.get_int_in("frac", 1, 1), "s.frac=2.5 must be an integer >= 1");
   CHECK_THROWS_WITH(r.get_int_in("big", 1, 1), "s.big=3000000000.0 must be an integer >= 1");
   CHECK_THROWS_WITH(r.require_int_in("absent", 1), "s.absent is required but missing");
+}
+
+// Issue 14, item 11: mistakes a user makes, each named as what it is.
+TEST_CASE("A number given as a string is shown with its quotes, so the message says it is a string") {
+  CHECK(error_of(R"({"seq_len": "4096"})", [](ObjectReader& r) { r.get_positive_int("seq_len", 1); }) ==
+        "x.seq_len=\"4096\" must be a positive integer");
+  CHECK(error_of(R"({"sp": "true"})", [](ObjectReader& r) { r.get_bool("sp", false); }) ==
+        "x.sp=\"true\" must be true or false");
+}
+
+TEST_CASE("Every unknown key of an object is reported at once, each with its nearest known key") {
+  CHECK(error_of(R"({"layers": 2, "hiden": 5, "head": 3})", [](ObjectReader& r) {
+          r.get_int("layers", 1);
+          r.get_int("hidden", 1);
+          r.get_int("heads", 1);
+          r.finish();
+        }) == "unknown keys x.head (did you mean 'x.heads'?), x.hiden (did you mean 'x.hidden'?)");
+}
+
+TEST_CASE("A misspelt required key is named beside the missing one") {
+  CHECK(error_of(R"({"layers": 2, "hiden": 5})", [](ObjectReader& r) {
+          r.get_int("layers", 1);
+          r.require("hidden");
+        }) == "x.hidden is required but missing (x.hiden is given: a misspelling?)");
+  // A key the parser already read is a known one, not a misspelling of the missing key.
+  CHECK(error_of(R"({"forward_s": 1})", [](ObjectReader& r) {
+          r.get_number("forward_s", 0);
+          r.require("backward_s");
+        }) == "x.backward_s is required but missing");
+}
+
+TEST_CASE("A name the word begins is suggested before one a letter away") {
+  CHECK(nearest("h100", {"h200", "h100-sxm", "a100-80gb", "h100-sxm-96gb"}) == "h100-sxm");
+  CHECK(nearest("h20", {"h200", "h100-sxm"}) == "h200");
+  CHECK(nearest("b100", {"b200", "h100-sxm"}) == "b200");
 }

@@ -34,21 +34,18 @@ Args::Args(const std::vector<std::string>& argv, const std::vector<FlagSpec>& fl
       std::vector<std::string> names;
       for (const auto& f : flags) names.push_back(f.name);
       std::string guess = nearest(arg, names);
-      throw InputError("placesim " + command + ": unknown option " + arg +
-                       (guess.empty() ? "" : " (did you mean " + guess + "?)") + "; see placesim " + command +
-                       " --help");
+      throw InputError("unknown option " + arg + (guess.empty() ? "" : " (did you mean " + guess + "?)") +
+                       "; see placesim " + command + " --help");
     }
     if (spec->value_name.empty()) {
-      if (inline_value) throw InputError("placesim " + command + ": option " + arg + " takes no value");
+      if (inline_value) throw InputError("option " + arg + " takes no value");
       values_[arg].push_back("");
     } else {
       if (!inline_value) {
-        if (i + 1 >= argv.size())
-          throw InputError("placesim " + command + ": option " + arg + " needs a value " + spec->value_name);
+        if (i + 1 >= argv.size()) throw InputError("option " + arg + " needs a value " + spec->value_name);
         value = argv[++i];
       }
-      if (!spec->repeatable && values_.count(arg))
-        throw InputError("placesim " + command + ": option " + arg + " given twice");
+      if (!spec->repeatable && values_.count(arg)) throw InputError("option " + arg + " given twice");
       values_[arg].push_back(value);
     }
   }

@@ -46,6 +46,14 @@ std::string as_written(const Json& value) {
 }  // namespace
 
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+  // A name the word begins (h100 -> h100-sxm) is a better guess than one a letter away (h200): the shortest such.
+  std::string prefixed;
+  if (word.size() >= 2)
+    for (const auto& candidate : candidates)
+      if (candidate.size() > word.size() && candidate.compare(0, word.size(), word) == 0 &&
+          (prefixed.empty() || candidate.size() < prefixed.size()))
+        prefixed = candidate;
+  if (!prefixed.empty()) return prefixed;
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(3, word.size() / 2) + 1;
   for (const auto& candidate : candidates) {
@@ -121,7 +129,16 @@ const Json* ObjectReader::child(std::string_view key) {
 }
 
 const Json& ObjectReader::require(std::string_view key) {
-  if (!has(key)) throw InputError(field(key) + " is required but missing");
+  if (!has(key)) {
+    // A misspelt required key is missing and unknown at once: name the key that was probably meant for it.
+    // Keys the parser already asked for are known ones, not misspellings; a guess is at most two edits away.
+    std::vector<std::string> given;
+    for (auto it = object_.begin(); it != object_.end(); ++it)
+      if (!seen_.count(it.key()) && edit_distance(key, it.key()) <= 2) given.push_back(it.key());
+    const std::string guess = nearest(key, given);
+    throw InputError(field(key) + " is required but missing" +
+                     (guess.empty() ? "" : " (" + field(guess) + " is given: a misspelling?)"));
+  }
   return json_at(key);
 }
 
@@ -146,7 +163,7 @@ std::string ObjectReader::require_string(std::string_view key) {
 bool ObjectReader::get_bool(std::string_view key, bool fallback) {
   if (!has(key)) return fallback;
   const Json& v = json_at(key);
-  if (!v.is_boolean()) throw InputError(field(key) + "=" + show(v) + " must be true or false");
+  if (!v.is_boolean()) throw InputError(field(key) + "=" + as_written(v) + " must be true or false");
   return v.get<bool>();
 }
 
@@ -156,7 +173,7 @@ std::int64_t ObjectReader::to_int(std::string_view key, const Json& v) const {
     double d = v.get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18) return static_cast<std::int64_t>(d);
   }
-  throw InputError(field(key) + "=" + show(v) + " must be an integer");
+  throw InputError(field(key) + "=" + as_written(v) + " must be an integer");
 }
 
 std::int64_t ObjectReader::get_int(std::string_view key, std::int64_t fallback) {
@@ -183,9 +200,9 @@ int ObjectReader::require_int_in(std::string_view key, std::int64_t low, std::in
   try {
     n = to_int(key, v);
   } catch (const InputError&) {
-    throw InputError(field(key) + "=" + show(v) + rule);
+    throw InputError(field(key) + "=" + as_written(v) + rule);
   }
-  if (n < low || n > high) throw InputError(field(key) + "=" + show(v) + rule);
+  if (n < low || n > high) throw InputError(field(key) + "=" + as_written(v) + rule);
   return static_cast<int>(n);
 }
 
@@ -196,9 +213,9 @@ std::int64_t ObjectReader::get_positive_int(std::string_view key, std::int64_t f
   try {
     n = to_int(key, v);
   } catch (const InputError&) {
-    throw InputError(field(key) + "=" + show(v) + " must be a positive integer");
+    throw InputError(field(key) + "=" + as_written(v) + " must be a positive integer");
   }
-  if (n < 1) throw InputError(field(key) + "=" + show(v) + " must be a positive integer");
+  if (n < 1) throw InputError(field(key) + "=" + as_written(v) + " must be a positive integer");
   return n;
 }
 
@@ -209,7 +226,7 @@ double ObjectReader::to_number(std::string_view key, UnitParser unit) {
     check(std::isfinite(d), key, "must be finite");
     return d;
   }
-  if (!v.is_number()) throw InputError(field(key) + "=" + show(v) + " must be a number");
+  if (!v.is_number()) throw InputError(field(key) + "=" + as_written(v) + " must be a number");
   double d = v.get<double>();
   if (!std::isfinite(d)) throw InputError(field(key) + "=" + show(v) + " must be finite");
   return d;
@@ -285,17 +302,22 @@ std::string ObjectReader::get_choice(std::string_view key, const std::vector<std
 }
 
 void ObjectReader::finish(const std::vector<std::string>& also_known) {
+  // seen_ holds every key the parser asked for, present or not: the schema of this object.
+  std::vector<std::string> known(seen_.begin(), seen_.end());
+  known.insert(known.end(), also_known.begin(), also_known.end());
+  std::vector<std::string> unknown;
   for (auto it = object_.begin(); it != object_.end(); ++it) {
     const std::string& key = it.key();
     if (seen_.count(key) || std::find(also_known.begin(), also_known.end(), key) != also_known.end()) continue;
-    // seen_ holds every key the parser asked for, present or not: the schema of this object.
-    std::vector<std::string> known(seen_.begin(), seen_.end());
-    known.insert(known.end(), also_known.begin(), also_known.end());
-    std::string message = "unknown key " + field(key);
+    std::string message = field(key);
     std::string guess = nearest(key, known);
     if (!guess.empty()) message += " (did you mean '" + field(guess) + "'?)";
-    throw InputError(message);
+    unknown.push_back(message);
   }
+  if (unknown.empty()) return;
+  std::string message = unknown.size() == 1 ? "unknown key " : "unknown keys ";
+  for (std::size_t i = 0; i < unknown.size(); ++i) message += (i ? ", " : "") + unknown[i];
+  throw InputError(message);
 }
 
 }  // namespace placesim

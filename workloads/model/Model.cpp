@@ -98,8 +98,7 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
   m.layers = r.get_positive_int("layers", 0);
   m.hidden = r.get_positive_int("hidden", 0);
   m.heads = r.get_positive_int("heads", 0);
-  for (const char* key : {"layers", "hidden", "heads", "vocab", "seq_len"})
-    if (!r.has(key)) throw InputError(r.field(key) + " is required but missing");
+  for (const char* key : {"layers", "hidden", "heads", "vocab", "seq_len"}) r.require(key);
   m.kv_heads = r.get_positive_int("kv_heads", m.heads);
   m.ffn = r.get_positive_int("ffn", 4 * m.hidden);
   m.vocab = r.get_positive_int("vocab", 0);
