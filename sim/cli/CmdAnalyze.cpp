@@ -1,4 +1,5 @@
 #include <iostream>
+#include <optional>
 
 #include "sim/cli/Commands.hpp"
 #include "strategies/analytic/Analytic.hpp"
@@ -7,6 +8,7 @@
 #include "strategies/placement/Validity.hpp"
 #include "topology/cluster/Cluster.hpp"
 #include "traces/report/Report.hpp"
+#include "traces/report/Warnings.hpp"
 
 namespace placesim {
 
@@ -47,10 +49,18 @@ int run_analyze(const Args& args) {
   Experiment e = experiment_from_args(args, true);
   check_with_cluster(e);
   const Analysis a = analyze(e);
+  std::optional<ClusterSpec> cluster;
+  if (!e.cluster.is_null()) cluster = parse_cluster(e.cluster);
+  const std::vector<std::string> warnings = analysis_warnings(e, a, cluster ? &*cluster : nullptr);
   check_fits(e, a);
   const std::string out = args.value("--out").value_or("");
-  if (args.has("--table")) std::cout << analysis_table(e, a);
-  if (!args.has("--table") || !out.empty()) write_output(out, dump(analysis_report(e, a)));
+  if (args.has("--table")) std::cout << analysis_table(e, a) << warning_lines(warnings);
+  else std::cerr << warning_lines(warnings);
+  if (!args.has("--table") || !out.empty()) {
+    Json report = analysis_report(e, a);
+    report["warnings"] = warnings;
+    write_output(out, dump(report));
+  }
   return 0;
 }
 

@@ -7,6 +7,7 @@
 
 #include "strategies/placement/Mesh.hpp"
 #include "traces/report/Report.hpp"
+#include "traces/report/Warnings.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -178,6 +179,7 @@ Json simulation_report(const SimulatedStep& s) {
   report["simulation"] = simulation_json(s);
   report["validation"] = validation_json(s.validation);
   if (s.pipeline) report["pipeline"] = pipeline_json(*s.pipeline);
+  report["warnings"] = simulation_warnings(s);
   return report;
 }
 
@@ -248,7 +250,7 @@ std::string simulation_summary(const SimulatedStep& s) {
                 "  simulated in %.2f s: %llu SimGrid activities (flows), %llu timers (compute, exact collectives)\n",
                 s.result.wall_time_s, static_cast<unsigned long long>(s.result.activities),
                 static_cast<unsigned long long>(s.result.timers));
-  return out + line;
+  return out + line + warning_lines(simulation_warnings(s));
 }
 
 }  // namespace placesim

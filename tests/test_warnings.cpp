@@ -1,0 +1,87 @@
+// The surprise guard of issue 14: figures outside what a real training step reaches are reported as warnings, one
+// per check, on hand-made analyses and simulated steps.
+#include <catch2/catch.hpp>
+
+#include "traces/report/Warnings.hpp"
+
+using namespace placesim;
+
+namespace {
+
+// A simulated step that triggers nothing: 40 % MFU, 1 s step, 10 GB of 80 GB used, links at their defaults.
+SimulatedStep quiet_step() {
+  SimulatedStep s;
+  s.experiment.device_memory_bytes = 80e9;
+  s.analysis.total_bytes = 10e9;
+  s.figures.step_time_s = 1.0;
+  s.figures.mfu = 0.40;
+  s.figures.max.peak_total = 10e9;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a plausible step has no warnings", "[warnings]") {
+  CHECK(simulation_warnings(quiet_step()).empty());
+  CHECK(warning_lines({}).empty());
+}
+
+TEST_CASE("MFU below 5 % or above 75 % is a warning", "[warnings]") {
+  SimulatedStep s = quiet_step();
+  s.figures.mfu = 0.016;
+  auto w = simulation_warnings(s);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].rfind("MFU 1.6 % is below 5.0 %", 0) == 0);
+  s.figures.mfu = 0.05;  // the limit itself is fine
+  CHECK(simulation_warnings(s).empty());
+  s.figures.mfu = 0.80;
+  w = simulation_warnings(s);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].rfind("MFU 80.0 % is above 75.0 %", 0) == 0);
+}
+
+TEST_CASE("a link below 1 GB/s is a warning naming the field", "[warnings]") {
+  SimulatedStep s = quiet_step();
+  s.cluster.nic_bw_Bps = 0.5e9;  // "4Gbps" typed as "4GBps"/8 and the like
+  auto w = simulation_warnings(s);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0] == "cluster.nic_bw=0.5 GB/s is below 1 GB/s (a unit mistake?)");
+  s.cluster.pcie_bw_Bps = 0.25e9;
+  s.cluster.nvlink_bw_Bps = 0.1e9;
+  CHECK(simulation_warnings(s).size() == 3);
+}
+
+TEST_CASE("a step over an hour is a warning", "[warnings]") {
+  SimulatedStep s = quiet_step();
+  s.figures.step_time_s = 7200;
+  s.figures.mfu = 0.40;
+  auto w = simulation_warnings(s);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0] == "step time 7200.000 s is over 3600.000 s");
+  s.figures.step_time_s = 3600;
+  CHECK(simulation_warnings(s).empty());
+}
+
+TEST_CASE("analyze: memory over the device is a warning; without device memory nothing is checked", "[warnings]") {
+  Experiment e;
+  Analysis a;
+  a.total_bytes = 100e9;
+  e.device_memory_bytes = 80e9;
+  auto w = analysis_warnings(e, a, nullptr);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0] == "memory: a device needs 100 GB but device memory is 80.0 GB");
+  e.device_memory_bytes = 0;
+  CHECK(analysis_warnings(e, a, nullptr).empty());
+}
+
+TEST_CASE("simulate: simulated peak memory over the device is a warning", "[warnings]") {
+  SimulatedStep s = quiet_step();
+  s.figures.max.peak_total = 90e9;
+  auto w = simulation_warnings(s);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].rfind("simulated peak memory", 0) == 0);
+}
+
+TEST_CASE("warning lines: one 'warning: ' line each", "[warnings]") {
+  CHECK(warning_lines({"a", "b"}) == "warning: a\nwarning: b\n");
+}

@@ -1,0 +1,66 @@
+#include "traces/report/Warnings.hpp"
+
+#include <cstdio>
+#include <utility>
+
+#include "workloads/json/Units.hpp"
+
+namespace placesim {
+
+namespace {
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %%", 100 * fraction);
+  return text;
+}
+
+std::string gigabytes_per_s(double Bps) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g GB/s", Bps / 1e9);
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& a, const ClusterSpec* cluster,
+                                           const WarningLimits& limits) {
+  std::vector<std::string> w;
+  if (e.device_memory_bytes > 0 && a.total_bytes > e.device_memory_bytes)
+    w.push_back("memory: a device needs " + format_bytes(a.total_bytes) + " but device memory is " +
+                format_bytes(e.device_memory_bytes));
+  if (cluster == nullptr) return w;
+  for (auto [field, bw] : {std::pair{"cluster.nvlink_bw", cluster->nvlink_bw_Bps},
+                           std::pair{"cluster.pcie_bw", cluster->pcie_bw_Bps},
+                           std::pair{"cluster.nic_bw", cluster->nic_bw_Bps}})
+    if (bw < limits.link_bw_min_Bps)
+      w.push_back(std::string(field) + "=" + gigabytes_per_s(bw) + " is below " +
+                  gigabytes_per_s(limits.link_bw_min_Bps) + " (a unit mistake?)");
+  return w;
+}
+
+std::vector<std::string> simulation_warnings(const SimulatedStep& s, const WarningLimits& limits) {
+  std::vector<std::string> w = analysis_warnings(s.experiment, s.analysis, &s.cluster, limits);
+  const SimFigures& f = s.figures;
+  if (f.step_time_s > 0 && f.mfu < limits.mfu_min)
+    w.push_back("MFU " + percent(f.mfu) + " is below " + percent(limits.mfu_min) +
+                ": the devices mostly wait (communication, bubbles or a too small model for the mesh)");
+  if (f.mfu > limits.mfu_max)
+    w.push_back("MFU " + percent(f.mfu) + " is above " + percent(limits.mfu_max) +
+                ", more than measured training reaches (check the accelerator's peak FLOP/s)");
+  if (f.step_time_s > limits.step_time_max_s)
+    w.push_back("step time " + format_seconds(f.step_time_s) + " is over " + format_seconds(limits.step_time_max_s));
+  const double device = s.experiment.device_memory_bytes;
+  if (device > 0 && f.max.peak_total > device)
+    w.push_back("simulated peak memory " + format_bytes(f.max.peak_total) + " is over device memory " +
+                format_bytes(device));
+  return w;
+}
+
+std::string warning_lines(const std::vector<std::string>& warnings) {
+  std::string out;
+  for (const std::string& w : warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+}  // namespace placesim
