@@ -1,5 +1,7 @@
 #include "sim/backend/Simulate.hpp"
 
+#include <cstdio>
+
 #include "strategies/analytic/LayerTimes.hpp"
 #include "strategies/pipeline/PipelineMetrics.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
@@ -45,6 +47,20 @@ void check_simulatable(const Experiment& e) {
                      " with strategy.placement.optimizer=offloaded is not simulated");
 }
 
+// Refuses, before expanding, a step whose graph would take minutes to build and simulate.
+void check_task_count(const Experiment& e, const SimulateSettings& settings) {
+  const double tasks = estimated_compute_tasks(e, settings.expand);
+  if (settings.force || tasks <= kMaxComputeTasks) return;
+  char count[64];
+  std::snprintf(count, sizeof count, "%.3g", tasks);
+  throw InputError("the step would expand to about " + std::string(count) + " compute tasks (" +
+                   std::to_string(e.strategy.devices()) + " devices x " + std::to_string(e.strategy.microbatches) +
+                   " micro-batches x " + std::to_string(e.strategy.chunks) + " chunks x passes x layer groups of " +
+                   std::to_string(layer_group_size(e, settings.expand)) +
+                   " layers), more than the limit of 2e+07; that takes minutes and gigabytes. Use --force to "
+                   "simulate anyway, or analyze it instead");
+}
+
 }  // namespace
 
 SimulationRecord pipeline_records(const Experiment& e, const SimulationRecord& all) {
@@ -78,6 +94,7 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   const Experiment& e = in.experiment;
   check_validity(e);
   check_simulatable(e);
+  check_task_count(e, settings);
   SimulatedStep step;
   step.experiment = e;
   step.cluster = in.cluster;

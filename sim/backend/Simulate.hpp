@@ -25,7 +25,12 @@ struct SimulateSettings {
   SimOptions sim;                   ///< `record` is ignored: simulate_experiment() decides it from `traced_devices`
   std::vector<int> traced_devices;  ///< devices whose every task is recorded for a trace; ascending
   bool reproducible = false;        ///< zero the host-measured fields (wall time) so reports are byte-identical
+  bool force = false;               ///< expand even when the estimated compute tasks exceed kMaxComputeTasks
 };
+
+/// The most compute tasks (estimated_compute_tasks) simulate_experiment() expands without `force`: 20 million tasks
+/// take minutes and gigabytes to expand and simulate.
+constexpr double kMaxComputeTasks = 20e6;
 
 /// Devices whose tasks the simulation records: the traced ones and the pipeline at dp 0, tp 0, which the
 /// pipeline metrics, the layer times and derived pipelines read.

@@ -23,6 +23,7 @@ expand the strategy into a task DAG and simulate one training step on the cluste
                           nodes as contending flows; full: every collective step a flow
 --layer-group N           layers per compute task (default: chosen to bound the task count)
 --quiet                   print only the simulation summary, not the analytic table
+--force                   simulate even when the step would expand to more than 20 million compute tasks
 --reproducible            zero host-measured fields (wall time) so equal inputs give identical reports
 )";
 
@@ -38,6 +39,7 @@ SimulateSettings settings_from(const Args& args) {
     s.expand.layer_group = static_cast<int>(v.get<std::int64_t>());
   }
   s.reproducible = args.has("--reproducible");
+  s.force = args.has("--force");
   return s;
 }
 

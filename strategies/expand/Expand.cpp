@@ -4,17 +4,37 @@
 
 namespace placesim {
 
-int layer_group_size(const Experiment& e, const ExpandOptions& o) {
+namespace {
+
+int layers_per_chunk(const Experiment& e) {
   const auto& s = e.strategy;
   std::int64_t stage_layers = e.model.opaque() ? std::max<std::int64_t>(1, e.model.opaque_layers / s.pp)
                                                : stage_layer_counts(e.model.layers, s.pp).front();
-  int per_chunk = static_cast<int>(std::max<std::int64_t>(1, stage_layers / s.chunks));
-  if (o.layer_group > 0) return std::min(o.layer_group, per_chunk);
+  return static_cast<int>(std::max<std::int64_t>(1, stage_layers / s.chunks));
+}
+
+// Compute tasks per layer group: every device runs each pass of each micro-batch on each chunk.
+double passes_per_group(const Experiment& e) {
+  const auto& s = e.strategy;
   double passes = e.training.recompute == Recompute::None ? 2 : 3;
-  double ops = static_cast<double>(s.devices()) * static_cast<double>(s.microbatches * s.chunks) * passes;
+  return static_cast<double>(s.devices()) * static_cast<double>(s.microbatches * s.chunks) * passes;
+}
+
+}  // namespace
+
+int layer_group_size(const Experiment& e, const ExpandOptions& o) {
+  const int per_chunk = layers_per_chunk(e);
+  if (o.layer_group > 0) return std::min(o.layer_group, per_chunk);
+  const double ops = passes_per_group(e);
   for (int g = 1; g <= per_chunk; ++g)
     if (per_chunk % g == 0 && ops * (per_chunk / g) <= o.task_budget) return g;
   return per_chunk;
+}
+
+double estimated_compute_tasks(const Experiment& e, const ExpandOptions& o) {
+  const int per_chunk = layers_per_chunk(e);
+  const int group = layer_group_size(e, o);
+  return passes_per_group(e) * static_cast<double>((per_chunk + group - 1) / group);
 }
 
 TaskGraph expand(const Experiment& e, const ClusterSpec& c, const ExpandOptions& o) {

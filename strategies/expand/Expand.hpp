@@ -15,6 +15,11 @@ struct ExpandOptions {
 /// The layers per compute task expand() uses for `e` under `o`.
 int layer_group_size(const Experiment& e, const ExpandOptions& o);
 
+/// The compute tasks expand() makes for `e` under `o`, without expanding: devices x micro-batches x chunks x passes
+/// (forward, backward and, with recompute, recompute) x layer groups per chunk. A lower bound on the graph's tasks
+/// (collectives, sends, optimizer steps and transfers come on top), cheap enough to check before expanding.
+double estimated_compute_tasks(const Experiment& e, const ExpandOptions& o);
+
 /// One training step of `e` on cluster `c` as a TaskGraph: per device, micro-batch and layer group the forward,
 /// recompute and backward tasks in the pipeline schedule's order; TP collectives; PP sends; ZeRO/FSDP gathers with
 /// prefetch of the next unit; bucketed DP gradient synchronisation overlapping the backward; the optimizer step;

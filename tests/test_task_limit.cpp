@@ -1,0 +1,41 @@
+// Issue 14, item 11: a step too large to simulate in reasonable time is refused before anything is expanded, with
+// the estimate in the message, unless --force.
+#include <catch2/catch.hpp>
+
+#include "sim/backend/Simulate.hpp"
+#include "strategies/expand/Expand.hpp"
+#include "tests/Helpers.hpp"
+#include "workloads/json/JsonReader.hpp"
+
+using namespace placesim;
+using placesim::test::run_placesim;
+
+namespace {
+
+// examples/small-3d-1f1b.json: 10 layers on pp 4, 32 samples on dp 2 in micro-batches of 1 (16 per pipeline).
+const std::string kSmall3d = std::string(PLACESIM_SOURCE_DIR) + "/examples/small-3d-1f1b.json";
+
+}  // namespace
+
+TEST_CASE("the compute-task estimate: devices x micro-batches x chunks x passes x layer groups", "[task-limit]") {
+  Experiment e = load_experiment(kSmall3d);
+  // 16 devices x 16 micro-batches x 1 chunk x 3 passes (megatron-3d recomputes) = 768 per layer group; the first
+  // stage holds 2 of the 10 layers, one layer per group (768 x 2 is under the 4e5 budget).
+  CHECK(estimated_compute_tasks(e, {}) == 1536);
+  ExpandOptions two;
+  two.layer_group = 2;  // one group of both layers
+  CHECK(estimated_compute_tasks(e, two) == 768);
+}
+
+TEST_CASE("simulate refuses a million GPUs before expanding, with the estimate in the message", "[task-limit]") {
+  Experiment e = load_experiment(kSmall3d);
+  e.strategy.dp = 125000;  // x tp 2 x pp 4 = 1,000,000 GPUs
+  // 1e6 devices x 16 micro-batches x 3 passes = 4.8e7 per group, over the budget: one group of both layers.
+  CHECK(estimated_compute_tasks(e, {}) == 4.8e7);
+  std::string out;
+  const std::string args = "simulate " + kSmall3d +
+                           " --set cluster.nodes=125000 --set strategy.dp=125000 --set training.global_batch=2000000";
+  REQUIRE(run_placesim(args, &out) == 2);
+  CHECK(out.find("about 4.8e+07 compute tasks") != std::string::npos);
+  CHECK(out.find("--force") != std::string::npos);
+}
