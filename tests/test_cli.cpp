@@ -123,3 +123,44 @@ TEST_CASE("zero-offload with pipeline stages simulates: the host optimizer step 
   CHECK(out.find("internal error") == std::string::npos);
   CHECK(out.find("step time") != std::string::npos);
 }
+
+// Issue 14, item 3: `--set cluster.nic_bw=400` was read as 400 B/s and gave a step of 29,407,695 s, exit 0.
+TEST_CASE("A bare bandwidth too small for bytes/s is refused naming the field and suggesting units") {
+  std::string out;
+  CHECK(run_placesim("simulate examples/llama3-8b-fsdp.json --set cluster.nic_bw=400 --quiet", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("cluster.nic_bw=400 is a bare number read as 400 B/s: give a unit, e.g. "
+                                  "\"400Gbps\" or \"400GB/s\""));
+  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set cluster.nic_bw=400Gbps", &out) == 0);
+}
+
+namespace {
+
+// The report of `simulate <example> <flags> --quiet`, or null when it fails.
+placesim::Json simulated_report(const std::string& flags) {
+  const std::string path = "/tmp/placesim-test-" + std::to_string(::getpid()) + "-report.json";
+  std::string out;
+  if (run_placesim("simulate examples/llama3-8b-fsdp.json " + flags + " --quiet --report " + path, &out) != 0) {
+    UNSCOPED_INFO(out);
+    return nullptr;
+  }
+  std::ifstream in(path);
+  return placesim::Json::parse(in);
+}
+
+}  // namespace
+
+// Issue 14, item 4: a comm override of one fabric was refused with "intra_node is required".
+TEST_CASE("A comm override of one fabric simulates, keeping the other from the accelerator") {
+  auto report = simulated_report("--set cluster.comm.inter_node=roce-200g");
+  REQUIRE(report.is_object());
+  CHECK(report["cluster"]["nic_bw"].get<double>() == 25e9);
+  CHECK(report["cluster"]["comm"]["intra_node"]["name"].get<std::string>() == "nvlink4");
+}
+
+// Issue 14, item 9: `--set cluster.accelerator=b200` on dgx-h100 kept NVLink at 450 GB/s under an NVLink5 profile.
+TEST_CASE("Switching accelerator switches the node's NVLink with it") {
+  auto report = simulated_report("--set cluster.accelerator=b200");
+  REQUIRE(report.is_object());
+  CHECK(report["cluster"]["nvlink_bw"].get<double>() == 900e9);
+  CHECK(report["cluster"]["comm"]["intra_node"]["link_bw"].get<double>() == 900e9);
+}

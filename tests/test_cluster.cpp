@@ -101,10 +101,12 @@ TEST_CASE("cluster_to_json echoes SI numbers that parse back to the same cluster
 
 TEST_CASE("the preset list names every cluster preset") {
   auto list = cluster_preset_list();
-  REQUIRE(list.size() == 3);
+  REQUIRE(list.size() == 5);
   CHECK(list[0].first == "dgx-a100");
-  CHECK(list[1].first == "dgx-h100");
-  CHECK(list[2].first == "selene");
+  CHECK(list[1].first == "dgx-b200");
+  CHECK(list[2].first == "dgx-h100");
+  CHECK(list[3].first == "gb200-nvl72");
+  CHECK(list[4].first == "selene");
   for (const auto& [name, description] : list) CHECK_NOTHROW(parse_cluster(Json(name)));
 }
 
@@ -204,4 +206,93 @@ TEST_CASE("validate_cluster refuses a cluster built in code with a zero bandwidt
   c = parse_cluster(Json("dgx-a100"));
   c.accelerator = AcceleratorSpec{};
   CHECK_THROWS_WITH(validate_cluster(c), Contains("cluster.accelerator.peak_bf16_flops=0 must be positive"));
+}
+
+// Issue 14, item 4: a fabric's link_bw was ignored by the simulator (it runs on nvlink_bw / nic_bw) and a "comm"
+// giving one fabric was refused with "intra_node is required".
+TEST_CASE("comm.inter_node.link_bw takes effect: it is the NIC's bandwidth") {
+  ClusterSpec c = cluster(R"({"preset": "dgx-h100", "comm": {"inter_node": {"preset": "ib-ndr", "link_bw": "100Gbps"}}})");
+  CHECK(c.nic_bw_Bps == 12.5e9);
+  CHECK(c.comm.inter_node.link_bw_Bps == 12.5e9);
+  CHECK(simulated_network(c).nic_bw_Bps == 12.5e9 * (24.0 / 25.0));  // ib-ndr's bus efficiency
+  CHECK(c.comm.intra_node.name == "nvlink4");                         // the other half: the h100's reference
+}
+
+TEST_CASE("a comm giving one fabric keeps the other from the accelerator's reference system") {
+  ClusterSpec c = cluster(R"({"preset": "dgx-h100", "comm": {"inter_node": "roce-200g"}})");
+  CHECK(c.comm.intra_node.name == "nvlink4");
+  CHECK(c.comm.inter_node.name == "roce-200g");
+  CHECK(c.nic_bw_Bps == 25e9);  // a RoCE 200 Gb/s NIC
+  CHECK(c.nvlink_bw_Bps == 450e9);
+  // A fabric object without a preset overrides the reference fabric field by field.
+  ClusterSpec d = cluster(R"({"preset": "dgx-a100", "comm": {"intra_node": {"step_latency": "5us"}}})");
+  CHECK(d.comm.intra_node.name == "nvlink3");
+  CHECK(d.comm.intra_node.step_latency_s == 5e-6);
+  CHECK(d.comm.intra_node.link_bw_Bps == 300e9);
+  CHECK(d.comm.inter_node.name == "ib-hdr");
+}
+
+TEST_CASE("a custom accelerator without reference fabrics still needs both halves of comm") {
+  CHECK_THROWS_WITH(
+      cluster(R"({"accelerator": {"name": "x", "peak_bf16_flops": "100TFLOPS", "hbm_bytes": "80GB", "hbm_bw": "2TB/s"},
+                  "comm": {"inter_node": "roce-200g"}})"),
+      Contains("cluster.comm.intra_node is required but missing"));
+}
+
+TEST_CASE("nvlink_bw and the intra-node fabric's link_bw are one number: an override of either reaches both") {
+  ClusterSpec c = cluster(R"({"preset": "dgx-h100", "nvlink_bw": "300GB/s"})");
+  CHECK(c.nvlink_bw_Bps == 300e9);
+  CHECK(c.comm.intra_node.link_bw_Bps == 300e9);  // the analytic TP cost reads this one (was 450e9)
+  ClusterSpec d = cluster(R"({"preset": "dgx-h100", "comm": {"intra_node": {"link_bw": "300GB/s"}}})");
+  CHECK(d.nvlink_bw_Bps == 300e9);  // the simulator reads this one (was 450e9)
+  ClusterSpec same = cluster(R"({"preset": "dgx-h100", "nic_bw": "100Gbps", "comm": {"inter_node": {"link_bw": 12.5e9}}})");
+  CHECK(same.nic_bw_Bps == 12.5e9);
+}
+
+TEST_CASE("nic_bw and comm.inter_node.link_bw that disagree are refused naming both") {
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-h100", "nic_bw": "400Gbps", "comm": {"inter_node": {"link_bw": "100Gbps"}}})"),
+                    Contains("cluster.nic_bw=5e+10 and cluster.comm.inter_node.link_bw=1.25e+10 (bytes/s) are "
+                             "the same link's bandwidth"));
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-h100", "nic_bw": "400Gbps", "comm": {"inter_node": "roce-200g"}})"),
+                    Contains("cluster.nic_bw=5e+10 and cluster.comm.inter_node.link_bw=2.5e+10"));
+}
+
+// Issue 14, item 9: switching accelerator kept the preset's NVLink (450 GB/s) under an NVLink5 comm profile.
+TEST_CASE("a node's links follow its accelerator unless given") {
+  ClusterSpec c = cluster(R"({"preset": "dgx-h100", "accelerator": "b200"})");
+  CHECK(c.comm.intra_node.name == "nvlink5");
+  CHECK(c.nvlink_bw_Bps == 900e9);
+  CHECK(c.nic_bw_Bps == 50e9);
+  ClusterSpec a = cluster(R"({"preset": "dgx-a100", "accelerator": "h100-sxm"})");
+  CHECK(a.nvlink_bw_Bps == 450e9);  // nvlink4
+  CHECK(a.nic_bw_Bps == 50e9);      // ib-ndr, the DGX H100's
+  ClusterSpec kept = cluster(R"({"preset": "dgx-h100", "accelerator": "b200", "nvlink_bw": "450GB/s"})");
+  CHECK(kept.nvlink_bw_Bps == 450e9);
+  CHECK(kept.comm.intra_node.link_bw_Bps == 450e9);
+}
+
+TEST_CASE("dgx-b200 is 8 B200 on NVLink5 with 400 Gb/s rails (DGX B200 data sheet)") {
+  ClusterSpec c = cluster(R"({"preset": "dgx-b200", "nodes": 2})");
+  CHECK(c.accelerator.name == "b200");
+  CHECK(c.devices() == 16);
+  CHECK(c.nvlink_bw_Bps == 900e9);  // 1.8 TB/s bidirectional per GPU
+  CHECK(c.nics_per_node == 8);
+  CHECK(c.nic_bw_Bps == 50e9);                       // ConnectX-7 400 Gb/s
+  CHECK(c.host_flops == 2 * 56 * 2.1e9 * 64 / 8);    // 1.8816e12: dual Xeon Platinum 8570, per GPU
+  CHECK(c.comm.intra_node.name == "nvlink5");
+  CHECK(c.comm.inter_node.name == "ib-ndr");
+}
+
+TEST_CASE("gb200-nvl72 is one 72-GPU NVLink domain per node (GB200 NVL72 data sheet)") {
+  ClusterSpec c = cluster(R"("gb200-nvl72")");
+  CHECK(c.devices() == 72);
+  CHECK(c.gpus_per_node == 72);
+  CHECK(c.accelerator.name == "b200");  // no GB200 compute profile: the b200 one
+  CHECK(c.nvlink_bw_Bps == 900e9);
+  CHECK(c.nics_per_node == 72);
+  CHECK(c.nic_bw_Bps == 50e9);
+  CHECK(c.pcie_bw_Bps == 225e9);  // NVLink-C2C 450 GB/s per direction shared by two GPUs
+  CHECK(c.host_memory_bytes == 36 * 480e9);
+  CHECK(c.host_memory_bw_Bps == 36 * 512e9);
+  CHECK(c.comm.intra_node.name == "nvlink5");
 }

@@ -162,3 +162,34 @@ TEST_CASE("A name the word begins is suggested before one a letter away") {
   CHECK(nearest("h20", {"h200", "h100-sxm"}) == "h200");
   CHECK(nearest("b100", {"b200", "h100-sxm"}) == "b200");
 }
+
+TEST_CASE("A bare number read by a unit parser is refused when no SI value is plausible, suggesting units") {
+  // 400 meant as 400 Gb/s would be a 400 B/s link: a step of 29,407,695 s for llama3-8b-fsdp (issue 14).
+  CHECK(error_of(R"({"k": 400})", [](ObjectReader& r) { r.get_positive("k", 1, parse_bandwidth); }) ==
+        "x.k=400 is a bare number read as 400 B/s: give a unit, e.g. \"400Gbps\" or \"400GB/s\" (a bandwidth without "
+        "a unit is in B/s and must be at least 1e6 B/s = 1 MB/s)");
+  CHECK(error_of(R"({"k": "80"})", [](ObjectReader& r) { r.get_positive("k", 1, parse_bytes); }) ==
+        "x.k=\"80\" is a bare number read as 80 B: give a unit, e.g. \"80GB\" or \"80GiB\" (a size without a unit is "
+        "in B and must be at least 1e6 B = 1 MB)");
+  CHECK(error_of(R"({"k": 2})", [](ObjectReader& r) { r.get_non_negative("k", 0, parse_time); }) ==
+        "x.k=2 is a bare number read as 2 s: give a unit, e.g. \"2us\" or \"2ms\" (a time without a unit is in s and "
+        "must be at most 0.01 s = 10 ms, as every time read so is a latency)");
+  CHECK(error_of(R"({"k": 989})", [](ObjectReader& r) { r.get_positive("k", 1, parse_flops); }) ==
+        "x.k=989 is a bare number read as 989 FLOP/s: give a unit, e.g. \"989TFLOPS\" or \"989GFLOPS\" (a FLOP/s "
+        "without a unit is in FLOP/s and must be at least 1e9 FLOP/s = 1 GFLOP/s)");
+}
+
+TEST_CASE("A bare number plausible in SI units is read as such, at the bounds too") {
+  Json j = Json::parse(R"({"bw": 1e6, "big": 5e10, "size": 1000000, "t": 0.01, "t0": 0, "tiny": 3e-6, "f": 1e9})");
+  ObjectReader r(j, "x");
+  CHECK(r.get_positive("bw", 1, parse_bandwidth) == 1e6);
+  CHECK(r.get_positive("big", 1, parse_bandwidth) == 5e10);
+  CHECK(r.get_positive("size", 1, parse_bytes) == 1e6);
+  CHECK(r.get_non_negative("t", 1, parse_time) == 0.01);
+  CHECK(r.get_non_negative("t0", 1, parse_time) == 0);
+  CHECK(r.get_non_negative("tiny", 1, parse_time) == 3e-6);
+  CHECK(r.get_positive("f", 1, parse_flops) == 1e9);
+  // With a unit any size is taken as written.
+  CHECK(parse_bandwidth("400 B/s", "x") == 400);
+  CHECK(parse_time("2s", "x") == 2);
+}

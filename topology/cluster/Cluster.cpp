@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cmath>
+#include <optional>
 
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
@@ -60,6 +61,41 @@ ClusterSpec dgx_h100() {
   return c;
 }
 
+// DGX B200 (NVIDIA DGX B200 data sheet): 8x B200; fifth-generation NVLink through two NVSwitch chips, 1.8 TB/s
+// bidirectional per GPU = 900 GB/s per direction (14.4 TB/s aggregate); 8 single-port ConnectX-7 NICs at 400 Gb/s
+// (one per GPU); PCIe Gen5 to the host (~50 GB/s effective per direction, as dgx-h100); 2 TB host memory; dual Xeon
+// Platinum 8570 (2 x 56 cores, 2.1 GHz, 64 FP32 FLOP/cycle/core with two AVX-512 FMA units); 8x 3.84 TB U.2 NVMe.
+// Switches and latencies as for dgx-h100 (Quantum-2 NDR; latencies assumed, not from the data sheets).
+ClusterSpec dgx_b200() {
+  ClusterSpec c = dgx_h100();
+  c.name = "dgx-b200";
+  c.accelerator = accelerator_preset("b200", "cluster.accelerator");
+  c.nvlink_bw_Bps = 900e9;
+  c.host_flops = 2 * 56 * 2.1e9 * 64 / 8;
+  return c;
+}
+
+// GB200 NVL72 (NVIDIA GB200 NVL72 product page and data sheet): 72 Blackwell GPUs and 36 Grace CPUs in 18 compute
+// trays, all 72 GPUs in one NVLink domain (fifth-generation NVLink Switch System, 1.8 TB/s bidirectional per GPU =
+// 900 GB/s per direction, 130 TB/s in all), so one node here is one rack of 72 GPUs. Each GB200 superchip joins one
+// Grace to two GPUs over NVLink-C2C (900 GB/s bidirectional): 450 GB/s per direction shared by two GPUs = 225 GB/s per
+// GPU to the host. Host per Grace: up to 480 GB LPDDR5X at up to 512 GB/s, 72 Neoverse V2 cores. One ConnectX-7
+// 400 Gb/s NIC per GPU (4 per compute tray). No GB200 compute profile exists: the GPUs are modelled by the b200
+// profile (GB200's GPUs run at a higher power limit and have 186 GB of HBM3e, so this under-states them slightly).
+// Assumptions, not data-sheet numbers: Grace at 3.1 GHz x 32 FP32 FLOP/cycle/core (four 128-bit FMA pipes); NVMe,
+// switches and latencies as for dgx-b200.
+ClusterSpec gb200_nvl72() {
+  ClusterSpec c = dgx_b200();
+  c.name = "gb200-nvl72";
+  c.gpus_per_node = 72;
+  c.nics_per_node = 72;
+  c.pcie_bw_Bps = 450e9 / 2;
+  c.host_flops = 36 * 72 * 3.1e9 * 32 / 72;
+  c.host_memory_bytes = 36 * 480e9;
+  c.host_memory_bw_Bps = 36 * 512e9;
+  return c;
+}
+
 // Selene, NVIDIA's DGX SuperPOD (TOP500 November 2020: 560 DGX A100 nodes, 4,480 A100 GPUs, HDR InfiniBand).
 // SuperPOD reference architecture: scalable units of 20 nodes; in each unit rail r of every node goes to leaf
 // switch r (40-port QM8790: 20 ports down, 20 up), and a full-bisection fat-tree of spines joins the leaves.
@@ -79,6 +115,11 @@ const std::map<std::string, Preset>& presets() {
   static const std::map<std::string, Preset> table = {
       {"dgx-a100", {dgx_a100, "NVIDIA DGX A100 nodes: 8x A100 80GB, NVLink3 300 GB/s, 8x HDR 200 Gb/s rails (1 node)"}},
       {"dgx-h100", {dgx_h100, "NVIDIA DGX H100 nodes: 8x H100 SXM, NVLink4 450 GB/s, 8x NDR 400 Gb/s rails (1 node)"}},
+      {"dgx-b200", {dgx_b200, "NVIDIA DGX B200 nodes: 8x B200, NVLink5 900 GB/s, 8x NDR 400 Gb/s rails (1 node)"}},
+      {"gb200-nvl72",
+       {gb200_nvl72,
+        "NVIDIA GB200 NVL72 racks: 72 GPUs in one NVLink5 domain, 900 GB/s, 72x NDR 400 Gb/s rails (1 rack); GPUs "
+        "modelled by the b200 profile (no GB200 profile exists)"}},
       {"selene", {selene, "NVIDIA Selene SuperPOD: 560 DGX A100, rail-optimized full-bisection HDR fat-tree"}},
   };
   return table;
@@ -87,7 +128,7 @@ const std::map<std::string, Preset>& presets() {
 ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
   auto it = presets().find(name);
   if (it != presets().end()) return it->second.make();
-  refuse_name(field, name, "a known cluster", names_of(presets()), " (known: dgx-a100, dgx-h100, selene)");
+  refuse_name(field, name, "a known cluster", names_of(presets()), " (known: dgx-a100, dgx-b200, dgx-h100, gb200-nvl72, selene)");
 }
 
 void read_node(ObjectReader& r, ClusterSpec& c) {
@@ -147,6 +188,61 @@ void set_default_comm(ClusterSpec& c) {
                      (a.profile_intra_node ? "intra_node" : "inter_node") + " fabric, and the custom accelerator " +
                      a.name + " has no reference system to take the other from: give cluster.comm");
   c.comm_model = CommModel::Links;
+}
+
+// The fabrics the accelerator brings (set_default_comm's), for a partial "comm" to keep: null halves it has none of.
+std::pair<std::optional<FabricProfile>, std::optional<FabricProfile>> reference_fabrics(const ClusterSpec& c) {
+  const AcceleratorSpec& a = c.accelerator;
+  std::optional<FabricProfile> intra = a.profile_intra_node, inter = a.profile_inter_node;
+  for (const auto& [name, description] : accelerator_preset_list())
+    if (name == a.name) {
+      CommProfile reference = default_comm_profile(a.name, "cluster.accelerator");
+      if (!intra) intra = reference.intra_node;
+      if (!inter) inter = reference.inter_node;
+    }
+  return {intra, inter};
+}
+
+// "comm" over the accelerator's reference fabrics: a fabric left out is the reference's and an object without
+// "preset" overrides the reference field by field; a fabric with no reference is required whole, as before.
+CommProfile parse_comm_over_reference(const Json& comm, const std::string& field, const ClusterSpec& c) {
+  if (!comm.is_object()) return parse_comm_profile(comm, field);  // refused there, naming the field
+  const auto [intra, inter] = reference_fabrics(c);
+  Json merged = comm;
+  for (auto [key, reference] : {std::pair{"intra_node", &intra}, {"inter_node", &inter}}) {
+    if (!reference->has_value()) continue;
+    Json base = fabric_profile_to_json(**reference);
+    if (!merged.contains(key)) {
+      merged[key] = base;
+    } else if (merged[key].is_object() && !merged[key].contains("preset")) {
+      base.update(merged[key]);
+      merged[key] = base;
+    }
+  }
+  return parse_comm_profile(merged, field);
+}
+
+// Whether "comm" gives `key`'s link bandwidth itself: a fabric preset, or an object with "preset" or "link_bw".
+bool comm_gives_link_bw(const Json* comm, const char* key) {
+  if (!comm || !comm->is_object() || !comm->contains(key)) return false;
+  const Json& f = (*comm)[key];
+  return f.is_string() || (f.is_object() && (f.contains("preset") || f.contains("link_bw")));
+}
+
+// A link's bandwidth is one number, read by the simulator from the cluster (nvlink_bw, nic_bw) and by the analytic
+// model from the fabric (link_bw): the one given wins, both given must agree, neither given follows the fabric, which
+// is the accelerator's reference system's unless "comm" says otherwise. A fabric without data (a custom accelerator's,
+// link_bw 0) takes the cluster's.
+void reconcile_link(double& cluster_bw, bool cluster_given, const char* cluster_key, double& fabric_bw,
+                    bool fabric_given, const char* fabric_key) {
+  if (cluster_given && fabric_given && cluster_bw != fabric_bw)
+    throw InputError(std::string("cluster.") + cluster_key + "=" + format_significant(cluster_bw, 10) +
+                     " and cluster.comm." + fabric_key + ".link_bw=" + format_significant(fabric_bw, 10) +
+                     " (bytes/s) are the same link's bandwidth: give one of them, or the same value");
+  if (cluster_given || fabric_bw <= 0)
+    fabric_bw = cluster_bw;
+  else
+    cluster_bw = fabric_bw;
 }
 
 void require(bool ok, const std::string& field, double value, const char* rule) {
@@ -212,10 +308,16 @@ ClusterSpec parse_cluster(const Json& value) {
   read_simgrid_config(r, c);
   c.comm_model = r.get_choice("comm_model", {"nccl", "links"}, to_string(c.comm_model)) == "links" ? CommModel::Links
                                                                                                    : CommModel::Nccl;
-  if (const Json* comm = r.child("comm"))
-    c.comm = parse_comm_profile(*comm, r.field("comm"));
-  else
+  const Json* comm = r.child("comm");
+  if (comm) {
+    c.comm = parse_comm_over_reference(*comm, r.field("comm"), c);
+  } else {
     set_default_comm(c);
+  }
+  reconcile_link(c.nvlink_bw_Bps, r.has("nvlink_bw"), "nvlink_bw", c.comm.intra_node.link_bw_Bps,
+                 comm_gives_link_bw(comm, "intra_node"), "intra_node");
+  reconcile_link(c.nic_bw_Bps, r.has("nic_bw"), "nic_bw", c.comm.inter_node.link_bw_Bps,
+                 comm_gives_link_bw(comm, "inter_node"), "inter_node");
   r.finish();
   validate_cluster(c);
   return c;

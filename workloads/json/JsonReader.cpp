@@ -5,6 +5,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "workloads/json/Units.hpp"
+
+
 namespace placesim {
 
 namespace {
@@ -229,6 +232,8 @@ double ObjectReader::to_number(std::string_view key, UnitParser unit) {
   if (!v.is_number()) throw InputError(field(key) + "=" + as_written(v) + " must be a number");
   double d = v.get<double>();
   if (!std::isfinite(d)) throw InputError(field(key) + "=" + show(v) + " must be finite");
+  // A bare number is read in SI units by the unit's parser, which refuses one no value in SI could plausibly be.
+  if (unit) return read_bare_number(unit, d, field(key) + "=" + show(v));
   return d;
 }
 

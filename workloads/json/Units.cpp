@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "workloads/json/Error.hpp"
+#include "workloads/json/Numbers.hpp"
 
 namespace placesim {
 
@@ -34,10 +35,40 @@ std::pair<double, std::string> split_number(const std::string& text, const std::
   return {value, unit};
 }
 
+// How far a number without a unit, read in SI, may go before it is surely a value meant in another unit: 400 for
+// "400Gbps" would be 400 B/s, 80 for "80GB" 80 bytes, 2 for "2us" two seconds. Zero and negative values pass, for the
+// reader's own sign rule to refuse with its usual message.
+struct BareRule {
+  double low;             ///< positive bare values below this are refused (0: no lower bound)
+  double high;            ///< bare values above this are refused (infinity: no upper bound)
+  const char* si;         ///< the SI unit a bare number is read in
+  const char* examples;   ///< two units to suggest, the number written before each
+  const char* bound;      ///< the bound, as the message states it
+};
+
+const BareRule kBareSize{1e6, INFINITY, "B", "GB GiB", "must be at least 1e6 B = 1 MB"};
+const BareRule kBareBandwidth{1e6, INFINITY, "B/s", "Gbps GB/s", "must be at least 1e6 B/s = 1 MB/s"};
+const BareRule kBareTime{0, 1e-2, "s", "us ms", "must be at most 0.01 s = 10 ms, as every time read so is a latency"};
+const BareRule kBareFlops{1e9, INFINITY, "FLOP/s", "TFLOPS GFLOPS", "must be at least 1e9 FLOP/s = 1 GFLOP/s"};
+
+// Refuses a bare `value` out of `bare`'s bounds; `shown` is the field and the value as written ("x.bw=400").
+void check_bare(double value, const BareRule& bare, const char* what, const std::string& shown) {
+  if (!((value > 0 && value < bare.low) || value > bare.high)) return;
+  const std::string v = format_significant(value, 10);
+  const std::string examples = bare.examples;
+  const std::size_t sep = examples.find(' ');
+  throw InputError(shown + " is a bare number read as " + v + " " + bare.si + ": give a unit, e.g. \"" + v +
+                   examples.substr(0, sep) + "\" or \"" + v + examples.substr(sep + 1) + "\" (a " + what +
+                   " without a unit is in " + bare.si + " and " + bare.bound + ")");
+}
+
 double parse_with(const std::string& text, const std::string& field, const std::vector<Suffix>& suffixes,
-                  const char* what) {
+                  const char* what, const BareRule& bare) {
   auto [value, unit] = split_number(text, field);
-  if (unit.empty()) return value;
+  if (unit.empty()) {
+    check_bare(value, bare, what, field + "=\"" + text + "\"");
+    return value;
+  }
   for (const auto& s : suffixes)
     if (unit == s.text) return value * s.factor;
   std::string message = field + "=\"" + text + "\": unknown " + what + " unit '" + unit + "' (use";
@@ -47,11 +78,23 @@ double parse_with(const std::string& text, const std::string& field, const std::
 
 }  // namespace
 
+double read_bare_number(double (*unit)(const std::string& text, const std::string& field), double value, const std::string& shown) {
+  const auto rule = [unit]() -> std::pair<const BareRule*, const char*> {
+    if (unit == parse_bytes) return {&kBareSize, "size"};
+    if (unit == parse_bandwidth) return {&kBareBandwidth, "bandwidth"};
+    if (unit == parse_time) return {&kBareTime, "time"};
+    if (unit == parse_flops) return {&kBareFlops, "FLOP/s"};
+    return {nullptr, nullptr};
+  }();
+  if (rule.first) check_bare(value, *rule.first, rule.second, shown);
+  return value;
+}
+
 double parse_bytes(const std::string& text, const std::string& field) {
   static const std::vector<Suffix> suffixes = {
       {"B", 1},     {"kB", 1e3},     {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
       {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
-  return parse_with(text, field, suffixes, "size");
+  return parse_with(text, field, suffixes, "size", kBareSize);
 }
 
 double parse_bandwidth(const std::string& text, const std::string& field) {
@@ -60,18 +103,18 @@ double parse_bandwidth(const std::string& text, const std::string& field) {
       {"Bps", 1},     {"kBps", 1e3},   {"MBps", 1e6},    {"GBps", 1e9},    {"TBps", 1e12},
       {"bps", 0.125}, {"kbps", 125.0}, {"Mbps", 1.25e5}, {"Gbps", 1.25e8}, {"Tbps", 1.25e11},
       {"b/s", 0.125}, {"kb/s", 125.0}, {"Mb/s", 1.25e5}, {"Gb/s", 1.25e8}, {"Tb/s", 1.25e11}};
-  return parse_with(text, field, suffixes, "bandwidth");
+  return parse_with(text, field, suffixes, "bandwidth", kBareBandwidth);
 }
 
 double parse_time(const std::string& text, const std::string& field) {
   static const std::vector<Suffix> suffixes = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
-  return parse_with(text, field, suffixes, "time");
+  return parse_with(text, field, suffixes, "time", kBareTime);
 }
 
 double parse_flops(const std::string& text, const std::string& field) {
   static const std::vector<Suffix> suffixes = {{"FLOPS", 1},  {"GFLOPS", 1e9},  {"TFLOPS", 1e12},  {"PFLOPS", 1e15},
                                                {"FLOP/s", 1}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}};
-  return parse_with(text, field, suffixes, "FLOP/s");
+  return parse_with(text, field, suffixes, "FLOP/s", kBareFlops);
 }
 
 std::string format_bytes(double bytes) {
