@@ -227,7 +227,7 @@ TEST_CASE("a comm giving one fabric keeps the other from the accelerator's refer
   // A fabric object without a preset overrides the reference fabric field by field.
   ClusterSpec d = cluster(R"({"preset": "dgx-a100", "comm": {"intra_node": {"step_latency": "5us"}}})");
   CHECK(d.comm.intra_node.name == "nvlink3");
-  CHECK(d.comm.intra_node.step_latency_s == 5e-6);
+  CHECK(d.comm.intra_node.step_latency_s == Approx(5e-6).epsilon(1e-12));
   CHECK(d.comm.intra_node.link_bw_Bps == 300e9);
   CHECK(d.comm.inter_node.name == "ib-hdr");
 }
