@@ -46,7 +46,36 @@ TEST_CASE("Evaluator: 1F1B on 2 stages with 2 micro-batches and transfers of 0.5
   check(0, PipeOpKind::Apply, 1, 10, 10);
   CHECK(r.metrics.span_s == 10);
   CHECK(r.metrics.busy_s == std::vector<double>{6, 6});
-  CHECK(r.metrics.bubble_fraction == std::vector<double>{0.4, 0.4});
+  CHECK(r.metrics.idle_fraction == std::vector<double>{0.4, 0.4});
+  // Re-timed with free transfers: s0 F0 [0,1] F1 [1,2] B0 [4,6] B1 [7,9], s1 F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7]:
+  // span 9, busy 6, so the schedule bubble is 3 s = 1/3 = (p-1)/(m+p-1); the other 1 s of idle is the transfers.
+  CHECK(r.metrics.schedule_bubble_s == std::vector<double>{3, 3});
+  CHECK(r.metrics.schedule_bubble_fraction == std::vector<double>{1.0 / 3, 1.0 / 3});
+  CHECK(r.metrics.imbalance_and_waiting_s == std::vector<double>{1, 1});
+  CHECK(r.metrics.warmup_s == std::vector<double>{0, 0});
+  CHECK(r.metrics.optimizer_and_step_end_s == std::vector<double>{0, 0});
+  CHECK(r.metrics.exposed_communication_s == std::vector<double>{0, 0});
+}
+
+TEST_CASE("Idle causes add up to the span: 1F1B on 2 stages with transfers and updates of 0.5 s computed by hand") {
+  // As above plus Apply ops of 0.5 s: s1 A [7.5,8], s0 B1 [8,10], s0 A [10,10.5]. Span 10.5, busy 6.5 per stage.
+  // The passes run from 0 to 10: stage 0 is busy after it, stage 1 idles 0.5 s (waiting on stage 0's update).
+  PipelineTimes times = test::pipeline_times(1, 2, 0.5);
+  times.apply_s = 0.5;
+  test::PipelineRun r = test::run_pipeline(test::pipeline_shape(Schedule::OneFOneB, 2, 2, 1), times);
+  const PipelineMetrics& m = r.metrics;
+  CHECK(m.span_s == 10.5);
+  CHECK(m.busy_s == std::vector<double>{6.5, 6.5});
+  CHECK(m.schedule_bubble_s == std::vector<double>{3, 3});
+  CHECK(m.schedule_bubble_fraction == std::vector<double>{1.0 / 3, 1.0 / 3});
+  CHECK(m.optimizer_and_step_end_s == std::vector<double>{0, 0.5});
+  CHECK(m.imbalance_and_waiting_s == std::vector<double>{1, 0.5});
+  CHECK(m.warmup_s == std::vector<double>{0, 0});
+  CHECK(m.exposed_communication_s == std::vector<double>{0, 0});
+  for (std::size_t s = 0; s < 2; ++s)
+    CHECK(m.busy_s[s] + m.warmup_s[s] + m.schedule_bubble_s[s] + m.exposed_communication_s[s] +
+              m.imbalance_and_waiting_s[s] + m.optimizer_and_step_end_s[s] ==
+          m.span_s);
 }
 
 TEST_CASE("GPipe and 1F1B bubble per device is (p-1)/(m+p-1) with uniform stages and free transfers") {
@@ -55,7 +84,9 @@ TEST_CASE("GPipe and 1F1B bubble per device is (p-1)/(m+p-1) with uniform stages
       for (auto [f, b] : {std::pair{1.0, 1.0}, {1.0, 2.0}, {3.0, 5.0}}) {
         INFO(to_string(schedule) << " p=" << p << " m=" << m << " f=" << f << " b=" << b);
         test::PipelineRun r = test::run_pipeline(test::pipeline_shape(schedule, p, m, 2), test::pipeline_times(f, b));
-        for (double bubble : r.metrics.bubble_fraction) CHECK(bubble == static_cast<double>(p - 1) / (m + p - 1));
+        for (double idle : r.metrics.idle_fraction) CHECK(idle == static_cast<double>(p - 1) / (m + p - 1));
+        for (double bubble : r.metrics.schedule_bubble_fraction)
+          CHECK(bubble == static_cast<double>(p - 1) / (m + p - 1));
         CHECK(r.metrics.span_s == 2 * (m + p - 1) * (f + b));  // two steps, back to back
       }
 }
@@ -189,7 +220,7 @@ TEST_CASE("LocalSGD: every stage averages for average_s at each round end and th
       CHECK(t.stream == Stream::Compute);
     }
   CHECK(averages == 4 * 2);  // rounds of replicas x local_steps = 8 micro-batches
-  const Json& bubbles = report["pipeline"]["bubble_fraction"];
+  const Json& bubbles = report["pipeline"]["idle_fraction"];
   REQUIRE(bubbles.size() == 4);
   for (const Json& b : bubbles) CHECK(b.get<double>() > 0);
   // Busy = 16 forwards and backwards of 3 s plus two averagings of 5 s on every stage.
@@ -200,11 +231,16 @@ TEST_CASE("The abstract report keeps the keys scripts rely on") {
   Json section{{"schedule", "pipedream"}, {"stages", 4}, {"microbatches", 40}, {"forward_s", 1}, {"backward_s", 1}};
   Json report = simulate_abstract_pipeline(section, nullptr, nullptr);
   const Json& p = report["pipeline"];
-  for (const char* key : {"bubble_fraction", "stashed_versions_peak", "inflight_microbatches_peak"}) {
+  for (const char* key : {"idle_fraction", "schedule_bubble_fraction", "stashed_versions_peak",
+                          "inflight_microbatches_peak"}) {
     REQUIRE(p.contains(key));
     CHECK(p[key].size() == 4);
   }
   for (const char* key : {"max_delay", "mean_delay", "per_stage", "histogram"}) CHECK(p["staleness"].contains(key));
+  for (const char* key : {"max", "mean", "per_stage", "histogram"}) CHECK(p["block_updates_between"].contains(key));
+  for (const char* key : {"warmup_s", "schedule_bubble_s", "exposed_communication_s", "imbalance_and_waiting_s",
+                          "optimizer_and_step_end_s"})
+    CHECK(p["idle_causes"][key].size() == 4);
   CHECK(p["staleness"]["per_stage"][0].contains("max"));
   CHECK(p["staleness"]["per_stage"][0].contains("mean"));
   CHECK(report["simulation"]["step_time_s"].get<double>() == report["simulation"]["makespan_s"].get<double>());

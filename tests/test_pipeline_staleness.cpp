@@ -41,6 +41,38 @@ TEST_CASE("PipeDream steady-state max delay is S^2 - ceil(S/2) for S = 2 to 16 w
   }
 }
 
+TEST_CASE("Synchronous schedules have staleness 0; the block updates between forward and update are kept apart") {
+  // 1F1B, S = 16: the forward of the first micro-batch of a step ends... its gradient is applied at the flush, after
+  // the other 15 stages' Applies of the same step at most: 15 block updates between, which together are one SGD step.
+  for (Schedule schedule : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved}) {
+    INFO(to_string(schedule));
+    test::PipelineRun r = test::run_pipeline(test::pipeline_shape(schedule, 16, 64, 2), test::pipeline_times(1, 1));
+    CHECK(r.metrics.delay.max == 0);
+    CHECK(r.metrics.delay.mean == 0);
+    CHECK(r.metrics.delay_whole_run.max == 0);
+    CHECK(r.metrics.delay.samples == r.metrics.block_updates.samples);
+    CHECK(r.metrics.delay_histogram == std::map<std::int64_t, std::int64_t>{{0, r.metrics.delay.samples}});
+    for (const DelayStats& d : r.metrics.delay_per_stage) CHECK(d.max == 0);
+    CHECK(r.metrics.block_updates.max > 0);
+    if (schedule == Schedule::OneFOneB) CHECK(r.metrics.block_updates.max == 15);
+    const Json p = pipeline_json(r.metrics);
+    CHECK(p["staleness"]["max_delay"] == 0);
+    CHECK(p["block_updates_between"]["max"] == r.metrics.block_updates.max);
+  }
+}
+
+TEST_CASE("Asynchronous schedules keep their delay: it is the block-update count") {
+  for (Schedule schedule : {Schedule::PipeDream, Schedule::PipeDream2BW}) {
+    INFO(to_string(schedule));
+    test::PipelineRun r = test::run_pipeline(test::pipeline_shape(schedule, 4, 40, 2), test::pipeline_times(1, 1));
+    CHECK(r.metrics.delay.max == r.metrics.block_updates.max);
+    CHECK(r.metrics.delay.mean == r.metrics.block_updates.mean);
+    CHECK(r.metrics.delay_histogram == r.metrics.block_updates_histogram);
+    CHECK(r.metrics.delay.max > 0);
+    if (schedule == Schedule::PipeDream) CHECK(r.metrics.delay.max == 4 * 4 - 2);
+  }
+}
+
 TEST_CASE("PipeDream measured delays equal k - j counted directly over backward ops") {
   test::PipelineRun r = test::run_pipeline(pipedream(5, 50, 5), test::pipeline_times(1, 1));
   // Backward ops in completion order (end, stage, position) and the start of each one's forward.
@@ -116,7 +148,7 @@ TEST_CASE("LocalSGD has no staleness: each backward read its replica's weights b
   sh.local_steps = 3;
   test::PipelineRun r = test::run_pipeline(sh, test::pipeline_times(1, 2, 0.5));
   CHECK(r.metrics.version_lag.max == 0);
-  CHECK(r.metrics.bubble_fraction.size() == 4);
+  CHECK(r.metrics.idle_fraction.size() == 4);
   UpdateLog trace = log_of(r);
   CHECK(trace.replicas == 3);
   std::map<std::pair<int, int>, int> applied;  // (replica, stage) -> Apply events so far

@@ -13,7 +13,7 @@ namespace placesim {
 /// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
 constexpr const char* kHelp = R"(
 pipeline-sweep [--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]
-staleness, bubble and throughput of every pipeline schedule over stage counts (abstract stages)
+staleness, schedule bubble, idle time and throughput of every pipeline schedule over stage counts (abstract stages)
 --stages LIST             stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)
 --schedules LIST          comma-separated schedules (default: all six)
 --microbatches M          micro-batches per step (default: --microbatches-per-stage x S)
@@ -144,7 +144,8 @@ Json max_of(const Json& list) {
   return best;
 }
 
-// One row of the sweep: the steady-state delay, bubble and throughput of one (schedule, S).
+// One row of the sweep: the steady-state staleness (0 for the synchronous schedules) and block updates between a
+// micro-batch's forward and its update, the schedule bubble, all idle time and throughput of one (schedule, S).
 Json sweep_row(const SweepConfig& c, const std::string& schedule, int stages) {
   const Json section = section_for(c, schedule, stages);
   const Json report = simulate_abstract_pipeline(section, nullptr, nullptr);
@@ -158,7 +159,10 @@ Json sweep_row(const SweepConfig& c, const std::string& schedule, int stages) {
               {"p2p_s", c.p2p_s},
               {"max_delay", p["staleness"]["max_delay"]},
               {"mean_delay", p["staleness"]["mean_delay"]},
-              {"bubble_fraction", p["bubble_fraction_mean"]},
+              {"max_block_updates_between", p["block_updates_between"]["max"]},
+              {"mean_block_updates_between", p["block_updates_between"]["mean"]},
+              {"schedule_bubble_fraction", p["schedule_bubble_fraction_mean"]},
+              {"idle_fraction", p["idle_fraction_mean"]},
               {"throughput_microbatches_per_s", report["simulation"]["throughput_microbatches_per_s"]},
               {"makespan_s", report["simulation"]["makespan_s"]},
               {"stashed_versions_peak", max_of(p["stashed_versions_peak"])},
@@ -181,7 +185,10 @@ const std::vector<std::string> kColumns = {"schedule",
                                            "p2p_s",
                                            "max_delay",
                                            "mean_delay",
-                                           "bubble_fraction",
+                                           "max_block_updates_between",
+                                           "mean_block_updates_between",
+                                           "schedule_bubble_fraction",
+                                           "idle_fraction",
                                            "throughput_microbatches_per_s",
                                            "makespan_s",
                                            "stashed_versions_peak",
@@ -208,13 +215,17 @@ std::string rows_text(const std::string& path, const std::vector<Json>& rows) {
 }
 
 std::string table(const std::vector<Json>& rows) {
-  std::string out = "schedule         S     M  max delay  mean delay  bubble   throughput  stash  lag\n";
-  char line[160];
+  std::string out =
+      "schedule         S     M  max delay  mean delay  max blk upd  mean blk upd  bubble    idle   throughput  stash  "
+      "lag\n";
+  char line[200];
   for (const Json& r : rows) {
-    std::snprintf(line, sizeof line, "%-14s %3d %5d %10lld %11.2f %7.4f %12.4f %6lld %4lld\n",
+    std::snprintf(line, sizeof line, "%-14s %3d %5d %10lld %11.2f %12lld %13.2f %7.4f %7.4f %12.4f %6lld %4lld\n",
                   r["schedule"].get<std::string>().c_str(), r["stages"].get<int>(), r["microbatches"].get<int>(),
                   static_cast<long long>(r["max_delay"].get<std::int64_t>()), r["mean_delay"].get<double>(),
-                  r["bubble_fraction"].get<double>(), r["throughput_microbatches_per_s"].get<double>(),
+                  static_cast<long long>(r["max_block_updates_between"].get<std::int64_t>()),
+                  r["mean_block_updates_between"].get<double>(), r["schedule_bubble_fraction"].get<double>(),
+                  r["idle_fraction"].get<double>(), r["throughput_microbatches_per_s"].get<double>(),
                   static_cast<long long>(r["stashed_versions_peak"].get<std::int64_t>()),
                   static_cast<long long>(r["version_lag_max"].get<std::int64_t>()));
     out += line;

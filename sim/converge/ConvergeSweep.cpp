@@ -112,7 +112,7 @@ ConvergeSweepCell cell_for(const ConvergeSweepSpec& spec, const ConvergenceSpec&
   const Json& p = prepared.pipeline_report;
   c.max_delay = p["staleness"]["max_delay"].get<std::int64_t>();
   c.mean_delay = p["staleness"]["mean_delay"].get<double>();
-  c.bubble_fraction = p["bubble_fraction_mean"].get<double>();
+  c.idle_fraction = p["idle_fraction_mean"].get<double>();
   const auto seeds = static_cast<std::size_t>(spec.seeds);
   for (int e = spec.min_log2_step; e <= spec.max_log2_step; ++e) {
     ConvergeSweepRun run;

@@ -69,7 +69,7 @@ struct ConvergeSweepCell {
   int microbatches = 0, replicas = 1, local_steps = 1;
   double budget_s = 0;
   std::int64_t max_delay = 0;
-  double mean_delay = 0, bubble_fraction = 0;
+  double mean_delay = 0, idle_fraction = 0;
   std::vector<double> minimum;                ///< f* per seed: see estimate_minimum (exactly 0 for a quadratic
                                               ///< without l2)
   std::vector<double> minimum_gradient_norm;  ///< per seed, ||grad f|| where f* was found: near 0 unless f has no

@@ -30,7 +30,7 @@ const std::vector<std::string> kColumns = {"objective",
                                            "final_time_s",
                                            "max_delay",
                                            "mean_delay",
-                                           "bubble_fraction",
+                                           "idle_fraction",
                                            "diverged_steps",
                                            "reference_minimum",
                                            "minimum_gradient_norm"};
@@ -77,7 +77,7 @@ std::string csv_row(const ConvergeSweepCell& c) {
                                     std::to_string(c.minimum.size())};
   for (std::string& text : best_cells(c)) cells.push_back(std::move(text));
   for (std::string text : {std::to_string(c.max_delay), format_shortest(c.mean_delay),
-                           format_shortest(c.bubble_fraction), std::to_string(diverged_steps(c)),
+                           format_shortest(c.idle_fraction), std::to_string(diverged_steps(c)),
                            format_shortest(mean(c.minimum)), format_shortest(largest(c.minimum_gradient_norm))})
     cells.push_back(std::move(text));
   std::string line;

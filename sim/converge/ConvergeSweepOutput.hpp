@@ -9,7 +9,7 @@ namespace placesim {
 /// One row per cell with its best run (figures are means over the seeds): objective, stages, schedule,
 /// microbatches, replicas, local_steps, budget_s, seeds, step_size, log2_step, at_grid_edge, final_gap
 /// (final loss - f*), final_loss, min_loss, initial_loss, updates, final_time_s, max_delay, mean_delay,
-/// bubble_fraction, diverged_steps, reference_minimum (f*), minimum_gradient_norm (the largest over seeds). When
+/// idle_fraction, diverged_steps, reference_minimum (f*), minimum_gradient_norm (the largest over seeds). When
 /// every step size diverged the cells from step_size to final_time_s are empty.
 std::string sweep_csv(const std::vector<ConvergeSweepCell>& cells);
 

@@ -1,42 +1,128 @@
 #include "strategies/pipeline/PipelineMetrics.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <limits>
 #include <stdexcept>
+
+#include "strategies/pipeline/PipelineEval.hpp"
 
 namespace placesim {
 
 namespace {
 
-// Total length of the union of intervals.
-double union_length(std::vector<OpInterval> spans) {
+// The union of intervals as disjoint intervals in time order.
+std::vector<OpInterval> merged(std::vector<OpInterval> spans) {
   std::sort(spans.begin(), spans.end(), [](const OpInterval& a, const OpInterval& b) { return a.start_s < b.start_s; });
-  double total = 0, start = 0, end = -std::numeric_limits<double>::infinity();
+  std::vector<OpInterval> out;
   for (const OpInterval& x : spans) {
-    if (x.start_s > end) {
-      if (end > start) total += end - start;
-      start = x.start_s;
-      end = x.end_s;
+    if (out.empty() || x.start_s > out.back().end_s) {
+      out.push_back(x);
     } else {
-      end = std::max(end, x.end_s);
+      out.back().end_s = std::max(out.back().end_s, x.end_s);
     }
   }
-  return end > start ? total + (end - start) : total;
+  return out;
 }
 
-// Busy, idle and bubble per stage from each stage's busy intervals.
-void measure_bubbles(const std::vector<std::vector<OpInterval>>& busy, PipelineMetrics& m) {
-  double first = std::numeric_limits<double>::infinity(), last = -first;
+double total_length(const std::vector<OpInterval>& disjoint) {
+  double total = 0;
+  for (const OpInterval& x : disjoint) total += x.end_s - x.start_s;
+  return total;
+}
+
+// Length of the part of disjoint, time-ordered intervals that lies within [from, to].
+double length_within(const std::vector<OpInterval>& disjoint, double from, double to) {
+  auto it = std::lower_bound(disjoint.begin(), disjoint.end(), from,
+                             [](const OpInterval& x, double t) { return x.end_s <= t; });
+  double total = 0;
+  for (; it != disjoint.end() && it->start_s < to; ++it) total += std::min(it->end_s, to) - std::max(it->start_s, from);
+  return total;
+}
+
+// Busy, idle and idle fraction per stage; returns each stage's busy intervals, merged.
+std::vector<std::vector<OpInterval>> measure_idle(const std::vector<std::vector<OpInterval>>& busy, PipelineMetrics& m,
+                                                  double& first, double& last) {
+  first = std::numeric_limits<double>::infinity();
+  last = -first;
   for (const auto& spans : busy)
     for (const OpInterval& x : spans) {
       first = std::min(first, x.start_s);
       last = std::max(last, x.end_s);
     }
   m.span_s = last > first ? last - first : 0;
+  std::vector<std::vector<OpInterval>> out;
   for (const auto& spans : busy) {
-    m.busy_s.push_back(union_length(spans));
+    out.push_back(merged(spans));
+    m.busy_s.push_back(total_length(out.back()));
     m.idle_s.push_back(m.span_s - m.busy_s.back());
-    m.bubble_fraction.push_back(m.span_s > 0 ? m.idle_s.back() / m.span_s : 0);
+    m.idle_fraction.push_back(m.span_s > 0 ? m.idle_s.back() / m.span_s : 0);
+  }
+  return out;
+}
+
+bool is_pass(const PipeOp& op) { return op.kind == PipeOpKind::Forward || op.kind == PipeOpKind::Backward; }
+
+// The schedule bubble: the schedule re-timed with balanced stages (mean measured forward and backward ops), zero
+// communication and free Apply and Average ops.
+void measure_schedule_bubble(const PipelineSchedule& schedule, const PipelineTimeline& timeline, PipelineMetrics& m) {
+  double forward = 0, backward = 0;
+  std::int64_t forwards = 0, backwards = 0;
+  for (std::size_t s = 0; s < schedule.order.size(); ++s)
+    for (std::size_t i = 0; i < schedule.order[s].size(); ++i) {
+      const double length = timeline[s][i].end_s - timeline[s][i].start_s;
+      if (schedule.order[s][i].kind == PipeOpKind::Forward) {
+        forward += length;
+        ++forwards;
+      } else if (schedule.order[s][i].kind == PipeOpKind::Backward) {
+        backward += length;
+        ++backwards;
+      }
+    }
+  PipelineTimes balanced;  // per whole stage: an interleaved chunk takes 1/v of it
+  balanced.forward_s = forwards > 0 ? forward / static_cast<double>(forwards) * schedule.shape.chunks : 0;
+  balanced.backward_s = backwards > 0 ? backward / static_cast<double>(backwards) * schedule.shape.chunks : 0;
+  const PipelineTimeline ideal = evaluate_pipeline(schedule, balanced);
+  double first = std::numeric_limits<double>::infinity(), last = -first;
+  for (const auto& ops : ideal)
+    for (const OpInterval& x : ops) {
+      first = std::min(first, x.start_s);
+      last = std::max(last, x.end_s);
+    }
+  const double span = last > first ? last - first : 0;
+  for (const auto& ops : ideal) {
+    double busy = 0;
+    for (const OpInterval& x : ops) busy += x.end_s - x.start_s;
+    m.schedule_bubble_s.push_back(span - busy);
+    m.schedule_bubble_fraction.push_back(span > 0 ? (span - busy) / span : 0);
+  }
+}
+
+// Splits each stage's idle time into its causes (see PipelineMetrics).
+void measure_idle_causes(const PipelineSchedule& schedule, const PipelineTimeline& timeline,
+                         const std::vector<std::vector<OpInterval>>& busy, double first, double last,
+                         PipelineMetrics& m) {
+  double passes_first = std::numeric_limits<double>::infinity(), passes_last = -passes_first;
+  for (std::size_t s = 0; s < schedule.order.size(); ++s)
+    for (std::size_t i = 0; i < schedule.order[s].size(); ++i)
+      if (is_pass(schedule.order[s][i])) {
+        passes_first = std::min(passes_first, timeline[s][i].start_s);
+        passes_last = std::max(passes_last, timeline[s][i].end_s);
+      }
+  if (passes_first > passes_last) passes_first = passes_last = first;  // no passes: all idle is step end
+  for (std::size_t s = 0; s < busy.size(); ++s) {
+    const double warmup = (passes_first - first) - length_within(busy[s], first, passes_first);
+    const double end = (last - passes_last) - length_within(busy[s], passes_last, last);
+    double exposed = 0;
+    for (std::size_t i = 0; i < schedule.order[s].size(); ++i) {
+      if (!is_pass(schedule.order[s][i])) continue;
+      const OpInterval& op = timeline[s][i];
+      exposed += (op.end_s - op.start_s) - length_within(busy[s], op.start_s, op.end_s);
+    }
+    m.warmup_s.push_back(warmup);
+    m.optimizer_and_step_end_s.push_back(end);
+    m.exposed_communication_s.push_back(exposed);
+    m.imbalance_and_waiting_s.push_back(m.idle_s[s] - warmup - end - exposed - m.schedule_bubble_s[s]);
   }
 }
 
@@ -91,6 +177,7 @@ Updates index_updates(const PipelineSchedule& schedule, const PipelineTimeline& 
 }
 
 struct StalenessTallies {
+  bool synchronous = false;
   DelayTally steady, whole, lag;
   std::vector<DelayTally> steady_per_stage, lag_per_stage;
   std::map<std::int64_t, std::int64_t> histogram;
@@ -123,6 +210,8 @@ void measure_stage_delays(const PipelineSchedule& schedule, const PipelineTimeli
     const auto& ends = u.ends[static_cast<std::size_t>(op.replica)];
     const std::int64_t k = u.rank[s][static_cast<std::size_t>(next_apply[i])];
     const std::int64_t j = std::upper_bound(ends.begin(), ends.end(), forward_start[slot]) - ends.begin();
+    if (t.synchronous && ops[static_cast<std::size_t>(next_apply[i])].weight_version != op.weight_version)
+      throw std::logic_error("synchronous pipeline: a gradient applied to other weights than its forward read");
     t.whole.add(k - j);
     t.lag.add(applied[static_cast<std::size_t>(op.replica)] - op.weight_version);
     t.lag_per_stage[s].add(applied[static_cast<std::size_t>(op.replica)] - op.weight_version);
@@ -136,17 +225,30 @@ void measure_stage_delays(const PipelineSchedule& schedule, const PipelineTimeli
 void measure_staleness(const PipelineSchedule& schedule, const PipelineTimeline& timeline, PipelineMetrics& m) {
   const Updates u = index_updates(schedule, timeline);
   StalenessTallies t;
+  t.synchronous = synchronous_schedule(schedule.shape.schedule);
   t.steady_per_stage.resize(schedule.order.size());
   t.lag_per_stage.resize(schedule.order.size());
   m.steady_from_microbatch = schedule.shape.total_microbatches() / 2;
   for (int s = 0; s < schedule.stages(); ++s)
     measure_stage_delays(schedule, timeline, u, s, m.steady_from_microbatch, t);
-  m.delay = t.steady.stats();
-  m.delay_whole_run = t.whole.stats();
+  m.block_updates = t.steady.stats();
+  m.block_updates_whole_run = t.whole.stats();
   m.version_lag = t.lag.stats();
-  m.delay_histogram = std::move(t.histogram);
-  for (const DelayTally& x : t.steady_per_stage) m.delay_per_stage.push_back(x.stats());
+  m.block_updates_histogram = std::move(t.histogram);
+  for (const DelayTally& x : t.steady_per_stage) m.block_updates_per_stage.push_back(x.stats());
   for (const DelayTally& x : t.lag_per_stage) m.version_lag_per_stage.push_back(x.stats());
+  if (!t.synchronous) {
+    m.delay = m.block_updates;
+    m.delay_whole_run = m.block_updates_whole_run;
+    m.delay_per_stage = m.block_updates_per_stage;
+    m.delay_histogram = m.block_updates_histogram;
+    return;
+  }
+  const auto zero = [](const DelayStats& d) { return DelayStats{0, 0, d.samples}; };
+  m.delay = zero(m.block_updates);
+  m.delay_whole_run = zero(m.block_updates_whole_run);
+  for (const DelayStats& d : m.block_updates_per_stage) m.delay_per_stage.push_back(zero(d));
+  if (m.delay.samples > 0) m.delay_histogram[0] = m.delay.samples;
 }
 
 Json stats_json(const DelayStats& d) {
@@ -163,7 +265,10 @@ PipelineMetrics measure(const PipelineSchedule& schedule, const PipelineTimeline
                         const std::vector<std::vector<OpInterval>>& busy) {
   PipelineMetrics m;
   m.shape = schedule.shape;
-  measure_bubbles(busy, m);
+  double first = 0, last = 0;
+  const auto merged_busy = measure_idle(busy, m, first, last);
+  measure_schedule_bubble(schedule, timeline, m);
+  measure_idle_causes(schedule, timeline, merged_busy, first, last, m);
   for (const auto& ops : schedule.order) measure_holdings(ops, m);
   measure_staleness(schedule, timeline, m);
   return m;
@@ -183,16 +288,23 @@ PipelineMetrics measure_pipeline(const PipelineSchedule& schedule, const Simulat
   return measure(schedule, pipeline_timeline(schedule, record), busy);
 }
 
-double mean_bubble_fraction(const PipelineMetrics& m) {
+bool synchronous_schedule(Schedule schedule) {
+  return schedule == Schedule::GPipe || schedule == Schedule::OneFOneB || schedule == Schedule::Interleaved;
+}
+
+double stage_mean(const std::vector<double>& per_stage) {
   double sum = 0;
-  for (double b : m.bubble_fraction) sum += b;
-  return m.bubble_fraction.empty() ? 0 : sum / static_cast<double>(m.bubble_fraction.size());
+  for (double x : per_stage) sum += x;
+  return per_stage.empty() ? 0 : sum / static_cast<double>(per_stage.size());
 }
 
 Json pipeline_json(const PipelineMetrics& m) {
   const PipelineShape& sh = m.shape;
   Json histogram = Json::array();
   for (const auto& [delay, count] : m.delay_histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
+  Json updates_histogram = Json::array();
+  for (const auto& [updates, count] : m.block_updates_histogram)
+    updates_histogram.push_back(Json{{"updates", updates}, {"count", count}});
   Json idle_over_busy = Json::array();
   for (std::size_t s = 0; s < m.busy_s.size(); ++s)
     idle_over_busy.push_back(m.busy_s[s] > 0 ? m.idle_s[s] / m.busy_s[s] : 0);
@@ -208,9 +320,17 @@ Json pipeline_json(const PipelineMetrics& m) {
       {"span_s", m.span_s},
       {"busy_s", m.busy_s},
       {"idle_s", m.idle_s},
-      {"bubble_fraction", m.bubble_fraction},
-      {"bubble_fraction_mean", mean_bubble_fraction(m)},
+      {"idle_fraction", m.idle_fraction},
+      {"idle_fraction_mean", stage_mean(m.idle_fraction)},
       {"idle_over_busy", idle_over_busy},
+      {"schedule_bubble_fraction", m.schedule_bubble_fraction},
+      {"schedule_bubble_fraction_mean", stage_mean(m.schedule_bubble_fraction)},
+      {"idle_causes",
+       {{"warmup_s", m.warmup_s},
+        {"schedule_bubble_s", m.schedule_bubble_s},
+        {"exposed_communication_s", m.exposed_communication_s},
+        {"imbalance_and_waiting_s", m.imbalance_and_waiting_s},
+        {"optimizer_and_step_end_s", m.optimizer_and_step_end_s}}},
       {"inflight_microbatches_peak", m.inflight_microbatches_peak},
       {"stashed_versions_peak", m.stashed_versions_peak},
       {"staleness",
@@ -221,6 +341,14 @@ Json pipeline_json(const PipelineMetrics& m) {
         {"per_stage", per_stage_json(m.delay_per_stage)},
         {"histogram", histogram},
         {"whole_run", stats_json(m.delay_whole_run)}}},
+      {"block_updates_between",
+       {{"steady_from_microbatch", m.steady_from_microbatch},
+        {"samples", m.block_updates.samples},
+        {"max", m.block_updates.max},
+        {"mean", m.block_updates.mean},
+        {"per_stage", per_stage_json(m.block_updates_per_stage)},
+        {"histogram", updates_histogram},
+        {"whole_run", stats_json(m.block_updates_whole_run)}}},
       {"version_lag",
        {{"max", m.version_lag.max},
         {"mean", m.version_lag.mean},

@@ -99,7 +99,7 @@ Json simulation_json(const SimulatedStep& s) {
               {"model_tflops_per_gpu", f.model_tflops_per_gpu},
               {"hardware_tflops_per_gpu", f.hardware_tflops_per_gpu},
               {"exposed_communication_s", f.exposed_communication_s},
-              {"bubble_fraction", f.bubble_fraction},
+              {"idle_fraction", f.idle_fraction},
               {"bytes_sent", {{"total", number(f.bytes_sent)}, {"by_class", by_class(f.max.bytes_sent)}}},
               {"offload", offload(f.max)},
               {"peak_memory_bytes", peak_memory(f.max)},
@@ -142,7 +142,7 @@ SimFigures sim_figures(const Experiment& e, const ClusterSpec& c, const Analysis
   }
   const double step = f.step_time_s;
   for (std::size_t s = 0; s < stage_busy.size(); ++s)
-    f.bubble_fraction.push_back(step > 0 && stage_count[s] > 0 ? 1.0 - stage_busy[s] / stage_count[s] / step : 0.0);
+    f.idle_fraction.push_back(step > 0 && stage_count[s] > 0 ? 1.0 - stage_busy[s] / stage_count[s] / step : 0.0);
   return f;
 }
 
@@ -233,7 +233,7 @@ std::string summary_validation(const std::vector<ValidationRow>& rows) {
 std::string simulation_summary(const SimulatedStep& s) {
   const SimFigures& f = s.figures;
   std::string out = summary_heading(s.experiment, s.cluster);
-  char line[512];
+  char line[1024];
   std::snprintf(line, sizeof line,
                 "  step time            %s\n  MFU                  %.1f %%\n  model TFLOP/s / GPU  %.1f (hardware, "
                 "recompute included: %.1f)\n  tokens / s           %.0f\n  exposed comm         %s\n",
@@ -241,8 +241,18 @@ std::string simulation_summary(const SimulatedStep& s) {
                 f.tokens_per_s, format_seconds(f.exposed_communication_s).c_str());
   out += line;
   if (s.pipeline) {
-    std::snprintf(line, sizeof line, "  pipeline bubble      %.1f %% (mean over stages, %s)\n",
-                  100 * mean_bubble_fraction(*s.pipeline), to_string(s.experiment.strategy.schedule).c_str());
+    const PipelineMetrics& m = *s.pipeline;
+    auto share = [&m](const std::vector<double>& seconds) {
+      return m.span_s > 0 ? 100 * stage_mean(seconds) / m.span_s : 0.0;
+    };
+    std::snprintf(line, sizeof line,
+                  "  pipeline idle        %.1f %% (mean over stages, %s, all causes): schedule bubble %.1f %%, exposed "
+                  "comm %.1f %%, imbalance and waiting %.1f %%, optimizer and step end %.1f %%, warm-up %.1f %%\n"
+                  "  schedule bubble      %.1f %% (mean over stages of the schedule re-timed with balanced stages and "
+                  "free communication)\n",
+                  100 * stage_mean(m.idle_fraction), to_string(s.experiment.strategy.schedule).c_str(),
+                  share(m.schedule_bubble_s), share(m.exposed_communication_s), share(m.imbalance_and_waiting_s),
+                  share(m.optimizer_and_step_end_s), share(m.warmup_s), 100 * stage_mean(m.schedule_bubble_fraction));
     out += line;
   }
   out += summary_bytes(f) + summary_validation(s.validation);
