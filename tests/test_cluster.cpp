@@ -211,11 +211,12 @@ TEST_CASE("validate_cluster refuses a cluster built in code with a zero bandwidt
 // Issue 14, item 4: a fabric's link_bw was ignored by the simulator (it runs on nvlink_bw / nic_bw) and a "comm"
 // giving one fabric was refused with "intra_node is required".
 TEST_CASE("comm.inter_node.link_bw takes effect: it is the NIC's bandwidth") {
-  ClusterSpec c = cluster(R"({"preset": "dgx-h100", "comm": {"inter_node": {"preset": "ib-ndr", "link_bw": "100Gbps"}}})");
+  ClusterSpec c =
+      cluster(R"({"preset": "dgx-h100", "comm": {"inter_node": {"preset": "ib-ndr", "link_bw": "100Gbps"}}})");
   CHECK(c.nic_bw_Bps == 12.5e9);
   CHECK(c.comm.inter_node.link_bw_Bps == 12.5e9);
   CHECK(simulated_network(c).nic_bw_Bps == 12.5e9 * (24.0 / 25.0));  // ib-ndr's bus efficiency
-  CHECK(c.comm.intra_node.name == "nvlink4");                         // the other half: the h100's reference
+  CHECK(c.comm.intra_node.name == "nvlink4");                        // the other half: the h100's reference
 }
 
 TEST_CASE("a comm giving one fabric keeps the other from the accelerator's reference system") {
@@ -245,14 +246,16 @@ TEST_CASE("nvlink_bw and the intra-node fabric's link_bw are one number: an over
   CHECK(c.comm.intra_node.link_bw_Bps == 300e9);  // the analytic TP cost reads this one (was 450e9)
   ClusterSpec d = cluster(R"({"preset": "dgx-h100", "comm": {"intra_node": {"link_bw": "300GB/s"}}})");
   CHECK(d.nvlink_bw_Bps == 300e9);  // the simulator reads this one (was 450e9)
-  ClusterSpec same = cluster(R"({"preset": "dgx-h100", "nic_bw": "100Gbps", "comm": {"inter_node": {"link_bw": 12.5e9}}})");
+  ClusterSpec same =
+      cluster(R"({"preset": "dgx-h100", "nic_bw": "100Gbps", "comm": {"inter_node": {"link_bw": 12.5e9}}})");
   CHECK(same.nic_bw_Bps == 12.5e9);
 }
 
 TEST_CASE("nic_bw and comm.inter_node.link_bw that disagree are refused naming both") {
-  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-h100", "nic_bw": "400Gbps", "comm": {"inter_node": {"link_bw": "100Gbps"}}})"),
-                    Contains("cluster.nic_bw=5e+10 and cluster.comm.inter_node.link_bw=1.25e+10 (bytes/s) are "
-                             "the same link's bandwidth"));
+  CHECK_THROWS_WITH(
+      cluster(R"({"preset": "dgx-h100", "nic_bw": "400Gbps", "comm": {"inter_node": {"link_bw": "100Gbps"}}})"),
+      Contains("cluster.nic_bw=5e+10 and cluster.comm.inter_node.link_bw=1.25e+10 (bytes/s) are "
+               "the same link's bandwidth"));
   CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-h100", "nic_bw": "400Gbps", "comm": {"inter_node": "roce-200g"}})"),
                     Contains("cluster.nic_bw=5e+10 and cluster.comm.inter_node.link_bw=2.5e+10"));
 }
@@ -277,8 +280,8 @@ TEST_CASE("dgx-b200 is 8 B200 on NVLink5 with 400 Gb/s rails (DGX B200 data shee
   CHECK(c.devices() == 16);
   CHECK(c.nvlink_bw_Bps == 900e9);  // 1.8 TB/s bidirectional per GPU
   CHECK(c.nics_per_node == 8);
-  CHECK(c.nic_bw_Bps == 50e9);                       // ConnectX-7 400 Gb/s
-  CHECK(c.host_flops == 2 * 56 * 2.1e9 * 64 / 8);    // 1.8816e12: dual Xeon Platinum 8570, per GPU
+  CHECK(c.nic_bw_Bps == 50e9);                     // ConnectX-7 400 Gb/s
+  CHECK(c.host_flops == 2 * 56 * 2.1e9 * 64 / 8);  // 1.8816e12: dual Xeon Platinum 8570, per GPU
   CHECK(c.comm.intra_node.name == "nvlink5");
   CHECK(c.comm.inter_node.name == "ib-ndr");
 }

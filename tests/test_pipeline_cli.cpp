@@ -37,7 +37,8 @@ TEST_CASE("pipeline-sweep prints a table and writes CSV rows") {
   std::filesystem::remove(path);
   REQUIRE(lines.size() == 1 + 4);
   CHECK(lines[0].rfind("schedule,stages,microbatches,steps,", 0) == 0);
-  CHECK(lines[0].find("max_delay,mean_delay,max_block_updates_between,mean_block_updates_between,schedule_bubble_fraction,idle_fraction,throughput_microbatches_per_s") != std::string::npos);
+  CHECK(lines[0].find("max_delay,mean_delay,max_block_updates_between,mean_block_updates_between,schedule_bubble_"
+                      "fraction,idle_fraction,throughput_microbatches_per_s") != std::string::npos);
   CHECK(lines[1].rfind("1f1b,2,20,2,", 0) == 0);
   CHECK(lines[4].rfind("pipedream,3,30,2,", 0) == 0);
 }

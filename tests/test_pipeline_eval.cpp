@@ -231,8 +231,8 @@ TEST_CASE("The abstract report keeps the keys scripts rely on") {
   Json section{{"schedule", "pipedream"}, {"stages", 4}, {"microbatches", 40}, {"forward_s", 1}, {"backward_s", 1}};
   Json report = simulate_abstract_pipeline(section, nullptr, nullptr);
   const Json& p = report["pipeline"];
-  for (const char* key : {"idle_fraction", "schedule_bubble_fraction", "stashed_versions_peak",
-                          "inflight_microbatches_peak"}) {
+  for (const char* key :
+       {"idle_fraction", "schedule_bubble_fraction", "stashed_versions_peak", "inflight_microbatches_peak"}) {
     REQUIRE(p.contains(key));
     CHECK(p[key].size() == 4);
   }

@@ -54,8 +54,10 @@ int run_analyze(const Args& args) {
   const std::vector<std::string> warnings = analysis_warnings(e, a, cluster ? &*cluster : nullptr);
   check_fits(e, a);
   const std::string out = args.value("--out").value_or("");
-  if (args.has("--table")) std::cout << analysis_table(e, a) << warning_lines(warnings);
-  else std::cerr << warning_lines(warnings);
+  if (args.has("--table"))
+    std::cout << analysis_table(e, a) << warning_lines(warnings);
+  else
+    std::cerr << warning_lines(warnings);
   if (!args.has("--table") || !out.empty()) {
     Json report = analysis_report(e, a);
     report["warnings"] = warnings;

@@ -76,9 +76,9 @@ std::string csv_row(const ConvergeSweepCell& c) {
                                     format_shortest(c.budget_s),
                                     std::to_string(c.minimum.size())};
   for (std::string& text : best_cells(c)) cells.push_back(std::move(text));
-  for (std::string text : {std::to_string(c.max_delay), format_shortest(c.mean_delay),
-                           format_shortest(c.idle_fraction), std::to_string(diverged_steps(c)),
-                           format_shortest(mean(c.minimum)), format_shortest(largest(c.minimum_gradient_norm))})
+  for (std::string text : {std::to_string(c.max_delay), format_shortest(c.mean_delay), format_shortest(c.idle_fraction),
+                           std::to_string(diverged_steps(c)), format_shortest(mean(c.minimum)),
+                           format_shortest(largest(c.minimum_gradient_norm))})
     cells.push_back(std::move(text));
   std::string line;
   for (std::size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + cells[i];

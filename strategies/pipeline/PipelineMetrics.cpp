@@ -61,7 +61,9 @@ std::vector<std::vector<OpInterval>> measure_idle(const std::vector<std::vector<
   return out;
 }
 
-bool is_pass(const PipeOp& op) { return op.kind == PipeOpKind::Forward || op.kind == PipeOpKind::Backward; }
+bool is_pass(const PipeOp& op) {
+  return op.kind == PipeOpKind::Forward || op.kind == PipeOpKind::Backward;
+}
 
 // The schedule bubble: the schedule re-timed with balanced stages (mean measured forward and backward ops), zero
 // communication and free Apply and Average ops.

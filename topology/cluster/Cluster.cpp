@@ -128,7 +128,8 @@ const std::map<std::string, Preset>& presets() {
 ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
   auto it = presets().find(name);
   if (it != presets().end()) return it->second.make();
-  refuse_name(field, name, "a known cluster", names_of(presets()), " (known: dgx-a100, dgx-b200, dgx-h100, gb200-nvl72, selene)");
+  refuse_name(field, name, "a known cluster", names_of(presets()),
+              " (known: dgx-a100, dgx-b200, dgx-h100, gb200-nvl72, selene)");
 }
 
 void read_node(ObjectReader& r, ClusterSpec& c) {

@@ -18,11 +18,11 @@ namespace placesim {
 struct SimFigures {
   double step_time_s = 0, mfu = 0, hfu = 0, tokens_per_s = 0;
   double model_tflops_per_gpu = 0, hardware_tflops_per_gpu = 0;
-  double exposed_communication_s = 0;   ///< the most communication any device waits for
-  std::vector<double> idle_fraction;    ///< per stage: 1 - mean compute-busy time of its devices / step time (all
-                                        ///< idle causes; was misnamed bubble_fraction)
-  DeviceStats max;                      ///< bytes sent per class, offload bytes and peak memory: maxima over devices
-  double bytes_sent = 0;                ///< the most bytes any device sent, all classes together
+  double exposed_communication_s = 0;  ///< the most communication any device waits for
+  std::vector<double> idle_fraction;   ///< per stage: 1 - mean compute-busy time of its devices / step time (all
+                                       ///< idle causes; was misnamed bubble_fraction)
+  DeviceStats max;                     ///< bytes sent per class, offload bytes and peak memory: maxima over devices
+  double bytes_sent = 0;               ///< the most bytes any device sent, all classes together
 };
 
 /// One analytic figure beside its simulated figure.

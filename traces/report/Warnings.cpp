@@ -30,9 +30,9 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
     w.push_back("memory: a device needs " + format_bytes(a.total_bytes) + " but device memory is " +
                 format_bytes(e.device_memory_bytes));
   if (cluster == nullptr) return w;
-  for (auto [field, bw] : {std::pair{"cluster.nvlink_bw", cluster->nvlink_bw_Bps},
-                           std::pair{"cluster.pcie_bw", cluster->pcie_bw_Bps},
-                           std::pair{"cluster.nic_bw", cluster->nic_bw_Bps}})
+  for (auto [field, bw] :
+       {std::pair{"cluster.nvlink_bw", cluster->nvlink_bw_Bps}, std::pair{"cluster.pcie_bw", cluster->pcie_bw_Bps},
+        std::pair{"cluster.nic_bw", cluster->nic_bw_Bps}})
     if (bw < limits.link_bw_min_Bps)
       w.push_back(std::string(field) + "=" + gigabytes_per_s(bw) + " is below " +
                   gigabytes_per_s(limits.link_bw_min_Bps) + " (a unit mistake?)");

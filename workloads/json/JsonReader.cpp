@@ -7,7 +7,6 @@
 
 #include "workloads/json/Units.hpp"
 
-
 namespace placesim {
 
 namespace {

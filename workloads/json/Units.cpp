@@ -39,11 +39,11 @@ std::pair<double, std::string> split_number(const std::string& text, const std::
 // "400Gbps" would be 400 B/s, 80 for "80GB" 80 bytes, 2 for "2us" two seconds. Zero and negative values pass, for the
 // reader's own sign rule to refuse with its usual message.
 struct BareRule {
-  double low;             ///< positive bare values below this are refused (0: no lower bound)
-  double high;            ///< bare values above this are refused (infinity: no upper bound)
-  const char* si;         ///< the SI unit a bare number is read in
-  const char* examples;   ///< two units to suggest, the number written before each
-  const char* bound;      ///< the bound, as the message states it
+  double low;            ///< positive bare values below this are refused (0: no lower bound)
+  double high;           ///< bare values above this are refused (infinity: no upper bound)
+  const char* si;        ///< the SI unit a bare number is read in
+  const char* examples;  ///< two units to suggest, the number written before each
+  const char* bound;     ///< the bound, as the message states it
 };
 
 const BareRule kBareSize{1e6, INFINITY, "B", "GB GiB", "must be at least 1e6 B = 1 MB"};
@@ -78,7 +78,8 @@ double parse_with(const std::string& text, const std::string& field, const std::
 
 }  // namespace
 
-double read_bare_number(double (*unit)(const std::string& text, const std::string& field), double value, const std::string& shown) {
+double read_bare_number(double (*unit)(const std::string& text, const std::string& field), double value,
+                        const std::string& shown) {
   const auto rule = [unit]() -> std::pair<const BareRule*, const char*> {
     if (unit == parse_bytes) return {&kBareSize, "size"};
     if (unit == parse_bandwidth) return {&kBareBandwidth, "bandwidth"};

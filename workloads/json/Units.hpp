@@ -22,7 +22,8 @@ double parse_flops(const std::string& text, const std::string& field);
 
 /// A bare JSON number given where `unit` reads strings: `value` itself (SI) unless out of the bounds above, then an
 /// InputError that starts with `shown` (the field and the value as written, "cluster.nic_bw=400").
-double read_bare_number(double (*unit)(const std::string& text, const std::string& field), double value, const std::string& shown);
+double read_bare_number(double (*unit)(const std::string& text, const std::string& field), double value,
+                        const std::string& shown);
 
 /// Human-readable decimal size, e.g. 31.4 GB (three significant digits).
 std::string format_bytes(double bytes);
