@@ -4,33 +4,20 @@
 
 #include "strategies/sweep/SweepPoint.hpp"
 #include "tests/Helpers.hpp"
+#include "tests/SweepHelpers.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/sweep/SweepFile.hpp"
 #include "traces/sweep/SweepRows.hpp"
 
 using namespace placesim;
+using test::kSmallBase;
+using test::sweep;
 
 namespace {
-
-SweepSpec sweep(const std::string& text) {
-  return parse_sweep_text(text, "test.json", PLACESIM_SOURCE_DIR);
-}
-
-std::string error_of(const std::string& text) {
-  try {
-    sweep(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 std::vector<Json> values(const std::string& axis) {
   return axis_values(Json::parse(axis), "axes.x");
 }
-
-const char* kSmallBase = R"("base": {"model": "gpt-1.7b", "training": {"global_batch": 64},
-                                      "strategy": {"preset": "megatron-3d"}})";
 
 // The issue's sweep (issue 6): 4 x 5 x 6 x 2 points on 64 DGX H100 nodes = 512 GPUs.
 const char* kIssueSweep = R"({"base": {"model": "llama3-70b", "cluster": {"preset": "dgx-h100", "nodes": 64},
@@ -111,16 +98,17 @@ TEST_CASE("A joint axis varies its paths together") {
   CHECK(e["strategy"]["dp"] == 4);
   CHECK(e["strategy"]["tp"] == 2);
   CHECK(e["training"]["micro_batch"] == 2);
-  CHECK_THAT(error_of(std::string("{") + kSmallBase + R"(, "axes": {"strategy.dp,strategy.tp": [[8, 1], [4]]}})"),
-             Catch::Contains("axes.strategy.dp,strategy.tp[1]=[4] must be a list of 2 values"));
-  CHECK_THAT(error_of(std::string("{") + kSmallBase + R"(, "axes": {"strategy.dp,strategy.tp": [[8, 1]],
+  CHECK_THAT(
+      test::sweep_error(std::string("{") + kSmallBase + R"(, "axes": {"strategy.dp,strategy.tp": [[8, 1], [4]]}})"),
+      Catch::Contains("axes.strategy.dp,strategy.tp[1]=[4] must be a list of 2 values"));
+  CHECK_THAT(test::sweep_error(std::string("{") + kSmallBase + R"(, "axes": {"strategy.dp,strategy.tp": [[8, 1]],
              "strategy.tp": [1]}})"),
              Catch::Contains("the field strategy.tp is swept by two axes"));
 }
 
 TEST_CASE("Unknown field paths are refused naming the axis") {
   auto with_axis = [](const std::string& axis) {
-    return error_of(std::string("{") + kSmallBase + R"(, "axes": {")" + axis + R"(": [1]}})");
+    return test::sweep_error(std::string("{") + kSmallBase + R"(, "axes": {")" + axis + R"(": [1]}})");
   };
   CHECK_THAT(with_axis("strategy.tpp"), Catch::Contains("axes.strategy.tpp: strategy.tpp is not a field"));
   CHECK_THAT(with_axis("strategy.tpp"), Catch::Contains("(did you mean 'strategy."));
@@ -130,16 +118,18 @@ TEST_CASE("Unknown field paths are refused naming the axis") {
   CHECK_THAT(with_axis("strategy.placement.optimiser"), Catch::Contains("axes.strategy.placement.optimiser"));
   CHECK_THAT(with_axis("training.micro_batch.size"), Catch::Contains("axes.training.micro_batch.size"));
   // A model given only by an axis does not hide an unknown strategy field.
-  CHECK_THAT(error_of(R"({"base": {"strategy": "dp"}, "axes": {"model": ["gpt-1.7b"], "strategy.tpp": [1]}})"),
+  CHECK_THAT(test::sweep_error(R"({"base": {"strategy": "dp"}, "axes": {"model": ["gpt-1.7b"], "strategy.tpp": [1]}})"),
              Catch::Contains("axes.strategy.tpp"));
-  CHECK_THAT(error_of(R"({"base": {"model": "gpt-1.7b", "strategy": "dp", "modle": 1}, "axes": {"strategy.dp": [1]}})"),
+  CHECK_THAT(test::sweep_error(
+                 R"({"base": {"model": "gpt-1.7b", "strategy": "dp", "modle": 1}, "axes": {"strategy.dp": [1]}})"),
              Catch::Contains("base: unknown key modle"));
-  CHECK_THAT(error_of(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": []}})"),
+  CHECK_THAT(test::sweep_error(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": []}})"),
              Catch::Contains("axes.strategy.tp is an empty axis"));
-  CHECK_THAT(error_of(std::string("{") + kSmallBase + R"(, "axes": {}})"), Catch::Contains("at least one axis"));
-  CHECK_THAT(error_of(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": [1]}, "mode": "simulat"})"),
+  CHECK_THAT(test::sweep_error(std::string("{") + kSmallBase + R"(, "axes": {}})"),
+             Catch::Contains("at least one axis"));
+  CHECK_THAT(test::sweep_error(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": [1]}, "mode": "simulat"})"),
              Catch::Contains("mode=simulat is not one of"));
-  CHECK_THAT(error_of(std::string("{") + kSmallBase + R"(, "axis": {"strategy.tp": [1]}})"),
+  CHECK_THAT(test::sweep_error(std::string("{") + kSmallBase + R"(, "axis": {"strategy.tp": [1]}})"),
              Catch::Contains("unknown key axis"));
 }
 

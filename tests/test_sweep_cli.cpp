@@ -20,20 +20,16 @@
 #include "sim/sweep/Subprocess.hpp"
 #include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
+#include "tests/SweepHelpers.hpp"
 
 using namespace placesim;
 using test::lines_of;
 using test::read;
+using test::sweep_cli;
 using test::TempDir;
 using test::write;
 
 namespace {
-
-// Runs `placesim sweep <arguments>`; returns the exit code, output in `output` when given.
-int sweep_cli(const std::string& arguments, std::string* output = nullptr) {
-  std::string ignored;
-  return test::run_placesim("sweep " + arguments, output ? output : &ignored);
-}
 
 // A sweep of 1680 x `scale` points over a small model (every point analyzes in microseconds).
 std::string scalable_sweep(int scale) {

@@ -19,22 +19,14 @@
 #include "sim/sweep/Subprocess.hpp"
 #include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
+#include "tests/SweepHelpers.hpp"
 
 using namespace placesim;
 using test::lines_of;
 using test::read;
+using test::sweep_cli;
 using test::TempDir;
 using test::write;
-
-namespace {
-
-// Runs `placesim sweep <arguments>`; returns the exit code, output in `output` when given.
-int sweep_cli(const std::string& arguments, std::string* output = nullptr) {
-  std::string ignored;
-  return test::run_placesim("sweep " + arguments, output ? output : &ignored);
-}
-
-}  // namespace
 
 TEST_CASE("ProcessPool feeds stdin and collects stdout and exit status of each child") {
   ProcessPool pool;

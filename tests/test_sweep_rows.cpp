@@ -3,31 +3,15 @@
 
 #include "strategies/sweep/SweepPoint.hpp"
 #include "tests/Helpers.hpp"
+#include "tests/SweepHelpers.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/sweep/SweepFile.hpp"
 #include "traces/sweep/SweepRows.hpp"
 
 using namespace placesim;
 
-namespace {
-
-SweepSpec sweep(const std::string& text) {
-  return parse_sweep_text(text, "test.json", PLACESIM_SOURCE_DIR);
-}
-
-std::string error_of(const std::string& text) {
-  try {
-    sweep(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-const char* kSmallBase = R"("base": {"model": "gpt-1.7b", "training": {"global_batch": 64},
-                                      "strategy": {"preset": "megatron-3d"}})";
-
-}  // namespace
+using test::kSmallBase;
+using test::sweep;
 
 TEST_CASE("Rows keep the axis order and carry figures only when analyzed") {
   SweepSpec s = sweep(std::string("{") + kSmallBase + R"(, "axes": {"strategy.tp": [1, 5], "strategy.dp": [2]}})");
@@ -68,11 +52,11 @@ TEST_CASE("Value filters and mesh_matches_cluster skip points and say which filt
   CHECK(by_reason["filters.strategy.tp"] == 5);
   CHECK(by_reason["filters.mesh_matches_cluster"] == 12);
   CHECK(ok == 3);
-  CHECK_THAT(error_of(std::string("{") + kSmallBase +
-                      R"(, "axes": {"strategy.tp": [1]}, "filters": {"strategy.dp": {"max": 1}}})"),
+  CHECK_THAT(test::sweep_error(std::string("{") + kSmallBase +
+                               R"(, "axes": {"strategy.tp": [1]}, "filters": {"strategy.dp": {"max": 1}}})"),
              Catch::Contains("filters.strategy.dp: strategy.dp is not an axis of this sweep"));
-  CHECK_THAT(error_of(std::string("{") + kSmallBase +
-                      R"(, "axes": {"strategy.tp": [1]}, "filters": {"mesh_matches_cluster": true}})"),
+  CHECK_THAT(test::sweep_error(std::string("{") + kSmallBase +
+                               R"(, "axes": {"strategy.tp": [1]}, "filters": {"mesh_matches_cluster": true}})"),
              Catch::Contains("filters.mesh_matches_cluster=true needs a cluster"));
 }
 
