@@ -9,6 +9,7 @@
 
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/placement/Layout.hpp"
+#include "traces/report/Report.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;
@@ -18,8 +19,10 @@ namespace {
 // The 22B model of Korthikanti et al.: s = 2048, h = 6144, a = 64, micro-batch b = 4, t = 8.
 const double s = 2048, b = 4, h = 6144, a = 64, t = 8;
 
-double per_layer(int tp, bool sp, const char* recompute) {
-  Experiment e = test::experiment(R"({"model": "gpt-22b", "training": {"micro_batch": 4, "recompute": ")" +
+// Korthikanti's formulas count the stored attention scores: unfused attention, as in the paper.
+double per_layer(int tp, bool sp, const char* recompute, bool flash = false) {
+  Experiment e = test::experiment(R"({"model": {"preset": "gpt-22b", "flash_attention": )" +
+                                  std::string(flash ? "true" : "false") + R"(}, "training": {"micro_batch": 4, "recompute": ")" +
                                   std::string(recompute) + R"("}, "strategy": {"tp": )" + std::to_string(tp) +
                                   R"(, "sp": )" + (sp ? "true" : "false") + "}}");
   return layer_activation_bytes(e);
@@ -38,6 +41,22 @@ TEST_CASE("Korthikanti activation formulas for none TP TP+SP selective and full 
   CHECK(per_layer(8, true, "full") == 2 * sbh / t);
   // By hand: 34 s b h / t with s=2048, b=4, h=6144, t=8 = 213,909,504 bytes per layer.
   CHECK(per_layer(8, true, "selective") == 213909504.0);
+}
+
+TEST_CASE("Fused attention is the default of every family and stores no attention scores") {
+  // Fused attention never stores the a*s^2 scores, softmax or dropout mask: without recompute a layer holds
+  // what selective recompute keeps, sbh(34 + 0) with no 5as/h term.
+  const double sbh = s * b * h;
+  CHECK(per_layer(1, false, "none", true) == 34 * sbh);
+  CHECK(per_layer(8, true, "none", true) == 34 * sbh / t);
+  for (const char* model : {R"("gpt-22b")", R"("llama3-8b")", R"({"family": "neox", "layers": 2, "hidden": 256,
+      "heads": 4, "vocab": 1000, "seq_len": 512})"}) {
+    Experiment e = test::experiment(std::string(R"({"strategy": "dp", "model": )") + model + "}");
+    CHECK(e.model.flash_attention);
+  }
+  // The summary says which attention the numbers assume.
+  Experiment e = test::experiment(R"({"model": "llama3-8b", "strategy": "dp"})");
+  CHECK_THAT(analysis_table(e, analyze(e)), Catch::Contains("seq 8192, fused attention"));
 }
 
 TEST_CASE("1F1B holds at most p micro-batches on the first stage and GPipe holds m") {

@@ -14,7 +14,7 @@ namespace {
 
 // The 22B layer of Korthikanti et al. (arXiv 2205.05198, Table 4): h 6144, 64 heads, seq 2048, micro-batch 4, tp 8.
 Experiment layer_22b(const std::string& recompute, bool sp) {
-  return test::experiment(R"({"model":"gpt-22b","training":{"micro_batch":4,"dtype":"fp16","recompute":")" + recompute +
+  return test::experiment(R"({"model":{"preset":"gpt-22b","flash_attention":false},"training":{"micro_batch":4,"dtype":"fp16","recompute":")" + recompute +
                           R"("},"strategy":{"preset":"megatron-3d","tp":8,"sp":)" + (sp ? "true" : "false") + "}}");
 }
 

@@ -217,7 +217,8 @@ TEST_CASE("A strategy.preset axis re-resolves the preset with the other axis val
 TEST_CASE("Memory that does not fit the cluster's GPU or --device-memory makes a point invalid with its figures") {
   SweepSpec s = sweep(kIssueSweep);
   PointEvaluator on_h100(s, 0), on_huge(s, 1e15);
-  std::uint64_t index = ((3 * 5 + 2) * 6 + 2) * 2 + 1;  // tp 8, pp 4, dp 16, zero1: 512 GPUs
+  // tp 4, pp 4, dp 32, zero1: 512 GPUs needing 97.0 GB each (77.2 GB of activations with fused attention)
+  std::uint64_t index = ((2 * 5 + 2) * 6 + 3) * 2 + 1;
   PointOutcome o = on_h100.evaluate(index);
   CHECK(o.status == PointStatus::Invalid);
   CHECK_THAT(o.reason, Catch::StartsWith("memory: the model does not fit"));

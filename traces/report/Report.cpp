@@ -99,7 +99,11 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
       << (s.sp ? ", sequence parallel" : "") << "; " << to_string(s.schedule) << ", " << s.microbatches
       << " micro-batches of " << e.training.micro_batch << ", global batch " << e.training.global_batch << "; "
       << to_string(e.training.dtype) << " " << to_string(e.training.optimizer) << ", recompute "
-      << to_string(e.training.recompute) << "\n\n";
+      << to_string(e.training.recompute);
+  if (!e.model.opaque())
+    out << "; seq " << e.model.seq_len << ", "
+        << (e.model.flash_attention ? "fused attention" : "unfused attention (scores stored)");
+  out << "\n\n";
   // Columns: the first and the last stage (they differ by embedding/head and in-flight micro-batches) and the max.
   std::vector<const StageAnalysis*> cols = {&a.stages.front()};
   if (a.stages.size() > 1) cols.push_back(&a.stages.back());

@@ -28,7 +28,7 @@ struct ModelSpec {
   bool learned_positions = true;
   bool tied_embeddings = true;
   bool dropout = true;             ///< dropout masks are stored (Korthikanti's formulas assume so)
-  bool flash_attention = false;    ///< attention scores are never stored (as with selective recompute)
+  bool flash_attention = true;     ///< fused attention (FlashAttention): scores never stored; every family's default
   double opaque_parameters = 0;    ///< parameter count of an opaque model
   std::int64_t opaque_layers = 0;  ///< optional layer count of an opaque model (equal-sized gather units)
 
