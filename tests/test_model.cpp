@@ -80,6 +80,38 @@ TEST_CASE("Hugging Face config.json import for the Llama GPT-2 and GPT-NeoX fami
   ModelSpec shorter = parse_model(
       Json{{"hf_config", std::string(PLACESIM_SOURCE_DIR) + "/tests/data/hf-llama-2-7b.json"}, {"seq_len", 2048}}, "");
   CHECK(shorter.seq_len == 2048);
+  CHECK(shorter.seq_len_source.empty());
+}
+
+// Issue 14, item 2: max_position_embeddings is the longest context a model supports, not its training length; a
+// Mistral config (32768) made a 32K-token run and a 2.36 TB/GPU table with exit 0.
+TEST_CASE("A Hugging Face import trains at min(4096, max_position_embeddings) unless seq_len is given, and says so") {
+  auto hf = [](const char* file, Json extra = Json::object()) {
+    extra["hf_config"] = std::string(PLACESIM_SOURCE_DIR) + "/tests/data/" + file;
+    return parse_model(extra, "");
+  };
+  ModelSpec mistral = hf("hf-mistral-7b.json");
+  CHECK(mistral.seq_len == 4096);
+  CHECK(mistral.max_positions == 32768);
+  CHECK(mistral.seq_len_source ==
+        "Hugging Face import default min(4096, max_position_embeddings 32768); set model.seq_len");
+  // Mistral 7B v0.1 as published: 7,241,732,096 parameters (32 x 218,112,000 + 2 x 32000 x 4096 + 4096).
+  CHECK(total_parameters(mistral) == 7241732096.0);
+  CHECK(hf("hf-mistral-7b.json", {{"seq_len", 16384}}).seq_len == 16384);
+  // GPT-2's learned position table has n_positions = 1024 rows whatever length it trains at.
+  ModelSpec gpt2 = hf("hf-gpt2.json", {{"seq_len", 512}});
+  CHECK(gpt2.seq_len == 512);
+  CHECK(total_parameters(gpt2) == 124439808.0);
+  CHECK(hf("hf-gpt2.json").seq_len == 1024);
+  CHECK_THROWS_WITH(hf("hf-gpt2.json", {{"seq_len", 2048}}),
+                    Catch::Contains("model.seq_len=2048 is longer than model.max_positions=1024"));
+  // The summary prints the length and where it came from.
+  std::string out;
+  REQUIRE(test::run_placesim("analyze --table --model-hf " + std::string(PLACESIM_SOURCE_DIR) +
+                                 "/tests/data/hf-mistral-7b.json --strategy fsdp --set strategy.dp=8",
+                             &out) == 0);
+  CHECK_THAT(out, Catch::Contains("seq 4096 (Hugging Face import default min(4096, max_position_embeddings 32768); "
+                                  "set model.seq_len), fused attention"));
 }
 
 TEST_CASE("Model presets can be overridden field by field") {

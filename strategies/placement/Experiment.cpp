@@ -101,6 +101,8 @@ Json model_to_json(const ModelSpec& m) {
   j["ffn"] = m.ffn;
   j["vocab"] = m.vocab;
   j["seq_len"] = m.seq_len;
+  if (!m.seq_len_source.empty()) j["seq_len_source"] = m.seq_len_source;
+  if (m.max_positions > 0) j["max_positions"] = m.max_positions;
   j["gated_mlp"] = m.gated_mlp;
   j["bias"] = m.bias;
   j["learned_positions"] = m.learned_positions;

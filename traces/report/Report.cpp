@@ -101,7 +101,8 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
       << to_string(e.training.dtype) << " " << to_string(e.training.optimizer) << ", recompute "
       << to_string(e.training.recompute);
   if (!e.model.opaque())
-    out << "; seq " << e.model.seq_len << ", "
+    out << "; seq " << e.model.seq_len
+        << (e.model.seq_len_source.empty() ? std::string() : " (" + e.model.seq_len_source + ")") << ", "
         << (e.model.flash_attention ? "fused attention" : "unfused attention (scores stored)");
   out << "\n\n";
   // Columns: the first and the last stage (they differ by embedding/head and in-flight micro-batches) and the max.

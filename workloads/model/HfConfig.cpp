@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "workloads/model/Model.hpp"
@@ -44,7 +45,7 @@ Json hf_config_to_model_json(const Json& config, const std::string& origin) {
     m["kv_heads"] = hf_int_or(config, "num_key_value_heads", m["heads"].get<std::int64_t>());
     m["ffn"] = hf_int(config, "intermediate_size", origin);
     m["vocab"] = hf_int(config, "vocab_size", origin);
-    m["seq_len"] = hf_int(config, "max_position_embeddings", origin);
+    m["max_positions"] = hf_int(config, "max_position_embeddings", origin);
     m["tied_embeddings"] = hf_bool_or(config, "tie_word_embeddings", false);
   } else if (type == "gpt2") {
     m["family"] = "gpt";
@@ -53,7 +54,7 @@ Json hf_config_to_model_json(const Json& config, const std::string& origin) {
     m["heads"] = hf_int(config, "n_head", origin);
     m["ffn"] = hf_int_or(config, "n_inner", 4 * m["hidden"].get<std::int64_t>());
     m["vocab"] = hf_int(config, "vocab_size", origin);
-    m["seq_len"] = hf_int(config, "n_positions", origin);
+    m["max_positions"] = hf_int(config, "n_positions", origin);
     m["tied_embeddings"] = hf_bool_or(config, "tie_word_embeddings", true);
   } else if (type == "gpt_neox") {
     m["family"] = "neox";
@@ -62,12 +63,13 @@ Json hf_config_to_model_json(const Json& config, const std::string& origin) {
     m["heads"] = hf_int(config, "num_attention_heads", origin);
     m["ffn"] = hf_int(config, "intermediate_size", origin);
     m["vocab"] = hf_int(config, "vocab_size", origin);
-    m["seq_len"] = hf_int(config, "max_position_embeddings", origin);
+    m["max_positions"] = hf_int(config, "max_position_embeddings", origin);
     m["tied_embeddings"] = hf_bool_or(config, "tie_word_embeddings", false);
   } else {
     throw InputError(origin + ": model_type=" + (type.empty() ? std::string("(missing)") : type) +
                      " is not supported (supported: llama, mistral, gpt2, gpt_neox)");
   }
+  m["seq_len"] = std::min(kHfDefaultSeqLen, m["max_positions"].get<std::int64_t>());
   return m;
 }
 

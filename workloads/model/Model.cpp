@@ -25,7 +25,7 @@ std::int64_t word_embedding_params(const ModelSpec& m) {
   return m.vocab * m.hidden;
 }
 std::int64_t position_embedding_params(const ModelSpec& m) {
-  return m.learned_positions ? m.seq_len * m.hidden : 0;
+  return m.learned_positions ? (m.max_positions > 0 ? m.max_positions : m.seq_len) * m.hidden : 0;
 }
 std::int64_t final_norm_params(const ModelSpec& m) {
   return (m.bias ? 2 : 1) * m.hidden;
@@ -103,6 +103,7 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
   m.ffn = r.get_positive_int("ffn", 4 * m.hidden);
   m.vocab = r.get_positive_int("vocab", 0);
   m.seq_len = r.get_positive_int("seq_len", 0);
+  m.max_positions = r.get_positive_int("max_positions", 0);
   m.gated_mlp = r.get_bool("gated_mlp", m.gated_mlp);
   m.bias = r.get_bool("bias", m.bias);
   m.learned_positions = r.get_bool("learned_positions", m.learned_positions);
@@ -110,6 +111,10 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
   m.dropout = r.get_bool("dropout", m.dropout);
   m.flash_attention = r.get_bool("flash_attention", m.flash_attention);
   r.finish();
+  if (m.learned_positions && m.max_positions > 0 && m.seq_len > m.max_positions)
+    throw InputError(r.field("seq_len") + "=" + std::to_string(m.seq_len) + " is longer than " +
+                     r.field("max_positions") + "=" + std::to_string(m.max_positions) +
+                     ": a learned position embedding has no rows for the extra positions");
   if (m.hidden % m.heads != 0)
     throw InputError(r.field("hidden") + "=" + std::to_string(m.hidden) + " is not divisible by " + r.field("heads") +
                      "=" + std::to_string(m.heads));
@@ -143,7 +148,11 @@ ModelSpec parse_model(const Json& value, const std::string& base_dir) {
   // A family given explicitly resets the shape flags before the explicit ones apply.
   merged.merge_patch(overrides);
   if (value.contains("preset")) merged["preset"] = value["preset"];
-  return read_model_object(merged, "model");
+  ModelSpec m = read_model_object(merged, "model");
+  if (value.contains("hf_config") && !value.contains("seq_len") && !m.opaque())
+    m.seq_len_source = "Hugging Face import default min(" + std::to_string(kHfDefaultSeqLen) +
+                       ", max_position_embeddings " + std::to_string(m.max_positions) + "); set model.seq_len";
+  return m;
 }
 
 std::string to_string(ModelFamily f) {

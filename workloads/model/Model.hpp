@@ -22,7 +22,9 @@ struct ModelSpec {
   std::int64_t kv_heads = 0;  ///< key/value heads (GQA); defaults to heads
   std::int64_t ffn = 0;       ///< MLP inner size; defaults to 4 * hidden
   std::int64_t vocab = 0;
-  std::int64_t seq_len = 0;
+  std::int64_t seq_len = 0;          ///< training sequence length
+  std::int64_t max_positions = 0;    ///< the context the model was built for (0: unknown); learned positions size to it
+  std::string seq_len_source;        ///< how seq_len was chosen when the input did not give it (else empty)
   bool gated_mlp = false;  ///< three MLP matrices (SwiGLU) instead of two
   bool bias = true;        ///< linear layers and norms carry biases
   bool learned_positions = true;
@@ -66,7 +68,11 @@ double logit_forward_flops_per_token(const ModelSpec& m);
 /// Parses the "model" field: a preset name, or an object with an optional "preset"/"hf_config" to override.
 /// `base_dir` resolves a relative hf_config path.
 ModelSpec parse_model(const Json& value, const std::string& base_dir);
-/// Maps a Hugging Face config.json (Llama, Mistral, GPT-2, GPT-NeoX families) to model fields as JSON.
+/// The training sequence length a Hugging Face import takes when the experiment gives none: the model's
+/// max_position_embeddings is its longest context, not what it is trained at (issue 14).
+constexpr std::int64_t kHfDefaultSeqLen = 4096;
+/// Maps a Hugging Face config.json (Llama, Mistral, GPT-2, GPT-NeoX families) to model fields as JSON; max_positions
+/// is the config's max_position_embeddings (n_positions) and seq_len min(kHfDefaultSeqLen, max_positions).
 Json hf_config_to_model_json(const Json& config, const std::string& origin);
 
 /// "gpt" | "llama" | "neox", as the input spells them.
