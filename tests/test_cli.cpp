@@ -164,3 +164,20 @@ TEST_CASE("Switching accelerator switches the node's NVLink with it") {
   CHECK(report["cluster"]["nvlink_bw"].get<double>() == 900e9);
   CHECK(report["cluster"]["comm"]["intra_node"]["link_bw"].get<double>() == 900e9);
 }
+
+// Issue 14, item 10: a strategy preset is a placement; switching it changed p2p from megatron to async as well.
+TEST_CASE("Switching the strategy preset changes the placement and nothing else") {
+  auto strategy_without_placement = [](const std::string& preset) {
+    std::string out;
+    REQUIRE(run_placesim("analyze examples/small-3d-1f1b.json --set strategy.preset=" + preset, &out) == 0);
+    placesim::Json s = placesim::Json::parse(out)["strategy"];
+    for (const char* key : {"preset", "placement", "placement_short"}) s.erase(key);
+    return s;
+  };
+  const placesim::Json megatron = strategy_without_placement("megatron-3d");
+  CHECK(megatron["p2p"] == "megatron");
+  for (const char* preset : {"dp", "zero1", "zero2", "zero3", "fsdp", "zero-offload"}) {
+    INFO(preset);
+    CHECK(strategy_without_placement(preset) == megatron);
+  }
+}

@@ -36,7 +36,7 @@ const std::map<std::string, Preset>& presets() {
         R"({"placement":{"parameters":"replicated","optimizer":"offloaded","gradients":"offloaded","activations":"replicated"}})"}},
       {"megatron-3d",
        {"Megatron-LM 3D: dp x tp x pp, 1F1B, Megatron pipeline exchange, activation recomputation (R/R/R/M)",
-        R"({"schedule":"1f1b","p2p":"megatron","placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"materialized"}})"}},
+        R"({"schedule":"1f1b","placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"materialized"}})"}},
   };
   return table;
 }
@@ -89,7 +89,7 @@ StrategySpec read_strategy_object(const Json& object) {
   s.schedule = parse_schedule(
       r.get_choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
   s.p2p =
-      r.get_choice("p2p", {"async", "megatron"}, "async") == "megatron" ? PipelineP2P::Megatron : PipelineP2P::Async;
+      r.get_choice("p2p", {"async", "megatron"}, "megatron") == "megatron" ? PipelineP2P::Megatron : PipelineP2P::Async;
   s.microbatches = r.get_positive_int("microbatches", 0);
   s.chunks = r.get_positive_int("chunks", 1);
   if (r.has("noam")) {

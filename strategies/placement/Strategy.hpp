@@ -35,7 +35,7 @@ struct StrategySpec {
   /// April 2021 code of Narayanan et al. (arXiv 2104.04473)
   bool tp_overlap = true;
   Schedule schedule = Schedule::OneFOneB;
-  PipelineP2P p2p = PipelineP2P::Async;
+  PipelineP2P p2p = PipelineP2P::Megatron;
   std::int64_t microbatches = 0;  ///< per step per pipeline; 0 = global_batch / (micro_batch * dp)
   std::int64_t chunks = 1;        ///< interleaved: model chunks v per device
   std::int64_t noam = 0;          ///< pipedream: micro-batches admitted at once; 0 = pp
