@@ -50,7 +50,12 @@ const Runner::GroupRing& Runner::group_ring(int group) {
                       to / c_.gpus_per_node == m.front() / c_.gpus_per_node;
     }
     ring.hop.bw_Bps = std::min(ring.hop.bw_Bps, bandwidth * static_cast<double>(transfers.size()));
+    for (auto [from, to] : transfers)
+      if (from / c_.gpus_per_node != to / c_.gpus_per_node)
+        ring.nics.push_back(from / c_.gpus_per_node * c_.nics_per_node + fabric_.rail(from % c_.gpus_per_node));
   }
+  std::sort(ring.nics.begin(), ring.nics.end());
+  ring.nics.erase(std::unique(ring.nics.begin(), ring.nics.end()), ring.nics.end());
   return ring;
 }
 
@@ -71,6 +76,19 @@ CollectivePlan Runner::plan(const Collective& c) {
       plan_collective(kind, nvls ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring, bytes, n, fabric, ring.hop);
   p.time_s *= c.repeat;
   return p;
+}
+
+void OverlapMeter::add(double start, double end) {
+  std::erase_if(active_ends_, [start](double e) { return e <= start; });
+  double latest = 0;
+  for (double e : active_ends_) latest = std::max(latest, e);
+  // Every active interval began at or before `start`: [start, min(end, latest)) is covered twice or more.
+  if (latest > start) {
+    const double covered_to = std::min(end, latest);
+    overlapped_ += std::max(0.0, covered_to - std::max(start, frontier_));
+    frontier_ = std::max(frontier_, covered_to);
+  }
+  active_ends_.push_back(end);
 }
 
 // One step of `rank`: its chunk to the next rank, split over the hop's channels.

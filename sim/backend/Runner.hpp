@@ -35,6 +35,18 @@ struct RingRun {
   int unfinished = 0;  ///< ranks not done
 };
 
+/// Time during which two or more intervals overlap, for intervals added in order of their start (the simulation
+/// clock): the analytic fidelity's measure of NIC sharing it does not model. Streaming, O(active intervals) per add.
+class OverlapMeter {
+ public:
+  void add(double start, double end);
+  double overlapped_s() const { return overlapped_; }
+
+ private:
+  std::vector<double> active_ends_;
+  double frontier_ = 0, overlapped_ = 0;
+};
+
 class Runner {
  public:
   Runner(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o) : g_(g), c_(c), o_(o), fabric_(c) {
@@ -56,6 +68,7 @@ class Runner {
   struct GroupRing {
     RingHop hop{-1, 0};
     bool one_node = false;
+    std::vector<int> nics;  ///< NICs (node * nics_per_node + rail) the ring sends on across nodes
   };
 
   void find_channels();
@@ -89,6 +102,7 @@ class Runner {
   std::vector<std::uint32_t> free_slots_, release_;
   std::unordered_map<TaskId, RingRun> rings_;
   std::vector<GroupRing> group_rings_;
+  std::vector<OverlapMeter> nic_overlap_;  ///< analytic fidelity: per NIC, inter-node collectives sharing it
   std::deque<TaskId> ready_;
   std::uint64_t finished_ = 0;
   SimResult result_;

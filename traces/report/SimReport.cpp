@@ -109,6 +109,7 @@ Json simulation_json(const SimulatedStep& s) {
               {"wall_time_s", r.wall_time_s},
               {"devices", device_rows(s.experiment, r)},
               {"fidelity", to_string(s.fidelity)},
+              {"analytic_nic_overlap_s", r.nic_overlap_s},
               {"layer_group", s.layer_group},
               {"layer_times", layer_times_json(s.layer_times)}};
 }
