@@ -265,14 +265,16 @@ TEST_CASE("Simulate mode runs one simulator process per point and maps its exit 
   // a report carrying its own pid for tp 1 and 2, a refusal (exit 2) for tp 4, a crash for tp 8.
   write(dir / "simulator.sh", R"(#!/bin/sh
 [ "$1 $2" = "simulate --help" ] && exit 0
-[ "$1 $2 $3 $4" = "simulate - --report -" ] || exit 9
+[ "$1 $2 $3 $4 $5" = "simulate - --report - --fidelity" ] || exit 9
+step=1.5
+[ "$6" = "analytic" ] && step=1.25
 input=$(cat)
 case "$input" in
   *'"tp":4'*) echo "placesim simulate: error: strategy.tp=4 refused by the test simulator" >&2; exit 2;;
   *'"tp":8'*) kill -9 $$;;
 esac
 tp=$(printf '%s' "$input" | grep -o '"tp":[0-9]*' | cut -d: -f2)
-echo "{\"simulation\": {\"step_time_s\": 1.5, \"mfu\": 0.25, \"tokens_per_s\": 1000, \"pid\": $$, \"tp\": $tp}}"
+echo "{\"simulation\": {\"step_time_s\": $step, \"mfu\": 0.25, \"tokens_per_s\": 1000, \"pid\": $$, \"tp\": $tp}}"
 )");
   ::chmod((dir / "simulator.sh").c_str(), 0755);
   write(dir / "sweep.json", R"({"base": {"model": "gpt-1.7b", "training": {"global_batch": 16}, "strategy": "dp"},
@@ -308,6 +310,17 @@ echo "{\"simulation\": {\"step_time_s\": 1.5, \"mfu\": 0.25, \"tokens_per_s\": 1
     }
   }
   CHECK(pids.size() == 6);  // one process per simulated point
+  // Issue 14, item 8: a sweep chooses its simulations' fidelity (flow by default, as above).
+  write(dir / "analytic.json", R"({"base": {"model": "gpt-1.7b", "training": {"global_batch": 16}, "strategy": "dp"},
+      "axes": {"strategy.tp": [1, 2]}, "mode": "simulate", "fidelity": "analytic",
+      "figures": ["simulation.step_time_s"]})");
+  CHECK(sweep_cli(dir / "analytic.json" + " --out " + dir / "a.jsonl --quiet --simulator " + dir / "simulator.sh",
+                  &output) == 0);
+  for (const auto& line : lines_of(read(dir / "a.jsonl"))) CHECK(Json::parse(line)["simulation.step_time_s"] == 1.25);
+  write(dir / "analyze-fidelity.json", R"({"base": {"model": "gpt-1.7b", "strategy": "dp"},
+      "axes": {"strategy.tp": [1, 2]}, "fidelity": "analytic"})");
+  CHECK(sweep_cli(dir / "analyze-fidelity.json" + " --out " + dir / "x.jsonl", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("fidelity=analytic applies to \"mode\": \"simulate\" only"));
   // A placesim that cannot simulate is refused before any point runs.
   write(dir / "nosim.sh", "#!/bin/sh\necho \"placesim: unknown command 'simulate'\" >&2\nexit 2\n");
   ::chmod((dir / "nosim.sh").c_str(), 0755);

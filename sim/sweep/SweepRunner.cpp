@@ -187,7 +187,9 @@ class SimulateRun {
       return;
     }
     Json experiment = point_experiment(spec_, evaluator_.coords());
-    pool_.start(index, {options_.simulator, "simulate", "-", "--report", "-"}, experiment.dump(), spec_.base_dir);
+    pool_.start(index,
+                {options_.simulator, "simulate", "-", "--report", "-", "--fidelity", to_string(spec_.fidelity)},
+                experiment.dump(), spec_.base_dir);
     pending_[index] = {evaluator_.coords(), evaluator_.experiment(), evaluator_.analysis()};
   }
 

@@ -40,6 +40,7 @@ SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, cons
   spec.base = experiment;
   spec.base_dir = base_dir;
   spec.mode = space.mode;
+  spec.fidelity = space.fidelity;
   SweepAxis mesh{{"strategy.dp", "strategy.tp", "strategy.pp"}, {}};
   for (const CandidateMesh& m : enumerate_meshes(space.devices, space.gpus_per_node))
     mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp)});

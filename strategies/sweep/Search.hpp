@@ -23,7 +23,8 @@ struct SearchSpace {
   std::int64_t gpus_per_node = 8;
   std::vector<std::string> presets = {"megatron-3d", "zero1", "zero2", "zero3", "zero-offload"};
   std::vector<std::int64_t> micro_batches = {1, 2, 4, 8};
-  SweepMode mode = SweepMode::Analyze;
+  SweepMode mode = SweepMode::Simulate;  ///< simulate ranks by step time; analyze only by a proxy (bytes)
+  Fidelity fidelity = Fidelity::Flow;
   std::vector<std::string> figures;  ///< extra report paths each row carries (the ranking figure, say)
 };
 

@@ -284,7 +284,7 @@ SweepSpec parse_sweep(const OrderedJson& value, const std::string& base_dir) {
   if (!value.is_object()) throw InputError("a sweep must be a JSON object with \"base\" and \"axes\"");
   Json top = plain(value);
   ObjectReader r(top, "");
-  r.finish({"description", "base", "axes", "filters", "mode", "figures"});
+  r.finish({"description", "base", "axes", "filters", "mode", "fidelity", "figures"});
   SweepSpec spec;
   spec.base_dir = base_dir;
   const Json* base = r.child("base");
@@ -299,6 +299,11 @@ SweepSpec parse_sweep(const OrderedJson& value, const std::string& base_dir) {
     throw InputError("axes: the sweep has " + show(Json(points)) + " points, more than can be enumerated");
   spec.mode =
       r.get_choice("mode", {"analyze", "simulate"}, "analyze") == "analyze" ? SweepMode::Analyze : SweepMode::Simulate;
+  if (r.has("fidelity")) {
+    if (spec.mode != SweepMode::Simulate)
+      throw InputError("fidelity=" + show(top["fidelity"]) + " applies to \"mode\": \"simulate\" only");
+    spec.fidelity = parse_fidelity(r.get_choice("fidelity", {"analytic", "flow", "full"}, "flow"), "fidelity");
+  }
   if (const Json* f = r.child("filters")) spec.filters = parse_filters(*f, spec);
   if (spec.filters.mesh_matches_cluster && !sweep_has_cluster(spec))
     throw InputError("filters.mesh_matches_cluster=true needs a cluster: give base.cluster or sweep a cluster field");

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "strategies/graph/SimResult.hpp"
 #include "workloads/json/JsonReader.hpp"
 
 namespace placesim {
@@ -50,6 +51,7 @@ struct SweepSpec {
   std::vector<SweepAxis> axes;
   SweepFilters filters;
   SweepMode mode = SweepMode::Analyze;
+  Fidelity fidelity = Fidelity::Flow;  ///< simulate mode: how each point's collectives are simulated
   std::vector<std::string> figures;  ///< dotted report paths written with every point
 
   std::uint64_t points() const;
