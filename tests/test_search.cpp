@@ -102,7 +102,8 @@ TEST_CASE("placesim search prints the best valid candidates and writes every can
   std::ofstream(dir + "/exp.json") << R"({"model": "gpt-1.7b", "cluster": {"preset": "dgx-a100", "nodes": 2},
       "training": {"global_batch": 64, "recompute": "selective"}, "strategy": "dp"})";
   std::string output;
-  int rc = test::run_placesim("search " + dir + "/exp.json --top 3 --quiet --out " + dir + "/r.jsonl", &output);
+  int rc = test::run_placesim("search " + dir + "/exp.json --mode analyze --top 3 --quiet --out " + dir + "/r.jsonl",
+                              &output);
   INFO(output);
   REQUIRE(rc == 0);
   std::ifstream in(dir + "/r.jsonl");
@@ -139,4 +140,48 @@ TEST_CASE("placesim search prints the best valid candidates and writes every can
   CHECK(third.substr(0, 5) == "    3");
   CHECK(test::run_placesim("search --model gpt-1.7b --set training.global_batch=64 --quiet", &output) == 2);
   CHECK_THAT(output, Catch::Contains("search needs the GPU count"));
+}
+
+// Issue 14, item 10: search ranked by bytes sent unless told otherwise, and picked zero-offload tp2 pp32 for a 70B
+// model. By default it now simulates every valid candidate and ranks by step time, and says so.
+TEST_CASE("placesim search simulates by default and ranks by step time at the fidelity it names") {
+  char pattern[] = "/tmp/placesim-search-test-XXXXXX";
+  std::string dir = ::mkdtemp(pattern);
+  std::ofstream(dir + "/exp.json") << R"({"model": {"layers": 4, "hidden": 256, "heads": 4, "vocab": 1000,
+      "seq_len": 128}, "cluster": {"preset": "dgx-a100", "nodes": 1, "gpus_per_node": 4, "nics_per_node": 4},
+      "training": {"global_batch": 16}, "strategy": "dp"})";
+  std::string output;
+  int rc = test::run_placesim("search " + dir + "/exp.json --presets zero1,zero3 --micro-batches 1,4 --top 1 --quiet "
+                              "--fidelity analytic --out " + dir + "/r.jsonl",
+                              &output);
+  INFO(output);
+  REQUIRE(rc == 0);
+  std::ifstream in(dir + "/r.jsonl");
+  std::vector<Json> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(Json::parse(line));
+  std::filesystem::remove_all(dir);
+  double best = 1e300;
+  std::string best_preset;
+  int ok = 0;
+  for (const auto& r : rows)
+    if (r["status"] == "ok") {
+      ++ok;
+      if (r["simulation.step_time_s"].get<double>() < best) {
+        best = r["simulation.step_time_s"].get<double>();
+        best_preset = r["point"]["strategy.preset"].get<std::string>();
+      }
+    }
+  REQUIRE(ok > 1);
+  CHECK_THAT(output,
+             Catch::Contains("ranked by simulation.step_time_s (lowest first), simulated at analytic fidelity"));
+  std::istringstream table(output.substr(output.find("rank ")));
+  std::string header, rank, preset;
+  std::getline(table, header);
+  table >> rank >> preset;
+  CHECK(rank == "1");
+  CHECK(preset == best_preset);
+  CHECK(test::run_placesim("search --model gpt-1.7b --gpus 8 --set training.global_batch=64 --mode analyze "
+                           "--fidelity flow",
+                           &output) == 2);
+  CHECK_THAT(output, Catch::Contains("--fidelity=flow applies to --mode simulate only"));
 }

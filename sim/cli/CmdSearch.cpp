@@ -19,7 +19,9 @@ find the fastest valid strategy: meshes x presets x micro-batch sizes, ranked (t
 --gpus-per-node N         with --gpus: GPUs per node, the largest tp (default 8)
 --presets LIST            strategy presets to try (default megatron-3d,zero1,zero2,zero3,zero-offload)
 --micro-batches LIST      micro-batch sizes to try (default 1,2,4,8)
---mode MODE               analyze (default) or simulate (one simulator process per candidate)
+--mode MODE               simulate (default: one simulator process per candidate, ranked by step time) or
+                          analyze (instant, but it has no step time: ranked by bytes sent, a proxy)
+--fidelity F              simulate mode: analytic, flow (default) or full, as for simulate
 --rank-by PATH            report figure to rank by, '-' first for highest first (default: see output)
 --top K                   rows of the table (default 10)
 --out FILE                write every candidate's row, invalid ones with their reason, as JSONL
@@ -59,9 +61,13 @@ SearchSpace search_space(const Args& args, const Json& experiment) {
     space.micro_batches.clear();
     for (const auto& m : split_list(*mbs)) space.micro_batches.push_back(positive(m, "--micro-batches"));
   }
-  std::string mode = args.value("--mode").value_or("analyze");
+  std::string mode = args.value("--mode").value_or("simulate");
   if (mode != "analyze" && mode != "simulate") throw InputError("--mode=" + mode + " is not one of: analyze simulate");
   space.mode = mode == "analyze" ? SweepMode::Analyze : SweepMode::Simulate;
+  if (auto f = args.value("--fidelity")) {
+    if (space.mode != SweepMode::Simulate) throw InputError("--fidelity=" + *f + " applies to --mode simulate only");
+    space.fidelity = parse_fidelity(*f, "--fidelity");
+  }
   return space;
 }
 
@@ -126,7 +132,9 @@ int run_search(const Args& args) {
             << counts_summary(counts) << "\n";
   std::cout << "ranked by " << by.path << (by.descending ? " (highest first)" : " (lowest first)");
   if (!args.value("--rank-by") && space.mode == SweepMode::Analyze)
-    std::cout << ": a proxy, the analyze mode has no step-time model yet; --mode simulate ranks by simulated step time";
+    std::cout << ": a proxy, the analyze mode has no step-time model; the default --mode simulate ranks by simulated "
+                 "step time";
+  if (space.mode == SweepMode::Simulate) std::cout << ", simulated at " << to_string(space.fidelity) << " fidelity";
   std::cout << "\n\n";
   if (ranked.empty())
     std::cout << "no valid candidate" << (args.value("--out") ? "; see the reasons in --out" : "") << "\n";
