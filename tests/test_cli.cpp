@@ -181,3 +181,21 @@ TEST_CASE("Switching the strategy preset changes the placement and nothing else"
     CHECK(strategy_without_placement(preset) == megatron);
   }
 }
+
+// Issue 14, item 10: a plan that does not fit printed only the refusal; the breakdown is what a user then needs.
+TEST_CASE("analyze and simulate print the memory breakdown before refusing a plan that does not fit") {
+  const std::string too_big = " --model llama3-70b --strategy zero1 --set strategy.tp=4 --set strategy.pp=4 "
+                              "--set strategy.dp=32 --set cluster.preset=dgx-h100 --set cluster.nodes=64 "
+                              "--set training.global_batch=1024";
+  std::string out;
+  CHECK(run_placesim("analyze --table" + too_big, &out) == 2);
+  // 97.0 GB: 9.08 GB of parameters and of gradients, 1.70 GB of optimizer state, 77.2 GB of activations.
+  CHECK_THAT(out, Catch::Contains("memory per device") && Catch::Contains("activations") &&
+                      Catch::Contains("77.2 GB") &&
+                      Catch::Contains("error: memory: the model does not fit: a device needs 97.0 GB"));
+  CHECK(out.find("memory per device") < out.find("does not fit"));
+  CHECK(run_placesim("analyze" + too_big, &out) == 2);
+  CHECK_THAT(out, Catch::Contains("memory per device") && Catch::Contains("does not fit"));
+  CHECK(run_placesim("simulate" + too_big, &out) == 2);
+  CHECK_THAT(out, Catch::Contains("memory per device") && Catch::Contains("does not fit"));
+}

@@ -52,8 +52,24 @@ int run_analyze(const Args& args) {
   std::optional<ClusterSpec> cluster;
   if (!e.cluster.is_null()) cluster = parse_cluster(e.cluster);
   const std::vector<std::string> warnings = analysis_warnings(e, a, cluster ? &*cluster : nullptr);
-  check_fits(e, a);
   const std::string out = args.value("--out").value_or("");
+  if (e.device_memory_bytes > 0 && a.total_bytes > e.device_memory_bytes) {
+    // A plan that does not fit is when the breakdown matters most: print it (and write the report, marked with the
+    // refusal, when asked), then refuse.
+    std::ostream& table = args.has("--table") ? std::cout : std::cerr;
+    table << analysis_table(e, a) << warning_lines(warnings);
+    try {
+      check_fits(e, a);
+    } catch (const InputError& refusal) {
+      if (!out.empty()) {
+        Json report = analysis_report(e, a);
+        report["warnings"] = warnings;
+        report["error"] = refusal.what();
+        write_output(out, dump(report));
+      }
+      throw;
+    }
+  }
   if (args.has("--table"))
     std::cout << analysis_table(e, a) << warning_lines(warnings);
   else
