@@ -187,3 +187,26 @@ TEST_CASE("converge-sweep refuses bad sweep files naming the field") {
   CHECK(sweep(R"({"schedules": ["pipedrem"]})", "--quick", &out) == 2);
   CHECK(out.find("sweep.schedules[0]=pipedrem is not a schedule (did you mean pipedream?)") != std::string::npos);
 }
+
+// Issue 14, item 6 (the converge report): a synchronous schedule is plain SGD; its executed staleness is 0 and the
+// count of other stages' block updates between a read and its apply keeps its own name.
+TEST_CASE("converge reports zero executed staleness for a synchronous schedule and keeps the block-update count") {
+  auto executed = [](const char* schedule) {
+    ScratchFile report("report.json");
+    std::string out;
+    const std::string pipeline = std::string(R"("pipeline": {"schedule": ")") + schedule +
+                                 R"(", "stages": 4, "microbatches": 16, "steps": 6, "forward_s": 1, "backward_s": 1})";
+    REQUIRE(converge(pipeline, R"({"objective": "quadratic", "dimension": 16, "step_size": 0.03125})",
+                     "--report " + report.path, &out) == 0);
+    return read_json_file(report.path)["executed_staleness"];
+  };
+  const Json sync = executed("1f1b");
+  CHECK(sync["max_delay"] == 0);
+  CHECK(sync["mean_delay"] == 0.0);
+  CHECK(sync["histogram"] == Json::parse(R"([{"delay": 0, "count": )" + sync["samples"].dump() + "}]"));
+  // Every 1F1B gradient of a uniform 4-stage pipeline is applied after the other S - 1 = 3 stages' updates.
+  CHECK(sync["block_updates_between"]["max"] == 3);
+  const Json async = executed("pipedream");
+  CHECK(async["max_delay"].get<int>() > 0);
+  CHECK(async["max_delay"] == async["block_updates_between"]["max"]);
+}

@@ -55,14 +55,28 @@ int steady_from(const UpdateLog& trace) {
   return (last + 1) / 2;
 }
 
-Json delays_json(const UpdateDelays& d) {
-  Json histogram = Json::array();
-  for (const auto& [delay, count] : d.histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
-  return Json{{"max_delay", d.steady.max},
-              {"mean_delay", d.steady.mean},
+// Staleness in optimizer steps: a synchronous schedule (GPipe, 1F1B, interleaved) applies every gradient of a step to
+// the weights its forward read, so it is plain SGD with staleness 0 whatever the block-update count between the read
+// and the apply (its other stages' updates of the same step); asynchronous schedules' staleness is that count. The
+// count itself is kept under its own name, block_updates_between, as in the pipeline section.
+Json delays_json(const UpdateDelays& d, bool synchronous) {
+  Json histogram = Json::array(), updates = Json::array();
+  for (const auto& [delay, count] : d.histogram) updates.push_back(Json{{"updates", delay}, {"count", count}});
+  if (synchronous) {
+    if (d.steady.samples > 0) histogram.push_back(Json{{"delay", 0}, {"count", d.steady.samples}});
+  } else {
+    for (const auto& [delay, count] : d.histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
+  }
+  return Json{{"max_delay", synchronous ? 0 : d.steady.max},
+              {"mean_delay", synchronous ? 0.0 : d.steady.mean},
               {"samples", d.steady.samples},
               {"histogram", histogram},
-              {"whole_run", {{"max", d.whole_run.max}, {"mean", d.whole_run.mean}}}};
+              {"whole_run", {{"max", synchronous ? 0 : d.whole_run.max}, {"mean", synchronous ? 0.0 : d.whole_run.mean}}},
+              {"block_updates_between",
+               {{"max", d.steady.max},
+                {"mean", d.steady.mean},
+                {"histogram", updates},
+                {"whole_run", {{"max", d.whole_run.max}, {"mean", d.whole_run.mean}}}}}};
 }
 
 }  // namespace
@@ -119,7 +133,8 @@ PreparedPipeline prepare_pipeline(AbstractPipeline p, const RunLength& length) {
 Json converge_report(const PreparedPipeline& prepared, const RunLength& length, const ConvergenceResult& result) {
   return Json{{"pipeline", prepared.pipeline_report},
               {"convergence", convergence_summary(result)},
-              {"executed_staleness", delays_json(update_delays(prepared.trace, steady_from(prepared.trace)))},
+              {"executed_staleness", delays_json(update_delays(prepared.trace, steady_from(prepared.trace)),
+                                                 synchronous_schedule(prepared.pipeline.shape.schedule))},
               {"run",
                {{"steps", prepared.pipeline.shape.steps},
                 {"budget_s", length.budget_s > 0 ? Json(length.budget_s) : Json(nullptr)},
