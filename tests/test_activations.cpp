@@ -43,6 +43,7 @@ TEST_CASE("Korthikanti activation formulas for none TP TP+SP selective and full 
   CHECK(per_layer(8, true, "selective") == 213909504.0);
 }
 
+// Issue 14, item 1: fused attention was off by default, so modern runs stored the scores and ran the slow kernel.
 TEST_CASE("Fused attention is the default of every family and stores no attention scores") {
   // Fused attention never stores the a*s^2 scores, softmax or dropout mask: without recompute a layer holds
   // what selective recompute keeps, sbh(34 + 0) with no 5as/h term.
