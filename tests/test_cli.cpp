@@ -199,3 +199,27 @@ TEST_CASE("analyze and simulate print the memory breakdown before refusing a pla
   CHECK(run_placesim("simulate" + too_big, &out) == 2);
   CHECK_THAT(out, Catch::Contains("memory per device") && Catch::Contains("does not fit"));
 }
+
+// Issue 13 (audit): `check` called pipedream, pipedream-2bw and localsgd "valid" with exit 0, though they give up the
+// equivalence with single-device training that check exists to verify.
+TEST_CASE("check gives asynchronous schedules the not-equivalent verdict with their delay, exit 3") {
+  std::string out;
+  CHECK(run_placesim("check examples/small-3d-1f1b.json --set strategy.schedule=pipedream", &out) == 3);
+  CHECK_THAT(out, Catch::StartsWith("not equivalent: ") &&
+                      Catch::Contains("strategy.schedule=pipedream is a valid strategy but does not train the same "
+                                      "model as one device") &&
+                      Catch::Contains("weight stashing"));
+  // PipeDream's steady-state delay at S = 4: S^2 - S/2 = 14 block updates on stage 0 (Ilin & Richtarik).
+  CHECK_THAT(out, Catch::Contains("delay: max 14, mean "));
+  CHECK(run_placesim("check examples/small-3d-1f1b.json --set strategy.schedule=pipedream-2bw", &out) == 3);
+  CHECK_THAT(out, Catch::Contains("a new weight version every 16 micro-batches"));
+  CHECK(run_placesim("check examples/small-3d-1f1b.json --set strategy.schedule=localsgd --set strategy.replicas=2 "
+                     "--set strategy.local_steps=4",
+                     &out) == 3);
+  CHECK_THAT(out, Catch::Contains("delay: 4 local step(s) between averagings of 2 replica(s)"));
+  for (const char* schedule : {"1f1b", "gpipe"}) {
+    CHECK(run_placesim(std::string("check examples/small-3d-1f1b.json --set strategy.schedule=") + schedule, &out) ==
+          0);
+    CHECK_THAT(out, Catch::StartsWith("valid: "));
+  }
+}

@@ -2,6 +2,7 @@
 #include <optional>
 
 #include "sim/cli/Commands.hpp"
+#include "strategies/pipeline/Equivalence.hpp"
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/placement/ClusterFit.hpp"
 #include "strategies/placement/Strategy.hpp"
@@ -15,7 +16,7 @@ namespace placesim {
 /// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
 constexpr const char* kCheckHelp = R"(
 check EXPERIMENT.json [options]
-validate an experiment: gradient integrity, state consistency, divisibility, memory fit
+validate an experiment (integrity, consistency, fit): exit 0 valid, 3 not equivalent to one device, 2 invalid
 )";
 
 /// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
@@ -86,6 +87,22 @@ int run_check(const Args& args) {
   Experiment e = experiment_from_args(args, false);
   check_with_cluster(e);
   check_fits(e, analyze(e));
+  const Equivalence eq = training_equivalence(e.strategy);
+  if (!eq.equivalent) {
+    char delay[256];
+    if (e.strategy.schedule == Schedule::LocalSGD)
+      std::snprintf(delay, sizeof delay, "%lld local step(s) between averagings of %lld replica(s)",
+                    static_cast<long long>(e.strategy.local_steps), static_cast<long long>(e.strategy.replicas));
+    else
+      std::snprintf(delay, sizeof delay,
+                    "max %lld, mean %.3g block updates between a gradient's read and its apply (steady state, "
+                    "balanced stages, backward = 2 x forward)",
+                    static_cast<long long>(eq.delay.max), eq.delay.mean);
+    std::cout << "not equivalent: " << e.name << ": strategy.schedule=" << to_string(e.strategy.schedule)
+              << " is a valid strategy but does not train the same model as one device: " << eq.given_up
+              << ".\n  delay: " << delay << "\n";
+    return 3;
+  }
   std::cout << "valid: " << e.name << ": " << e.model.name << " with " << e.strategy.preset << " "
             << short_form(e.strategy.placement) << " on dp " << e.strategy.dp << " x tp " << e.strategy.tp << " x pp "
             << e.strategy.pp << "\n";
