@@ -92,3 +92,43 @@ TEST_CASE("Sharded units are padded to a multiple of the shard count, as FSDP an
   CHECK(a.comm.by_class[static_cast<std::size_t>(CommClass::DpGradSync)] == 3 * 251 * 2);
   CHECK(a.comm.by_class[static_cast<std::size_t>(CommClass::ZeroGather)] == 3 * 251 * 2);
 }
+
+// Issue 13 (audit): a model given only by its parameter count was one gather unit, held twice: ZeRO-3 on 7.5B showed
+// 60 GB of buffers (61.9 GB in all) and ZeRO-2 more memory than ZeRO-1. Without layers it is gathered and reduced in
+// buckets of strategy.bucket_bytes (25 MB: 12.5 M bf16 elements), two in flight.
+TEST_CASE("An opaque model without layers is gathered and reduced in buckets of bucket_bytes") {
+  auto buffers = [](const char* strategy) {
+    return analyze(test::experiment(std::string(R"({"model": {"parameters": 7.5e9}, "strategy": )") + strategy + "}"))
+        .memory.buffers;
+  };
+  // zero3: two parameter buckets and two gradient buckets, 2 x 25 MB + 2 x 25 MB.
+  CHECK(buffers(R"({"preset": "zero3", "dp": 64})") == 100e6);
+  // zero2: the two gradient buckets only, so ZeRO-2 needs less than ZeRO-1 (which keeps the whole gradient).
+  CHECK(buffers(R"({"preset": "zero2", "dp": 64})") == 50e6);
+  CHECK(buffers(R"({"preset": "zero1", "dp": 64})") == 0);
+  CHECK(buffers(R"({"preset": "zero3", "dp": 64, "bucket_bytes": 5e7})") == 200e6);
+  // Declared layers are the gather units, as before: 7.5e9 / 10 = 750 M elements, 2 x 1.5 GB + 2 x 1.5 GB.
+  CHECK(analyze(test::experiment(R"({"model": {"parameters": 7.5e9, "layers": 10}, "strategy": {"preset": "zero3",
+      "dp": 64}})"))
+            .memory.buffers == 6e9);
+  // The model states of Table 1 are unchanged: 16 bytes per parameter over 64 ranks.
+  const Analysis a = analyze(test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3",
+      "dp": 64}})"));
+  CHECK(a.memory.parameters + a.memory.gradients + a.memory.optimizer == 16 * 7.5e9 / 64);
+}
+
+// Issue 13 (audit): PipeDream's stashed weight versions were full copies even when the parameters are sharded
+// (stage 0 of the small 3D example with zero3: 3.54 MB -> 24.8 MB). A stashed version is kept as the device holds
+// its parameters: its shard.
+TEST_CASE("PipeDream stashes a sharded stage's weight versions as shards") {
+  // Stage 0 of examples/small-3d-1f1b.json (GPT, h 512, vocab 1000, seq 256, tp 2, pp 4: layers 2, 3, 3, 2): two
+  // layers of 3,149,312 / 2 + 3,072 = 1,577,728 elements and the embedding, 1000 x 512 / 2 + 256 x 512 = 387,072;
+  // over dp 2 that is 2 x 788,864 + 193,536 = 1,771,264 elements, 3,542,528 bytes in bf16. PipeDream with NOAM 4
+  // keeps min(4, 4 - 0) - 1 = 3 stashed versions beside the current one on stage 0.
+  Experiment e = test::experiment(R"({"model": {"layers": 10, "hidden": 512, "heads": 8, "vocab": 1000,
+      "seq_len": 256}, "training": {"global_batch": 32}, "strategy": {"preset": "zero3", "dp": 2, "tp": 2, "pp": 4,
+      "schedule": "pipedream"}})");
+  CHECK(analyze(e).stages.front().memory.parameters == 4 * 3542528.0);
+  e.strategy.schedule = Schedule::OneFOneB;
+  CHECK(analyze(e).stages.front().memory.parameters == 3542528.0);
+}

@@ -51,7 +51,7 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   MemoryBytes mem;
   const double pb = t.param_bytes(), gb = t.grad_bytes(), k = t.optimizer_bytes_per_param;
   mem.parameters = resident_elems(pl.parameters, st, n) * pb;
-  mem.parameters += extra_weight_versions(e, st) * d(st.elems()) * pb;
+  mem.parameters += extra_weight_versions(e, st) * d(stashed_version_elems(e, st)) * pb;
   mem.gradients = resident_elems(pl.gradients, st, n) * gb;
   mem.optimizer = resident_elems(pl.optimizer, st, n) * k;
   double act = stage_activation_bytes(e, st);

@@ -241,13 +241,15 @@ double Expander::stash_change(int s, const PipeOp& op) {
   int& refs = version_refs_[op.weight_version];
   --refs;
   if (refs == 0 && op.weight_version != current_version_)
-    return -static_cast<double>(layouts_[static_cast<std::size_t>(s)].elems()) * e_.training.param_bytes();
+    return -static_cast<double>(stashed_version_elems(e_, layouts_[static_cast<std::size_t>(s)])) *
+           e_.training.param_bytes();
   return 0;
 }
 
 void Expander::apply_inline(int s, const PipeOp& op) {
   const StageCosts& k = costs_[static_cast<std::size_t>(s)];
   const double elems = static_cast<double>(layouts_[static_cast<std::size_t>(s)].elems());
+  const double stashed = static_cast<double>(stashed_version_elems(e_, layouts_[static_cast<std::size_t>(s)]));
   const int superseded = current_version_++;
   auto it = version_refs_.find(superseded);
   const bool stash = e_.strategy.schedule == Schedule::PipeDream && it != version_refs_.end() && it->second > 0;
@@ -257,7 +259,7 @@ void Expander::apply_inline(int s, const PipeOp& op) {
       TaskId id = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0, op.microbatch,
                                      -1, op.weight_version},
                              s, x, Stream::Compute);
-      if (stash) g_.set_memory(id, {}, {{x, State::Parameters, elems * e_.training.param_bytes(), false}});
+      if (stash) g_.set_memory(id, {}, {{x, State::Parameters, stashed * e_.training.param_bytes(), false}});
     }
 }
 

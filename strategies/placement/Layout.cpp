@@ -12,7 +12,22 @@ std::int64_t StageLayout::sharded_elems(std::int64_t n) const {
 
 // The embedding rides with the first layer and the head with the last (they are gathered and reduced together).
 std::int64_t StageLayout::max_unit_elems() const {
+  if (bucket_elems > 0) return std::min(bucket_elems, elems());
   return layer_elems + std::max(embed_elems, head_elems);
+}
+
+std::int64_t stashed_version_elems(const Experiment& e, const StageLayout& st) {
+  switch (e.strategy.placement.parameters) {
+    case Mode::Replicated:
+      return st.elems();
+    case Mode::Sharded:
+    case Mode::ShardedWithGather:
+      return st.sharded_elems(e.strategy.dp);
+    case Mode::Materialized:
+    case Mode::Offloaded:
+      return 0;
+  }
+  return 0;
 }
 
 std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t stages) {
@@ -34,9 +49,15 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 
 std::vector<StageLayout> opaque_layouts(const Experiment& e) {
   const auto& s = e.strategy;
-  // An opaque model is split evenly: one unit per stage, or its declared layers split over the stages.
+  // An opaque model is split evenly: one unit per stage, or its declared layers split over the stages. Without
+  // layers nothing says how it is gathered or reduced: in buckets of strategy.bucket_bytes, as DDP and DeepSpeed do,
+  // so a transient buffer is one bucket, not the whole stage.
   std::int64_t layers = e.model.opaque_layers > 0 ? e.model.opaque_layers : s.pp;
   auto params = static_cast<std::int64_t>(e.model.opaque_parameters);
+  const std::int64_t bucket =
+      e.model.opaque_layers > 0 ? 0
+                                : std::max<std::int64_t>(1, static_cast<std::int64_t>(s.bucket_bytes /
+                                                                                      e.training.param_bytes()));
   std::vector<StageLayout> out(static_cast<std::size_t>(s.pp));
   for (int i = 0; i < s.pp; ++i) {
     auto& st = out[static_cast<std::size_t>(i)];
@@ -44,6 +65,7 @@ std::vector<StageLayout> opaque_layouts(const Experiment& e) {
     st.n_layers = layers / s.pp;
     st.first_layer = i * st.n_layers;
     st.layer_elems = ceil_div(ceil_div(params, layers), s.tp);
+    st.bucket_elems = bucket;
   }
   return out;
 }

@@ -23,9 +23,16 @@ struct StageLayout {
   std::int64_t elems() const { return n_layers * layer_elems + embed_elems + head_elems; }
   /// Elements one device holds when every unit is sharded over `n` ranks (each unit padded to a multiple of n).
   std::int64_t sharded_elems(std::int64_t n) const;
-  /// The largest gather unit (a layer with the embedding or head it carries): one transient buffer.
+  std::int64_t bucket_elems = 0;     ///< opaque model without layers: the bucket it is gathered and reduced in
+  /// The largest gather unit (a layer with the embedding or head it carries), or the bucket of an opaque model
+  /// without layers: one transient buffer.
   std::int64_t max_unit_elems() const;
 };
+
+/// Elements of one stashed weight version (PipeDream, PipeDream-2BW) on a device of the stage: the version is kept
+/// as the device holds its parameters — whole when replicated, its shard when sharded (with or without gather),
+/// nothing on the device when materialized or offloaded.
+std::int64_t stashed_version_elems(const Experiment& e, const StageLayout& st);
 
 /// Layers of each of `stages` stages. An even split when `stages` divides `layers`; otherwise every stage gets
 /// ceil(layers / stages) except that the end stages, which also hold the embedding and the head, give up one layer
