@@ -60,7 +60,11 @@ void DeviceStats::apply(State state, double delta, bool buffer) {
   }
   double total = buffers;
   for (double c : current) total += c;
-  peak_total = std::max(peak_total, total);
+  if (total > peak_total) {
+    peak_total = total;
+    for (std::size_t i = 0; i < current.size(); ++i) at_peak[i] = current[i];
+    at_peak[4] = buffers;
+  }
 }
 
 double DeviceStats::exposed_communication_s() const {

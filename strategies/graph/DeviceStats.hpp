@@ -32,6 +32,9 @@ struct DeviceStats {
   std::array<double, 4> peak{};
   double buffers = 0, peak_buffers = 0;
   double peak_total = 0;  ///< max over time of all states plus buffers
+  /// Each state (State order) and the buffers at the first moment the total reached peak_total: they sum to it.
+  /// (The per-state peaks above are each state's own maximum, reached at different moments.)
+  std::array<double, 5> at_peak{};
   double flops = 0;
 
   void apply(State state, double delta, bool buffer);
