@@ -125,7 +125,8 @@ TEST_CASE("Batch arithmetic and degrees are checked when the experiment is parse
 }
 
 TEST_CASE("A model that does not fit the device memory is refused with its breakdown") {
-  Experiment e = test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": "dp"})");
+  // 16 bytes per parameter in fp16 mixed precision (2 + 2 + 12): 120 GB.
+  Experiment e = test::experiment(R"({"model": {"parameters": 7.5e9}, "training": {"dtype": "fp16"}, "strategy": "dp"})");
   e.device_memory_bytes = 80.0 * (1ull << 30);
   CHECK_THROWS_WITH(check_fits(e, analyze(e)),
                     Catch::Contains("memory: the model does not fit: a device needs 120 GB") &&

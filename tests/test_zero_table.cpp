@@ -1,5 +1,6 @@
 // ZeRO (Rajbhandari et al., arXiv 1910.02054), Table 1 and section 7: model-state memory per device and
-// communication volume of DP, ZeRO-1, ZeRO-2 and ZeRO-3, reproduced from the placement alone.
+// communication volume of DP, ZeRO-1, ZeRO-2 and ZeRO-3, reproduced from the placement alone. The paper trains in
+// fp16 mixed precision (2 + 2 + 12 bytes per parameter), so every experiment here sets training.dtype fp16.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -12,8 +13,8 @@ namespace {
 
 double model_states_gb(double params, const std::string& preset, std::int64_t dp) {
   Experiment e =
-      test::experiment(R"({"model": {"parameters": )" + std::to_string(params) + R"(}, "strategy": {"preset": ")" +
-                       preset + R"(", "dp": )" + std::to_string(dp) + "}}");
+      test::experiment(R"({"training": {"dtype": "fp16"}, "model": {"parameters": )" + std::to_string(params) +
+                       R"(}, "strategy": {"preset": ")" + preset + R"(", "dp": )" + std::to_string(dp) + "}}");
   return analyze(e).model_states_bytes / 1e9;
 }
 
@@ -68,8 +69,9 @@ TEST_CASE("ZeRO section 7: ZeRO-3 communicates 1.5x DP and DP sends 2(N-1)/N x P
   const double psi = 7.5e9;
   const std::int64_t n = 64;
   auto bytes = [&](const char* preset) {
-    Experiment e = test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": ")" +
-                                    std::string(preset) + R"(", "dp": 64}})");
+    Experiment e =
+        test::experiment(R"({"training": {"dtype": "fp16"}, "model": {"parameters": 7.5e9}, "strategy": {"preset": ")" +
+                         std::string(preset) + R"(", "dp": 64}})");
     return analyze(e).bytes_per_step;
   };
   double dp = bytes("dp");
@@ -83,7 +85,8 @@ TEST_CASE("ZeRO section 7: ZeRO-3 communicates 1.5x DP and DP sends 2(N-1)/N x P
 
 TEST_CASE("Sharded units are padded to a multiple of the shard count, as FSDP and ZeRO pad") {
   // 1001 parameters over 4 ranks: each holds ceil(1001/4) = 251 elements -> 251 * 12 optimizer bytes.
-  Experiment e = test::experiment(R"({"model": {"parameters": 1001}, "strategy": {"preset": "zero1", "dp": 4}})");
+  Experiment e = test::experiment(
+      R"({"training": {"dtype": "fp16"}, "model": {"parameters": 1001}, "strategy": {"preset": "zero1", "dp": 4}})");
   Analysis a = analyze(e);
   CHECK(a.memory.optimizer == 251 * 12);
   CHECK(a.memory.parameters == 1001 * 2);
@@ -98,7 +101,9 @@ TEST_CASE("Sharded units are padded to a multiple of the shard count, as FSDP an
 // buckets of strategy.bucket_bytes (25 MB: 12.5 M bf16 elements), two in flight.
 TEST_CASE("An opaque model without layers is gathered and reduced in buckets of bucket_bytes") {
   auto buffers = [](const char* strategy) {
-    return analyze(test::experiment(std::string(R"({"model": {"parameters": 7.5e9}, "strategy": )") + strategy + "}"))
+    return analyze(test::experiment(
+                       std::string(R"({"training": {"dtype": "fp16"}, "model": {"parameters": 7.5e9}, "strategy": )") +
+                       strategy + "}"))
         .memory.buffers;
   };
   // zero3: two parameter buckets and two gradient buckets, 2 x 25 MB + 2 x 25 MB.
@@ -108,11 +113,18 @@ TEST_CASE("An opaque model without layers is gathered and reduced in buckets of 
   CHECK(buffers(R"({"preset": "zero1", "dp": 64})") == 0);
   CHECK(buffers(R"({"preset": "zero3", "dp": 64, "bucket_bytes": 5e7})") == 200e6);
   // Declared layers are the gather units, as before: 7.5e9 / 10 = 750 M elements, 2 x 1.5 GB + 2 x 1.5 GB.
-  CHECK(analyze(test::experiment(R"({"model": {"parameters": 7.5e9, "layers": 10}, "strategy": {"preset": "zero3",
+  CHECK(
+      analyze(
+          test::experiment(
+              R"({"training": {"dtype": "fp16"}, "model": {"parameters": 7.5e9, "layers": 10}, "strategy": {"preset": "zero3",
       "dp": 64}})"))
-            .memory.buffers == 6e9);
+          .memory.buffers == 6e9);
+  // Under bf16 the gradients are fp32 (issue 13): the gradient buckets hold 4-byte elements, 2 x 25 + 2 x 50 MB.
+  CHECK(analyze(test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3", "dp": 64}})"))
+            .memory.buffers == 150e6);
   // The model states of Table 1 are unchanged: 16 bytes per parameter over 64 ranks.
-  const Analysis a = analyze(test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3",
+  const Analysis a = analyze(test::experiment(
+      R"({"training": {"dtype": "fp16"}, "model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3",
       "dp": 64}})"));
   CHECK(a.memory.parameters + a.memory.gradients + a.memory.optimizer == 16 * 7.5e9 / 64);
 }
@@ -131,4 +143,24 @@ TEST_CASE("PipeDream stashes a sharded stage's weight versions as shards") {
   CHECK(analyze(e).stages.front().memory.parameters == 4 * 3542528.0);
   e.strategy.schedule = Schedule::OneFOneB;
   CHECK(analyze(e).stages.front().memory.parameters == 3542528.0);
+}
+
+// Issue 13 (audit): gradients were counted at 16 bits while the optimizer-step model read Megatron's fp32 main-grad
+// buffer, which Megatron-LM also all-reduces under bf16. One truth, training.grad_dtype, for memory and collectives.
+TEST_CASE("Gradients are held and reduced in grad_dtype: fp32 under bf16, the parameters' dtype under fp16") {
+  // 1e9 parameters replicated over 8 ranks: gradients 1e9 x bytes; the ring all-reduce sends 2 x 7/8 of them.
+  auto grads = [](const char* training) {
+    const Analysis a = analyze(test::experiment(std::string(R"({"model": {"parameters": 1e9}, "training": )") +
+                                                training + R"(, "strategy": {"preset": "dp", "dp": 8}})"));
+    return std::pair{a.memory.gradients, a.comm.by_class[static_cast<std::size_t>(CommClass::DpGradSync)]};
+  };
+  CHECK(grads(R"({"dtype": "bf16"})") == std::pair{4e9, 7e9});
+  CHECK(grads(R"({"dtype": "fp16"})") == std::pair{2e9, 3.5e9});
+  CHECK(grads(R"({"dtype": "bf16", "grad_dtype": "bf16"})") == std::pair{2e9, 3.5e9});  // DeepSpeed ZeRO-2/3
+  CHECK(grads(R"({"dtype": "fp32"})") == std::pair{4e9, 7e9});
+  CHECK_THROWS_WITH(grads(R"({"dtype": "fp32", "grad_dtype": "bf16"})"),
+                    Catch::Contains("training.grad_dtype=bf16 with training.dtype=fp32"));
+  // The optimizer step's traffic is unchanged: it always read the fp32 main grads (bf16 Adam 42 bytes).
+  TrainingSpec t;
+  CHECK(optimizer_step_bytes(t) == 42);
 }

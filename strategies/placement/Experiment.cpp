@@ -116,6 +116,7 @@ Json training_to_json(const TrainingSpec& t) {
   return Json{{"global_batch", t.global_batch},
               {"micro_batch", t.micro_batch},
               {"dtype", to_string(t.dtype)},
+              {"grad_dtype", to_string(t.grad_dtype)},
               {"optimizer", to_string(t.optimizer)},
               {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
               {"recompute", to_string(t.recompute)},

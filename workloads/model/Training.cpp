@@ -14,7 +14,8 @@ double optimizer_step_bytes(const TrainingSpec& t) {
   if (t.grad_clipping) bytes += 4;
   if (t.dtype == DType::FP16) bytes += 8;
   if (mixed) bytes += 4 + t.param_bytes();
-  bytes += (t.grad_accumulation_fusion || !mixed) ? 4 : t.grad_bytes() + 4 + t.grad_bytes();
+  const bool fp32_grads = t.grad_dtype == DType::FP32;
+  bytes += (t.grad_accumulation_fusion || fp32_grads) ? 4 : t.grad_bytes() + 4 + t.grad_bytes();
   return bytes;
 }
 
@@ -25,6 +26,11 @@ TrainingSpec parse_training(const Json& value) {
   t.micro_batch = r.get_positive_int("micro_batch", 1);
   std::string dtype = r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16");
   t.dtype = dtype == "bf16" ? DType::BF16 : dtype == "fp16" ? DType::FP16 : DType::FP32;
+  const std::string grads =
+      r.get_choice("grad_dtype", {"bf16", "fp16", "fp32"}, t.dtype == DType::FP16 ? "fp16" : "fp32");
+  t.grad_dtype = grads == "bf16" ? DType::BF16 : grads == "fp16" ? DType::FP16 : DType::FP32;
+  if (t.dtype == DType::FP32 && t.grad_dtype != DType::FP32)
+    throw InputError(r.field("grad_dtype") + "=" + grads + " with training.dtype=fp32: fp32 training has fp32 gradients");
   std::string opt = r.get_choice("optimizer", {"adam", "sgd"}, "adam");
   t.optimizer = opt == "adam" ? Optimizer::Adam : Optimizer::SGD;
   t.optimizer_bytes_per_param =

@@ -10,12 +10,15 @@ enum class DType { BF16, FP16, FP32 };
 enum class Optimizer { Adam, SGD };
 enum class Recompute { None, Selective, Full };
 
-/// How a step is trained. Bytes per parameter follow mixed-precision practice (ZeRO §3): 16-bit parameters and
-/// gradients with fp32 optimizer state (Adam: master weights, momentum, variance = 12 bytes).
+/// How a step is trained. Bytes per parameter follow mixed-precision practice (ZeRO §3): 16-bit parameters with
+/// fp32 optimizer state (Adam: master weights, momentum, variance = 12 bytes). Gradients are held and reduced in
+/// grad_dtype: fp32 under bf16 (Megatron-LM's main-grad buffer, forced to fp32 for bf16, which it also all-reduces;
+/// torchtitan's FSDP2 reduce_dtype), the parameters' dtype otherwise (fp16 as in ZeRO's 2 + 2 + 12 bytes).
 struct TrainingSpec {
   std::int64_t global_batch = 0;  ///< samples per step; 0 = micro_batch * dp * microbatches
   std::int64_t micro_batch = 1;
   DType dtype = DType::BF16;
+  DType grad_dtype = DType::FP32;  ///< gradient memory, gradient collectives and offload copies
   Optimizer optimizer = Optimizer::Adam;
   double optimizer_bytes_per_param = 12;  ///< K of the ZeRO paper
   Recompute recompute = Recompute::None;
@@ -28,7 +31,7 @@ struct TrainingSpec {
   bool grad_clipping = true;
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
-  int grad_bytes() const { return param_bytes(); }
+  int grad_bytes() const { return grad_dtype == DType::FP32 ? 4 : 2; }
   int activation_bytes() const { return param_bytes(); }
 };
 
@@ -39,8 +42,8 @@ struct TrainingSpec {
 /// - with grad_clipping the gradient norm reads the gradient once more (4);
 /// - fp16 only: unscaling by the loss scale with the inf/nan check reads and writes the gradient (8);
 /// - mixed precision: the master weights are copied into the 16-bit model parameters (4 + 2);
-/// - the gradient buffer is made ready for the next step: with grad_accumulation_fusion (or in fp32) the fp32
-///   main-grad buffer is zeroed (4); without it the 16-bit gradients were first copied to fp32 (2 + 4) and their
+/// - the gradient buffer is made ready for the next step: with grad_accumulation_fusion (or fp32 gradients) the fp32
+///   main-grad buffer is zeroed (4); without it 16-bit gradients were first copied to fp32 (2 + 4) and their
 ///   buffer is zeroed (2).
 /// Mixed-precision Adam: bf16 42, fp16 50 (54 without fusion); fp32 Adam 36.
 double optimizer_step_bytes(const TrainingSpec& t);
