@@ -86,3 +86,31 @@ TEST_CASE("Recompute and the activation placement agree after resolution") {
       test::experiment(R"({"model": "gpt-22b", "strategy": {"placement": {"activations": "materialized"}}})");
   CHECK(f.training.recompute == Recompute::Full);
 }
+
+// Issue 13 (audit): offloaded activations were free — peak memory fell from 47.5 to 11.4 GB with 0 bytes over PCIe
+// and the same step. Now each layer's activations of each micro-batch cross PCIe out and back, two layers' worth stay
+// on the device, and simulate refuses until the task graph carries the copies.
+TEST_CASE("Offloaded activations cost PCIe bytes both ways, host memory, and two layers on the device") {
+  const double sbh = s * b * h;
+  const double layer = sbh * (34 / t + 5 * a * s / (h * t));  // TP + SP, no recompute, unfused (as above)
+  auto experiment = [](const char* activations) {
+    return test::experiment(
+        std::string(R"({"model": {"preset": "gpt-22b", "flash_attention": false}, "training": {"micro_batch": 4,
+        "global_batch": 8}, "strategy": {"tp": 8, "sp": true, "placement": {"activations": ")") +
+        activations + R"("}}})");
+  };
+  const Analysis kept = analyze(experiment("replicated"));
+  const Analysis offloaded = analyze(experiment("offloaded"));
+  CHECK(kept.memory.activations == Approx(48 * layer).epsilon(1e-12));  // 48 layers, one micro-batch in flight
+  CHECK(offloaded.memory.activations == Approx(2 * layer).epsilon(1e-12));
+  CHECK(offloaded.memory.host == Approx(48 * layer).epsilon(1e-12));
+  // Two micro-batches of 48 layers, out after the forward and back before the backward.
+  CHECK(offloaded.comm.d2h == Approx(2 * 48 * layer).epsilon(1e-12));
+  CHECK(offloaded.comm.h2d == Approx(2 * 48 * layer).epsilon(1e-12));
+  CHECK(kept.comm.d2h == 0);
+  std::string out;
+  CHECK(test::run_placesim("simulate examples/llama3-8b-fsdp.json --set strategy.placement.activations=offloaded",
+                           &out) == 2);
+  CHECK_THAT(out, Catch::Contains("strategy.placement.activations=offloaded is analysed") &&
+                      Catch::Contains("not simulated yet"));
+}

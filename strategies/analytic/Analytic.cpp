@@ -55,7 +55,9 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   mem.gradients = resident_elems(pl.gradients, st, n) * gb;
   mem.optimizer = resident_elems(pl.optimizer, st, n) * k;
   double act = stage_activation_bytes(e, st);
-  mem.activations = pl.activations == Mode::Offloaded ? 0 : act;
+  // Offloaded activations leave the device layer by layer: one layer's being computed while the previous one's are
+  // copied out (in the backward, prefetched back), so two layers' worth stay resident.
+  mem.activations = pl.activations == Mode::Offloaded ? std::min(act, 2 * layer_activation_bytes(e)) : act;
   const double unit = d(st.max_unit_elems());
   // Transient: a gathered unit and the next one prefetched; unsharded gradients of a unit, double-buffered while
   // the previous one is reduce-scattered or copied to the host.
@@ -116,6 +118,13 @@ void data_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c
     c.d2h = (n > 1 ? shard : d(st.elems())) * gb;  // device gradients move to the host optimizer once per step
   if (pl.optimizer == Mode::Offloaded && pl.parameters != Mode::Offloaded) c.h2d += shard * pb;
   if (pl.parameters == Mode::Offloaded) c.h2d += 2 * d(m) * d(st.elems()) * pb;
+  if (pl.activations == Mode::Offloaded) {
+    // Every layer's activations of every micro-batch go to the host after its forward and come back before its
+    // backward.
+    const double per_step = d(m) * d(st.n_layers) * layer_activation_bytes(e);
+    c.d2h += per_step;
+    c.h2d += per_step;
+  }
 }
 
 // Bytes of the tensor- and pipeline-parallel axes: per-layer TP collectives, those of the vocabulary-parallel
