@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -16,9 +17,7 @@ std::string percent(double fraction) {
 }
 
 std::string gigabytes_per_s(double Bps) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g GB/s", Bps / 1e9);
-  return text;
+  return format_significant(Bps / 1e9, 3) + " GB/s";
 }
 
 }  // namespace
