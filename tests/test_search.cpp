@@ -96,20 +96,38 @@ TEST_CASE("Rows rank by a figure ascending or descending and only valid rows ran
   CHECK(default_rank_by(SweepMode::Analyze).path == "communication.bytes_per_step");
 }
 
-TEST_CASE("placesim search prints the best valid candidates and writes every candidate as JSONL") {
-  char pattern[] = "/tmp/placesim-search-test-XXXXXX";
-  std::string dir = ::mkdtemp(pattern);
-  std::ofstream(dir + "/exp.json") << R"({"model": "gpt-1.7b", "cluster": {"preset": "dgx-a100", "nodes": 2},
-      "training": {"global_batch": 64, "recompute": "selective"}, "strategy": "dp"})";
+namespace {
+
+// Runs `placesim search` on `experiment` with `flags` (plus --quiet and --out) and reads back every candidate row.
+struct SearchRun {
+  int rc = 0;
   std::string output;
-  int rc = test::run_placesim("search " + dir + "/exp.json --mode analyze --top 3 --quiet --out " + dir + "/r.jsonl",
-                              &output);
-  INFO(output);
-  REQUIRE(rc == 0);
-  std::ifstream in(dir + "/r.jsonl");
   std::vector<Json> rows;
-  for (std::string line; std::getline(in, line);) rows.push_back(Json::parse(line));
+};
+
+SearchRun run_search(const std::string& experiment, const std::string& flags) {
+  char pattern[] = "/tmp/placesim-search-test-XXXXXX";
+  const std::string dir = ::mkdtemp(pattern);
+  std::ofstream(dir + "/exp.json") << experiment;
+  SearchRun run;
+  run.rc =
+      test::run_placesim("search " + dir + "/exp.json " + flags + " --quiet --out " + dir + "/r.jsonl", &run.output);
+  std::ifstream in(dir + "/r.jsonl");
+  for (std::string line; std::getline(in, line);) run.rows.push_back(Json::parse(line));
   std::filesystem::remove_all(dir);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("placesim search prints the best valid candidates and writes every candidate as JSONL") {
+  const SearchRun run = run_search(R"({"model": "gpt-1.7b", "cluster": {"preset": "dgx-a100", "nodes": 2},
+      "training": {"global_batch": 64, "recompute": "selective"}, "strategy": "dp"})",
+                                   "--mode analyze --top 3");
+  std::string output = run.output;
+  const std::vector<Json>& rows = run.rows;
+  INFO(output);
+  REQUIRE(run.rc == 0);
   REQUIRE(rows.size() == 14 * 5 * 4);
   double best = 1e300;
   const Json* winner = nullptr;
@@ -145,21 +163,14 @@ TEST_CASE("placesim search prints the best valid candidates and writes every can
 // Issue 14, item 10: search ranked by bytes sent unless told otherwise, and picked zero-offload tp2 pp32 for a 70B
 // model. By default it now simulates every valid candidate and ranks by step time, and says so.
 TEST_CASE("placesim search simulates by default and ranks by step time at the fidelity it names") {
-  char pattern[] = "/tmp/placesim-search-test-XXXXXX";
-  std::string dir = ::mkdtemp(pattern);
-  std::ofstream(dir + "/exp.json") << R"({"model": {"layers": 4, "hidden": 256, "heads": 4, "vocab": 1000,
+  const SearchRun run = run_search(R"({"model": {"layers": 4, "hidden": 256, "heads": 4, "vocab": 1000,
       "seq_len": 128}, "cluster": {"preset": "dgx-a100", "nodes": 1, "gpus_per_node": 4, "nics_per_node": 4},
-      "training": {"global_batch": 16}, "strategy": "dp"})";
-  std::string output;
-  int rc = test::run_placesim("search " + dir + "/exp.json --presets zero1,zero3 --micro-batches 1,4 --top 1 --quiet "
-                              "--fidelity analytic --out " + dir + "/r.jsonl",
-                              &output);
+      "training": {"global_batch": 16}, "strategy": "dp"})",
+                                   "--presets zero1,zero3 --micro-batches 1,4 --top 1 --fidelity analytic");
+  std::string output = run.output;
   INFO(output);
-  REQUIRE(rc == 0);
-  std::ifstream in(dir + "/r.jsonl");
-  std::vector<Json> rows;
-  for (std::string line; std::getline(in, line);) rows.push_back(Json::parse(line));
-  std::filesystem::remove_all(dir);
+  REQUIRE(run.rc == 0);
+  const std::vector<Json>& rows = run.rows;
   double best = 1e300;
   std::string best_preset;
   int ok = 0;
