@@ -158,6 +158,14 @@ TEST_CASE("placesim search prints the best valid candidates and writes every can
   CHECK(third.substr(0, 5) == "    3");
   CHECK(test::run_placesim("search --model gpt-1.7b --set training.global_batch=64 --quiet", &output) == 2);
   CHECK_THAT(output, Catch::Contains("search needs the GPU count"));
+  // Without a cluster section there is nothing to simulate on: --gpus alone searches in analyze mode and says so;
+  // asking for simulate mode is refused before any candidate runs.
+  CHECK(test::run_placesim("search --model gpt-1.7b --gpus 8 --set training.global_batch=64 --quiet --top 1",
+                           &output) == 0);
+  CHECK_THAT(output, Catch::Contains("ranked by communication.bytes_per_step (lowest first): a proxy"));
+  CHECK(test::run_placesim("search --model gpt-1.7b --gpus 8 --set training.global_batch=64 --mode simulate",
+                           &output) == 2);
+  CHECK_THAT(output, Catch::Contains("--mode simulate needs the experiment's cluster section"));
 }
 
 // Issue 14, item 10: search ranked by bytes sent unless told otherwise, and picked zero-offload tp2 pp32 for a 70B

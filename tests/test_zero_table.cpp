@@ -98,7 +98,8 @@ TEST_CASE("Sharded units are padded to a multiple of the shard count, as FSDP an
 
 // Issue 13 (audit): a model given only by its parameter count was one gather unit, held twice: ZeRO-3 on 7.5B showed
 // 60 GB of buffers (61.9 GB in all) and ZeRO-2 more memory than ZeRO-1. Without layers it is gathered and reduced in
-// buckets of strategy.bucket_bytes (25 MB: 12.5 M bf16 elements), two in flight.
+// buckets of strategy.bucket_bytes of parameters, rounded down to a multiple of dp so that full buckets shard without
+// padding: 25e6 / 2 = 12,500,000 elements -> 12,499,968 = 64 x 195,312 at dp 64, two in flight.
 TEST_CASE("An opaque model without layers is gathered and reduced in buckets of bucket_bytes") {
   auto buffers = [](const char* strategy) {
     return analyze(test::experiment(
@@ -106,12 +107,14 @@ TEST_CASE("An opaque model without layers is gathered and reduced in buckets of 
                        strategy + "}"))
         .memory.buffers;
   };
-  // zero3: two parameter buckets and two gradient buckets, 2 x 25 MB + 2 x 25 MB.
-  CHECK(buffers(R"({"preset": "zero3", "dp": 64})") == 100e6);
+  const double bucket = 12499968;
+  // zero3: two parameter buckets and two gradient buckets of 2 bytes (fp16) each.
+  CHECK(buffers(R"({"preset": "zero3", "dp": 64})") == 4 * bucket * 2);
   // zero2: the two gradient buckets only, so ZeRO-2 needs less than ZeRO-1 (which keeps the whole gradient).
-  CHECK(buffers(R"({"preset": "zero2", "dp": 64})") == 50e6);
+  CHECK(buffers(R"({"preset": "zero2", "dp": 64})") == 2 * bucket * 2);
   CHECK(buffers(R"({"preset": "zero1", "dp": 64})") == 0);
-  CHECK(buffers(R"({"preset": "zero3", "dp": 64, "bucket_bytes": 5e7})") == 200e6);
+  // 5e7 / 2 = 25,000,000 elements = 64 x 390,625: already a multiple of dp.
+  CHECK(buffers(R"({"preset": "zero3", "dp": 64, "bucket_bytes": 5e7})") == 4 * 25000000.0 * 2);
   // Declared layers are the gather units, as before: 7.5e9 / 10 = 750 M elements, 2 x 1.5 GB + 2 x 1.5 GB.
   CHECK(
       analyze(
@@ -119,9 +122,10 @@ TEST_CASE("An opaque model without layers is gathered and reduced in buckets of 
               R"({"training": {"dtype": "fp16"}, "model": {"parameters": 7.5e9, "layers": 10}, "strategy": {"preset": "zero3",
       "dp": 64}})"))
           .memory.buffers == 6e9);
-  // Under bf16 the gradients are fp32 (issue 13): the gradient buckets hold 4-byte elements, 2 x 25 + 2 x 50 MB.
+  // Under bf16 the gradients are fp32 (issue 13): a bucket is a count of elements (bucket_bytes of 2-byte
+  // parameters, as DeepSpeed counts its buckets in elements), so its gradient copy holds 4-byte elements.
   CHECK(analyze(test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3", "dp": 64}})"))
-            .memory.buffers == 150e6);
+            .memory.buffers == 2 * bucket * 2 + 2 * bucket * 4);
   // The model states of Table 1 are unchanged: 16 bytes per parameter over 64 ranks.
   const Analysis a = analyze(test::experiment(
       R"({"training": {"dtype": "fp16"}, "model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3",

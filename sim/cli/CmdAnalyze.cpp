@@ -2,8 +2,8 @@
 #include <optional>
 
 #include "sim/cli/Commands.hpp"
-#include "strategies/pipeline/Equivalence.hpp"
 #include "strategies/analytic/Analytic.hpp"
+#include "strategies/pipeline/Equivalence.hpp"
 #include "strategies/placement/ClusterFit.hpp"
 #include "strategies/placement/Strategy.hpp"
 #include "strategies/placement/Validity.hpp"

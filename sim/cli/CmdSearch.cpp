@@ -61,7 +61,13 @@ SearchSpace search_space(const Args& args, const Json& experiment) {
     space.micro_batches.clear();
     for (const auto& m : split_list(*mbs)) space.micro_batches.push_back(positive(m, "--micro-batches"));
   }
-  std::string mode = args.value("--mode").value_or("simulate");
+  // Simulating needs a cluster; with --gpus alone the default falls back to analyze (the output says so).
+  const bool has_cluster = experiment.contains("cluster") && !experiment["cluster"].is_null();
+  std::string mode = args.value("--mode").value_or(has_cluster ? "simulate" : "analyze");
+  if (mode == "simulate" && !has_cluster)
+    throw InputError(
+        "--mode simulate needs the experiment's cluster section (--gpus only sizes the analyze mode's "
+        "meshes)");
   if (mode != "analyze" && mode != "simulate") throw InputError("--mode=" + mode + " is not one of: analyze simulate");
   space.mode = mode == "analyze" ? SweepMode::Analyze : SweepMode::Simulate;
   if (auto f = args.value("--fidelity")) {
@@ -132,8 +138,8 @@ int run_search(const Args& args) {
             << counts_summary(counts) << "\n";
   std::cout << "ranked by " << by.path << (by.descending ? " (highest first)" : " (lowest first)");
   if (!args.value("--rank-by") && space.mode == SweepMode::Analyze)
-    std::cout << ": a proxy, the analyze mode has no step-time model; the default --mode simulate ranks by simulated "
-                 "step time";
+    std::cout << ": a proxy, the analyze mode has no step-time model; --mode simulate (the default when the "
+                 "experiment has a cluster section) ranks by simulated step time";
   if (space.mode == SweepMode::Simulate) std::cout << ", simulated at " << to_string(space.fidelity) << " fidelity";
   std::cout << "\n\n";
   if (ranked.empty())

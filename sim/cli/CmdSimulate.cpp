@@ -3,7 +3,6 @@
 #include "sim/backend/Simulate.hpp"
 #include "sim/cli/Commands.hpp"
 #include "strategies/pipeline/AbstractPipeline.hpp"
-#include "strategies/placement/Validity.hpp"
 #include "traces/chrome/ChromeTrace.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/report/SimReport.hpp"
@@ -80,13 +79,16 @@ int run(const Args& args) {
   if (pictures) options = trace_options(args, device_infos(in.experiment, in.cluster));
   settings.traced_devices = options.devices;
   settings.sim.fine = options.detail == TraceDetail::Fine;
-  if (in.experiment.device_memory_bytes > 0) {
-    // Refused for memory: the breakdown first, as analyze prints it.
-    check_validity(in.experiment);
-    const Analysis a = analyze(in.experiment);
-    if (a.total_bytes > in.experiment.device_memory_bytes) std::cerr << analysis_table(in.experiment, a) << "\n";
-  }
-  const SimulatedStep step = simulate_experiment(in, settings);
+  const SimulatedStep step = [&] {
+    try {
+      return simulate_experiment(in, settings);
+    } catch (const InputError& refusal) {
+      // Refused for memory: the breakdown first, as analyze prints it (the experiment is valid by then).
+      if (std::string(refusal.what()).rfind("memory: the model does not fit", 0) == 0 && !args.has("--quiet"))
+        std::cerr << analysis_table(in.experiment, analyze(in.experiment)) << "\n";
+      throw;
+    }
+  }();
   write_pictures(args, step.result.record, options, in.experiment.name, step.result.step_time_s);
   write_flag_output(args, "--report", [&] { return dump(simulation_report(step)); });
   std::ostream& summary = summary_stream(args.value("--report").value_or(""));

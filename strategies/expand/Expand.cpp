@@ -134,6 +134,18 @@ std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
   const int per_chunk = static_cast<int>(std::max<std::int64_t>(1, st.n_layers / v_));
   const int first = static_cast<int>((chunk * pp_ + s) * per_chunk);
   std::vector<LayerGroup> out;
+  if (st.bucket_elems > 0) {
+    // An opaque model without layers: its stage is gathered and reduced bucket by bucket (no compute to group).
+    for (std::int64_t done = 0; done < st.layer_elems; done += st.bucket_elems) {
+      LayerGroup g;
+      g.first_layer = first;
+      g.layers = 1;
+      g.elems = std::min(st.bucket_elems, st.layer_elems - done);
+      g.units = {g.elems};
+      out.push_back(std::move(g));
+    }
+    return out;
+  }
   for (int l = 0; l < per_chunk; l += group_size_) {
     LayerGroup g;
     g.first_layer = first + l;

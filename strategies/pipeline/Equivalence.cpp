@@ -10,10 +10,14 @@ namespace {
 std::string given_up(const StrategySpec& s) {
   switch (s.schedule) {
     case Schedule::PipeDream:
+      if (s.pp == 1)
+        return "it updates the weights after every micro-batch instead of once per global batch of " +
+               std::to_string(s.microbatches) + " micro-batches";
       return "each stage applies every micro-batch's gradient at once (weight stashing): a gradient is taken at "
              "weights its stage has updated since, and stages compute one micro-batch at different weight versions, "
              "so state consistency across stages and the single-device update order are given up";
     case Schedule::PipeDream2BW:
+      if (s.pp == 1) return "";  // one stage: every gradient is taken at the version it updates (accumulation)
       return "a new weight version every " + std::to_string(s.microbatches) +
              " micro-batches, double-buffered: gradients are taken at the previous version and applied to the "
              "next, so the single-device update order (gradient integrity per step) is given up";

@@ -54,10 +54,10 @@ std::vector<StageLayout> opaque_layouts(const Experiment& e) {
   // so a transient buffer is one bucket, not the whole stage.
   std::int64_t layers = e.model.opaque_layers > 0 ? e.model.opaque_layers : s.pp;
   auto params = static_cast<std::int64_t>(e.model.opaque_parameters);
-  const std::int64_t bucket =
-      e.model.opaque_layers > 0 ? 0
-                                : std::max<std::int64_t>(1, static_cast<std::int64_t>(s.bucket_bytes /
-                                                                                      e.training.param_bytes()));
+  // A bucket is bucket_bytes of parameters, rounded down to a multiple of dp so that every full bucket shards
+  // without padding: the buckets' shards then add up to the stage's shard exactly (one flat buffer, padded once).
+  const std::int64_t bucket_params = static_cast<std::int64_t>(s.bucket_bytes / e.training.param_bytes());
+  const std::int64_t bucket = e.model.opaque_layers > 0 ? 0 : std::max<std::int64_t>(s.dp, bucket_params / s.dp * s.dp);
   std::vector<StageLayout> out(static_cast<std::size_t>(s.pp));
   for (int i = 0; i < s.pp; ++i) {
     auto& st = out[static_cast<std::size_t>(i)];

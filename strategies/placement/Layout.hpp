@@ -23,7 +23,9 @@ struct StageLayout {
   std::int64_t elems() const { return n_layers * layer_elems + embed_elems + head_elems; }
   /// Elements one device holds when every unit is sharded over `n` ranks (each unit padded to a multiple of n).
   std::int64_t sharded_elems(std::int64_t n) const;
-  std::int64_t bucket_elems = 0;     ///< opaque model without layers: the bucket it is gathered and reduced in
+  /// Opaque model without layers: the bucket it is gathered and reduced in (bucket_bytes of parameters, a multiple of
+  /// dp); the stage's one unit is split into such buckets and a remainder. 0 otherwise.
+  std::int64_t bucket_elems = 0;
   /// The largest gather unit (a layer with the embedding or head it carries), or the bucket of an opaque model
   /// without layers: one transient buffer.
   std::int64_t max_unit_elems() const;

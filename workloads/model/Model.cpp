@@ -135,12 +135,17 @@ ModelSpec parse_model(const Json& value, const std::string& base_dir) {
     if (!preset.is_string()) throw InputError("model.preset=" + show(preset) + " must be a string");
     merged = model_preset(preset.get<std::string>(), "model.preset");
   }
+  std::int64_t hf_positions = 0;
+  std::string hf_positions_key;
   if (value.contains("hf_config")) {
     const Json& hf = value["hf_config"];
     if (!hf.is_string()) throw InputError("model.hf_config=" + show(hf) + " must be a path string");
     std::filesystem::path p(hf.get<std::string>());
     if (p.is_relative() && !base_dir.empty() && !std::filesystem::exists(p)) p = std::filesystem::path(base_dir) / p;
-    merged.merge_patch(hf_config_to_model_json(read_json_file(p.string()), p.string()));
+    const Json imported = hf_config_to_model_json(read_json_file(p.string()), p.string());
+    hf_positions = imported["max_positions"].get<std::int64_t>();
+    hf_positions_key = imported["family"] == "gpt" ? "n_positions" : "max_position_embeddings";
+    merged.merge_patch(imported);
   }
   Json overrides = value;
   overrides.erase("preset");
@@ -150,8 +155,8 @@ ModelSpec parse_model(const Json& value, const std::string& base_dir) {
   if (value.contains("preset")) merged["preset"] = value["preset"];
   ModelSpec m = read_model_object(merged, "model");
   if (value.contains("hf_config") && !value.contains("seq_len") && !m.opaque())
-    m.seq_len_source = "Hugging Face import default min(" + std::to_string(kHfDefaultSeqLen) +
-                       ", max_position_embeddings " + std::to_string(m.max_positions) + "); set model.seq_len";
+    m.seq_len_source = "Hugging Face import default min(" + std::to_string(kHfDefaultSeqLen) + ", " + hf_positions_key +
+                       " " + std::to_string(hf_positions) + "); set model.seq_len";
   return m;
 }
 
