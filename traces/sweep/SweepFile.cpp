@@ -66,7 +66,8 @@ ResumeScan scan_results(std::string_view text, const ExpectedPrefix& expected, c
       throw InputError(where + "point " + std::to_string(*index) + " is not a point of this sweep and shard");
     if (lines[n].substr(0, prefix->size()) != *prefix)
       throw InputError(where + "point " + std::to_string(*index) +
-                       " has other axis values than this sweep gives it: the sweep file changed; write to a new --out");
+                       " has other axis values (or simulation fidelity) than this sweep gives it: the sweep file changed; "
+                       "write to a new --out");
     scan.done.push_back(*index);
   }
   std::sort(scan.done.begin(), scan.done.end());

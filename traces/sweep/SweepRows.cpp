@@ -109,7 +109,10 @@ std::string SweepRows::prefix(std::uint64_t index, const std::vector<std::size_t
     if (a) out += ',';
     out += value_text_[a][coords[a]];
   }
-  return out + "},\"status\":\"";
+  // Simulate mode: the fidelity is part of every row's identity, so --resume refuses a file simulated at another.
+  if (spec_.mode == SweepMode::Simulate) out += "},\"fidelity\":\"" + std::string(to_string(spec_.fidelity)) + '"';
+  else out += '}';
+  return out + ",\"status\":\"";
 }
 
 std::string SweepRows::line(std::uint64_t index, const std::vector<std::size_t>& coords, const PointOutcome& outcome,
