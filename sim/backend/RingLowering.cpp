@@ -82,12 +82,10 @@ void OverlapMeter::add(double start, double end) {
   std::erase_if(active_ends_, [start](double e) { return e <= start; });
   double latest = 0;
   for (double e : active_ends_) latest = std::max(latest, e);
-  // Every active interval began at or before `start`: [start, min(end, latest)) is covered twice or more.
-  if (latest > start) {
-    const double covered_to = std::min(end, latest);
-    overlapped_ += std::max(0.0, covered_to - std::max(start, frontier_));
-    frontier_ = std::max(frontier_, covered_to);
-  }
+  // Every active interval began at or before `start`, so the union of the earlier ones meets [start, end) in
+  // [start, min(end, latest)): the part of this interval that runs beside another. Summed over the intervals, that is
+  // the integral of (active - 1) wherever something is active.
+  overlapped_ += std::max(0.0, std::min(end, latest) - start);
   active_ends_.push_back(end);
 }
 

@@ -35,8 +35,10 @@ struct RingRun {
   int unfinished = 0;  ///< ranks not done
 };
 
-/// Time during which two or more intervals overlap, for intervals added in order of their start (the simulation
-/// clock): the analytic fidelity's measure of NIC sharing it does not model. Streaming, O(active intervals) per add.
+/// The excess load of intervals added in order of their start (the simulation clock): the integral over time of
+/// (intervals active - 1) where at least one is, i.e. how much longer than their union they would take one at a time.
+/// The analytic fidelity's measure of the NIC sharing it does not model: two collectives fully overlapping for T count
+/// T, three count 2T (fair sharing stretches them by about that). Streaming, O(active intervals) per add.
 class OverlapMeter {
  public:
   void add(double start, double end);
@@ -44,7 +46,7 @@ class OverlapMeter {
 
  private:
   std::vector<double> active_ends_;
-  double frontier_ = 0, overlapped_ = 0;
+  double overlapped_ = 0;
 };
 
 class Runner {

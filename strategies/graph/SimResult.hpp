@@ -31,9 +31,10 @@ struct SimResult {
   std::uint64_t activities = 0;  ///< SimGrid activities run (network and PCIe transfers)
   std::uint64_t timers = 0;      ///< fixed-length tasks run as SimGrid kernel timers (compute, exact collectives)
   double wall_time_s = 0;        ///< host time the simulation took
-  /// Analytic fidelity only: the longest time one NIC carried two or more inter-node ring collectives at once
-  /// (each given the NIC's whole bandwidth, so the step is optimistic by up to about this much), and that NIC.
-  /// 0 when no inter-node collectives overlapped: the analytic step then has no unmodelled NIC sharing.
+  /// Analytic fidelity only: the largest excess load of one NIC, the integral over time of (inter-node ring
+  /// collectives on it - 1) wherever one is: each was given the NIC's whole bandwidth, so the step is optimistic by
+  /// up to about this much. With that NIC. 0 when no inter-node collectives overlapped: the analytic step then has
+  /// no unmodelled NIC sharing.
   double nic_overlap_s = 0;
   int nic_overlap_node = -1, nic_overlap_rail = -1;
 };
