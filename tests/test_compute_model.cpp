@@ -117,10 +117,12 @@ TEST_CASE("The optimizer step moves the bytes of Megatron-LM's mixed-precision s
   auto training = [](const char* json) { return parse_training(Json::parse(json)); };
   // bf16 Adam: state 2 x 12, fp32 gradient read 4, norm 4, master -> bf16 copy 4 + 2, main-grad zeroing 4.
   CHECK(optimizer_step_bytes(training(R"({})")) == 42);
-  // fp16 adds the unscale with its inf/nan check: read and write the fp32 gradient.
-  CHECK(optimizer_step_bytes(training(R"({"dtype":"fp16"})")) == 50);
-  // Without fused accumulation: fp16 gradients copied to fp32 (2 + 4) and their buffer zeroed (2) instead of 4.
+  // fp16 adds the unscale with its inf/nan check (read and write the fp32 gradient, 8); its gradients are fp16
+  // (grad_dtype), copied to fp32 (2 + 4) and their buffer zeroed (2) instead of 4, fused accumulation or not.
+  CHECK(optimizer_step_bytes(training(R"({"dtype":"fp16"})")) == 54);
   CHECK(optimizer_step_bytes(training(R"({"dtype":"fp16","grad_accumulation_fusion":false})")) == 54);
+  // fp16 with an fp32 main-grad buffer (Megatron's --accumulate-allreduce-grads-in-fp32): read in place, 50.
+  CHECK(optimizer_step_bytes(training(R"({"dtype":"fp16","grad_dtype":"fp32"})")) == 50);
   CHECK(optimizer_step_bytes(training(R"({"grad_clipping":false})")) == 38);
   // fp32 Adam: m and v (2 x 8), the parameter read and written (8), gradient read 4, norm 4, zeroing 4.
   CHECK(optimizer_step_bytes(training(R"({"dtype":"fp32"})")) == 36);

@@ -15,7 +15,7 @@ double optimizer_step_bytes(const TrainingSpec& t) {
   if (t.dtype == DType::FP16) bytes += 8;
   if (mixed) bytes += 4 + t.param_bytes();
   const bool fp32_grads = t.grad_dtype == DType::FP32;
-  bytes += (t.grad_accumulation_fusion || fp32_grads) ? 4 : t.grad_bytes() + 4 + t.grad_bytes();
+  bytes += fp32_grads ? 4 : t.grad_bytes() + 4 + t.grad_bytes();
   return bytes;
 }
 

@@ -42,10 +42,10 @@ struct TrainingSpec {
 /// - with grad_clipping the gradient norm reads the gradient once more (4);
 /// - fp16 only: unscaling by the loss scale with the inf/nan check reads and writes the gradient (8);
 /// - mixed precision: the master weights are copied into the 16-bit model parameters (4 + 2);
-/// - the gradient buffer is made ready for the next step: with grad_accumulation_fusion (or fp32 gradients) the fp32
-///   main-grad buffer is zeroed (4); without it 16-bit gradients were first copied to fp32 (2 + 4) and their
-///   buffer is zeroed (2).
-/// Mixed-precision Adam: bf16 42, fp16 50 (54 without fusion); fp32 Adam 36.
+/// - the gradient buffer is made ready for the next step: fp32 gradients (grad_dtype, the main-grad buffer) are
+///   read in place and the buffer is zeroed (4); 16-bit gradients are first copied to fp32 (2 + 4) and their buffer
+///   is zeroed (2), with or without fused accumulation (Float16OptimizerWithFloat16Params copies main_grad.float()).
+/// Mixed-precision Adam: bf16 42 (fp32 gradients), fp16 54 (fp16 gradients); fp32 Adam 36.
 double optimizer_step_bytes(const TrainingSpec& t);
 
 /// Optimizer state bytes per parameter: Adam 12 (mixed) / 8 (fp32); SGD with momentum 8 (mixed) / 4 (fp32).
