@@ -54,32 +54,24 @@ int run_analyze(const Args& args) {
   if (!e.cluster.is_null()) cluster = parse_cluster(e.cluster);
   const std::vector<std::string> warnings = analysis_warnings(e, a, cluster ? &*cluster : nullptr);
   const std::string out = args.value("--out").value_or("");
-  if (e.device_memory_bytes > 0 && a.total_bytes > e.device_memory_bytes) {
-    // A plan that does not fit is when the breakdown matters most: print it (and write the report, marked with the
-    // refusal, when asked), then refuse.
-    std::ostream& table = args.has("--table") ? std::cout : std::cerr;
-    table << analysis_table(e, a) << warning_lines(warnings);
-    try {
-      check_fits(e, a);
-    } catch (const InputError& refusal) {
-      if (!out.empty()) {
-        Json report = analysis_report(e, a);
-        report["warnings"] = warnings;
-        report["error"] = refusal.what();
-        write_output(out, dump(report));
-      }
-      throw;
-    }
+  // A plan that does not fit is when the breakdown matters most: print the table even without --table (to stderr),
+  // write the report only where --out asks, marked with the refusal, then refuse.
+  std::optional<DoesNotFit> refusal;
+  try {
+    check_fits(e, a);
+  } catch (const DoesNotFit& error) {
+    refusal = error;
   }
-  if (args.has("--table"))
-    std::cout << analysis_table(e, a) << warning_lines(warnings);
-  else
-    std::cerr << warning_lines(warnings);
-  if (!args.has("--table") || !out.empty()) {
+  std::ostream& text = args.has("--table") ? std::cout : std::cerr;
+  if (args.has("--table") || refusal) text << analysis_table(e, a);
+  text << warning_lines(warnings);
+  if ((!args.has("--table") && !refusal) || !out.empty()) {
     Json report = analysis_report(e, a);
     report["warnings"] = warnings;
+    if (refusal) report["error"] = refusal->what();
     write_output(out, dump(report));
   }
+  if (refusal) throw *refusal;
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include "sim/backend/Simulate.hpp"
 #include "sim/cli/Commands.hpp"
 #include "strategies/pipeline/AbstractPipeline.hpp"
+#include "strategies/placement/Validity.hpp"
 #include "traces/chrome/ChromeTrace.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/report/SimReport.hpp"
@@ -82,10 +83,9 @@ int run(const Args& args) {
   const SimulatedStep step = [&] {
     try {
       return simulate_experiment(in, settings);
-    } catch (const InputError& refusal) {
+    } catch (const DoesNotFit&) {
       // Refused for memory: the breakdown first, as analyze prints it (the experiment is valid by then).
-      if (std::string(refusal.what()).rfind("memory: the model does not fit", 0) == 0 && !args.has("--quiet"))
-        std::cerr << analysis_table(in.experiment, analyze(in.experiment)) << "\n";
+      if (!args.has("--quiet")) std::cerr << analysis_table(in.experiment, analyze(in.experiment)) << "\n";
       throw;
     }
   }();

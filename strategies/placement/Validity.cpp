@@ -107,7 +107,7 @@ void check_validity(const Experiment& e) {
 void check_fits(const Experiment& e, const Analysis& a) {
   if (e.device_memory_bytes <= 0 || a.total_bytes <= e.device_memory_bytes) return;
   const MemoryBytes& m = a.memory;
-  throw InputError("memory: the model does not fit: a device needs " + format_bytes(a.total_bytes) + " (parameters " +
+  throw DoesNotFit("memory: the model does not fit: a device needs " + format_bytes(a.total_bytes) + " (parameters " +
                    format_bytes(m.parameters) + ", gradients " + format_bytes(m.gradients) + ", optimizer " +
                    format_bytes(m.optimizer) + ", activations " + format_bytes(m.activations) + ", buffers " +
                    format_bytes(m.buffers) + ") but device memory is " + format_bytes(e.device_memory_bytes));

@@ -14,7 +14,12 @@ struct InvalidStrategy : InputError {
 /// every replica of a state holds the same value wherever it is read. Throws InvalidStrategy on the first rule broken.
 void check_validity(const Experiment& e);
 
-/// Throws InputError when the analysed memory exceeds e.device_memory_bytes (if set).
+/// A plan whose analysed memory exceeds the device memory: callers print its breakdown before the refusal.
+struct DoesNotFit : InputError {
+  using InputError::InputError;
+};
+
+/// Throws DoesNotFit when the analysed memory exceeds e.device_memory_bytes (if set).
 void check_fits(const Experiment& e, const Analysis& a);
 
 }  // namespace placesim
