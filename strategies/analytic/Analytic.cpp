@@ -20,21 +20,6 @@ double& at(CommBytes& c, CommClass k) {
   return c.by_class[static_cast<std::size_t>(k)];
 }
 
-// Resident elements of one state placed with `mode` over n data-parallel ranks.
-double resident_elems(Mode mode, const StageLayout& st, std::int64_t n) {
-  switch (mode) {
-    case Mode::Replicated:
-      return d(st.elems());
-    case Mode::Sharded:
-    case Mode::ShardedWithGather:
-      return d(st.sharded_elems(n));
-    case Mode::Materialized:
-    case Mode::Offloaded:
-      return 0;
-  }
-  return 0;
-}
-
 // Versions of a stage's weights held at once beyond the current one.
 double extra_weight_versions(const Experiment& e, const StageLayout& st) {
   const auto& s = e.strategy;
@@ -50,10 +35,10 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   const std::int64_t n = e.strategy.dp;
   MemoryBytes mem;
   const double pb = t.param_bytes(), gb = t.grad_bytes(), k = t.optimizer_bytes_per_param;
-  mem.parameters = resident_elems(pl.parameters, st, n) * pb;
+  mem.parameters = d(st.resident_elems(pl.parameters, n)) * pb;
   mem.parameters += extra_weight_versions(e, st) * d(stashed_version_elems(e, st)) * pb;
-  mem.gradients = resident_elems(pl.gradients, st, n) * gb;
-  mem.optimizer = resident_elems(pl.optimizer, st, n) * k;
+  mem.gradients = d(st.resident_elems(pl.gradients, n)) * gb;
+  mem.optimizer = d(st.resident_elems(pl.optimizer, n)) * k;
   double act = stage_activation_bytes(e, st);
   // Offloaded activations leave the device layer by layer: one layer's being computed while the previous one's are
   // copied out (in the backward, prefetched back), so two layers' worth stay resident.

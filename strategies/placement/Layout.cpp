@@ -16,18 +16,22 @@ std::int64_t StageLayout::max_unit_elems() const {
   return layer_elems + std::max(embed_elems, head_elems);
 }
 
-std::int64_t stashed_version_elems(const Experiment& e, const StageLayout& st) {
-  switch (e.strategy.placement.parameters) {
+std::int64_t StageLayout::resident_elems(Mode mode, std::int64_t n) const {
+  switch (mode) {
     case Mode::Replicated:
-      return st.elems();
+      return elems();
     case Mode::Sharded:
     case Mode::ShardedWithGather:
-      return st.sharded_elems(e.strategy.dp);
+      return sharded_elems(n);
     case Mode::Materialized:
     case Mode::Offloaded:
       return 0;
   }
   return 0;
+}
+
+std::int64_t stashed_version_elems(const Experiment& e, const StageLayout& st) {
+  return st.resident_elems(e.strategy.placement.parameters, e.strategy.dp);
 }
 
 std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t stages) {

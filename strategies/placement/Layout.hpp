@@ -29,6 +29,9 @@ struct StageLayout {
   /// The largest gather unit (a layer with the embedding or head it carries), or the bucket of an opaque model
   /// without layers: one transient buffer.
   std::int64_t max_unit_elems() const;
+  /// Elements of one state a device of the stage holds when placed with `mode` over `n` data-parallel ranks: all
+  /// when replicated, its shard when sharded (with or without gather), none when materialized or offloaded.
+  std::int64_t resident_elems(Mode mode, std::int64_t n) const;
 };
 
 /// Elements of one stashed weight version (PipeDream, PipeDream-2BW) on a device of the stage: the version is kept
