@@ -16,7 +16,6 @@ struct Equivalence {
   bool equivalent = true;
   std::string given_up;  ///< empty when equivalent
   DelayStats delay;
-  DelayStats delay_whole_run;
 };
 
 Equivalence training_equivalence(const StrategySpec& strategy);
