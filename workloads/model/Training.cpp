@@ -19,18 +19,26 @@ double optimizer_step_bytes(const TrainingSpec& t) {
   return bytes;
 }
 
+namespace {
+
+// A spelling get_choice accepted.
+DType parse_dtype(const std::string& name) {
+  return name == "bf16" ? DType::BF16 : name == "fp16" ? DType::FP16 : DType::FP32;
+}
+
+}  // namespace
+
 TrainingSpec parse_training(const Json& value) {
   TrainingSpec t;
   ObjectReader r(value, "training");
   t.global_batch = r.get_positive_int("global_batch", 0);
   t.micro_batch = r.get_positive_int("micro_batch", 1);
-  std::string dtype = r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16");
-  t.dtype = dtype == "bf16" ? DType::BF16 : dtype == "fp16" ? DType::FP16 : DType::FP32;
-  const std::string grads =
-      r.get_choice("grad_dtype", {"bf16", "fp16", "fp32"}, t.dtype == DType::FP16 ? "fp16" : "fp32");
-  t.grad_dtype = grads == "bf16" ? DType::BF16 : grads == "fp16" ? DType::FP16 : DType::FP32;
+  t.dtype = parse_dtype(r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16"));
+  t.grad_dtype =
+      parse_dtype(r.get_choice("grad_dtype", {"bf16", "fp16", "fp32"}, t.dtype == DType::FP16 ? "fp16" : "fp32"));
   if (t.dtype == DType::FP32 && t.grad_dtype != DType::FP32)
-    throw InputError(r.field("grad_dtype") + "=" + grads + " with training.dtype=fp32: fp32 training has fp32 gradients");
+    throw InputError(r.field("grad_dtype") + "=" + to_string(t.grad_dtype) +
+                     " with training.dtype=fp32: fp32 training has fp32 gradients");
   std::string opt = r.get_choice("optimizer", {"adam", "sgd"}, "adam");
   t.optimizer = opt == "adam" ? Optimizer::Adam : Optimizer::SGD;
   t.optimizer_bytes_per_param =
