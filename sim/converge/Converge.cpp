@@ -60,22 +60,27 @@ int steady_from(const UpdateLog& trace) {
 // and the apply (its other stages' updates of the same step); asynchronous schedules' staleness is that count. The
 // count itself is kept under its own name, block_updates_between, as in the pipeline section.
 Json delays_json(const UpdateDelays& d, bool synchronous) {
-  Json histogram = Json::array(), updates = Json::array();
-  for (const auto& [delay, count] : d.histogram) updates.push_back(Json{{"updates", delay}, {"count", count}});
+  auto histogram = [](const std::map<std::int64_t, std::int64_t>& counts, const char* key) {
+    Json list = Json::array();
+    for (const auto& [value, count] : counts) list.push_back(Json{{key, value}, {"count", count}});
+    return list;
+  };
+  UpdateDelays stale = d;
   if (synchronous) {
-    if (d.steady.samples > 0) histogram.push_back(Json{{"delay", 0}, {"count", d.steady.samples}});
-  } else {
-    for (const auto& [delay, count] : d.histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
+    stale.steady = {0, 0, d.steady.samples};
+    stale.whole_run = {0, 0, d.whole_run.samples};
+    stale.histogram.clear();
+    if (d.steady.samples > 0) stale.histogram[0] = d.steady.samples;
   }
-  return Json{{"max_delay", synchronous ? 0 : d.steady.max},
-              {"mean_delay", synchronous ? 0.0 : d.steady.mean},
-              {"samples", d.steady.samples},
-              {"histogram", histogram},
-              {"whole_run", {{"max", synchronous ? 0 : d.whole_run.max}, {"mean", synchronous ? 0.0 : d.whole_run.mean}}},
+  return Json{{"max_delay", stale.steady.max},
+              {"mean_delay", stale.steady.mean},
+              {"samples", stale.steady.samples},
+              {"histogram", histogram(stale.histogram, "delay")},
+              {"whole_run", {{"max", stale.whole_run.max}, {"mean", stale.whole_run.mean}}},
               {"block_updates_between",
                {{"max", d.steady.max},
                 {"mean", d.steady.mean},
-                {"histogram", updates},
+                {"histogram", histogram(d.histogram, "updates")},
                 {"whole_run", {{"max", d.whole_run.max}, {"mean", d.whole_run.mean}}}}}};
 }
 
