@@ -46,10 +46,11 @@ std::int64_t positive(const std::string& text, const std::string& flag) {
 
 SearchSpace search_space(const Args& args, const Json& experiment) {
   SearchSpace space;
+  const bool has_cluster = experiment.contains("cluster") && !experiment["cluster"].is_null();
   if (auto gpus = args.value("--gpus")) {
     space.devices = positive(*gpus, "--gpus");
     space.gpus_per_node = positive(args.value("--gpus-per-node").value_or("8"), "--gpus-per-node");
-  } else if (experiment.contains("cluster") && !experiment["cluster"].is_null()) {
+  } else if (has_cluster) {
     ClusterFit fit = cluster_fit(experiment["cluster"]);
     space.devices = fit.devices;
     space.gpus_per_node = fit.gpus_per_node;
@@ -62,13 +63,12 @@ SearchSpace search_space(const Args& args, const Json& experiment) {
     for (const auto& m : split_list(*mbs)) space.micro_batches.push_back(positive(m, "--micro-batches"));
   }
   // Simulating needs a cluster; with --gpus alone the default falls back to analyze (the output says so).
-  const bool has_cluster = experiment.contains("cluster") && !experiment["cluster"].is_null();
   std::string mode = args.value("--mode").value_or(has_cluster ? "simulate" : "analyze");
+  if (mode != "analyze" && mode != "simulate") throw InputError("--mode=" + mode + " is not one of: analyze simulate");
   if (mode == "simulate" && !has_cluster)
     throw InputError(
         "--mode simulate needs the experiment's cluster section (--gpus only sizes the analyze mode's "
         "meshes)");
-  if (mode != "analyze" && mode != "simulate") throw InputError("--mode=" + mode + " is not one of: analyze simulate");
   space.mode = mode == "analyze" ? SweepMode::Analyze : SweepMode::Simulate;
   if (auto f = args.value("--fidelity")) {
     if (space.mode != SweepMode::Simulate) throw InputError("--fidelity=" + *f + " applies to --mode simulate only");
