@@ -86,12 +86,13 @@ void Runner::start(TaskId id) {
           const CollectivePlan p = plan(b);
           // A collective NCCL runs with its low-latency protocol is latency-bound (too few bytes to contend) and
           // NVLS reduces inside the switch: both are exact delays at every fidelity.
+          const bool ring_flows = !p.low_latency && p.algorithm == CollectiveAlgorithm::Ring;
           const bool decomposed =
               o_.fidelity == Fidelity::Full || (o_.fidelity == Fidelity::Flow && !group_ring(b.group).one_node);
-          if (!decomposed || p.low_latency || p.algorithm != CollectiveAlgorithm::Ring) {
+          if (!decomposed || !ring_flows) {
             // A ring across nodes that flow fidelity would decompose holds its NICs for the whole delay; the
             // analytic fidelity gives it their full bandwidth, so overlaps on a NIC are what it leaves out.
-            if (o_.fidelity == Fidelity::Analytic && !p.low_latency && p.algorithm == CollectiveAlgorithm::Ring) {
+            if (o_.fidelity == Fidelity::Analytic && ring_flows) {
               if (nic_overlap_.empty()) nic_overlap_.resize(static_cast<std::size_t>(c_.nodes * c_.nics_per_node));
               for (int nic : group_ring(b.group).nics)
                 nic_overlap_[static_cast<std::size_t>(nic)].add(now, now + p.time_s);
