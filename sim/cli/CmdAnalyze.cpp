@@ -1,3 +1,5 @@
+#include <array>
+#include <iomanip>
 #include <iostream>
 #include <optional>
 
@@ -96,12 +98,14 @@ int run_check(const Args& args) {
     return 3;
   }
   std::cout << "valid: " << e.name << ": " << e.model.name << " with " << e.strategy.preset << " "
-            << short_form(e.strategy.placement) << " on dp " << e.strategy.dp << " x tp " << e.strategy.tp << " x pp "
-            << e.strategy.pp << "\n";
+            << short_form(e.strategy.placement) << " on " << mesh_string(e.strategy) << "\n";
   return 0;
 }
 
 using PresetSections = std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>;
+
+constexpr std::array<const char*, 4> kStateNames = {"parameters", "gradients", "optimizer", "activations"};
+constexpr std::array<const char*, 4> kAxisNames = {"dp_shard", "dp_replicate", "tp", "pp"};
 
 int run_presets(const Args& args) {
   const PresetSections sections = {{"models", model_preset_list()},
@@ -114,6 +118,14 @@ int run_presets(const Args& args) {
       j[section] = Json::object();
       for (const auto& [n, d] : presets) j[section][n] = d;
     }
+    // Each strategy preset's placement table: per state, its mode along each mesh axis.
+    j["strategy_placements"] = Json::object();
+    for (const PresetTable& t : strategy_preset_tables()) {
+      Json table = Json::object();
+      for (std::size_t i = 0; i < kStateNames.size(); ++i)
+        for (std::size_t k = 0; k < kAxisNames.size(); ++k) table[kStateNames[i]][kAxisNames[k]] = t.modes[i][k];
+      j["strategy_placements"][t.name] = table;
+    }
     std::cout << dump(j);
     return 0;
   }
@@ -121,6 +133,20 @@ int run_presets(const Args& args) {
     std::cout << section << ":\n";
     for (const auto& [n, d] : presets)
       std::cout << "  " << n << std::string(n.size() < 16 ? 16 - n.size() : 1, ' ') << d << "\n";
+  }
+  std::cout
+      << "\nstrategy placements (R replicated, S sharded, SG sharded-with-gather, M materialized, Off offloaded;\n"
+         "+hpZ: a secondary shard along dp_shard; tp shards activations only with sp; pp places whole layers):\n";
+  for (const PresetTable& t : strategy_preset_tables()) {
+    std::cout << "  " << t.name << "\n    " << std::left << std::setw(13) << "";
+    for (const char* axis : kAxisNames) std::cout << std::setw(14) << axis;
+    std::cout << "\n";
+    for (std::size_t i = 0; i < kStateNames.size(); ++i) {
+      std::cout << "    " << std::setw(13) << kStateNames[i];
+      for (const auto& mode : t.modes[i]) std::cout << std::setw(14) << mode;
+      std::cout << "\n";
+    }
+    std::cout << std::right;
   }
   return 0;
 }

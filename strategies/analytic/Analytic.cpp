@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "strategies/analytic/DataPlan.hpp"
+
 namespace placesim {
 
 double CommBytes::total() const {
@@ -31,14 +33,16 @@ double extra_weight_versions(const Experiment& e, const StageLayout& st) {
 
 MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   const auto& t = e.training;
-  const auto& pl = e.strategy.placement;
-  const std::int64_t n = e.strategy.dp;
+  const auto& s = e.strategy;
+  const auto& pl = s.placement;
   MemoryBytes mem;
   const double pb = t.param_bytes(), gb = t.grad_bytes(), k = t.optimizer_bytes_per_param;
-  mem.parameters = d(st.resident_elems(pl.parameters, n)) * pb;
+  mem.parameters = d(st.held_elems(s, State::Parameters)) * pb;
+  // hpZ: the secondary shard over dp_shard, cut from each forward gather and read by the backward's.
+  if (pl.secondary && s.dp_shard > 1) mem.parameters += d(st.padded_elems(s.dp) / s.dp_shard) * pb;
   mem.parameters += extra_weight_versions(e, st) * d(stashed_version_elems(e, st)) * pb;
-  mem.gradients = d(st.resident_elems(pl.gradients, n)) * gb;
-  mem.optimizer = d(st.resident_elems(pl.optimizer, n)) * k;
+  mem.gradients = d(st.held_elems(s, State::Gradients)) * gb;
+  mem.optimizer = d(st.held_elems(s, State::Optimizer)) * k;
   double act = stage_activation_bytes(e, st);
   // Offloaded activations leave the device layer by layer: one layer's being computed while the previous one's are
   // copied out (in the backward, prefetched back), so two layers' worth stay resident.
@@ -46,12 +50,9 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   const double unit = d(st.max_unit_elems());
   // Transient: a gathered unit and the next one prefetched; unsharded gradients of a unit, double-buffered while
   // the previous one is reduce-scattered or copied to the host.
-  if ((pl.parameters == Mode::ShardedWithGather && n > 1) || pl.parameters == Mode::Offloaded)
-    mem.buffers += 2 * unit * pb;
-  if (((pl.gradients == Mode::Sharded || pl.gradients == Mode::ShardedWithGather) && n > 1) ||
-      pl.gradients == Mode::Offloaded)
-    mem.buffers += 2 * unit * gb;
-  const double shard = d(st.sharded_elems(n));
+  if (holds_unit_buffer(s, State::Parameters)) mem.buffers += 2 * unit * pb;
+  if (holds_unit_buffer(s, State::Gradients)) mem.buffers += 2 * unit * gb;
+  const double shard = d(st.sharded_elems(s.dp));
   if (pl.parameters == Mode::Offloaded) mem.host += d(st.elems()) * pb;
   if (pl.gradients == Mode::Offloaded) mem.host += shard * gb;
   if (pl.optimizer == Mode::Offloaded) mem.host += shard * k;
@@ -77,25 +78,18 @@ double tp_layer_elems(const Experiment& e) {
   return ops * d(ring_gather_elems_sent(x, s.tp));
 }
 
-// Bytes of the data-parallel axis and of offloading: gradient synchronisation, ZeRO gathers, host copies.
+// Bytes of the data-parallel axes and of offloading: gradient synchronisation, ZeRO gathers, host copies.
 void data_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c) {
   const auto& t = e.training;
-  const auto& pl = e.strategy.placement;
-  const std::int64_t n = e.strategy.dp, m = e.strategy.microbatches;
+  const auto& s = e.strategy;
+  const auto& pl = s.placement;
+  const std::int64_t n = s.dp, m = s.microbatches;
   const double pb = t.param_bytes(), gb = t.grad_bytes();
   const double shard = d(st.sharded_elems(n));
-  if (n > 1) {
-    // Gradients: replicated ones accumulate locally and are synchronised once per step: all-reduced when every
-    // replica updates everything, reduce-scattered when each updates only its optimizer shard (ZeRO-1). Sharded or
-    // offloaded ones are reduce-scattered after every micro-batch: nothing holds the full gradient in between.
-    if (pl.gradients == Mode::Replicated)
-      at(c, CommClass::DpGradSync) = (pl.optimizer == Mode::Replicated ? 2 : 1) * d(n - 1) * shard * gb;
-    else
-      at(c, CommClass::DpGradSync) = d(m) * d(n - 1) * shard * gb;
-    if (pl.parameters == Mode::ShardedWithGather)
-      at(c, CommClass::ZeroGather) = 2 * d(m) * d(n - 1) * shard * pb;  // before forward and before backward
-    else if (pl.parameters == Mode::Replicated && pl.optimizer != Mode::Replicated)
-      at(c, CommClass::ZeroGather) = d(n - 1) * shard * pb;  // updated shards gathered back after the step
+  for (const DataCollective& dc : data_plan(s)) {
+    const double runs = dc.when == DataWhen::Forward || dc.when == DataWhen::Backward ? d(m) : 1;
+    const double bytes = dc.state == State::Parameters ? pb : gb;
+    at(c, dc.cls) += runs * data_collective_elems_sent(s, dc, d(st.padded_elems(n))) * bytes;
   }
   if (pl.gradients == Mode::Offloaded)
     c.d2h = d(m) * shard * gb;

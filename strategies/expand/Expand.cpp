@@ -56,7 +56,8 @@ Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOption
       v_(static_cast<int>(e.strategy.chunks)),
       m_(static_cast<int>(e.strategy.microbatches)),
       group_size_(layer_group_size(e, o)),
-      layouts_(stage_layouts(e)) {
+      layouts_(stage_layouts(e)),
+      plan_(data_plan(e.strategy)) {
   for (const auto& st : layouts_) costs_.push_back(stage_costs(e, c, st));
   schedule_ = step_schedule(e);
   synchronous_ = e.strategy.schedule == Schedule::GPipe || e.strategy.schedule == Schedule::OneFOneB ||
@@ -80,14 +81,41 @@ int Expander::rank(int d, int t, int s) const {
   return t + tp_ * (d + dp_ * s);
 }
 
-int Expander::dp_group(int t, int s) {
-  auto [it, fresh] = dp_groups_.try_emplace({t, s}, 0);
+int Expander::data_index_base(int d, AxisSet axes) const {
+  const int shard = static_cast<int>(e_.strategy.dp_shard);
+  int ds = d % shard, dr = d / shard;
+  if ((axes & kShardAxis) != 0) ds = 0;
+  if ((axes & kReplicateAxis) != 0) dr = 0;
+  return ds + shard * dr;
+}
+
+bool Expander::in_group(int d, int base, AxisSet axes) const {
+  return data_index_base(d, axes) == base;
+}
+
+int Expander::data_group(int t, int s, int base, AxisSet axes) {
+  auto [it, fresh] = data_groups_.try_emplace({t, s, base, axes}, 0);
   if (fresh) {
     std::vector<int> members;
-    for (int d = 0; d < dp_; ++d) members.push_back(rank(d, t, s));
+    for (int d = 0; d < dp_; ++d)
+      if (in_group(d, base, axes)) members.push_back(rank(d, t, s));
     it->second = g_.add_group(std::move(members));
   }
   return it->second;
+}
+
+std::vector<Expander::DataCoset> Expander::add_data_collectives(Collective c, AxisSet axes, int t, int s) {
+  std::vector<DataCoset> out;
+  for (int d = 0; d < dp_; ++d) {
+    if (data_index_base(d, axes) != d) continue;  // d is the first member of its group
+    DataCoset coset;
+    for (int x = 0; x < dp_; ++x)
+      if (in_group(x, d, axes)) coset.members.push_back(x);
+    c.group = data_group(t, s, d, axes);
+    coset.tasks = add_dp_collective(c, s);
+    out.push_back(std::move(coset));
+  }
+  return out;
 }
 
 int Expander::tp_group(int d, int s) {

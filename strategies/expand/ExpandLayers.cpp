@@ -92,7 +92,6 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
                              double stash_delta) {
   const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
   const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
-  const auto& pl = e_.strategy.placement;
   const int vstage = op.chunk * pp_ + s;
   const bool first_of_op =
       frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
@@ -100,8 +99,8 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
   const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
   const PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part);
   const bool layers = part == ModelPart::Layers;
-  const bool grad_buffer = pl.gradients == Mode::Offloaded ||
-                           ((pl.gradients == Mode::Sharded || pl.gradients == Mode::ShardedWithGather) && dp_ > 1);
+  const bool grad_buffer = holds_unit_buffer(e_.strategy, State::Gradients);
+  const bool param_buffer = holds_unit_buffer(e_.strategy, State::Parameters);
   compute_of_group_.assign(static_cast<std::size_t>(dp_ * tp_), kNoTask);
   before_compute_.assign(static_cast<std::size_t>(dp_ * tp_), {});
   for (int d = 0; d < dp_; ++d) {
@@ -111,8 +110,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
       std::vector<MemDelta> on_end;
       if (closes) {
         if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
-        if ((pl.parameters == Mode::ShardedWithGather && dp_ > 1) || pl.parameters == Mode::Offloaded)
-          on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
+        if (param_buffer) on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
         if (!op.forward && grad_buffer)
           on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
         if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
@@ -124,8 +122,8 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
       g_.set_memory(id, {}, on_end);
       for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, id);
       if (first_of_op) link_op_inputs(d, t, vstage, op.microbatch, op.forward, id);
-      if (gather_of_group_.size() > static_cast<std::size_t>(t))
-        for (TaskId gather : gather_of_group_[static_cast<std::size_t>(t)]) g_.depend(gather, id);
+      if (gather_of_group_.size() > lane)
+        for (TaskId gather : gather_of_group_[lane]) g_.depend(gather, id);
       // Double-buffered unsharded gradients (as DeepSpeed's reduce buckets): a backward waits until the buffer
       // filled two groups back has been reduce-scattered or copied out.
       const auto& window = grad_window_[lane];

@@ -16,10 +16,31 @@ std::int64_t sharded(const LayerGroup& g, int n) {
 
 }  // namespace
 
+const DataCollective* Expander::planned(State state, DataWhen when) const {
+  for (const DataCollective& dc : plan_)
+    if (dc.state == state && dc.when == when) return &dc;
+  return nullptr;
+}
+
+double Expander::held(State state, const LayerGroup& lg) const {
+  const auto& sp = e_.strategy;
+  const Placement& pl = sp.placement;
+  const double full = static_cast<double>(sharded(lg, dp_)) * dp_;
+  double out = 0;
+  Mode shard = pl.mode(state, kShardAxis), across = pl.mode(state, kReplicateAxis);
+  if (shard != Mode::Materialized && shard != Mode::Offloaded && across != Mode::Materialized &&
+      across != Mode::Offloaded) {
+    const std::int64_t n = sp.degree(pl.sharded_axes(state));
+    out = n == 1 ? static_cast<double>(lg.elems) : full / static_cast<double>(n);
+  }
+  if (state == State::Parameters && pl.secondary && sp.dp_shard > 1) out += full / static_cast<double>(sp.dp_shard);
+  return out;
+}
+
 void Expander::gather_params(int s, const StageOp& op, int g) {
   const auto& pl = e_.strategy.placement;
-  gather_of_group_.assign(static_cast<std::size_t>(tp_), {});
-  const bool gather = pl.parameters == Mode::ShardedWithGather && dp_ > 1;
+  gather_of_group_.assign(static_cast<std::size_t>(dp_ * tp_), {});
+  const DataCollective* gather = planned(State::Parameters, op.forward ? DataWhen::Forward : DataWhen::Backward);
   const bool fetch = pl.parameters == Mode::Offloaded;
   if (!gather && !fetch) return;
   const LayerGroup& lg =
@@ -33,26 +54,26 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   };
   for (int t = 0; t < tp_; ++t) {
     if (gather) {
-      Collective gather = dp_collective(CollectiveOp::AllGather, CommClass::ZeroGather, Stream::DpGather, t, s, lg,
-                                        static_cast<int>(pb), op.microbatch);
-      gather.backward = !op.forward;
-      Phases gather_tasks = add_dp_collective(gather, s);
-      std::vector<MemDelta> on_start;
-      for (int d = 0; d < dp_; ++d) {
-        on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
-        for (TaskId first : gather_tasks.first) limit(d, t, first);
+      Collective c = data_collective(*gather, Stream::DpGather, lg, static_cast<int>(pb), op.microbatch);
+      c.backward = !op.forward;
+      for (const DataCoset& coset : add_data_collectives(c, gather->group, t, s)) {
+        std::vector<MemDelta> on_start;
+        for (int d : coset.members) {
+          on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
+          for (TaskId first : coset.tasks.first) limit(d, t, first);
+          gather_of_group_[static_cast<std::size_t>(d * tp_ + t)] = coset.tasks.last;
+        }
+        set_member_memory(coset.tasks.first, on_start, true);
       }
-      set_member_memory(gather_tasks.first, on_start, true);
-      gather_of_group_[static_cast<std::size_t>(t)] = gather_tasks.last;
     } else {
-      // Offloaded parameters are fetched over PCIe by every device; one task per device, the last one recorded.
+      // Offloaded parameters are fetched over PCIe by every device; one task per device.
       for (int d = 0; d < dp_; ++d) {
         int x = rank(d, t, s);
         TaskId id =
             add_single(Offload{x, false, static_cast<double>(lg.elems) * pb, State::Parameters}, s, x, Stream::H2D);
         g_.set_memory(id, {{x, State::Parameters, static_cast<double>(lg.elems) * pb, true}}, {});
         limit(d, t, id);
-        gather_of_group_[static_cast<std::size_t>(t)].push_back(id);
+        gather_of_group_[static_cast<std::size_t>(d * tp_ + t)].push_back(id);
       }
     }
   }
@@ -132,14 +153,13 @@ Expander::Phases Expander::add_dp_collective(Collective c, int stage) {
   return {a, phase(CollectiveOp::AllGather, true, x, a)};
 }
 
-Collective Expander::dp_collective(CollectiveOp op, CommClass cls, Stream stream, int t, int s, const LayerGroup& lg,
-                                   int elem_bytes, int microbatch) {
+Collective Expander::data_collective(const DataCollective& dc, Stream stream, const LayerGroup& lg, int elem_bytes,
+                                     int microbatch) const {
   Collective c;
-  c.op = op;
-  c.cls = cls;
+  c.op = dc.op;
+  c.cls = dc.cls;
   c.stream = stream;
-  c.group = dp_group(t, s);
-  c.elems = sharded(lg, dp_) * dp_;
+  c.elems = sharded(lg, dp_) * dp_ / e_.strategy.degree(dc.divided);
   c.elem_bytes = elem_bytes;
   c.layer = lg.first_layer;
   c.layers = lg.layers;
@@ -152,49 +172,58 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
   const LayerGroup& lg =
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   const double gb = e_.training.grad_bytes();
-  if (pl.gradients == Mode::Replicated) {
-    // Accumulated locally over the micro-batches; bucketed and synchronised after the step's last backward.
-    if (!last_backward || dp_ == 1) return;
-    for (int t = 0; t < tp_; ++t) {
-      Bucket& b = buckets_[{t, s}];
-      b.elems += sharded(lg, dp_) * dp_;
-      for (int d = 0; d < dp_; ++d) b.producers.push_back(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)]);
-      if (static_cast<double>(b.elems) * gb >= e_.strategy.bucket_bytes) flush_bucket(t, s);
-    }
-    return;
-  }
-  // Sharded (or offloaded) gradients: reduce-scattered after every micro-batch into the owner's shard.
+  const DataCollective* reduce = planned(State::Gradients, DataWhen::Backward);
+  const bool offloaded = pl.gradients == Mode::Offloaded;
+  // Sharded (or offloaded) gradients: reduce-scattered after every micro-batch into the owner's shard; per data
+  // index, the task after which its shard is complete.
+  std::vector<std::vector<TaskId>> produced(static_cast<std::size_t>(dp_ * tp_));
   for (int t = 0; t < tp_; ++t) {
-    std::vector<TaskId> rs_last;
-    if (dp_ > 1) {
-      Collective reduce = dp_collective(CollectiveOp::ReduceScatter, CommClass::DpGradSync, Stream::DpComm, t, s, lg,
-                                        static_cast<int>(gb), op.microbatch);
-      reduce.backward = true;
-      Phases rs_tasks = add_dp_collective(reduce, s);
+    for (int d = 0; d < dp_; ++d)
+      produced[static_cast<std::size_t>(d * tp_ + t)] = {compute_of_group_[static_cast<std::size_t>(d * tp_ + t)]};
+    std::vector<DataCoset> cosets;
+    if (reduce) {
+      Collective c = data_collective(*reduce, Stream::DpComm, lg, static_cast<int>(gb), op.microbatch);
+      c.backward = true;
+      cosets = add_data_collectives(c, reduce->group, t, s);
+    }
+    for (const DataCoset& coset : cosets) {
       std::vector<MemDelta> on_end;
-      for (int d = 0; d < dp_; ++d) {
-        for (TaskId first : rs_tasks.first) g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], first);
-        if (pl.gradients != Mode::Offloaded) {
+      for (int d : coset.members) {
+        const auto lane = static_cast<std::size_t>(d * tp_ + t);
+        for (TaskId first : coset.tasks.first) g_.depend(compute_of_group_[lane], first);
+        produced[lane] = {task_of_member(coset.tasks.last, rank(d, t, s))};
+        if (!offloaded) {
           on_end.push_back({rank(d, t, s), State::Gradients, -static_cast<double>(lg.elems) * gb, true});
-          grad_window_[static_cast<std::size_t>(d * tp_ + t)].push_back(task_of_member(rs_tasks.last, rank(d, t, s)));
+          grad_window_[lane].push_back(produced[lane].front());
         }
       }
-      set_member_memory(rs_tasks.last, on_end, false);
-      rs_last = rs_tasks.last;
+      set_member_memory(coset.tasks.last, on_end, false);
     }
-    if (pl.gradients != Mode::Offloaded) continue;
+    if (!offloaded) continue;
     for (int d = 0; d < dp_; ++d) {
       int x = rank(d, t, s);
+      const auto lane = static_cast<std::size_t>(d * tp_ + t);
       TaskId id =
           add_single(Offload{x, true, static_cast<double>(sharded(lg, dp_)) * gb, State::Gradients}, s, x, Stream::D2H);
-      if (rs_last.empty())
-        g_.depend(compute_of_group_[static_cast<std::size_t>(d * tp_ + t)], id);
-      else
-        g_.depend(task_of_member(rs_last, x), id);
+      g_.depend(produced[lane].front(), id);
       g_.set_memory(id, {}, {{x, State::Gradients, -static_cast<double>(lg.elems) * gb, true}});
-      grad_window_[static_cast<std::size_t>(d * tp_ + t)].push_back(id);
+      grad_window_[lane].push_back(id);
       step_end_deps_[static_cast<std::size_t>(x)].push_back(id);
     }
+  }
+  if (offloaded) return;
+  // Gradients accumulated along some axes: bucketed after the step's last backward and synchronised once.
+  if (!last_backward || !(planned(State::Gradients, DataWhen::Step))) return;
+  for (int t = 0; t < tp_; ++t) {
+    Bucket& b = buckets_[{t, s}];
+    b.producers.resize(static_cast<std::size_t>(dp_));
+    b.elems += sharded(lg, dp_) * dp_;
+    for (int d = 0; d < dp_; ++d) {
+      auto& mine = b.producers[static_cast<std::size_t>(d)];
+      const auto& p = produced[static_cast<std::size_t>(d * tp_ + t)];
+      mine.insert(mine.end(), p.begin(), p.end());
+    }
+    if (static_cast<double>(b.elems) * gb >= e_.strategy.bucket_bytes) flush_bucket(t, s);
   }
 }
 
@@ -202,18 +231,29 @@ void Expander::flush_bucket(int t, int s) {
   auto it = buckets_.find({t, s});
   if (it == buckets_.end() || it->second.elems == 0) return;
   Bucket& b = it->second;
-  Collective c;
-  c.op = e_.strategy.placement.optimizer == Mode::Replicated ? CollectiveOp::AllReduce : CollectiveOp::ReduceScatter;
-  c.cls = CommClass::DpGradSync;
-  c.stream = Stream::DpComm;
-  c.group = dp_group(t, s);
-  c.elems = b.elems;
-  c.elem_bytes = e_.training.grad_bytes();
-  Phases tasks = add_dp_collective(c, s);
-  for (TaskId p : b.producers)
-    for (TaskId first : tasks.first) g_.depend(p, first);
+  // The step's synchronisation in plan order (reduce-scatter over the axes the optimizer is sharded along, then
+  // all-reduce over the rest); each phase of a data index follows the previous phase of its group.
+  std::vector<std::vector<TaskId>> before = b.producers;
+  for (const DataCollective& dc : plan_) {
+    if (dc.state != State::Gradients || dc.when != DataWhen::Step) continue;
+    Collective c;
+    c.op = dc.op;
+    c.cls = dc.cls;
+    c.stream = Stream::DpComm;
+    c.elems = b.elems / e_.strategy.degree(dc.divided);
+    c.elem_bytes = e_.training.grad_bytes();
+    std::vector<std::vector<TaskId>> after(static_cast<std::size_t>(dp_));
+    for (const DataCoset& coset : add_data_collectives(c, dc.group, t, s))
+      for (int d : coset.members) {
+        for (TaskId p : before[static_cast<std::size_t>(d)])
+          for (TaskId first : coset.tasks.first) g_.depend(p, first);
+        after[static_cast<std::size_t>(d)] = coset.tasks.last;
+      }
+    before = std::move(after);
+  }
   for (int d = 0; d < dp_; ++d)
-    for (TaskId last : tasks.last) step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(last);
+    for (TaskId last : before[static_cast<std::size_t>(d)])
+      step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(last);
   b = Bucket{};
 }
 
@@ -290,7 +330,9 @@ void Expander::finish_step(int s) {
           step = h2d;
         }
       } else {
-        double elems = static_cast<double>(pl.optimizer == Mode::Replicated ? full : shard);
+        double elems = 0;
+        for (const auto& chunk : groups_[static_cast<std::size_t>(s)])
+          for (const auto& lg : chunk) elems += held(State::Optimizer, lg);
         step = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0,
                                   apply_microbatch_[static_cast<std::size_t>(s)], -1, 0},
                           s, x, Stream::Compute);
@@ -299,18 +341,19 @@ void Expander::finish_step(int s) {
       updated.push_back(step);
     }
     // Replicated parameters updated shard by shard are gathered back (ZeRO-1/2, ZeRO-Offload).
-    if (pl.parameters != Mode::Replicated || pl.optimizer == Mode::Replicated || dp_ == 1) continue;
+    const DataCollective* regather = planned(State::Parameters, DataWhen::AfterStep);
+    if (!regather) continue;
     std::int64_t bucket = 0;
     auto issue = [&]() {
       Collective c;
-      c.op = CollectiveOp::AllGather;
-      c.cls = CommClass::ZeroGather;
+      c.op = regather->op;
+      c.cls = regather->cls;
       c.stream = Stream::DpGather;
-      c.group = dp_group(t, s);
-      c.elems = bucket;
+      c.elems = bucket / e_.strategy.degree(regather->divided);
       c.elem_bytes = static_cast<int>(pb);
-      for (TaskId first : add_dp_collective(c, s).first)
-        for (TaskId u : updated) g_.depend(u, first);
+      for (const DataCoset& coset : add_data_collectives(c, regather->group, t, s))
+        for (TaskId first : coset.tasks.first)
+          for (int d : coset.members) g_.depend(updated[static_cast<std::size_t>(d)], first);
       bucket = 0;
     };
     for (const auto& chunk : groups_[static_cast<std::size_t>(s)])
@@ -324,14 +367,11 @@ void Expander::finish_step(int s) {
 
 void Expander::set_resident_memory() {
   const auto& pl = e_.strategy.placement;
+  const double secondary =
+      pl.secondary && e_.strategy.dp_shard > 1 ? 1.0 / static_cast<double>(e_.strategy.dp_shard) : 0;
   const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes(),
                ob = e_.training.optimizer_bytes_per_param;
   g_.resident.assign(static_cast<std::size_t>(g_.devices), {0, 0, 0, 0});
-  auto held = [&](Mode mode, const LayerGroup& lg) -> double {
-    if (mode == Mode::Replicated) return static_cast<double>(lg.elems);
-    if (mode == Mode::Sharded || mode == Mode::ShardedWithGather) return static_cast<double>(sharded(lg, dp_));
-    return 0;
-  };
   for (int x = 0; x < g_.devices; ++x) {
     int s = x / (tp_ * dp_);
     auto& r = g_.resident[static_cast<std::size_t>(x)];
@@ -339,9 +379,12 @@ void Expander::set_resident_memory() {
       for (const auto& lg : chunk) {
         // PipeDream-2BW double-buffers its weights for the whole run.
         double copies = e_.strategy.schedule == Schedule::PipeDream2BW && pp_ > 1 ? 2 : 1;
-        r[static_cast<std::size_t>(State::Parameters)] += copies * held(pl.parameters, lg) * pb;
-        r[static_cast<std::size_t>(State::Gradients)] += held(pl.gradients, lg) * gb;
-        r[static_cast<std::size_t>(State::Optimizer)] += held(pl.optimizer, lg) * ob;
+        // hpZ's secondary shard is one copy whatever the versions.
+        const double second = secondary * static_cast<double>(sharded(lg, dp_)) * dp_;
+        r[static_cast<std::size_t>(State::Parameters)] +=
+            (copies * (held(State::Parameters, lg) - second) + second) * pb;
+        r[static_cast<std::size_t>(State::Gradients)] += held(State::Gradients, lg) * gb;
+        r[static_cast<std::size_t>(State::Optimizer)] += held(State::Optimizer, lg) * ob;
       }
   }
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "strategies/analytic/Costs.hpp"
+#include "strategies/analytic/DataPlan.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
 #include "strategies/placement/Layout.hpp"
@@ -41,7 +42,11 @@ class Expander {
  private:
   // mesh and groups
   int rank(int d, int t, int s) const;
-  int dp_group(int t, int s);
+  /// The first data index of the group of d over `axes` (d with its coordinates along `axes` zeroed).
+  int data_index_base(int d, AxisSet axes) const;
+  bool in_group(int d, int base, AxisSet axes) const;
+  /// The data-parallel group over `axes` of TP rank t on stage s that holds data index `base` (its first member).
+  int data_group(int t, int s, int base, AxisSet axes);
   int tp_group(int d, int s);
   // stream bookkeeping: the task goes after the device's previous task on the stream
   TaskId add_single(TaskBody body, int stage, int device, Stream stream);
@@ -55,6 +60,16 @@ class Expander {
     std::vector<TaskId> first, last;
   };
   Phases add_dp_collective(Collective c, int stage);
+  /// One group of a data-parallel collective: its data indices and its tasks.
+  struct DataCoset {
+    std::vector<int> members;
+    Phases tasks;
+  };
+  /// `c` over every group of `axes` for TP rank t of stage s, in the order of their first members.
+  std::vector<DataCoset> add_data_collectives(Collective c, AxisSet axes, int t, int s);
+  /// Elements of state `state` a device holds of group lg (see StageLayout::held_elems), hpZ's secondary shard
+  /// included.
+  double held(State state, const LayerGroup& lg) const;
   /// Gives each task of `tasks` the deltas of its own members (at its start or its end).
   void set_member_memory(const std::vector<TaskId>& tasks, const std::vector<MemDelta>& deltas, bool at_start);
   int subgroup(std::vector<int> members);
@@ -83,9 +98,12 @@ class Expander {
   void gather_params(int s, const StageOp& op, int g);
   void sync_gradients(int s, const StageOp& op, int g, bool last_backward);
   void flush_bucket(int t, int s);
-  /// A collective over the data-parallel group of (t, s) for the units of `lg`, padded to a multiple of dp.
-  Collective dp_collective(CollectiveOp op, CommClass cls, Stream stream, int t, int s, const LayerGroup& lg,
-                           int elem_bytes, int microbatch);
+  /// The collective `dc` of the data plan for the units of `lg` (each padded to a multiple of dp); its group is
+  /// filled in per coset by add_data_collectives.
+  Collective data_collective(const DataCollective& dc, Stream stream, const LayerGroup& lg, int elem_bytes,
+                             int microbatch) const;
+  /// The plan's collective of `state` that runs `when`, or null.
+  const DataCollective* planned(State state, DataWhen when) const;
   /// The transfers of op's output to the next virtual stage, one per (d, t) lane (kNoTask where none), after the
   /// lane's frontier.
   std::vector<TaskId> send_boundary(int s, const StageOp& op);
@@ -129,7 +147,9 @@ class Expander {
   std::vector<std::vector<std::vector<LayerGroup>>> groups_;  ///< [stage][chunk] -> layer groups
   TaskGraph g_;
   std::vector<std::array<TaskId, kStreams>> last_;
-  std::map<std::pair<int, int>, int> dp_groups_, tp_groups_;
+  std::map<std::pair<int, int>, int> tp_groups_;
+  std::map<std::tuple<int, int, int, AxisSet>, int> data_groups_;
+  std::vector<DataCollective> plan_;  ///< the placement's collectives along the data axes (data_plan)
   std::map<std::vector<int>, int> subgroups_;
   // per (d, t) of the stage being expanded: the task a group's successor must follow
   std::vector<std::vector<TaskId>> frontier_;        // per (d, t): the tasks the next one of the op must follow
@@ -139,7 +159,7 @@ class Expander {
   std::vector<std::vector<TaskId>> op_tail_;
   std::vector<TaskId> compute_of_group_;              // last compute task per (d, t) of the current group
   std::vector<std::vector<TaskId>> gather_window_;    // per (d, t): compute tasks of gathered groups, for the limit
-  std::vector<std::vector<TaskId>> gather_of_group_;  // per t: the gather tasks feeding the current group
+  std::vector<std::vector<TaskId>> gather_of_group_;  // per (d, t): the gather tasks feeding the current group
   std::vector<std::vector<TaskId>> grad_window_;      // per (d, t): tasks releasing unsharded gradient buffers
   struct Boundary {
     TaskId producer = kNoTask;
@@ -151,8 +171,8 @@ class Expander {
   std::vector<std::vector<BoundaryKey>> call_recvs_;  // per (d, t): the inputs the last exchange received
   // DP gradient buckets per (t, s)
   struct Bucket {
-    std::int64_t elems = 0;
-    std::vector<TaskId> producers;
+    std::int64_t elems = 0;                      ///< padded elements
+    std::vector<std::vector<TaskId>> producers;  ///< per data index
   };
   std::map<std::pair<int, int>, Bucket> buckets_;
   std::vector<std::vector<TaskId>> step_end_deps_;  // per device: tasks the optimizer step waits for

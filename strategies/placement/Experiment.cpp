@@ -63,27 +63,45 @@ void resolve(Experiment& e) {
   if (s.placement.activations == Mode::Materialized && t.recompute == Recompute::None) t.recompute = Recompute::Full;
 }
 
+namespace {
+
+// A state's modes as the input writes them: one string when both data axes agree, else one per axis.
+Json state_modes_json(const Placement& p, State state) {
+  Mode shard = p.mode(state, kShardAxis), across = p.mode(state, kReplicateAxis);
+  const bool secondary = state == State::Parameters && p.secondary;
+  if (shard == across && !secondary) return to_string(shard);
+  Json j{{"dp_shard", to_string(shard)}, {"dp_replicate", to_string(across)}};
+  if (secondary) j["secondary"] = "dp_shard";
+  return j;
+}
+
+}  // namespace
+
 Json strategy_to_json(const StrategySpec& s) {
-  return Json{{"preset", s.preset},
-              {"dp", s.dp},
-              {"tp", s.tp},
-              {"pp", s.pp},
-              {"sp", s.sp},
-              {"tp_overlap", s.tp_overlap},
-              {"p2p", to_string(s.p2p)},
-              {"devices", s.devices()},
-              {"schedule", to_string(s.schedule)},
-              {"microbatches", s.microbatches},
-              {"chunks", s.chunks},
-              {"noam", s.noam},
-              {"bucket_bytes", s.bucket_bytes},
-              {"collective", to_string(s.collective)},
-              {"placement",
-               {{"parameters", to_string(s.placement.parameters)},
-                {"gradients", to_string(s.placement.gradients)},
-                {"optimizer", to_string(s.placement.optimizer)},
-                {"activations", to_string(s.placement.activations)}}},
-              {"placement_short", short_form(s.placement)}};
+  Json j{{"preset", s.preset},
+         {"dp", s.dp},
+         {"tp", s.tp},
+         {"pp", s.pp},
+         {"sp", s.sp},
+         {"tp_overlap", s.tp_overlap},
+         {"p2p", to_string(s.p2p)},
+         {"devices", s.devices()},
+         {"schedule", to_string(s.schedule)},
+         {"microbatches", s.microbatches},
+         {"chunks", s.chunks},
+         {"noam", s.noam},
+         {"bucket_bytes", s.bucket_bytes},
+         {"collective", to_string(s.collective)},
+         {"placement",
+          {{"parameters", state_modes_json(s.placement, State::Parameters)},
+           {"gradients", state_modes_json(s.placement, State::Gradients)},
+           {"optimizer", state_modes_json(s.placement, State::Optimizer)},
+           {"activations", to_string(s.placement.activations)}}},
+         {"placement_short", short_form(s.placement)}};
+  // The split data axis appears only when it is split, so one-axis reports read as before.
+  if (s.dp_replicate > 1)
+    j["mesh"] = {{"dp_replicate", s.dp_replicate}, {"dp_shard", s.dp_shard}, {"tp", s.tp}, {"pp", s.pp}};
+  return j;
 }
 
 Json model_to_json(const ModelSpec& m) {
@@ -113,14 +131,10 @@ Json model_to_json(const ModelSpec& m) {
 }
 
 Json training_to_json(const TrainingSpec& t) {
-  return Json{{"global_batch", t.global_batch},
-              {"micro_batch", t.micro_batch},
-              {"dtype", to_string(t.dtype)},
-              {"grad_dtype", to_string(t.grad_dtype)},
-              {"optimizer", to_string(t.optimizer)},
-              {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
-              {"recompute", to_string(t.recompute)},
-              {"grad_accumulation_fusion", t.grad_accumulation_fusion},
+  return Json{{"global_batch", t.global_batch},      {"micro_batch", t.micro_batch},
+              {"dtype", to_string(t.dtype)},         {"grad_dtype", to_string(t.grad_dtype)},
+              {"optimizer", to_string(t.optimizer)}, {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
+              {"recompute", to_string(t.recompute)}, {"grad_accumulation_fusion", t.grad_accumulation_fusion},
               {"grad_clipping", t.grad_clipping}};
 }
 

@@ -16,22 +16,16 @@ std::int64_t StageLayout::max_unit_elems() const {
   return layer_elems + std::max(embed_elems, head_elems);
 }
 
-std::int64_t StageLayout::resident_elems(Mode mode, std::int64_t n) const {
-  switch (mode) {
-    case Mode::Replicated:
-      return elems();
-    case Mode::Sharded:
-    case Mode::ShardedWithGather:
-      return sharded_elems(n);
-    case Mode::Materialized:
-    case Mode::Offloaded:
-      return 0;
-  }
-  return 0;
+std::int64_t StageLayout::held_elems(const StrategySpec& s, State state) const {
+  const Mode shard = s.placement.mode(state, kShardAxis), across = s.placement.mode(state, kReplicateAxis);
+  for (Mode m : {shard, across})
+    if (m == Mode::Materialized || m == Mode::Offloaded) return 0;
+  const std::int64_t n = s.degree(s.placement.sharded_axes(state));
+  return n == 1 ? elems() : padded_elems(s.dp) / n;
 }
 
 std::int64_t stashed_version_elems(const Experiment& e, const StageLayout& st) {
-  return st.resident_elems(e.strategy.placement.parameters, e.strategy.dp);
+  return st.held_elems(e.strategy, State::Parameters);
 }
 
 std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t stages) {

@@ -29,9 +29,13 @@ struct StageLayout {
   /// The largest gather unit (a layer with the embedding or head it carries), or the bucket of an opaque model
   /// without layers: one transient buffer.
   std::int64_t max_unit_elems() const;
-  /// Elements of one state a device of the stage holds when placed with `mode` over `n` data-parallel ranks: all
-  /// when replicated, its shard when sharded (with or without gather), none when materialized or offloaded.
-  std::int64_t resident_elems(Mode mode, std::int64_t n) const;
+  /// Elements of one state a device of the stage holds under the strategy's placement: all when it is replicated
+  /// along every data axis (of degree > 1), else its shard of the units padded to a multiple of dp, divided over the
+  /// axes it is sharded along (with or without gather); none when materialized or offloaded. Excludes hpZ's
+  /// secondary parameter shard.
+  std::int64_t held_elems(const StrategySpec& s, State state) const;
+  /// The stage's units, each padded to a multiple of `dp`, added up.
+  std::int64_t padded_elems(std::int64_t dp) const { return sharded_elems(dp) * dp; }
 };
 
 /// Elements of one stashed weight version (PipeDream, PipeDream-2BW) on a device of the stage: the version is kept

@@ -1,6 +1,7 @@
 #include "strategies/placement/Strategy.hpp"
 
 #include <map>
+#include <optional>
 
 namespace placesim {
 
@@ -37,6 +38,26 @@ const std::map<std::string, Preset>& presets() {
       {"megatron-3d",
        {"Megatron-LM 3D: dp x tp x pp, 1F1B, Megatron pipeline exchange, activation recomputation (R/R/R/M)",
         R"({"schedule":"1f1b","placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"materialized"}})"}},
+      // PyTorch FSDP's HYBRID_SHARD / FSDP2 with a 2-D mesh (docs.pytorch.org/docs/stable/fsdp.html,
+      // ShardingStrategy.HYBRID_SHARD): full sharding inside each dp_shard group, replicas across dp_replicate,
+      // gradients reduce-scattered inside the group and their shards all-reduced across replicas.
+      {"hsdp",
+       {"hybrid-sharded data parallel (FSDP HYBRID_SHARD): SG/S/S/R along dp_shard, R/R/R/R along dp_replicate; "
+        "needs strategy.mesh.dp_replicate > 1",
+        R"({"placement":{"parameters":{"dp_shard":"sharded-with-gather","dp_replicate":"replicated"},"optimizer":{"dp_shard":"sharded","dp_replicate":"replicated"},"gradients":{"dp_shard":"sharded","dp_replicate":"replicated"},"activations":"replicated"}})"}},
+      // torchtitan's 2-D parallelism: FSDP2 over dp_shard composed with Megatron-style tensor and sequence
+      // parallelism (its TP plan shards norms' activations with SequenceParallel).
+      {"fsdp-tp",
+       {"2-D FSDP + tensor parallel (torchtitan): SG/S/S/R along the data axes, tp shards each layer, sequence "
+        "parallel; needs strategy.tp > 1",
+        R"({"sp":true,"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
+      // ZeRO++ (Wang et al., arXiv 2306.10209) hierarchical partitioning hpZ: ZeRO-3 over every data rank plus a
+      // secondary parameter shard inside each dp_shard group (a node), so the backward gathers inside the node.
+      // Its quantized gathers and reductions (qwZ, qgZ) are not modelled: every collective moves full-precision bytes.
+      {"zero++",
+       {"ZeRO++ hpZ: ZeRO-3 (SG/S/S/R) along both data axes plus a secondary parameter shard along dp_shard for the "
+        "backward gather; needs strategy.mesh.dp_replicate > 1; qwZ/qgZ quantization not modelled",
+        R"({"placement":{"parameters":{"dp_shard":"sharded-with-gather","dp_replicate":"sharded-with-gather","secondary":"dp_shard"},"optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
   };
   return table;
 }
@@ -57,33 +78,136 @@ Schedule parse_schedule(const std::string& s) {
   return Schedule::LocalSGD;
 }
 
-Placement parse_placement(const Json& value) {
+// One state's modes along the mesh axes: a string is one mode along both data axes; an object names each axis.
+// Along tp and pp the modes are fixed by construction and only those are accepted: tp shards each layer's
+// parameters, gradients and optimizer state (Megatron's column- and row-parallel layers) and shards activations
+// only with sequence parallelism; pp places whole layers, with their states and activations, on stages.
+struct StateModes {
+  Mode shard = Mode::Replicated, replicate = Mode::Replicated;
+  std::optional<bool> sequence_parallel;  ///< activations along tp, when given
+  bool secondary = false;
+};
+
+StateModes parse_state_modes(const Json& value, const std::string& field, State state) {
+  StateModes out;
+  if (!value.is_object()) {
+    if (!value.is_string())
+      throw InputError(field + "=" + show(value) + " must be a mode (a string) or an object of modes per mesh axis");
+    out.shard = out.replicate = parse_mode(value.get<std::string>(), field);
+    return out;
+  }
+  ObjectReader r(value, field);
+  if (!r.has("dp_shard") || !r.has("dp_replicate"))
+    throw InputError(field + "=" + show(value) +
+                     " must give a mode for both dp_shard and dp_replicate (a string gives one mode to both)");
+  out.shard = parse_mode(r.get_string("dp_shard", ""), r.field("dp_shard"));
+  out.replicate = parse_mode(r.get_string("dp_replicate", ""), r.field("dp_replicate"));
+  if (r.has("tp")) {
+    Mode tp = parse_mode(r.get_string("tp", ""), r.field("tp"));
+    if (state == State::Activations) {
+      if (tp != Mode::Sharded && tp != Mode::Replicated)
+        throw InputError(r.field("tp") + "=" + to_string(tp) +
+                         ": activations along tp are sharded (sequence parallelism) or replicated in the norm regions");
+      out.sequence_parallel = tp == Mode::Sharded;
+    } else if (tp != Mode::Sharded) {
+      throw InputError(r.field("tp") + "=" + to_string(tp) + ": rule tp-shards-weights: tensor parallelism shards " +
+                       to_string(state) + " of every layer along tp by construction; only sharded is accepted");
+    }
+  }
+  if (r.has("pp")) {
+    Mode pp = parse_mode(r.get_string("pp", ""), r.field("pp"));
+    if (pp != Mode::Sharded)
+      throw InputError(r.field("pp") + "=" + to_string(pp) + ": rule pp-places-layers: the pipeline places whole " +
+                       "layers (their " + to_string(state) + ") on stages; only sharded is accepted");
+  }
+  if (r.has("secondary")) {
+    std::string axis = r.get_string("secondary", "");
+    if (state != State::Parameters)
+      throw InputError(r.field("secondary") + "=" + axis + ": only parameters have a secondary shard (ZeRO++ hpZ)");
+    if (axis != "dp_shard")
+      throw InputError(r.field("secondary") + "=" + axis + " is not accepted; the secondary shard is along dp_shard");
+    out.secondary = true;
+  }
+  r.finish();
+  return out;
+}
+
+Placement parse_placement(const Json& value, std::optional<bool>& sequence_parallel) {
   ObjectReader r(value, "strategy.placement");
   Placement p;
-  auto mode = [&](const char* key, Mode fallback) {
-    return r.has(key) ? parse_mode(r.get_string(key, ""), r.field(key)) : fallback;
+  auto read = [&](const char* key, State state, Mode& shard, Mode* replicate) {
+    if (!r.has(key)) return;
+    StateModes m = parse_state_modes(value[key], r.field(key), state);
+    (void)r.child(key);
+    shard = m.shard;
+    if (replicate) *replicate = m.replicate;
+    if (m.secondary) p.secondary = true;
+    if (m.sequence_parallel) sequence_parallel = m.sequence_parallel;
+    if (!replicate && m.shard != m.replicate)
+      throw InputError(r.field(key) + ": rule activations-per-replica: activations have one mode along both data " +
+                       "axes (dp_shard " + to_string(m.shard) + ", dp_replicate " + to_string(m.replicate) +
+                       "); every data-parallel rank computes the activations of its own samples");
   };
-  p.parameters = mode("parameters", p.parameters);
-  p.gradients = mode("gradients", p.gradients);
-  p.optimizer = mode("optimizer", p.optimizer);
-  p.activations = mode("activations", p.activations);
+  read("parameters", State::Parameters, p.parameters, &p.replicate.parameters);
+  read("gradients", State::Gradients, p.gradients, &p.replicate.gradients);
+  read("optimizer", State::Optimizer, p.optimizer, &p.replicate.optimizer);
+  read("activations", State::Activations, p.activations, nullptr);
   r.finish();
   return p;
+}
+
+// strategy.mesh: the named axes and their degrees. The rank order is fixed (tp fastest, then cp, dp_shard,
+// dp_replicate, pp), whatever order the keys are written in.
+void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
+  const Json* mesh = outer.child("mesh");
+  auto shorthand = [&](const char* key) -> std::optional<std::int64_t> {
+    if (!outer.has(key)) return std::nullopt;
+    return outer.get_positive_int(key, 1);
+  };
+  std::optional<std::int64_t> dp = shorthand("dp"), tp = shorthand("tp"), pp = shorthand("pp");
+  s.tp = tp.value_or(1);
+  s.pp = pp.value_or(1);
+  s.dp_shard = dp.value_or(1);
+  s.dp_replicate = 1;
+  if (mesh) {
+    ObjectReader r(*mesh, "strategy.mesh");
+    auto axis = [&](const char* key, std::optional<std::int64_t> given, const char* shorthand_field) {
+      std::int64_t v = r.get_positive_int(key, given.value_or(1));
+      if (given && r.has(key) && *given != v)
+        throw InputError(r.field(key) + "=" + std::to_string(v) + " contradicts " + shorthand_field + "=" +
+                         std::to_string(*given));
+      return v;
+    };
+    s.tp = axis("tp", tp, "strategy.tp");
+    s.pp = axis("pp", pp, "strategy.pp");
+    const bool split = r.has("dp_shard") || r.has("dp_replicate");
+    s.dp_replicate = r.get_positive_int("dp_replicate", 1);
+    s.dp_shard = r.get_positive_int("dp_shard", split ? 1 : dp.value_or(1));
+    if (dp && split && *dp != s.dp_replicate * s.dp_shard)
+      throw InputError("strategy.dp=" + std::to_string(*dp) + " contradicts strategy.mesh dp_replicate x dp_shard = " +
+                       std::to_string(s.dp_replicate) + " x " + std::to_string(s.dp_shard));
+    for (const char* key : {"cp", "ep"}) {
+      if (r.get_positive_int(key, 1) != 1)
+        throw InputError(r.field(key) + "=" + show((*mesh)[key]) + ": " +
+                         (std::string(key) == "cp" ? "context" : "expert") +
+                         " parallelism is not supported yet; only 1 is accepted");
+    }
+    r.finish();
+  }
+  for (const char* key : {"cp", "ep"}) {
+    if (outer.get_positive_int(key, 1) != 1)
+      throw InputError(outer.field(key) + "=" + show(object[key]) + ": " +
+                       (std::string(key) == "cp" ? "context" : "expert") +
+                       " parallelism is not supported yet; only 1 is accepted");
+  }
+  s.dp = s.dp_replicate * s.dp_shard;
 }
 
 StrategySpec read_strategy_object(const Json& object) {
   ObjectReader r(object, "strategy");
   StrategySpec s;
   s.preset = r.get_string("preset", "custom");
-  s.dp = r.get_positive_int("dp", 1);
-  s.tp = r.get_positive_int("tp", 1);
-  s.pp = r.get_positive_int("pp", 1);
-  for (const char* axis : {"cp", "ep"}) {
-    if (r.get_positive_int(axis, 1) != 1)
-      throw InputError(r.field(axis) + "=" + show(object[axis]) + ": " +
-                       (std::string(axis) == "cp" ? "context" : "expert") +
-                       " parallelism is not supported yet; only 1 is accepted");
-  }
+  read_mesh(r, object, s);
   s.sp = r.get_bool("sp", false);
   s.tp_overlap = r.get_bool("tp_overlap", true);
   s.schedule = parse_schedule(
@@ -106,7 +230,15 @@ StrategySpec read_strategy_object(const Json& object) {
   s.collective = r.get_choice("collective", {"ring", "hierarchical"}, "ring") == "hierarchical"
                      ? CollectiveScheme::Hierarchical
                      : CollectiveScheme::Ring;
-  if (const Json* p = r.child("placement")) s.placement = parse_placement(*p);
+  if (const Json* p = r.child("placement")) {
+    std::optional<bool> sequence_parallel;
+    s.placement = parse_placement(*p, sequence_parallel);
+    if (sequence_parallel) {
+      if (object.contains("sp") && s.sp != *sequence_parallel)
+        throw InputError("strategy.placement.activations.tp contradicts strategy.sp=" + show(object["sp"]));
+      s.sp = *sequence_parallel;
+    }
+  }
   r.finish();
   return s;
 }
@@ -128,6 +260,13 @@ StrategySpec parse_strategy(const Json& value) {
   }
   merged.merge_patch(value);
   return read_strategy_object(merged);
+}
+
+std::string mesh_string(const StrategySpec& s) {
+  std::string dp = "dp " + std::to_string(s.dp);
+  if (s.dp_replicate > 1)
+    dp += " (dp_replicate " + std::to_string(s.dp_replicate) + " x dp_shard " + std::to_string(s.dp_shard) + ")";
+  return dp + " x tp " + std::to_string(s.tp) + " x pp " + std::to_string(s.pp);
 }
 
 std::string to_string(PipelineP2P p) {
@@ -154,6 +293,22 @@ std::string to_string(Schedule s) {
       return "localsgd";
   }
   return "?";
+}
+
+std::vector<PresetTable> strategy_preset_tables() {
+  std::vector<PresetTable> out;
+  for (const auto& [name, preset] : presets()) {
+    StrategySpec s = parse_strategy(Json(name));
+    PresetTable t{name, preset.description, {}};
+    for (State state : {State::Parameters, State::Gradients, State::Optimizer, State::Activations}) {
+      const bool weights = state != State::Activations;
+      std::string shard = short_name(s.placement.mode(state, kShardAxis));
+      if (state == State::Parameters && s.placement.secondary) shard += "+hpZ";
+      t.modes.push_back({shard, short_name(s.placement.mode(state, kReplicateAxis)), weights || s.sp ? "S" : "R", "S"});
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> strategy_preset_list() {

@@ -24,12 +24,14 @@ enum class PipelineP2P { Async, Megatron };
 /// inter-node ring, intra-node all-gather) when every node holds the same number (> 1) of its members.
 enum class CollectiveScheme { Ring, Hierarchical };
 
-/// A device mesh (dp x tp x pp) plus the placement of each state along the data-parallel axis, the pipeline
-/// schedule and the knobs of the collectives.
+/// A device mesh (dp_replicate x dp_shard x tp x pp; dp = dp_replicate x dp_shard) plus the placement of each state
+/// along each data-parallel axis, the pipeline schedule and the knobs of the collectives. Ranks follow Megatron-LM's
+/// order with the data axis split: tp fastest, then dp_shard, dp_replicate, pp.
 struct StrategySpec {
   std::string preset = "custom";
   std::int64_t dp = 1, tp = 1, pp = 1;
-  bool sp = false;  ///< sequence parallelism over the tp group (Korthikanti et al.)
+  std::int64_t dp_replicate = 1, dp_shard = 1;  ///< the data-parallel axes (strategy.mesh); dp is their product
+  bool sp = false;                              ///< sequence parallelism over the tp group (Korthikanti et al.)
   /// Megatron-LM overlaps the TP collectives of the backward pass with its weight-gradient GEMMs (since 2021-08,
   /// measured by Korthikanti et al.); false: they run exposed, after the backward compute of their layer, as in the
   /// April 2021 code of Narayanan et al. (arXiv 2104.04473)
@@ -46,12 +48,26 @@ struct StrategySpec {
   Placement placement;
 
   std::int64_t devices() const { return dp * tp * pp; }
+  /// The number of data-parallel ranks spanned by `axes`.
+  std::int64_t degree(AxisSet axes) const {
+    return ((axes & kShardAxis) != 0 ? dp_shard : 1) * ((axes & kReplicateAxis) != 0 ? dp_replicate : 1);
+  }
 };
+
+/// A strategy preset's placement table: per state, its mode along each mesh axis (dp_shard, dp_replicate, tp, pp).
+struct PresetTable {
+  std::string name, description;
+  /// rows: parameters, gradients, optimizer, activations; columns: dp_shard, dp_replicate, tp, pp
+  std::vector<std::vector<std::string>> modes;
+};
+std::vector<PresetTable> strategy_preset_tables();
 
 /// Parses the "strategy" field: a preset name or an object that may name a "preset" and override its fields
 /// (placement field by field).
 StrategySpec parse_strategy(const Json& value);
 
+/// "dp 8 x tp 4 x pp 2", or with a split data axis "dp 64 (dp_replicate 8 x dp_shard 8) x tp 1 x pp 1".
+std::string mesh_string(const StrategySpec& s);
 std::string to_string(Schedule s);
 std::string to_string(PipelineP2P p);
 std::string to_string(CollectiveScheme c);

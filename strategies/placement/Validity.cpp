@@ -58,42 +58,88 @@ void check_schedule(const Experiment& e) {
     refuse("strategy.replicas=" + str(s.replicas) + " does not divide strategy.microbatches=" + str(s.microbatches));
 }
 
-// Gradient integrity and state consistency of the placement along the data-parallel axis.
+// A refusal names the rule, the state, its mode and the axis.
+[[noreturn]] void refuse_rule(const char* rule, State state, Mode mode, AxisSet axis, const StrategySpec& s,
+                              const std::string& why, const std::string& with = "") {
+  std::string where = axis == kDataAxes ? "along dp" : "along " + axes_name(axis);
+  if (axis != kDataAxes) where += " (degree " + str(s.degree(axis)) + ")";
+  refuse("rule " + std::string(rule) + ": " + to_string(state) + "=" + to_string(mode) + with + " " + where + " " +
+         why);
+}
+
+// Gradient integrity and state consistency of the placement along every data-parallel axis (dp_shard,
+// dp_replicate). TP and PP place states by construction and accept only their own modes (see parse_strategy).
 void check_placement(const Experiment& e) {
-  const Placement& p = e.strategy.placement;
-  const bool multi = e.strategy.dp > 1;
-  if (p.parameters == Mode::Materialized)
-    refuse(
-        "parameters=materialized along dp breaks state consistency: parameters carry their value across steps "
-        "and cannot be recomputed");
-  if (p.gradients == Mode::Materialized)
-    refuse(
-        "gradients=materialized along dp breaks gradient integrity: a gradient is the sum over all micro-batches "
-        "and cannot be recomputed from a checkpoint");
-  if (p.optimizer == Mode::Materialized)
-    refuse("optimizer=materialized along dp breaks state consistency: optimizer state accumulates across steps");
-  if (multi && p.parameters == Mode::Sharded)
-    refuse("parameters=sharded along dp (dp=" + str(e.strategy.dp) +
-           ") breaks state consistency: every replica's "
-           "forward reads all parameters of its layers but holds only 1/dp; use sharded-with-gather");
-  if (multi && (p.gradients == Mode::Sharded || p.gradients == Mode::ShardedWithGather) &&
-      p.optimizer == Mode::Replicated)
-    refuse("gradients=" + to_string(p.gradients) + " with optimizer=replicated along dp (dp=" + str(e.strategy.dp) +
-           ") breaks gradient integrity: the reduce-scatter leaves each device the full gradient sum of only 1/dp "
-           "of the parameters, while the replicated optimizer updates all of them; shard the optimizer or replicate "
-           "the gradients");
+  const StrategySpec& s = e.strategy;
+  const Placement& p = s.placement;
+  // When dp_replicate = 1 the one data axis is reported as dp, as the one-axis placement always was.
+  const bool split = s.dp_replicate > 1;
+  for (AxisSet axis : {kShardAxis, kReplicateAxis}) {
+    const AxisSet named = split ? axis : kDataAxes;
+    const bool multi = s.degree(axis) > 1;
+    const Mode P = p.mode(State::Parameters, axis), G = p.mode(State::Gradients, axis),
+               O = p.mode(State::Optimizer, axis);
+    if (P == Mode::Materialized)
+      refuse_rule("parameters-persist", State::Parameters, P, named, s,
+                  "breaks state consistency: parameters carry their value across steps and cannot be recomputed");
+    if (G == Mode::Materialized)
+      refuse_rule("gradients-accumulate", State::Gradients, G, named, s,
+                  "breaks gradient integrity: a gradient is the sum over all micro-batches and cannot be recomputed "
+                  "from a checkpoint");
+    if (O == Mode::Materialized)
+      refuse_rule("optimizer-persists", State::Optimizer, O, named, s,
+                  "breaks state consistency: optimizer state accumulates across steps");
+    if (multi && P == Mode::Sharded)
+      refuse_rule("parameters-gathered", State::Parameters, P, named, s,
+                  "breaks state consistency: every replica's forward reads all parameters of its layers but holds "
+                  "only a shard; use sharded-with-gather");
+    if (multi && (G == Mode::Sharded || G == Mode::ShardedWithGather) && O == Mode::Replicated)
+      refuse_rule("gradient-owner", State::Gradients, G, named, s,
+                  "breaks gradient integrity: the reduce-scatter leaves each "
+                  "device the full gradient sum of only its shard of the parameters, while the replicated optimizer "
+                  "updates all of them; shard the optimizer or replicate the gradients",
+                  " with optimizer=replicated");
+    if (!split) break;
+  }
+  for (State state : {State::Parameters, State::Gradients, State::Optimizer}) {
+    const Mode a = p.mode(state, kShardAxis), b = p.mode(state, kReplicateAxis);
+    if ((a == Mode::Offloaded) != (b == Mode::Offloaded))
+      refuse_rule("offload-whole", state, a == Mode::Offloaded ? a : b,
+                  a == Mode::Offloaded ? kShardAxis : kReplicateAxis, s,
+                  "but " + to_string(a == Mode::Offloaded ? b : a) + " along the other data axis: an offloaded " +
+                      "state lives in host memory, one shard per data-parallel rank; offload it along both axes");
+  }
   if (p.gradients == Mode::Offloaded && p.optimizer != Mode::Offloaded)
-    refuse("gradients=offloaded with optimizer=" + to_string(p.optimizer) +
-           " along dp breaks gradient integrity: the "
-           "gradients move to host memory but the optimizer that must consume them stays on the device");
+    refuse_rule("offload-with-optimizer", State::Gradients, p.gradients, kDataAxes, s,
+                "breaks gradient integrity: the gradients move to host memory but the optimizer that must consume "
+                "them stays on the device",
+                " with optimizer=" + to_string(p.optimizer));
   if (p.parameters == Mode::Offloaded && p.optimizer != Mode::Offloaded)
-    refuse("parameters=offloaded with optimizer=" + to_string(p.optimizer) +
-           " along dp breaks state consistency: the "
-           "device optimizer would update parameters that live in host memory");
+    refuse_rule("offload-with-optimizer", State::Parameters, p.parameters, kDataAxes, s,
+                "breaks state consistency: the device optimizer would update parameters that live in host memory",
+                " with optimizer=" + to_string(p.optimizer));
   if (p.activations == Mode::Sharded || p.activations == Mode::ShardedWithGather)
-    refuse("activations=" + to_string(p.activations) +
-           " along dp is meaningless: each dp replica computes the "
-           "activations of its own samples; shard activations over tp with strategy.sp=true");
+    refuse_rule("activations-per-replica", State::Activations, p.activations, kDataAxes, s,
+                "is meaningless: each data-parallel replica computes the activations of its own samples; shard "
+                "activations over tp with strategy.sp=true");
+  if (p.secondary && (p.parameters != Mode::ShardedWithGather || p.replicate.parameters != Mode::ShardedWithGather))
+    refuse(
+        "rule secondary-of-primary: parameters.secondary=dp_shard (ZeRO++ hpZ) needs parameters "
+        "sharded-with-gather along both data axes (the primary shard), not " +
+        short_name(p.parameters) + " along dp_shard and " + short_name(p.replicate.parameters) + " along dp_replicate");
+}
+
+// Presets whose name promises an axis the mesh lacks would silently be another strategy.
+void check_preset_mesh(const StrategySpec& s) {
+  if ((s.preset == "hsdp" || s.preset == "zero++") && s.dp_replicate == 1)
+    refuse("strategy.preset=" + s.preset +
+           " needs strategy.mesh.dp_replicate > 1 (replicas across nodes) and dp_shard (the ranks of a shard "
+           "group), e.g. \"mesh\": {\"dp_replicate\": 8, \"dp_shard\": 8}; with dp_replicate = 1 it is " +
+           (s.preset == "hsdp" ? "fsdp" : "zero3 with a redundant secondary shard"));
+  if (s.preset == "fsdp-tp" && s.tp == 1)
+    refuse(
+        "strategy.preset=fsdp-tp needs strategy.tp > 1 (2-D: FSDP over the data axes, tensor parallel inside); "
+        "with tp = 1 it is fsdp");
 }
 
 }  // namespace
@@ -101,6 +147,7 @@ void check_placement(const Experiment& e) {
 void check_validity(const Experiment& e) {
   check_mesh(e);
   check_schedule(e);
+  check_preset_mesh(e.strategy);
   check_placement(e);
 }
 

@@ -95,11 +95,11 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   std::ostringstream out;
   out << "placesim analyze: " << e.model.name << " (" << format_count(a.parameters) << " parameters), strategy "
       << s.preset << " " << short_form(s.placement) << " (P/O/G/A)\n";
-  out << "  mesh dp " << s.dp << " x tp " << s.tp << " x pp " << s.pp << " = " << s.devices() << " devices"
-      << (s.sp ? ", sequence parallel" : "") << "; " << to_string(s.schedule) << ", " << s.microbatches
-      << " micro-batches of " << e.training.micro_batch << ", global batch " << e.training.global_batch << "; "
-      << to_string(e.training.dtype) << " " << to_string(e.training.optimizer) << " ("
-      << to_string(e.training.grad_dtype) << " gradients), recompute " << to_string(e.training.recompute);
+  out << "  mesh " << mesh_string(s) << " = " << s.devices() << " devices" << (s.sp ? ", sequence parallel" : "")
+      << "; " << to_string(s.schedule) << ", " << s.microbatches << " micro-batches of " << e.training.micro_batch
+      << ", global batch " << e.training.global_batch << "; " << to_string(e.training.dtype) << " "
+      << to_string(e.training.optimizer) << " (" << to_string(e.training.grad_dtype) << " gradients), recompute "
+      << to_string(e.training.recompute);
   if (!e.model.opaque())
     out << "; seq " << e.model.seq_len
         << (e.model.seq_len_source.empty() ? std::string() : " (" + e.model.seq_len_source + ")") << ", "

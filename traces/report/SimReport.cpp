@@ -196,8 +196,7 @@ std::string summary_heading(const Experiment& e, const ClusterSpec& c) {
   const StrategySpec& st = e.strategy;
   std::ostringstream out;
   out << "simulated step: " << e.model.name << " on " << c.name << " (" << st.devices() << " GPUs), " << st.preset
-      << " dp " << st.dp << " x tp " << st.tp << " x pp " << st.pp << ", " << to_string(st.schedule) << ", "
-      << st.microbatches << " micro-batches\n\n";
+      << " " << mesh_string(st) << ", " << to_string(st.schedule) << ", " << st.microbatches << " micro-batches\n\n";
   return out.str();
 }
 

@@ -1,0 +1,85 @@
+#include "strategies/analytic/DataPlan.hpp"
+
+namespace placesim {
+
+const char* to_string(DataWhen w) {
+  switch (w) {
+    case DataWhen::Forward:
+      return "per micro-batch, before the forward";
+    case DataWhen::Backward:
+      return "per micro-batch, after the backward";
+    case DataWhen::Step:
+      return "per step, before the optimizer";
+    case DataWhen::AfterStep:
+      return "per step, after the optimizer";
+  }
+  return "?";
+}
+
+namespace {
+
+// The axes of `axes` whose degree exceeds 1: collectives over the others are no-ops.
+AxisSet live(const StrategySpec& s, AxisSet axes) {
+  AxisSet out = kNoAxes;
+  if ((axes & kShardAxis) != 0 && s.dp_shard > 1) out |= kShardAxis;
+  if ((axes & kReplicateAxis) != 0 && s.dp_replicate > 1) out |= kReplicateAxis;
+  return out;
+}
+
+AxisSet axes_where(const Placement& p, State state, Mode mode) {
+  AxisSet out = kNoAxes;
+  for (AxisSet axis : {kShardAxis, kReplicateAxis})
+    if (p.mode(state, axis) == mode) out |= axis;
+  return out;
+}
+
+}  // namespace
+
+std::vector<DataCollective> data_plan(const StrategySpec& s) {
+  const Placement& p = s.placement;
+  std::vector<DataCollective> out;
+  auto add = [&](State state, CollectiveOp op, CommClass cls, AxisSet group, AxisSet divided, DataWhen when,
+                 const char* purpose) {
+    group = live(s, group);
+    if (group != kNoAxes) out.push_back({state, op, cls, group, live(s, divided), when, purpose});
+  };
+  const AxisSet gathered = axes_where(p, State::Parameters, Mode::ShardedWithGather);
+  add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather, gathered, kNoAxes, DataWhen::Forward,
+      "parameter all-gather (forward)");
+  add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather, p.secondary ? gathered & kShardAxis : gathered,
+      kNoAxes, DataWhen::Backward,
+      p.secondary ? "parameter all-gather (backward, from the secondary shard)" : "parameter all-gather (backward)");
+  const AxisSet grad_sharded = p.sharded_axes(State::Gradients);
+  const AxisSet opt_sharded = p.sharded_axes(State::Optimizer);
+  add(State::Gradients, CollectiveOp::ReduceScatter, CommClass::DpGradSync, grad_sharded, kNoAxes, DataWhen::Backward,
+      "gradient reduce-scatter");
+  const AxisSet accumulated = kDataAxes & ~grad_sharded;
+  add(State::Gradients, CollectiveOp::ReduceScatter, CommClass::DpGradSync, accumulated & opt_sharded, grad_sharded,
+      DataWhen::Step, "accumulated gradient reduce-scatter");
+  add(State::Gradients, CollectiveOp::AllReduce, CommClass::DpGradSync, accumulated & ~opt_sharded,
+      grad_sharded | (accumulated & opt_sharded), DataWhen::Step, "accumulated gradient all-reduce");
+  add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather,
+      axes_where(p, State::Parameters, Mode::Replicated) & opt_sharded, gathered, DataWhen::AfterStep,
+      "updated parameter all-gather");
+  return out;
+}
+
+bool holds_unit_buffer(const StrategySpec& s, State state) {
+  const Placement& p = s.placement;
+  if (p.mode(state, kShardAxis) == Mode::Offloaded) return true;
+  AxisSet axes = kNoAxes;
+  for (AxisSet axis : {kShardAxis, kReplicateAxis}) {
+    Mode m = p.mode(state, axis);
+    if (m == Mode::ShardedWithGather || (state == State::Gradients && m == Mode::Sharded)) axes |= axis;
+  }
+  return s.degree(axes) > 1;
+}
+
+double data_collective_elems_sent(const StrategySpec& s, const DataCollective& c, double padded) {
+  const double k = static_cast<double>(s.degree(c.group));
+  const double buffer = padded / static_cast<double>(s.degree(c.divided));
+  const double sent = (k - 1) * (buffer / k);  // exact: the buffer is a multiple of the group
+  return c.op == CollectiveOp::AllReduce ? 2 * sent : sent;
+}
+
+}  // namespace placesim

@@ -1,0 +1,49 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "strategies/graph/TaskGraph.hpp"
+#include "strategies/placement/Strategy.hpp"
+
+namespace placesim {
+
+/// When a data-parallel collective runs: per micro-batch before a unit's forward or after its backward, or once per
+/// step before or after the optimizer.
+enum class DataWhen { Forward, Backward, Step, AfterStep };
+const char* to_string(DataWhen w);
+
+/// One collective the placement implies along the data-parallel axes, for every gather unit (layer, embedding,
+/// head, or bucket of an opaque model) of a stage.
+struct DataCollective {
+  State state = State::Gradients;  ///< Parameters (gathers) or Gradients (synchronisation)
+  CollectiveOp op = CollectiveOp::AllReduce;
+  CommClass cls = CommClass::DpGradSync;
+  AxisSet group = kNoAxes;  ///< its group: the ranks that differ only along these axes
+  /// The axes its buffer is already divided over: a unit's buffer is the unit padded to a multiple of dp, divided by
+  /// the degree of these axes.
+  AxisSet divided = kNoAxes;
+  DataWhen when = DataWhen::Step;
+  std::string purpose;  ///< e.g. "gradient reduce-scatter"
+};
+
+/// The collectives of the placement along dp_shard and dp_replicate, in the order they run for a unit, skipping
+/// axes of degree 1. The rules, per data axis:
+/// - parameters sharded-with-gather along axes A: all-gathered over A before each forward and each backward (with
+///   hpZ's secondary shard the backward gathers over dp_shard only);
+/// - gradients sharded (or offloaded) along axes G: reduce-scattered over G after each backward; along the other
+///   axes they accumulate over the micro-batches and are synchronised once per step: reduce-scattered over those
+///   where the optimizer is sharded, then all-reduced over those where it is replicated (DDP, HSDP's replicas);
+/// - parameters replicated where the optimizer is sharded: the updated shards are all-gathered after the step.
+/// Offloaded states are sharded along both axes (one host shard per rank); offloaded parameters are fetched whole
+/// over PCIe and need no collective.
+std::vector<DataCollective> data_plan(const StrategySpec& s);
+
+/// Whether a device holds transient full units of `state` (Parameters or Gradients): parameters gathered for compute
+/// (sharded-with-gather along an axis of degree > 1, or fetched from the host), gradients produced whole before
+/// they are reduce-scattered or copied out (sharded along an axis of degree > 1, or offloaded).
+bool holds_unit_buffer(const StrategySpec& s, State state);
+
+/// Elements one rank sends in `c` for a stage whose units, each padded to a multiple of dp, add up to `padded`.
+double data_collective_elems_sent(const StrategySpec& s, const DataCollective& c, double padded);
+
+}  // namespace placesim
