@@ -15,10 +15,11 @@ namespace {
 const char* kModel = R"({"layers": 8, "hidden": 512, "heads": 8, "vocab": 1000, "seq_len": 256})";
 
 Json simulate(const std::string& strategy, const std::string& extra_flags = "",
-              const std::string& training = R"({"global_batch": 32, "micro_batch": 1})") {
+              const std::string& training = R"({"global_batch": 32, "micro_batch": 1})",
+              const std::string& cluster = R"({"preset": "dgx-a100", "nodes": 2})") {
   std::string path = "/tmp/placesim-sim-" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << R"({"model": )" << kModel << R"(, "training": )" << training << R"(, "strategy": )" << strategy
-                      << R"(, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
+                      << R"(, "cluster": )" << cluster << "}";
   std::string out;
   int rc = run_placesim("simulate " + path + " --report " + path + ".report " + extra_flags, &out);
   INFO(out.substr(0, 2000));
@@ -134,4 +135,36 @@ TEST_CASE("Hierarchical collectives send the ring's bytes exactly and keep memor
   CHECK(r["strategy"]["collective"].get<std::string>() == "hierarchical");
   Json dp = simulate(R"({"preset": "dp", "dp": 16, "collective": "hierarchical"})");
   check_exact(dp);
+}
+
+// Issue 13: the placements of the named mesh simulate with the analytic bytes, per device and class, to the byte
+// (tests/test_mesh_placements.cpp computes those bytes by hand).
+namespace {
+const char* kH100x8 = R"({"preset": "dgx-h100", "nodes": 8})";
+const char* kBatch64 = R"({"global_batch": 128, "micro_batch": 1})";
+}  // namespace
+
+TEST_CASE("HSDP 8 x 8 on 8 DGX H100 simulates with the analytic bytes and memory") {
+  Json r = simulate(R"({"preset": "hsdp", "mesh": {"dp_replicate": 8, "dp_shard": 8}})", "", kBatch64, kH100x8);
+  check_exact(r);
+  CHECK(r["strategy"]["mesh"]["dp_replicate"] == 8);
+  CHECK(r["simulation"]["bytes_sent"]["by_class"]["dp_grad_sync"].get<double>() > 0);
+}
+
+TEST_CASE("FSDP + TP (dp_shard 16 x tp 4) on 8 DGX H100 simulates with the analytic bytes and memory") {
+  check_exact(simulate(R"({"preset": "fsdp-tp", "mesh": {"dp_shard": 16, "tp": 4}})", "", kBatch64, kH100x8));
+}
+
+TEST_CASE("ZeRO++ hpZ on 8 DGX H100 simulates with the analytic bytes and memory") {
+  check_exact(simulate(R"({"preset": "zero++", "mesh": {"dp_replicate": 8, "dp_shard": 8}})", "", kBatch64, kH100x8));
+}
+
+TEST_CASE("ZeRO-Infinity parameter and optimizer offload simulates with the analytic bytes, PCIe included") {
+  Json r = simulate(
+      R"({"dp": 16, "placement": {"parameters": "offloaded", "optimizer": "offloaded", "gradients": "offloaded"}})");
+  check_exact(r);
+  bool pcie = false;
+  for (const auto& row : r["validation"])
+    pcie = pcie || row["figure"].get<std::string>().find("h2d") != std::string::npos;
+  CHECK(pcie);
 }

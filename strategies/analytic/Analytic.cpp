@@ -53,7 +53,7 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   if (holds_unit_buffer(s, State::Parameters)) mem.buffers += 2 * unit * pb;
   if (holds_unit_buffer(s, State::Gradients)) mem.buffers += 2 * unit * gb;
   const double shard = d(st.sharded_elems(s.dp));
-  if (pl.parameters == Mode::Offloaded) mem.host += d(st.elems()) * pb;
+  if (pl.parameters == Mode::Offloaded) mem.host += shard * pb;
   if (pl.gradients == Mode::Offloaded) mem.host += shard * gb;
   if (pl.optimizer == Mode::Offloaded) mem.host += shard * k;
   if (pl.activations == Mode::Offloaded) mem.host += act;
@@ -79,7 +79,8 @@ double tp_layer_elems(const Experiment& e) {
 }
 
 // Bytes of the data-parallel axes and of offloading: gradient synchronisation, ZeRO gathers, host copies.
-void data_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c) {
+void data_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c,
+                        std::vector<DataCollectiveBytes>& collectives) {
   const auto& t = e.training;
   const auto& s = e.strategy;
   const auto& pl = s.placement;
@@ -87,16 +88,22 @@ void data_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c
   const double pb = t.param_bytes(), gb = t.grad_bytes();
   const double shard = d(st.sharded_elems(n));
   for (const DataCollective& dc : data_plan(s)) {
-    const double runs = dc.when == DataWhen::Forward || dc.when == DataWhen::Backward ? d(m) : 1;
-    const double bytes = dc.state == State::Parameters ? pb : gb;
-    at(c, dc.cls) += runs * data_collective_elems_sent(s, dc, d(st.padded_elems(n))) * bytes;
+    DataCollectiveBytes b;
+    b.plan = dc;
+    b.group_size = s.degree(dc.group);
+    b.runs = dc.when == DataWhen::Forward || dc.when == DataWhen::Backward ? d(m) : 1;
+    b.bytes_per_run =
+        data_collective_elems_sent(s, dc, d(st.padded_elems(n))) * (dc.state == State::Parameters ? pb : gb);
+    at(c, dc.cls) += b.bytes();
+    collectives.push_back(b);
   }
   if (pl.gradients == Mode::Offloaded)
     c.d2h = d(m) * shard * gb;
   else if (pl.optimizer == Mode::Offloaded)
     c.d2h = (n > 1 ? shard : d(st.elems())) * gb;  // device gradients move to the host optimizer once per step
   if (pl.optimizer == Mode::Offloaded && pl.parameters != Mode::Offloaded) c.h2d += shard * pb;
-  if (pl.parameters == Mode::Offloaded) c.h2d += 2 * d(m) * d(st.elems()) * pb;
+  // Offloaded parameters: each rank fetches its shard of every unit before the unit's forward and its backward.
+  if (pl.parameters == Mode::Offloaded) c.h2d += 2 * d(m) * shard * pb;
   if (pl.activations == Mode::Offloaded) {
     // Every layer's activations of every micro-batch go to the host after its forward and come back before its
     // backward.
@@ -139,9 +146,9 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
   if (scatter_gather) at(c, CommClass::TpCollective) += sends * d(ring_gather_elems_sent(x, s.tp)) * el;
 }
 
-CommBytes stage_comm(const Experiment& e, const StageLayout& st) {
+CommBytes stage_comm(const Experiment& e, const StageLayout& st, std::vector<DataCollectiveBytes>& collectives) {
   CommBytes c;
-  data_parallel_comm(e, st, c);
+  data_parallel_comm(e, st, c, collectives);
   model_parallel_comm(e, st, c);
   if (st.tied_copy_elems > 0)
     at(c, CommClass::EmbeddingSync) = 2 * d(shard_elems(st.tied_copy_elems, 2)) * e.training.grad_bytes();
@@ -178,7 +185,7 @@ Analysis analyze(const Experiment& e) {
     StageAnalysis sa;
     sa.stage = st.stage;
     sa.memory = stage_memory(e, st);
-    sa.comm = stage_comm(e, st);
+    sa.comm = stage_comm(e, st, sa.data_collectives);
     sa.hardware_flops = stage_hardware_flops(e, st);
     auto& mx = a.memory;
     mx.parameters = std::max(mx.parameters, sa.memory.parameters);

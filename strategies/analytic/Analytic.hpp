@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "strategies/analytic/Collective.hpp"
+#include "strategies/analytic/DataPlan.hpp"
 #include "strategies/placement/Experiment.hpp"
 #include "strategies/placement/Layout.hpp"
 
@@ -29,12 +30,22 @@ struct CommBytes {
   double total() const;
 };
 
+/// One collective of the placement along the data axes (DataPlan) with its bytes on one device of a stage.
+struct DataCollectiveBytes {
+  DataCollective plan;
+  std::int64_t group_size = 1;  ///< ranks in its group
+  double runs = 0;              ///< times per step (micro-batches, or 1)
+  double bytes_per_run = 0;     ///< bytes one device sends per run, all units of the stage
+  double bytes() const { return runs * bytes_per_run; }
+};
+
 /// The analytic figures of one pipeline stage (all devices of a stage are alike).
 struct StageAnalysis {
   int stage = 0;
   MemoryBytes memory;
   CommBytes comm;
-  double hardware_flops = 0;  ///< FLOPs one device of this stage executes per step
+  std::vector<DataCollectiveBytes> data_collectives;  ///< their bytes add up to dp_grad_sync and zero_gather
+  double hardware_flops = 0;                          ///< FLOPs one device of this stage executes per step
 };
 
 struct Analysis {

@@ -7,7 +7,7 @@ const char* to_string(DataWhen w) {
     case DataWhen::Forward:
       return "per micro-batch, before the forward";
     case DataWhen::Backward:
-      return "per micro-batch, after the backward";
+      return "per micro-batch, in the backward";
     case DataWhen::Step:
       return "per step, before the optimizer";
     case DataWhen::AfterStep:
@@ -43,7 +43,10 @@ std::vector<DataCollective> data_plan(const StrategySpec& s) {
     group = live(s, group);
     if (group != kNoAxes) out.push_back({state, op, cls, group, live(s, divided), when, purpose});
   };
-  const AxisSet gathered = axes_where(p, State::Parameters, Mode::ShardedWithGather);
+  // Offloaded parameters are sharded over every data axis in host memory (ZeRO-Infinity): each rank fetches its
+  // shard of a unit over PCIe and the group all-gathers the unit.
+  const AxisSet gathered =
+      axes_where(p, State::Parameters, Mode::ShardedWithGather) | axes_where(p, State::Parameters, Mode::Offloaded);
   add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather, gathered, kNoAxes, DataWhen::Forward,
       "parameter all-gather (forward)");
   add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather, p.secondary ? gathered & kShardAxis : gathered,

@@ -34,8 +34,9 @@ struct DataCollective {
 ///   axes they accumulate over the micro-batches and are synchronised once per step: reduce-scattered over those
 ///   where the optimizer is sharded, then all-reduced over those where it is replicated (DDP, HSDP's replicas);
 /// - parameters replicated where the optimizer is sharded: the updated shards are all-gathered after the step.
-/// Offloaded states are sharded along both axes (one host shard per rank); offloaded parameters are fetched whole
-/// over PCIe and need no collective.
+/// Offloaded states are sharded along both axes (one host shard per rank); offloaded parameters are gathered as
+/// sharded-with-gather ones are, each rank first fetching its shard of the unit over PCIe (ZeRO-Infinity,
+/// Rajbhandari et al., arXiv 2104.07857, §5).
 std::vector<DataCollective> data_plan(const StrategySpec& s);
 
 /// Whether a device holds transient full units of `state` (Parameters or Gradients): parameters gathered for compute

@@ -53,28 +53,36 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
     if (window.size() >= 2) g_.depend(window[window.size() - 2], task);
   };
   for (int t = 0; t < tp_; ++t) {
-    if (gather) {
-      Collective c = data_collective(*gather, Stream::DpGather, lg, static_cast<int>(pb), op.microbatch);
-      c.backward = !op.forward;
-      for (const DataCoset& coset : add_data_collectives(c, gather->group, t, s)) {
-        std::vector<MemDelta> on_start;
-        for (int d : coset.members) {
-          on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
-          for (TaskId first : coset.tasks.first) limit(d, t, first);
-          gather_of_group_[static_cast<std::size_t>(d * tp_ + t)] = coset.tasks.last;
-        }
-        set_member_memory(coset.tasks.first, on_start, true);
-      }
-    } else {
-      // Offloaded parameters are fetched over PCIe by every device; one task per device.
+    // Offloaded parameters: every device fetches its shard of the unit over PCIe (the whole unit when dp = 1) into
+    // the unit's buffer, and the data-parallel group all-gathers the rest.
+    std::vector<TaskId> fetched(static_cast<std::size_t>(dp_), kNoTask);
+    if (fetch) {
       for (int d = 0; d < dp_; ++d) {
         int x = rank(d, t, s);
-        TaskId id =
-            add_single(Offload{x, false, static_cast<double>(lg.elems) * pb, State::Parameters}, s, x, Stream::H2D);
+        TaskId id = add_single(Offload{x, false, static_cast<double>(sharded(lg, dp_)) * pb, State::Parameters}, s, x,
+                               Stream::H2D);
         g_.set_memory(id, {{x, State::Parameters, static_cast<double>(lg.elems) * pb, true}}, {});
         limit(d, t, id);
-        gather_of_group_[static_cast<std::size_t>(d * tp_ + t)].push_back(id);
+        fetched[static_cast<std::size_t>(d)] = id;
+        gather_of_group_[static_cast<std::size_t>(d * tp_ + t)] = {id};
       }
+    }
+    if (!gather) continue;
+    Collective c = data_collective(*gather, Stream::DpGather, lg, static_cast<int>(pb), op.microbatch);
+    c.backward = !op.forward;
+    for (const DataCoset& coset : add_data_collectives(c, gather->group, t, s)) {
+      std::vector<MemDelta> on_start;
+      for (int d : coset.members) {
+        for (TaskId first : coset.tasks.first) {
+          if (fetch)
+            g_.depend(fetched[static_cast<std::size_t>(d)], first);
+          else
+            limit(d, t, first);
+        }
+        if (!fetch) on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
+        gather_of_group_[static_cast<std::size_t>(d * tp_ + t)] = coset.tasks.last;
+      }
+      if (!on_start.empty()) set_member_memory(coset.tasks.first, on_start, true);
     }
   }
 }

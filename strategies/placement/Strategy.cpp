@@ -262,6 +262,10 @@ StrategySpec parse_strategy(const Json& value) {
   return read_strategy_object(merged);
 }
 
+std::string axes_label(const StrategySpec& s, AxisSet axes) {
+  return s.dp_replicate == 1 && axes != kNoAxes ? "dp" : axes_name(axes);
+}
+
 std::string mesh_string(const StrategySpec& s) {
   std::string dp = "dp " + std::to_string(s.dp);
   if (s.dp_replicate > 1)

@@ -66,6 +66,8 @@ std::vector<PresetTable> strategy_preset_tables();
 /// (placement field by field).
 StrategySpec parse_strategy(const Json& value);
 
+/// The name of data axes for reports: axes_name(), or "dp" when the data axis is not split (dp_replicate = 1).
+std::string axes_label(const StrategySpec& s, AxisSet axes);
 /// "dp 8 x tp 4 x pp 2", or with a split data axis "dp 64 (dp_replicate 8 x dp_shard 8) x tp 1 x pp 1".
 std::string mesh_string(const StrategySpec& s);
 std::string to_string(Schedule s);

@@ -56,10 +56,23 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
     Json ms = memory_json(st.memory);
     ms["stage"] = st.stage;
     memory["per_stage"].push_back(ms);
+    Json data = Json::array();
+    for (const auto& dc : st.data_collectives)
+      data.push_back(Json{{"purpose", dc.plan.purpose},
+                          {"state", to_string(dc.plan.state)},
+                          {"op", to_string(dc.plan.op)},
+                          {"class", to_string(dc.plan.cls)},
+                          {"axes", axes_label(e.strategy, dc.plan.group)},
+                          {"group_size", dc.group_size},
+                          {"when", to_string(dc.plan.when)},
+                          {"runs_per_step", number(dc.runs)},
+                          {"bytes_per_run", number(dc.bytes_per_run)},
+                          {"bytes_per_step", number(dc.bytes())}});
     comm["per_stage"].push_back(
         Json{{"stage", st.stage},
              {"bytes_per_step", number(st.comm.total())},
              {"by_class", by_class_json(st.comm)},
+             {"data_collectives", data},
              {"offload", {{"h2d_bytes", number(st.comm.h2d)}, {"d2h_bytes", number(st.comm.d2h)}}}});
   }
   report["memory"] = memory;
@@ -149,6 +162,17 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   out << cell(format_bytes(a.bytes_per_step), w) << "\n";
   if (a.comm.h2d > 0 || a.comm.d2h > 0)
     out << "  PCIe host->device " << format_bytes(a.comm.h2d) << ", device->host " << format_bytes(a.comm.d2h) << "\n";
+  // The data-parallel classes by the collective and axis they come from (stage 0; other stages differ in size only).
+  const auto& data = a.stages.front().data_collectives;
+  if (!data.empty()) {
+    out << "\ndata-parallel collectives, stage 0 (sent per device):\n";
+    for (const auto& dc : data) {
+      std::string head = "  " + dc.plan.purpose;
+      out << head << std::string(head.size() < 48 ? 48 - head.size() : 1, ' ') << to_string(dc.plan.op) << " over "
+          << axes_label(e.strategy, dc.plan.group) << " (" << dc.group_size << "), " << to_string(dc.plan.when) << ": "
+          << format_bytes(dc.bytes_per_run) << " x " << dc.runs << " = " << format_bytes(dc.bytes()) << "\n";
+    }
+  }
   if (!e.model.opaque())
     out << "\ncompute per step: model " << format_flops(a.model_flops_per_step) << ", hardware "
         << format_flops(a.hardware_flops_per_step) << ", " << format_count(a.tokens_per_step) << " tokens\n";
