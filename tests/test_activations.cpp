@@ -9,8 +9,8 @@
 
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/placement/Layout.hpp"
-#include "traces/report/Report.hpp"
 #include "tests/Helpers.hpp"
+#include "traces/report/Report.hpp"
 
 using namespace placesim;
 
@@ -21,10 +21,10 @@ const double s = 2048, b = 4, h = 6144, a = 64, t = 8;
 
 // Korthikanti's formulas count the stored attention scores: unfused attention, as in the paper.
 double per_layer(int tp, bool sp, const char* recompute, bool flash = false) {
-  Experiment e = test::experiment(R"({"model": {"preset": "gpt-22b", "flash_attention": )" +
-                                  std::string(flash ? "true" : "false") + R"(}, "training": {"micro_batch": 4, "recompute": ")" +
-                                  std::string(recompute) + R"("}, "strategy": {"tp": )" + std::to_string(tp) +
-                                  R"(, "sp": )" + (sp ? "true" : "false") + "}}");
+  Experiment e = test::experiment(
+      R"({"model": {"preset": "gpt-22b", "flash_attention": )" + std::string(flash ? "true" : "false") +
+      R"(}, "training": {"micro_batch": 4, "recompute": ")" + std::string(recompute) + R"("}, "strategy": {"tp": )" +
+      std::to_string(tp) + R"(, "sp": )" + (sp ? "true" : "false") + "}}");
   return layer_activation_bytes(e);
 }
 
@@ -87,10 +87,11 @@ TEST_CASE("Recompute and the activation placement agree after resolution") {
   CHECK(f.training.recompute == Recompute::Full);
 }
 
-// Issue 13 (audit): offloaded activations were free — peak memory fell from 47.5 to 11.4 GB with 0 bytes over PCIe
-// and the same step. Now each layer's activations of each micro-batch cross PCIe out and back, two layers' worth stay
-// on the device, and simulate refuses until the task graph carries the copies.
-TEST_CASE("Offloaded activations cost PCIe bytes both ways, host memory, and two layers on the device") {
+// Issue 13 (audit): offloaded activations were free -- peak memory fell from 47.5 to 11.4 GB with 0 bytes over PCIe
+// and the same step. Now every layer's activations but the last of each chunk cross PCIe out and back for each
+// micro-batch; the kept last layer and at most two offloaded ones stay on the device (a bound), and the simulation
+// carries the copies (tests/test_activation_offload.cpp times them by hand).
+TEST_CASE("Offloaded activations cost PCIe bytes both ways, host memory, and at most three layers on the device") {
   const double sbh = s * b * h;
   const double layer = sbh * (34 / t + 5 * a * s / (h * t));  // TP + SP, no recompute, unfused (as above)
   auto experiment = [](const char* activations) {
@@ -102,15 +103,10 @@ TEST_CASE("Offloaded activations cost PCIe bytes both ways, host memory, and two
   const Analysis kept = analyze(experiment("replicated"));
   const Analysis offloaded = analyze(experiment("offloaded"));
   CHECK(kept.memory.activations == Approx(48 * layer).epsilon(1e-12));  // 48 layers, one micro-batch in flight
-  CHECK(offloaded.memory.activations == Approx(2 * layer).epsilon(1e-12));
-  CHECK(offloaded.memory.host == Approx(48 * layer).epsilon(1e-12));
-  // Two micro-batches of 48 layers, out after the forward and back before the backward.
-  CHECK(offloaded.comm.d2h == Approx(2 * 48 * layer).epsilon(1e-12));
-  CHECK(offloaded.comm.h2d == Approx(2 * 48 * layer).epsilon(1e-12));
+  CHECK(offloaded.memory.activations == Approx(3 * layer).epsilon(1e-12));
+  CHECK(offloaded.memory.host == Approx(47 * layer).epsilon(1e-12));
+  // Two micro-batches of 47 offloaded layers, out after the forward and back before the backward.
+  CHECK(offloaded.comm.d2h == Approx(2 * 47 * layer).epsilon(1e-12));
+  CHECK(offloaded.comm.h2d == Approx(2 * 47 * layer).epsilon(1e-12));
   CHECK(kept.comm.d2h == 0);
-  std::string out;
-  CHECK(test::run_placesim("simulate examples/llama3-8b-fsdp.json --set strategy.placement.activations=offloaded",
-                           &out) == 2);
-  CHECK_THAT(out, Catch::Contains("strategy.placement.activations=offloaded is analysed") &&
-                      Catch::Contains("not simulated yet"));
 }

@@ -28,10 +28,6 @@ namespace {
 // micro-batch on one pipeline replica; LocalSGD's replicas are an abstract-pipeline study.
 void check_simulatable(const Experiment& e) {
   const auto& s = e.strategy;
-  if (s.placement.activations == Mode::Offloaded)
-    throw InputError(
-        "strategy.placement.activations=offloaded is analysed (its PCIe bytes each way and host memory) but not "
-        "simulated yet: the task graph has no activation copies, so its step time would leave them out");
   if (s.schedule == Schedule::LocalSGD)
     throw InputError(
         "strategy.schedule=localsgd is simulated for abstract pipelines only (an experiment with a "

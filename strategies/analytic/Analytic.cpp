@@ -43,10 +43,16 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   mem.parameters += extra_weight_versions(e, st) * d(stashed_version_elems(e, st)) * pb;
   mem.gradients = d(st.held_elems(s, State::Gradients)) * gb;
   mem.optimizer = d(st.held_elems(s, State::Optimizer)) * k;
-  double act = stage_activation_bytes(e, st);
-  // Offloaded activations leave the device layer by layer: one layer's being computed while the previous one's are
-  // copied out (in the backward, prefetched back), so two layers' worth stay resident.
-  mem.activations = pl.activations == Mode::Offloaded ? std::min(act, 2 * layer_activation_bytes(e)) : act;
+  const double act = stage_activation_bytes(e, st);
+  mem.activations = act;
+  if (pl.activations == Mode::Offloaded) {
+    // Offloaded activations leave the device layer by layer (offloaded_activation_layers): besides the kept last
+    // layer of each chunk in flight, at most two layers' worth are on the device, one being computed or used while
+    // the other is copied out or prefetched back. A bound: the peak depends on how the copies overlap compute.
+    const double layer = layer_activation_bytes(e), kept = kept_activation_layers(e, st) * layer;
+    mem.activations = std::min(act, kept + 2 * layer);
+    mem.host += act - kept;
+  }
   const double unit = d(st.max_unit_elems());
   // Transient: a gathered unit and the next one prefetched; unsharded gradients of a unit, double-buffered while
   // the previous one is reduce-scattered or copied to the host.
@@ -56,7 +62,6 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   if (pl.parameters == Mode::Offloaded) mem.host += shard * pb;
   if (pl.gradients == Mode::Offloaded) mem.host += shard * gb;
   if (pl.optimizer == Mode::Offloaded) mem.host += shard * k;
-  if (pl.activations == Mode::Offloaded) mem.host += act;
   return mem;
 }
 
@@ -105,9 +110,9 @@ void data_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c
   // Offloaded parameters: each rank fetches its shard of every unit before the unit's forward and its backward.
   if (pl.parameters == Mode::Offloaded) c.h2d += 2 * d(m) * shard * pb;
   if (pl.activations == Mode::Offloaded) {
-    // Every layer's activations of every micro-batch go to the host after its forward and come back before its
-    // backward.
-    const double per_step = d(m) * d(st.n_layers) * layer_activation_bytes(e);
+    // Every offloaded layer's activations of every micro-batch go to the host after its forward and come back
+    // before its backward.
+    const double per_step = d(m) * offloaded_activation_layers(e, st) * layer_activation_bytes(e);
     c.d2h += per_step;
     c.h2d += per_step;
   }

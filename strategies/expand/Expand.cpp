@@ -24,6 +24,8 @@ double passes_per_group(const Experiment& e) {
 
 int layer_group_size(const Experiment& e, const ExpandOptions& o) {
   const int per_chunk = layers_per_chunk(e);
+  // Offloaded activations move layer by layer (offloaded_activation_layers): one layer per compute task.
+  if (e.strategy.placement.activations == Mode::Offloaded) return 1;
   if (o.layer_group > 0) return std::min(o.layer_group, per_chunk);
   const double ops = passes_per_group(e);
   for (int g = 1; g <= per_chunk; ++g)
@@ -195,7 +197,6 @@ std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
 }
 
 double Expander::activation_bytes(const LayerGroup& g) const {
-  if (e_.strategy.placement.activations == Mode::Offloaded) return 0;
   return g.layers * layer_activation_bytes(e_);
 }
 
@@ -221,6 +222,8 @@ void Expander::expand_stage(int s) {
   const std::size_t lanes = static_cast<std::size_t>(dp_ * tp_);
   gather_window_.assign(lanes, {});
   grad_window_.assign(lanes, {});
+  activation_window_.assign(lanes, {});
+  activation_copies_.clear();
   op_tail_.assign(lanes, {});
   version_refs_.clear();
   current_version_ = 0;

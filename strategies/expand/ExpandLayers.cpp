@@ -15,10 +15,16 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
   gather_params(s, op, g);
   const LayerGroup& lg =
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const bool offload = offloads_activations(s, op.chunk, g);
   if (op.forward) {
     forward_group(s, op, g, stash_delta);
+    if (offload) store_activations(s, op, g);
   } else {
+    if (offload) fetch_activations(s, op, g);
     backward_group(s, op, g, stash_delta);
+    if (offload)
+      for (std::size_t lane = 0; lane < compute_of_group_.size(); ++lane)
+        activation_window_[lane].push_back(compute_of_group_[lane]);  // the backward frees them
     sync_gradients(s, op, g, last_backward);
   }
   if (last_backward && (lg.has_embedding || lg.has_head))
@@ -26,6 +32,50 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
       for (int t = 0; t < tp_; ++t)
         first_backward_[static_cast<std::size_t>(rank(d, t, s))] =
             compute_of_group_[static_cast<std::size_t>(d * tp_ + t)];
+}
+
+bool Expander::offloads_activations(int s, int chunk, int g) const {
+  if (e_.strategy.placement.activations != Mode::Offloaded) return false;
+  const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(chunk)];
+  return g + 1 < static_cast<int>(chunk_groups.size()) && chunk_groups[static_cast<std::size_t>(g)].layers > 0;
+}
+
+// The layer's activations go to the host once its forward has closed. At most two offloaded layers are on the
+// device at once: a forward waits until the copy (or backward) that frees the layer two before it has finished.
+void Expander::store_activations(int s, const StageOp& op, int g) {
+  const double bytes = activation_bytes(
+      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)]);
+  for (int d = 0; d < dp_; ++d)
+    for (int t = 0; t < tp_; ++t) {
+      const auto lane = static_cast<std::size_t>(d * tp_ + t);
+      const int x = rank(d, t, s);
+      TaskId closes = compute_of_group_[lane];
+      auto& window = activation_window_[lane];
+      if (window.size() >= 2) g_.depend(window[window.size() - 2], closes);
+      TaskId copy = add_single(Offload{x, true, bytes, State::Activations}, s, x, Stream::D2H);
+      g_.depend(closes, copy);
+      g_.set_memory(copy, {}, {{x, State::Activations, -bytes, false}});
+      window.push_back(copy);
+      activation_copies_[{static_cast<int>(lane), op.microbatch, op.chunk, g}] = copy;
+    }
+}
+
+// Before its backward the layer's activations come back (a prefetch: it runs while the layer after it computes its
+// backward, once the window has room), and every compute task of the group waits for them.
+void Expander::fetch_activations(int s, const StageOp& op, int g) {
+  const double bytes = activation_bytes(
+      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)]);
+  for (int d = 0; d < dp_; ++d)
+    for (int t = 0; t < tp_; ++t) {
+      const auto lane = static_cast<std::size_t>(d * tp_ + t);
+      const int x = rank(d, t, s);
+      TaskId fetch = add_single(Offload{x, false, bytes, State::Activations}, s, x, Stream::H2D);
+      g_.depend(activation_copies_.at({static_cast<int>(lane), op.microbatch, op.chunk, g}), fetch);
+      const auto& window = activation_window_[lane];
+      if (window.size() >= 2) g_.depend(window[window.size() - 2], fetch);
+      g_.set_memory(fetch, {{x, State::Activations, bytes, false}}, {});
+      gather_of_group_[lane].push_back(fetch);
+    }
 }
 
 void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta) {

@@ -96,6 +96,11 @@ class Expander {
   void vocab_collective(int s, const StageOp& op, int g, CollectiveOp kind, bool hidden);
   void add_tp_collective(int s, const StageOp& op, int g, CollectiveOp kind, int repeat, bool per_layer, bool hidden);
   void gather_params(int s, const StageOp& op, int g);
+  /// Are group g's activations offloaded (strategy.placement.activations=offloaded, every group of a chunk but its
+  /// last)?
+  bool offloads_activations(int s, int chunk, int g) const;
+  void store_activations(int s, const StageOp& op, int g);
+  void fetch_activations(int s, const StageOp& op, int g);
   void sync_gradients(int s, const StageOp& op, int g, bool last_backward);
   void flush_bucket(int t, int s);
   /// The collective `dc` of the data plan for the units of `lg` (each padded to a multiple of dp); its group is
@@ -161,6 +166,9 @@ class Expander {
   std::vector<std::vector<TaskId>> gather_window_;    // per (d, t): compute tasks of gathered groups, for the limit
   std::vector<std::vector<TaskId>> gather_of_group_;  // per (d, t): the gather tasks feeding the current group
   std::vector<std::vector<TaskId>> grad_window_;      // per (d, t): tasks releasing unsharded gradient buffers
+  // per (d, t): the tasks that free offloaded activations (copy out, or backward), in the order they were allocated
+  std::vector<std::vector<TaskId>> activation_window_;
+  std::map<std::tuple<int, int, int, int>, TaskId> activation_copies_;  // (lane, micro-batch, chunk, group) -> D2H
   struct Boundary {
     TaskId producer = kNoTask;
     std::vector<TaskId> consumers, posters;

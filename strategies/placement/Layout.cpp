@@ -152,6 +152,24 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
   return layers;
 }
 
+namespace {
+
+double chunks_per_stage(const Experiment& e) {
+  return e.strategy.schedule == Schedule::Interleaved ? static_cast<double>(e.strategy.chunks) : 1.0;
+}
+
+}  // namespace
+
+double offloaded_activation_layers(const Experiment& e, const StageLayout& st) {
+  return std::max(0.0, static_cast<double>(st.n_layers) - chunks_per_stage(e));
+}
+
+double kept_activation_layers(const Experiment& e, const StageLayout& st) {
+  if (st.n_layers == 0) return 0;
+  const double layers_per_chunk = static_cast<double>(st.n_layers) / chunks_per_stage(e);
+  return activation_layer_equivalents(e, st) / layers_per_chunk;  // chunk-micro-batches in flight, one layer each
+}
+
 std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st) {
   const bool last = st.stage == e.strategy.pp - 1;
   return st.n_layers * layer_params(e.model).tp_replicated + (last ? final_norm_params(e.model) : 0);

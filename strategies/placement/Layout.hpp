@@ -60,6 +60,14 @@ std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout
 /// generalised to GQA, gated MLPs, no dropout and flash attention).
 double layer_activation_bytes(const Experiment& e);
 
+/// Offloaded activations (strategy.placement.activations=offloaded) move layer by layer: each layer's go to host
+/// memory after its forward and come back before its backward, except the last layer of each model chunk, whose
+/// backward follows at once (as Megatron-LM's CPU offloading, which offloads fewer layers than the model has).
+/// Layers per micro-batch whose activations a device of the stage offloads: its layers less one per chunk.
+double offloaded_activation_layers(const Experiment& e, const StageLayout& st);
+/// Layers of activations a device of the stage keeps while offloading: one per chunk and micro-batch in flight.
+double kept_activation_layers(const Experiment& e, const StageLayout& st);
+
 /// Layer-equivalents of activations a device of `stage` holds at its peak under the schedule (in-flight micro-batches
 /// times layers, or the interleaved schedule's chunk count).
 double activation_layer_equivalents(const Experiment& e, const StageLayout& s);
