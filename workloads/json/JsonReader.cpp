@@ -1,8 +1,10 @@
 #include "workloads/json/JsonReader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "workloads/json/Units.hpp"
@@ -75,7 +77,91 @@ std::string show(const Json& value) {
   return text;
 }
 
+namespace {
+
+// Reads the string starting at the quote text[i]; returns its end (one past the closing quote) or npos when it does
+// not close, with the escapes \" \\ \/ \b \f \n \r \t decoded (\u escapes are kept as written).
+std::size_t scan_string(const std::string& text, std::size_t i, std::string& out) {
+  out.clear();
+  for (std::size_t j = i + 1; j < text.size(); ++j) {
+    char c = text[j];
+    if (c == '"') return j + 1;
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (++j >= text.size()) return std::string::npos;
+    switch (text[j]) {
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'u':
+        out += "\\u";
+        break;
+      default:
+        out += text[j];
+    }
+  }
+  return std::string::npos;
+}
+
+std::string where(const std::string& text, std::size_t offset) {
+  auto [line, column] = line_column(text, offset);
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
+}  // namespace
+
+void check_json_structure(const std::string& text, const std::string& origin) {
+  struct Frame {
+    bool object = false;
+    std::map<std::string, std::size_t> keys;  // key -> offset of its first occurrence
+  };
+  std::vector<Frame> stack;
+  std::string key;
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '"') {
+      const std::size_t end = scan_string(text, i, key);
+      if (end == std::string::npos) return;  // unterminated: the parser reports it
+      std::size_t next = end;
+      while (next < text.size() && std::isspace(static_cast<unsigned char>(text[next]))) ++next;
+      if (next < text.size() && text[next] == ':' && !stack.empty() && stack.back().object) {
+        auto [it, fresh] = stack.back().keys.try_emplace(key, i);
+        if (!fresh)
+          throw InputError(origin + ":" + where(text, i) + ": key \"" + key +
+                           "\" appears twice in one object (first at " + where(text, it->second) +
+                           "); JSON parsers keep only the last, so say it once");
+      }
+      i = end;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (stack.size() >= kMaxJsonDepth)
+        throw InputError(origin + ":" + where(text, i) + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                         " levels is refused");
+      stack.push_back(Frame{c == '{', {}});
+    } else if ((c == '}' || c == ']') && !stack.empty()) {
+      stack.pop_back();
+    }
+    ++i;
+  }
+}
+
 Json parse_json_text(const std::string& text, const std::string& origin) {
+  check_json_structure(text, origin);
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
@@ -85,6 +171,12 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
     std::string reason = colon == std::string::npos ? what : what.substr(colon + 2);
     throw InputError(origin + ":" + std::to_string(line) + ":" + std::to_string(column) +
                      ": malformed JSON: " + reason);
+  } catch (const Json::out_of_range& e) {
+    // A number literal beyond double range (1e309): the parser refuses it without a position.
+    std::string what = e.what();
+    auto colon = what.rfind("] ");
+    throw InputError(origin + ": " + (colon == std::string::npos ? what : what.substr(colon + 2)) +
+                     " (a number beyond the range of a double)");
   }
 }
 
@@ -350,6 +442,7 @@ void set_path(Json& root, const std::string& path, Json value) {
 }
 
 Json parse_cli_value(const std::string& text) {
+  check_json_structure(text, "--set value");
   Json parsed = Json::parse(text, nullptr, false);
   if (parsed.is_discarded()) return Json(text);
   return parsed;

@@ -20,7 +20,18 @@ using UnitParser = double (*)(const std::string& text, const std::string& field)
 /// The candidate closest to `word` by edit distance, or "" when none is plausibly meant.
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
 
-/// Parses JSON text; a syntax error becomes an InputError naming `origin`, line and column.
+/// Objects and arrays nested deeper than this are refused: no experiment, sweep or profile needs more than a
+/// dozen levels, and unbounded nesting would exhaust the stack in the recursive steps after parsing (merge-patch of
+/// presets, copies, dump).
+inline constexpr std::size_t kMaxJsonDepth = 200;
+
+/// Scans JSON text without recursion and refuses, as InputError naming `origin`, line and column, nesting deeper
+/// than kMaxJsonDepth and a key given twice in one object (JSON parsers silently keep the last). Malformed text is
+/// left to the parser, which reports it.
+void check_json_structure(const std::string& text, const std::string& origin);
+
+/// Parses JSON text; a syntax error, too deep nesting or a duplicate key becomes an InputError naming `origin`, line
+/// and column.
 Json parse_json_text(const std::string& text, const std::string& origin);
 
 /// Reads a JSON file (see parse_json_text).
