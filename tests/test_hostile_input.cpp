@@ -59,3 +59,17 @@ TEST_CASE("A number beyond double range is refused, not an internal error") {
   CHECK(run_placesim("analyze " + path, &out) == 2);
   CHECK_THAT(out, Catch::Contains("number overflow") && Catch::Contains("beyond the range of a double"));
 }
+
+// Defect 2 (its mesh and batch inputs): dp = tp = 2^40 reported 0 devices, micro_batch x dp = 2^66 a global batch 0.
+TEST_CASE("Products of degrees and batch sizes that overflow are refused naming the fields") {
+  std::string out;
+  std::string path =
+      write_temp("wrap.json", R"({"model": "gpt-7.5b", "strategy": {"dp": 1099511627776, "tp": 1099511627776}})");
+  CHECK(run_placesim("analyze " + path, &out) == 2);
+  CHECK_THAT(out, Catch::Contains("dp_replicate x dp_shard x tp x pp = 1 x 1099511627776 x 1099511627776 x 1 exceeds "
+                                  "2147483647 devices"));
+  path = write_temp("batch.json", R"({"model": "gpt-7.5b", "training": {"micro_batch": 8589934592},
+                                     "strategy": {"dp": 2147483647, "microbatches": 8589934592}})");
+  CHECK(run_placesim("analyze " + path, &out) == 2);
+  CHECK_THAT(out, Catch::Contains("overflows a 64-bit count"));
+}

@@ -37,7 +37,10 @@ Experiment load_experiment(const std::string& path) {
 void resolve(Experiment& e) {
   StrategySpec& s = e.strategy;
   TrainingSpec& t = e.training;
-  std::int64_t per_microbatch_step = t.micro_batch * s.dp;
+  std::int64_t per_microbatch_step = 0;
+  if (__builtin_mul_overflow(t.micro_batch, s.dp, &per_microbatch_step))
+    throw InputError("training.micro_batch x strategy.dp = " + std::to_string(t.micro_batch) + " x " +
+                     std::to_string(s.dp) + " overflows a 64-bit count");
   if (t.global_batch > 0) {
     if (t.global_batch % per_microbatch_step != 0)
       throw InputError("training.global_batch=" + std::to_string(t.global_batch) +
@@ -51,7 +54,10 @@ void resolve(Experiment& e) {
     s.microbatches = m;
   } else {
     if (s.microbatches == 0) s.microbatches = 1;
-    t.global_batch = s.microbatches * per_microbatch_step;
+    if (__builtin_mul_overflow(s.microbatches, per_microbatch_step, &t.global_batch))
+      throw InputError(
+          "strategy.microbatches x training.micro_batch x strategy.dp = " + std::to_string(s.microbatches) + " x " +
+          std::to_string(t.micro_batch) + " x " + std::to_string(s.dp) + " overflows a 64-bit count");
   }
   if (s.noam == 0) s.noam = s.pp;
   // Recompute and the activation placement say the same thing twice; make them agree. An explicit

@@ -200,6 +200,13 @@ void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
                        (std::string(key) == "cp" ? "context" : "expert") +
                        " parallelism is not supported yet; only 1 is accepted");
   }
+  // Every product of degrees must stay a plausible device count: a wrapped product would be a silent wrong figure.
+  std::int64_t devices = 1;
+  for (std::int64_t degree : {s.dp_replicate, s.dp_shard, s.tp, s.pp})
+    if (__builtin_mul_overflow(devices, degree, &devices) || devices > kMaxDevices)
+      throw InputError("strategy mesh dp_replicate x dp_shard x tp x pp = " + std::to_string(s.dp_replicate) + " x " +
+                       std::to_string(s.dp_shard) + " x " + std::to_string(s.tp) + " x " + std::to_string(s.pp) +
+                       " exceeds " + std::to_string(kMaxDevices) + " devices");
   s.dp = s.dp_replicate * s.dp_shard;
 }
 
