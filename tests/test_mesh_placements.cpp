@@ -160,6 +160,16 @@ TEST_CASE("Per-axis validity names the rule, the state and the axis") {
   };
   CHECK_THROWS_WITH(refused(R"({"preset": "hsdp", "dp": 64})"),
                     Catch::Contains("strategy.preset=hsdp needs strategy.mesh.dp_replicate > 1"));
+  // Review findings: a degenerate axis under hsdp / hpZ, and materialized modes along a dp_replicate of degree 1.
+  CHECK_THROWS_WITH(refused(R"({"preset": "hsdp", "mesh": {"dp_replicate": 16, "dp_shard": 1}})"),
+                    Catch::Contains("and dp_shard > 1"));
+  CHECK_THROWS_WITH(refused(R"({"mesh": {"dp_replicate": 16, "dp_shard": 1}, "placement": {"parameters":
+                      {"dp_shard": "SG", "dp_replicate": "SG", "secondary": "dp_shard"}}})"),
+                    Catch::Contains("rule secondary-of-primary: parameters.secondary=dp_shard (ZeRO++ hpZ) needs"));
+  CHECK_THROWS_WITH(refused(R"({"dp": 16, "placement": {"optimizer": {"dp_shard": "S", "dp_replicate": "M"}}})"),
+                    Catch::Contains("rule optimizer-persists"));
+  CHECK_THROWS_WITH(refused(R"({"dp": 16, "placement": {"parameters": {"dp_shard": "R", "dp_replicate": "M"}}})"),
+                    Catch::Contains("rule parameters-persist"));
   CHECK_THROWS_WITH(
       refused(R"({"mesh": {"dp_replicate": 8, "dp_shard": 8},
                   "placement": {"gradients": {"dp_shard": "R", "dp_replicate": "S"}, "optimizer": "R"}})"),

@@ -72,7 +72,8 @@ void check_schedule(const Experiment& e) {
 void check_placement(const Experiment& e) {
   const StrategySpec& s = e.strategy;
   const Placement& p = s.placement;
-  // When dp_replicate = 1 the one data axis is reported as dp, as the one-axis placement always was.
+  // When dp_replicate = 1 the one data axis is reported as dp, as the one-axis placement always was. Rules that
+  // hold whatever the degree (no materialized state) apply to the modes of both axes even then.
   const bool split = s.dp_replicate > 1;
   for (AxisSet axis : {kShardAxis, kReplicateAxis}) {
     const AxisSet named = split ? axis : kDataAxes;
@@ -99,7 +100,6 @@ void check_placement(const Experiment& e) {
                   "device the full gradient sum of only its shard of the parameters, while the replicated optimizer "
                   "updates all of them; shard the optimizer or replicate the gradients",
                   " with optimizer=replicated");
-    if (!split) break;
   }
   for (State state : {State::Parameters, State::Gradients, State::Optimizer}) {
     const Mode a = p.mode(state, kShardAxis), b = p.mode(state, kReplicateAxis);
@@ -122,6 +122,12 @@ void check_placement(const Experiment& e) {
     refuse_rule("activations-per-replica", State::Activations, p.activations, kDataAxes, s,
                 "is meaningless: each data-parallel replica computes the activations of its own samples; shard "
                 "activations over tp with strategy.sp=true");
+  if (p.secondary && (s.dp_shard == 1 || s.dp_replicate == 1))
+    refuse(
+        "rule secondary-of-primary: parameters.secondary=dp_shard (ZeRO++ hpZ) needs dp_shard > 1 and "
+        "dp_replicate > 1 (got dp_replicate " +
+        str(s.dp_replicate) + " x dp_shard " + str(s.dp_shard) +
+        "): with one of them 1 the secondary shard is the primary one or the whole model");
   if (p.secondary && (p.parameters != Mode::ShardedWithGather || p.replicate.parameters != Mode::ShardedWithGather))
     refuse(
         "rule secondary-of-primary: parameters.secondary=dp_shard (ZeRO++ hpZ) needs parameters "
@@ -131,11 +137,12 @@ void check_placement(const Experiment& e) {
 
 // Presets whose name promises an axis the mesh lacks would silently be another strategy.
 void check_preset_mesh(const StrategySpec& s) {
-  if ((s.preset == "hsdp" || s.preset == "zero++") && s.dp_replicate == 1)
+  if ((s.preset == "hsdp" || s.preset == "zero++") && (s.dp_replicate == 1 || s.dp_shard == 1))
     refuse("strategy.preset=" + s.preset +
-           " needs strategy.mesh.dp_replicate > 1 (replicas across nodes) and dp_shard (the ranks of a shard "
-           "group), e.g. \"mesh\": {\"dp_replicate\": 8, \"dp_shard\": 8}; with dp_replicate = 1 it is " +
-           (s.preset == "hsdp" ? "fsdp" : "zero3 with a redundant secondary shard"));
+           " needs strategy.mesh.dp_replicate > 1 (replicas across nodes) and dp_shard > 1 (the ranks of a shard "
+           "group), e.g. \"mesh\": {\"dp_replicate\": 8, \"dp_shard\": 8} (got " +
+           str(s.dp_replicate) + " x " + str(s.dp_shard) + "); with either 1 it is another preset (" +
+           (s.preset == "hsdp" ? "fsdp or dp" : "zero3 with a degenerate secondary shard") + ")");
   if (s.preset == "fsdp-tp" && s.tp == 1)
     refuse(
         "strategy.preset=fsdp-tp needs strategy.tp > 1 (2-D: FSDP over the data axes, tensor parallel inside); "
