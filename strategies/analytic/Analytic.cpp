@@ -39,7 +39,7 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   const double pb = t.param_bytes(), gb = t.grad_bytes(), k = t.optimizer_bytes_per_param;
   mem.parameters = d(st.held_elems(s, State::Parameters)) * pb;
   // hpZ: the secondary shard over dp_shard, cut from each forward gather and read by the backward's.
-  if (pl.secondary && s.dp_shard > 1) mem.parameters += d(st.padded_elems(s.dp) / s.dp_shard) * pb;
+  mem.parameters += d(secondary_share(s, st.padded_elems(s.dp))) * pb;
   mem.parameters += extra_weight_versions(e, st) * d(stashed_version_elems(e, st)) * pb;
   mem.gradients = d(st.held_elems(s, State::Gradients)) * gb;
   mem.optimizer = d(st.held_elems(s, State::Optimizer)) * k;

@@ -50,12 +50,11 @@ void Expander::store_activations(int s, const StageOp& op, int g) {
       const auto lane = static_cast<std::size_t>(d * tp_ + t);
       const int x = rank(d, t, s);
       TaskId closes = compute_of_group_[lane];
-      auto& window = activation_window_[lane];
-      if (window.size() >= 2) g_.depend(window[window.size() - 2], closes);
+      after_window(activation_window_[lane], closes);
       TaskId copy = add_single(Offload{x, true, bytes, State::Activations}, s, x, Stream::D2H);
       g_.depend(closes, copy);
       g_.set_memory(copy, {}, {{x, State::Activations, -bytes, false}});
-      window.push_back(copy);
+      activation_window_[lane].push_back(copy);
       activation_copies_[{static_cast<int>(lane), op.microbatch, op.chunk, g}] = copy;
     }
 }
@@ -71,8 +70,7 @@ void Expander::fetch_activations(int s, const StageOp& op, int g) {
       const int x = rank(d, t, s);
       TaskId fetch = add_single(Offload{x, false, bytes, State::Activations}, s, x, Stream::H2D);
       g_.depend(activation_copies_.at({static_cast<int>(lane), op.microbatch, op.chunk, g}), fetch);
-      const auto& window = activation_window_[lane];
-      if (window.size() >= 2) g_.depend(window[window.size() - 2], fetch);
+      after_window(activation_window_[lane], fetch);
       g_.set_memory(fetch, {{x, State::Activations, bytes, false}}, {});
       gather_of_group_[lane].push_back(fetch);
     }
@@ -176,8 +174,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
         for (TaskId gather : gather_of_group_[lane]) g_.depend(gather, id);
       // Double-buffered unsharded gradients (as DeepSpeed's reduce buckets): a backward waits until the buffer
       // filled two groups back has been reduce-scattered or copied out.
-      const auto& window = grad_window_[lane];
-      if (kind == TaskKind::Backward && grad_buffer && window.size() >= 2) g_.depend(window[window.size() - 2], id);
+      if (kind == TaskKind::Backward && grad_buffer) after_window(grad_window_[lane], id);
       before_compute_[lane] = frontier_[lane];
       frontier_[lane] = {id};
       compute_of_group_[lane] = id;

@@ -23,18 +23,7 @@ const DataCollective* Expander::planned(State state, DataWhen when) const {
 }
 
 double Expander::held(State state, const LayerGroup& lg) const {
-  const auto& sp = e_.strategy;
-  const Placement& pl = sp.placement;
-  const double full = static_cast<double>(sharded(lg, dp_)) * dp_;
-  double out = 0;
-  Mode shard = pl.mode(state, kShardAxis), across = pl.mode(state, kReplicateAxis);
-  if (shard != Mode::Materialized && shard != Mode::Offloaded && across != Mode::Materialized &&
-      across != Mode::Offloaded) {
-    const std::int64_t n = sp.degree(pl.sharded_axes(state));
-    out = n == 1 ? static_cast<double>(lg.elems) : full / static_cast<double>(n);
-  }
-  if (state == State::Parameters && pl.secondary && sp.dp_shard > 1) out += full / static_cast<double>(sp.dp_shard);
-  return out;
+  return static_cast<double>(held_share(e_.strategy, state, lg.elems, sharded(lg, dp_) * dp_));
 }
 
 void Expander::gather_params(int s, const StageOp& op, int g) {
@@ -49,8 +38,7 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   // At most two gathered units live at once (the one computing and the prefetched next, as FSDP limits them):
   // a gather waits until the compute two units back has released its buffer.
   auto limit = [&](int d, int t, TaskId task) {
-    const auto& window = gather_window_[static_cast<std::size_t>(d * tp_ + t)];
-    if (window.size() >= 2) g_.depend(window[window.size() - 2], task);
+    after_window(gather_window_[static_cast<std::size_t>(d * tp_ + t)], task);
   };
   for (int t = 0; t < tp_; ++t) {
     // Offloaded parameters: every device fetches its shard of the unit over PCIe (the whole unit when dp = 1) into
@@ -85,6 +73,10 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
       if (!on_start.empty()) set_member_memory(coset.tasks.first, on_start, true);
     }
   }
+}
+
+void Expander::after_window(const std::vector<TaskId>& window, TaskId task) {
+  if (window.size() >= 2) g_.depend(window[window.size() - 2], task);
 }
 
 TaskId Expander::task_of_member(const std::vector<TaskId>& tasks, int device) const {
@@ -374,23 +366,19 @@ void Expander::finish_step(int s) {
 }
 
 void Expander::set_resident_memory() {
-  const auto& pl = e_.strategy.placement;
-  const double secondary =
-      pl.secondary && e_.strategy.dp_shard > 1 ? 1.0 / static_cast<double>(e_.strategy.dp_shard) : 0;
   const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes(),
                ob = e_.training.optimizer_bytes_per_param;
+  // PipeDream-2BW double-buffers its weights for the whole run; hpZ's secondary shard is one copy whatever the
+  // versions.
+  const double copies = e_.strategy.schedule == Schedule::PipeDream2BW && pp_ > 1 ? 2 : 1;
   g_.resident.assign(static_cast<std::size_t>(g_.devices), {0, 0, 0, 0});
   for (int x = 0; x < g_.devices; ++x) {
     int s = x / (tp_ * dp_);
     auto& r = g_.resident[static_cast<std::size_t>(x)];
     for (const auto& chunk : groups_[static_cast<std::size_t>(s)])
       for (const auto& lg : chunk) {
-        // PipeDream-2BW double-buffers its weights for the whole run.
-        double copies = e_.strategy.schedule == Schedule::PipeDream2BW && pp_ > 1 ? 2 : 1;
-        // hpZ's secondary shard is one copy whatever the versions.
-        const double second = secondary * static_cast<double>(sharded(lg, dp_)) * dp_;
-        r[static_cast<std::size_t>(State::Parameters)] +=
-            (copies * (held(State::Parameters, lg) - second) + second) * pb;
+        const double second = static_cast<double>(secondary_share(e_.strategy, sharded(lg, dp_) * dp_));
+        r[static_cast<std::size_t>(State::Parameters)] += (copies * held(State::Parameters, lg) + second) * pb;
         r[static_cast<std::size_t>(State::Gradients)] += held(State::Gradients, lg) * gb;
         r[static_cast<std::size_t>(State::Optimizer)] += held(State::Optimizer, lg) * ob;
       }

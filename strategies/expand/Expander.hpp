@@ -67,9 +67,11 @@ class Expander {
   };
   /// `c` over every group of `axes` for TP rank t of stage s, in the order of their first members.
   std::vector<DataCoset> add_data_collectives(Collective c, AxisSet axes, int t, int s);
-  /// Elements of state `state` a device holds of group lg (see StageLayout::held_elems), hpZ's secondary shard
-  /// included.
+  /// Elements of state `state` a device holds of group lg (held_share), hpZ's secondary shard excluded.
   double held(State state, const LayerGroup& lg) const;
+  /// Double buffering: `window` lists, in allocation order, the tasks that release buffers of one kind on a lane;
+  /// `task`, which allocates the next, waits for the release two back, so at most two are live.
+  void after_window(const std::vector<TaskId>& window, TaskId task);
   /// Gives each task of `tasks` the deltas of its own members (at its start or its end).
   void set_member_memory(const std::vector<TaskId>& tasks, const std::vector<MemDelta>& deltas, bool at_start);
   int subgroup(std::vector<int> members);

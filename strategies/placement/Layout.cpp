@@ -16,12 +16,19 @@ std::int64_t StageLayout::max_unit_elems() const {
   return layer_elems + std::max(embed_elems, head_elems);
 }
 
-std::int64_t StageLayout::held_elems(const StrategySpec& s, State state) const {
-  const Mode shard = s.placement.mode(state, kShardAxis), across = s.placement.mode(state, kReplicateAxis);
-  for (Mode m : {shard, across})
+std::int64_t held_share(const StrategySpec& s, State state, std::int64_t whole, std::int64_t padded) {
+  for (Mode m : {s.placement.mode(state, kShardAxis), s.placement.mode(state, kReplicateAxis)})
     if (m == Mode::Materialized || m == Mode::Offloaded) return 0;
   const std::int64_t n = s.degree(s.placement.sharded_axes(state));
-  return n == 1 ? elems() : padded_elems(s.dp) / n;
+  return n == 1 ? whole : padded / n;
+}
+
+std::int64_t secondary_share(const StrategySpec& s, std::int64_t padded) {
+  return s.placement.secondary && s.dp_shard > 1 ? padded / s.dp_shard : 0;
+}
+
+std::int64_t StageLayout::held_elems(const StrategySpec& s, State state) const {
+  return held_share(s, state, elems(), padded_elems(s.dp));
 }
 
 std::int64_t stashed_version_elems(const Experiment& e, const StageLayout& st) {

@@ -29,14 +29,18 @@ struct StageLayout {
   /// The largest gather unit (a layer with the embedding or head it carries), or the bucket of an opaque model
   /// without layers: one transient buffer.
   std::int64_t max_unit_elems() const;
-  /// Elements of one state a device of the stage holds under the strategy's placement: all when it is replicated
-  /// along every data axis (of degree > 1), else its shard of the units padded to a multiple of dp, divided over the
-  /// axes it is sharded along (with or without gather); none when materialized or offloaded. Excludes hpZ's
-  /// secondary parameter shard.
+  /// Elements of one state a device of the stage holds under the strategy's placement (held_share of its units).
   std::int64_t held_elems(const StrategySpec& s, State state) const;
   /// The stage's units, each padded to a multiple of `dp`, added up.
   std::int64_t padded_elems(std::int64_t dp) const { return sharded_elems(dp) * dp; }
 };
+
+/// Elements of one state held of units with `whole` elements in all, `padded` once each is padded to a multiple of
+/// dp: all when the state is replicated along every data axis of degree > 1, else padded divided over the axes it is
+/// sharded along (with or without gather); none when materialized or offloaded. Excludes hpZ's secondary shard.
+std::int64_t held_share(const StrategySpec& s, State state, std::int64_t whole, std::int64_t padded);
+/// hpZ's secondary parameter shard of such units: padded / dp_shard, or 0 without one.
+std::int64_t secondary_share(const StrategySpec& s, std::int64_t padded);
 
 /// Elements of one stashed weight version (PipeDream, PipeDream-2BW) on a device of the stage: the version is kept
 /// as the device holds its parameters — whole when replicated, its shard when sharded (with or without gather),

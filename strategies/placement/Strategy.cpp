@@ -156,6 +156,16 @@ Placement parse_placement(const Json& value, std::optional<bool>& sequence_paral
   return p;
 }
 
+// cp and ep (in strategy or strategy.mesh) are reserved for context and expert parallelism: only 1 is accepted.
+void refuse_reserved_axes(ObjectReader& r, const Json& object) {
+  for (const char* key : {"cp", "ep"}) {
+    if (r.get_positive_int(key, 1) != 1)
+      throw InputError(r.field(key) + "=" + show(object[key]) + ": " +
+                       (std::string(key) == "cp" ? "context" : "expert") +
+                       " parallelism is not supported yet; only 1 is accepted");
+  }
+}
+
 // strategy.mesh: the named axes and their degrees. The rank order is fixed (tp fastest, then cp, dp_shard,
 // dp_replicate, pp), whatever order the keys are written in.
 void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
@@ -186,20 +196,10 @@ void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
     if (dp && split && *dp != s.dp_replicate * s.dp_shard)
       throw InputError("strategy.dp=" + std::to_string(*dp) + " contradicts strategy.mesh dp_replicate x dp_shard = " +
                        std::to_string(s.dp_replicate) + " x " + std::to_string(s.dp_shard));
-    for (const char* key : {"cp", "ep"}) {
-      if (r.get_positive_int(key, 1) != 1)
-        throw InputError(r.field(key) + "=" + show((*mesh)[key]) + ": " +
-                         (std::string(key) == "cp" ? "context" : "expert") +
-                         " parallelism is not supported yet; only 1 is accepted");
-    }
+    refuse_reserved_axes(r, *mesh);
     r.finish();
   }
-  for (const char* key : {"cp", "ep"}) {
-    if (outer.get_positive_int(key, 1) != 1)
-      throw InputError(outer.field(key) + "=" + show(object[key]) + ": " +
-                       (std::string(key) == "cp" ? "context" : "expert") +
-                       " parallelism is not supported yet; only 1 is accepted");
-  }
+  refuse_reserved_axes(outer, object);
   // Every product of degrees must stay a plausible device count: a wrapped product would be a silent wrong figure.
   std::int64_t devices = 1;
   for (std::int64_t degree : {s.dp_replicate, s.dp_shard, s.tp, s.pp})
