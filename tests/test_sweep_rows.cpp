@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "strategies/sweep/SweepPoint.hpp"
+#include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
 #include "tests/SweepHelpers.hpp"
 #include "traces/report/Report.hpp"
@@ -102,4 +103,39 @@ TEST_CASE("CSV cells quote commas and quotes and leave absent values empty") {
   CHECK(csv_header(s) == "index,strategy.tp,status,reason,memory.total_bytes\n");
   CHECK(csv_row(s, R"({"index":3,"point":{"strategy.tp":1},"status":"invalid","reason":"a, \"b\""})") ==
         "3,1,invalid,\"a, \"\"b\"\"\",\n");
+}
+
+// Issue 15, defect 7: --resume read the whole results file into memory (a 2.6 GB file took 4.2 GB), and a kill during
+// the final sort left a "<out>.tmp<pid>" no later run removed.
+TEST_CASE("Resume streams the results file across read buffers and removes stale temporaries") {
+  test::TempDir dir;
+  const std::string path = dir / "r.jsonl";
+  // 30,000 rows of about 100 bytes: 3 MB, so rows straddle the 1 MB read buffer; then a line cut by a kill.
+  std::string text;
+  for (int i = 0; i < 30000; ++i)
+    text += "{\"index\":" + std::to_string(i) + ",\"point\":{\"a\":" + std::to_string(i) + "},\"status\":\"ok\"," +
+            std::string(50, ' ') + "\"x\":1}\n";
+  const std::size_t complete = text.size();
+  test::write(path, text + "{\"index\":30000,\"poi");
+  test::write(path + ".tmp4194303", "a sort the kill interrupted");
+  test::write(path + ".tmpx", "not ours: kept");
+  auto expected = [](std::uint64_t i) -> std::optional<std::string> {
+    return "{\"index\":" + std::to_string(i) + ",\"point\":{\"a\":" + std::to_string(i) + "},\"status\":\"";
+  };
+  ResumeScan scan;
+  {
+    ResultsFile file(path, true, false);
+    scan = file.resume(expected);
+  }
+  REQUIRE(scan.done.size() == 30000);
+  CHECK(scan.done.front() == 0);
+  CHECK(scan.done.back() == 29999);
+  CHECK(scan.complete_bytes == complete);
+  CHECK(std::filesystem::file_size(path) == complete);  // the cut line is truncated
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp4194303"));
+  CHECK(std::filesystem::exists(path + ".tmpx"));
+  // The same checks as scan_results, now per streamed line: a foreign row names its line number.
+  test::write(path, text + "{\"index\":7,\"point\":{\"a\":8},\"status\":\"ok\"}\n");
+  ResultsFile file(path, true, false);
+  CHECK_THROWS_WITH(file.resume(expected), Catch::Contains("r.jsonl:30001: point 7 has other axis values"));
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "traces/sweep/SweepRows.hpp"
@@ -42,6 +43,22 @@ std::vector<std::string_view> complete_lines(std::string_view text) {
   return lines;
 }
 
+// A sweep killed while finalize() rewrote the file leaves "<path>.tmp<pid>". Only a sweep holding the file's lock
+// writes that temporary, and this one holds it now: every such file is stale.
+void remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const std::string prefix = p.filename().string() + ".tmp";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+        name.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
+      fs::remove(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> row_index(std::string_view line) {
@@ -54,28 +71,34 @@ std::optional<std::uint64_t> row_index(std::string_view line) {
   return std::stoull(std::string(digits));
 }
 
+void ResumeScanner::line(std::string_view text) {
+  ++lines_;
+  const std::string where = origin_ + ":" + std::to_string(lines_) + ": ";
+  auto index = row_index(text);
+  if (!index) throw InputError(where + "not a sweep row; --resume continues only a file this sweep wrote");
+  auto prefix = expected_(*index);
+  if (!prefix) throw InputError(where + "point " + std::to_string(*index) + " is not a point of this sweep and shard");
+  if (text.substr(0, prefix->size()) != *prefix)
+    throw InputError(
+        where + "point " + std::to_string(*index) +
+        " has other axis values (or simulation fidelity) than this sweep gives it: the sweep file changed; "
+        "write to a new --out");
+  scan_.done.push_back(*index);
+}
+
+ResumeScan ResumeScanner::finish(std::uint64_t complete_bytes) {
+  std::sort(scan_.done.begin(), scan_.done.end());
+  auto dup = std::adjacent_find(scan_.done.begin(), scan_.done.end());
+  if (dup != scan_.done.end()) throw InputError(origin_ + ": point " + std::to_string(*dup) + " appears twice");
+  scan_.complete_bytes = complete_bytes;
+  return std::move(scan_);
+}
+
 ResumeScan scan_results(std::string_view text, const ExpectedPrefix& expected, const std::string& origin) {
-  ResumeScan scan;
-  std::vector<std::string_view> lines = complete_lines(text);
-  for (std::size_t n = 0; n < lines.size(); ++n) {
-    const std::string where = origin + ":" + std::to_string(n + 1) + ": ";
-    auto index = row_index(lines[n]);
-    if (!index) throw InputError(where + "not a sweep row; --resume continues only a file this sweep wrote");
-    auto prefix = expected(*index);
-    if (!prefix)
-      throw InputError(where + "point " + std::to_string(*index) + " is not a point of this sweep and shard");
-    if (lines[n].substr(0, prefix->size()) != *prefix)
-      throw InputError(where + "point " + std::to_string(*index) +
-                       " has other axis values (or simulation fidelity) than this sweep gives it: the sweep file changed; "
-                       "write to a new --out");
-    scan.done.push_back(*index);
-  }
-  std::sort(scan.done.begin(), scan.done.end());
-  auto dup = std::adjacent_find(scan.done.begin(), scan.done.end());
-  if (dup != scan.done.end()) throw InputError(origin + ": point " + std::to_string(*dup) + " appears twice");
+  ResumeScanner scanner(expected, origin);
+  for (std::string_view line : complete_lines(text)) scanner.line(line);
   std::size_t last = text.rfind('\n');
-  scan.complete_bytes = last == std::string_view::npos ? 0 : last + 1;
-  return scan;
+  return scanner.finish(last == std::string_view::npos ? 0 : last + 1);
 }
 
 namespace {
@@ -120,6 +143,7 @@ ResultsFile::ResultsFile(const std::string& path, bool keep, bool overwrite) : p
     ::close(fd_);
     throw InputError("'" + path + "' is being written by another sweep");
   }
+  remove_stale_temporaries(path);
   struct stat st {};
   if (::fstat(fd_, &st) != 0) throw InputError(system_error("cannot stat", path));
   if (keep || st.st_size == 0) return;
@@ -135,23 +159,35 @@ ResultsFile::~ResultsFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::string ResultsFile::read_all() const {
-  std::string text;
-  char buffer[1 << 16];
+ResumeScan ResultsFile::resume(const ExpectedPrefix& expected) {
+  // Streamed: one buffer and the carried-over start of a line are in memory, never the rows; only their indices are
+  // kept (8 bytes a row).
+  ResumeScanner scanner(expected, path_);
+  std::vector<char> buffer(1 << 20);
+  std::string partial;  // the start of a line the previous read cut
+  std::uint64_t complete_bytes = 0;
   for (off_t offset = 0;;) {
-    ssize_t n = ::pread(fd_, buffer, sizeof buffer, offset);
+    ssize_t n = ::pread(fd_, buffer.data(), buffer.size(), offset);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw InputError(system_error("cannot read", path_));
-    if (n == 0) return text;
-    text.append(buffer, static_cast<std::size_t>(n));
+    if (n == 0) break;
+    std::string_view chunk(buffer.data(), static_cast<std::size_t>(n));
+    for (std::size_t nl = chunk.find('\n'); nl != std::string_view::npos; nl = chunk.find('\n')) {
+      if (partial.empty()) {
+        scanner.line(chunk.substr(0, nl));
+      } else {
+        partial.append(chunk.substr(0, nl));
+        scanner.line(partial);
+        partial.clear();
+      }
+      complete_bytes = static_cast<std::uint64_t>(offset) + (chunk.data() - buffer.data()) + nl + 1;
+      chunk.remove_prefix(nl + 1);
+    }
+    partial.append(chunk);
     offset += n;
   }
-}
-
-ResumeScan ResultsFile::resume(const ExpectedPrefix& expected) {
-  std::string text = read_all();
-  ResumeScan scan = scan_results(text, expected, path_);
-  if (scan.complete_bytes < text.size() && ::ftruncate(fd_, static_cast<off_t>(scan.complete_bytes)) != 0)
+  ResumeScan scan = scanner.finish(complete_bytes);
+  if (!partial.empty() && ::ftruncate(fd_, static_cast<off_t>(scan.complete_bytes)) != 0)
     throw InputError(system_error("cannot truncate", path_));
   return scan;
 }

@@ -20,6 +20,22 @@ struct ResumeScan {
 /// points (see SweepRows::prefix).
 using ExpectedPrefix = std::function<std::optional<std::string>(std::uint64_t index)>;
 
+/// Checks results lines one at a time (see scan_results), keeping only their indices.
+class ResumeScanner {
+ public:
+  ResumeScanner(ExpectedPrefix expected, std::string origin)
+      : expected_(std::move(expected)), origin_(std::move(origin)) {}
+  void line(std::string_view text);  ///< one complete line, without its '\n'
+  /// Sorts the indices, refuses a duplicate, and records `complete_bytes` (the text up to the last '\n').
+  ResumeScan finish(std::uint64_t complete_bytes);
+
+ private:
+  ExpectedPrefix expected_;
+  std::string origin_;
+  std::uint64_t lines_ = 0;
+  ResumeScan scan_;
+};
+
 /// Reads the complete lines of a results file. Each must be a row of this sweep (its prefix, index and axis values
 /// included, is what `expected` says) and appear once; anything else is an InputError naming `origin` and the line,
 /// as it means the file was written by another sweep or shard.
@@ -53,14 +69,16 @@ class AtomicFileWriter {
 /// plus at most one cut line, which the next --resume truncates.
 class ResultsFile {
  public:
-  /// Opens or creates `path`. Without `keep`, an existing non-empty file is refused unless `overwrite` (then it is
-  /// emptied); with `keep` its content stays for resume().
+  /// Opens or creates `path` and removes the temporaries a sweep killed during finalize() left beside it. Without
+  /// `keep`, an existing non-empty file is refused unless `overwrite` (then it is emptied); with `keep` its content
+  /// stays for resume().
   ResultsFile(const std::string& path, bool keep, bool overwrite);
   ~ResultsFile();
   ResultsFile(const ResultsFile&) = delete;
   ResultsFile& operator=(const ResultsFile&) = delete;
 
-  /// Scans the kept content (scan_results) and truncates a trailing cut line.
+  /// Scans the kept content as scan_results does, streaming it (only the indices are kept), and truncates a trailing
+  /// cut line.
   ResumeScan resume(const ExpectedPrefix& expected);
   void append(std::string_view lines);
   /// Puts the lines in index order when they are not (completion order differs from index order with several
@@ -69,7 +87,6 @@ class ResultsFile {
   const std::string& path() const { return path_; }
 
  private:
-  std::string read_all() const;
   std::string path_;
   int fd_ = -1;
 };
