@@ -73,3 +73,85 @@ TEST_CASE("Products of degrees and batch sizes that overflow are refused naming 
   CHECK(run_placesim("analyze " + path, &out) == 2);
   CHECK_THAT(out, Catch::Contains("overflows a 64-bit count"));
 }
+
+// Defect 2 (model sizes): hidden = 2^31 reported 2.98e12 parameters (the true count is about 5.5e20) with exit 0.
+TEST_CASE("Model shapes whose counts overflow 64 bits are refused naming the fields") {
+  std::string out;
+  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set model.hidden=2147483648", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("model.hidden=2147483648 is above the largest model dimension placesim accepts "
+                                  "(2147483647)"));
+  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set model.layers=4611686018427387904", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("model.layers=4611686018427387904 is above the largest model dimension"));
+  // Every dimension within 2^31 - 1, the product beyond 2^50: 32 layers x 3 x 2^20 x 2^24 MLP parameters = 1.7e15.
+  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set model.hidden=1048576 --set model.ffn=16777216",
+                     &out) == 2);
+  CHECK_THAT(out, Catch::Contains("model.layers=32, model.hidden=1048576, model.ffn=16777216, model.vocab=128256 "
+                                  "gives about") &&
+                      Catch::Contains("parameters, more than the 2^50 (1.1e15) placesim counts exactly"));
+  // One micro-batch's activations: 2^31 - 1 tokens x 8 x 4096 = 7.0e13 is fine, x 2^20 x 4096 is not.
+  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set model.seq_len=2147483647 "
+                     "--set training.micro_batch=1048576 --set training.global_batch=16777216",
+                     &out) == 2);
+  CHECK_THAT(out, Catch::Contains("model.seq_len x training.micro_batch x model.hidden = 2147483647 x 1048576 x 4096"));
+  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set model.parameters=1e16", &out) == 2);
+}
+
+// Defect 3 (times): seq_len = 1e9 stalled SimGrid, a bandwidth of 1e-300 gave non-finite times after the whole run.
+TEST_CASE("Absurd task lengths are refused before simulating, naming the fields") {
+  std::string out;
+  const std::string big_memory = R"( --set 'cluster.accelerator={"preset": "a100-80gb", "hbm_bytes": "1e6TB"}')";
+  CHECK(run_placesim("simulate examples/small-3d-1f1b.json --quiet --set model.seq_len=1000000000 "
+                     "--set model.learned_positions=false" +
+                         big_memory,
+                     &out) == 2);
+  CHECK_THAT(out, Catch::Contains("compute task of layer") && Catch::Contains("model.seq_len=1000000000") &&
+                      Catch::Contains("more than the 1e+06 s placesim simulates"));
+  CHECK(run_placesim(R"(simulate examples/small-3d-1f1b.json --quiet --set 'cluster.nic_bw="1e-290GB/s"')", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("at cluster.nic_bw=9.6e-282 B/s would last") &&
+                      Catch::Contains("check the bandwidth and its unit"));
+}
+
+// Defect 4 (sizes): a sweep of 32 axes x 9e6 values built every value (5.7 GB) before counting its points.
+TEST_CASE("A sweep too large to enumerate is refused from its axis sizes, before any value is built") {
+  std::string axes;
+  for (int a = 0; a < 32; ++a)
+    axes += std::string(a ? ", " : "") + "\"x" + std::to_string(a) + "\": {\"from\": 1, \"to\": 9000000, \"step\": 1}";
+  std::string path = write_temp("huge-sweep.json", R"({"base": {"model": "gpt-7.5b"}, "axes": {)" + axes + "}}");
+  std::string out;
+  CHECK(run_placesim("sweep " + path + " --count", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("axes: the sweep has 9e+06 x 9e+06 x") &&
+                      Catch::Contains("points, more than the 2^53 that can be enumerated"));
+  // Few points but too many values in all: two axes of 9e6 values are refused by their sum.
+  path = write_temp("wide-sweep.json",
+                    R"({"base": {"model": "gpt-7.5b"}, "axes": {"a": {"from": 1, "to": 9000000, "step": 1},
+                        "b": {"from": 1, "to": 9000000, "step": 1}}})");
+  CHECK(run_placesim("sweep " + path + " --count", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("axes: the axes hold 1.8e+07 values together, more than the 10000000"));
+}
+
+// Defect 4 (sizes): 65,536 devices at one micro-batch each simulated silently for over 10 minutes (1.07e9 ring flows).
+TEST_CASE("A step whose simulation would take hours is refused with the estimate, unless --force") {
+  std::string out;
+  CHECK(run_placesim("simulate examples/small-3d-1f1b.json --quiet --set cluster.nodes=8192 --set strategy.dp=8192 "
+                     "--set training.global_batch=8192",
+                     &out) == 2);
+  CHECK_THAT(out, Catch::Contains("simulating this step would take about") && Catch::Contains("s of host time") &&
+                      Catch::Contains("flows and") && Catch::Contains("Use --force"));
+}
+
+// Defect 5: output paths were checked only after the simulation, and a failed trace write was an internal error.
+TEST_CASE("Output paths are checked before any work, and a failed write is a refusal") {
+  std::string out;
+  for (const char* flag : {"--trace", "--report", "--svg"}) {
+    INFO(flag);
+    CHECK(run_placesim(std::string("simulate examples/gpt3-175b-3d.json ") + flag + " /nonexistent-dir/x", &out) == 2);
+    CHECK_THAT(out, Catch::Contains(std::string(flag) + "=/nonexistent-dir/x: its directory '/nonexistent-dir' does "
+                                                        "not exist"));
+    CHECK(out.find("simulated in") == std::string::npos);  // refused before simulating
+  }
+  CHECK(run_placesim("analyze examples/small-3d-1f1b.json --out /tmp", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("--out=/tmp: is a directory, not a file"));
+  // /dev/full accepts the open and fails every write: the trace's close reports it as a refusal (exit 2).
+  CHECK(run_placesim("simulate examples/small-3d-1f1b.json --quiet --trace /dev/full", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("writing '/dev/full' failed: No space left on device"));
+}

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/backend/Simulate.hpp"
+#include "sim/backend/Simulator.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"
@@ -38,4 +39,24 @@ TEST_CASE("simulate refuses a million GPUs before expanding, with the estimate i
   REQUIRE(run_placesim(args, &out) == 2);
   CHECK(out.find("about 4.8e+07 compute tasks") != std::string::npos);
   CHECK(out.find("--force") != std::string::npos);
+}
+
+// Issue 15, defect 4: the estimate counted from the graph before simulating. Its timers are the simulation's exactly
+// (compute tasks and exact collectives: small-3d's collectives all stay inside a node or are latency-bound), and a
+// trace of every device holds one event per recorded task and device.
+TEST_CASE("The simulation estimate counts the timers and trace events the run then has", "[task-limit]") {
+  const SimulationInput in = resolve_simulation(load_experiment(kSmall3d));
+  const TaskGraph g = expand(in.experiment, simulated_network(in.cluster), {});
+  SimOptions o;  // every device recorded
+  const SimulationEstimate est = estimate_simulation(g, simulated_network(in.cluster), o, true);
+  const SimResult r = simulate(g, simulated_network(in.cluster), o);
+  CHECK(est.tasks == static_cast<double>(g.size()));
+  CHECK(est.timers == static_cast<double>(r.timers));
+  CHECK(est.flows <= static_cast<double>(r.activities));  // a hop over two channels is two flows, counted once
+  CHECK(static_cast<double>(r.activities) <= 2 * est.flows);
+  CHECK(est.trace_bytes == 400.0 * static_cast<double>(r.record.tasks.size()));
+  CHECK(est.seconds == est.flows * 20e-6 + est.timers * 2e-6);
+  CHECK(est.memory_bytes == 60e6 + 1500.0 * est.tasks);
+  CHECK(est.longest_compute_s > 0);
+  CHECK(est.longest_compute_s <= 1.0);  // a 10-layer model with hidden 512: milliseconds
 }

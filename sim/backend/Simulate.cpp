@@ -1,7 +1,10 @@
 #include "sim/backend/Simulate.hpp"
 
+#include <cmath>
 #include <cstdio>
+#include <iostream>
 
+#include "sim/backend/Runner.hpp"
 #include "strategies/analytic/LayerTimes.hpp"
 #include "strategies/pipeline/PipelineMetrics.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
@@ -9,6 +12,7 @@
 #include "strategies/placement/Mesh.hpp"
 #include "strategies/placement/Validity.hpp"
 #include "traces/report/SimReport.hpp"
+#include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -47,6 +51,144 @@ void check_simulatable(const Experiment& e) {
                      " with strategy.placement.optimizer=offloaded is not simulated");
 }
 
+// Rates measured on the 2-core development machine (docs/benchmarks.md): host seconds per SimGrid flow and per timer,
+// resident bytes per graph task (graph, records, memory deltas), trace bytes per recorded task event.
+// A ring hop may run over several channels (one flow each): the flow count is a lower bound by up to 2x, which the
+// per-flow rate absorbs.
+constexpr double kSecondsPerFlow = 20e-6, kSecondsPerTimer = 2e-6;
+// Flows are created just in time and freed when they end, so they add no memory that grows with their count.
+constexpr double kBaseMemoryBytes = 60e6, kBytesPerTask = 1500, kTraceBytesPerEvent = 400;
+
+std::string seconds_text(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, s >= 10 && s < 1e6 ? "%.0f s" : "%.3g s", s);
+  return buf;
+}
+
+}  // namespace
+
+SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o, bool trace) {
+  SimulationEstimate est;
+  est.tasks = static_cast<double>(g.size());
+  auto recorded = [&](int device) {
+    return o.record.empty() || (device >= 0 && static_cast<std::size_t>(device) < o.record.size() &&
+                                o.record[static_cast<std::size_t>(device)]);
+  };
+  double events = 0;
+  const double gpn = c.gpus_per_node;
+  // The slowest bandwidth a transfer between devices may take: the NIC when the step spans nodes, else NVLink.
+  const bool multi_node = c.nodes > 1;
+  const double device_bw = multi_node ? std::min(c.nic_bw_Bps, c.nvlink_bw_Bps) : c.nvlink_bw_Bps;
+  const std::string device_bw_field =
+      multi_node && c.nic_bw_Bps < c.nvlink_bw_Bps ? "cluster.nic_bw" : "cluster.nvlink_bw";
+  auto transfer = [&](double bytes, double bw, const std::string& field, const std::string& what) {
+    const double s = bytes / bw;
+    if (!(s <= est.longest_transfer_s)) {
+      est.longest_transfer_s = s;
+      est.longest_transfer =
+          what + " of " + format_significant(bytes, 3) + " B at " + field + "=" + format_significant(bw, 3) + " B/s";
+    }
+  };
+  auto compute = [&](double seconds, const std::string& what) {
+    if (!(seconds <= est.longest_compute_s)) {
+      est.longest_compute_s = seconds;
+      est.longest_compute = what;
+    }
+  };
+  for (TaskId id = 0; id < g.size(); ++id) {
+    std::visit(
+        [&](const auto& b) {
+          using B = std::decay_t<decltype(b)>;
+          if constexpr (std::is_same_v<B, Compute>) {
+            est.timers += 1;
+            events += recorded(b.device);
+            compute(b.seconds, std::string(to_string(b.kind)) + " compute task" +
+                                   (b.layer >= 0 ? " of layer " + std::to_string(b.layer) : std::string()));
+          } else if constexpr (std::is_same_v<B, HostCompute>) {
+            est.timers += 1;
+            events += recorded(b.device);
+            compute(b.seconds, "host optimizer step");
+          } else if constexpr (std::is_same_v<B, P2P>) {
+            est.flows += 1;
+            events += recorded(b.src);  // recorded on the sender
+            transfer(b.bytes, device_bw, device_bw_field, "a point-to-point transfer");
+          } else if constexpr (std::is_same_v<B, Offload>) {
+            est.flows += 1;
+            events += recorded(b.device);
+            transfer(b.bytes, c.pcie_bw_Bps, "cluster.pcie_bw", "an offload copy");
+          } else {
+            const auto& members = g.groups[static_cast<std::size_t>(b.group)];
+            const int n = static_cast<int>(members.size());
+            if (n <= 1) {
+              events += recorded(members.front());
+              return;
+            }
+            bool one_node = true;
+            for (int x : members) one_node = one_node && std::floor(x / gpn) == std::floor(members.front() / gpn);
+            // Decomposed into ring steps (an upper bound: latency-bound and NVLS collectives stay one timer).
+            if (o.fidelity == Fidelity::Full || (o.fidelity == Fidelity::Flow && !one_node))
+              est.flows += static_cast<double>(detail::ring_steps(b.op, n)) * b.repeat * n;
+            else
+              est.timers += 1;
+            for (int x : members) events += recorded(x) * (o.fine ? detail::ring_steps(b.op, n) * b.repeat : 1);
+            const double bytes = static_cast<double>(b.elems) * b.elem_bytes;
+            transfer(bytes * detail::ring_steps(b.op, n) / n * b.repeat, one_node ? c.nvlink_bw_Bps : device_bw,
+                     one_node ? "cluster.nvlink_bw" : device_bw_field, "a collective");
+          }
+        },
+        g[id].body);
+  }
+  est.seconds = est.flows * kSecondsPerFlow + est.timers * kSecondsPerTimer;
+  est.memory_bytes = kBaseMemoryBytes + est.tasks * kBytesPerTask;
+  est.trace_bytes = trace ? events * kTraceBytesPerEvent : 0;
+  return est;
+}
+
+namespace {
+
+// Refuses absurd task lengths (always) and a simulation past the size limits (unless forced); warns past the
+// smaller thresholds on stderr before the run starts, so a user waiting knows why.
+void check_estimate(const SimulationEstimate& est, const Experiment& e, const ClusterSpec& c, bool force) {
+  if (!(est.longest_compute_s <= kMaxTaskSeconds))
+    throw InputError("one " + est.longest_compute + " would last " + seconds_text(est.longest_compute_s) +
+                     " (model.seq_len=" + std::to_string(e.model.seq_len) +
+                     ", model.hidden=" + std::to_string(e.model.hidden) + ", training.micro_batch=" +
+                     std::to_string(e.training.micro_batch) + " on cluster.accelerator " + c.accelerator.name + " at " +
+                     format_significant(c.accelerator.peak_bf16_flops, 3) + " FLOP/s): more than the " +
+                     seconds_text(kMaxTaskSeconds) + " placesim simulates; check those fields and their units");
+  if (!(est.longest_transfer_s <= kMaxTaskSeconds))
+    throw InputError(est.longest_transfer + " would last " + seconds_text(est.longest_transfer_s) + ": more than the " +
+                     seconds_text(kMaxTaskSeconds) + " placesim simulates; check the bandwidth and its unit");
+  std::vector<std::string> over, warn;
+  auto limit = [&](double v, double hard, double soft, const std::string& what) {
+    if (v > hard)
+      over.push_back(what);
+    else if (v > soft)
+      warn.push_back(what);
+  };
+  limit(est.seconds, kMaxSimSeconds, kWarnSimSeconds, "about " + seconds_text(est.seconds) + " of host time");
+  limit(est.memory_bytes, kMaxSimMemoryBytes, kWarnSimMemoryBytes,
+        "about " + format_bytes(est.memory_bytes) + " of memory");
+  limit(est.trace_bytes, kMaxTraceBytes, kWarnTraceBytes,
+        "a trace of about " + format_bytes(est.trace_bytes) + " before compression (narrow it with --trace-devices)");
+  auto joined = [](const std::vector<std::string>& parts) {
+    std::string s;
+    for (const auto& p : parts) s += (s.empty() ? "" : ", ") + p;
+    return s;
+  };
+  const std::string counts = format_significant(est.flows, 3) + " flows and " + format_significant(est.timers, 3) +
+                             " timers from " + format_significant(est.tasks, 3) + " tasks";
+  if (!over.empty() && !force)
+    throw InputError("simulating this step would take " + joined(over) + " (" + counts +
+                     "), beyond placesim's limits (" + seconds_text(kMaxSimSeconds) + ", " +
+                     format_bytes(kMaxSimMemoryBytes) + " of memory, a " + format_bytes(kMaxTraceBytes) +
+                     " trace). Use --force to simulate anyway, --fidelity analytic to make collectives single "
+                     "timers, or analyze it instead");
+  for (const auto& parts : {over, warn})
+    if (!parts.empty())
+      std::cerr << "warning: simulating this step will take " << joined(parts) << " (" << counts << ")\n";
+}
+
 // Refuses, before expanding, a step whose graph would take minutes to build and simulate.
 void check_task_count(const Experiment& e, const SimulateSettings& settings) {
   const double tasks = estimated_compute_tasks(e, settings.expand);
@@ -62,6 +204,10 @@ void check_task_count(const Experiment& e, const SimulateSettings& settings) {
 }
 
 }  // namespace
+
+void check_expandable(const Experiment& e, const SimulateSettings& settings) {
+  check_task_count(e, settings);
+}
 
 SimulationRecord pipeline_records(const Experiment& e, const SimulationRecord& all) {
   SimulationRecord one;
@@ -104,6 +250,7 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   const TaskGraph g = expand(e, network, settings.expand);
   SimOptions options = settings.sim;
   options.record = recorded_devices(e, settings.traced_devices);
+  check_estimate(estimate_simulation(g, network, options, settings.trace), e, in.cluster, settings.force);
   step.result = simulate(g, network, options);
   step.result.record.devices = device_infos(e, in.cluster);
   if (settings.reproducible) step.result.wall_time_s = 0;

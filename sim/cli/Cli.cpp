@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/cli/Commands.hpp"
+#include "traces/output/OutputFile.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -268,9 +269,17 @@ int run_cli(int argc, char** argv) {
     }
   try {
     Args args(rest, command->flags, command->name);
+    // Output paths are checked before any work, so a typo does not cost a whole simulation or sweep.
+    for (const char* flag : {"--out", "--report", "--trace", "--svg", "--csv", "--jsonl", "--out-csv", "--out-jsonl"})
+      if (auto path = args.value(flag)) check_output_path(flag, *path);
     return command->run(args);
   } catch (const InputError& e) {
     std::cerr << "placesim " << name << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // The size guards refuse what they can foresee; what slips past them is still the input's size, not a bug.
+    std::cerr << "placesim " << name << ": error: out of memory: the experiment is too large for this machine "
+              << "(use a smaller mesh or sweep, --fidelity analytic, or analyze)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "placesim " << name << ": internal error: " << e.what() << "\n";

@@ -24,7 +24,8 @@ expand the strategy into a task DAG and simulate one training step on the cluste
                           nodes as contending flows; full: every collective step a flow
 --layer-group N           layers per compute task (default: chosen to bound the task count)
 --quiet                   print only the simulation summary, not the analytic table
---force                   simulate even when the step would expand to more than 20 million compute tasks
+--force                   simulate even past the size limits: 20 million compute tasks, an estimated 20 min of host
+                          time, 16 GB of memory or a 4 GB trace (a warning past 1 min, 2 GB, 500 MB)
 --reproducible            zero host-measured fields (wall time) so equal inputs give identical reports
 )";
 
@@ -76,6 +77,9 @@ int run(const Args& args) {
   if (!e.pipeline.is_null()) return run_abstract(args, e);
   const SimulationInput in = resolve_simulation(std::move(e));
   const bool pictures = args.has("--trace") || args.has("--svg");
+  settings.trace = args.has("--trace");
+  // Before the device list below (one entry per device) is built for a mesh too large to expand.
+  check_expandable(in.experiment, settings);
   TraceOptions options;
   if (pictures) options = trace_options(args, device_infos(in.experiment, in.cluster));
   settings.traced_devices = options.devices;

@@ -59,6 +59,17 @@ void resolve(Experiment& e) {
           "strategy.microbatches x training.micro_batch x strategy.dp = " + std::to_string(s.microbatches) + " x " +
           std::to_string(t.micro_batch) + " x " + std::to_string(s.dp) + " overflows a 64-bit count");
   }
+  if (s.microbatches > kMaxMicrobatches)
+    throw InputError("strategy.microbatches = " + std::to_string(s.microbatches) +
+                     " micro-batches per step per pipeline is more than the " + std::to_string(kMaxMicrobatches) +
+                     " placesim accepts");
+  // One micro-batch's activation tensor (tokens x hidden) is the largest element count the memory, traffic and task
+  // sizes multiply; bounding it keeps their 64-bit products exact.
+  if (!e.model.opaque() && static_cast<long double>(e.model.seq_len) * t.micro_batch * e.model.hidden >
+                               static_cast<long double>(kMaxCountedElems))
+    throw InputError("model.seq_len x training.micro_batch x model.hidden = " + std::to_string(e.model.seq_len) +
+                     " x " + std::to_string(t.micro_batch) + " x " + std::to_string(e.model.hidden) +
+                     " elements in one activation tensor is more than the 2^50 (1.1e15) placesim counts exactly");
   if (s.noam == 0) s.noam = s.pp;
   // Recompute and the activation placement say the same thing twice; make them agree. An explicit
   // training.recompute wins over the placement (which may come from a preset such as megatron-3d).

@@ -56,6 +56,9 @@ struct StrategySpec {
 
 /// The largest mesh accepted (2^31 - 1 devices): larger products of degrees are refused, never wrapped.
 inline constexpr std::int64_t kMaxDevices = 2147483647;
+/// Most micro-batches per step per pipeline placesim accepts (the schedules index them with products of chunks and
+/// stages).
+inline constexpr std::int64_t kMaxMicrobatches = 2147483647;
 
 /// A strategy preset's placement table: per state, its mode along each mesh axis (dp_shard, dp_replicate, tp, pp).
 struct PresetTable {

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "workloads/json/Numbers.hpp"
+
 namespace placesim {
 
 namespace {
@@ -129,10 +131,40 @@ SweepAxis parse_axis(const std::string& key, const OrderedJson& spec) {
   return axis;
 }
 
+// How many values an axis will have, counted from its list or range bounds without building them; 1 for a malformed
+// range (parse_axis refuses it with the precise reason).
+double axis_count(const OrderedJson& spec) {
+  if (spec.is_array()) return static_cast<double>(spec.size());
+  if (!spec.is_object()) return 1;
+  auto number = [&](const char* key) {
+    auto it = spec.find(key);
+    return it != spec.end() && it->is_number() ? it->get<double>() : std::nan("");
+  };
+  const double from = number("from"), to = number("to"), step = number("step"), times = number("times");
+  if (step > 0 && to >= from) return std::floor((to - from) / step * (1 + 1e-12) + 1e-9) + 1;
+  if (times > 1 && from > 0 && to >= from) return std::floor(std::log(to * (1 + 1e-12) / from) / std::log(times)) + 1;
+  return 1;
+}
+
 std::vector<SweepAxis> parse_axes(const OrderedJson& axes) {
   if (!axes.is_object() || axes.empty())
     throw InputError("axes=" + show(plain(axes)) +
                      " must be an object of \"field.path\": values with at least one axis");
+  // Counted before any value is built: a sweep too large to enumerate is refused without allocating it.
+  double points = 1, values = 0;
+  std::string sizes;
+  for (const auto& [key, spec] : axes.items()) {
+    const double n = axis_count(spec);
+    points *= n;
+    values += n;
+    sizes += (sizes.empty() ? "" : " x ") + format_significant(n, 3);
+  }
+  if (!(points <= static_cast<double>(kMaxPoints)))
+    throw InputError("axes: the sweep has " + sizes + " = " + format_significant(points, 3) +
+                     " points, more than the 2^53 that can be enumerated");
+  if (!(values <= static_cast<double>(kMaxAxisValues)))
+    throw InputError("axes: the axes hold " + format_significant(values, 3) + " values together, more than the " +
+                     std::to_string(kMaxAxisValues) + " placesim builds");
   std::vector<SweepAxis> out;
   std::set<std::string> seen;
   for (const auto& [key, spec] : axes.items()) {

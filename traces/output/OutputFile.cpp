@@ -1,9 +1,11 @@
 #include "traces/output/OutputFile.hpp"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <istream>
 #include <iterator>
 #include <stdexcept>
@@ -77,7 +79,8 @@ void OutputFile::close() {
     failed_ = std::fclose(file_) != 0 || failed_;
     file_ = nullptr;
   }
-  if (failed_) throw std::runtime_error("writing '" + path_ + "' failed");
+  // A full disk or a vanished directory is the environment's doing, not a bug: a refusal (exit 2) like an open error.
+  if (failed_) throw InputError("writing '" + path_ + "' failed: " + std::strerror(errno ? errno : EIO));
 }
 
 GzReadBuffer::GzReadBuffer(const std::string& path) : path_(path), data_(new char[kBufferBytes]) {
@@ -97,6 +100,23 @@ GzReadBuffer::int_type GzReadBuffer::underflow() {
   if (n == 0) return traits_type::eof();
   setg(data_.get(), data_.get(), data_.get() + n);
   return traits_type::to_int_type(*gptr());
+}
+
+void check_output_path(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path == "-") return;
+  auto refuse = [&](const std::string& why) { throw InputError(flag + "=" + path + ": " + why); };
+  if (path.empty()) refuse("an empty path");
+  std::error_code ec;
+  const fs::path p(path);
+  const fs::file_status status = fs::status(p, ec);
+  if (fs::is_directory(status)) refuse("is a directory, not a file");
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) refuse("its directory '" + dir.string() + "' does not exist");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    refuse("its directory '" + dir.string() + "' is not writable: " + std::strerror(errno));
+  if (fs::exists(status) && ::access(p.c_str(), W_OK) != 0)
+    refuse(std::string("cannot be written: ") + std::strerror(errno));
 }
 
 std::string read_text_file(const std::string& path) {

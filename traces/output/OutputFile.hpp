@@ -53,4 +53,9 @@ class GzReadBuffer : public std::streambuf {
 /// The whole (decompressed) text of a file.
 std::string read_text_file(const std::string& path);
 
+/// Refuses (InputError naming `flag`) an output path that cannot be written, before any work is done: "-" is stdout;
+/// otherwise its directory must exist, be a directory and be writable, and the path must not be a directory or a
+/// read-only file. Nothing is created.
+void check_output_path(const std::string& flag, const std::string& path);
+
 }  // namespace placesim

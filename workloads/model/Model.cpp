@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "workloads/json/Numbers.hpp"
 #include "workloads/model/ModelPresets.hpp"
 
 namespace placesim {
@@ -76,6 +77,31 @@ void apply_family_defaults(ModelSpec& m) {
   }
 }
 
+// A positive model dimension up to kMaxModelDim (a default is taken as given).
+std::int64_t get_dim(ObjectReader& r, const char* key, std::int64_t fallback) {
+  const std::int64_t v = r.get_positive_int(key, fallback);
+  if (r.has(key) && v > kMaxModelDim)
+    throw InputError(r.field(key) + "=" + std::to_string(v) +
+                     " is above the largest model dimension placesim accepts (" + std::to_string(kMaxModelDim) + ")");
+  return v;
+}
+
+// The parameter count, computed in long double (exact for these sizes) before any 64-bit product is formed, must stay
+// within kMaxCountedElems; the refusal names the shape fields that make it.
+void check_parameter_count(const ModelSpec& m, const ObjectReader& r) {
+  using L = long double;
+  const L h = m.hidden, f = m.ffn, kv = L(m.kv_heads) * L(m.hidden / m.heads);
+  const L layer = 2 * h * h + 2 * h * kv + (m.gated_mlp ? 3 : 2) * h * f + 8 * h + 2 * kv + f;
+  const L positions = m.learned_positions ? L(m.max_positions > 0 ? m.max_positions : m.seq_len) * h : 0;
+  const L total = L(m.layers) * layer + 2 * L(m.vocab) * h + positions + 2 * h;
+  if (layer > L(kMaxCountedElems) || total > L(kMaxCountedElems))
+    throw InputError("the model shape " + r.field("layers") + "=" + std::to_string(m.layers) + ", " +
+                     r.field("hidden") + "=" + std::to_string(m.hidden) + ", " + r.field("ffn") + "=" +
+                     std::to_string(m.ffn) + ", " + r.field("vocab") + "=" + std::to_string(m.vocab) + " gives about " +
+                     format_significant(static_cast<double>(total), 3) +
+                     " parameters, more than the 2^50 (1.1e15) placesim counts exactly");
+}
+
 ModelSpec read_model_object(const Json& object, const std::string& path) {
   ObjectReader r(object, path);
   ModelSpec m;
@@ -84,8 +110,11 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
   r.skip("hf_config");
   if (r.has("parameters")) {
     m.opaque_parameters = r.get_positive("parameters", 0);
+    if (m.opaque_parameters > static_cast<double>(kMaxCountedElems))
+      throw InputError(r.field("parameters") + "=" + format_significant(m.opaque_parameters, 3) +
+                       " is more than the 2^50 (1.1e15) parameters placesim counts exactly");
     // An opaque model may say how many layers it has (the units ZeRO-3 gathers), nothing else.
-    m.opaque_layers = r.get_positive_int("layers", 0);
+    m.opaque_layers = get_dim(r, "layers", 0);
     r.finish();
     return m;
   }
@@ -95,15 +124,15 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
     throw InputError(path +
                      " needs either \"parameters\" (opaque model) or a transformer shape "
                      "(layers, hidden, heads, vocab, seq_len), or a \"preset\"");
-  m.layers = r.get_positive_int("layers", 0);
-  m.hidden = r.get_positive_int("hidden", 0);
-  m.heads = r.get_positive_int("heads", 0);
+  m.layers = get_dim(r, "layers", 0);
+  m.hidden = get_dim(r, "hidden", 0);
+  m.heads = get_dim(r, "heads", 0);
   for (const char* key : {"layers", "hidden", "heads", "vocab", "seq_len"}) r.require(key);
-  m.kv_heads = r.get_positive_int("kv_heads", m.heads);
-  m.ffn = r.get_positive_int("ffn", 4 * m.hidden);
-  m.vocab = r.get_positive_int("vocab", 0);
-  m.seq_len = r.get_positive_int("seq_len", 0);
-  m.max_positions = r.get_positive_int("max_positions", 0);
+  m.kv_heads = get_dim(r, "kv_heads", m.heads);
+  m.ffn = get_dim(r, "ffn", 4 * m.hidden);
+  m.vocab = get_dim(r, "vocab", 0);
+  m.seq_len = get_dim(r, "seq_len", 0);
+  m.max_positions = get_dim(r, "max_positions", 0);
   m.gated_mlp = r.get_bool("gated_mlp", m.gated_mlp);
   m.bias = r.get_bool("bias", m.bias);
   m.learned_positions = r.get_bool("learned_positions", m.learned_positions);
@@ -121,6 +150,7 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
   if (m.heads % m.kv_heads != 0)
     throw InputError(r.field("heads") + "=" + std::to_string(m.heads) + " is not divisible by " + r.field("kv_heads") +
                      "=" + std::to_string(m.kv_heads));
+  check_parameter_count(m, r);
   return m;
 }
 

@@ -22,11 +22,11 @@ struct ModelSpec {
   std::int64_t kv_heads = 0;  ///< key/value heads (GQA); defaults to heads
   std::int64_t ffn = 0;       ///< MLP inner size; defaults to 4 * hidden
   std::int64_t vocab = 0;
-  std::int64_t seq_len = 0;          ///< training sequence length
-  std::int64_t max_positions = 0;    ///< the context the model was built for (0: unknown); learned positions size to it
-  std::string seq_len_source;        ///< how seq_len was chosen when the input did not give it (else empty)
-  bool gated_mlp = false;  ///< three MLP matrices (SwiGLU) instead of two
-  bool bias = true;        ///< linear layers and norms carry biases
+  std::int64_t seq_len = 0;        ///< training sequence length
+  std::int64_t max_positions = 0;  ///< the context the model was built for (0: unknown); learned positions size to it
+  std::string seq_len_source;      ///< how seq_len was chosen when the input did not give it (else empty)
+  bool gated_mlp = false;          ///< three MLP matrices (SwiGLU) instead of two
+  bool bias = true;                ///< linear layers and norms carry biases
   bool learned_positions = true;
   bool tied_embeddings = true;
   bool dropout = true;             ///< dropout masks are stored (Korthikanti's formulas assume so)
@@ -47,6 +47,12 @@ struct LayerParams {
 };
 
 LayerParams layer_params(const ModelSpec& m);
+/// Largest model dimension (layers, hidden, heads, ffn, vocab, seq_len, max_positions) placesim accepts: 2^31 - 1.
+inline constexpr std::int64_t kMaxModelDim = 2147483647;
+/// Largest element count placesim derives (parameters of a model, elements of one micro-batch's activation tensor):
+/// 2^50 (1.1e15). Below it every product of an element count with byte widths, degrees up to kMaxModelDim and the
+/// small factors of the memory and traffic formulas stays inside 64-bit integers; above it no real model lies.
+inline constexpr std::int64_t kMaxCountedElems = std::int64_t{1} << 50;
 /// Word embedding (vocab-parallel over tp).
 std::int64_t word_embedding_params(const ModelSpec& m);
 /// Learned position embedding (replicated over tp), 0 for rotary models.
