@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "strategies/sweep/SweepPoint.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"
 
@@ -154,4 +155,47 @@ TEST_CASE("Output paths are checked before any work, and a failed write is a ref
   // /dev/full accepts the open and fails every write: the trace's close reports it as a refusal (exit 2).
   CHECK(run_placesim("simulate examples/small-3d-1f1b.json --quiet --trace /dev/full", &out) == 2);
   CHECK_THAT(out, Catch::Contains("writing '/dev/full' failed: No space left on device"));
+}
+
+// Found by the fuzzer (tests/fuzz): a --set value that is not JSON is taken as a string, and one with bytes that are
+// not UTF-8 made every later dump() of it (the error message, the report) throw nlohmann's type_error: exit 1.
+TEST_CASE("A --set value that is not valid UTF-8 is refused naming the byte") {
+  CHECK(invalid_utf8_at("plain ascii") == std::string::npos);
+  CHECK(invalid_utf8_at("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") == std::string::npos);  // é, €, an emoji
+  CHECK(invalid_utf8_at("ab\xFF") == 2);                                                     // never a lead byte
+  CHECK(invalid_utf8_at("ab\xC3") == 2);                                                     // cut short
+  CHECK(invalid_utf8_at("\xC0\xAF") == 0);                                                   // overlong '/'
+  CHECK(invalid_utf8_at("x\xED\xA0\x80") == 1);                                              // a UTF-16 surrogate
+  CHECK(invalid_utf8_at("\xF4\x90\x80\x80") == 0);                                           // past U+10FFFF
+  CHECK_THROWS_WITH(parse_cli_value("fi\xB2"
+                                    "delity"),
+                    "--set value: byte 3 is not valid UTF-8");
+  std::string out;
+  CHECK(run_placesim("analyze examples/small-3d-1f1b.json --set 'model.name=ab\xFF'", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("--set value: byte 3 is not valid UTF-8"));
+  // A message about another bad value never fails itself: invalid bytes print as replacement characters.
+  CHECK(show(Json::array({std::string("a\xFF")})) == "[\"a\xEF\xBF\xBD\"]");
+}
+
+// Found by the fuzzer: a sweep whose base had a misspelt top-level key ("treining") and whose first point failed on
+// another field (so the load-time check, which parses the first point, never reached the unknown key) passed its other
+// points on the section-cached path, while parsing them whole refused them. The base's keys are now checked on their
+// own, and the cached path leaves any other top-level key to the whole parser.
+TEST_CASE("A sweep base with an unknown top-level key is refused, whatever its first point") {
+  const std::string text = R"({"base": {"model": "gpt-7.5b", "strategy": "zero3", "treining": {"global_batch": 32}},
+                               "axes": {"strategy.schedule": ["bogus", "1f1b"]}})";
+  CHECK_THROWS_WITH(parse_sweep_text(text, "typo.json", ""),
+                    Catch::Contains("base: unknown key treining (did you mean 'training'?)"));
+  // The evaluator itself, given such a spec, agrees on both paths.
+  SweepSpec spec = parse_sweep_text(R"({"base": {"model": "gpt-7.5b", "strategy": "zero3"},
+                                        "axes": {"strategy.schedule": ["bogus", "1f1b"]}})",
+                                    "typo.json", "");
+  spec.base["treining"] = Json{{"global_batch", 32}};
+  for (bool reuse : {true, false}) {
+    INFO("reuse_sections " << reuse);
+    PointEvaluator ev(spec, 0, reuse);
+    const PointOutcome o = ev.evaluate(1);
+    CHECK(o.status == PointStatus::Invalid);
+    CHECK(o.reason == "unknown key treining (did you mean 'training'?)");
+  }
 }

@@ -72,7 +72,8 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
 
 std::string show(const Json& value) {
   if (value.is_string()) return value.get<std::string>();
-  std::string text = value.dump();
+  // Replacement characters for invalid UTF-8: a message about a bad value must never fail itself.
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
 }
@@ -444,8 +445,33 @@ void set_path(Json& root, const std::string& path, Json value) {
 Json parse_cli_value(const std::string& text) {
   check_json_structure(text, "--set value");
   Json parsed = Json::parse(text, nullptr, false);
-  if (parsed.is_discarded()) return Json(text);
-  return parsed;
+  if (!parsed.is_discarded()) return parsed;
+  // Taken as a plain string: it must be text the reports can carry (JSON strings are UTF-8).
+  if (std::size_t bad = invalid_utf8_at(text); bad != std::string::npos)
+    throw InputError("--set value: byte " + std::to_string(bad + 1) + " is not valid UTF-8");
+  return Json(text);
+}
+
+std::size_t invalid_utf8_at(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // Continuation bytes after the lead: 0 (ASCII), 1, 2 or 3; C0, C1 and F5..FF never start a character.
+    const std::size_t n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : 4;
+    if (n == 4 || c == 0xC0 || c == 0xC1 || c > 0xF4) return i;
+    std::uint32_t cp = n == 0 ? c : c & (0x3F >> n);
+    for (std::size_t k = 1; k <= n; ++k) {
+      if (i + k >= text.size()) return i;
+      const auto d = static_cast<unsigned char>(text[i + k]);
+      if ((d >> 6) != 0x2) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8.
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+      return i;
+    i += n + 1;
+  }
+  return std::string::npos;
 }
 
 }  // namespace placesim

@@ -124,5 +124,7 @@ void set_path(Json& root, const std::string& path, Json value);
 
 /// Parses a command-line value: JSON when it is valid JSON (numbers, true, [..], {..}), else the plain string.
 Json parse_cli_value(const std::string& text);
+/// The offset of the first byte of `text` that does not belong to a valid UTF-8 character, or npos.
+std::size_t invalid_utf8_at(std::string_view text);
 
 }  // namespace placesim
