@@ -104,6 +104,11 @@ const Value& checked(const typename SectionCache<Value>::Entry& entry) {
 bool sections_apply(const SweepSpec& spec) {
   const Json& base = spec.base;
   if (base.contains("pipeline") || (base.contains("name") && !base["name"].is_string())) return false;
+  // Any other top-level key (a typo such as "treining", or a convergence section) is the whole parser's to judge.
+  for (const auto& [key, value] : base.items())
+    if (key != "name" && key != "description" && key != "model" && key != "training" && key != "strategy" &&
+        key != "cluster")
+      return false;
   std::vector<std::string> swept;
   for (const auto& path : spec.paths()) swept.push_back(section_of(path));
   for (const auto& s : swept)
