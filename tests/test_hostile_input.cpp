@@ -199,3 +199,24 @@ TEST_CASE("A sweep base with an unknown top-level key is refused, whatever its f
     CHECK(o.reason == "unknown key treining (did you mean 'training'?)");
   }
 }
+
+// Found by the fuzzer's boundary seeds: 4 x n_embd of a GPT-2 config without n_inner, and from + k x step of an
+// integer sweep range, were signed 64-bit overflows (UB; a wrapped value in a release build).
+TEST_CASE("Integer products in a GPT-2 import and in sweep ranges never wrap") {
+  std::string config =
+      write_temp("gpt2-config.json", R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 4611686018427387904,
+      "n_head": 2, "vocab_size": 100, "n_positions": 64})");
+  std::string out;
+  CHECK(run_placesim("analyze --model-hf " + config + " --strategy dp", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("model.hidden=4611686018427387904 is above the largest model dimension"));
+  // Without n_inner the MLP is 4 x hidden, as before (GPT-2 small: 3072).
+  config = write_temp("gpt2-small.json", R"({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12,
+      "vocab_size": 50257, "n_positions": 1024, "n_inner": null})");
+  CHECK(run_placesim("analyze --model-hf " + config + " --strategy dp", &out) == 0);
+  CHECK_THAT(out, Catch::Contains("\"ffn\": 3072"));
+  CHECK_THROWS_WITH(parse_sweep_text(R"({"base": {"model": "gpt-7.5b", "strategy": "dp"},
+      "axes": {"training.global_batch": {"from": 1, "to": 9223372036854775807, "step": 9223372036854775807}}})",
+                                     "range.json", ""),
+                    Catch::Contains("axes.training.global_batch: value 2 of the range (from 1 by 9223372036854775807) "
+                                    "is beyond 64-bit integers"));
+}

@@ -54,10 +54,14 @@ std::vector<Json> arithmetic_range(const Json& spec, double from, double to, con
   values.reserve(count);
   bool integral = spec["from"].is_number_integer() && step_json.is_number_integer();
   for (std::uint64_t k = 0; k < count; ++k) {
-    if (integral)
-      values.emplace_back(spec["from"].get<std::int64_t>() +
-                          static_cast<std::int64_t>(k) * step_json.get<std::int64_t>());
-    else
+    if (integral) {
+      std::int64_t offset = 0, value = 0;
+      if (__builtin_mul_overflow(static_cast<std::int64_t>(k), step_json.get<std::int64_t>(), &offset) ||
+          __builtin_add_overflow(spec["from"].get<std::int64_t>(), offset, &value))
+        throw InputError(field + ": value " + std::to_string(k + 1) + " of the range (from " + show(spec["from"]) +
+                         " by " + show(step_json) + ") is beyond 64-bit integers");
+      values.emplace_back(value);
+    } else
       values.emplace_back(from + static_cast<double>(k) * step);  // from + k*step does not accumulate rounding
   }
   return values;

@@ -52,7 +52,11 @@ Json hf_config_to_model_json(const Json& config, const std::string& origin) {
     m["layers"] = hf_int(config, "n_layer", origin);
     m["hidden"] = hf_int(config, "n_embd", origin);
     m["heads"] = hf_int(config, "n_head", origin);
-    m["ffn"] = hf_int_or(config, "n_inner", 4 * m["hidden"].get<std::int64_t>());
+    // Without n_inner (null in GPT-2's own configs) the model's default 4 x hidden applies, computed only after the
+    // model reader has bounded hidden (4 x an unchecked n_embd could overflow).
+    // A null ffn removes any preset's when merged, so the default applies as the import intends.
+    auto inner = config.find("n_inner");
+    m["ffn"] = inner != config.end() && inner->is_number_integer() ? *inner : Json(nullptr);
     m["vocab"] = hf_int(config, "vocab_size", origin);
     m["max_positions"] = hf_int(config, "n_positions", origin);
     m["tied_embeddings"] = hf_bool_or(config, "tie_word_embeddings", true);
