@@ -60,3 +60,14 @@ TEST_CASE("The simulation estimate counts the timers and trace events the run th
   CHECK(est.longest_compute_s > 0);
   CHECK(est.longest_compute_s <= 1.0);  // a 10-layer model with hidden 512: milliseconds
 }
+
+// With --trace-detail fine a decomposed collective records each ring step, an exact one still one record a member.
+TEST_CASE("The trace estimate at fine detail counts the records the run then has", "[task-limit]") {
+  const SimulationInput in = resolve_simulation(load_experiment(kSmall3d));
+  const TaskGraph g = expand(in.experiment, simulated_network(in.cluster), {});
+  SimOptions o;
+  o.fine = true;
+  const SimulationEstimate est = estimate_simulation(g, simulated_network(in.cluster), o, true);
+  const SimResult r = simulate(g, simulated_network(in.cluster), o);
+  CHECK(est.trace_bytes == 400.0 * static_cast<double>(r.record.tasks.size()));
+}

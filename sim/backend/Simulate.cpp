@@ -126,11 +126,14 @@ SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c,
             bool one_node = true;
             for (int x : members) one_node = one_node && std::floor(x / gpn) == std::floor(members.front() / gpn);
             // Decomposed into ring steps (an upper bound: latency-bound and NVLS collectives stay one timer).
-            if (o.fidelity == Fidelity::Full || (o.fidelity == Fidelity::Flow && !one_node))
+            const bool decomposed = o.fidelity == Fidelity::Full || (o.fidelity == Fidelity::Flow && !one_node);
+            if (decomposed)
               est.flows += static_cast<double>(detail::ring_steps(b.op, n)) * b.repeat * n;
             else
               est.timers += 1;
-            for (int x : members) events += recorded(x) * (o.fine ? detail::ring_steps(b.op, n) * b.repeat : 1);
+            // Fine detail records each ring step of a decomposed collective; an exact delay is one record a member.
+            const int per_member = o.fine && decomposed ? detail::ring_steps(b.op, n) * b.repeat : 1;
+            for (int x : members) events += recorded(x) * per_member;
             const double bytes = static_cast<double>(b.elems) * b.elem_bytes;
             transfer(bytes * detail::ring_steps(b.op, n) / n * b.repeat, one_node ? c.nvlink_bw_Bps : device_bw,
                      one_node ? "cluster.nvlink_bw" : device_bw_field, "a collective");
@@ -179,11 +182,12 @@ void check_estimate(const SimulationEstimate& est, const Experiment& e, const Cl
   const std::string counts = format_significant(est.flows, 3) + " flows and " + format_significant(est.timers, 3) +
                              " timers from " + format_significant(est.tasks, 3) + " tasks";
   if (!over.empty() && !force)
-    throw InputError("simulating this step would take " + joined(over) + " (" + counts +
-                     "), beyond placesim's limits (" + seconds_text(kMaxSimSeconds) + ", " +
-                     format_bytes(kMaxSimMemoryBytes) + " of memory, a " + format_bytes(kMaxTraceBytes) +
-                     " trace). Use --force to simulate anyway, --fidelity analytic to make collectives single "
-                     "timers, or analyze it instead");
+    throw InputError(
+        "simulating this step would take " + joined(over) + " (" + counts + "), beyond placesim's limits (" +
+        seconds_text(kMaxSimSeconds) + ", " + format_bytes(kMaxSimMemoryBytes) + " of memory, a " +
+        format_bytes(kMaxTraceBytes) +
+        " trace). Use --force (placesim simulate) to simulate anyway, --fidelity analytic to make collectives single "
+        "timers, or analyze it instead");
   for (const auto& parts : {over, warn})
     if (!parts.empty())
       std::cerr << "warning: simulating this step will take " << joined(parts) << " (" << counts << ")\n";
