@@ -57,18 +57,22 @@ void OutputFile::flush_buffer() {
     buffer_.clear();
     return;
   }
+  errno = 0;
   if (gz_) {
     failed_ = gzwrite(static_cast<gzFile>(gz_), buffer_.data(), static_cast<unsigned>(buffer_.size())) !=
               static_cast<int>(buffer_.size());
   } else if (file_) {
     failed_ = std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size();
   }
+  if (failed_) error_ = errno ? errno : EIO;
   buffer_.clear();
 }
 
 void OutputFile::close() {
   if (!gz_ && !file_) return;
   flush_buffer();
+  const bool before = failed_;
+  errno = 0;
   if (gz_) {
     failed_ = gzclose(static_cast<gzFile>(gz_)) != Z_OK || failed_;
     gz_ = nullptr;
@@ -79,8 +83,9 @@ void OutputFile::close() {
     failed_ = std::fclose(file_) != 0 || failed_;
     file_ = nullptr;
   }
+  if (failed_ && !before) error_ = errno ? errno : EIO;  // the first failure's reason is the one reported
   // A full disk or a vanished directory is the environment's doing, not a bug: a refusal (exit 2) like an open error.
-  if (failed_) throw InputError("writing '" + path_ + "' failed: " + std::strerror(errno ? errno : EIO));
+  if (failed_) throw InputError("writing '" + path_ + "' failed: " + std::strerror(error_));
 }
 
 GzReadBuffer::GzReadBuffer(const std::string& path) : path_(path), data_(new char[kBufferBytes]) {
@@ -111,12 +116,16 @@ void check_output_path(const std::string& flag, const std::string& path) {
   const fs::path p(path);
   const fs::file_status status = fs::status(p, ec);
   if (fs::is_directory(status)) refuse("is a directory, not a file");
+  // An existing file (or device: /dev/stdout, /dev/fd/63) only needs to be writable itself; a new one needs a
+  // writable directory. (The writers that rename a temporary over the path also create it in that directory.)
+  if (fs::exists(status)) {
+    if (::access(p.c_str(), W_OK) != 0) refuse(std::string("cannot be written: ") + std::strerror(errno));
+    return;
+  }
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) refuse("its directory '" + dir.string() + "' does not exist");
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     refuse("its directory '" + dir.string() + "' is not writable: " + std::strerror(errno));
-  if (fs::exists(status) && ::access(p.c_str(), W_OK) != 0)
-    refuse(std::string("cannot be written: ") + std::strerror(errno));
 }
 
 std::string read_text_file(const std::string& path) {

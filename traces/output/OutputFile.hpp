@@ -18,8 +18,8 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
 
   void write(std::string_view text);
-  /// Flushes and closes, throwing std::runtime_error naming the path if anything failed (disk full...).
-  /// The destructor closes too, silently, for the unwinding case.
+  /// Flushes and closes, throwing InputError naming the path and the first failure's reason if anything failed (disk
+  /// full...). The destructor closes too, silently, for the unwinding case.
   void close();
 
  private:
@@ -30,6 +30,7 @@ class OutputFile {
   std::FILE* file_ = nullptr;
   void* gz_ = nullptr;  ///< gzFile; void* keeps zlib.h out of this header
   bool failed_ = false;
+  int error_ = 0;  ///< errno of the first failed write or close
 };
 
 /// A std::streambuf reading a file through zlib: gunzips gzip files and passes plain files through unchanged.
