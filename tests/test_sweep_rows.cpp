@@ -134,6 +134,13 @@ TEST_CASE("Resume streams the results file across read buffers and removes stale
   CHECK(std::filesystem::file_size(path) == complete);  // the cut line is truncated
   CHECK_FALSE(std::filesystem::exists(path + ".tmp4194303"));
   CHECK(std::filesystem::exists(path + ".tmpx"));
+  // A file that is one 3 MB cut line holds no row: nothing kept but its head, the file emptied.
+  test::write(path, std::string(3 << 20, 'x'));
+  {
+    ResultsFile file(path, true, false);
+    CHECK(file.resume(expected).done.empty());
+  }
+  CHECK(std::filesystem::file_size(path) == 0);
   // The same checks as scan_results, now per streamed line: a foreign row names its line number.
   test::write(path, text + "{\"index\":7,\"point\":{\"a\":8},\"status\":\"ok\"}\n");
   ResultsFile file(path, true, false);

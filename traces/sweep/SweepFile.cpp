@@ -164,7 +164,11 @@ ResumeScan ResultsFile::resume(const ExpectedPrefix& expected) {
   // kept (8 bytes a row).
   ResumeScanner scanner(expected, path_);
   std::vector<char> buffer(1 << 20);
-  std::string partial;  // the start of a line the previous read cut
+  // The start of a line the previous read cut, capped: the index and the expected prefix are at its head, so a
+  // huge line (or a file without any '\n') never has to be held whole.
+  constexpr std::size_t kHeadBytes = 1 << 16;
+  std::string partial;
+  bool in_line = false;  // a line is cut at the end of the previous read (partial holds its head)
   std::uint64_t complete_bytes = 0;
   for (off_t offset = 0;;) {
     ssize_t n = ::pread(fd_, buffer.data(), buffer.size(), offset);
@@ -173,21 +177,25 @@ ResumeScan ResultsFile::resume(const ExpectedPrefix& expected) {
     if (n == 0) break;
     std::string_view chunk(buffer.data(), static_cast<std::size_t>(n));
     for (std::size_t nl = chunk.find('\n'); nl != std::string_view::npos; nl = chunk.find('\n')) {
-      if (partial.empty()) {
+      if (!in_line) {
         scanner.line(chunk.substr(0, nl));
       } else {
-        partial.append(chunk.substr(0, nl));
+        partial.append(chunk.substr(0, std::min(nl, kHeadBytes - std::min(kHeadBytes, partial.size()))));
         scanner.line(partial);
         partial.clear();
+        in_line = false;
       }
       complete_bytes = static_cast<std::uint64_t>(offset) + (chunk.data() - buffer.data()) + nl + 1;
       chunk.remove_prefix(nl + 1);
     }
-    partial.append(chunk);
+    if (!chunk.empty()) {
+      partial.append(chunk.substr(0, kHeadBytes - std::min(kHeadBytes, partial.size())));
+      in_line = true;
+    }
     offset += n;
   }
   ResumeScan scan = scanner.finish(complete_bytes);
-  if (!partial.empty() && ::ftruncate(fd_, static_cast<off_t>(scan.complete_bytes)) != 0)
+  if (in_line && ::ftruncate(fd_, static_cast<off_t>(scan.complete_bytes)) != 0)
     throw InputError(system_error("cannot truncate", path_));
   return scan;
 }
