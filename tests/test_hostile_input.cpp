@@ -219,4 +219,12 @@ TEST_CASE("Integer products in a GPT-2 import and in sweep ranges never wrap") {
                                      "range.json", ""),
                     Catch::Contains("axes.training.global_batch: value 2 of the range (from 1 by 9223372036854775807) "
                                     "is beyond 64-bit integers"));
+  CHECK_THROWS_WITH(parse_sweep_text(R"({"base": {"model": "gpt-7.5b", "strategy": "dp"},
+      "axes": {"training.global_batch": {"from": 1, "to": 1e19, "times": 10}}})",
+                                     "range.json", ""),
+                    Catch::Contains("axes.training.global_batch: value 20 of the range is beyond 64-bit integers"));
+  CHECK_THROWS_WITH(parse_sweep_text(R"({"base": {"model": "gpt-7.5b", "strategy": "dp"},
+      "axes": {"training.global_batch": {"from": 18446744073709551615, "to": 18446744073709551615, "step": 1}}})",
+                                     "range.json", ""),
+                    Catch::Contains("18446744073709551615 is beyond 64-bit signed integers"));
 }

@@ -53,6 +53,9 @@ std::vector<Json> arithmetic_range(const Json& spec, double from, double to, con
   std::vector<Json> values;
   values.reserve(count);
   bool integral = spec["from"].is_number_integer() && step_json.is_number_integer();
+  for (const Json* v : {&spec["from"], &step_json})
+    if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      throw InputError(field + ": " + show(*v) + " is beyond 64-bit signed integers");
   for (std::uint64_t k = 0; k < count; ++k) {
     if (integral) {
       std::int64_t offset = 0, value = 0;
@@ -79,6 +82,9 @@ std::vector<Json> geometric_range(const Json& spec, double from, double to, cons
   std::vector<Json> values;
   for (double v = from; v <= to * (1 + 1e-12); v *= times) {
     checked_count(static_cast<double>(values.size()) + 1, field);
+    if (integral && !(v < 9.2e18))
+      throw InputError(field + ": value " + std::to_string(values.size() + 1) +
+                       " of the range is beyond 64-bit integers");
     if (integral)
       values.emplace_back(static_cast<std::int64_t>(std::llround(v)));
     else
