@@ -18,6 +18,12 @@ namespace placesim::detail {
 
 namespace sg = simgrid::s4u;
 
+/// Whether a ring collective (not latency-bound, not NVLS) runs as contending ring-step flows at `fidelity`: always at
+/// full fidelity, across nodes at flow fidelity, never at analytic fidelity.
+inline bool decomposes(Fidelity fidelity, bool one_node) {
+  return fidelity == Fidelity::Full || (fidelity == Fidelity::Flow && !one_node);
+}
+
 /// The steps of a ring collective on n ranks: 2(n-1) for an all-reduce, n-1 for a gather or scatter.
 inline int ring_steps(CollectiveOp op, int n) {
   return op == CollectiveOp::AllReduce ? 2 * (n - 1) : n - 1;

@@ -126,7 +126,7 @@ SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c,
             bool one_node = true;
             for (int x : members) one_node = one_node && std::floor(x / gpn) == std::floor(members.front() / gpn);
             // Decomposed into ring steps (an upper bound: latency-bound and NVLS collectives stay one timer).
-            const bool decomposed = o.fidelity == Fidelity::Full || (o.fidelity == Fidelity::Flow && !one_node);
+            const bool decomposed = detail::decomposes(o.fidelity, one_node);
             if (decomposed)
               est.flows += static_cast<double>(detail::ring_steps(b.op, n)) * b.repeat * n;
             else
@@ -193,8 +193,9 @@ void check_estimate(const SimulationEstimate& est, const Experiment& e, const Cl
       std::cerr << "warning: simulating this step will take " << joined(parts) << " (" << counts << ")\n";
 }
 
-// Refuses, before expanding, a step whose graph would take minutes to build and simulate.
-void check_task_count(const Experiment& e, const SimulateSettings& settings) {
+}  // namespace
+
+void check_expandable(const Experiment& e, const SimulateSettings& settings) {
   const double tasks = estimated_compute_tasks(e, settings.expand);
   if (settings.force || tasks <= kMaxComputeTasks) return;
   char count[64];
@@ -205,12 +206,6 @@ void check_task_count(const Experiment& e, const SimulateSettings& settings) {
                    std::to_string(layer_group_size(e, settings.expand)) +
                    " layers), more than the limit of 2e+07; that takes minutes and gigabytes. Use --force to "
                    "simulate anyway, or analyze it instead");
-}
-
-}  // namespace
-
-void check_expandable(const Experiment& e, const SimulateSettings& settings) {
-  check_task_count(e, settings);
 }
 
 SimulationRecord pipeline_records(const Experiment& e, const SimulationRecord& all) {
@@ -244,7 +239,7 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   const Experiment& e = in.experiment;
   check_validity(e);
   check_simulatable(e);
-  check_task_count(e, settings);
+  check_expandable(e, settings);
   SimulatedStep step;
   step.experiment = e;
   step.cluster = in.cluster;

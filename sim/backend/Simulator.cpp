@@ -87,8 +87,7 @@ void Runner::start(TaskId id) {
           // A collective NCCL runs with its low-latency protocol is latency-bound (too few bytes to contend) and
           // NVLS reduces inside the switch: both are exact delays at every fidelity.
           const bool ring_flows = !p.low_latency && p.algorithm == CollectiveAlgorithm::Ring;
-          const bool decomposed =
-              o_.fidelity == Fidelity::Full || (o_.fidelity == Fidelity::Flow && !group_ring(b.group).one_node);
+          const bool decomposed = decomposes(o_.fidelity, group_ring(b.group).one_node);
           if (!decomposed || !ring_flows) {
             // A ring across nodes that flow fidelity would decompose holds its NICs for the whole delay; the
             // analytic fidelity gives it their full bandwidth, so overlaps on a NIC are what it leaves out.
