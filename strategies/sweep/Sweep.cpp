@@ -44,12 +44,17 @@ std::uint64_t checked_count(double count, const std::string& field) {
   return static_cast<std::uint64_t>(count);
 }
 
+// Values of the arithmetic range from, from + step, ... up to `to` (inclusive within rounding), step > 0.
+double arithmetic_count(double from, double to, double step) {
+  return std::floor((to - from) / step * (1 + 1e-12) + 1e-9) + 1;
+}
+
 std::vector<Json> arithmetic_range(const Json& spec, double from, double to, const std::string& field) {
   const Json& step_json = spec["step"];
   double step = step_json.get<double>();
   if (!(step > 0))
     throw InputError(field + ".step=" + show(step_json) + " must be positive: the range would never end");
-  std::uint64_t count = checked_count(std::floor((to - from) / step * (1 + 1e-12) + 1e-9) + 1, field);
+  std::uint64_t count = checked_count(arithmetic_count(from, to, step), field);
   std::vector<Json> values;
   values.reserve(count);
   bool integral = spec["from"].is_number_integer() && step_json.is_number_integer();
@@ -151,7 +156,7 @@ double axis_count(const OrderedJson& spec) {
     return it != spec.end() && it->is_number() ? it->get<double>() : std::nan("");
   };
   const double from = number("from"), to = number("to"), step = number("step"), times = number("times");
-  if (step > 0 && to >= from) return std::floor((to - from) / step * (1 + 1e-12) + 1e-9) + 1;
+  if (step > 0 && to >= from) return arithmetic_count(from, to, step);
   if (times > 1 && from > 0 && to >= from) return std::floor(std::log(to * (1 + 1e-12) / from) / std::log(times)) + 1;
   return 1;
 }

@@ -1,7 +1,5 @@
 // Checks a sweep's axis paths against the experiment schema. The schema lives in the strict parsers (ObjectReader
 // refuses keys it never asked for), so a path is checked by setting it and parsing.
-#include <algorithm>
-
 #include "strategies/placement/ClusterFit.hpp"
 #include "strategies/sweep/Sweep.hpp"
 
@@ -72,13 +70,12 @@ Json first_point(const SweepSpec& spec) {
 void validate_axis_paths(const SweepSpec& spec) {
   // The experiment's own sections first: parsing the first point below can stop at another error (a bad value of the
   // first point) before the parser reaches its unknown-key check, and later points would then meet the typo.
-  const std::vector<std::string> sections = {"name",     "description", "model",    "training",
-                                             "strategy", "cluster",     "pipeline", "convergence"};
-  for (const auto& [key, value] : spec.base.items())
-    if (std::find(sections.begin(), sections.end(), key) == sections.end()) {
-      const std::string guess = nearest(key, sections);
-      throw InputError("base: unknown key " + key + (guess.empty() ? "" : " (did you mean '" + guess + "'?)"));
-    }
+  try {
+    ObjectReader(spec.base, "")
+        .finish({"name", "description", "model", "training", "strategy", "cluster", "pipeline", "convergence"});
+  } catch (const InputError& e) {
+    throw InputError(std::string("base: ") + e.what());
+  }
   Json point = first_point(spec);
   for (const SweepAxis& axis : spec.axes) {
     for (std::size_t p = 0; p < axis.paths.size(); ++p) {
