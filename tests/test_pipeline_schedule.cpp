@@ -140,12 +140,83 @@ TEST_CASE("LocalSGD: one micro-batch per replica in flight and an Average on eve
       CHECK(op.weight_version == op.microbatch / 2);
 }
 
-TEST_CASE("Error: interleaving with micro-batches not a multiple of the stages") {
+TEST_CASE("Interleaved with a micro-batch group N: N micro-batches through a chunk, warm-up 2(S-s-1)+(v-1)N") {
+  PipelineShape sh = test::pipeline_shape(Schedule::Interleaved, 2, 4);
+  sh.chunks = 2;
+  sh.microbatches = 6;
+  sh.microbatch_group = 6;  // breadth-first: every micro-batch through chunk 0, then chunk 1
+  PipelineSchedule s = make_schedule(sh, abstract_shape_fields());
+  // One group: every forward first, as Megatron-LM when the micro-batches are one group (all_warmup_microbatches).
+  for (const auto& ops : s.order)
+    CHECK(render(ops, true) ==
+          "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F0.1 F1.1 F2.1 F3.1 F4.1 F5.1 "
+          "B0.1 B1.1 B2.1 B3.1 B4.1 B5.1 B0.0 B1.0 B2.0 B3.0 B4.0 B5.0 A");
+  // 8 micro-batches in groups of 4 on 2 stages: stage 1 warms up with 2(2-1-1) + (2-1)4 = 4 forwards.
+  sh.microbatches = 8;
+  sh.microbatch_group = 4;
+  s = make_schedule(sh, abstract_shape_fields());
+  CHECK(render(s.order[1], true) ==
+        "F0.0 F1.0 F2.0 F3.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4.0 B0.0 F5.0 B1.0 F6.0 B2.0 F7.0 B3.0 "
+        "F4.1 B4.1 F5.1 B5.1 F6.1 B6.1 F7.1 B7.1 B4.0 B5.0 B6.0 B7.0 A");
+  // 5 micro-batches in groups of 3 on 2 stages: (0 1 2) then the last group (3 4), chunk-major in each.
+  sh.microbatches = 5;
+  sh.microbatch_group = 3;
+  s = make_schedule(sh, abstract_shape_fields());
+  CHECK(render(s.order[1], true) ==
+        "F0.0 F1.0 F2.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.0 B0.0 F4.0 B1.0 F3.1 B2.0 F4.1 B3.1 B4.1 B3.0 B4.0 A");
+}
+
+TEST_CASE("Interleaved: every accepted group size runs without deadlock, the refused ones are named") {
+  int accepted = 0, refused = 0;
+  for (int stages = 2; stages <= 5; ++stages)
+    for (int chunks = 2; chunks <= 3; ++chunks)
+      for (int m = 1; m <= 12; ++m)
+        for (int group = 1; group <= 13; ++group) {
+          PipelineShape sh = test::pipeline_shape(Schedule::Interleaved, stages, m, 2);
+          sh.chunks = chunks;
+          sh.microbatch_group = group;
+          PipelineSchedule s;
+          try {
+            s = make_schedule(sh, abstract_shape_fields());
+          } catch (const InputError& e) {
+            ++refused;
+            CHECK(std::string(e.what()).find("pipeline.m") == 0);
+            continue;
+          }
+          ++accepted;
+          CHECK((group >= stages && group <= m && (m % group == 0 || m % group >= stages)));
+          CHECK_NOTHROW(evaluate_pipeline(s, test::pipeline_times(1, 2, 0.25)));
+        }
+  CHECK(accepted > 100);
+  CHECK(refused > 100);
+}
+
+TEST_CASE("Error: interleaving with micro-batches fewer than the stages, or a last group below the stages") {
   Json j = section("interleaved", 4, 6);
   j["chunks"] = 2;
   CHECK(error_of(j) ==
-        "pipeline.microbatches=6 is not a multiple of pipeline.stages=4 (pipeline.schedule=interleaved runs "
-        "micro-batches in groups of one per stage)");
+        "pipeline.microbatches=6 leaves a last group of 2 micro-batches (groups of 4), fewer than pipeline.stages=4 "
+        "(pipeline.schedule=interleaved cannot run a group smaller than the pipeline)");
+  j["microbatch_group"] = 3;
+  CHECK(error_of(j) ==
+        "pipeline.microbatch_group=3 is below pipeline.stages=4 (pipeline.schedule=interleaved needs at least one "
+        "micro-batch per stage in each group, or the first stage waits for a chunk no stage can run yet)");
+  j["microbatch_group"] = 7;
+  CHECK(error_of(j) ==
+        "pipeline.microbatch_group=7 exceeds pipeline.microbatches=6 (pipeline.schedule=interleaved runs groups of "
+        "pipeline.microbatch_group micro-batches through each chunk)");
+  j["microbatch_group"] = 6;  // breadth-first: one group of every micro-batch
+  CHECK(error_of(j) == "no error");
+  Json k = section("interleaved", 4, 2);
+  CHECK(error_of(k) ==
+        "pipeline.microbatch_group=4 exceeds pipeline.microbatches=2 (pipeline.schedule=interleaved runs groups of "
+        "pipeline.microbatch_group micro-batches through each chunk; it defaults to pipeline.stages)");
+}
+
+TEST_CASE("Interleaved without chunks runs 2 chunks, not 1F1B under another name") {
+  Json j = section("interleaved", 2, 4);
+  const Json report = simulate_abstract_pipeline(j, nullptr, nullptr);
+  CHECK(report["pipeline"]["chunks"] == 2);
 }
 
 TEST_CASE("Error: NOAM below 1") {
@@ -206,7 +277,7 @@ TEST_CASE("Errors from a strategy name the strategy fields") {
   s.schedule = Schedule::Interleaved;
   s.chunks = 2;
   CHECK_THROWS_WITH(make_schedule(shape_of(s, 1), strategy_shape_fields()),
-                    Catch::StartsWith("strategy.microbatches=6 is not a multiple of strategy.pp=4"));
+                    Catch::StartsWith("strategy.microbatches=6 leaves a last group of 2 micro-batches"));
   s.schedule = Schedule::LocalSGD;
   s.chunks = 1;
   s.replicas = 4;

@@ -6,11 +6,13 @@ namespace placesim {
 
 namespace {
 
+// The layers of the first model chunk (virtual stage), by which layers are grouped into compute tasks.
 int layers_per_chunk(const Experiment& e) {
   const auto& s = e.strategy;
-  std::int64_t stage_layers = e.model.opaque() ? std::max<std::int64_t>(1, e.model.opaque_layers / s.pp)
-                                               : stage_layer_counts(e.model.layers, s.pp).front();
-  return static_cast<int>(std::max<std::int64_t>(1, stage_layers / s.chunks));
+  if (e.model.opaque())
+    return static_cast<int>(
+        std::max<std::int64_t>(1, std::max<std::int64_t>(1, e.model.opaque_layers / s.pp) / s.chunks));
+  return static_cast<int>(std::max<std::int64_t>(1, virtual_stage_layers(e).front()));
 }
 
 // Compute tasks per layer group: every device runs each pass of each micro-batch on each chunk.
@@ -66,6 +68,8 @@ Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOption
                  e.strategy.schedule == Schedule::Interleaved;
   const bool megatron_p2p = e.strategy.p2p == PipelineP2P::Megatron && pp_ > 1 && !e.model.opaque();
   blocking_p2p_ = megatron_p2p && synchronous_;
+  all_warmup_ = e.strategy.schedule == Schedule::Interleaved && v_ > 1 &&
+                e.strategy.microbatches <= (e.strategy.microbatch_group > 0 ? e.strategy.microbatch_group : pp_);
   scatter_gather_ = megatron_p2p && !e.strategy.sp && tp_ > 1;
   apply_microbatch_.assign(static_cast<std::size_t>(pp_), -1);
   for (int s = 0; s < pp_; ++s) {
@@ -161,8 +165,8 @@ Collective Expander::tp_group_collective(int d, int s, CollectiveOp op, std::int
 
 std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
   const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
-  const int per_chunk = static_cast<int>(std::max<std::int64_t>(1, st.n_layers / v_));
-  const int first = static_cast<int>((chunk * pp_ + s) * per_chunk);
+  const int per_chunk = static_cast<int>(std::max<std::int64_t>(1, st.chunk_layers[static_cast<std::size_t>(chunk)]));
+  const int first = static_cast<int>(st.chunk_first[static_cast<std::size_t>(chunk)]);
   std::vector<LayerGroup> out;
   if (st.bucket_elems > 0) {
     // An opaque model without layers: its stage is gathered and reduced bucket by bucket (no compute to group).

@@ -88,6 +88,9 @@ bool Expander::ends_call(const std::vector<PipeOp>& order, int i) const {
          order[static_cast<std::size_t>(next)].kind != PipeOpKind::Backward)
     ++next;
   if (next == n) return true;
+  // All forwards in the warm-up (one group): Megatron-LM exchanges the last forward's output on its own and receives
+  // the first backward's input in a separate call (all_warmup_microbatches).
+  if (all_warmup_) return true;
   return !(v_ > 1 && order[static_cast<std::size_t>(i)].kind == PipeOpKind::Forward &&
            order[static_cast<std::size_t>(next)].kind == PipeOpKind::Backward);
 }

@@ -177,6 +177,7 @@ class Expander {
   };
   std::map<BoundaryKey, Boundary> boundaries_;
   bool blocking_p2p_ = false;                         // strategy.p2p=megatron on a flush schedule
+  bool all_warmup_ = false;                           // interleaved with one micro-batch group: all forwards first
   bool scatter_gather_ = false;                       // strategy.p2p=megatron without sp, tp > 1
   std::vector<std::vector<BoundaryKey>> call_recvs_;  // per (d, t): the inputs the last exchange received
   // DP gradient buckets per (t, s)

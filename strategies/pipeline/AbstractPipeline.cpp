@@ -42,9 +42,12 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   const bool asynchronous = sh.schedule == Schedule::PipeDream || sh.schedule == Schedule::PipeDream2BW;
   const bool local_sgd = sh.schedule == Schedule::LocalSGD;
   refuse_unless(r, "chunks", sh.schedule == Schedule::Interleaved, "interleaved");
+  refuse_unless(r, "microbatch_group", sh.schedule == Schedule::Interleaved, "interleaved");
   refuse_unless(r, "noam", asynchronous, "pipedream or pipedream-2bw");
   for (const char* key : {"replicas", "local_steps", "average_s"}) refuse_unless(r, key, local_sgd, "localsgd");
-  sh.chunks = r.get_int_in("chunks", 1, 1);
+  // Interleaved without chunks would be 1F1B under another name: 2 chunks, as pipeline-sweep.
+  sh.chunks = r.get_int_in("chunks", sh.schedule == Schedule::Interleaved ? 2 : 1, 1);
+  sh.microbatch_group = r.get_int_in("microbatch_group", 0, 1);
   sh.noam = r.get_int_in("noam", sh.stages, 1);
   sh.replicas = r.get_int_in("replicas", 1, 1);
   sh.local_steps = r.get_int_in("local_steps", 1, 1);

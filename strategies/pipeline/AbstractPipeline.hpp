@@ -18,7 +18,7 @@ struct AbstractPipeline {
 ///
 ///   {"stages": S, "microbatches": M, "forward_s": f, "backward_s": b,            required; counts >= 1, times > 0
 ///    "p2p_s": c, "apply_s": u, "steps": n, "schedule": "1f1b",                 defaults 0, 0, 1, "1f1b"
-///    "chunks": v,                                     interleaved only; default 1
+///    "chunks": v, "microbatch_group": N,              interleaved only; defaults 2, S
 ///    "noam": n,                                       pipedream, pipedream-2bw only; >= 1, default S
 ///    "replicas": R, "local_steps": H, "average_s": a} localsgd only; defaults 1, 1, 0
 AbstractPipeline parse_abstract_pipeline(const Json& section);

@@ -59,11 +59,12 @@ Evaluator::Evaluator(const PipelineSchedule& schedule, const PipelineTimes& time
 
 double Evaluator::duration(const PipeOp& op) const {
   const double v = schedule_.shape.chunks;
+  const auto k = static_cast<std::size_t>(op.virtual_stage(stages_));
   switch (op.kind) {
     case PipeOpKind::Forward:
-      return times_.forward_s / v;
+      return times_.forward_by_virtual_stage.empty() ? times_.forward_s / v : times_.forward_by_virtual_stage.at(k);
     case PipeOpKind::Backward:
-      return times_.backward_s / v;
+      return times_.backward_by_virtual_stage.empty() ? times_.backward_s / v : times_.backward_by_virtual_stage.at(k);
     case PipeOpKind::Apply:
       return times_.apply_s;
     case PipeOpKind::Average:

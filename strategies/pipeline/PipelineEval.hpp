@@ -5,13 +5,16 @@
 
 namespace placesim {
 
-/// Op durations of an abstract pipeline, in seconds. Stages are uniform.
+/// Op durations of an abstract pipeline, in seconds: uniform stages, or one duration per virtual stage.
 struct PipelineTimes {
   double forward_s = 1;   ///< forward of one micro-batch through a whole stage; an interleaved chunk takes 1/v of it
   double backward_s = 1;  ///< backward of one micro-batch through a whole stage; a chunk takes 1/v of it
   double p2p_s = 0;       ///< one activation or gradient transfer between two stages
   double apply_s = 0;     ///< one weight update of a stage
   double average_s = 0;   ///< one LocalSGD averaging of a stage's replicas
+  /// Uneven stages: when not empty, the forward (backward) of one micro-batch through virtual stage k takes
+  /// forward_by_virtual_stage[k] (backward_by_virtual_stage[k]) instead of the uniform share above.
+  std::vector<double> forward_by_virtual_stage, backward_by_virtual_stage;
 };
 
 /// Exact start and end of every op of `schedule` (pure; O(ops)). One compute stream per stage runs its ops in the

@@ -28,13 +28,15 @@ const std::vector<Schedule>& all_schedules() {
 }
 
 ShapeFields strategy_shape_fields() {
-  return {"strategy.schedule", "strategy.pp",   "strategy.microbatches", "steps",
-          "strategy.chunks",   "strategy.noam", "strategy.replicas",     "strategy.local_steps"};
+  return {"strategy.schedule",        "strategy.pp",   "strategy.microbatches", "steps",
+          "strategy.chunks",          "strategy.noam", "strategy.replicas",     "strategy.local_steps",
+          "strategy.microbatch_group"};
 }
 
 ShapeFields abstract_shape_fields() {
-  return {"pipeline.schedule", "pipeline.stages", "pipeline.microbatches", "pipeline.steps",
-          "pipeline.chunks",   "pipeline.noam",   "pipeline.replicas",     "pipeline.local_steps"};
+  return {"pipeline.schedule", "pipeline.stages",      "pipeline.microbatches",
+          "pipeline.steps",    "pipeline.chunks",      "pipeline.noam",
+          "pipeline.replicas", "pipeline.local_steps", "pipeline.microbatch_group"};
 }
 
 namespace {
@@ -47,8 +49,35 @@ int narrow(std::int64_t v, const std::string& field) {
   return static_cast<int>(v);
 }
 
+int group_of(const PipelineShape& sh) {
+  return sh.microbatch_group > 0 ? sh.microbatch_group : sh.stages;
+}
+
 void require_positive(int v, const std::string& field) {
   if (v < 1) throw InputError(field + "=" + std::to_string(v) + " must be a positive integer");
+}
+
+}  // namespace
+
+void check_interleaved_group(const PipelineShape& sh, const ShapeFields& f) {
+  if (sh.schedule != Schedule::Interleaved) return;
+  const std::string schedule = f.schedule + "=" + to_string(sh.schedule);
+  const int group = group_of(sh);
+  if (group < sh.stages)
+    throw InputError(f.microbatch_group + "=" + std::to_string(group) + " is below " + f.stages + "=" +
+                     std::to_string(sh.stages) + " (" + schedule +
+                     " needs at least one micro-batch per stage in each group, or the first stage waits for a "
+                     "chunk no stage can run yet)");
+  if (group > sh.microbatches)
+    throw InputError(f.microbatch_group + "=" + std::to_string(group) + " exceeds " + f.microbatches + "=" +
+                     std::to_string(sh.microbatches) + " (" + schedule + " runs groups of " + f.microbatch_group +
+                     " micro-batches through each chunk" +
+                     (sh.microbatch_group == 0 ? "; it defaults to " + f.stages : std::string()) + ")");
+  if (sh.microbatches % group != 0 && sh.microbatches % group < sh.stages)
+    throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " leaves a last group of " +
+                     std::to_string(sh.microbatches % group) + " micro-batches (groups of " + std::to_string(group) +
+                     "), fewer than " + f.stages + "=" + std::to_string(sh.stages) + " (" + schedule +
+                     " cannot run a group smaller than the pipeline)");
 }
 
 void check_shape(const PipelineShape& sh, const ShapeFields& f) {
@@ -68,10 +97,10 @@ void check_shape(const PipelineShape& sh, const ShapeFields& f) {
                      "=interleaved");
   if (sh.schedule == Schedule::Interleaved && sh.stages < 2)
     throw InputError(schedule + " needs " + f.stages + " >= 2, got " + std::to_string(sh.stages));
-  if (sh.schedule == Schedule::Interleaved && sh.microbatches % sh.stages != 0)
-    throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " is not a multiple of " + f.stages +
-                     "=" + std::to_string(sh.stages) + " (" + schedule +
-                     " runs micro-batches in groups of one per stage)");
+  if (sh.microbatch_group != 0 && sh.schedule != Schedule::Interleaved)
+    throw InputError(f.microbatch_group + "=" + std::to_string(sh.microbatch_group) + " is only meaningful with " +
+                     f.schedule + "=interleaved");
+  check_interleaved_group(sh, f);
   if (sh.schedule == Schedule::PipeDream2BW && sh.microbatches < sh.stages)
     throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " must be at least " + f.stages + "=" +
                      std::to_string(sh.stages) + " (" + schedule + " keeps two weight versions only when a version " +
@@ -85,6 +114,8 @@ void check_shape(const PipelineShape& sh, const ShapeFields& f) {
                      std::to_string(ops / 2) + " forward passes is more than the evaluator accepts (" +
                      std::to_string(kMaxOps / 2) + ")");
 }
+
+namespace {
 
 using Ops = std::vector<PipeOp>;
 
@@ -114,18 +145,17 @@ void push_1f1b(Ops& ops, int stage, int first, int count, int cap) {
   }
 }
 
-// Megatron-LM's interleaved 1F1B (forward_backward_pipelining_with_interleaving). The k-th forward of a stage runs
-// micro-batch (k / (S v)) S + k mod S through chunk (k mod S v) / S; backwards visit the chunks in reverse. Warm-up:
-// 2 (S - s - 1) + (v - 1) S forwards, then one forward and one backward in turn.
-void push_interleaved(Ops& ops, int stage, int stages, int first, int count, int chunks) {
-  const int total = count * chunks, group = stages * chunks;
+// Megatron-LM's interleaved 1F1B (forward_backward_pipelining_with_interleaving), generalised as Megatron-Core's
+// schedule table (microbatch_group_size_per_vp_stage) and the Llama 3 paper's tunable N: micro-batches pass through
+// the chunks in groups of N; backwards visit the chunks in reverse. Warm-up: 2 (S - s - 1) + (v - 1) N forwards,
+// then one forward and one backward in turn.
+void push_interleaved(Ops& ops, int stage, int stages, int first, int count, int chunks, int group) {
+  const int total = count * chunks;
   auto op = [&](PipeOpKind kind, int k) {
-    const int chunk = (k % group) / stages;
-    const int microbatch = first + (k / group) * stages + k % stages;
-    return compute_op(kind, stage, microbatch, kind == PipeOpKind::Forward ? chunk : chunks - 1 - chunk);
+    const InterleavedSlot x = interleaved_slot(k, count, chunks, group);
+    return compute_op(kind, stage, first + x.microbatch, kind == PipeOpKind::Forward ? x.chunk : chunks - 1 - x.chunk);
   };
-  const int warm_up = chunks == 1 ? stages - stage - 1 : 2 * (stages - stage - 1) + (chunks - 1) * stages;
-  const int warm = std::min(warm_up, total);
+  const int warm = interleaved_warmup(stage, stages, count, chunks, group);
   for (int k = 0; k < warm; ++k) ops.push_back(op(PipeOpKind::Forward, k));
   for (int k = 0; k < total; ++k) {
     if (warm + k < total) ops.push_back(op(PipeOpKind::Forward, warm + k));
@@ -162,7 +192,7 @@ Ops segment_compute(const PipelineShape& sh, int stage, Segment seg) {
       push_1f1b(ops, stage, seg.first, seg.count, depth);
       break;
     case Schedule::Interleaved:
-      push_interleaved(ops, stage, sh.stages, seg.first, seg.count, sh.chunks);
+      push_interleaved(ops, stage, sh.stages, seg.first, seg.count, sh.chunks, group_of(sh));
       break;
     case Schedule::PipeDream:
     case Schedule::PipeDream2BW:
@@ -252,6 +282,24 @@ void assign_versions(Ops& ops, const PipelineShape& sh) {
 
 }  // namespace
 
+InterleavedSlot interleaved_slot(int k, int count, int chunks, int group) {
+  const int full = count / group * group;  // micro-batches in full groups
+  if (k < full * chunks) {
+    const int in_group = k % (group * chunks);
+    return {(k / (group * chunks)) * group + in_group % group, in_group / group};
+  }
+  const int rest = count - full, r = k - full * chunks;
+  return {full + r % rest, r / rest};
+}
+
+// Megatron-LM runs every forward first when the micro-batches are just one group (num_microbatches == pp:
+// all_warmup_microbatches), where the warm-up formula would leave the last stages a steady state of mismatched pairs.
+int interleaved_warmup(int stage, int stages, int count, int chunks, int group) {
+  if (chunks > 1 && count <= group) return count * chunks;
+  const int warm = chunks == 1 ? stages - stage - 1 : 2 * (stages - stage - 1) + (chunks - 1) * group;
+  return std::min(warm, count * chunks);
+}
+
 PipelineShape shape_of(const StrategySpec& s, int steps) {
   PipelineShape sh;
   sh.schedule = s.schedule;
@@ -259,6 +307,7 @@ PipelineShape shape_of(const StrategySpec& s, int steps) {
   sh.microbatches = narrow(s.microbatches, "strategy.microbatches");
   sh.steps = steps;
   sh.chunks = narrow(s.chunks, "strategy.chunks");
+  sh.microbatch_group = narrow(s.microbatch_group, "strategy.microbatch_group");
   sh.noam = narrow(s.noam == 0 ? s.pp : s.noam, "strategy.noam");
   sh.replicas = narrow(s.replicas, "strategy.replicas");
   sh.local_steps = narrow(s.local_steps, "strategy.local_steps");

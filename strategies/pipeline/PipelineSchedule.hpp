@@ -45,7 +45,10 @@ struct PipelineShape {
   int stages = 1;        ///< S: devices of the pipeline
   int microbatches = 1;  ///< M: micro-batches per step
   int steps = 1;
-  int chunks = 1;       ///< interleaved: model chunks v per device
+  int chunks = 1;  ///< interleaved: model chunks v per device
+  /// interleaved: N, micro-batches run through a chunk before the next chunk (groups of N; the last group of a step
+  /// may be smaller); 0 = stages (Megatron-LM)
+  int microbatch_group = 0;
   int noam = 1;         ///< pipedream, pipedream-2bw: at most this many micro-batches admitted by stage 0 at once
   int replicas = 1;     ///< localsgd: model replicas sharing the pipeline
   int local_steps = 1;  ///< localsgd: H micro-batches per replica between averagings
@@ -55,7 +58,7 @@ struct PipelineShape {
 
 /// Names of the shape's fields in error messages: "strategy.pp" or "pipeline.stages".
 struct ShapeFields {
-  std::string schedule, stages, microbatches, steps, chunks, noam, replicas, local_steps;
+  std::string schedule, stages, microbatches, steps, chunks, noam, replicas, local_steps, microbatch_group;
 };
 /// Field names of an experiment's "strategy" section (stages = strategy.pp).
 ShapeFields strategy_shape_fields();
@@ -89,6 +92,25 @@ struct Upstream {
   int virtual_stage = -1;  ///< -1: the op has no such input
 };
 Upstream upstream_of(const PipeOp& op, const PipelineSchedule& schedule);
+
+/// The k-th forward (or backward) of a stage under the interleaved schedule with `count` micro-batches in a step,
+/// `chunks` model chunks and groups of `group` micro-batches: micro-batches go through the chunks group by group
+/// (chunk-major inside a group, the last group holding count mod group when that is not 0). Returns the micro-batch
+/// offset in the step and the chunk (forward order; a backward visits chunks - 1 - chunk).
+struct InterleavedSlot {
+  int microbatch = 0, chunk = 0;
+};
+InterleavedSlot interleaved_slot(int k, int count, int chunks, int group);
+/// Forwards a stage of the interleaved schedule runs before its first backward: 2 (S - s - 1) + (v - 1) N (at most
+/// every forward of the step; S - s - 1 with one chunk), or every forward when the step is one group (Megatron-LM's
+/// all-warm-up case, num_microbatches == pp).
+int interleaved_warmup(int stage, int stages, int count, int chunks, int group);
+
+/// The checks make_schedule applies (see there), without building anything.
+void check_shape(const PipelineShape& shape, const ShapeFields& fields);
+/// The interleaved schedule's group checks alone: N (microbatch_group, default stages) at least the stages and at
+/// most the micro-batches, and a last group of a step, when smaller, still at least the stages.
+void check_interleaved_group(const PipelineShape& shape, const ShapeFields& fields);
 
 /// Builds the schedule (pure). Throws InputError naming `fields` when the shape is invalid: a count below 1, an
 /// interleaved run whose micro-batches are not a multiple of the stages (or with fewer than 2 stages), a

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "strategies/analytic/Collective.hpp"
+#include "strategies/pipeline/PipelineSchedule.hpp"
 
 namespace placesim {
 
@@ -48,6 +49,10 @@ std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t s
 
 namespace {
 
+std::int64_t virtual_chunks(const Experiment& e) {
+  return e.strategy.schedule == Schedule::Interleaved ? e.strategy.chunks : 1;
+}
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
@@ -71,29 +76,46 @@ std::vector<StageLayout> opaque_layouts(const Experiment& e) {
     st.first_layer = i * st.n_layers;
     st.layer_elems = ceil_div(ceil_div(params, layers), s.tp);
     st.bucket_elems = bucket;
+    const std::int64_t v = virtual_chunks(e), per_chunk = std::max<std::int64_t>(1, st.n_layers / v);
+    for (std::int64_t k = 0; k < v; ++k) {
+      st.chunk_layers.push_back(per_chunk);
+      st.chunk_first.push_back((k * s.pp + i) * per_chunk);
+    }
   }
   return out;
 }
 
 }  // namespace
 
+std::vector<std::int64_t> virtual_stage_layers(const Experiment& e) {
+  if (e.model.opaque()) return {};
+  if (!e.strategy.layers_per_stage.empty()) return e.strategy.layers_per_stage;
+  return stage_layer_counts(e.model.layers, e.strategy.pp * virtual_chunks(e));
+}
+
 std::vector<StageLayout> stage_layouts(const Experiment& e) {
   if (e.model.opaque()) return opaque_layouts(e);
   const ModelSpec& m = e.model;
   const auto& s = e.strategy;
   LayerParams lp = layer_params(m);
-  std::vector<std::int64_t> counts = stage_layer_counts(m.layers, s.pp);
+  const std::vector<std::int64_t> counts = virtual_stage_layers(e);
+  const std::int64_t v = virtual_chunks(e);
   std::int64_t layer = lp.tp_sharded / s.tp + lp.tp_replicated;
   std::int64_t word = ceil_div(word_embedding_params(m), s.tp);
   std::vector<StageLayout> out(static_cast<std::size_t>(s.pp));
-  std::int64_t first = 0;
   for (int i = 0; i < s.pp; ++i) {
-    auto& st = out[static_cast<std::size_t>(i)];
-    st.stage = i;
-    st.first_layer = first;
-    st.n_layers = counts[static_cast<std::size_t>(i)];
-    st.layer_elems = layer;
-    first += st.n_layers;
+    out[static_cast<std::size_t>(i)].stage = i;
+    out[static_cast<std::size_t>(i)].layer_elems = layer;
+  }
+  std::int64_t first = 0;
+  for (std::int64_t k = 0; k < s.pp * v; ++k) {  // virtual stages in model order
+    auto& st = out[static_cast<std::size_t>(k % s.pp)];
+    const std::int64_t n = counts[static_cast<std::size_t>(k)];
+    if (st.chunk_layers.empty()) st.first_layer = first;
+    st.chunk_layers.push_back(n);
+    st.chunk_first.push_back(first);
+    st.n_layers += n;
+    first += n;
   }
   out.front().embed_elems = word + position_embedding_params(m);
   StageLayout& last = out.back();
@@ -149,14 +171,36 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
       return layers * static_cast<double>(std::min({m, s.noam, p - stage}));
     case Schedule::LocalSGD:
       return layers * static_cast<double>(std::min({m, s.replicas, p - stage}));
-    case Schedule::Interleaved: {
-      // Megatron's interleaved warm-up: 2(p-s-1) + (v-1)p chunk-forwards, plus the one in steady state.
-      const std::int64_t v = s.chunks;
-      std::int64_t chunks_in_flight = std::min(2 * (p - stage - 1) + (v - 1) * p + 1, m * v);
-      return layers / static_cast<double>(v) * static_cast<double>(chunks_in_flight);
-    }
+    case Schedule::Interleaved:
+      return interleaved_peak(e, st, true);
   }
   return layers;
+}
+
+double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted) {
+  const auto& s = e.strategy;
+  const std::int64_t total = s.microbatches * s.chunks;
+  if (total > kMaxInterleavedPasses)
+    throw InputError("strategy.microbatches x strategy.chunks = " + std::to_string(s.microbatches) + " x " +
+                     std::to_string(s.chunks) + " chunk-forwards per step is more than the " +
+                     std::to_string(kMaxInterleavedPasses) + " the interleaved schedule is evaluated for");
+  // The stage's op order walked: warm-up forwards, then a forward and a backward in turn; a chunk-forward holds its
+  // chunk's layers until its backward.
+  const int m = static_cast<int>(s.microbatches), v = static_cast<int>(s.chunks), n = static_cast<int>(total);
+  const int group = static_cast<int>(s.microbatch_group > 0 ? s.microbatch_group : s.pp);
+  const int warm = interleaved_warmup(st.stage, static_cast<int>(s.pp), m, v, group);
+  auto load = [&](int k, bool forward) {
+    const InterleavedSlot x = interleaved_slot(k, m, v, group);
+    const int chunk = forward ? x.chunk : v - 1 - x.chunk;
+    return weighted ? static_cast<double>(st.chunk_layers[static_cast<std::size_t>(chunk)]) : 1.0;
+  };
+  double level = 0, peak = 0;
+  for (int k = 0; k < warm; ++k) peak = std::max(peak, level += load(k, true));
+  for (int k = 0; k < n; ++k) {
+    if (warm + k < n) peak = std::max(peak, level += load(warm + k, true));
+    level -= load(k, false);
+  }
+  return peak;
 }
 
 namespace {
@@ -173,8 +217,9 @@ double offloaded_activation_layers(const Experiment& e, const StageLayout& st) {
 
 double kept_activation_layers(const Experiment& e, const StageLayout& st) {
   if (st.n_layers == 0) return 0;
-  const double layers_per_chunk = static_cast<double>(st.n_layers) / chunks_per_stage(e);
-  return activation_layer_equivalents(e, st) / layers_per_chunk;  // chunk-micro-batches in flight, one layer each
+  // chunk-micro-batches in flight, one layer each
+  if (e.strategy.schedule == Schedule::Interleaved && e.strategy.pp > 1) return interleaved_peak(e, st, false);
+  return activation_layer_equivalents(e, st) / static_cast<double>(st.n_layers);
 }
 
 std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st) {

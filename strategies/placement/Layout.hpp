@@ -13,8 +13,11 @@ namespace placesim {
 ///   [embed][L0..Lk]    [Lk+1 .. L2k+1]    [.. L(n-1)][norm+head]
 struct StageLayout {
   int stage = 0;
-  std::int64_t first_layer = 0;      ///< global index of the stage's first layer (non-interleaved order)
-  std::int64_t n_layers = 0;         ///< layers on one device of this stage (over all its chunks)
+  std::int64_t first_layer = 0;  ///< global index of the stage's first layer (non-interleaved order)
+  std::int64_t n_layers = 0;     ///< layers on one device of this stage (over all its chunks)
+  /// Per model chunk of the stage (one without interleaving): its layers and the global index of its first layer.
+  /// Chunk k of stage s is virtual stage k * pp + s.
+  std::vector<std::int64_t> chunk_layers, chunk_first;
   std::int64_t layer_elems = 0;      ///< parameters of one layer on one device
   std::int64_t embed_elems = 0;      ///< word (vocab-parallel) and position embedding; stage 0 only
   std::int64_t head_elems = 0;       ///< final norm and output head, or the tied embedding's copy; last stage only
@@ -52,6 +55,10 @@ std::int64_t stashed_version_elems(const Experiment& e, const StageLayout& st);
 /// each, alternating first, last, second, second-to-last, ... (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7).
 std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t stages);
 
+/// Layers of each virtual stage in model order (pp x chunks entries with the interleaved schedule, pp otherwise):
+/// strategy.layers_per_stage when given, else stage_layer_counts over the virtual stages. Empty for an opaque model.
+std::vector<std::int64_t> virtual_stage_layers(const Experiment& e);
+
 /// One entry per pipeline stage.
 std::vector<StageLayout> stage_layouts(const Experiment& e);
 
@@ -71,6 +78,12 @@ double layer_activation_bytes(const Experiment& e);
 double offloaded_activation_layers(const Experiment& e, const StageLayout& st);
 /// Layers of activations a device of the stage keeps while offloading: one per chunk and micro-batch in flight.
 double kept_activation_layers(const Experiment& e, const StageLayout& st);
+
+/// Most chunk-forwards per step placesim walks for the interleaved schedule's activation peak.
+inline constexpr std::int64_t kMaxInterleavedPasses = 50'000'000;
+/// The interleaved schedule's peak on stage st, its op order walked: layers of the chunk-forwards in flight
+/// (weighted), or their number.
+double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted);
 
 /// Layer-equivalents of activations a device of `stage` holds at its peak under the schedule (in-flight micro-batches
 /// times layers, or the interleaved schedule's chunk count).

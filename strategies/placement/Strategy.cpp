@@ -3,6 +3,8 @@
 #include <map>
 #include <optional>
 
+#include "workloads/model/Model.hpp"
+
 namespace placesim {
 
 namespace {
@@ -156,6 +158,24 @@ Placement parse_placement(const Json& value, std::optional<bool>& sequence_paral
   return p;
 }
 
+// strategy.layers_per_stage: the layers of every virtual stage, in model order.
+std::vector<std::int64_t> parse_layers_per_stage(const Json& list) {
+  const std::string field = "strategy.layers_per_stage";
+  if (!list.is_array() || list.empty())
+    throw InputError(field + "=" + show(list) +
+                     " must be a non-empty list of layer counts, one per virtual stage in model order (pp entries, "
+                     "pp x chunks with the interleaved schedule)");
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const Json& v = list[i];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > kMaxModelDim)
+      throw InputError(field + "[" + std::to_string(i) + "]=" + show(v) +
+                       " must be a positive integer number of layers (each virtual stage carries at least one layer)");
+    out.push_back(v.get<std::int64_t>());
+  }
+  return out;
+}
+
 // cp and ep (in strategy or strategy.mesh) are reserved for context and expert parallelism: only 1 is accepted.
 void refuse_reserved_axes(ObjectReader& r, const Json& object) {
   for (const char* key : {"cp", "ep"}) {
@@ -222,7 +242,15 @@ StrategySpec read_strategy_object(const Json& object) {
   s.p2p =
       r.get_choice("p2p", {"async", "megatron"}, "megatron") == "megatron" ? PipelineP2P::Megatron : PipelineP2P::Async;
   s.microbatches = r.get_positive_int("microbatches", 0);
-  s.chunks = r.get_positive_int("chunks", 1);
+  // The interleaved schedule without chunks would be 1F1B under another name: it gets 2 chunks, as pipeline-sweep.
+  s.chunks = r.get_positive_int("chunks", s.schedule == Schedule::Interleaved ? 2 : 1);
+  if (r.has("microbatch_group")) {
+    if (s.schedule != Schedule::Interleaved)
+      throw InputError(r.field("microbatch_group") + "=" + show(object["microbatch_group"]) +
+                       " is only meaningful with strategy.schedule=interleaved (got " + to_string(s.schedule) + ")");
+    s.microbatch_group = r.get_positive_int("microbatch_group", 0);
+  }
+  if (const Json* list = r.child("layers_per_stage")) s.layers_per_stage = parse_layers_per_stage(*list);
   if (r.has("noam")) {
     std::int64_t noam = r.get_int("noam", 0);
     if (noam < 1) throw InputError(r.field("noam") + "=" + std::to_string(noam) + " must be at least 1");

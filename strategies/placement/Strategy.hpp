@@ -40,10 +40,16 @@ struct StrategySpec {
   PipelineP2P p2p = PipelineP2P::Megatron;
   std::int64_t microbatches = 0;  ///< per step per pipeline; 0 = global_batch / (micro_batch * dp)
   std::int64_t chunks = 1;        ///< interleaved: model chunks v per device
-  std::int64_t noam = 0;          ///< pipedream: micro-batches admitted at once; 0 = pp
-  std::int64_t replicas = 1;      ///< localsgd: model copies M sharing the pipeline
-  std::int64_t local_steps = 1;   ///< localsgd: H steps between averaging
-  double bucket_bytes = 25e6;     ///< DDP/FSDP gradient bucket size
+  /// interleaved: micro-batches that pass through one chunk before the stage moves to its next chunk (the Llama 3
+  /// paper's tunable N, Megatron-Core's microbatch_group_size_per_vp_stage); 0 = pp (Megatron-LM's schedule)
+  std::int64_t microbatch_group = 0;
+  /// Layers of each virtual stage in model order (pp x chunks entries; pp without interleaving); empty = the rule of
+  /// stage_layer_counts (even, or the end stages one layer lighter).
+  std::vector<std::int64_t> layers_per_stage;
+  std::int64_t noam = 0;         ///< pipedream: micro-batches admitted at once; 0 = pp
+  std::int64_t replicas = 1;     ///< localsgd: model copies M sharing the pipeline
+  std::int64_t local_steps = 1;  ///< localsgd: H steps between averaging
+  double bucket_bytes = 25e6;    ///< DDP/FSDP gradient bucket size
   CollectiveScheme collective = CollectiveScheme::Ring;
   Placement placement;
 

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "strategies/pipeline/PipelineSchedule.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -21,6 +22,28 @@ void require_divides(std::int64_t degree, const char* degree_field, std::int64_t
     refuse(std::string(degree_field) + "=" + str(degree) + " does not divide " + value_field + "=" + str(value));
 }
 
+// strategy.layers_per_stage, or the rule's split over the virtual stages: at least one layer each, all layers placed.
+void check_layers_per_stage(const Experiment& e) {
+  const auto& s = e.strategy;
+  const bool interleaved = s.schedule == Schedule::Interleaved;
+  const std::int64_t virtual_stages = s.pp * (interleaved ? s.chunks : 1);
+  const std::string what = interleaved ? "strategy.pp x strategy.chunks = " + str(s.pp) + " x " + str(s.chunks) +
+                                             " = " + str(virtual_stages) + " virtual stages"
+                                       : "strategy.pp=" + str(s.pp) + " stages";
+  if (s.layers_per_stage.empty()) {
+    if (e.model.layers < virtual_stages)
+      refuse("model.layers=" + str(e.model.layers) + " is fewer than the " + what + ": every one needs a layer");
+    return;
+  }
+  if (static_cast<std::int64_t>(s.layers_per_stage.size()) != virtual_stages)
+    refuse("strategy.layers_per_stage has " + str(static_cast<std::int64_t>(s.layers_per_stage.size())) +
+           " entries but there are " + what + " (one entry per virtual stage, in model order)");
+  std::int64_t sum = 0;
+  for (std::int64_t n : s.layers_per_stage) sum += n;
+  if (sum != e.model.layers)
+    refuse("strategy.layers_per_stage adds up to " + str(sum) + " layers but model.layers=" + str(e.model.layers));
+}
+
 void check_mesh(const Experiment& e) {
   const auto& s = e.strategy;
   const auto& m = e.model;
@@ -31,9 +54,7 @@ void check_mesh(const Experiment& e) {
     require_divides(s.tp, "strategy.tp", m.kv_heads, "model.kv_heads");
     require_divides(s.tp, "strategy.tp", m.ffn, "model.ffn");
     if (s.pp > m.layers) refuse("strategy.pp=" + str(s.pp) + " exceeds model.layers=" + str(m.layers));
-    if (m.layers % s.pp != 0 && s.schedule == Schedule::Interleaved)
-      refuse("strategy.pp=" + str(s.pp) + " does not divide model.layers=" + str(m.layers) +
-             ": the interleaved schedule needs equal stages (other schedules split unevenly, end stages lighter)");
+    check_layers_per_stage(e);
     if (s.sp) require_divides(s.tp, "strategy.tp", m.seq_len, "model.seq_len (sequence parallelism splits it)");
   }
   if (s.sp && s.tp == 1)
@@ -46,14 +67,29 @@ void check_schedule(const Experiment& e) {
     refuse("strategy.chunks=" + str(s.chunks) + " is only meaningful with strategy.schedule=interleaved");
   if (s.schedule == Schedule::Interleaved) {
     if (s.pp < 2) refuse("strategy.schedule=interleaved needs strategy.pp >= 2");
-    if (s.microbatches % s.pp != 0)
-      refuse("strategy.schedule=interleaved needs strategy.microbatches=" + str(s.microbatches) +
-             " to be a multiple of strategy.pp=" + str(s.pp));
-    std::int64_t layers = e.model.opaque() ? e.model.opaque_layers : e.model.layers;
+    // Megatron-LM's blocking exchange: the last stage's send into the first stage's next chunk waits until the first
+    // stage has run its group's forwards, and those wait for the last stage (its receives are blocked behind the send).
+    const bool blocking = s.p2p == PipelineP2P::Megatron && !e.model.opaque();
+    if (blocking && s.microbatch_group > s.pp)
+      refuse("strategy.microbatch_group=" + str(s.microbatch_group) + " above strategy.pp=" + str(s.pp) +
+             " needs strategy.p2p=async: with Megatron-LM's blocking exchanges (strategy.p2p=megatron) the last "
+             "stage's send into the first stage's next chunk waits for forwards that wait for the last stage");
+    // The schedule itself refuses what it cannot run (a group below pp micro-batches, or more than a step has).
+    try {
+      check_interleaved_group(shape_of(s, 1), strategy_shape_fields());
+    } catch (const InputError& x) {
+      refuse(x.what());
+    }
+    // An opaque model's layers are split evenly (it has no layer list to place unevenly).
+    const std::int64_t layers = e.model.opaque() ? e.model.opaque_layers : 0;
     if (layers > 0 && (layers / s.pp) % s.chunks != 0)
       refuse("strategy.chunks=" + str(s.chunks) + " does not divide the " + str(layers / s.pp) +
-             " layers per stage (model.layers / strategy.pp)");
+             " layers per stage (model.layers / strategy.pp) of an opaque model");
   }
+  if (!s.layers_per_stage.empty() && e.model.opaque())
+    refuse(
+        "strategy.layers_per_stage needs a model with layers (model.hidden, model.layers, ...); an opaque model is "
+        "split evenly");
   if (s.schedule == Schedule::LocalSGD && s.microbatches % s.replicas != 0)
     refuse("strategy.replicas=" + str(s.replicas) + " does not divide strategy.microbatches=" + str(s.microbatches));
 }

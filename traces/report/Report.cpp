@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "strategies/pipeline/StagePlan.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -33,6 +34,27 @@ Json by_class_json(const CommBytes& c) {
   for (int k = 0; k < kCommClasses; ++k)
     j[to_string(static_cast<CommClass>(k))] = number(c.by_class[static_cast<std::size_t>(k)]);
   return j;
+}
+
+}  // namespace
+
+namespace {
+
+// The bubble of the stage plan in units of one layer's forward: backward 2 (3 with a full recompute).
+std::vector<StagePlan> unit_stage_plan(const Experiment& e) {
+  StageWork w;
+  w.layer_forward_s = 1;
+  w.layer_backward_s = e.training.recompute == Recompute::Full ? 3 : 2;
+  return stage_plan(e, w);
+}
+
+bool has_stage_plan(const Experiment& e) {
+  return e.strategy.pp > 1 && !e.model.opaque();
+}
+
+std::string stage_plan_basis(const Experiment& e) {
+  return std::string("the schedule timed with each layer's forward 1 and backward ") +
+         (e.training.recompute == Recompute::Full ? "3 (recompute included)" : "2") + ", communication free";
 }
 
 }  // namespace
@@ -77,6 +99,18 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
   }
   report["memory"] = memory;
   report["communication"] = comm;
+  if (has_stage_plan(e)) {
+    Json stages = Json::array();
+    const double layer = layer_activation_bytes(e);
+    for (const StagePlan& p : unit_stage_plan(e))
+      stages.push_back(Json{{"stage", p.stage},
+                            {"chunk_layers", p.chunk_layers},
+                            {"inflight_chunk_passes", number(p.inflight_passes)},
+                            {"activation_layers", number(p.activation_layers)},
+                            {"activation_bytes", number(p.activation_layers * layer)},
+                            {"bubble_fraction", number(p.bubble_fraction)}});
+    report["pipeline_stages"] = Json{{"bubble_basis", stage_plan_basis(e)}, {"stages", stages}};
+  }
   double device_max = 0;
   for (const auto& st : a.stages) device_max = std::max(device_max, st.hardware_flops);
   report["compute"] = Json{{"model_flops_per_step", number(a.model_flops_per_step)},
@@ -171,6 +205,25 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
       out << head << std::string(head.size() < 48 ? 48 - head.size() : 1, ' ') << to_string(dc.plan.op) << " over "
           << axes_label(e.strategy, dc.plan.group) << " (" << dc.group_size << "), " << to_string(dc.plan.when) << ": "
           << format_bytes(dc.bytes_per_run) << " x " << dc.runs << " = " << format_bytes(dc.bytes()) << "\n";
+    }
+  }
+  if (has_stage_plan(e)) {
+    const auto& s2 = e.strategy;
+    out << "\npipeline stages (" << to_string(s2.schedule);
+    if (s2.schedule == Schedule::Interleaved)
+      out << ", " << s2.chunks << " chunks, groups of " << s2.microbatch_group << " micro-batches";
+    out << "; bubble: " << stage_plan_basis(e) << "):\n";
+    out << "  stage  layers per chunk        in flight   activations   bubble\n";
+    const double layer = layer_activation_bytes(e);
+    for (const StagePlan& p : unit_stage_plan(e)) {
+      std::string layers;
+      for (std::int64_t n : p.chunk_layers) layers += (layers.empty() ? "" : " + ") + std::to_string(n);
+      char bubble[32];
+      std::snprintf(bubble, sizeof bubble, std::isnan(p.bubble_fraction) ? "n/a" : "%.1f %%", 100 * p.bubble_fraction);
+      char inflight[32];
+      std::snprintf(inflight, sizeof inflight, "%g", p.inflight_passes);
+      out << "  " << cell(std::to_string(p.stage), 5) << "  " << cell(layers, 22) << cell(inflight, 10)
+          << cell(format_bytes(p.activation_layers * layer), 14) << cell(bubble, 9) << "\n";
     }
   }
   if (!e.model.opaque())

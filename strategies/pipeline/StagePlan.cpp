@@ -1,0 +1,62 @@
+#include "strategies/pipeline/StagePlan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "strategies/pipeline/PipelineEval.hpp"
+#include "strategies/placement/Layout.hpp"
+
+namespace placesim {
+
+std::vector<StagePlan> stage_plan(const Experiment& e, const StageWork& w) {
+  const std::vector<StageLayout> layouts = stage_layouts(e);
+  std::vector<StagePlan> out;
+  for (const StageLayout& st : layouts) {
+    StagePlan p;
+    p.stage = st.stage;
+    p.chunk_layers = st.chunk_layers;
+    p.activation_layers = activation_layer_equivalents(e, st);
+    p.inflight_passes = e.strategy.schedule == Schedule::Interleaved && e.strategy.pp > 1
+                            ? interleaved_peak(e, st, false)
+                            : (st.n_layers > 0 ? p.activation_layers / static_cast<double>(st.n_layers) : 0);
+    out.push_back(std::move(p));
+  }
+  // The bubble: one step of the schedule with every virtual stage's own durations.
+  const std::vector<std::int64_t> layers = virtual_stage_layers(e);
+  PipelineTimes times;
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    const double n = static_cast<double>(layers[k]);
+    times.forward_by_virtual_stage.push_back(n * w.layer_forward_s);
+    times.backward_by_virtual_stage.push_back(n * w.layer_backward_s);
+  }
+  if (layers.empty()) return out;
+  times.forward_by_virtual_stage.front() += w.embedding_forward_s;
+  times.backward_by_virtual_stage.front() += w.embedding_backward_s;
+  times.forward_by_virtual_stage.back() += w.head_forward_s;
+  times.backward_by_virtual_stage.back() += w.head_backward_s;
+  PipelineSchedule schedule;
+  try {
+    schedule = make_schedule(shape_of(e.strategy, 1), strategy_shape_fields());
+  } catch (const InputError&) {  // more passes than the evaluator accepts
+    for (StagePlan& p : out) p.bubble_fraction = p.bubble_s = std::numeric_limits<double>::quiet_NaN();
+    return out;
+  }
+  const PipelineTimeline timeline = evaluate_pipeline(schedule, times);
+  double first = std::numeric_limits<double>::infinity(), last = -first;
+  for (const auto& ops : timeline)
+    for (const OpInterval& x : ops) {
+      first = std::min(first, x.start_s);
+      last = std::max(last, x.end_s);
+    }
+  const double span = last - first;
+  for (std::size_t s = 0; s < timeline.size(); ++s) {
+    double busy = 0;
+    for (const OpInterval& x : timeline[s]) busy += x.end_s - x.start_s;
+    out[s].bubble_s = span - busy;
+    out[s].bubble_fraction = span > 0 ? (span - busy) / span : 0;
+  }
+  return out;
+}
+
+}  // namespace placesim

@@ -1,0 +1,166 @@
+// Uneven pipelines (strategy.layers_per_stage, the end-stages-lighter rule over virtual stages) and the interleaved
+// schedule's micro-batch groups: layouts, activation peaks and bubbles counted by hand.
+#include <catch2/catch.hpp>
+
+#include "strategies/analytic/Analytic.hpp"
+#include "strategies/pipeline/StagePlan.hpp"
+#include "strategies/placement/Validity.hpp"
+#include "tests/Helpers.hpp"
+
+using namespace placesim;
+
+namespace {
+
+const char* kTenLayers = R"({"layers": 10, "hidden": 512, "heads": 8, "vocab": 1000, "seq_len": 256})";
+
+Experiment ten_layers(const std::string& strategy, int microbatches) {
+  return test::experiment(std::string(R"({"model": )") + kTenLayers +
+                          R"(, "training": {"micro_batch": 1, "global_batch": )" + std::to_string(microbatches) +
+                          R"(}, "strategy": )" + strategy + "}");
+}
+
+std::vector<double> activation_layers(const Experiment& e) {
+  std::vector<double> out;
+  for (const StageLayout& st : stage_layouts(e)) out.push_back(activation_layer_equivalents(e, st));
+  return out;
+}
+
+std::string refusal(const std::string& text) {
+  try {
+    check_validity(test::experiment(text));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("10 layers on 4 ranks with 2 chunks: the rule makes the end virtual stages lighter") {
+  // 8 virtual stages, ceil(10/8) = 2 layers each less 6 surplus, taken from virtual stages 0, 7, 1, 6, 2, 5.
+  const Experiment e = ten_layers(R"({"pp": 4, "schedule": "interleaved", "chunks": 2})", 4);
+  CHECK(virtual_stage_layers(e) == std::vector<std::int64_t>{1, 1, 1, 2, 2, 1, 1, 1});
+  const std::vector<StageLayout> st = stage_layouts(e);
+  // stage s holds virtual stages s and s + 4
+  CHECK(st[0].chunk_layers == std::vector<std::int64_t>{1, 2});
+  CHECK(st[1].chunk_layers == std::vector<std::int64_t>{1, 1});
+  CHECK(st[2].chunk_layers == std::vector<std::int64_t>{1, 1});
+  CHECK(st[3].chunk_layers == std::vector<std::int64_t>{2, 1});
+  CHECK(st[0].chunk_first == std::vector<std::int64_t>{0, 5});
+  CHECK(st[3].chunk_first == std::vector<std::int64_t>{3, 9});
+  CHECK(st[0].n_layers == 3);
+  CHECK(st[3].n_layers == 3);
+}
+
+TEST_CASE("Uneven interleaving: activation peaks per stage walked by hand") {
+  // Forwards of a stage in order, 4 micro-batches in a group: k = 0..3 chunk 0, 4..7 chunk 1, 8..11 chunk 0, ...
+  // Warm-up 2(3 - s) + 4 forwards, then one forward and one backward (chunks reversed) in turn.
+  SECTION("4 micro-batches: one group, every forward first (Megatron-LM's all-warm-up case)") {
+    // stage 0: 4 x 1 + 4 x 2 = 12; stages 1 and 2: 8 x 1; stage 3: 4 x 2 + 4 x 1 = 12.
+    const Experiment e = ten_layers(R"({"pp": 4, "schedule": "interleaved", "chunks": 2})", 4);
+    CHECK(activation_layers(e) == std::vector<double>{12, 8, 8, 12});
+  }
+  SECTION("8 micro-batches") {
+    // stage 0: warm-up 10 = 4 x 1 + 4 x 2 + 2 x 1 = 14, then F (chunk 0, +1) = 15 before the first backward (-2).
+    // stage 3: warm-up 4 x 2 = 8, F(chunk 1) 9, B(chunk 1) 8, ... F(k = 8, chunk 0) 10 before B(k = 4, chunk 0).
+    const Experiment e = ten_layers(R"({"pp": 4, "schedule": "interleaved", "chunks": 2})", 8);
+    CHECK(activation_layers(e) == std::vector<double>{15, 9, 7, 10});
+    const Analysis a = analyze(e);
+    const double layer = layer_activation_bytes(e);
+    CHECK(a.stages[0].memory.activations == 15 * layer);
+    CHECK(a.stages[3].memory.activations == 10 * layer);
+  }
+}
+
+TEST_CASE("Uneven interleaving: the bubble of every stage counted by hand") {
+  // 10 layers as [1 1 1 2 | 2 1 1 1] on 4 stages, 2 chunks, forward 1 and backward 2 per layer, communication free.
+  SECTION("4 micro-batches: one group, all forwards first") {
+    // Traced op by op (docs/changes.md, issue 16): the last forward (stage 3, chunk 1, micro-batch 3) ends at 16,
+    // the backwards climb down to stage 0, whose last backward ends at 48. Stages 0 and 3 compute
+    // 4 x (1 + 2) + 4 x (2 + 4) = 36, stages 1 and 2 4 x 2 x 3 = 24.
+    const Experiment e = ten_layers(R"({"pp": 4, "schedule": "interleaved", "chunks": 2})", 4);
+    const std::vector<StagePlan> plan = stage_plan(e, StageWork{});
+    REQUIRE(plan.size() == 4);
+    CHECK(plan[0].bubble_s == 12);
+    CHECK(plan[1].bubble_s == 24);
+    CHECK(plan[2].bubble_s == 24);
+    CHECK(plan[3].bubble_s == 12);
+    CHECK(plan[0].bubble_fraction == 0.25);
+    CHECK(plan[1].bubble_fraction == 0.5);
+    for (const StagePlan& p : plan) CHECK(p.inflight_passes == 8);
+    CHECK(plan[3].activation_layers == 12);
+  }
+  SECTION("as 4 stages of 1F1B without interleaving: [3 2 2 3]") {
+    // 1F1B, 4 micro-batches, F = layers, B = 2 x layers. Traced: stage 3 runs F0 [7,10] B0 [10,16] F1 [16,19]
+    // B1 [19,25] F2 [25,28] B2 [28,34] F3 [34,37] B3 [37,43]; the backwards reach stage 0 as B0 [24,30], B1 [33,39],
+    // B2 [42,48], B3 [51,57]: the step is 57, stages 0 and 3 busy 36, stages 1 and 2 busy 24.
+    const Experiment e = ten_layers(R"({"pp": 4, "layers_per_stage": [3, 2, 2, 3]})", 4);
+    const std::vector<StagePlan> plan = stage_plan(e, StageWork{});
+    const double busy[] = {36, 24, 24, 36};
+    for (int s = 0; s < 4; ++s) CHECK(plan[static_cast<std::size_t>(s)].bubble_s + busy[s] == 57);
+  }
+}
+
+TEST_CASE("strategy.layers_per_stage places the layers of every virtual stage") {
+  const Experiment e = ten_layers(
+      R"({"pp": 4, "schedule": "interleaved", "chunks": 2, "layers_per_stage": [2, 1, 1, 1, 1, 1, 1, 2]})", 4);
+  CHECK_NOTHROW(check_validity(e));
+  const std::vector<StageLayout> st = stage_layouts(e);
+  CHECK(st[0].chunk_layers == std::vector<std::int64_t>{2, 1});
+  CHECK(st[3].chunk_layers == std::vector<std::int64_t>{1, 2});
+  CHECK(st[3].chunk_first == std::vector<std::int64_t>{4, 8});
+  // Without interleaving one entry per stage.
+  const Experiment f = ten_layers(R"({"pp": 4, "layers_per_stage": [1, 4, 4, 1]})", 4);
+  CHECK(stage_layouts(f)[1].n_layers == 4);
+  CHECK(stage_layouts(f)[3].first_layer == 9);
+}
+
+TEST_CASE("Llama 3 405B: 126 layers on 16 ranks interleaved, first and last stage one layer lighter") {
+  const Experiment e = test::experiment(
+      R"({"model": "llama3-405b", "training": {"micro_batch": 1, "global_batch": 16},
+          "strategy": {"tp": 8, "pp": 16, "schedule": "interleaved", "chunks": 2}})");
+  CHECK_NOTHROW(check_validity(e));
+  const std::vector<StageLayout> st = stage_layouts(e);
+  CHECK(st[0].n_layers == 7);
+  CHECK(st[15].n_layers == 7);
+  for (int s = 1; s < 15; ++s) CHECK(st[static_cast<std::size_t>(s)].n_layers == 8);
+  CHECK(st[0].chunk_layers == std::vector<std::int64_t>{3, 4});
+  CHECK(st[15].chunk_layers == std::vector<std::int64_t>{4, 3});
+}
+
+TEST_CASE("Refusals name strategy.layers_per_stage, microbatch_group and the interleaved shape") {
+  const std::string model = std::string(R"({"model": )") + kTenLayers + R"(, "training": {"global_batch": 8}, )";
+  CHECK(refusal(model + R"("strategy": {"pp": 4, "schedule": "interleaved", "layers_per_stage": [5, 5]}})") ==
+        "invalid strategy: strategy.layers_per_stage has 2 entries but there are strategy.pp x strategy.chunks = 4 "
+        "x 2 = 8 virtual stages (one entry per virtual stage, in model order)");
+  CHECK(refusal(model + R"("strategy": {"pp": 2, "layers_per_stage": [5, 6]}})") ==
+        "invalid strategy: strategy.layers_per_stage adds up to 11 layers but model.layers=10");
+  CHECK(refusal(model + R"("strategy": {"pp": 2, "layers_per_stage": [10, 0]}})") ==
+        "strategy.layers_per_stage[1]=0 must be a positive integer number of layers (each virtual stage carries at "
+        "least one layer)");
+  CHECK(refusal(model + R"("strategy": {"pp": 4, "schedule": "interleaved", "chunks": 3}})") ==
+        "invalid strategy: model.layers=10 is fewer than the strategy.pp x strategy.chunks = 4 x 3 = 12 virtual "
+        "stages: every one needs a layer");
+  CHECK(refusal(model + R"("strategy": {"pp": 4, "microbatch_group": 4}})") ==
+        "strategy.microbatch_group=4 is only meaningful with strategy.schedule=interleaved (got 1f1b)");
+  CHECK(refusal(model + R"("strategy": {"pp": 4, "schedule": "interleaved", "microbatch_group": 2}})") ==
+        "invalid strategy: strategy.microbatch_group=2 is below strategy.pp=4 (strategy.schedule=interleaved needs "
+        "at least one micro-batch per stage in each group, or the first stage waits for a chunk no stage can run "
+        "yet)");
+  CHECK(refusal(model + R"("strategy": {"pp": 4, "schedule": "interleaved", "microbatch_group": 8}})") ==
+        "invalid strategy: strategy.microbatch_group=8 above strategy.pp=4 needs strategy.p2p=async: with "
+        "Megatron-LM's blocking exchanges (strategy.p2p=megatron) the last stage's send into the first stage's next "
+        "chunk waits for forwards that wait for the last stage");
+  // 8 micro-batches in groups of 5: a last group of 3 < 4 stages.
+  CHECK(
+      refusal(model + R"("strategy": {"pp": 4, "schedule": "interleaved", "microbatch_group": 5, "p2p": "async"}})") ==
+      "invalid strategy: strategy.microbatches=8 leaves a last group of 3 micro-batches (groups of 5), fewer than "
+      "strategy.pp=4 (strategy.schedule=interleaved cannot run a group smaller than the pipeline)");
+}
+
+TEST_CASE("Interleaved without chunks runs 2 chunks and reports the group it runs") {
+  const Experiment e = ten_layers(R"({"pp": 2, "schedule": "interleaved"})", 4);
+  CHECK(e.strategy.chunks == 2);
+  CHECK(e.strategy.microbatch_group == 2);
+  CHECK(strategy_to_json(e.strategy)["microbatch_group"] == 2);
+}
