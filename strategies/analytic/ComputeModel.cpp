@@ -115,9 +115,11 @@ double attention_core_backward_s(const LayerShape& L, const AcceleratorSpec& acc
   return t;
 }
 
-// Flash attention: 4 s^2 d FLOPs per head forward; the backward recomputes the scores and does 2.5x the forward's.
+// Flash attention: 4 d FLOPs per query-key pair and head forward; the backward recomputes the scores and does 2.5x
+// the forward's. A causal kernel skips the masked blocks: s^2 / 2 pairs per sequence (the profiles' efficiency is
+// fitted to causal measurements counted this way, strategies/calibrate/Calibration.cpp).
 double flash_forward_flops(const LayerShape& L) {
-  return 4.0 * L.heads * L.s * L.s * L.d;
+  return 4.0 * L.heads * (L.s * L.s / 2) * L.d;
 }
 
 double attention_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
