@@ -67,8 +67,9 @@ TEST_CASE("Products of degrees and batch sizes that overflow are refused naming 
   std::string path =
       write_temp("wrap.json", R"({"model": "gpt-7.5b", "strategy": {"dp": 1099511627776, "tp": 1099511627776}})");
   CHECK(run_placesim("analyze " + path, &out) == 2);
-  CHECK_THAT(out, Catch::Contains("dp_replicate x dp_shard x tp x pp = 1 x 1099511627776 x 1099511627776 x 1 exceeds "
-                                  "2147483647 devices"));
+  CHECK_THAT(
+      out, Catch::Contains("dp_replicate x dp_shard x cp x tp x pp = 1 x 1099511627776 x 1 x 1099511627776 x 1 exceeds "
+                           "2147483647 devices"));
   path = write_temp("batch.json", R"({"model": "gpt-7.5b", "training": {"micro_batch": 8589934592},
                                      "strategy": {"dp": 2147483647, "microbatches": 8589934592}})");
   CHECK(run_placesim("analyze " + path, &out) == 2);

@@ -191,8 +191,8 @@ TEST_CASE("Per-axis validity names the rule, the state and the axis") {
                     Catch::Contains("rule activations-per-replica"));
   CHECK_THROWS_WITH(refused(R"({"dp": 32, "mesh": {"dp_replicate": 8, "dp_shard": 8}})"),
                     Catch::Contains("strategy.dp=32 contradicts strategy.mesh dp_replicate x dp_shard = 8 x 8"));
-  CHECK_THROWS_WITH(refused(R"({"mesh": {"dp_replicate": 8, "dp_shard": 8, "cp": 2}})"),
-                    Catch::Contains("strategy.mesh.cp=2: context parallelism is not supported yet"));
+  CHECK_THROWS_WITH(refused(R"({"mesh": {"dp_replicate": 8, "dp_shard": 8, "ep": 2}})"),
+                    Catch::Contains("strategy.mesh.ep=2: expert parallelism is not supported yet"));
 }
 
 TEST_CASE("Activations along tp are sequence parallelism") {

@@ -20,24 +20,25 @@ const std::string kSmall3d = std::string(PLACESIM_SOURCE_DIR) + "/examples/small
 
 TEST_CASE("the compute-task estimate: devices x micro-batches x chunks x passes x layer groups", "[task-limit]") {
   Experiment e = load_experiment(kSmall3d);
-  // 16 devices x 16 micro-batches x 1 chunk x 3 passes (megatron-3d recomputes) = 768 per layer group; the first
-  // stage holds 2 of the 10 layers, one layer per group (768 x 2 is under the 4e5 budget).
-  CHECK(estimated_compute_tasks(e, {}) == 1536);
+  // The 4 devices of a stage x 16 micro-batches x 3 passes (megatron-3d recomputes) = 192 per layer group of a
+  // stage; the stages hold 2, 3, 3, 2 layers, one layer per group: 10 groups, 1920 tasks.
+  CHECK(estimated_compute_tasks(e, {}) == 1920);
   ExpandOptions two;
-  two.layer_group = 2;  // one group of both layers
-  CHECK(estimated_compute_tasks(e, two) == 768);
+  two.layer_group = 2;  // groups of 2 layers: 1 + 2 + 2 + 1
+  CHECK(estimated_compute_tasks(e, two) == 1152);
 }
 
 TEST_CASE("simulate refuses a million GPUs before expanding, with the estimate in the message", "[task-limit]") {
   Experiment e = load_experiment(kSmall3d);
   e.strategy.dp = 125000;  // x tp 2 x pp 4 = 1,000,000 GPUs
-  // 1e6 devices x 16 micro-batches x 3 passes = 4.8e7 per group, over the budget: one group of both layers.
-  CHECK(estimated_compute_tasks(e, {}) == 4.8e7);
+  // 250,000 devices per stage x 16 micro-batches x 3 passes = 1.2e7 per layer group of a stage, over the budget:
+  // groups of 2 layers, 1 + 2 + 2 + 1 of them.
+  CHECK(estimated_compute_tasks(e, {}) == 7.2e7);
   std::string out;
   const std::string args = "simulate " + kSmall3d +
                            " --set cluster.nodes=125000 --set strategy.dp=125000 --set training.global_batch=2000000";
   REQUIRE(run_placesim(args, &out) == 2);
-  CHECK(out.find("about 4.8e+07 compute tasks") != std::string::npos);
+  CHECK(out.find("about 7.2e+07 compute tasks") != std::string::npos);
   CHECK(out.find("--force") != std::string::npos);
 }
 

@@ -38,9 +38,10 @@ void check_simulatable(const Experiment& e) {
         "\"pipeline\" section instead of model and cluster)");
   bool async = s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW;
   if (!async) return;
-  if (s.dp > 1)
+  if (s.dp > 1 || s.cp > 1)
     throw InputError("strategy.schedule=" + to_string(s.schedule) +
-                     " is simulated with strategy.dp=1 only (got dp=" + std::to_string(s.dp) +
+                     " is simulated with strategy.dp=1 and cp=1 only (got dp=" + std::to_string(s.dp) +
+                     ", cp=" + std::to_string(s.cp) +
                      "): its weights update after every micro-batch, without a data-parallel sync");
   if (e.model.tied_embeddings && s.pp > 1)
     throw InputError("strategy.schedule=" + to_string(s.schedule) +
@@ -212,7 +213,7 @@ SimulationRecord pipeline_records(const Experiment& e, const SimulationRecord& a
   SimulationRecord one;
   for (const auto& t : all.tasks) {
     MeshCoord c = mesh_coord(e.strategy, t.device);
-    if (c.dp == 0 && c.tp == 0) one.tasks.push_back(t);
+    if (c.dp == 0 && c.tp == 0 && c.cp == 0) one.tasks.push_back(t);
   }
   return one;
 }

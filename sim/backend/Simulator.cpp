@@ -236,7 +236,8 @@ void Runner::finish(TaskId id, double start, double end) {
     dev.busy[static_cast<std::size_t>(stream)].add(start, end);
     if (const auto* p = std::get_if<P2P>(&t.body)) {
       dev.bytes_sent[static_cast<std::size_t>(p->cls)] += p->bytes;
-      result_.devices[static_cast<std::size_t>(p->dst)].busy[static_cast<std::size_t>(Stream::PpRecv)].add(start, end);
+      result_.devices[static_cast<std::size_t>(p->dst)].busy[static_cast<std::size_t>(receive_stream(p->cls))].add(
+          start, end);
     } else if (const auto* o = std::get_if<Offload>(&t.body)) {
       (o->to_host ? dev.d2h_bytes : dev.h2d_bytes) += o->bytes;
     } else if (const auto* c = std::get_if<Compute>(&t.body)) {

@@ -39,7 +39,7 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   const double pb = t.param_bytes(), gb = t.grad_bytes(), k = t.optimizer_bytes_per_param;
   mem.parameters = d(st.held_elems(s, State::Parameters)) * pb;
   // hpZ: the secondary shard over dp_shard, cut from each forward gather and read by the backward's.
-  mem.parameters += d(secondary_share(s, st.padded_elems(s.dp))) * pb;
+  mem.parameters += d(secondary_share(s, st.padded_elems(s.data_ranks()))) * pb;
   mem.parameters += extra_weight_versions(e, st) * d(stashed_version_elems(e, st)) * pb;
   mem.gradients = d(st.held_elems(s, State::Gradients)) * gb;
   mem.optimizer = d(st.held_elems(s, State::Optimizer)) * k;
@@ -58,7 +58,7 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   // the previous one is reduce-scattered or copied to the host.
   if (holds_unit_buffer(s, State::Parameters)) mem.buffers += 2 * unit * pb;
   if (holds_unit_buffer(s, State::Gradients)) mem.buffers += 2 * unit * gb;
-  const double shard = d(st.sharded_elems(s.dp));
+  const double shard = d(st.sharded_elems(s.data_ranks()));
   if (pl.parameters == Mode::Offloaded) mem.host += shard * pb;
   if (pl.gradients == Mode::Offloaded) mem.host += shard * gb;
   if (pl.optimizer == Mode::Offloaded) mem.host += shard * k;
@@ -70,7 +70,7 @@ double tp_layer_elems(const Experiment& e) {
   const auto& s = e.strategy;
   const auto& m = e.model;
   if (s.tp == 1 || m.opaque()) return 0;
-  const std::int64_t x = m.seq_len * e.training.micro_batch * m.hidden;
+  const std::int64_t x = local_seq_len(e) * e.training.micro_batch * m.hidden;
   const bool recompute_full = e.training.recompute == Recompute::Full;
   if (!s.sp) {
     // Two all-reduces forward (attention and MLP outputs), two backward, two more when the forward is recomputed.
@@ -89,7 +89,7 @@ void data_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c
   const auto& t = e.training;
   const auto& s = e.strategy;
   const auto& pl = s.placement;
-  const std::int64_t n = s.dp, m = s.microbatches;
+  const std::int64_t n = s.data_ranks(), m = s.microbatches;
   const double pb = t.param_bytes(), gb = t.grad_bytes();
   const double shard = d(st.sharded_elems(n));
   for (const DataCollective& dc : data_plan(s)) {
@@ -126,7 +126,11 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
   const double m = d(s.microbatches), el = t.activation_bytes();
   at(c, CommClass::TpCollective) = m * d(st.n_layers) * tp_layer_elems(e) * el;
   if (e.model.opaque()) return;
-  const std::int64_t x = e.model.seq_len * t.micro_batch * e.model.hidden;
+  // Context parallelism's K/V: forward, backward, and the forward again under a full recompute.
+  const double cp_passes =
+      cp_layer_bytes(e, false) * (e.training.recompute == Recompute::Full ? 2 : 1) + cp_layer_bytes(e, true);
+  at(c, CommClass::CpKv) = m * d(st.n_layers) * cp_passes;
+  const std::int64_t x = local_seq_len(e) * t.micro_batch * e.model.hidden;
   const bool first = st.stage == 0, last = st.stage == s.pp - 1;
   if (s.tp > 1) {
     // The vocabulary-parallel embedding all-reduces its output (sp: its backward all-gathers the gradient); the output
@@ -165,7 +169,7 @@ double stage_hardware_flops(const Experiment& e, const StageLayout& st) {
   if (e.model.opaque()) return 0;
   const auto& m = e.model;
   const auto& s = e.strategy;
-  double tokens = d(m.seq_len) * d(e.training.micro_batch) * d(s.microbatches);
+  double tokens = d(local_seq_len(e)) * d(e.training.micro_batch) * d(s.microbatches);
   double layer = layer_forward_flops_per_token(m);
   double recompute = e.training.recompute == Recompute::Full        ? layer
                      : e.training.recompute == Recompute::Selective ? attention_core_flops_per_token(m)
@@ -207,7 +211,7 @@ Analysis analyze(const Experiment& e) {
     a.comm.h2d = std::max(a.comm.h2d, sa.comm.h2d);
     a.comm.d2h = std::max(a.comm.d2h, sa.comm.d2h);
     a.bytes_per_step = std::max(a.bytes_per_step, sa.comm.total());
-    a.hardware_flops_per_step += sa.hardware_flops * d(e.strategy.dp * e.strategy.tp);
+    a.hardware_flops_per_step += sa.hardware_flops * d(e.strategy.data_ranks() * e.strategy.tp);
     a.stages.push_back(sa);
   }
   if (!e.model.opaque()) {

@@ -14,6 +14,8 @@ const char* to_string(CommClass c) {
       return "pp_p2p";
     case CommClass::EmbeddingSync:
       return "embedding_sync";
+    case CommClass::CpKv:
+      return "cp_kv";
   }
   return "?";
 }

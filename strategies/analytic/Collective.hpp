@@ -5,8 +5,9 @@ namespace placesim {
 
 /// Collective classes: the names used in the analytic `communication.by_class` and the simulated
 /// `simulation.bytes_sent.by_class`.
-enum class CommClass { DpGradSync, ZeroGather, TpCollective, PpP2P, EmbeddingSync };
-inline constexpr int kCommClasses = 5;
+/// CpKv: context parallelism's keys and values (and their gradients): ring steps or all-gathers / reduce-scatters.
+enum class CommClass { DpGradSync, ZeroGather, TpCollective, PpP2P, EmbeddingSync, CpKv };
+inline constexpr int kCommClasses = 6;
 const char* to_string(CommClass c);
 
 /// Elements each of `n` ranks holds of a unit of `elems` elements. Units are padded up to a multiple of `n`, as

@@ -11,8 +11,11 @@ namespace {
 struct LayerShape {
   double T = 0, norm_tokens = 0, s = 0, h = 0, kv = 0, f = 0, tp = 1, d = 0;
   double heads = 0;  // attention heads on this rank, times micro_batch: the batch of the score GEMMs
-  double el = 2;     // bytes per activation element
-  double gb = 2;     // bytes per gradient element
+  // Query-key pairs per head and sequence this rank's causal attention computes: s^2 / 2, or with context
+  // parallelism (2 cp chunks, rank i holding chunks i and 2cp-1-i) s^2 / (2 cp) on every rank.
+  double pairs = 0;
+  double el = 2;  // bytes per activation element
+  double gb = 2;  // bytes per gradient element
   bool gated = false, dropout = true, rotary = false, flash = false, bias = true, fused_accumulation = true;
   DType dtype = DType::BF16;
 };
@@ -21,8 +24,10 @@ LayerShape shape_of(const Experiment& e) {
   const ModelSpec& m = e.model;
   LayerShape L;
   L.tp = static_cast<double>(e.strategy.tp);
-  L.s = static_cast<double>(m.seq_len);
+  L.s = static_cast<double>(local_seq_len(e));
   L.T = static_cast<double>(e.training.micro_batch) * L.s;
+  L.pairs =
+      static_cast<double>(m.seq_len) * static_cast<double>(m.seq_len) / (2.0 * static_cast<double>(e.strategy.cp));
   L.norm_tokens = e.strategy.sp ? L.T / L.tp : L.T;
   L.h = static_cast<double>(m.hidden);
   L.d = static_cast<double>(m.head_dim());
@@ -119,7 +124,7 @@ double attention_core_backward_s(const LayerShape& L, const AcceleratorSpec& acc
 // the forward's. A causal kernel skips the masked blocks: s^2 / 2 pairs per sequence (the profiles' efficiency is
 // fitted to causal measurements counted this way, strategies/calibrate/Calibration.cpp).
 double flash_forward_flops(const LayerShape& L) {
-  return 4.0 * L.heads * (L.s * L.s / 2) * L.d;
+  return 4.0 * L.heads * L.pairs * L.d;
 }
 
 double attention_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
@@ -183,9 +188,11 @@ PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc) {
     t.forward_s += linear_forward_s(x, L, acc);
     t.backward_s += linear_dgrad_s(x, L, acc) + linear_wgrad_s(x, L, acc);
   }
-  t.forward_s += pointwise_forward_s(L, acc) + attention_forward_s(L, acc) + layout_copy_s(L, acc);
-  t.backward_s += pointwise_backward_s(L, acc) + attention_backward_s(L, acc) + layout_copy_s(L, acc) +
-                  bias_gradients_s(L, lin, acc);
+  t.attention_forward_s = attention_forward_s(L, acc);
+  t.attention_backward_s = attention_backward_s(L, acc);
+  t.forward_s += pointwise_forward_s(L, acc) + t.attention_forward_s + layout_copy_s(L, acc);
+  t.backward_s +=
+      pointwise_backward_s(L, acc) + t.attention_backward_s + layout_copy_s(L, acc) + bias_gradients_s(L, lin, acc);
   if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
   // Flash attention recomputes its scores inside the backward kernel already: selective recompute adds nothing.
   if (e.training.recompute == Recompute::Selective && !L.flash) t.recompute_s = attention_core_forward_s(L, acc);

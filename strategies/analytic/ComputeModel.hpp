@@ -7,6 +7,9 @@ namespace placesim {
 /// Compute time of one pass over a unit of the model. recompute_s is part of the backward phase, reported apart.
 struct PassTimes {
   double forward_s = 0, backward_s = 0, recompute_s = 0;
+  /// The fused attention kernel's share of forward_s and backward_s (and of recompute_s when it is the forward):
+  /// what context parallelism's ring splits into steps.
+  double attention_forward_s = 0, attention_backward_s = 0;
 };
 
 /// One transformer layer, one micro-batch, on one device (its tp shard) of experiment e.

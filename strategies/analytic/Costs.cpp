@@ -13,7 +13,7 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
   k.host_optimizer_s_per_elem =
       host_optimizer_step_s(1e9, e, c.host_flops, c.host_memory_bw_Bps / c.gpus_per_node) / 1e9;
   if (m.opaque()) return k;
-  const double tokens = static_cast<double>(m.seq_len * e.training.micro_batch);
+  const double tokens = static_cast<double>(local_seq_len(e) * e.training.micro_batch);
   const double tp = static_cast<double>(e.strategy.tp);
   // FLOPs (for MFU and the trace) from the model's formulas; times from the calibrated per-operation model.
   k.layer_forward_flops = layer_forward_flops_per_token(m) * tokens / tp;
@@ -24,6 +24,8 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
                                 : 0;
   PassTimes layer = layer_times(e, acc);
   k.layer_forward_s = layer.forward_s;
+  k.layer_attention_forward_s = layer.attention_forward_s;
+  k.layer_attention_backward_s = layer.attention_backward_s;
   // The collectives Megatron overlaps with the backward's GEMMs run beside the compute in the graph; what they cost
   // the critical path (their excess over their own GEMM, which Megatron waits for, and their SM and HBM contention)
   // is added to the compute, as Megatron-LM's layer timers measure it (Korthikanti et al. §4.2, calibrated).

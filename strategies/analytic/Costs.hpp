@@ -8,6 +8,9 @@ namespace placesim {
 /// Durations of the compute tasks of one pipeline stage on one device, per micro-batch.
 struct StageCosts {
   double layer_forward_s = 0, layer_backward_s = 0, layer_recompute_s = 0;  ///< one layer
+  /// The fused attention kernel's part of layer_forward_s (and of layer_recompute_s under a full recompute) and of
+  /// layer_backward_s: with ring context parallelism, cp steps of 1/cp each.
+  double layer_attention_forward_s = 0, layer_attention_backward_s = 0;
   double layer_forward_flops = 0, layer_backward_flops = 0, layer_recompute_flops = 0;
   double extra_forward_s = 0, extra_backward_s = 0;  ///< logits and loss (last stage)
   double extra_forward_flops = 0, extra_backward_flops = 0;

@@ -21,7 +21,7 @@ namespace {
 // The axes of `axes` whose degree exceeds 1: collectives over the others are no-ops.
 AxisSet live(const StrategySpec& s, AxisSet axes) {
   AxisSet out = kNoAxes;
-  if ((axes & kShardAxis) != 0 && s.dp_shard > 1) out |= kShardAxis;
+  if ((axes & kShardAxis) != 0 && s.degree(kShardAxis) > 1) out |= kShardAxis;
   if ((axes & kReplicateAxis) != 0 && s.dp_replicate > 1) out |= kReplicateAxis;
   return out;
 }

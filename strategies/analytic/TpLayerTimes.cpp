@@ -9,7 +9,7 @@ TpExposure tp_exposure(const Experiment& e, const AcceleratorSpec& acc, const Fa
   if (tp <= 1 || e.model.opaque()) return {};
   TpExposure x;
   x.bytes =
-      static_cast<double>(e.training.micro_batch * e.model.seq_len * e.model.hidden) * e.training.activation_bytes();
+      static_cast<double>(e.training.micro_batch * local_seq_len(e) * e.model.hidden) * e.training.activation_bytes();
   const auto time = [&](CollectiveKind kind, CollectiveAlgorithm algorithm) {
     return collective_time_s(kind, algorithm, x.bytes, tp, tp_fabric);
   };

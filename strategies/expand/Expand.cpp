@@ -15,30 +15,45 @@ int layers_per_chunk(const Experiment& e) {
   return static_cast<int>(std::max<std::int64_t>(1, virtual_stage_layers(e).front()));
 }
 
-// Compute tasks per layer group: every device runs each pass of each micro-batch on each chunk.
+// Compute tasks per layer group: every device runs each pass of each micro-batch on each chunk (with context
+// parallelism the attention's own tasks too: cp ring steps, or one kernel beside the all-gathered K/V).
 double passes_per_group(const Experiment& e) {
   const auto& s = e.strategy;
   double passes = e.training.recompute == Recompute::None ? 2 : 3;
+  if (s.cp > 1) passes *= s.cp_comm == CpComm::Ring ? 1 + static_cast<double>(s.cp) : 2;
   return static_cast<double>(s.devices()) * static_cast<double>(s.microbatches * s.chunks) * passes;
 }
 
 }  // namespace
 
+// Layers of every virtual stage (an opaque model's even split).
+std::vector<std::int64_t> chunk_layer_counts(const Experiment& e) {
+  if (!e.model.opaque()) return virtual_stage_layers(e);
+  return std::vector<std::int64_t>(static_cast<std::size_t>(e.strategy.pp * e.strategy.chunks), layers_per_chunk(e));
+}
+
 int layer_group_size(const Experiment& e, const ExpandOptions& o) {
   const int per_chunk = layers_per_chunk(e);
   // Offloaded activations move layer by layer (offloaded_activation_layers): one layer per compute task.
   if (e.strategy.placement.activations == Mode::Offloaded) return 1;
-  if (o.layer_group > 0) return std::min(o.layer_group, per_chunk);
+  if (o.layer_group > 0) {
+    const std::vector<std::int64_t> counts = chunk_layer_counts(e);
+    return static_cast<int>(std::min<std::int64_t>(o.layer_group, *std::max_element(counts.begin(), counts.end())));
+  }
   const double ops = passes_per_group(e);
   for (int g = 1; g <= per_chunk; ++g)
     if (per_chunk % g == 0 && ops * (per_chunk / g) <= o.task_budget) return g;
   return per_chunk;
 }
 
+// Exact for uneven chunks: every virtual stage's layers in groups, over the stages' devices.
 double estimated_compute_tasks(const Experiment& e, const ExpandOptions& o) {
-  const int per_chunk = layers_per_chunk(e);
-  const int group = layer_group_size(e, o);
-  return passes_per_group(e) * static_cast<double>((per_chunk + group - 1) / group);
+  const std::int64_t group = layer_group_size(e, o);
+  double groups = 0;  // layer groups of all virtual stages
+  for (std::int64_t n : chunk_layer_counts(e))
+    groups += static_cast<double>((std::max<std::int64_t>(1, n) + group - 1) / group);
+  const auto& s = e.strategy;
+  return passes_per_group(e) / static_cast<double>(s.pp * s.chunks) * groups;
 }
 
 TaskGraph expand(const Experiment& e, const ClusterSpec& c, const ExpandOptions& o) {
@@ -54,7 +69,7 @@ PipelineSchedule step_schedule(const Experiment& e) {
 Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOptions& o)
     : e_(e),
       c_(c),
-      dp_(static_cast<int>(e.strategy.dp)),
+      dp_(static_cast<int>(e.strategy.data_ranks())),
       tp_(static_cast<int>(e.strategy.tp)),
       pp_(static_cast<int>(e.strategy.pp)),
       v_(static_cast<int>(e.strategy.chunks)),
@@ -68,14 +83,13 @@ Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOption
                  e.strategy.schedule == Schedule::Interleaved;
   const bool megatron_p2p = e.strategy.p2p == PipelineP2P::Megatron && pp_ > 1 && !e.model.opaque();
   blocking_p2p_ = megatron_p2p && synchronous_;
-  all_warmup_ = e.strategy.schedule == Schedule::Interleaved && v_ > 1 &&
-                e.strategy.microbatches <= (e.strategy.microbatch_group > 0 ? e.strategy.microbatch_group : pp_);
   scatter_gather_ = megatron_p2p && !e.strategy.sp && tp_ > 1;
   apply_microbatch_.assign(static_cast<std::size_t>(pp_), -1);
   for (int s = 0; s < pp_; ++s) {
     groups_.emplace_back();
     for (int k = 0; k < v_; ++k) groups_.back().push_back(chunk_groups(s, k));
   }
+  cp_ = static_cast<int>(e.strategy.cp);
   g_.devices = dp_ * tp_ * pp_;
   last_.assign(static_cast<std::size_t>(g_.devices), {});
   for (auto& streams : last_) streams.fill(kNoTask);
@@ -88,7 +102,7 @@ int Expander::rank(int d, int t, int s) const {
 }
 
 int Expander::data_index_base(int d, AxisSet axes) const {
-  const int shard = static_cast<int>(e_.strategy.dp_shard);
+  const int shard = static_cast<int>(e_.strategy.degree(kShardAxis));  // cp x dp_shard
   int ds = d % shard, dr = d / shard;
   if ((axes & kShardAxis) != 0) ds = 0;
   if ((axes & kReplicateAxis) != 0) dr = 0;
@@ -122,6 +136,17 @@ std::vector<Expander::DataCoset> Expander::add_data_collectives(Collective c, Ax
     out.push_back(std::move(coset));
   }
   return out;
+}
+
+int Expander::cp_group(int d, int t, int s) {
+  const int base = d - d % cp_;
+  auto [it, fresh] = cp_groups_.try_emplace({base, t, s}, 0);
+  if (fresh) {
+    std::vector<int> members;
+    for (int c = 0; c < cp_; ++c) members.push_back(rank(base + c, t, s));
+    it->second = g_.add_group(std::move(members));
+  }
+  return it->second;
 }
 
 int Expander::tp_group(int d, int s) {
@@ -233,6 +258,16 @@ void Expander::expand_stage(int s) {
   current_version_ = 0;
   call_recvs_.assign(lanes, {});
   std::vector<StageOp> unsent;  // strategy.p2p=megatron: outputs waiting for the next exchange
+  // A stage whose warm-up holds every forward (Megatron-Core's are_all_microbatches_in_warmup).
+  all_warmup_ = false;
+  if (v_ > 1) {
+    bool backward_seen = false, forward_after = false;
+    for (const PipeOp& op : order) {
+      backward_seen = backward_seen || op.kind == PipeOpKind::Backward;
+      forward_after = forward_after || (backward_seen && op.kind == PipeOpKind::Forward);
+    }
+    all_warmup_ = !forward_after;
+  }
   if (blocking_p2p_) post_receives(s, order, 0);
   for (int i = 0; i < static_cast<int>(order.size()); ++i) {
     const PipeOp& pop = order[static_cast<std::size_t>(i)];

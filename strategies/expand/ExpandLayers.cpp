@@ -145,8 +145,17 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
       frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
   const double act = activation_bytes(lg);
   const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
-  const PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part);
+  PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part);
   const bool layers = part == ModelPart::Layers;
+  // Context parallelism: the attention runs as tasks of its own after the layers' other work.
+  const bool cp_split = layers && cp_ > 1 && !e_.model.opaque();
+  if (cp_split) {
+    const StageCosts& k = costs_[static_cast<std::size_t>(s)];
+    cost.seconds -=
+        lg.layers * (kind == TaskKind::Backward ? k.layer_attention_backward_s : k.layer_attention_forward_s);
+  }
+  std::vector<TaskId> bodies;
+  std::vector<std::vector<MemDelta>> deferred;
   const bool grad_buffer = holds_unit_buffer(e_.strategy, State::Gradients);
   const bool param_buffer = holds_unit_buffer(e_.strategy, State::Parameters);
   compute_of_group_.assign(static_cast<std::size_t>(dp_ * tp_), kNoTask);
@@ -167,7 +176,11 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
           kind,          x,        cost.seconds,      cost.flops, layers ? lg.first_layer : -1, layers ? lg.layers : 0,
           op.microbatch, op.chunk, op.weight_version, part};
       TaskId id = add_single(c, s, x, Stream::Compute);
-      g_.set_memory(id, {}, on_end);
+      g_.set_memory(id, {}, cp_split ? std::vector<MemDelta>{} : on_end);
+      if (cp_split) {
+        bodies.push_back(id);
+        deferred.push_back(std::move(on_end));
+      }
       for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, id);
       if (first_of_op) link_op_inputs(d, t, vstage, op.microbatch, op.forward, id);
       if (gather_of_group_.size() > lane)
@@ -178,8 +191,109 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
       before_compute_[lane] = frontier_[lane];
       frontier_[lane] = {id};
       compute_of_group_[lane] = id;
-      if (closes) gather_window_[lane].push_back(id);
+      if (closes && !cp_split) gather_window_[lane].push_back(id);
     }
+  }
+  if (cp_split) cp_attention(s, op, g, kind, bodies, deferred, closes);
+}
+
+// Ring (Megatron-Core/TransformerEngine "p2p" CP): in forward step i each rank computes attention against the K/V
+// block it holds while sending that block to the ring's next rank (cp - 1 transfers); step i + 1 needs the block
+// received in step i. Backward (TransformerEngine's AttnFuncWithCPAndKVP2P): the transfer launched at step i carries
+// the K/V for the next step and the K/V gradient accumulated through step i - 1: K/V alone at step 0, both in the
+// middle, the gradient alone at step cp - 1, which brings each rank its own block's full gradient.
+// All-gather (Llama 3): K and V all-gathered before the attention (again in the backward), their gradients
+// reduce-scattered after it; exposed.
+void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, const std::vector<TaskId>& body,
+                            std::vector<std::vector<MemDelta>>& on_end, bool closes) {
+  const LayerGroup& lg =
+      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
+  const bool backward = kind == TaskKind::Backward;
+  const double attention = lg.layers * (backward ? k.layer_attention_backward_s : k.layer_attention_forward_s);
+  const std::int64_t kv_elems = cp_kv_elems(e_);
+  const int el = static_cast<int>(e_.training.activation_bytes());
+  const double kv_bytes = static_cast<double>(lg.layers) * static_cast<double>(kv_elems) * el;
+  const std::size_t lanes = body.size();
+  auto lane_of = [&](int d, int t) { return static_cast<std::size_t>(d * tp_ + t); };
+  auto pred = [&](int d) { return d - d % cp_ + (d % cp_ + cp_ - 1) % cp_; };
+  auto succ = [&](int d) { return d - d % cp_ + (d % cp_ + 1) % cp_; };
+  auto attention_task = [&](int d, int t, double seconds) {
+    const int x = rank(d, t, s);
+    Compute c{
+        kind, x, seconds, 0, lg.first_layer, lg.layers, op.microbatch, op.chunk, op.weight_version, ModelPart::Layers};
+    return add_single(c, s, x, Stream::Compute);
+  };
+  std::vector<TaskId> last(lanes, kNoTask);
+  std::vector<std::vector<TaskId>> tail(lanes);
+  if (e_.strategy.cp_comm == CpComm::Ring) {
+    std::vector<TaskId> sent(lanes, kNoTask), computed(body);
+    const int transfers = backward ? cp_ : cp_ - 1;
+    for (int i = 0; i < cp_; ++i) {
+      std::vector<TaskId> step(lanes, kNoTask), send(lanes, kNoTask);
+      for (int d = 0; d < dp_; ++d)
+        for (int t = 0; t < tp_; ++t) {
+          const std::size_t lane = lane_of(d, t);
+          step[lane] = attention_task(d, t, attention / cp_);
+          if (i > 0) g_.depend(sent[lane_of(pred(d), t)], step[lane]);
+          if (i >= transfers) continue;
+          const double bytes = !backward || i == 0 || i == cp_ - 1 ? kv_bytes : 2 * kv_bytes;
+          const int x = rank(d, t, s);
+          send[lane] =
+              add_single(P2P{x, rank(succ(d), t, s), bytes, CommClass::CpKv, op.microbatch, op.chunk, backward}, s, x,
+                         Stream::CpComm);
+          g_.depend(i == 0 ? body[lane] : sent[lane_of(pred(d), t)], send[lane]);
+          if (backward && i > 0) g_.depend(computed[lane], send[lane]);  // the gradient of step i - 1
+        }
+      computed = step;
+      sent = send;
+    }
+    for (int d = 0; d < dp_; ++d)
+      for (int t = 0; t < tp_; ++t) {
+        const std::size_t lane = lane_of(d, t);
+        last[lane] = computed[lane];
+        tail[lane] = {computed[lane]};
+        if (backward) tail[lane].push_back(sent[lane_of(pred(d), t)]);  // its own block's K/V gradient is back
+      }
+  } else {
+    for (int d = 0; d < dp_; d += cp_)
+      for (int t = 0; t < tp_; ++t) {
+        Collective c;
+        c.op = CollectiveOp::AllGather;
+        c.cls = CommClass::CpKv;
+        c.stream = Stream::CpComm;
+        c.group = cp_group(d, t, s);
+        c.elems = kv_elems * cp_;
+        c.elem_bytes = el;
+        c.repeat = lg.layers;
+        c.layer = lg.first_layer;
+        c.layers = lg.layers;
+        c.microbatch = op.microbatch;
+        c.backward = backward;
+        const TaskId gather = add_collective(c, s);
+        std::vector<TaskId> kernels;
+        for (int j = d; j < d + cp_; ++j) {
+          g_.depend(body[lane_of(j, t)], gather);
+          const TaskId kernel = attention_task(j, t, attention);
+          g_.depend(gather, kernel);
+          kernels.push_back(kernel);
+          last[lane_of(j, t)] = kernel;
+          tail[lane_of(j, t)] = {kernel};
+        }
+        if (!backward) continue;
+        c.op = CollectiveOp::ReduceScatter;
+        const TaskId scatter = add_collective(c, s);
+        for (int j = d; j < d + cp_; ++j) {
+          g_.depend(kernels[static_cast<std::size_t>(j - d)], scatter);
+          tail[lane_of(j, t)] = {scatter};
+        }
+      }
+  }
+  for (std::size_t lane = 0; lane < lanes; ++lane) {
+    g_.set_memory(last[lane], {}, on_end[lane]);
+    frontier_[lane] = tail[lane];
+    compute_of_group_[lane] = last[lane];
+    if (closes) gather_window_[lane].push_back(last[lane]);
   }
 }
 
@@ -203,7 +317,7 @@ void Expander::add_tp_collective(int s, const StageOp& op, int g, CollectiveOp k
   const bool first_group = op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1;
   // A hidden collective starts beside its compute, so it is first of the op when that compute was.
   const bool first_of_op = first_group && (hidden ? before_compute_.front().empty() : frontier_.front().empty());
-  const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
+  const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
   for (int d = 0; d < dp_; ++d) {
     Collective c = tp_group_collective(d, s, kind, x, e_.training.activation_bytes());
     c.repeat = repeat;

@@ -11,7 +11,7 @@ std::vector<TaskId> Expander::send_boundary(int s, const StageOp& op) {
   const int last_vstage = pp_ * v_ - 1;
   if ((op.forward && vstage == last_vstage) || (!op.forward && vstage == 0) || e_.model.opaque()) return sent;
   const int dst_v = op.forward ? vstage + 1 : vstage - 1;
-  const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
+  const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
   const bool piece = e_.strategy.sp || scatter_gather_;
   const double bytes = static_cast<double>(piece ? shard_elems(x, tp_) : x) * e_.training.activation_bytes();
   for (int d = 0; d < dp_; ++d) {
@@ -64,7 +64,7 @@ void Expander::receive_gather(int s, const PipeOp& op) {
   if (!has_input(s, op)) return;
   const int vstage = op.chunk * pp_ + s;
   const bool forward = op.kind == PipeOpKind::Forward;
-  const std::int64_t x = e_.model.seq_len * e_.training.micro_batch * e_.model.hidden;
+  const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
   for (int d = 0; d < dp_; ++d) {
     Collective c = tp_group_collective(d, s, CollectiveOp::AllGather, x, e_.training.activation_bytes());
     c.microbatch = op.microbatch;
@@ -88,8 +88,8 @@ bool Expander::ends_call(const std::vector<PipeOp>& order, int i) const {
          order[static_cast<std::size_t>(next)].kind != PipeOpKind::Backward)
     ++next;
   if (next == n) return true;
-  // All forwards in the warm-up (one group): Megatron-LM exchanges the last forward's output on its own and receives
-  // the first backward's input in a separate call (all_warmup_microbatches).
+  // Every forward in the stage's warm-up: Megatron-Core exchanges the last forward's output on its own and receives
+  // the first backward's input in a separate call (are_all_microbatches_in_warmup).
   if (all_warmup_) return true;
   return !(v_ > 1 && order[static_cast<std::size_t>(i)].kind == PipeOpKind::Forward &&
            order[static_cast<std::size_t>(next)].kind == PipeOpKind::Backward);

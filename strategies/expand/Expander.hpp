@@ -94,6 +94,13 @@ class Expander {
   /// A TP collective of `ops` per layer over each (d, s) TP group; `hidden` ones run beside the compute that follows
   /// the current frontier instead of after it (Megatron overlaps them with weight-gradient GEMMs).
   void tp_collective(int s, const StageOp& op, int g, int ops, bool hidden);
+  /// Context parallelism: the attention of group g after its other work (`body`, per lane), as cp ring steps (a
+  /// compute step and a K/V transfer to the ring's next rank each) or all-gathered K/V (and reduce-scattered
+  /// gradients in the backward). The last attention compute of each lane closes the group with `on_end`.
+  void cp_attention(int s, const StageOp& op, int g, TaskKind kind, const std::vector<TaskId>& body,
+                    std::vector<std::vector<MemDelta>>& on_end, bool closes);
+  /// The cp group of data lane d (its cp ranks) for TP rank t on stage s.
+  int cp_group(int d, int t, int s);
   /// Megatron-LM's TP collective around the vocabulary-parallel embedding or output layer of group g (one per op).
   void vocab_collective(int s, const StageOp& op, int g, CollectiveOp kind, bool hidden);
   void add_tp_collective(int s, const StageOp& op, int g, CollectiveOp kind, int repeat, bool per_layer, bool hidden);
@@ -155,6 +162,8 @@ class Expander {
   TaskGraph g_;
   std::vector<std::array<TaskId, kStreams>> last_;
   std::map<std::pair<int, int>, int> tp_groups_;
+  std::map<std::tuple<int, int, int>, int> cp_groups_;
+  int cp_ = 1;  ///< context parallel degree: data lanes d = c + cp x (data-parallel index)
   std::map<std::tuple<int, int, int, AxisSet>, int> data_groups_;
   std::vector<DataCollective> plan_;  ///< the placement's collectives along the data axes (data_plan)
   std::map<std::vector<int>, int> subgroups_;
@@ -177,7 +186,7 @@ class Expander {
   };
   std::map<BoundaryKey, Boundary> boundaries_;
   bool blocking_p2p_ = false;                         // strategy.p2p=megatron on a flush schedule
-  bool all_warmup_ = false;                           // interleaved with one micro-batch group: all forwards first
+  bool all_warmup_ = false;                           // the stage being expanded runs every forward first
   bool scatter_gather_ = false;                       // strategy.p2p=megatron without sp, tp > 1
   std::vector<std::vector<BoundaryKey>> call_recvs_;  // per (d, t): the inputs the last exchange received
   // DP gradient buckets per (t, s)

@@ -22,6 +22,8 @@ const char* to_string(Stream s) {
       return "d2h";
     case Stream::Host:
       return "host-cpu";
+    case Stream::CpComm:
+      return "cp-comm";
   }
   return "?";
 }

@@ -9,9 +9,14 @@
 namespace placesim {
 
 /// Streams of a device: each runs one task at a time, and they overlap with each other, like CUDA streams.
-enum class Stream { Compute, TpComm, DpComm, DpGather, PpSend, PpRecv, H2D, D2H, Host };
-inline constexpr int kStreams = 9;
+/// CpComm: context parallelism's K/V exchanges (ring sends and receives, all-gathers, reduce-scatters).
+enum class Stream { Compute, TpComm, DpComm, DpGather, PpSend, PpRecv, H2D, D2H, Host, CpComm };
+inline constexpr int kStreams = 10;
 const char* to_string(Stream s);
+/// The stream a transfer of class `c` occupies on its receiver: pp-recv, or cp for context parallelism's ring.
+inline Stream receive_stream(CommClass c) {
+  return c == CommClass::CpKv ? Stream::CpComm : Stream::PpRecv;
+}
 
 /// What a task is. Collective steps and point-to-point transfers are recorded on the sending device.
 enum class TaskKind { Forward, Backward, Recompute, Optimizer, Collective, P2P, Offload, HostCompute };

@@ -68,11 +68,16 @@ void check_interleaved_group(const PipelineShape& sh, const ShapeFields& f) {
                      std::to_string(sh.stages) + " (" + schedule +
                      " needs at least one micro-batch per stage in each group, or the first stage waits for a "
                      "chunk no stage can run yet)");
+  if (group > sh.microbatches && sh.microbatch_group == 0)
+    throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " is fewer than " + f.stages + "=" +
+                     std::to_string(sh.stages) + " (" + schedule +
+                     " runs the micro-batches through each chunk in "
+                     "groups of at least " +
+                     f.stages + ")");
   if (group > sh.microbatches)
     throw InputError(f.microbatch_group + "=" + std::to_string(group) + " exceeds " + f.microbatches + "=" +
                      std::to_string(sh.microbatches) + " (" + schedule + " runs groups of " + f.microbatch_group +
-                     " micro-batches through each chunk" +
-                     (sh.microbatch_group == 0 ? "; it defaults to " + f.stages : std::string()) + ")");
+                     " micro-batches through each chunk)");
   if (sh.microbatches % group != 0 && sh.microbatches % group < sh.stages)
     throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " leaves a last group of " +
                      std::to_string(sh.microbatches % group) + " micro-batches (groups of " + std::to_string(group) +
@@ -292,10 +297,8 @@ InterleavedSlot interleaved_slot(int k, int count, int chunks, int group) {
   return {full + r % rest, r / rest};
 }
 
-// Megatron-LM runs every forward first when the micro-batches are just one group (num_microbatches == pp:
-// all_warmup_microbatches), where the warm-up formula would leave the last stages a steady state of mismatched pairs.
+// Megatron-Core (get_pp_rank_microbatches): a rank whose warm-up covers every forward runs them all first.
 int interleaved_warmup(int stage, int stages, int count, int chunks, int group) {
-  if (chunks > 1 && count <= group) return count * chunks;
   const int warm = chunks == 1 ? stages - stage - 1 : 2 * (stages - stage - 1) + (chunks - 1) * group;
   return std::min(warm, count * chunks);
 }

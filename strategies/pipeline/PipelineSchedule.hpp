@@ -102,8 +102,7 @@ struct InterleavedSlot {
 };
 InterleavedSlot interleaved_slot(int k, int count, int chunks, int group);
 /// Forwards a stage of the interleaved schedule runs before its first backward: 2 (S - s - 1) + (v - 1) N (at most
-/// every forward of the step; S - s - 1 with one chunk), or every forward when the step is one group (Megatron-LM's
-/// all-warm-up case, num_microbatches == pp).
+/// every forward of the step; S - s - 1 with one chunk), as Megatron-Core's get_pp_rank_microbatches.
 int interleaved_warmup(int stage, int stages, int count, int chunks, int group);
 
 /// The checks make_schedule applies (see there), without building anything.

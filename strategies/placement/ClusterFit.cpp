@@ -21,9 +21,12 @@ ClusterFit cluster_fit(const ClusterSpec& c) {
 std::string cluster_mesh_mismatch(const Experiment& e, const ClusterFit& cluster) {
   const StrategySpec& s = e.strategy;
   if (s.devices() == cluster.devices) return "";
-  return "cluster: the mesh strategy.dp x tp x pp = " + std::to_string(s.dp) + " x " + std::to_string(s.tp) + " x " +
-         std::to_string(s.pp) + " = " + std::to_string(s.devices()) + " devices does not match the cluster's " +
-         std::to_string(cluster.devices) + " GPUs (" + cluster.summary + ")";
+  const std::string mesh =
+      s.cp > 1 ? "strategy.dp x cp x tp x pp = " + std::to_string(s.dp) + " x " + std::to_string(s.cp) + " x "
+               : "strategy.dp x tp x pp = " + std::to_string(s.dp) + " x ";
+  return "cluster: the mesh " + mesh + std::to_string(s.tp) + " x " + std::to_string(s.pp) + " = " +
+         std::to_string(s.devices()) + " devices does not match the cluster's " + std::to_string(cluster.devices) +
+         " GPUs (" + cluster.summary + ")";
 }
 
 void check_cluster_mesh(const Experiment& e, const ClusterFit& cluster) {

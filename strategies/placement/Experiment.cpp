@@ -71,7 +71,6 @@ void resolve(Experiment& e) {
                      " x " + std::to_string(t.micro_batch) + " x " + std::to_string(e.model.hidden) +
                      " elements in one activation tensor is more than the 2^50 (1.1e15) placesim counts exactly");
   if (s.noam == 0) s.noam = s.pp;
-  if (s.schedule == Schedule::Interleaved && s.microbatch_group == 0) s.microbatch_group = s.pp;
   // Recompute and the activation placement say the same thing twice; make them agree. An explicit
   // training.recompute wins over the placement (which may come from a preset such as megatron-3d).
   if (t.recompute_given && t.recompute == Recompute::None && s.placement.activations == Mode::Materialized)
@@ -116,11 +115,16 @@ Json strategy_to_json(const StrategySpec& s) {
            {"optimizer", state_modes_json(s.placement, State::Optimizer)},
            {"activations", to_string(s.placement.activations)}}},
          {"placement_short", short_form(s.placement)}};
-  if (s.schedule == Schedule::Interleaved) j["microbatch_group"] = s.microbatch_group;
+  if (s.schedule == Schedule::Interleaved) j["microbatch_group"] = s.interleave_group();
   if (!s.layers_per_stage.empty()) j["layers_per_stage"] = s.layers_per_stage;
   // The split data axis appears only when it is split, so one-axis reports read as before.
   if (s.dp_replicate > 1)
     j["mesh"] = {{"dp_replicate", s.dp_replicate}, {"dp_shard", s.dp_shard}, {"tp", s.tp}, {"pp", s.pp}};
+  if (s.cp > 1) {
+    j["cp"] = s.cp;
+    j["cp_comm"] = to_string(s.cp_comm);
+    if (j.contains("mesh")) j["mesh"]["cp"] = s.cp;
+  }
   return j;
 }
 

@@ -24,6 +24,11 @@ struct Experiment {
   std::optional<ConvergenceSpec> convergence;
 };
 
+/// Tokens of one sequence a device holds: model.seq_len / strategy.cp (context parallelism splits the sequence).
+inline std::int64_t local_seq_len(const Experiment& e) {
+  return e.model.seq_len / e.strategy.cp;
+}
+
 /// Parses an experiment object; `base_dir` resolves relative paths (hf_config). Calls resolve().
 Experiment parse_experiment(const Json& value, const std::string& base_dir);
 /// Reads and parses an experiment file.

@@ -25,11 +25,11 @@ std::int64_t held_share(const StrategySpec& s, State state, std::int64_t whole, 
 }
 
 std::int64_t secondary_share(const StrategySpec& s, std::int64_t padded) {
-  return s.placement.secondary && s.dp_shard > 1 ? padded / s.dp_shard : 0;
+  return s.placement.secondary && s.degree(kShardAxis) > 1 ? padded / s.degree(kShardAxis) : 0;
 }
 
 std::int64_t StageLayout::held_elems(const StrategySpec& s, State state) const {
-  return held_share(s, state, elems(), padded_elems(s.dp));
+  return held_share(s, state, elems(), padded_elems(s.data_ranks()));
 }
 
 std::int64_t stashed_version_elems(const Experiment& e, const StageLayout& st) {
@@ -67,7 +67,8 @@ std::vector<StageLayout> opaque_layouts(const Experiment& e) {
   // A bucket is bucket_bytes of parameters, rounded down to a multiple of dp so that every full bucket shards
   // without padding: the buckets' shards then add up to the stage's shard exactly (one flat buffer, padded once).
   const std::int64_t bucket_params = static_cast<std::int64_t>(s.bucket_bytes / e.training.param_bytes());
-  const std::int64_t bucket = e.model.opaque_layers > 0 ? 0 : std::max<std::int64_t>(s.dp, bucket_params / s.dp * s.dp);
+  const std::int64_t n = s.data_ranks();
+  const std::int64_t bucket = e.model.opaque_layers > 0 ? 0 : std::max<std::int64_t>(n, bucket_params / n * n);
   std::vector<StageLayout> out(static_cast<std::size_t>(s.pp));
   for (int i = 0; i < s.pp; ++i) {
     auto& st = out[static_cast<std::size_t>(i)];
@@ -130,14 +131,27 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
   return out;
 }
 
+std::int64_t cp_kv_elems(const Experiment& e) {
+  const ModelSpec& m = e.model;
+  return 2 * local_seq_len(e) * e.training.micro_batch * (m.kv_heads * m.head_dim() / e.strategy.tp);
+}
+
+double cp_layer_bytes(const Experiment& e, bool backward) {
+  if (e.strategy.cp == 1 || e.model.opaque()) return 0;
+  const double forward =
+      static_cast<double>(e.strategy.cp - 1) * static_cast<double>(cp_kv_elems(e)) * e.training.activation_bytes();
+  return backward ? 2 * forward : forward;
+}
+
 double layer_activation_bytes(const Experiment& e) {
   const ModelSpec& m = e.model;
   const auto& t = e.training;
   if (m.opaque()) return 0;
   const double tp = static_cast<double>(e.strategy.tp);
   const double el = t.activation_bytes();
+  // Context parallelism: each rank holds its 1/cp of the sequence.
   const double sbh =
-      static_cast<double>(m.seq_len) * static_cast<double>(t.micro_batch) * static_cast<double>(m.hidden);
+      static_cast<double>(local_seq_len(e)) * static_cast<double>(t.micro_batch) * static_cast<double>(m.hidden);
   const double sb = sbh / static_cast<double>(m.hidden);
   const double kv = static_cast<double>(m.kv_heads * m.head_dim());
   const double f = static_cast<double>(m.ffn);
@@ -179,6 +193,15 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
 
 double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted) {
   const auto& s = e.strategy;
+  // Even chunks: the warm-up's chunk-forwards plus the one of the steady state, each a chunk's layers.
+  const bool even = std::all_of(st.chunk_layers.begin(), st.chunk_layers.end(),
+                                [&](std::int64_t n) { return n == st.chunk_layers.front(); });
+  if (even && s.microbatches <= kMaxMicrobatches / s.chunks) {
+    const std::int64_t total = s.microbatches * s.chunks;
+    const std::int64_t warm = 2 * (s.pp - st.stage - 1) + (s.chunks - 1) * s.interleave_group();
+    const double passes = static_cast<double>(std::min(warm + 1, total));
+    return weighted ? passes * static_cast<double>(st.chunk_layers.front()) : passes;
+  }
   const std::int64_t total = s.microbatches * s.chunks;
   if (total > kMaxInterleavedPasses)
     throw InputError("strategy.microbatches x strategy.chunks = " + std::to_string(s.microbatches) + " x " +
@@ -187,7 +210,7 @@ double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighte
   // The stage's op order walked: warm-up forwards, then a forward and a backward in turn; a chunk-forward holds its
   // chunk's layers until its backward.
   const int m = static_cast<int>(s.microbatches), v = static_cast<int>(s.chunks), n = static_cast<int>(total);
-  const int group = static_cast<int>(s.microbatch_group > 0 ? s.microbatch_group : s.pp);
+  const int group = static_cast<int>(s.interleave_group());
   const int warm = interleaved_warmup(st.stage, static_cast<int>(s.pp), m, v, group);
   auto load = [&](int k, bool forward) {
     const InterleavedSlot x = interleaved_slot(k, m, v, group);

@@ -67,6 +67,14 @@ std::vector<StageLayout> stage_layouts(const Experiment& e);
 /// the last stage.
 std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st);
 
+/// Context parallelism: elements of K and V one rank holds of one layer and micro-batch, its tokens and its tp share
+/// of the key-value heads (GQA: kv_heads, not heads): 2 x seq_len / cp x micro_batch x kv_heads x head_dim / tp.
+std::int64_t cp_kv_elems(const Experiment& e);
+/// Bytes one rank sends for context parallelism per layer and micro-batch, in one pass: forward (cp - 1) blocks of
+/// K/V (ring steps, or its share of the all-gather); backward twice that (ring: K/V and their gradients; all-gather:
+/// the re-gather and the gradients' reduce-scatter); a full recompute repeats the forward's.
+double cp_layer_bytes(const Experiment& e, bool backward);
+
 /// Activation bytes one layer stores for one micro-batch on one device (Korthikanti et al., arXiv 2205.05198,
 /// generalised to GQA, gated MLPs, no dropout and flash attention).
 double layer_activation_bytes(const Experiment& e);

@@ -176,14 +176,11 @@ std::vector<std::int64_t> parse_layers_per_stage(const Json& list) {
   return out;
 }
 
-// cp and ep (in strategy or strategy.mesh) are reserved for context and expert parallelism: only 1 is accepted.
+// ep (in strategy or strategy.mesh) is reserved for expert parallelism: only 1 is accepted.
 void refuse_reserved_axes(ObjectReader& r, const Json& object) {
-  for (const char* key : {"cp", "ep"}) {
-    if (r.get_positive_int(key, 1) != 1)
-      throw InputError(r.field(key) + "=" + show(object[key]) + ": " +
-                       (std::string(key) == "cp" ? "context" : "expert") +
-                       " parallelism is not supported yet; only 1 is accepted");
-  }
+  if (r.get_positive_int("ep", 1) != 1)
+    throw InputError(r.field("ep") + "=" + show(object["ep"]) +
+                     ": expert parallelism is not supported yet; only 1 is accepted");
 }
 
 // strategy.mesh: the named axes and their degrees. The rank order is fixed (tp fastest, then cp, dp_shard,
@@ -194,9 +191,10 @@ void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
     if (!outer.has(key)) return std::nullopt;
     return outer.get_positive_int(key, 1);
   };
-  std::optional<std::int64_t> dp = shorthand("dp"), tp = shorthand("tp"), pp = shorthand("pp");
+  std::optional<std::int64_t> dp = shorthand("dp"), tp = shorthand("tp"), pp = shorthand("pp"), cp = shorthand("cp");
   s.tp = tp.value_or(1);
   s.pp = pp.value_or(1);
+  s.cp = cp.value_or(1);
   s.dp_shard = dp.value_or(1);
   s.dp_replicate = 1;
   if (mesh) {
@@ -210,6 +208,7 @@ void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
     };
     s.tp = axis("tp", tp, "strategy.tp");
     s.pp = axis("pp", pp, "strategy.pp");
+    s.cp = axis("cp", cp, "strategy.cp");
     const bool split = r.has("dp_shard") || r.has("dp_replicate");
     s.dp_replicate = r.get_positive_int("dp_replicate", 1);
     s.dp_shard = r.get_positive_int("dp_shard", split ? 1 : dp.value_or(1));
@@ -222,11 +221,12 @@ void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
   refuse_reserved_axes(outer, object);
   // Every product of degrees must stay a plausible device count: a wrapped product would be a silent wrong figure.
   std::int64_t devices = 1;
-  for (std::int64_t degree : {s.dp_replicate, s.dp_shard, s.tp, s.pp})
+  for (std::int64_t degree : {s.dp_replicate, s.dp_shard, s.cp, s.tp, s.pp})
     if (__builtin_mul_overflow(devices, degree, &devices) || devices > kMaxDevices)
-      throw InputError("strategy mesh dp_replicate x dp_shard x tp x pp = " + std::to_string(s.dp_replicate) + " x " +
-                       std::to_string(s.dp_shard) + " x " + std::to_string(s.tp) + " x " + std::to_string(s.pp) +
-                       " exceeds " + std::to_string(kMaxDevices) + " devices");
+      throw InputError("strategy mesh dp_replicate x dp_shard x cp x tp x pp = " + std::to_string(s.dp_replicate) +
+                       " x " + std::to_string(s.dp_shard) + " x " + std::to_string(s.cp) + " x " +
+                       std::to_string(s.tp) + " x " + std::to_string(s.pp) + " exceeds " + std::to_string(kMaxDevices) +
+                       " devices");
   s.dp = s.dp_replicate * s.dp_shard;
 }
 
@@ -236,6 +236,10 @@ StrategySpec read_strategy_object(const Json& object) {
   s.preset = r.get_string("preset", "custom");
   read_mesh(r, object, s);
   s.sp = r.get_bool("sp", false);
+  if (r.has("cp_comm")) {
+    const std::string comm = r.get_choice("cp_comm", {"ring", "p2p", "all-gather", "all_gather"}, "ring");
+    s.cp_comm = comm == "all-gather" || comm == "all_gather" ? CpComm::AllGather : CpComm::Ring;
+  }
   s.tp_overlap = r.get_bool("tp_overlap", true);
   s.schedule = parse_schedule(
       r.get_choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
@@ -298,18 +302,25 @@ StrategySpec parse_strategy(const Json& value) {
 }
 
 std::string axes_label(const StrategySpec& s, AxisSet axes) {
-  return s.dp_replicate == 1 && axes != kNoAxes ? "dp" : axes_name(axes);
+  std::string label = s.dp_replicate == 1 && axes != kNoAxes ? "dp" : axes_name(axes);
+  if (s.cp > 1 && (axes & kShardAxis) != 0) label += "+cp";
+  return label;
 }
 
 std::string mesh_string(const StrategySpec& s) {
   std::string dp = "dp " + std::to_string(s.dp);
   if (s.dp_replicate > 1)
     dp += " (dp_replicate " + std::to_string(s.dp_replicate) + " x dp_shard " + std::to_string(s.dp_shard) + ")";
-  return dp + " x tp " + std::to_string(s.tp) + " x pp " + std::to_string(s.pp);
+  return dp + (s.cp > 1 ? " x cp " + std::to_string(s.cp) + " (" + to_string(s.cp_comm) + ")" : std::string()) +
+         " x tp " + std::to_string(s.tp) + " x pp " + std::to_string(s.pp);
 }
 
 std::string to_string(PipelineP2P p) {
   return p == PipelineP2P::Megatron ? "megatron" : "async";
+}
+
+std::string to_string(CpComm c) {
+  return c == CpComm::AllGather ? "all-gather" : "ring";
 }
 
 std::string to_string(CollectiveScheme c) {

@@ -24,12 +24,25 @@ enum class PipelineP2P { Async, Megatron };
 /// inter-node ring, intra-node all-gather) when every node holds the same number (> 1) of its members.
 enum class CollectiveScheme { Ring, Hierarchical };
 
-/// A device mesh (dp_replicate x dp_shard x tp x pp; dp = dp_replicate x dp_shard) plus the placement of each state
-/// along each data-parallel axis, the pipeline schedule and the knobs of the collectives. Ranks follow Megatron-LM's
-/// order with the data axis split: tp fastest, then dp_shard, dp_replicate, pp.
+/// How context parallelism exchanges keys and values (Megatron-Core's cp_comm_type):
+/// - Ring ("p2p", ring attention): K/V blocks pass around the cp ring in cp - 1 steps, each transfer overlapping the
+///   attention block of the step before; the backward passes K/V and their gradients the same way.
+/// - AllGather (the Llama 3 paper, arXiv 2407.21783 §3.3.2): K and V are all-gathered before attention (and again in
+///   the backward), their gradients reduce-scattered; exposed, small with GQA.
+enum class CpComm { Ring, AllGather };
+
+/// A device mesh (dp_replicate x dp_shard x cp x tp x pp; dp = dp_replicate x dp_shard) plus the placement of each
+/// state along each data-parallel axis, the pipeline schedule and the knobs of the collectives. Ranks follow
+/// Megatron-LM's order with the data axis split: tp fastest, then cp, dp_shard, dp_replicate, pp.
 struct StrategySpec {
   std::string preset = "custom";
   std::int64_t dp = 1, tp = 1, pp = 1;
+  /// Context parallelism: every micro-batch's sequence is split over cp ranks (2 cp chunks, rank i holding chunks i
+  /// and 2cp-1-i, so causal attention is balanced). They share the micro-batches of one data-parallel rank, so the
+  /// batch arithmetic uses dp alone. Model states take their dp_shard placement along cp (Megatron-LM's data-parallel
+  /// group with cp, torchtitan's dp_shard_cp mesh): gradients are synchronised over dp x cp.
+  std::int64_t cp = 1;
+  CpComm cp_comm = CpComm::Ring;
   std::int64_t dp_replicate = 1, dp_shard = 1;  ///< the data-parallel axes (strategy.mesh); dp is their product
   bool sp = false;                              ///< sequence parallelism over the tp group (Korthikanti et al.)
   /// Megatron-LM overlaps the TP collectives of the backward pass with its weight-gradient GEMMs (since 2021-08,
@@ -53,10 +66,14 @@ struct StrategySpec {
   CollectiveScheme collective = CollectiveScheme::Ring;
   Placement placement;
 
-  std::int64_t devices() const { return dp * tp * pp; }
-  /// The number of data-parallel ranks spanned by `axes`.
+  std::int64_t devices() const { return dp * cp * tp * pp; }
+  /// The interleaved schedule's micro-batch group N: microbatch_group, or pp when it is not given.
+  std::int64_t interleave_group() const { return microbatch_group > 0 ? microbatch_group : pp; }
+  /// The ranks over which data-parallel states are placed: dp x cp (cp counts with dp_shard).
+  std::int64_t data_ranks() const { return dp * cp; }
+  /// The number of ranks spanned by data axes `axes`; dp_shard includes cp.
   std::int64_t degree(AxisSet axes) const {
-    return ((axes & kShardAxis) != 0 ? dp_shard : 1) * ((axes & kReplicateAxis) != 0 ? dp_replicate : 1);
+    return ((axes & kShardAxis) != 0 ? dp_shard * cp : 1) * ((axes & kReplicateAxis) != 0 ? dp_replicate : 1);
   }
 };
 
@@ -85,6 +102,7 @@ std::string mesh_string(const StrategySpec& s);
 std::string to_string(Schedule s);
 std::string to_string(PipelineP2P p);
 std::string to_string(CollectiveScheme c);
+std::string to_string(CpComm c);
 std::vector<std::pair<std::string, std::string>> strategy_preset_list();
 
 }  // namespace placesim

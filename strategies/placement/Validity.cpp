@@ -26,7 +26,10 @@ void require_divides(std::int64_t degree, const char* degree_field, std::int64_t
 void check_layers_per_stage(const Experiment& e) {
   const auto& s = e.strategy;
   const bool interleaved = s.schedule == Schedule::Interleaved;
-  const std::int64_t virtual_stages = s.pp * (interleaved ? s.chunks : 1);
+  std::int64_t virtual_stages = 0;
+  if (__builtin_mul_overflow(s.pp, interleaved ? s.chunks : 1, &virtual_stages))
+    refuse("strategy.pp x strategy.chunks = " + str(s.pp) + " x " + str(s.chunks) +
+           " virtual stages overflows a 64-bit count");
   const std::string what = interleaved ? "strategy.pp x strategy.chunks = " + str(s.pp) + " x " + str(s.chunks) +
                                              " = " + str(virtual_stages) + " virtual stages"
                                        : "strategy.pp=" + str(s.pp) + " stages";
@@ -44,6 +47,29 @@ void check_layers_per_stage(const Experiment& e) {
     refuse("strategy.layers_per_stage adds up to " + str(sum) + " layers but model.layers=" + str(e.model.layers));
 }
 
+// Context parallelism splits each sequence over cp ranks: 2 cp balanced chunks for the ring, cp for the all-gather.
+void check_context_parallel(const Experiment& e) {
+  const auto& s = e.strategy;
+  if (s.cp == 1) return;
+  if (e.model.opaque())
+    refuse("strategy.cp=" + str(s.cp) +
+           " needs a model with layers and a sequence (model.hidden, model.layers, model.seq_len, ...): context "
+           "parallelism splits the sequence");
+  if (!e.model.flash_attention)
+    refuse("strategy.cp=" + str(s.cp) +
+           " needs model.flash_attention=true: context parallelism runs fused attention kernels on sequence blocks "
+           "(TransformerEngine)");
+  const bool ring = s.cp_comm == CpComm::Ring;
+  const std::int64_t chunks = ring ? 2 * s.cp : s.cp;
+  if (e.model.seq_len % chunks != 0)
+    refuse("model.seq_len=" + str(e.model.seq_len) + " is not divisible by " +
+           (ring ? "2 x strategy.cp = " + str(chunks) + " (the ring balances causal attention over 2 cp chunks)"
+                 : "strategy.cp=" + str(chunks) + " (strategy.cp_comm=all-gather)"));
+  if (s.sp && local_seq_len(e) % s.tp != 0)
+    refuse("strategy.tp=" + str(s.tp) + " does not divide the " + str(local_seq_len(e)) +
+           " tokens per cp rank (model.seq_len / strategy.cp) that sequence parallelism splits");
+}
+
 void check_mesh(const Experiment& e) {
   const auto& s = e.strategy;
   const auto& m = e.model;
@@ -59,6 +85,7 @@ void check_mesh(const Experiment& e) {
   }
   if (s.sp && s.tp == 1)
     refuse("strategy.sp=true needs strategy.tp > 1: sequence parallelism shards over the tp group");
+  check_context_parallel(e);
 }
 
 void check_schedule(const Experiment& e) {

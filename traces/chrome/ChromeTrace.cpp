@@ -15,7 +15,7 @@ namespace placesim {
 
 namespace {
 
-static_assert(kStreams < 10, "trace_tid() spaces overflow lanes 10 apart");
+static_assert(kStreams <= 10, "trace_tid() spaces overflow lanes 10 apart (streams take tids 1..10)");
 
 /// Builds one flat JSON object into a string, keys in call order.
 class Obj {

@@ -51,7 +51,7 @@ std::vector<Bucket> fill_buckets(const SimulationRecord& record, const std::vect
     const TaskRecord& t = record.tasks[i];
     if (selected(mask, t.device)) bucket(t.device, t.stream).push_back(slice_of(t, i, false));
     if (t.kind == TaskKind::P2P && t.peer >= 0 && selected(mask, t.peer))
-      bucket(t.peer, Stream::PpRecv).push_back(slice_of(t, i, true));
+      bucket(t.peer, receive_stream(t.comm_class)).push_back(slice_of(t, i, true));
   }
   for (auto& b : buckets)
     std::sort(b.begin(), b.end(), [](const Slice& x, const Slice& y) {

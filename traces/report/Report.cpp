@@ -186,6 +186,7 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   out << cell("max", w) << "\n";
   for (int k = 0; k < kCommClasses; ++k) {
     auto idx = static_cast<std::size_t>(k);
+    if (static_cast<CommClass>(k) == CommClass::CpKv && e.strategy.cp == 1) continue;  // no context parallelism
     std::string label = to_string(static_cast<CommClass>(k));
     out << "  " << label << std::string(22 - label.size(), ' ');
     for (const auto* c : cols) out << cell(format_bytes(c->comm.by_class[idx]), w);
@@ -211,7 +212,7 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
     const auto& s2 = e.strategy;
     out << "\npipeline stages (" << to_string(s2.schedule);
     if (s2.schedule == Schedule::Interleaved)
-      out << ", " << s2.chunks << " chunks, groups of " << s2.microbatch_group << " micro-batches";
+      out << ", " << s2.chunks << " chunks, groups of " << s2.interleave_group() << " micro-batches";
     out << "; bubble: " << stage_plan_basis(e) << "):\n";
     out << "  stage  layers per chunk        in flight   activations   bubble\n";
     const double layer = layer_activation_bytes(e);

@@ -90,6 +90,7 @@ Json device_rows(const Experiment& e, const SimResult& r) {
                            {"peak_memory_bytes", peak_memory(d)},
                            {"busy_s", busy(d)},
                            {"exposed_communication_s", d.exposed_communication_s()}});
+    if (e.strategy.cp > 1) devices.back()["cp"] = mc.cp;
   }
   return devices;
 }

@@ -49,6 +49,7 @@ const std::map<std::string, FigureFn>& analytic_figures() {
     t["communication.by_class.tp_collective"] = [](E, A a) { return by_class(a, CommClass::TpCollective); };
     t["communication.by_class.pp_p2p"] = [](E, A a) { return by_class(a, CommClass::PpP2P); };
     t["communication.by_class.embedding_sync"] = [](E, A a) { return by_class(a, CommClass::EmbeddingSync); };
+    t["communication.by_class.cp_kv"] = [](E, A a) { return by_class(a, CommClass::CpKv); };
     return t;
   }();
   return table;
@@ -110,8 +111,10 @@ std::string SweepRows::prefix(std::uint64_t index, const std::vector<std::size_t
     out += value_text_[a][coords[a]];
   }
   // Simulate mode: the fidelity is part of every row's identity, so --resume refuses a file simulated at another.
-  if (spec_.mode == SweepMode::Simulate) out += "},\"fidelity\":\"" + std::string(to_string(spec_.fidelity)) + '"';
-  else out += '}';
+  if (spec_.mode == SweepMode::Simulate)
+    out += "},\"fidelity\":\"" + std::string(to_string(spec_.fidelity)) + '"';
+  else
+    out += '}';
   return out + ",\"status\":\"";
 }
 
