@@ -166,6 +166,27 @@ TEST_CASE("Every valid interleaved shape expands to an acyclic graph, with block
   CHECK(expanded > 100);
 }
 
+TEST_CASE("Bytes in the graph equal the analytic bytes for every context-parallel implementation") {
+  for (const char* comm : {"ring", "all-gather"})
+    for (const char* strategy : {
+             R"({"preset": "dp", "cp": 4)",
+             R"({"preset": "fsdp", "dp": 2, "cp": 2)",
+             R"({"preset": "megatron-3d", "dp": 1, "tp": 2, "pp": 2, "cp": 2)",
+             R"({"preset": "megatron-3d", "tp": 2, "sp": true, "pp": 2, "cp": 2, "schedule": "interleaved",
+                 "layers_per_stage": [3, 1, 1, 3])",
+             R"({"preset": "hsdp", "mesh": {"dp_replicate": 2, "dp_shard": 2, "cp": 2})"}) {
+      const std::string text = std::string(strategy) + R"(, "cp_comm": ")" + comm + "\"}";
+      INFO(text);
+      const Experiment e = small(text);
+      REQUIRE_NOTHROW(check_validity(e));
+      const TaskGraph g = expand(e, two_dgx());
+      std::vector<TaskId> order;
+      CHECK_NOTHROW(boost::topological_sort(g.graph, std::back_inserter(order)));
+      check_bytes_match_analytic(e);
+      CHECK(analyze(e).comm.by_class[static_cast<std::size_t>(CommClass::CpKv)] > 0);
+    }
+}
+
 TEST_CASE("An uneven interleaved pipeline runs each chunk's own layers, in model order") {
   const Experiment e = small(R"({"preset": "megatron-3d", "pp": 2, "schedule": "interleaved",
                                  "layers_per_stage": [3, 1, 1, 3]})");

@@ -179,6 +179,10 @@ double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& 
   return acc.profile.kernel_latency_s + flops / (acc.peak_flops(dtype) * acc.profile.flash_attention_efficiency);
 }
 
+double attention_forward_flops(const Experiment& e) {
+  return e.model.opaque() ? 0 : flash_forward_flops(shape_of(e));
+}
+
 PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc) {
   if (e.model.opaque()) return {};
   const LayerShape L = shape_of(e);

@@ -12,6 +12,11 @@ struct PassTimes {
   double attention_forward_s = 0, attention_backward_s = 0;
 };
 
+/// FLOPs of one layer's fused causal attention forward for one micro-batch on one device: 4 x head_dim per query-key
+/// pair and head, (micro_batch x heads / tp) heads, seq_len^2 / (2 cp) pairs (causal; with context parallelism the
+/// 2 cp balanced chunks give every rank the same share).
+double attention_forward_flops(const Experiment& e);
+
 /// One transformer layer, one micro-batch, on one device (its tp shard) of experiment e.
 PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc);
 /// The output (logit) layer with the loss, and the embedding lookup, on one device (vocab split over tp).
