@@ -15,9 +15,10 @@ using namespace placesim;
 namespace {
 
 Experiment llama8b(int seq, int cp, const std::string& extra = "") {
-  return test::experiment(R"({"model": {"preset": "llama3-8b", "seq_len": )" + std::to_string(seq) +
-                          R"(}, "training": {"global_batch": 1, "micro_batch": 1}, "strategy": {"preset": "dp", "cp": )" +
-                          std::to_string(cp) + extra + "}}");
+  return test::experiment(
+      R"({"model": {"preset": "llama3-8b", "seq_len": )" + std::to_string(seq) +
+      R"(}, "training": {"global_batch": 1, "micro_batch": 1}, "strategy": {"preset": "dp", "cp": )" +
+      std::to_string(cp) + extra + "}}");
 }
 
 std::string refusal(const std::string& strategy, const std::string& model = R"({"preset": "llama3-8b"})") {
@@ -80,6 +81,13 @@ TEST_CASE("K/V bytes per rank: GQA keys and values, the same for the ring and th
       R"({"model": "llama3-8b", "training": {"global_batch": 1, "micro_batch": 1, "recompute": "full"},
           "strategy": {"preset": "dp", "cp": 4}})");
   CHECK(analyze(recompute).comm.by_class[cls] == 32 * 12 * 8388608.0);
+  // Transient blocks of one layer: the ring receives 3 in the forward and double-buffers K/V with their gradients
+  // (4) in the backward; the all-gather holds all 4 gathered blocks, and in the backward their gradients too (8).
+  CHECK(cp_buffer_bytes(ring, false) == 3 * 8388608.0);
+  CHECK(cp_buffer_bytes(ring, true) == 4 * 8388608.0);
+  const Experiment gather = llama8b(8192, 4, R"(, "cp_comm": "all-gather")");
+  CHECK(cp_buffer_bytes(gather, true) == 8 * 8388608.0);
+  CHECK(analyze(gather).memory.buffers - analyze(llama8b(8192, 1)).memory.buffers == 8 * 8388608.0);
   // With tp 2 each rank holds half the key-value heads.
   CHECK(cp_kv_elems(llama8b(8192, 4, R"(, "tp": 2)")) == 2097152);
 }
@@ -104,10 +112,11 @@ TEST_CASE("Gradients are synchronised over dp x cp: parameters are replicated al
 
 TEST_CASE("Context parallelism refusals name the field") {
   CHECK(refusal(R"({"cp": 3})", R"({"preset": "llama3-8b", "seq_len": 8192})") ==
-        "invalid strategy: model.seq_len=8192 is not divisible by 2 x strategy.cp = 6 (the ring balances causal "
-        "attention over 2 cp chunks)");
-  CHECK(refusal(R"({"cp": 3, "cp_comm": "all-gather"})", R"({"preset": "llama3-8b", "seq_len": 8191})") ==
-        "invalid strategy: model.seq_len=8191 is not divisible by strategy.cp=3 (strategy.cp_comm=all-gather)");
+        "invalid strategy: model.seq_len=8192 is not divisible by 2 x strategy.cp = 6 (context parallelism balances "
+        "causal attention over 2 cp chunks)");
+  CHECK(refusal(R"({"cp": 3, "cp_comm": "all-gather"})", R"({"preset": "llama3-8b", "seq_len": 8188})") ==
+        "invalid strategy: model.seq_len=8188 is not divisible by 2 x strategy.cp = 6 (context parallelism balances "
+        "causal attention over 2 cp chunks)");
   CHECK(refusal(R"({"cp": 2})", R"({"preset": "llama3-8b", "flash_attention": false})") ==
         "invalid strategy: strategy.cp=2 needs model.flash_attention=true: context parallelism runs fused attention "
         "kernels on sequence blocks (TransformerEngine)");

@@ -224,6 +224,7 @@ std::vector<DeviceInfo> device_infos(const Experiment& e, const ClusterSpec& c) 
     MeshCoord m = mesh_coord(e.strategy, x);
     out.push_back(
         DeviceInfo{static_cast<int>(x / c.gpus_per_node), static_cast<int>(x % c.gpus_per_node), m.dp, m.tp, m.pp});
+    if (e.strategy.cp > 1) out.back().cp = m.cp;
   }
   return out;
 }

@@ -57,8 +57,12 @@ struct Describer {
   void operator()(const P2P& p) const {
     r.kind = TaskKind::P2P;
     r.comm_class = p.cls;
-    r.name = std::string(p.backward ? "send grad" : "send act") + microbatch(p.microbatch) + " -> gpu" +
-             std::to_string(p.dst);
+    if (p.cls == CommClass::CpKv)
+      r.name = std::string(p.backward ? "cp send kv+dkv" : "cp send kv") + microbatch(p.microbatch) + " -> gpu" +
+               std::to_string(p.dst);
+    else
+      r.name = std::string(p.backward ? "send grad" : "send act") + microbatch(p.microbatch) + " -> gpu" +
+               std::to_string(p.dst);
     r.microbatch = p.microbatch;
     r.chunk = p.chunk;
     r.bytes = p.bytes;

@@ -58,6 +58,8 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   // the previous one is reduce-scattered or copied to the host.
   if (holds_unit_buffer(s, State::Parameters)) mem.buffers += 2 * unit * pb;
   if (holds_unit_buffer(s, State::Gradients)) mem.buffers += 2 * unit * gb;
+  // Context parallelism: one layer's K/V blocks in flight during its attention, the larger pass.
+  mem.buffers += std::max(cp_buffer_bytes(e, false), cp_buffer_bytes(e, true));
   const double shard = d(st.sharded_elems(s.data_ranks()));
   if (pl.parameters == Mode::Offloaded) mem.host += shard * pb;
   if (pl.gradients == Mode::Offloaded) mem.host += shard * gb;

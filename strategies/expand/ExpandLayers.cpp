@@ -224,7 +224,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         kind, x, seconds, 0, lg.first_layer, lg.layers, op.microbatch, op.chunk, op.weight_version, ModelPart::Layers};
     return add_single(c, s, x, Stream::Compute);
   };
-  std::vector<TaskId> last(lanes, kNoTask);
+  std::vector<TaskId> first(lanes, kNoTask), last(lanes, kNoTask);
   std::vector<std::vector<TaskId>> tail(lanes);
   if (e_.strategy.cp_comm == CpComm::Ring) {
     std::vector<TaskId> sent(lanes, kNoTask), computed(body);
@@ -235,6 +235,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         for (int t = 0; t < tp_; ++t) {
           const std::size_t lane = lane_of(d, t);
           step[lane] = attention_task(d, t, attention / cp_);
+          if (i == 0) first[lane] = step[lane];
           if (i > 0) g_.depend(sent[lane_of(pred(d), t)], step[lane]);
           if (i >= transfers) continue;
           const double bytes = !backward || i == 0 || i == cp_ - 1 ? kv_bytes : 2 * kv_bytes;
@@ -275,6 +276,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         for (int j = d; j < d + cp_; ++j) {
           g_.depend(body[lane_of(j, t)], gather);
           const TaskId kernel = attention_task(j, t, attention);
+          first[lane_of(j, t)] = kernel;
           g_.depend(gather, kernel);
           kernels.push_back(kernel);
           last[lane_of(j, t)] = kernel;
@@ -289,8 +291,18 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         }
       }
   }
+  // The layer's K/V blocks live from its attention's first task to its last (one layer at a time within a group).
+  const double buffer = cp_buffer_bytes(e_, backward);
   for (std::size_t lane = 0; lane < lanes; ++lane) {
-    g_.set_memory(last[lane], {}, on_end[lane]);
+    const int x = rank(static_cast<int>(lane) / tp_, static_cast<int>(lane) % tp_, s);
+    std::vector<MemDelta> start{{x, State::Activations, buffer, true}};
+    on_end[lane].push_back({x, State::Activations, -buffer, true});
+    if (first[lane] == last[lane]) {
+      g_.set_memory(last[lane], start, on_end[lane]);
+    } else {
+      g_.set_memory(first[lane], start, {});
+      g_.set_memory(last[lane], {}, on_end[lane]);
+    }
     frontier_[lane] = tail[lane];
     compute_of_group_[lane] = last[lane];
     if (closes) gather_window_[lane].push_back(last[lane]);

@@ -52,7 +52,7 @@ const char* to_string(TaskKind k) {
 
 std::string DeviceInfo::name() const {
   return "node" + std::to_string(node) + "/gpu" + std::to_string(local) + " [dp" + std::to_string(dp) + " pp" +
-         std::to_string(pp) + " tp" + std::to_string(tp) + "]";
+         std::to_string(pp) + (cp >= 0 ? " cp" + std::to_string(cp) : std::string()) + " tp" + std::to_string(tp) + "]";
 }
 
 }  // namespace placesim

@@ -60,7 +60,8 @@ struct MemoryEvent {
 struct DeviceInfo {
   int node = 0, local = 0;  ///< node index and GPU index inside the node
   std::int64_t dp = 0, tp = 0, pp = 0;
-  std::string name() const;  ///< "node3/gpu5 [dp1 pp2 tp5]"
+  std::int64_t cp = -1;      ///< context-parallel rank; -1 without context parallelism
+  std::string name() const;  ///< "node3/gpu5 [dp1 pp2 tp5]", with cp "node3/gpu5 [dp1 pp2 cp1 tp1]"
 };
 
 /// Everything a simulation observed; the trace writer and the report consume it.

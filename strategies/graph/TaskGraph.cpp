@@ -58,7 +58,7 @@ Stream task_stream(const Task& t) {
   struct Visitor {
     Stream operator()(const Compute&) const { return Stream::Compute; }
     Stream operator()(const Collective& c) const { return c.stream; }
-    Stream operator()(const P2P&) const { return Stream::PpSend; }
+    Stream operator()(const P2P& p) const { return p.cls == CommClass::CpKv ? Stream::CpComm : Stream::PpSend; }
     Stream operator()(const Offload& o) const { return o.to_host ? Stream::D2H : Stream::H2D; }
     Stream operator()(const HostCompute&) const { return Stream::Host; }
   };

@@ -143,6 +143,14 @@ double cp_layer_bytes(const Experiment& e, bool backward) {
   return backward ? 2 * forward : forward;
 }
 
+double cp_buffer_bytes(const Experiment& e, bool backward) {
+  if (e.strategy.cp == 1 || e.model.opaque()) return 0;
+  const double block = static_cast<double>(cp_kv_elems(e)) * e.training.activation_bytes();
+  const double cp = static_cast<double>(e.strategy.cp);
+  if (e.strategy.cp_comm == CpComm::Ring) return (backward ? 4 : cp - 1) * block;
+  return (backward ? 2 * cp : cp) * block;
+}
+
 double layer_activation_bytes(const Experiment& e) {
   const ModelSpec& m = e.model;
   const auto& t = e.training;

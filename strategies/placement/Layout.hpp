@@ -75,6 +75,12 @@ std::int64_t cp_kv_elems(const Experiment& e);
 /// the re-gather and the gradients' reduce-scatter); a full recompute repeats the forward's.
 double cp_layer_bytes(const Experiment& e, bool backward);
 
+/// Context parallelism's transient K/V buffers during one layer's attention on a rank, per pass: the ring holds the
+/// cp - 1 blocks it receives in the forward (TransformerEngine allocates one per step) and K/V with their gradients
+/// double-buffered in the backward (4 blocks); the all-gather holds the gathered K/V (cp blocks) in the forward and
+/// them and their gathered gradients (2 cp) in the backward.
+double cp_buffer_bytes(const Experiment& e, bool backward);
+
 /// Activation bytes one layer stores for one micro-batch on one device (Korthikanti et al., arXiv 2205.05198,
 /// generalised to GQA, gated MLPs, no dropout and flash attention).
 double layer_activation_bytes(const Experiment& e);

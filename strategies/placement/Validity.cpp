@@ -59,12 +59,10 @@ void check_context_parallel(const Experiment& e) {
     refuse("strategy.cp=" + str(s.cp) +
            " needs model.flash_attention=true: context parallelism runs fused attention kernels on sequence blocks "
            "(TransformerEngine)");
-  const bool ring = s.cp_comm == CpComm::Ring;
-  const std::int64_t chunks = ring ? 2 * s.cp : s.cp;
-  if (e.model.seq_len % chunks != 0)
-    refuse("model.seq_len=" + str(e.model.seq_len) + " is not divisible by " +
-           (ring ? "2 x strategy.cp = " + str(chunks) + " (the ring balances causal attention over 2 cp chunks)"
-                 : "strategy.cp=" + str(chunks) + " (strategy.cp_comm=all-gather)"));
+  // Megatron-Core and TransformerEngine cut the sequence into 2 cp chunks for either exchange (load balancing).
+  if (e.model.seq_len % (2 * s.cp) != 0)
+    refuse("model.seq_len=" + str(e.model.seq_len) + " is not divisible by 2 x strategy.cp = " + str(2 * s.cp) +
+           " (context parallelism balances causal attention over 2 cp chunks)");
   if (s.sp && local_seq_len(e) % s.tp != 0)
     refuse("strategy.tp=" + str(s.tp) + " does not divide the " + str(local_seq_len(e)) +
            " tokens per cp rank (model.seq_len / strategy.cp) that sequence parallelism splits");

@@ -30,6 +30,19 @@ void require_fixed_batch(const Json& experiment) {
         "the micro-batch size and dp");
 }
 
+// The base's context-parallel degree (strategy.cp or strategy.mesh.cp): the candidates keep it, so the other axes
+// share devices / cp.
+std::int64_t base_cp(const Json& experiment) {
+  if (!experiment.contains("strategy") || !experiment["strategy"].is_object()) return 1;
+  const Json& s = experiment["strategy"];
+  const Json* cp = s.contains("cp") ? &s["cp"] : nullptr;
+  if (!cp && s.contains("mesh") && s["mesh"].is_object() && s["mesh"].contains("cp")) cp = &s["mesh"]["cp"];
+  if (!cp) return 1;
+  if (!cp->is_number_integer() || cp->get<std::int64_t>() < 1)
+    throw InputError("strategy.cp=" + show(*cp) + " must be a positive integer");
+  return cp->get<std::int64_t>();
+}
+
 }  // namespace
 
 SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, const SearchSpace& space) {
@@ -42,7 +55,11 @@ SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, cons
   spec.mode = space.mode;
   spec.fidelity = space.fidelity;
   SweepAxis mesh{{"strategy.dp", "strategy.tp", "strategy.pp"}, {}};
-  for (const CandidateMesh& m : enumerate_meshes(space.devices, space.gpus_per_node))
+  const std::int64_t cp = base_cp(experiment);
+  if (space.devices % cp != 0)
+    throw InputError("search: the GPU count " + std::to_string(space.devices) + " is not a multiple of strategy.cp=" +
+                     std::to_string(cp) + " (the candidates keep the base's context parallelism)");
+  for (const CandidateMesh& m : enumerate_meshes(space.devices / cp, space.gpus_per_node))
     mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp)});
   SweepAxis presets{{"strategy.preset"}, {}};
   for (const auto& p : space.presets) presets.values.push_back({Json(p)});

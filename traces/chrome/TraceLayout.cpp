@@ -116,7 +116,7 @@ std::vector<int> mesh_order(const SimulationRecord& record, const std::vector<in
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     const auto& x = record.devices[static_cast<std::size_t>(a)];
     const auto& y = record.devices[static_cast<std::size_t>(b)];
-    return std::tie(x.pp, x.dp, x.tp) < std::tie(y.pp, y.dp, y.tp);
+    return std::tie(x.pp, x.dp, x.cp, x.tp) < std::tie(y.pp, y.dp, y.cp, y.tp);
   });
   return order;
 }

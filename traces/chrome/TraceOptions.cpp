@@ -12,10 +12,11 @@ namespace placesim {
 namespace {
 
 const char* const kSelectionHelp =
-    " (use all, N, N-M, stageN, ppN, dpN, tpN, nodeN, ranges like dp0-3; ',' for union, '+' for intersection)";
+    " (use all, N, N-M, stageN, ppN, dpN, tpN, cpN, nodeN, ranges like dp0-3; ',' for union, '+' for "
+    "intersection)";
 
 /// Which coordinate an atom selects on.
-enum class Axis { Device, Pp, Dp, Tp, Node };
+enum class Axis { Device, Pp, Dp, Tp, Cp, Node };
 
 struct Atom {
   Axis axis = Axis::Device;
@@ -52,6 +53,7 @@ std::optional<Axis> parse_axis(const std::string& word) {
   if (word == "stage" || word == "pp") return Axis::Pp;
   if (word == "dp") return Axis::Dp;
   if (word == "tp") return Axis::Tp;
+  if (word == "cp") return Axis::Cp;
   if (word == "node") return Axis::Node;
   return std::nullopt;
 }
@@ -79,6 +81,8 @@ std::int64_t coordinate(const DeviceInfo& d, int index, Axis axis) {
       return d.dp;
     case Axis::Tp:
       return d.tp;
+    case Axis::Cp:
+      return d.cp < 0 ? 0 : d.cp;
     case Axis::Node:
       return d.node;
   }
