@@ -1,6 +1,7 @@
 #include "strategies/pipeline/PipelineEval.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <tuple>
 
@@ -284,6 +285,23 @@ SimulationRecord pipeline_record(const PipelineSchedule& schedule, const Pipelin
   sort_by_completion(record.tasks);
   record.step_time_s = makespan / schedule.shape.steps;
   return record;
+}
+
+TimelineIdle timeline_idle(const PipelineTimeline& timeline) {
+  double first = std::numeric_limits<double>::infinity(), last = -first;
+  for (const auto& ops : timeline)
+    for (const OpInterval& x : ops) {
+      first = std::min(first, x.start_s);
+      last = std::max(last, x.end_s);
+    }
+  TimelineIdle out;
+  out.span_s = last > first ? last - first : 0;
+  for (const auto& ops : timeline) {
+    double busy = 0;
+    for (const OpInterval& x : ops) busy += x.end_s - x.start_s;
+    out.idle_s.push_back(out.span_s - busy);
+  }
+  return out;
 }
 
 }  // namespace placesim

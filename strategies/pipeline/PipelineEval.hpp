@@ -23,6 +23,14 @@ struct PipelineTimes {
 /// Throws std::logic_error if the orders deadlock (no schedule of make_schedule does).
 PipelineTimeline evaluate_pipeline(const PipelineSchedule& schedule, const PipelineTimes& times);
 
+/// The span of a timeline (first start to last end; 0 when empty) and each stage's idle time in it.
+struct TimelineIdle {
+  double span_s = 0;
+  std::vector<double> idle_s;  ///< per stage: span - the stage's busy time
+  double fraction(std::size_t stage) const { return span_s > 0 ? idle_s[stage] / span_s : 0; }
+};
+TimelineIdle timeline_idle(const PipelineTimeline& timeline);
+
 /// The records of an evaluated pipeline, as a simulation would give them, for the trace writer and the report.
 ///
 /// One device per stage (node = pp = stage). One TaskRecord per op on Stream::Compute: task id = the op's position

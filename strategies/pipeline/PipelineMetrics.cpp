@@ -84,19 +84,10 @@ void measure_schedule_bubble(const PipelineSchedule& schedule, const PipelineTim
   PipelineTimes balanced;  // per whole stage: an interleaved chunk takes 1/v of it
   balanced.forward_s = forwards > 0 ? forward / static_cast<double>(forwards) * schedule.shape.chunks : 0;
   balanced.backward_s = backwards > 0 ? backward / static_cast<double>(backwards) * schedule.shape.chunks : 0;
-  const PipelineTimeline ideal = evaluate_pipeline(schedule, balanced);
-  double first = std::numeric_limits<double>::infinity(), last = -first;
-  for (const auto& ops : ideal)
-    for (const OpInterval& x : ops) {
-      first = std::min(first, x.start_s);
-      last = std::max(last, x.end_s);
-    }
-  const double span = last > first ? last - first : 0;
-  for (const auto& ops : ideal) {
-    double busy = 0;
-    for (const OpInterval& x : ops) busy += x.end_s - x.start_s;
-    m.schedule_bubble_s.push_back(span - busy);
-    m.schedule_bubble_fraction.push_back(span > 0 ? (span - busy) / span : 0);
+  const TimelineIdle idle = timeline_idle(evaluate_pipeline(schedule, balanced));
+  for (std::size_t s = 0; s < idle.idle_s.size(); ++s) {
+    m.schedule_bubble_s.push_back(idle.idle_s[s]);
+    m.schedule_bubble_fraction.push_back(idle.fraction(s));
   }
 }
 

@@ -42,19 +42,10 @@ std::vector<StagePlan> stage_plan(const Experiment& e, const StageWork& w) {
     for (StagePlan& p : out) p.bubble_fraction = p.bubble_s = std::numeric_limits<double>::quiet_NaN();
     return out;
   }
-  const PipelineTimeline timeline = evaluate_pipeline(schedule, times);
-  double first = std::numeric_limits<double>::infinity(), last = -first;
-  for (const auto& ops : timeline)
-    for (const OpInterval& x : ops) {
-      first = std::min(first, x.start_s);
-      last = std::max(last, x.end_s);
-    }
-  const double span = last - first;
-  for (std::size_t s = 0; s < timeline.size(); ++s) {
-    double busy = 0;
-    for (const OpInterval& x : timeline[s]) busy += x.end_s - x.start_s;
-    out[s].bubble_s = span - busy;
-    out[s].bubble_fraction = span > 0 ? (span - busy) / span : 0;
+  const TimelineIdle idle = timeline_idle(evaluate_pipeline(schedule, times));
+  for (std::size_t s = 0; s < out.size(); ++s) {
+    out[s].bubble_s = idle.idle_s[s];
+    out[s].bubble_fraction = idle.fraction(s);
   }
   return out;
 }
