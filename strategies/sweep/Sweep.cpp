@@ -148,12 +148,13 @@ SweepAxis parse_axis(const std::string& key, const OrderedJson& spec) {
 
 // How many values an axis will have, counted from its list or range bounds without building them; 1 for a malformed
 // range (parse_axis refuses it with the precise reason).
-double axis_count(const OrderedJson& spec) {
+template <class J>
+double axis_count(const J& spec) {
   if (spec.is_array()) return static_cast<double>(spec.size());
   if (!spec.is_object()) return 1;
   auto number = [&](const char* key) {
     auto it = spec.find(key);
-    return it != spec.end() && it->is_number() ? it->get<double>() : std::nan("");
+    return it != spec.end() && it->is_number() ? it->template get<double>() : std::nan("");
   };
   const double from = number("from"), to = number("to"), step = number("step"), times = number("times");
   if (step > 0 && to >= from) return arithmetic_count(from, to, step);
@@ -387,6 +388,13 @@ Shard parse_shard(const std::string& text) {
   if (s.count == 0) throw fail("N must be at least 1");
   if (s.index >= s.count) throw fail("i must be below N (shards are numbered 0 to N-1)");
   return s;
+}
+
+double count_axis_values(const Json& sweep) {
+  if (!sweep.is_object() || !sweep.contains("axes") || !sweep["axes"].is_object()) return 0;
+  double values = 0;
+  for (const auto& [key, spec] : sweep["axes"].items()) values += axis_count(spec);
+  return values;
 }
 
 }  // namespace placesim

@@ -52,7 +52,7 @@ struct SweepSpec {
   SweepFilters filters;
   SweepMode mode = SweepMode::Analyze;
   Fidelity fidelity = Fidelity::Flow;  ///< simulate mode: how each point's collectives are simulated
-  std::vector<std::string> figures;  ///< dotted report paths written with every point
+  std::vector<std::string> figures;    ///< dotted report paths written with every point
 
   std::uint64_t points() const;
   /// Every axis path, in file order (joint axes expanded).
@@ -100,5 +100,9 @@ struct Shard {
 
 /// Parses "i/N" with 0 <= i < N; anything else is an InputError naming --shard.
 Shard parse_shard(const std::string& text);
+
+/// The values the axes of a sweep file would materialise, counted without building them (0 without axes): the
+/// pre-count parse_sweep applies its limits to.
+double count_axis_values(const Json& sweep);
 
 }  // namespace placesim

@@ -91,15 +91,9 @@ std::string csv_cell(const Json* v) {
 
 SweepRows::SweepRows(const SweepSpec& spec) : spec_(spec) {
   for (const auto& axis : spec.axes) {
-    std::vector<std::string> texts;
-    texts.reserve(axis.size());
-    for (const auto& value : axis.values) {
-      std::string t;
-      for (std::size_t p = 0; p < axis.paths.size(); ++p)
-        t += (p ? "," : "") + key_text(axis.paths[p]) + ":" + value[p].dump();
-      texts.push_back(std::move(t));
-    }
-    value_text_.push_back(std::move(texts));
+    std::vector<std::string> keys;
+    for (const auto& path : axis.paths) keys.push_back(key_text(path) + ":");
+    key_text_.push_back(std::move(keys));
   }
   for (const auto& f : spec.figures) figure_keys_.push_back("," + key_text(f) + ":");
 }
@@ -107,8 +101,12 @@ SweepRows::SweepRows(const SweepSpec& spec) : spec_(spec) {
 std::string SweepRows::prefix(std::uint64_t index, const std::vector<std::size_t>& coords) const {
   std::string out = "{\"index\":" + std::to_string(index) + ",\"point\":{";
   for (std::size_t a = 0; a < coords.size(); ++a) {
-    if (a) out += ',';
-    out += value_text_[a][coords[a]];
+    const std::vector<Json>& value = spec_.axes[a].values[coords[a]];
+    for (std::size_t p = 0; p < value.size(); ++p) {
+      if (a || p) out += ',';
+      out += key_text_[a][p];
+      out += value[p].dump();
+    }
   }
   // Simulate mode: the fidelity is part of every row's identity, so --resume refuses a file simulated at another.
   if (spec_.mode == SweepMode::Simulate)

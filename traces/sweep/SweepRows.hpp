@@ -29,8 +29,9 @@ class SweepRows {
 
  private:
   const SweepSpec& spec_;
-  std::vector<std::vector<std::string>> value_text_;  ///< per axis and value: "\"path\":value" pairs
-  std::vector<std::string> figure_keys_;              ///< ",\"figure\":" per figure
+  /// Per axis and path: "\"path\":" (the values are dumped as rows are written: an axis may hold 10^7 of them).
+  std::vector<std::vector<std::string>> key_text_;
+  std::vector<std::string> figure_keys_;  ///< ",\"figure\":" per figure
 };
 
 /// The value at a dotted path ("memory.per_stage.0.total_bytes": numbers index lists) of a JSON document, or null
