@@ -18,11 +18,7 @@ packages=(clang libclang-rt-14-dev cmake make pkg-config libsimgrid-dev libboost
 source scripts/install-missing.sh
 install_missing "${packages[@]}"
 
-launcher=()
-if command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
+ccache_launcher
 # Debug keeps assertions; tests/fuzz/CMakeLists.txt adds -O1 and the sanitizers.
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DPLACESIM_FUZZ=ON \
   "${launcher[@]}" >/dev/null

@@ -14,16 +14,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev catch2 zlib1g-dev
-          python3-matplotlib python3-pandas)
 source scripts/install-missing.sh
-install_missing "${packages[@]}"
+install_missing "${placesim_packages[@]}"
 
-launcher=()
-if command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
+ccache_launcher
 # Debug keeps assertions; -O1 makes the suite fast enough under the sanitizers while keeping stacks readable.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DPLACESIM_SANITIZE=ON \
   "${launcher[@]}" >/dev/null

@@ -234,16 +234,8 @@ double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighte
   return peak;
 }
 
-namespace {
-
-double chunks_per_stage(const Experiment& e) {
-  return e.strategy.schedule == Schedule::Interleaved ? static_cast<double>(e.strategy.chunks) : 1.0;
-}
-
-}  // namespace
-
 double offloaded_activation_layers(const Experiment& e, const StageLayout& st) {
-  return std::max(0.0, static_cast<double>(st.n_layers) - chunks_per_stage(e));
+  return std::max(0.0, static_cast<double>(st.n_layers - virtual_chunks(e)));
 }
 
 double kept_activation_layers(const Experiment& e, const StageLayout& st) {
