@@ -24,6 +24,8 @@ PROFILES = os.path.join(ROOT, "topology", "profiles")
 ORDER = ["a100-80gb", "h100-sxm", "h200", "b200"]
 LAYER_FIT = "a100-80gb"
 NO_STREAM = {"b200": "h100-sxm"}
+# Then the interference factors: intra-node compute_slowdown, comm_slowdown, inter-node compute_slowdown,
+# comm_slowdown (1.0 where not measured).
 COMPUTE_ORDER = ["gemm_peak_efficiency", "gemm_latency_s", "gemm_k_overhead", "gemm_tile", "gemm_roofline_p",
                  "memory_efficiency", "kernel_latency_s", "flash_attention_efficiency", "overlap_penalty"]
 
@@ -79,8 +81,15 @@ def main(argv):
     for name in ORDER:
         p = calibrate(placesim, name)
         p["compute"] = {k: round4(v) for k, v in p["compute"].items()}
+        interference = p["compute"].get("interference", {})
+        for scope, factors in interference.items():
+            if isinstance(factors, dict):
+                interference[scope] = {k: round4(v) for k, v in factors.items()}
         for scope, fabric in p.get("comm", {}).items():
             p["comm"][scope] = {k: round4(v) for k, v in fabric.items()}
+        if not any(isinstance(f, dict) for f in p["compute"].get("interference", {}).values()):
+            p["sources"].append(f"No public measurement of GEMM/NCCL interference on {name} was found: overlap "
+                                f"interference is off on both fabrics (overlapped communication costs nothing)")
         if name == LAYER_FIT:
             ratio = p["compute"]["memory_efficiency"] / stream_efficiency(placesim, name)
         else:
@@ -96,7 +105,11 @@ def main(argv):
 
     print("topology/hardware/CalibratedProfiles.cpp:")
     for name in ["a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200"]:
-        values = ", ".join(repr(fitted[name]["compute"][k]) for k in COMPUTE_ORDER)
+        values = [fitted[name]["compute"][k] for k in COMPUTE_ORDER]
+        for scope in ["intra_node", "inter_node"]:
+            factors = fitted[name]["compute"]["interference"][scope]
+            values += [factors["compute_slowdown"], factors["comm_slowdown"]] if isinstance(factors, dict) else [1.0, 1.0]
+        values = ", ".join(repr(v) for v in values)
         print(f'      {{"{name}", {{{values}}}}},')
     print("topology/hardware/CommProfile.cpp (fabric of each accelerator's reference system):")
     for name in ORDER:

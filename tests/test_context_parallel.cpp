@@ -136,6 +136,8 @@ ClusterSpec node(double nvlink_bw) {
   c.nvlink_bw_Bps = nvlink_bw;
   c.nvlink_latency_s = 1e-6;
   c.comm_model = CommModel::Links;
+  // The schedule's own timing: overlap interference (tests/test_interference.cpp) off.
+  c.accelerator.profile.intra_node_interference = {};
   return c;
 }
 

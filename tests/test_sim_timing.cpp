@@ -18,6 +18,8 @@ ClusterSpec node() {
   c.nvlink_bw_Bps = 100e9;
   c.nvlink_latency_s = 1e-6;
   c.comm_model = CommModel::Links;
+  // The schedule's own timing: overlap interference (tests/test_interference.cpp) off.
+  c.accelerator.profile.intra_node_interference = {};
   return c;
 }
 

@@ -96,7 +96,11 @@ void Runner::launch_ring_step(TaskId id, int rank) {
   RingRun& run = rings_[id];
   run.pending[static_cast<std::size_t>(rank)] = static_cast<int>(transfers.size());
   run.step_start[static_cast<std::size_t>(rank)] = sg::Engine::get_clock();
-  const auto bytes = static_cast<std::uint64_t>(std::llround(run.chunk_bytes / static_cast<double>(transfers.size())));
+  // Overlap interference: a step launched while its sender computes moves at comm_slowdown times less bandwidth.
+  const int f = interferes_ ? interfering_fabric(id) : -1;
+  const double slowdown = f >= 0 ? launch_slowdown(transfers.front().first, f) : 1.0;
+  const auto bytes =
+      static_cast<std::uint64_t>(std::llround(run.chunk_bytes * slowdown / static_cast<double>(transfers.size())));
   for (auto [from, to] : transfers)
     launch(id,
            sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)],
@@ -117,6 +121,9 @@ void Runner::finish_collective(TaskId id, const RingRun& run) {
     if (!o_.fine && recorded(x)) account(id, x, run.first_start[r], run.last_end[r]);
     end = std::max(end, run.last_end[r]);
   }
+  if (interferes_)
+    if (const int f = interfering_fabric(id); f >= 0)
+      for (int x : m) transfer_on(x, f, -1);
   apply_memory(t, false, end);
   release_successors(id, end);
 }

@@ -2,9 +2,11 @@
 // Internal to sim/backend: the runner that lowers a TaskGraph to SimGrid activities just in time. Simulator.cpp holds
 // the activity loop (start, launch, completion, memory and accounting); RingLowering.cpp decomposes collectives into
 // ring steps over the channels (rails) NCCL would use and plans their exact delays.
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 #include <unordered_map>
 #include <vector>
@@ -17,6 +19,8 @@
 namespace placesim::detail {
 
 namespace sg = simgrid::s4u;
+
+inline constexpr TaskId kNoStretch = ~TaskId(0);
 
 /// Whether a ring collective (not latency-bound, not NVLS) runs as contending ring-step flows at `fidelity`: always at
 /// full fidelity, across nodes at flow fidelity, never at analytic fidelity.
@@ -57,7 +61,13 @@ class OverlapMeter {
 
 class Runner {
  public:
-  Runner(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o) : g_(g), c_(c), o_(o), fabric_(c) {
+  Runner(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o)
+      : g_(g),
+        c_(c),
+        o_(o),
+        fabric_(c),
+        interference_{c.accelerator.profile.intra_node_interference, c.accelerator.profile.inter_node_interference},
+        interferes_(o.interference && (interference_[0].active() || interference_[1].active())) {
     int argc = 1;
     char name[] = "placesim";
     char* argv[] = {name, nullptr};
@@ -96,6 +106,37 @@ class Runner {
   const GroupRing& group_ring(int group);
   CollectivePlan plan(const Collective& c);
 
+  // Overlap interference (ComputeProfile::intra_node_interference / inter_node_interference). While a device runs
+  // compute and an interfering transfer at once (a data-parallel, context-parallel or pipeline collective or send;
+  // not a TP collective, whose cost beside its GEMM is overlap_penalty's, and not a PCIe copy, which runs on copy
+  // engines), its compute runs compute_slowdown times slower and the transfer comm_slowdown times slower. Compute
+  // tasks and exact-delay collectives are "stretches" whose rate is re-set whenever that changes; decomposed ring
+  // steps and sends are slowed at launch when their sender (or receiver) is computing.
+  struct Stretch {
+    double remaining = 0;  ///< seconds of work left at rate 1
+    double rate = 1;
+    double last = 0;  ///< when `remaining` was last brought up to date
+    double begin = 0, base = 0;
+    simgrid::kernel::timer::Timer* timer = nullptr;
+    int fabric = -1;       ///< transfers: 0 inside a node, 1 across nodes; compute: -1
+    int busy_members = 0;  ///< transfers: members computing now
+    bool slowed = false;   ///< ran below rate 1 at some point
+  };
+  /// The fabric (0 intra-node, 1 inter-node) whose interference task `id` is subject to, or -1: none.
+  int interfering_fabric(TaskId id);
+  double compute_rate(int device) const;
+  double transfer_rate(const Stretch& s) const {
+    return s.busy_members > 0 ? 1.0 / interference_[static_cast<std::size_t>(s.fabric)].comm_slowdown : 1.0;
+  }
+  void stretch(TaskId id, double seconds, double rate, int fabric, int busy_members);
+  void retime(TaskId id, double rate);
+  /// A transfer of `fabric` starts (+1) or ends (-1) on `device`: its compute changes pace.
+  void transfer_on(int device, int fabric, int change);
+  /// `device` starts (+1) or ends (-1) a compute task: its exact-delay transfers change pace.
+  void compute_on(int device, int change);
+  /// comm_slowdown when `device` computes now and its transfers on `fabric` interfere, else 1.
+  double launch_slowdown(int device, int fabric) const;
+
   const TaskGraph& g_;
   const ClusterSpec& c_;
   const SimOptions& o_;
@@ -111,6 +152,13 @@ class Runner {
   std::unordered_map<TaskId, RingRun> rings_;
   std::vector<GroupRing> group_rings_;
   std::vector<OverlapMeter> nic_overlap_;  ///< analytic fidelity: per NIC, inter-node collectives sharing it
+  std::array<OverlapInterference, 2> interference_;
+  bool interferes_ = false;
+  std::unordered_map<TaskId, Stretch> stretches_;
+  std::vector<int> computing_;                      ///< per device: compute tasks running
+  std::vector<TaskId> compute_task_;                ///< per device: the running compute stretch
+  std::vector<std::array<int, 2>> transfers_on_;    ///< per device: interfering transfers in flight, per fabric
+  std::vector<std::vector<TaskId>> device_delays_;  ///< per device: interfering exact-delay collectives in flight
   std::deque<TaskId> ready_;
   std::uint64_t finished_ = 0;
   SimResult result_;

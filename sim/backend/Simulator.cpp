@@ -30,6 +30,12 @@ SimResult Runner::run() {
       if (recorded(x) && bytes != 0) result_.record.memory.push_back({0, x, static_cast<State>(s), bytes, 0});
     }
   }
+  if (interferes_) {
+    computing_.assign(static_cast<std::size_t>(g_.devices), 0);
+    compute_task_.assign(static_cast<std::size_t>(g_.devices), kNoStretch);
+    transfers_on_.assign(static_cast<std::size_t>(g_.devices), {0, 0});
+    device_delays_.assign(static_cast<std::size_t>(g_.devices), {});
+  }
   waiting_.resize(g_.size());
   start_time_.assign(g_.size(), 0);
   for (TaskId id = 0; id < g_.size(); ++id) {
@@ -67,13 +73,23 @@ void Runner::start(TaskId id) {
         // timers, which cost SimGrid far less than activities (whose completion scans every live activity).
         if constexpr (std::is_same_v<B, Compute>) {
           if (b.seconds <= 0) return finish(id, now, now);
-          delay(id, b.seconds);
+          if (!interferes_) return delay(id, b.seconds);
+          compute_on(b.device, +1);
+          compute_task_[static_cast<std::size_t>(b.device)] = id;
+          stretch(id, b.seconds, compute_rate(b.device), -1, 0);
         } else if constexpr (std::is_same_v<B, HostCompute>) {
           delay(id, b.seconds);
         } else if constexpr (std::is_same_v<B, P2P>) {
+          const int f = interferes_ ? interfering_fabric(id) : -1;
+          double slowdown = 1;
+          if (f >= 0) {
+            slowdown = std::max(launch_slowdown(b.src, f), launch_slowdown(b.dst, f));
+            transfer_on(b.src, f, +1);
+            transfer_on(b.dst, f, +1);
+          }
           launch(id, sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(b.src)],
                                            platform_.gpus[static_cast<std::size_t>(b.dst)])
-                         ->set_payload_size(static_cast<std::uint64_t>(b.bytes)));
+                         ->set_payload_size(static_cast<std::uint64_t>(std::llround(b.bytes * slowdown))));
         } else if constexpr (std::is_same_v<B, Offload>) {
           sg::Host* gpu = platform_.gpus[static_cast<std::size_t>(b.device)];
           sg::Host* cpu = platform_.cpus[static_cast<std::size_t>(b.device / per_node)];
@@ -96,7 +112,21 @@ void Runner::start(TaskId id) {
               for (int nic : group_ring(b.group).nics)
                 nic_overlap_[static_cast<std::size_t>(nic)].add(now, now + p.time_s);
             }
-            return delay(id, p.time_s);
+            const int f = interferes_ ? interfering_fabric(id) : -1;
+            if (f < 0) return delay(id, p.time_s);
+            int busy = 0;
+            for (int x : members) {
+              busy += computing_[static_cast<std::size_t>(x)] > 0;
+              device_delays_[static_cast<std::size_t>(x)].push_back(id);
+              transfer_on(x, f, +1);
+            }
+            return stretch(id, p.time_s, busy > 0 ? 1.0 / interference_[static_cast<std::size_t>(f)].comm_slowdown : 1,
+                           f, busy);
+          }
+          if (interferes_) {
+            const int f = interfering_fabric(id);
+            if (f >= 0)
+              for (int x : members) transfer_on(x, f, +1);
           }
           RingRun& run = rings_[id];
           run.steps = ring_steps(b.op, n) * b.repeat;
@@ -222,6 +252,29 @@ void Runner::account(TaskId id, int device, double start, double end, int step) 
 void Runner::finish(TaskId id, double start, double end) {
   const Task& t = g_[id];
   const Stream stream = task_stream(t);
+  if (interferes_) {
+    if (auto it = stretches_.find(id); it != stretches_.end()) {
+      const Stretch s = it->second;
+      stretches_.erase(it);
+      if (s.fabric < 0) {
+        const int x = task_devices(g_, t).front();
+        if (s.slowed)
+          result_.devices[static_cast<std::size_t>(x)].interference_s += std::max(0.0, end - start - s.base);
+        compute_task_[static_cast<std::size_t>(x)] = kNoStretch;
+        compute_on(x, -1);
+      } else {
+        for (int x : g_.groups[static_cast<std::size_t>(std::get<Collective>(t.body).group)]) {
+          std::erase(device_delays_[static_cast<std::size_t>(x)], id);
+          transfer_on(x, s.fabric, -1);
+        }
+      }
+    } else if (const auto* p = std::get_if<P2P>(&t.body)) {
+      if (const int f = interfering_fabric(id); f >= 0) {
+        transfer_on(p->src, f, -1);
+        transfer_on(p->dst, f, -1);
+      }
+    }
+  }
   if (const auto* c = std::get_if<Collective>(&t.body)) {
     // Not decomposed (a single exact activity, or a group of one): every member was busy for its whole span.
     for (int x : g_.groups[static_cast<std::size_t>(c->group)]) {
@@ -247,6 +300,79 @@ void Runner::finish(TaskId id, double start, double end) {
   }
   apply_memory(t, false, end);
   release_successors(id, end);
+}
+
+int Runner::interfering_fabric(TaskId id) {
+  const Task& t = g_[id];
+  int fabric = -1;
+  if (const auto* c = std::get_if<Collective>(&t.body)) {
+    if (c->cls == CommClass::TpCollective) return -1;
+    fabric = group_ring(c->group).one_node ? 0 : 1;
+  } else if (const auto* p = std::get_if<P2P>(&t.body)) {
+    fabric = p->src / c_.gpus_per_node == p->dst / c_.gpus_per_node ? 0 : 1;
+  } else {
+    return -1;
+  }
+  return interference_[static_cast<std::size_t>(fabric)].active() ? fabric : -1;
+}
+
+double Runner::compute_rate(int device) const {
+  double slowdown = 1;
+  for (std::size_t f = 0; f < 2; ++f)
+    if (transfers_on_[static_cast<std::size_t>(device)][f] > 0)
+      slowdown = std::max(slowdown, interference_[f].compute_slowdown);
+  return 1.0 / slowdown;
+}
+
+double Runner::launch_slowdown(int device, int fabric) const {
+  return computing_[static_cast<std::size_t>(device)] > 0
+             ? interference_[static_cast<std::size_t>(fabric)].comm_slowdown
+             : 1.0;
+}
+
+void Runner::stretch(TaskId id, double seconds, double rate, int fabric, int busy_members) {
+  ++result_.timers;
+  const double now = sg::Engine::get_clock();
+  Stretch& s = stretches_[id];
+  s = Stretch{seconds, rate, now, now, seconds, nullptr, fabric, busy_members, rate < 1};
+  s.timer = simgrid::kernel::timer::Timer::set(now + seconds / rate, [this, id, now]() {
+    finish(id, now, sg::Engine::get_clock());
+    drain();
+  });
+}
+
+// Brings the stretch's remaining work up to now at its old rate and re-sets its end at the new one.
+void Runner::retime(TaskId id, double rate) {
+  Stretch& s = stretches_.at(id);
+  const double now = sg::Engine::get_clock();
+  s.remaining = std::max(0.0, s.remaining - (now - s.last) * s.rate);
+  s.last = now;
+  if (rate == s.rate) return;
+  s.rate = rate;
+  s.slowed = s.slowed || rate < 1;
+  s.timer->remove();
+  const double begin = s.begin;
+  s.timer = simgrid::kernel::timer::Timer::set(now + s.remaining / rate, [this, id, begin]() {
+    finish(id, begin, sg::Engine::get_clock());
+    drain();
+  });
+}
+
+void Runner::transfer_on(int device, int fabric, int change) {
+  auto& on = transfers_on_[static_cast<std::size_t>(device)][static_cast<std::size_t>(fabric)];
+  const double before = compute_rate(device);
+  on += change;
+  const TaskId task = compute_task_[static_cast<std::size_t>(device)];
+  if (task != kNoStretch && compute_rate(device) != before) retime(task, compute_rate(device));
+}
+
+void Runner::compute_on(int device, int change) {
+  computing_[static_cast<std::size_t>(device)] += change;
+  for (TaskId id : device_delays_[static_cast<std::size_t>(device)]) {
+    Stretch& s = stretches_.at(id);
+    s.busy_members += change;
+    if ((change > 0 && s.busy_members == 1) || (change < 0 && s.busy_members == 0)) retime(id, transfer_rate(s));
+  }
 }
 
 void Runner::release_successors(TaskId id, double end) {

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
+#include <tuple>
 
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "strategies/calibrate/LeastSquares.hpp"
@@ -83,6 +85,45 @@ std::vector<Point> memory_points(const Json& items, const std::string& field, co
       return time ? t : bytes / t / 1e9;
     };
     out.push_back(p);
+  }
+  return out;
+}
+
+// Overlap interference: a kernel timed alone and beside the other kind ("compute": a GEMM beside an NCCL collective;
+// "comm": the collective beside a GEMM) on one fabric. Each (fabric, kind) factor is the geometric mean of its points'
+// ratios overlapped / alone (the least-squares fit of log(model / measured) with one parameter).
+std::vector<Point> interference_points(const Json& items, const std::string& field, ComputeProfile& p) {
+  std::vector<Point> out;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> ratios;
+  std::vector<std::tuple<std::string, std::string, double>> alone;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
+    std::string fabric = r.get_choice("fabric", {"intra_node", "inter_node"}, "intra_node");
+    std::string kind = r.get_choice("kind", {"compute", "comm"}, "");
+    if (kind.empty()) throw InputError(r.field("kind") + " is required: compute or comm");
+    double a = r.require_positive("alone_s"), o = r.require_positive("overlapped_s");
+    r.check(o >= a, "overlapped_s", "must be >= alone_s (interference slows, never speeds up)");
+    std::string name = r.get_string("name", kind + " " + fabric + " " + std::to_string(i));
+    r.skip("source");
+    r.finish();
+    ratios[{fabric, kind}].push_back(std::log(o / a));
+    out.push_back({"interference", name, "s", o, {}});
+    alone.emplace_back(fabric, kind, a);
+  }
+  for (const auto& [key, logs] : ratios) {
+    double mean = 0;
+    for (double l : logs) mean += l / static_cast<double>(logs.size());
+    OverlapInterference& target = key.first == "intra_node" ? p.intra_node_interference : p.inter_node_interference;
+    (key.second == "compute" ? target.compute_slowdown : target.comm_slowdown) = std::exp(mean);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    auto [fabric, kind, a] = alone[i];
+    const OverlapInterference* target =
+        fabric == "intra_node" ? &p.intra_node_interference : &p.inter_node_interference;
+    const bool compute = kind == "compute";
+    out[i].model = [target, compute, a = a] {
+      return a * (compute ? target->compute_slowdown : target->comm_slowdown);
+    };
   }
   return out;
 }
@@ -307,9 +348,19 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
         group, c);
     all.insert(all.end(), group.begin(), group.end());
   }
+  if (const Json* items = take("interference")) {
+    group = interference_points(*items, r.field("interference"), p);
+    for (const auto& [fabric, i] :
+         {std::pair{"intra_node", &p.intra_node_interference}, {"inter_node", &p.inter_node_interference}}) {
+      if (i->compute_slowdown > 1) c.fitted_parameters.push_back(std::string(fabric) + ".compute_slowdown");
+      if (i->comm_slowdown > 1) c.fitted_parameters.push_back(std::string(fabric) + ".comm_slowdown");
+    }
+    all.insert(all.end(), group.begin(), group.end());
+  }
   r.skip("description");
   r.finish();
-  if (all.empty()) throw InputError("measured: no points (give gemm, memory, attention, collectives or layers)");
+  if (all.empty())
+    throw InputError("measured: no points (give gemm, memory, attention, collectives, layers or interference)");
   c.accelerator.gemm_efficiency = std::min(1.0, p.gemm_peak_efficiency);
   for (const auto& point : all)
     c.residuals.push_back({point.group, point.name, point.measured, point.model(), point.unit});

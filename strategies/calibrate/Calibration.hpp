@@ -44,6 +44,7 @@ struct Calibration {
 ///   attention   -> flash_attention_efficiency
 ///   layers      -> memory_efficiency, kernel_latency_s, overlap_penalty (with the fabric's exposed TP collectives
 ///                  added, as Megatron-LM's measured layer times include them)
+///   interference -> per fabric compute_slowdown and comm_slowdown: the geometric mean of overlapped / alone
 /// Parameters of groups without points keep the base accelerator's (or fabric's) values. The measured JSON:
 ///   {"accelerator": preset or object, "fabric": preset or object (optional), "sources": [..],
 ///    "collective_protocols": 1 | 2 (optional, default 2), "gemm_sms": SMs (optional),
@@ -53,7 +54,9 @@ struct Calibration {
 ///    "memory": [{"bytes","bw_GBps"|"time_s"}],
 ///    "attention": [{"batch","heads","seq","head_dim","pass":"fwd"|"fwd+bwd","causal"?,"tflops"}],
 ///    "collectives": [{"kind","algorithm"?,"ranks","bytes","busbw_GBps"|"time_s"}],
-///    "layers": [{"case","experiment":{..},"forward_ms","backward_ms"}]}
+///    "layers": [{"case","experiment":{..},"forward_ms","backward_ms"}],
+///    "interference": [{"fabric": "intra_node"|"inter_node","kind": "compute"|"comm","alone_s","overlapped_s",
+///                      "name"?,"source"?}]}
 /// Throws InputError naming the field for bad points, and for a group with fewer measured numbers than parameters.
 Calibration calibrate(const Json& measured, const std::string& base_dir);
 

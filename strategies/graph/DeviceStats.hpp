@@ -36,6 +36,8 @@ struct DeviceStats {
   /// (The per-state peaks above are each state's own maximum, reached at different moments.)
   std::array<double, 5> at_peak{};
   double flops = 0;
+  /// Compute time added by overlap interference: compute tasks' simulated time less their time alone.
+  double interference_s = 0;
 
   void apply(State state, double delta, bool buffer);
   /// Communication time not hidden behind compute.

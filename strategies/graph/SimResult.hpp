@@ -22,6 +22,9 @@ struct SimOptions {
   Fidelity fidelity = Fidelity::Flow;
   std::vector<char> record;  ///< per device: keep its task records and memory events (empty: all devices)
   bool fine = false;         ///< one record per collective step instead of one per collective and device
+  /// Apply the accelerator profile's overlap interference (compute and transfers that overlap on a device slow each
+  /// other); false: overlapped communication is free, as before issue 17 (a what-if).
+  bool interference = true;
 };
 
 struct SimResult {

@@ -92,6 +92,7 @@ AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, c
   a.hbm_bytes = r.get_positive("hbm_bytes", a.hbm_bytes, parse_bytes);
   a.hbm_bw_Bps = r.get_positive("hbm_bw", a.hbm_bw_Bps, parse_bandwidth);
   a.gemm_efficiency = r.get_fraction("gemm_efficiency", a.gemm_efficiency);
+  if (const Json* i = r.child("interference")) parse_interference(*i, r.field("interference"), a.profile);
   r.finish();
   for (auto [v, name] : {std::pair{a.peak_bf16_flops, "peak_bf16_flops"}, {a.hbm_bytes, "hbm_bytes"}})
     if (!(v > 0)) throw InputError(field + "." + name + " is required for a custom accelerator");

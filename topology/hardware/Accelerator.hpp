@@ -24,6 +24,16 @@ namespace placesim {
 ///   element-wise:  t = kernel_latency_s + bytes / (hbm_bw * memory_efficiency)
 ///   fused (flash) attention:  t = FLOPs / (peak * flash_attention_efficiency)
 ///   a collective of time c hidden behind a GEMM of time g costs max(0, c - g) + overlap_penalty * min(c, g)
+/// Overlap interference on one fabric, from component measurements (a GEMM timed alone and beside an NCCL
+/// collective; the collective timed alone and beside the GEMM): while a GPU runs compute and communication of this
+/// fabric at once, NCCL's kernels take SMs and HBM bandwidth from the compute, which runs compute_slowdown times
+/// slower, and the compute slows the collective comm_slowdown times. 1 and 1 = not measured: no interference.
+struct OverlapInterference {
+  double compute_slowdown = 1;
+  double comm_slowdown = 1;
+  bool active() const { return compute_slowdown > 1 || comm_slowdown > 1; }
+};
+
 struct ComputeProfile {
   double gemm_peak_efficiency = 0.8;  ///< fraction of peak a large square GEMM sustains
   double gemm_latency_s = 8e-6;       ///< fixed cost of one GEMM: launch, pipeline fill, partial last wave
@@ -41,6 +51,10 @@ struct ComputeProfile {
   /// Fraction of a collective's time that still lands on the critical path while it is hidden behind a GEMM: NCCL's
   /// kernels take SMs and HBM bandwidth from the GEMM they overlap.
   double overlap_penalty = 0.2;
+  /// Interference of overlapped data-parallel, context-parallel and pipeline communication with compute, per fabric
+  /// (the collective's: the NVLink domain when its group is inside a node, the network otherwise). TP collectives
+  /// hidden behind GEMMs are covered by overlap_penalty (fitted on per-layer times), not by these.
+  OverlapInterference intra_node_interference, inter_node_interference;
   std::vector<std::string> sources;  ///< where the numbers come from (paper, table, figure)
 };
 
@@ -77,6 +91,10 @@ AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, c
 /// Parses the "compute" object of a profile file: every field required and non-negative (efficiencies in (0, 1]).
 /// `field` is the dotted path used in errors.
 ComputeProfile parse_compute_profile(const Json& value, const std::string& field);
+/// Parses {"intra_node"?: {"compute_slowdown", "comm_slowdown"}, "inter_node"?: ...} (each factor >= 1; a fabric left
+/// out has none) into `p`, or "off": no interference on either fabric.
+void parse_interference(const Json& value, const std::string& field, ComputeProfile& p);
+Json interference_to_json(const ComputeProfile& p);
 /// A profile file (topology/profiles/, or written by `placesim calibrate`): {"accelerator", "compute", "comm"?:
 /// {"intra_node"?: fabric, "inter_node"?: fabric}, "sources", "fit"}.
 struct ProfileFile {

@@ -23,8 +23,48 @@ ComputeProfile parse_compute_profile(const Json& value, const std::string& field
   p.kernel_latency_s = r.require_non_negative("kernel_latency_s");
   p.flash_attention_efficiency = r.require_fraction("flash_attention_efficiency");
   p.overlap_penalty = r.require_non_negative("overlap_penalty");
+  // Optional: profiles without interference measurements model none.
+  if (const Json* i = r.child("interference")) parse_interference(*i, r.field("interference"), p);
   r.finish();
   return p;
+}
+
+void parse_interference(const Json& value, const std::string& field, ComputeProfile& p) {
+  if (value.is_string()) {
+    if (value.get<std::string>() != "off")
+      throw InputError(field + "=" + value.get<std::string>() +
+                       ": give \"off\" or an object with intra_node/inter_node");
+    p.intra_node_interference = p.inter_node_interference = {};
+    return;
+  }
+  ObjectReader r(value, field);
+  for (auto [key, target] :
+       {std::pair{"intra_node", &p.intra_node_interference}, {"inter_node", &p.inter_node_interference}}) {
+    if (!r.has(key)) continue;
+    const Json& v = r.require(key);
+    if (v.is_string() && v.get<std::string>() == "off") {
+      *target = {};
+      continue;
+    }
+    ObjectReader f(v, r.field(key));
+    target->compute_slowdown = f.require_non_negative("compute_slowdown");
+    target->comm_slowdown = f.require_non_negative("comm_slowdown");
+    f.check(target->compute_slowdown >= 1 && target->compute_slowdown <= 4, "compute_slowdown",
+            "must be in [1, 4] (a factor: time beside communication / time alone)");
+    f.check(target->comm_slowdown >= 1 && target->comm_slowdown <= 4, "comm_slowdown",
+            "must be in [1, 4] (a factor: time beside compute / time alone)");
+    f.finish();
+  }
+  r.finish();
+}
+
+Json interference_to_json(const ComputeProfile& p) {
+  Json j = Json::object();
+  for (auto [key, i] :
+       {std::pair{"intra_node", &p.intra_node_interference}, {"inter_node", &p.inter_node_interference}})
+    j[key] = i->active() ? Json{{"compute_slowdown", i->compute_slowdown}, {"comm_slowdown", i->comm_slowdown}}
+                         : Json("off");
+  return j;
 }
 
 ProfileFile load_profile_file(const std::string& path) {
@@ -63,7 +103,8 @@ Json compute_profile_to_json(const ComputeProfile& p) {
               {"memory_efficiency", p.memory_efficiency},
               {"kernel_latency_s", p.kernel_latency_s},
               {"flash_attention_efficiency", p.flash_attention_efficiency},
-              {"overlap_penalty", p.overlap_penalty}};
+              {"overlap_penalty", p.overlap_penalty},
+              {"interference", interference_to_json(p)}};
 }
 
 }  // namespace placesim

@@ -95,6 +95,27 @@ Json device_rows(const Experiment& e, const SimResult& r) {
   return devices;
 }
 
+double max_interference_s(const SimResult& r) {
+  double most = 0;
+  for (const DeviceStats& d : r.devices) most = std::max(most, d.interference_s);
+  return most;
+}
+
+std::string interference_text(const OverlapInterference& i) {
+  if (!i.active()) return "off (not measured)";
+  char text[96];
+  std::snprintf(text, sizeof text, "compute x%.3g, communication x%.3g", i.compute_slowdown, i.comm_slowdown);
+  return text;
+}
+
+// The interference the simulation applied, as the profile gives it, and the compute time it cost.
+Json interference_json(const SimulatedStep& s) {
+  const ComputeProfile& p = s.cluster.accelerator.profile;
+  Json j = interference_to_json(p);
+  j["compute_time_lost_s"] = max_interference_s(s.result);
+  return j;
+}
+
 Json simulation_json(const SimulatedStep& s) {
   const SimFigures& f = s.figures;
   const SimResult& r = s.result;
@@ -116,6 +137,7 @@ Json simulation_json(const SimulatedStep& s) {
               {"devices", device_rows(s.experiment, r)},
               {"fidelity", to_string(s.fidelity)},
               {"analytic_nic_overlap_s", r.nic_overlap_s},
+              {"overlap_interference", interference_json(s)},
               {"layer_group", s.layer_group},
               {"layer_times", layer_times_json(s.layer_times)}};
 }
@@ -266,6 +288,10 @@ std::string simulation_summary(const SimulatedStep& s) {
                 format_seconds(f.step_time_s).c_str(), 100 * f.mfu, f.model_tflops_per_gpu, f.hardware_tflops_per_gpu,
                 f.tokens_per_s, format_seconds(f.exposed_communication_s).c_str());
   out += line;
+  const ComputeProfile& profile = s.cluster.accelerator.profile;
+  out += "  overlap interference inside a node: " + interference_text(profile.intra_node_interference) +
+         "; across nodes: " + interference_text(profile.inter_node_interference) + "; compute time lost " +
+         format_seconds(max_interference_s(s.result)) + " (most of any GPU)\n";
   if (s.pipeline) {
     const PipelineMetrics& m = *s.pipeline;
     auto share = [&m](const std::vector<double>& seconds) {

@@ -1,0 +1,222 @@
+// Overlap interference (ComputeProfile::intra_node_interference / inter_node_interference), hand-computed on tiny
+// task graphs. Each TEST_CASE that simulates runs in its own process (ctest -R).
+#include <catch2/catch.hpp>
+
+#include "sim/backend/Simulator.hpp"
+#include "strategies/calibrate/Calibration.hpp"
+#include "strategies/graph/TaskGraph.hpp"
+#include "topology/cluster/Cluster.hpp"
+#include "workloads/json/Error.hpp"
+
+using namespace placesim;
+
+namespace {
+
+// One node of 2 GPUs (raw links: 100 GB/s, 1 us per direction) or two nodes of one GPU each, with compute slowed
+// 1.5 times and transfers 1.25 times while they overlap inside the node; none across nodes unless `inter`.
+ClusterSpec cluster(int nodes, bool inter = false) {
+  ClusterSpec c;
+  c.accelerator = accelerator_preset("h100-sxm", "cluster.accelerator");
+  c.accelerator.profile.intra_node_interference = {1.5, 1.25};
+  c.accelerator.profile.inter_node_interference = inter ? OverlapInterference{2.0, 1.6} : OverlapInterference{};
+  c.nodes = nodes;
+  c.gpus_per_node = 2 / nodes;
+  c.nics_per_node = 1;
+  c.nvlink_bw_Bps = 100e9;
+  c.nvlink_latency_s = 1e-6;
+  c.nic_bw_Bps = 100e9;
+  c.nic_latency_s = 0.5e-6;
+  c.switch_latency_s = 0;
+  c.comm_model = CommModel::Links;
+  return c;
+}
+
+TaskGraph graph() {
+  TaskGraph g;
+  g.devices = 2;
+  g.resident.assign(2, {0, 0, 0, 0});
+  return g;
+}
+
+// A 2-rank all-gather of a 4e8-byte buffer: one ring step of 2e8 bytes, 2 us + 2e8 / 100e9 = 2.002 ms alone.
+Collective gather(int group) {
+  Collective c;
+  c.op = CollectiveOp::AllGather;
+  c.cls = CommClass::ZeroGather;
+  c.stream = Stream::DpGather;
+  c.group = group;
+  c.elems = 200000000;
+  c.elem_bytes = 2;
+  return c;
+}
+
+const double gather_alone = 2e-6 + 2e8 / 100e9;
+
+}  // namespace
+
+// Compute of 10 ms and a 2.002 ms all-gather start together on both GPUs. While they overlap the all-gather runs at
+// 1/1.25 (ends at 1.25 x 2.002 = 2.5025 ms) and the compute at 1/1.5: by then it has done 2.5025 / 1.5 = 1.6683 ms of
+// its 10 ms, and the remaining 8.3317 ms run alone, so it ends at 2.5025 + 8.3317 = 10.8342 ms (0.8342 ms lost).
+TEST_CASE("Interference: a compute task and an all-gather overlapping on a node both slow by the profile's factors") {
+  TaskGraph g = graph();
+  int group = g.add_group({0, 1});
+  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
+  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
+  g.add(gather(group), 0);
+  SimOptions o;
+  o.fidelity = Fidelity::Analytic;
+  SimResult r = simulate(g, cluster(1), o);
+  const double comm_end = 1.25 * gather_alone;
+  const double compute_end = comm_end + (10e-3 - comm_end / 1.5);
+  CHECK(r.step_time_s == Approx(compute_end).epsilon(1e-9));
+  CHECK(r.devices[0].busy_s(Stream::DpGather) == Approx(comm_end).epsilon(1e-9));
+  CHECK(r.devices[0].busy_s(Stream::Compute) == Approx(compute_end).epsilon(1e-9));
+  CHECK(r.devices[1].interference_s == Approx(compute_end - 10e-3).epsilon(1e-6));
+}
+
+// Compute of 1 ms beside the same all-gather: the compute ends first, at 1.5 ms (it ran at 1/1.5 throughout), having
+// let the all-gather do 1.5 / 1.25 = 1.2 ms of its 2.002 ms; the remaining 0.802 ms run alone: 2.302 ms.
+TEST_CASE("Interference: a collective that outlasts the compute is slowed only while they overlap") {
+  TaskGraph g = graph();
+  int group = g.add_group({0, 1});
+  g.add(Compute{TaskKind::Forward, 0, 1e-3, 0}, 0);
+  g.add(Compute{TaskKind::Forward, 1, 1e-3, 0}, 0);
+  g.add(gather(group), 0);
+  SimOptions o;
+  o.fidelity = Fidelity::Analytic;
+  SimResult r = simulate(g, cluster(1), o);
+  CHECK(r.devices[0].busy_s(Stream::Compute) == Approx(1.5e-3).epsilon(1e-9));
+  CHECK(r.step_time_s == Approx(1.5e-3 + gather_alone - 1.5e-3 / 1.25).epsilon(1e-9));
+}
+
+// The same as flows at full fidelity: the ring step launched while its sender computes carries 1.25 x its bytes, so
+// it takes 2 us + 1.25 x 2 ms = 2.502 ms; the compute runs slowed for exactly that long.
+TEST_CASE("Interference: ring-step flows are slowed at launch and slow the compute while in flight") {
+  TaskGraph g = graph();
+  int group = g.add_group({0, 1});
+  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
+  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
+  g.add(gather(group), 0);
+  SimOptions o;
+  o.fidelity = Fidelity::Full;
+  SimResult r = simulate(g, cluster(1), o);
+  const double comm_end = 2e-6 + 1.25 * 2e8 / 100e9;
+  CHECK(r.devices[0].busy_s(Stream::DpGather) == Approx(comm_end).epsilon(1e-6));
+  CHECK(r.step_time_s == Approx(comm_end + (10e-3 - comm_end / 1.5)).epsilon(1e-6));
+  CHECK(r.activities == 2);
+}
+
+// Nothing overlaps when the all-gather waits for the compute: the step is their sum, untouched.
+TEST_CASE("Interference: compute and a collective one after the other cost their times alone") {
+  TaskGraph g = graph();
+  int group = g.add_group({0, 1});
+  TaskId a = g.add(Compute{TaskKind::Forward, 0, 1e-3, 0}, 0);
+  TaskId b = g.add(Compute{TaskKind::Forward, 1, 1e-3, 0}, 0);
+  TaskId c = g.add(gather(group), 0);
+  g.depend(a, c);
+  g.depend(b, c);
+  SimOptions o;
+  o.fidelity = Fidelity::Analytic;
+  SimResult r = simulate(g, cluster(1), o);
+  CHECK(r.step_time_s == Approx(1e-3 + gather_alone).epsilon(1e-9));
+  CHECK(r.devices[0].interference_s == 0);
+}
+
+// Across nodes the profile measured nothing (inter_node off): the overlap is free; with factors given it is not.
+TEST_CASE("Interference: across nodes only where the profile gives inter-node factors") {
+  TaskGraph g = graph();
+  int group = g.add_group({0, 1});
+  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
+  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
+  g.add(gather(group), 0);
+  SimOptions o;
+  o.fidelity = Fidelity::Analytic;
+  CHECK(simulate(g, cluster(2), o).step_time_s == Approx(10e-3).epsilon(1e-12));
+}
+
+TEST_CASE("Interference: inter-node factors apply to a collective across nodes") {
+  TaskGraph g = graph();
+  int group = g.add_group({0, 1});
+  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
+  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
+  g.add(gather(group), 0);
+  SimOptions o;
+  o.fidelity = Fidelity::Analytic;
+  SimResult r = simulate(g, cluster(2, true), o);
+  // Route: NIC latency twice and the NIC bandwidth: alone 1 us + 2 ms; slowed 1.6x, compute 2x while overlapping.
+  const double alone = 1e-6 + 2e8 / 100e9, comm_end = 1.6 * alone;
+  CHECK(r.step_time_s == Approx(comm_end + (10e-3 - comm_end / 2.0)).epsilon(1e-9));
+}
+
+// TP collectives are left to overlap_penalty (fitted on per-layer times), so the interference model ignores them.
+TEST_CASE("Interference: a TP collective beside compute is not slowed twice") {
+  TaskGraph g = graph();
+  int group = g.add_group({0, 1});
+  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
+  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
+  Collective c = gather(group);
+  c.cls = CommClass::TpCollective;
+  c.stream = Stream::TpComm;
+  g.add(c, 0);
+  SimOptions o;
+  o.fidelity = Fidelity::Analytic;
+  CHECK(simulate(g, cluster(1), o).step_time_s == Approx(10e-3).epsilon(1e-12));
+}
+
+TEST_CASE("Interference: switched off by SimOptions, the overlap is free") {
+  TaskGraph g = graph();
+  int group = g.add_group({0, 1});
+  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
+  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
+  g.add(gather(group), 0);
+  SimOptions o;
+  o.fidelity = Fidelity::Analytic;
+  o.interference = false;
+  CHECK(simulate(g, cluster(1), o).step_time_s == Approx(10e-3).epsilon(1e-12));
+}
+
+// A send beside compute on its sender: 1 GB at 100 GB/s over two links (2 us) = 10.002 ms alone, 1.25 x the bytes
+// while the sender computes (it does, for the whole transfer): 2 us + 12.5 ms.
+TEST_CASE("Interference: a pipeline send launched beside compute is slowed") {
+  TaskGraph g = graph();
+  g.add(Compute{TaskKind::Forward, 0, 20e-3, 0}, 0);
+  g.add(P2P{0, 1, 1e9}, 0);
+  SimResult r = simulate(g, cluster(1), {});
+  const double send = 2e-6 + 1.25 * 1e9 / 100e9;
+  CHECK(r.devices[0].busy_s(Stream::PpSend) == Approx(send).epsilon(1e-6));
+  CHECK(r.step_time_s == Approx(send + (20e-3 - send / 1.5)).epsilon(1e-6));
+}
+
+TEST_CASE("Interference: calibrate fits each factor as the geometric mean of overlapped / alone") {
+  Json measured = Json::parse(R"({"accelerator": "h200", "interference": [
+    {"kind": "compute", "alone_s": 1.0, "overlapped_s": 1.44},
+    {"kind": "compute", "alone_s": 2.0, "overlapped_s": 2.5},
+    {"kind": "comm", "fabric": "inter_node", "alone_s": 1.0, "overlapped_s": 1.1}]})");
+  Calibration c = calibrate(measured, ".");
+  CHECK(c.accelerator.profile.intra_node_interference.compute_slowdown == Approx(std::sqrt(1.44 * 1.25)));
+  CHECK(c.accelerator.profile.intra_node_interference.comm_slowdown == 1);
+  CHECK(c.accelerator.profile.inter_node_interference.comm_slowdown == Approx(1.1));
+  CHECK(c.residuals.size() == 3);
+  Json bad =
+      Json::parse(R"({"accelerator": "h200", "interference": [{"kind": "compute", "alone_s": 2, "overlapped_s": 1}]})");
+  CHECK_THROWS_WITH(calibrate(bad, "."),
+                    Catch::Contains("interference[0].overlapped_s") && Catch::Contains("must be >= alone_s"));
+}
+
+TEST_CASE("Interference: an accelerator's factors are parsed with their field named on error") {
+  AcceleratorSpec a = parse_accelerator(
+      Json::parse(
+          R"({"preset": "h200", "interference": {"inter_node": {"compute_slowdown": 1.2, "comm_slowdown": 1}}})"),
+      "cluster.accelerator");
+  CHECK(a.profile.inter_node_interference.compute_slowdown == 1.2);
+  CHECK(!a.profile.intra_node_interference.active());
+  CHECK_THROWS_WITH(
+      parse_accelerator(Json::parse(R"({"preset": "h100-sxm", "interference": {"intra_node": {"compute_slowdown": 0.8,
+                                                                                              "comm_slowdown": 1}}})"),
+                        "cluster.accelerator"),
+      Catch::Contains("cluster.accelerator.interference.intra_node.compute_slowdown") && Catch::Contains("[1, 4]"));
+  AcceleratorSpec off = parse_accelerator(Json::parse(R"({"preset": "h100-sxm", "interference": "off"})"), "a");
+  CHECK(!off.profile.intra_node_interference.active());
+  CHECK(accelerator_preset("h100-sxm", "a").profile.intra_node_interference.compute_slowdown == 1.35);
+  CHECK(accelerator_preset("b200", "a").profile.intra_node_interference.active() == false);
+}
