@@ -56,7 +56,12 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   const double unit = d(st.max_unit_elems());
   // Transient: a gathered unit and the next one prefetched; unsharded gradients of a unit, double-buffered while
   // the previous one is reduce-scattered or copied to the host.
-  if (holds_unit_buffer(s, State::Parameters)) mem.buffers += 2 * unit * pb;
+  // FSDP2 prefetch: the unit computing and prefetch_forward (backward) gathered ahead; without resharding after the
+  // forward every unit of the stage stays gathered from its forward to its backward.
+  if (holds_unit_buffer(s, State::Parameters))
+    mem.buffers += s.reshard_after_forward || pl.parameters == Mode::Offloaded
+                       ? d(1 + std::max(s.prefetch_forward, s.prefetch_backward)) * unit * pb
+                       : d(st.padded_elems(s.data_ranks())) * pb;
   if (holds_unit_buffer(s, State::Gradients)) mem.buffers += 2 * unit * gb;
   // Context parallelism: one layer's K/V blocks in flight during its attention, the larger pass.
   mem.buffers += std::max(cp_buffer_bytes(e, false), cp_buffer_bytes(e, true));

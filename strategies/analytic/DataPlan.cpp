@@ -49,9 +49,11 @@ std::vector<DataCollective> data_plan(const StrategySpec& s) {
       axes_where(p, State::Parameters, Mode::ShardedWithGather) | axes_where(p, State::Parameters, Mode::Offloaded);
   add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather, gathered, kNoAxes, DataWhen::Forward,
       "parameter all-gather (forward)");
-  add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather, p.secondary ? gathered & kShardAxis : gathered,
-      kNoAxes, DataWhen::Backward,
-      p.secondary ? "parameter all-gather (backward, from the secondary shard)" : "parameter all-gather (backward)");
+  // reshard_after_forward=false: the forward's gathered units stay for the backward.
+  if (s.reshard_after_forward)
+    add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather,
+        p.secondary ? gathered & kShardAxis : gathered, kNoAxes, DataWhen::Backward,
+        p.secondary ? "parameter all-gather (backward, from the secondary shard)" : "parameter all-gather (backward)");
   const AxisSet grad_sharded = p.sharded_axes(State::Gradients);
   const AxisSet opt_sharded = p.sharded_axes(State::Optimizer);
   add(State::Gradients, CollectiveOp::ReduceScatter, CommClass::DpGradSync, grad_sharded, kNoAxes, DataWhen::Backward,

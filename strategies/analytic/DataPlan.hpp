@@ -29,7 +29,8 @@ struct DataCollective {
 /// The collectives of the placement along dp_shard and dp_replicate, in the order they run for a unit, skipping
 /// axes of degree 1. The rules, per data axis:
 /// - parameters sharded-with-gather along axes A: all-gathered over A before each forward and each backward (with
-///   hpZ's secondary shard the backward gathers over dp_shard only);
+///   hpZ's secondary shard the backward gathers over dp_shard only; with strategy.reshard_after_forward=false only
+///   before the forward: the units stay gathered for the backward);
 /// - gradients sharded (or offloaded) along axes G: reduce-scattered over G after each backward; along the other
 ///   axes they accumulate over the micro-batches and are synchronised once per step: reduce-scattered over those
 ///   where the optimizer is sharded, then all-reduced over those where it is replicated (DDP, HSDP's replicas);

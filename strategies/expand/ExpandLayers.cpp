@@ -1,4 +1,5 @@
 // The forward and backward passes of a layer group: compute tasks and Megatron-LM's TP collectives around them.
+#include "strategies/analytic/ComputeModel.hpp"
 #include "strategies/expand/Expander.hpp"
 
 namespace placesim::detail {
@@ -136,6 +137,19 @@ PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, Mod
 
 }  // namespace
 
+// FSDP2's copies on the compute stream (strategy.gather_copies): a gathered unit is copied out of the all-gather's
+// output into the parameters (split_with_sizes_copy: read and write the unit), and before the reduce-scatter the
+// unit's gradients are copied into its input, cast to the reduce dtype (chunk_cat: read in the parameters' dtype,
+// write in the gradients'). Element-wise, memory-bound kernels.
+double Expander::gather_copy_s(const LayerGroup& lg, bool forward) const {
+  if (!e_.strategy.gather_copies || lg.elems == 0) return 0;
+  const double elems = static_cast<double>(lg.elems), pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
+  double bytes = 0;
+  if (planned(State::Parameters, forward ? DataWhen::Forward : DataWhen::Backward)) bytes += 2 * elems * pb;
+  if (!forward && planned(State::Gradients, DataWhen::Backward)) bytes += elems * (pb + gb);
+  return bytes > 0 ? elementwise_time_s(bytes, c_.accelerator) : 0;
+}
+
 void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, ModelPart part, bool closes,
                              double stash_delta) {
   const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
@@ -154,6 +168,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
     cost.seconds -=
         lg.layers * (kind == TaskKind::Backward ? k.layer_attention_backward_s : k.layer_attention_forward_s);
   }
+  if (layers && kind != TaskKind::Recompute) cost.seconds += gather_copy_s(lg, op.forward);
   std::vector<TaskId> bodies;
   std::vector<std::vector<MemDelta>> deferred;
   const bool grad_buffer = holds_unit_buffer(e_.strategy, State::Gradients);
@@ -167,7 +182,9 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
       std::vector<MemDelta> on_end;
       if (closes) {
         if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
-        if (param_buffer) on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
+        // Without resharding after the forward the unit stays gathered until its backward closes.
+        if (param_buffer && (!op.forward || e_.strategy.reshard_after_forward))
+          on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
         if (!op.forward && grad_buffer)
           on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
         if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});

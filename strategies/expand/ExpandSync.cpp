@@ -35,10 +35,13 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   const LayerGroup& lg =
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   const double pb = e_.training.param_bytes();
-  // At most two gathered units live at once (the one computing and the prefetched next, as FSDP limits them):
-  // a gather waits until the compute two units back has released its buffer.
+  // FSDP2's prefetch: a unit's gather is issued once the compute `depth` + 1 units back has finished (depth 1, the
+  // default: the unit computing and the next gathered, as FSDP limits them; 0: no overlap).
+  const auto depth =
+      static_cast<std::size_t>(op.forward ? e_.strategy.prefetch_forward : e_.strategy.prefetch_backward);
   auto limit = [&](int d, int t, TaskId task) {
-    after_window(gather_window_[static_cast<std::size_t>(d * tp_ + t)], task);
+    const auto& window = gather_window_[static_cast<std::size_t>(d * tp_ + t)];
+    if (window.size() >= depth + 1) g_.depend(window[window.size() - depth - 1], task);
   };
   for (int t = 0; t < tp_; ++t) {
     // Offloaded parameters: every device fetches its shard of the unit over PCIe (the whole unit when dp = 1) into

@@ -105,6 +105,9 @@ class Expander {
   void vocab_collective(int s, const StageOp& op, int g, CollectiveOp kind, bool hidden);
   void add_tp_collective(int s, const StageOp& op, int g, CollectiveOp kind, int repeat, bool per_layer, bool hidden);
   void gather_params(int s, const StageOp& op, int g);
+  /// Seconds of FSDP2's copy-out of group lg's gathered parameters and (backward) copy-in of its gradients for the
+  /// reduce-scatter, added to the group's layer compute (strategy.gather_copies).
+  double gather_copy_s(const LayerGroup& lg, bool forward) const;
   /// Are group g's activations offloaded (strategy.placement.activations=offloaded, every group of a chunk but its
   /// last)?
   bool offloads_activations(int s, int chunk, int g) const;

@@ -265,6 +265,15 @@ StrategySpec read_strategy_object(const Json& object) {
   if (s.local_steps < 1)
     throw InputError(r.field("local_steps") + "=" + std::to_string(s.local_steps) + " must be at least 1");
   s.bucket_bytes = r.get_positive("bucket_bytes", 25e6);
+  s.reshard_after_forward = r.get_bool("reshard_after_forward", true);
+  for (auto [key, target] :
+       {std::pair{"prefetch_forward", &s.prefetch_forward}, {"prefetch_backward", &s.prefetch_backward}}) {
+    *target = r.get_int(key, 1);
+    if (*target < 0 || *target > 8)
+      throw InputError(r.field(key) + "=" + std::to_string(*target) +
+                       " must be 0 (no prefetch: each gather waits for the previous unit) to 8 units");
+  }
+  s.gather_copies = r.get_bool("gather_copies", true);
   // Both algorithms send 2(N-1)/N of an all-reduce's buffer per device, so the analytic volumes hold for either.
   s.collective = r.get_choice("collective", {"ring", "hierarchical"}, "ring") == "hierarchical"
                      ? CollectiveScheme::Hierarchical

@@ -63,6 +63,16 @@ struct StrategySpec {
   std::int64_t replicas = 1;     ///< localsgd: model copies M sharing the pipeline
   std::int64_t local_steps = 1;  ///< localsgd: H steps between averaging
   double bucket_bytes = 25e6;    ///< DDP/FSDP gradient bucket size
+  /// Parameters gathered per unit (sharded-with-gather: FSDP2, ZeRO-3), as FSDP2 runs them
+  /// (torch/distributed/fsdp/_fully_shard): reshard_after_forward=false keeps each unit's gathered parameters from
+  /// its forward to its backward (no backward all-gather; the Llama 3 paper's variant, torchtitan with pp);
+  /// prefetch_forward / prefetch_backward units are gathered ahead of the one computing (FSDP2's default: 1 each;
+  /// 0 = no overlap); gather_copies: the copy-out of each gathered unit (split_with_sizes_copy, 2 bytes moved per
+  /// byte) and the copy-in of its gradients for the reduce-scatter (chunk_cat, cast to the reduce dtype) run on the
+  /// compute stream.
+  bool reshard_after_forward = true;
+  std::int64_t prefetch_forward = 1, prefetch_backward = 1;
+  bool gather_copies = true;
   CollectiveScheme collective = CollectiveScheme::Ring;
   Placement placement;
 

@@ -212,7 +212,27 @@ void check_preset_mesh(const StrategySpec& s) {
 
 }  // namespace
 
+// FSDP2's reshard_after_forward=false as modelled: one forward and one backward per unit and micro-batch without a
+// pipeline; gathered parameters, not offloaded ones, and no hpZ secondary shard (it serves the backward gather).
+void check_reshard(const Experiment& e) {
+  const StrategySpec& s = e.strategy;
+  if (s.reshard_after_forward) return;
+  const std::string field = "strategy.reshard_after_forward=false";
+  if (s.placement.parameters == Mode::Offloaded)
+    throw InputError(field +
+                     " keeps gathered parameters on the device, but strategy.placement.parameters is offloaded");
+  if (s.placement.secondary)
+    throw InputError(field +
+                     " contradicts the hpZ secondary shard (strategy.placement.parameters.secondary), which "
+                     "exists to serve the backward gather");
+  if (s.pp > 1)
+    throw InputError(field + " with pp=" + std::to_string(s.pp) +
+                     " is not modelled (FSDP2 under a pipeline schedule keeps units gathered across micro-batches); "
+                     "use reshard_after_forward=true or pp=1");
+}
+
 void check_validity(const Experiment& e) {
+  check_reshard(e);
   check_mesh(e);
   check_schedule(e);
   check_preset_mesh(e.strategy);

@@ -1,0 +1,140 @@
+// FSDP2's behaviour of gathered parameters: reshard_after_forward, prefetch depth, the copy-out / copy-in kernels.
+// expand() and analyze() are pure; the one simulation runs in its own process (ctest -R).
+#include <catch2/catch.hpp>
+
+#include "sim/backend/Simulator.hpp"
+#include "strategies/analytic/Analytic.hpp"
+#include "strategies/analytic/ComputeModel.hpp"
+#include "strategies/expand/Expand.hpp"
+#include "strategies/placement/Layout.hpp"
+#include "strategies/placement/Validity.hpp"
+#include "tests/Helpers.hpp"
+#include "workloads/json/Error.hpp"
+
+using namespace placesim;
+
+namespace {
+
+ClusterSpec one_dgx() {
+  ClusterSpec c;
+  c.accelerator = accelerator_preset("h100-sxm", "cluster.accelerator");
+  c.nodes = 1;
+  return c;
+}
+
+// 4 layers of h 512 (3,145,728 + 512·... parameters each), fsdp over 8 GPUs, 2 micro-batches of 1.
+Experiment fsdp(const std::string& extra = "") {
+  return test::experiment(
+      std::string(R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024, "seq_len": 256},
+                      "training": {"global_batch": 16, "micro_batch": 1},
+                      "strategy": {"preset": "fsdp", "dp": 8)") +
+      extra + "}}");
+}
+
+double zero_gather_bytes(const Analysis& a) {
+  return a.stages[0].comm.by_class[static_cast<std::size_t>(CommClass::ZeroGather)];
+}
+
+std::vector<TaskId> forward_gathers(const TaskGraph& g, int device) {
+  std::vector<TaskId> out;
+  for (TaskId id = 0; id < g.size(); ++id)
+    if (const auto* c = std::get_if<Collective>(&g[id].body))
+      if (c->cls == CommClass::ZeroGather && !c->backward && c->microbatch == 0) {
+        const auto& m = task_devices(g, g[id]);
+        if (std::find(m.begin(), m.end(), device) != m.end()) out.push_back(id);
+      }
+  return out;
+}
+
+std::vector<TaskId> predecessors(const TaskGraph& g, TaskId id) {
+  std::vector<TaskId> out;
+  for (auto [e, end] = boost::in_edges(id, g.graph); e != end; ++e) out.push_back(boost::source(*e, g.graph));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP2 reshard_after_forward=false gathers once per micro-batch and keeps the units for the backward") {
+  Experiment on = fsdp(), off = fsdp(R"(, "reshard_after_forward": false)");
+  Analysis a_on = analyze(on), a_off = analyze(off);
+  // Per micro-batch every unit is gathered before the forward and, resharded, again before the backward: without
+  // resharding half the gather bytes.
+  CHECK(zero_gather_bytes(a_off) * 2 == zero_gather_bytes(a_on));
+  const double pb = 2, padded = static_cast<double>(stage_layouts(on)[0].padded_elems(8));
+  // Each gather sends 7/8 of the padded stage per micro-batch: 2 micro-batches.
+  CHECK(zero_gather_bytes(a_off) == 2 * 7 * (padded / 8) * pb);
+  // Buffers: every unit of the stage stays gathered from its forward to its backward, instead of the unit computing
+  // and the one prefetched.
+  const double unit = static_cast<double>(stage_layouts(on)[0].max_unit_elems());
+  CHECK(a_off.memory.buffers - a_on.memory.buffers == Approx(padded * pb - 2 * unit * pb));
+  TaskGraph g = expand(off, one_dgx());
+  int backward_gathers = 0;
+  for (TaskId id = 0; id < g.size(); ++id)
+    if (const auto* c = std::get_if<Collective>(&g[id].body))
+      backward_gathers += c->cls == CommClass::ZeroGather && c->backward;
+  CHECK(backward_gathers == 0);
+}
+
+TEST_CASE("FSDP2 prefetch depth: a unit's gather waits for the compute depth + 1 units back") {
+  for (int depth : {0, 1, 2}) {
+    INFO("prefetch_forward " << depth);
+    Experiment e = fsdp(R"(, "prefetch_forward": )" + std::to_string(depth));
+    TaskGraph g = expand(e, one_dgx());
+    std::vector<TaskId> gathers = forward_gathers(g, 0);
+    REQUIRE(gathers.size() >= 4);
+    for (std::size_t k = 0; k < gathers.size(); ++k) {
+      // The gather of unit k follows a compute task of each member (device 0's here) only when k > depth.
+      int computes = 0;
+      for (TaskId p : predecessors(g, gathers[k]))
+        if (const auto* c = std::get_if<Compute>(&g[p].body)) computes += c->device == 0;
+      CHECK(computes == (k > static_cast<std::size_t>(depth) ? 1 : 0));
+    }
+  }
+  CHECK(analyze(fsdp(R"(, "prefetch_forward": 2)")).memory.buffers - analyze(fsdp()).memory.buffers ==
+        static_cast<double>(stage_layouts(fsdp())[0].max_unit_elems()) * 2);
+}
+
+TEST_CASE("FSDP2 copies: the forward's layer compute carries the copy-out of its gathered unit") {
+  Experiment with = fsdp(), without = fsdp(R"(, "gather_copies": false)");
+  ClusterSpec c = one_dgx();
+  TaskGraph g1 = expand(with, c), g0 = expand(without, c);
+  auto forward_layer_s = [](const TaskGraph& g, bool backward) {
+    for (TaskId id = 0; id < g.size(); ++id)
+      if (const auto* t = std::get_if<Compute>(&g[id].body))
+        if (t->device == 0 && t->part == ModelPart::Layers && t->layer == 1 &&
+            t->kind == (backward ? TaskKind::Backward : TaskKind::Forward))
+          return std::pair{t->seconds, static_cast<double>(t->layers)};
+    return std::pair{0.0, 0.0};
+  };
+  // Layer groups of one layer (h 512: 12 h^2 + 13 h = 3,152,384 elements, bf16): copy-out reads and writes the unit.
+  const double elems = 12.0 * 512 * 512 + 13 * 512;
+  auto [f1, layers] = forward_layer_s(g1, false);
+  auto [f0, layers0] = forward_layer_s(g0, false);
+  REQUIRE(layers == 1);
+  CHECK(f1 - f0 == Approx(elementwise_time_s(2 * elems * 2, c.accelerator)));
+  // Backward: the re-gathered unit's copy-out plus the gradients' copy-in, bf16 read and fp32 written.
+  CHECK(forward_layer_s(g1, true).first - forward_layer_s(g0, true).first ==
+        Approx(elementwise_time_s(2 * elems * 2 + elems * (2 + 4), c.accelerator)));
+}
+
+TEST_CASE("FSDP2 options are checked with the field named") {
+  CHECK_THROWS_WITH(check_validity(fsdp(R"(, "prefetch_backward": 9)")),
+                    Catch::Contains("strategy.prefetch_backward=9") && Catch::Contains("0 (no prefetch"));
+  CHECK_THROWS_WITH(check_validity(test::experiment(R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024,
+          "seq_len": 256}, "training": {"global_batch": 16, "micro_batch": 1},
+          "strategy": {"preset": "fsdp", "dp": 4, "pp": 2, "reshard_after_forward": false}})")),
+                    Catch::Contains("strategy.reshard_after_forward=false with pp=2 is not modelled"));
+  CHECK_THROWS_WITH(check_validity(fsdp(R"(, "reshard_after_forward": false, "placement": {"parameters": "offloaded",
+      "optimizer": "offloaded", "gradients": "offloaded", "activations": "replicated"})")),
+                    Catch::Contains("parameters is offloaded"));
+}
+
+// One simulation: the same experiment without resharding is faster (half the gathers, no backward copy-out) and
+// its simulated bytes equal the analytic ones.
+TEST_CASE("FSDP2 reshard_after_forward=false simulates with the analytic bytes") {
+  Experiment e = fsdp(R"(, "reshard_after_forward": false)");
+  TaskGraph g = expand(e, one_dgx());
+  SimResult r = simulate(g, one_dgx(), {});
+  CHECK(r.devices[3].bytes_sent[static_cast<std::size_t>(CommClass::ZeroGather)] == zero_gather_bytes(analyze(e)));
+  CHECK(r.step_time_s > 0);
+}
