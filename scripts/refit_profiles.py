@@ -103,6 +103,17 @@ def main(argv):
     write("a100-40gb", a100)
     fitted["a100-40gb"] = a100
 
+    # Variants without measurements of their own take a measured die's profile.
+    for variant, base, why in [
+            ("h800", "h100-sxm", "H800 SXM5 is the H100 SXM5 die and memory with NVLink cut to 400 GB/s "
+                                 "bidirectional: the h100-sxm fit applies (NVLink enters through the cluster)"),
+            ("gb200", "b200", "GB200's GPU is the B200 die at a 1,200 W power limit instead of 1,000 W: the b200 fit "
+                              "applies to GB200's own peak (2.5 PFLOP/s dense bf16)")]:
+        copy = json.loads(json.dumps(fitted[base]))
+        copy["accelerator"] = variant
+        copy["sources"].append(why)
+        write(variant, copy)
+
     print("topology/hardware/CalibratedProfiles.cpp:")
     for name in ["a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200"]:
         values = [fitted[name]["compute"][k] for k in COMPUTE_ORDER]

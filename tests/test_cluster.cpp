@@ -101,12 +101,13 @@ TEST_CASE("cluster_to_json echoes SI numbers that parse back to the same cluster
 
 TEST_CASE("the preset list names every cluster preset") {
   auto list = cluster_preset_list();
-  REQUIRE(list.size() == 5);
+  REQUIRE(list.size() == 6);
   CHECK(list[0].first == "dgx-a100");
   CHECK(list[1].first == "dgx-b200");
   CHECK(list[2].first == "dgx-h100");
   CHECK(list[3].first == "gb200-nvl72");
-  CHECK(list[4].first == "selene");
+  CHECK(list[4].first == "hgx-h800");
+  CHECK(list[5].first == "selene");
   for (const auto& [name, description] : list) CHECK_NOTHROW(parse_cluster(Json(name)));
 }
 
@@ -290,7 +291,10 @@ TEST_CASE("gb200-nvl72 is one 72-GPU NVLink domain per node (GB200 NVL72 data sh
   ClusterSpec c = cluster(R"("gb200-nvl72")");
   CHECK(c.devices() == 72);
   CHECK(c.gpus_per_node == 72);
-  CHECK(c.accelerator.name == "b200");  // no GB200 compute profile: the b200 one
+  CHECK(c.accelerator.name == "gb200");             // GB200's peak with the b200 profile
+  CHECK(c.accelerator.peak_bf16_flops == 2500e12);  // 360 PFLOP/s sparse per 72 GPUs, dense one half
+  CHECK(c.accelerator.hbm_bytes == 186e9);
+  CHECK(c.accelerator.profile.gemm_peak_efficiency == accelerator_preset("b200", "a").profile.gemm_peak_efficiency);
   CHECK(c.nvlink_bw_Bps == 900e9);
   CHECK(c.nics_per_node == 72);
   CHECK(c.nic_bw_Bps == 50e9);
@@ -298,4 +302,34 @@ TEST_CASE("gb200-nvl72 is one 72-GPU NVLink domain per node (GB200 NVL72 data sh
   CHECK(c.host_memory_bytes == 36 * 480e9);
   CHECK(c.host_memory_bw_Bps == 36 * 512e9);
   CHECK(c.comm.intra_node.name == "nvlink5");
+}
+
+TEST_CASE("hgx-h800 is a DGX H100 node with H800s and NVLink at 200 GB/s per direction") {
+  ClusterSpec c = cluster(R"("hgx-h800")");
+  CHECK(c.accelerator.name == "h800");
+  CHECK(c.accelerator.peak_bf16_flops == 989.4e12);
+  CHECK(c.nvlink_bw_Bps == 200e9);
+  CHECK(c.comm.intra_node.name == "nvlink4");
+}
+
+// A 500 W limit on a 700 W H100: peaks x 500/700 (the linear clock model), HBM unchanged; the report's cluster echo
+// holds the rated peaks and the limit, so it parses back to the same accelerator.
+TEST_CASE("A power limit scales an accelerator's peaks by limit / rated power and round-trips") {
+  ClusterSpec c = cluster(R"({"preset": "dgx-h100", "accelerator": {"preset": "h100-sxm", "power_limit_w": 500,
+                                                                    "hbm_bytes": "96GB", "hbm_bw": "2.4TB/s"}})");
+  CHECK(c.accelerator.peak_bf16_flops == Approx(989.4e12 * 500 / 700));
+  CHECK(c.accelerator.peak_fp32_flops == Approx(66.9e12 * 500 / 700));
+  CHECK(c.accelerator.hbm_bw_Bps == 2.4e12);
+  CHECK(c.accelerator.compute_scale == Approx(500.0 / 700));
+  Json echoed = cluster_to_json(c);
+  CHECK(echoed["accelerator"]["power_limit_w"] == 500);
+  CHECK(echoed["accelerator"]["peak_bf16_flops"].get<double>() == Approx(989.4e12));
+  CHECK(parse_cluster(echoed).accelerator.peak_bf16_flops == Approx(c.accelerator.peak_bf16_flops));
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-h100", "accelerator": {"preset": "h100-sxm", "power_limit_w": 800}})"),
+                    Catch::Contains("cluster.accelerator.power_limit_w") && Catch::Contains("rated 700 W"));
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-h100", "accelerator": {"preset": "h100-sxm", "power_limit_w": 150}})"),
+                    Catch::Contains("below a quarter"));
+  CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-h100", "accelerator": {"peak_bf16_flops": "500TFLOP/s",
+                                 "hbm_bytes": "80GB", "power_limit_w": 300}})"),
+                    Catch::Contains("needs the rated power"));
 }

@@ -83,16 +83,28 @@ ClusterSpec dgx_b200() {
 // 400 Gb/s NIC per GPU (4 per compute tray). No GB200 compute profile exists: the GPUs are modelled by the b200
 // profile (GB200's GPUs run at a higher power limit and have 186 GB of HBM3e, so this under-states them slightly).
 // Assumptions, not data-sheet numbers: Grace at 3.1 GHz x 32 FP32 FLOP/cycle/core (four 128-bit FMA pipes); NVMe,
-// switches and latencies as for dgx-b200.
+// switches and latencies as for dgx-b200. The GPUs are the gb200 preset (the b200 profile on GB200's own peak).
 ClusterSpec gb200_nvl72() {
   ClusterSpec c = dgx_b200();
   c.name = "gb200-nvl72";
+  c.accelerator = accelerator_preset("gb200", "cluster.accelerator");
   c.gpus_per_node = 72;
   c.nics_per_node = 72;
   c.pcie_bw_Bps = 450e9 / 2;
   c.host_flops = 36 * 72 * 3.1e9 * 32 / 72;
   c.host_memory_bytes = 36 * 480e9;
   c.host_memory_bw_Bps = 36 * 512e9;
+  return c;
+}
+
+// HGX H800: the DGX H100 node with H800 GPUs, whose NVLink is cut to 400 GB/s bidirectional = 200 GB/s per direction
+// (the figure papers' testbeds give, e.g. DeepSeek-V3's; no NVIDIA document found); 8x 400 Gb/s NICs as DeepSeek-V3
+// describes its cluster.
+ClusterSpec hgx_h800() {
+  ClusterSpec c = dgx_h100();
+  c.name = "hgx-h800";
+  c.accelerator = accelerator_preset("h800", "cluster.accelerator");
+  c.nvlink_bw_Bps = 200e9;
   return c;
 }
 
@@ -118,8 +130,10 @@ const std::map<std::string, Preset>& presets() {
       {"dgx-b200", {dgx_b200, "NVIDIA DGX B200 nodes: 8x B200, NVLink5 900 GB/s, 8x NDR 400 Gb/s rails (1 node)"}},
       {"gb200-nvl72",
        {gb200_nvl72,
-        "NVIDIA GB200 NVL72 racks: 72 GPUs in one NVLink5 domain, 900 GB/s, 72x NDR 400 Gb/s rails (1 rack); GPUs "
-        "modelled by the b200 profile (no GB200 profile exists)"}},
+        "NVIDIA GB200 NVL72 racks: 72 GB200 GPUs in one NVLink5 domain, 900 GB/s, 72x NDR 400 Gb/s rails (1 rack); "
+        "the b200 profile on GB200's peak (no GB200 measurements exist)"}},
+      {"hgx-h800",
+       {hgx_h800, "HGX H800 nodes: 8x H800, NVLink 200 GB/s per direction, 8x NDR 400 Gb/s rails (1 node)"}},
       {"selene", {selene, "NVIDIA Selene SuperPOD: 560 DGX A100, rail-optimized full-bisection HDR fat-tree"}},
   };
   return table;
@@ -129,7 +143,7 @@ ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
   auto it = presets().find(name);
   if (it != presets().end()) return it->second.make();
   refuse_name(field, name, "a known cluster", names_of(presets()),
-              " (known: dgx-a100, dgx-b200, dgx-h100, gb200-nvl72, selene)");
+              " (known: dgx-a100, dgx-b200, dgx-h100, gb200-nvl72, hgx-h800, selene)");
 }
 
 void read_node(ObjectReader& r, ClusterSpec& c) {
@@ -352,13 +366,16 @@ std::vector<std::pair<std::string, std::string>> cluster_preset_list() {
 
 Json cluster_to_json(const ClusterSpec& c) {
   const AcceleratorSpec& a = c.accelerator;
+  // The rated peaks and the power limit: parsing them applies the limit's scale once.
   Json accelerator{{"name", a.name},
-                   {"peak_bf16_flops", a.peak_bf16_flops},
-                   {"peak_fp16_flops", a.peak_fp16_flops},
-                   {"peak_fp32_flops", a.peak_fp32_flops},
+                   {"peak_bf16_flops", a.peak_bf16_flops / a.compute_scale},
+                   {"peak_fp16_flops", a.peak_fp16_flops / a.compute_scale},
+                   {"peak_fp32_flops", a.peak_fp32_flops / a.compute_scale},
                    {"hbm_bytes", a.hbm_bytes},
                    {"hbm_bw", a.hbm_bw_Bps},
-                   {"gemm_efficiency", a.gemm_efficiency}};
+                   {"gemm_efficiency", a.gemm_efficiency},
+                   {"tdp_w", a.tdp_w}};
+  if (a.power_limit_w > 0) accelerator["power_limit_w"] = a.power_limit_w;
   Json config = Json::object();
   for (const auto& [key, value] : c.simgrid_config) config[key] = value;
   // Same keys as the input, in SI units, so that parse_cluster(cluster_to_json(c)) gives c back.

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "topology/hardware/CalibratedProfiles.hpp"
+#include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -16,8 +17,9 @@ struct Preset {
 };
 
 AcceleratorSpec make(const std::string& name, double peak, double fp32, double hbm_bytes, double hbm_bw_Bps,
-                     const ComputeProfile& profile) {
+                     const ComputeProfile& profile, double tdp_w) {
   AcceleratorSpec a;
+  a.tdp_w = tdp_w;
   a.name = name;
   a.peak_bf16_flops = a.peak_fp16_flops = peak;
   a.peak_fp32_flops = fp32;
@@ -29,24 +31,37 @@ AcceleratorSpec make(const std::string& name, double peak, double fp32, double h
 }
 
 // Dense (non-sparse) tensor-core peaks from NVIDIA's data sheets: A100 (312 TFLOP/s bf16/fp16, 19.5 fp32 without
-// TF32), H100 SXM5 (989.4), H200 (989.4, 141 GB HBM3e at 4.8 TB/s), B200 (2.25 PFLOP/s bf16 dense, 8 TB/s).
-// Memory as reported by the driver (GiB) where NVIDIA quotes "80GB". The compute profiles are the fits of
-// topology/profiles/measurements/*.json by `placesim calibrate` (see topology/hardware/CalibratedProfiles.cpp).
+// TF32, 400 W), H100 SXM5 (989.4, 700 W), H200 (989.4, 141 GB HBM3e at 4.8 TB/s, 700 W), B200 (2.25 PFLOP/s bf16
+// dense, 8 TB/s, 1,000 W). H800 SXM5: the H100 SXM5 die and memory with NVLink cut to 400 GB/s bidirectional (989
+// TFLOP/s dense: deepseek-ai/FlashMLA#75; NVLink 400 GB/s as papers' testbeds state it, no NVIDIA document found);
+// its profile is h100-sxm's. GB200 (NVL72 product page: 360 PFLOP/s bf16 per 72 GPUs with sparsity, dense one half =
+// 2.5 PFLOP/s per GPU; 186 GB HBM3e (MLPerf system files); 8 TB/s; 1,200 W): the Blackwell die of B200 at a higher
+// power limit, so the b200 profile (fitted at 1,000 W) applied to GB200's own peak.
+// docs/research/issue17-accelerators.md lists the sources. Memory as reported by the driver (GiB) where NVIDIA quotes
+// "80GB". The compute profiles are the fits of topology/profiles/measurements/*.json by `placesim calibrate` (see
+// topology/hardware/CalibratedProfiles.cpp).
 const std::map<std::string, Preset>& presets() {
   static const std::map<std::string, Preset> table = {
       {"a100-40gb",
-       {make("a100-40gb", 312e12, 19.5e12, 40.0 * (1ull << 30), 1555e9, calibrated_profile("a100-40gb")),
+       {make("a100-40gb", 312e12, 19.5e12, 40.0 * (1ull << 30), 1555e9, calibrated_profile("a100-40gb"), 400),
         "NVIDIA A100 SXM4 40GB"}},
       {"a100-80gb",
-       {make("a100-80gb", 312e12, 19.5e12, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb")),
+       {make("a100-80gb", 312e12, 19.5e12, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb"), 400),
         "NVIDIA A100 SXM4 80GB"}},
       {"h100-sxm",
-       {make("h100-sxm", 989.4e12, 66.9e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm")),
+       {make("h100-sxm", 989.4e12, 66.9e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"), 700),
         "NVIDIA H100 SXM5 80GB"}},
-      {"h200", {make("h200", 989.4e12, 66.9e12, 141e9, 4800e9, calibrated_profile("h200")), "NVIDIA H200 SXM 141GB"}},
+      {"h200",
+       {make("h200", 989.4e12, 66.9e12, 141e9, 4800e9, calibrated_profile("h200"), 700), "NVIDIA H200 SXM 141GB"}},
+      {"h800",
+       {make("h800", 989.4e12, 66.9e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"), 700),
+        "NVIDIA H800 SXM5 80GB (H100 die, NVLink 400 GB/s bidirectional; h100-sxm profile)"}},
       {"b200",
-       {make("b200", 2250e12, 80e12, 180e9, 8000e9, calibrated_profile("b200")),
+       {make("b200", 2250e12, 80e12, 180e9, 8000e9, calibrated_profile("b200"), 1000),
         "NVIDIA B200 (DGX B200, 180GB usable)"}},
+      {"gb200",
+       {make("gb200", 2500e12, 80e12, 186e9, 8000e9, calibrated_profile("b200"), 1200),
+        "NVIDIA GB200 GPU (NVL72, 1,200 W, 186GB; b200 profile on its own peak)"}},
   };
   return table;
 }
@@ -63,7 +78,7 @@ AcceleratorSpec accelerator_preset(const std::string& name, const std::string& f
   auto it = presets().find(name);
   if (it == presets().end())
     refuse_name(field, name, "a known accelerator", names_of(presets()),
-                " (known: a100-40gb, a100-80gb, h100-sxm, h200, b200)");
+                " (known: a100-40gb, a100-80gb, b200, gb200, h100-sxm, h200, h800)");
   return it->second.spec;
 }
 
@@ -92,6 +107,23 @@ AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, c
   a.hbm_bytes = r.get_positive("hbm_bytes", a.hbm_bytes, parse_bytes);
   a.hbm_bw_Bps = r.get_positive("hbm_bw", a.hbm_bw_Bps, parse_bandwidth);
   a.gemm_efficiency = r.get_fraction("gemm_efficiency", a.gemm_efficiency);
+  a.tdp_w = r.get_non_negative("tdp_w", a.tdp_w);
+  if (r.has("power_limit_w")) {
+    const double w = r.get_positive("power_limit_w", 0);
+    if (a.tdp_w <= 0)
+      throw InputError(r.field("power_limit_w") + "=" + format_significant(w, 4) + " needs the rated power: give " +
+                       r.field("tdp_w") + " for a custom accelerator");
+    r.check(w <= a.tdp_w, "power_limit_w",
+            "must not exceed the rated " + format_significant(a.tdp_w, 4) + " W (tdp_w) the peaks are quoted at");
+    r.check(w >= 0.25 * a.tdp_w, "power_limit_w",
+            "below a quarter of the rated " + format_significant(a.tdp_w, 4) +
+                " W: the linear clock model is not supported by any measurement there");
+    a.power_limit_w = w == a.tdp_w ? 0 : w;
+    a.compute_scale = w / a.tdp_w;
+    a.peak_bf16_flops *= a.compute_scale;
+    a.peak_fp16_flops *= a.compute_scale;
+    a.peak_fp32_flops *= a.compute_scale;
+  }
   if (const Json* i = r.child("interference")) parse_interference(*i, r.field("interference"), a.profile);
   r.finish();
   for (auto [v, name] : {std::pair{a.peak_bf16_flops, "peak_bf16_flops"}, {a.hbm_bytes, "hbm_bytes"}})

@@ -69,6 +69,15 @@ struct AcceleratorSpec {
   /// Fraction of peak the simulator's FLOPs / rate fallback uses for opaque models (no layer shapes); the presets set
   /// it to the calibrated large-GEMM efficiency.
   double gemm_efficiency = 0.6;
+  /// Rated board power (W) the peaks and the calibrated profile hold at; 0 = unknown (no power_limit_w).
+  double tdp_w = 0;
+  /// A power limit below tdp_w (accelerator "power_limit_w"): the peaks above are the rated ones times compute_scale =
+  /// power_limit_w / tdp_w. A GPU running GEMMs sits at its power limit and its sustained clock follows it about
+  /// linearly (a GB300 capped at 500 of 1,400 W runs GEMMs at 0.28-0.39 of its rated rate, facebookexperimental/triton
+  /// #2023, power ratio 0.36; an H200 at its rated 700 W sustains ~1,450 MHz, stas00/ml-engineering): an estimate,
+  /// stated in the report; HBM bandwidth is not scaled. 0 = rated power.
+  double power_limit_w = 0;
+  double compute_scale = 1;
   ComputeProfile profile;
   /// Fabrics fitted together with a profile file (its "comm" section); a cluster runs its collectives on them unless
   /// it gives "comm" itself. Empty for the presets, whose reference fabrics come from default_comm_profile.
@@ -79,8 +88,8 @@ struct AcceleratorSpec {
   }
 };
 
-/// A built-in accelerator (a100-40gb, a100-80gb, h100-sxm, h200, b200) with its calibrated profile; unknown names
-/// are an InputError naming `field` and the nearest known accelerator.
+/// A built-in accelerator (a100-40gb, a100-80gb, h100-sxm, h200, h800, b200, gb200) with its calibrated profile;
+/// unknown names are an InputError naming `field` and the nearest known accelerator.
 AcceleratorSpec accelerator_preset(const std::string& name, const std::string& field);
 std::vector<std::pair<std::string, std::string>> accelerator_preset_list();
 /// Parses an accelerator: a preset name, or an object with optional "preset", "profile" (path of a profile file,

@@ -116,9 +116,10 @@ std::vector<std::pair<std::string, std::string>> fabric_preset_list() {
 CommProfile default_comm_profile(const std::string& accelerator, const std::string& field) {
   if (accelerator == "a100-40gb" || accelerator == "a100-80gb")
     return {fabric_preset("nvlink3", field), fabric_preset("ib-hdr", field)};
-  if (accelerator == "h100-sxm" || accelerator == "h200")
+  if (accelerator == "h100-sxm" || accelerator == "h200" || accelerator == "h800")
     return {fabric_preset("nvlink4", field), fabric_preset("ib-ndr", field)};
-  if (accelerator == "b200") return {fabric_preset("nvlink5", field), fabric_preset("ib-ndr", field)};
+  if (accelerator == "b200" || accelerator == "gb200")
+    return {fabric_preset("nvlink5", field), fabric_preset("ib-ndr", field)};
   throw InputError(field + "=" + accelerator + " has no default fabrics; give the comm profile explicitly");
 }
 

@@ -288,7 +288,15 @@ std::string simulation_summary(const SimulatedStep& s) {
                 format_seconds(f.step_time_s).c_str(), 100 * f.mfu, f.model_tflops_per_gpu, f.hardware_tflops_per_gpu,
                 f.tokens_per_s, format_seconds(f.exposed_communication_s).c_str());
   out += line;
-  const ComputeProfile& profile = s.cluster.accelerator.profile;
+  const AcceleratorSpec& acc = s.cluster.accelerator;
+  if (acc.power_limit_w > 0) {
+    std::snprintf(line, sizeof line,
+                  "  power limit          %.0f W of the rated %.0f W: compute peaks x%.3f (sustained clock taken as "
+                  "proportional to the limit, an estimate; HBM bandwidth unchanged)\n",
+                  acc.power_limit_w, acc.tdp_w, acc.compute_scale);
+    out += line;
+  }
+  const ComputeProfile& profile = acc.profile;
   out += "  overlap interference inside a node: " + interference_text(profile.intra_node_interference) +
          "; across nodes: " + interference_text(profile.inter_node_interference) + "; compute time lost " +
          format_seconds(max_interference_s(s.result)) + " (most of any GPU)\n";
