@@ -1,6 +1,8 @@
 // FSDP2's behaviour of gathered parameters: reshard_after_forward, prefetch depth, the copy-out / copy-in kernels.
 // expand() and analyze() are pure; the one simulation runs in its own process (ctest -R).
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
 
 #include "sim/backend/Simulator.hpp"
 #include "strategies/analytic/Analytic.hpp"
@@ -9,6 +11,7 @@
 #include "strategies/placement/Layout.hpp"
 #include "strategies/placement/Validity.hpp"
 #include "tests/Helpers.hpp"
+#include "tests/SweepHelpers.hpp"
 #include "workloads/json/Error.hpp"
 
 using namespace placesim;
@@ -137,4 +140,31 @@ TEST_CASE("FSDP2 reshard_after_forward=false simulates with the analytic bytes")
   SimResult r = simulate(g, one_dgx(), {});
   CHECK(r.devices[3].bytes_sent[static_cast<std::size_t>(CommClass::ZeroGather)] == zero_gather_bytes(analyze(e)));
   CHECK(r.step_time_s > 0);
+}
+
+// The README's ZeRO crossover (examples/sweeps/zero-13b-h100.json, each point simulated in its own process): with
+// 4-32 micro-batches per step ZeRO-3 gathers every unit twice per micro-batch, copies it out and (inside one node)
+// slows the compute it overlaps, so it is slower than ZeRO-1 and ZeRO-2 although it holds the least memory; with one
+// micro-batch on 256 GPUs its per-layer traffic hides behind the layers while ZeRO-1/2's once-per-step all-gather of
+// the updated parameters is exposed, and ZeRO-3 is fastest.
+TEST_CASE("The 13B ZeRO sweep ranks ZeRO-3 slower than ZeRO-1/2 where its gathers cannot hide, faster at dp 256") {
+  const std::string out = std::string(PLACESIM_BINARY) + ".zero-13b.jsonl";
+  REQUIRE(test::sweep_cli(std::string(PLACESIM_SOURCE_DIR) + "/examples/sweeps/zero-13b-h100.json --out " + out +
+                          " --jobs 2 --quiet") == 0);
+  std::map<std::pair<int, std::string>, double> step;
+  std::ifstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    Json row = Json::parse(line);
+    if (row["status"] != "ok") continue;
+    step[{row["point"]["strategy.dp"].get<int>(), row["point"]["strategy.preset"].get<std::string>()}] =
+        row["simulation.step_time_s"].get<double>();
+  }
+  for (int dp : {8, 16, 32, 64}) {
+    INFO("dp " << dp);
+    CHECK(step.at({dp, "zero3"}) > step.at({dp, "zero2"}));
+    if (step.count({dp, "zero1"})) CHECK(step.at({dp, "zero3"}) > step.at({dp, "zero1"}));
+  }
+  CHECK(step.at({256, "zero3"}) < step.at({256, "zero1"}));
+  CHECK(step.at({256, "zero3"}) < step.at({256, "zero2"}));
+  CHECK(step.count({8, "zero1"}) == 0);  // ZeRO-1 does not fit 13B on 8 GPUs of 80 GB: refused, not ranked
 }
