@@ -1,6 +1,7 @@
 // FSDP2's behaviour of gathered parameters: reshard_after_forward, prefetch depth, the copy-out / copy-in kernels.
 // expand() and analyze() are pure; the one simulation runs in its own process (ctest -R).
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <fstream>
 #include <map>
 
@@ -149,6 +150,7 @@ TEST_CASE("FSDP2 reshard_after_forward=false simulates with the analytic bytes")
 // the updated parameters is exposed, and ZeRO-3 is fastest.
 TEST_CASE("The 13B ZeRO sweep ranks ZeRO-3 slower than ZeRO-1/2 where its gathers cannot hide, faster at dp 256") {
   const std::string out = std::string(PLACESIM_BINARY) + ".zero-13b.jsonl";
+  std::remove(out.c_str());  // a sweep refuses to overwrite its output without --resume
   REQUIRE(test::sweep_cli(std::string(PLACESIM_SOURCE_DIR) + "/examples/sweeps/zero-13b-h100.json --out " + out +
                           " --jobs 2 --quiet") == 0);
   std::map<std::pair<int, std::string>, double> step;
