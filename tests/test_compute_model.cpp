@@ -14,8 +14,9 @@ namespace {
 
 // The 22B layer of Korthikanti et al. (arXiv 2205.05198, Table 4): h 6144, 64 heads, seq 2048, micro-batch 4, tp 8.
 Experiment layer_22b(const std::string& recompute, bool sp) {
-  return test::experiment(R"({"model":{"preset":"gpt-22b","flash_attention":false},"training":{"micro_batch":4,"dtype":"fp16","recompute":")" + recompute +
-                          R"("},"strategy":{"preset":"megatron-3d","tp":8,"sp":)" + (sp ? "true" : "false") + "}}");
+  return test::experiment(
+      R"({"model":{"preset":"gpt-22b","flash_attention":false},"training":{"micro_batch":4,"dtype":"fp16","recompute":")" +
+      recompute + R"("},"strategy":{"preset":"megatron-3d","tp":8,"sp":)" + (sp ? "true" : "false") + "}}");
 }
 
 double rate(const GemmShape& g, const AcceleratorSpec& acc) {
@@ -242,4 +243,33 @@ TEST_CASE("A profile file with a negative field is refused naming the field and 
   p["compute"]["gemm_latency_s"] = -1e-6;
   std::string path = write_temp("profile-negative.json", p.dump());
   CHECK_THROWS_WITH(load_profile_file(path), Catch::Contains("compute.gemm_latency_s=-1e-06 must not be negative"));
+}
+
+// training.launch_overhead: a pass lasts at least its kernels' host issue time. A tiny GPT layer (fused attention, no
+// rotary, biases): forward 4 linears + attention + layout copy + 2 norms + 2 residuals + activation = 11 kernels;
+// backward 8 GEMMs + attention + copy + 2 norms + 2 residuals + activation + 4 bias reductions = 19. Llama (rotary, no
+// biases): 12 and 16.
+TEST_CASE("A host-bound layer lasts its kernels times the launch overhead") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  auto tiny = [](const char* family, const char* overhead) {
+    return test::experiment(std::string(R"({"model": {"family": ")") + family +
+                            R"(", "layers": 2, "hidden": 256, "heads": 4, "vocab": 512, "seq_len": 128},
+                             "training": {"micro_batch": 1, "global_batch": 1, "launch_overhead": ")" +
+                            overhead + R"("}, "strategy": "dp"})");
+  };
+  PassTimes gpu = layer_times(tiny("gpt", "0us"), acc);
+  REQUIRE(gpu.forward_s < 11 * 50e-6);
+  PassTimes host = layer_times(tiny("gpt", "50us"), acc);
+  CHECK(host.forward_s == Approx(11 * 50e-6));
+  CHECK(host.backward_s == Approx(19 * 50e-6));
+  PassTimes llama = layer_times(tiny("llama", "50us"), acc);
+  CHECK(llama.forward_s == Approx(12 * 50e-6));
+  CHECK(llama.backward_s == Approx(16 * 50e-6));
+  // A GPU-bound layer is untouched by a small overhead.
+  Experiment big = test::experiment(R"({"model": "llama3-8b", "training": {"micro_batch": 1, "global_batch": 1,
+                                        "launch_overhead": "10us"}, "strategy": "dp"})");
+  Experiment big0 = test::experiment(R"({"model": "llama3-8b", "training": {"micro_batch": 1, "global_batch": 1},
+                                         "strategy": "dp"})");
+  CHECK(layer_times(big, acc).forward_s == layer_times(big0, acc).forward_s);
+  CHECK_THROWS_WITH(tiny("gpt", "5ms"), Catch::Contains("training.launch_overhead") && Catch::Contains("at most 1 ms"));
 }

@@ -149,6 +149,25 @@ double bias_gradients_s(const LayerShape& L, const LayerLinears& lin, const Acce
   return t;
 }
 
+// Kernels one layer's pass launches on one device.
+struct LayerKernels {
+  double forward = 0, backward = 0;
+};
+
+LayerKernels layer_kernels(const LayerShape& L) {
+  LayerKernels k;
+  // Forward: 4 linears, the attention (1 fused kernel; 2 GEMMs, softmax and dropout unfused), its layout copy, 2 norms,
+  // 2 residual adds (with dropout), the activation, rotary embedding.
+  const double attention_forward = L.flash ? 1 : 3 + (L.dropout ? 1 : 0);
+  k.forward = 4 + attention_forward + 1 + 2 + 2 + 1 + (L.rotary ? 1 : 0);
+  // Backward: dgrad and wgrad of 4 linears (and 4 accumulation adds unfused), the attention (1 fused; 4 GEMMs,
+  // softmax and dropout unfused), layout copy, 2 norms, 2 residuals, activation, rotary, 4 bias-gradient reductions.
+  const double attention_backward = L.flash ? 1 : 5 + (L.dropout ? 1 : 0);
+  k.backward =
+      8 + (L.fused_accumulation ? 0 : 4) + attention_backward + 1 + 2 + 2 + 1 + (L.rotary ? 1 : 0) + (L.bias ? 4 : 0);
+  return k;
+}
+
 }  // namespace
 
 double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, double extra_bytes) {
@@ -197,6 +216,13 @@ PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc) {
   t.forward_s += pointwise_forward_s(L, acc) + t.attention_forward_s + layout_copy_s(L, acc);
   t.backward_s +=
       pointwise_backward_s(L, acc) + t.attention_backward_s + layout_copy_s(L, acc) + bias_gradients_s(L, lin, acc);
+  // Host-bound passes (training.launch_overhead): a pass lasts at least its kernels' issue time.
+  const double launch = e.training.launch_overhead_s;
+  if (launch > 0) {
+    const LayerKernels k = layer_kernels(L);
+    t.forward_s = std::max(t.forward_s, k.forward * launch);
+    t.backward_s = std::max(t.backward_s, k.backward * launch);
+  }
   if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
   // Flash attention recomputes its scores inside the backward kernel already: selective recompute adds nothing.
   if (e.training.recompute == Recompute::Selective && !L.flash) t.recompute_s = attention_core_forward_s(L, acc);

@@ -300,6 +300,11 @@ std::string simulation_summary(const SimulatedStep& s) {
   out += "  overlap interference inside a node: " + interference_text(profile.intra_node_interference) +
          "; across nodes: " + interference_text(profile.inter_node_interference) + "; compute time lost " +
          format_seconds(max_interference_s(s.result)) + " (most of any GPU)\n";
+  out += "  host launch overhead " +
+         (s.experiment.training.launch_overhead_s > 0
+              ? format_seconds(s.experiment.training.launch_overhead_s) +
+                    " per kernel (a layer's pass lasts at least its kernels x this)\n"
+              : std::string("off (training.launch_overhead not given: no measurement is built in)\n"));
   if (s.pipeline) {
     const PipelineMetrics& m = *s.pipeline;
     auto share = [&m](const std::vector<double>& seconds) {

@@ -1,5 +1,7 @@
 #include "workloads/model/Training.hpp"
 
+#include "workloads/json/Units.hpp"
+
 namespace placesim {
 
 double default_optimizer_bytes(Optimizer optimizer, DType dtype) {
@@ -51,6 +53,9 @@ TrainingSpec parse_training(const Json& value) {
   t.recompute = rc == "none" ? Recompute::None : rc == "selective" ? Recompute::Selective : Recompute::Full;
   t.grad_accumulation_fusion = r.get_bool("grad_accumulation_fusion", true);
   t.grad_clipping = r.get_bool("grad_clipping", true);
+  t.launch_overhead_s = r.get_non_negative("launch_overhead", 0, parse_time);
+  r.check(t.launch_overhead_s <= 1e-3, "launch_overhead",
+          "is host time per kernel launch: at most 1 ms (e.g. \"10us\"); larger values are not a launch");
   r.finish();
   return t;
 }

@@ -29,6 +29,11 @@ struct TrainingSpec {
   bool grad_accumulation_fusion = true;
   /// The step clips gradients by their global norm (Megatron-LM's default --clip-grad 1.0): one more pass over them.
   bool grad_clipping = true;
+  /// Host time to issue one kernel (Python, the framework's dispatcher, the launch), seconds; 0 = not modelled (the
+  /// default: no component measurement of it is built in). A layer's pass takes the longer of its GPU time and its
+  /// kernels x this: a CPU that cannot issue kernels as fast as the GPU runs them leaves the GPU idle (eager mode with
+  /// small kernels; CUDA graphs and torch.compile cut it).
+  double launch_overhead_s = 0;
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
   int grad_bytes() const { return grad_dtype == DType::FP32 ? 4 : 2; }
