@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "strategies/analytic/Analytic.hpp"
 #include "strategies/analytic/ComputeModel.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "tests/Helpers.hpp"
@@ -272,4 +273,28 @@ TEST_CASE("A host-bound layer lasts its kernels times the launch overhead") {
                                          "strategy": "dp"})");
   CHECK(layer_times(big, acc).forward_s == layer_times(big0, acc).forward_s);
   CHECK_THROWS_WITH(tiny("gpt", "5ms"), Catch::Contains("training.launch_overhead") && Catch::Contains("at most 1 ms"));
+}
+
+// torchtitan's op-level selective AC (activation_checkpoint.selective_ac_option = "op": `_save_list` keeps mm, the
+// attention kernel and reduce-scatter outputs "except every second mm"): the forward's element-wise kernels and its
+// 2nd, 4th and 6th matmul run again. Llama 3 8B: wk (4096 x 1024), wo (4096 x 4096), w3 (4096 x 14336).
+TEST_CASE("selective-op recomputes the element-wise ops and every second matmul of the forward") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  auto llama = [](const char* recompute) {
+    return test::experiment(std::string(R"({"model": {"preset": "llama3-8b", "seq_len": 8192},
+        "training": {"micro_batch": 1, "global_batch": 8, "recompute": ")") +
+                            recompute + R"("}, "strategy": {"preset": "fsdp", "dp": 8}})");
+  };
+  const double T = 8192;
+  PassTimes op = layer_times(llama("selective-op"), acc), none = layer_times(llama("none"), acc);
+  const double gemms = gemm_time_s({T, 1024, 4096}, DType::BF16, acc) + gemm_time_s({T, 4096, 4096}, DType::BF16, acc) +
+                       gemm_time_s({T, 14336, 4096}, DType::BF16, acc);
+  CHECK(op.recompute_s > gemms);
+  CHECK(op.recompute_s < none.forward_s);  // three of seven matmuls and the element-wise kernels: less than full
+  CHECK(op.forward_s == none.forward_s);
+  CHECK(op_sac_recompute_flops_per_token(llama("none").model) == 2.0 * (4096 * 1024 + 4096 * 4096 + 14336 * 4096));
+  // The stage's hardware FLOPs count the recomputed matmuls once per micro-batch.
+  Analysis a = analyze(llama("selective-op")), n = analyze(llama("none"));
+  CHECK(a.stages[0].hardware_flops - n.stages[0].hardware_flops ==
+        Approx(32 * 2.0 * (4096 * 1024 + 4096 * 4096 + 14336 * 4096) * T * 1));
 }

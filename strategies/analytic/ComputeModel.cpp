@@ -224,6 +224,14 @@ PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc) {
     t.backward_s = std::max(t.backward_s, k.backward * launch);
   }
   if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
+  if (e.training.recompute == Recompute::SelectiveOp) {
+    // torchtitan's op-level SAC: the forward's element-wise kernels and its 2nd, 4th and 6th matmul (k, o, and the
+    // gated MLP's second up projection or the plain MLP's down projection) run again before the backward.
+    const Linear k_proj{L.h, L.kv / L.tp}, second = L.gated ? Linear{L.h, L.f / L.tp} : lin.fc2;
+    t.recompute_s = pointwise_forward_s(L, acc) + linear_forward_s(k_proj, L, acc) +
+                    linear_forward_s(lin.proj, L, acc) + linear_forward_s(second, L, acc);
+    if (launch > 0) t.recompute_s = std::max(t.recompute_s, (3 + 6) * launch);
+  }
   // Flash attention recomputes its scores inside the backward kernel already: selective recompute adds nothing.
   if (e.training.recompute == Recompute::Selective && !L.flash) t.recompute_s = attention_core_forward_s(L, acc);
   return t;

@@ -50,6 +50,12 @@ double attention_core_flops_per_token(const ModelSpec& m) {
   return 4.0 * static_cast<double>(m.seq_len) * static_cast<double>(m.hidden);
 }
 
+double op_sac_recompute_flops_per_token(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_heads * m.head_dim());
+  const double f = static_cast<double>(m.ffn);
+  return 2.0 * (h * kv + h * h + f * h);
+}
+
 double logit_forward_flops_per_token(const ModelSpec& m) {
   return 2.0 * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
 }

@@ -68,6 +68,10 @@ double total_parameters(const ModelSpec& m);
 double layer_forward_flops_per_token(const ModelSpec& m);
 /// FLOPs of the attention score and value products alone, per token (what selective recompute repeats).
 double attention_core_flops_per_token(const ModelSpec& m);
+/// FLOPs per token torchtitan's op-level selective AC recomputes in a layer: the 2nd, 4th and 6th matmul of the forward
+/// (q, k, v, o, then gated up, up, down or up, down): k, o and the second up projection (gated) or the down
+/// projection; the recomputed element-wise ops count no FLOPs.
+double op_sac_recompute_flops_per_token(const ModelSpec& m);
 /// Forward FLOPs of the output (logit) layer per token.
 double logit_forward_flops_per_token(const ModelSpec& m);
 

@@ -49,8 +49,11 @@ TrainingSpec parse_training(const Json& value) {
     throw InputError(r.field("optimizer_bytes_per_param") + "=" + show(value["optimizer_bytes_per_param"]) +
                      " must not be negative");
   t.recompute_given = r.has("recompute");
-  std::string rc = r.get_choice("recompute", {"none", "selective", "full"}, "none");
-  t.recompute = rc == "none" ? Recompute::None : rc == "selective" ? Recompute::Selective : Recompute::Full;
+  std::string rc = r.get_choice("recompute", {"none", "selective", "selective-op", "full"}, "none");
+  t.recompute = rc == "none"           ? Recompute::None
+                : rc == "selective"    ? Recompute::Selective
+                : rc == "selective-op" ? Recompute::SelectiveOp
+                                       : Recompute::Full;
   t.grad_accumulation_fusion = r.get_bool("grad_accumulation_fusion", true);
   t.grad_clipping = r.get_bool("grad_clipping", true);
   t.launch_overhead_s = r.get_non_negative("launch_overhead", 0, parse_time);
@@ -67,7 +70,10 @@ std::string to_string(Optimizer o) {
   return o == Optimizer::Adam ? "adam" : "sgd";
 }
 std::string to_string(Recompute r) {
-  return r == Recompute::None ? "none" : r == Recompute::Selective ? "selective" : "full";
+  return r == Recompute::None          ? "none"
+         : r == Recompute::Selective   ? "selective"
+         : r == Recompute::SelectiveOp ? "selective-op"
+                                       : "full";
 }
 
 }  // namespace placesim

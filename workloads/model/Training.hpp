@@ -8,7 +8,11 @@ namespace placesim {
 
 enum class DType { BF16, FP16, FP32 };
 enum class Optimizer { Adam, SGD };
-enum class Recompute { None, Selective, Full };
+/// Activation recomputation: none; selective (Korthikanti et al.: the attention core, free with fused attention);
+/// selective-op (torchtitan's op-level selective AC, `selective_ac_option = "op"`: every op of a block but the matmuls,
+/// the attention kernel and the reduce-scatters is recomputed, and every second matmul: the element-wise ops and the
+/// 2nd, 4th, 6th matmul of the forward); full (every layer's forward again, from its input).
+enum class Recompute { None, Selective, Full, SelectiveOp };
 
 /// How a step is trained. Bytes per parameter follow mixed-precision practice (ZeRO §3): 16-bit parameters with
 /// fp32 optimizer state (Adam: master weights, momentum, variance = 12 bytes). Gradients are held and reduced in
