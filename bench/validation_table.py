@@ -3,8 +3,10 @@
 
 Runs `placesim simulate <file> --fidelity analytic` for each row and prints a Markdown table with the signed error of
 the prediction (positive: placesim predicts faster than published), then mean absolute and worst error per software
-stack and over all rows. Usage: bench/validation_table.py [build/placesim] [--only SUBSTRING] [--set PATH=VALUE ...]
-(each --set is passed to every simulate, e.g. to try another accelerator profile file).
+stack and over all rows. Usage: bench/validation_table.py [build/placesim] [--table DIR] [--only SUBSTRING] [--set PATH=VALUE ...]
+(--table: the folder of a published.json and its experiment files, default examples/validation, the 2021-22 Megatron-LM
+set; examples/validation2024 holds the 2023-25 stacks; each --set is passed to every simulate, e.g. to try another
+accelerator profile file).
 """
 import json
 import os
@@ -31,18 +33,20 @@ def error_percent(metric, predicted, published):
 
 
 def main(argv):
-    placesim = next((a for a in argv if a.endswith("placesim") and "=" not in a),
+    placesim = next((a for a in argv if a.endswith("placesim") and "=" not in a and not a.endswith("validation")),
                     os.path.join(ROOT, "build", "placesim"))
     only = argv[argv.index("--only") + 1] if "--only" in argv else ""
     sets = [argv[i + 1] for i, a in enumerate(argv) if a == "--set" and i + 1 < len(argv)]
-    table = json.load(open(os.path.join(ROOT, "examples", "validation", "published.json")))
+    folder = argv[argv.index("--table") + 1] if "--table" in argv else os.path.join("examples", "validation")
+    folder = folder if os.path.isabs(folder) else os.path.join(ROOT, folder)
+    table = json.load(open(os.path.join(folder, "published.json")))
     print("| experiment file | software stack | metric | published | predicted | error |")
     print("|---|---|---|---|---|---|")
     by_stack = {}
     for row in table["rows"]:
         if only not in row["file"]:
             continue
-        sim = simulate(placesim, os.path.join(ROOT, "examples", "validation", row["file"]), sets)
+        sim = simulate(placesim, os.path.join(folder, row["file"]), sets)
         predicted = sim[row["metric"]]
         err = error_percent(row["metric"], predicted, row["published"])
         by_stack.setdefault(row["stack"], []).append(err)
