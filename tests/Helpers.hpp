@@ -2,12 +2,21 @@
 #include <string>
 
 #include "strategies/placement/Experiment.hpp"
+#include "topology/cluster/Cluster.hpp"
 
 namespace placesim::test {
 
 /// Parses an experiment from JSON text (base dir: the source tree).
 inline Experiment experiment(const std::string& text) {
   return parse_experiment(Json::parse(text), PLACESIM_SOURCE_DIR);
+}
+
+/// A cluster of `nodes` default nodes (8 GPUs each) of a preset accelerator.
+inline ClusterSpec nodes_of(const std::string& accelerator, int nodes) {
+  ClusterSpec c;
+  c.accelerator = accelerator_preset(accelerator, "cluster.accelerator");
+  c.nodes = nodes;
+  return c;
 }
 
 /// Path of a reference data file (tests/data/reference: copies of the workplace's shared/reference tables, each

@@ -16,10 +16,7 @@ using namespace placesim;
 namespace {
 
 ClusterSpec two_dgx() {
-  ClusterSpec c;
-  c.accelerator = accelerator_preset("a100-80gb", "cluster.accelerator");
-  c.nodes = 2;
-  return c;
+  return test::nodes_of("a100-80gb", 2);
 }
 
 const char* kSmallModel = R"({"layers": 8, "hidden": 512, "heads": 8, "vocab": 1000, "seq_len": 256})";
@@ -168,13 +165,12 @@ TEST_CASE("Every valid interleaved shape expands to an acyclic graph, with block
 
 TEST_CASE("Bytes in the graph equal the analytic bytes for every context-parallel implementation") {
   for (const char* comm : {"ring", "all-gather"})
-    for (const char* strategy : {
-             R"({"preset": "dp", "cp": 4)",
-             R"({"preset": "fsdp", "dp": 2, "cp": 2)",
-             R"({"preset": "megatron-3d", "dp": 1, "tp": 2, "pp": 2, "cp": 2)",
-             R"({"preset": "megatron-3d", "tp": 2, "sp": true, "pp": 2, "cp": 2, "schedule": "interleaved",
+    for (const char* strategy :
+         {R"({"preset": "dp", "cp": 4)", R"({"preset": "fsdp", "dp": 2, "cp": 2)",
+          R"({"preset": "megatron-3d", "dp": 1, "tp": 2, "pp": 2, "cp": 2)",
+          R"({"preset": "megatron-3d", "tp": 2, "sp": true, "pp": 2, "cp": 2, "schedule": "interleaved",
                  "layers_per_stage": [3, 1, 1, 3])",
-             R"({"preset": "hsdp", "mesh": {"dp_replicate": 2, "dp_shard": 2, "cp": 2})"}) {
+          R"({"preset": "hsdp", "mesh": {"dp_replicate": 2, "dp_shard": 2, "cp": 2})"}) {
       const std::string text = std::string(strategy) + R"(, "cp_comm": ")" + comm + "\"}";
       INFO(text);
       const Experiment e = small(text);

@@ -20,10 +20,7 @@ using namespace placesim;
 namespace {
 
 ClusterSpec one_dgx() {
-  ClusterSpec c;
-  c.accelerator = accelerator_preset("h100-sxm", "cluster.accelerator");
-  c.nodes = 1;
-  return c;
+  return test::nodes_of("h100-sxm", 1);
 }
 
 // 4 layers of h 512 (3,145,728 + 512·... parameters each), fsdp over 8 GPUs, 2 micro-batches of 1.

@@ -52,19 +52,30 @@ Collective gather(int group) {
 
 const double gather_alone = 2e-6 + 2e8 / 100e9;
 
+// Both GPUs start `compute_s` of compute and the collective `c` (over both) at time 0.
+TaskGraph compute_beside(double compute_s, Collective c) {
+  TaskGraph g = graph();
+  c.group = g.add_group({0, 1});
+  g.add(Compute{TaskKind::Forward, 0, compute_s, 0}, 0);
+  g.add(Compute{TaskKind::Forward, 1, compute_s, 0}, 0);
+  g.add(c, 0);
+  return g;
+}
+
+SimOptions at(Fidelity fidelity) {
+  SimOptions o;
+  o.fidelity = fidelity;
+  return o;
+}
+
 }  // namespace
 
 // Compute of 10 ms and a 2.002 ms all-gather start together on both GPUs. While they overlap the all-gather runs at
 // 1/1.25 (ends at 1.25 x 2.002 = 2.5025 ms) and the compute at 1/1.5: by then it has done 2.5025 / 1.5 = 1.6683 ms of
 // its 10 ms, and the remaining 8.3317 ms run alone, so it ends at 2.5025 + 8.3317 = 10.8342 ms (0.8342 ms lost).
 TEST_CASE("Interference: a compute task and an all-gather overlapping on a node both slow by the profile's factors") {
-  TaskGraph g = graph();
-  int group = g.add_group({0, 1});
-  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
-  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
-  g.add(gather(group), 0);
-  SimOptions o;
-  o.fidelity = Fidelity::Analytic;
+  TaskGraph g = compute_beside(10e-3, gather(0));
+  SimOptions o = at(Fidelity::Analytic);
   SimResult r = simulate(g, cluster(1), o);
   const double comm_end = 1.25 * gather_alone;
   const double compute_end = comm_end + (10e-3 - comm_end / 1.5);
@@ -77,13 +88,8 @@ TEST_CASE("Interference: a compute task and an all-gather overlapping on a node 
 // Compute of 1 ms beside the same all-gather: the compute ends first, at 1.5 ms (it ran at 1/1.5 throughout), having
 // let the all-gather do 1.5 / 1.25 = 1.2 ms of its 2.002 ms; the remaining 0.802 ms run alone: 2.302 ms.
 TEST_CASE("Interference: a collective that outlasts the compute is slowed only while they overlap") {
-  TaskGraph g = graph();
-  int group = g.add_group({0, 1});
-  g.add(Compute{TaskKind::Forward, 0, 1e-3, 0}, 0);
-  g.add(Compute{TaskKind::Forward, 1, 1e-3, 0}, 0);
-  g.add(gather(group), 0);
-  SimOptions o;
-  o.fidelity = Fidelity::Analytic;
+  TaskGraph g = compute_beside(1e-3, gather(0));
+  SimOptions o = at(Fidelity::Analytic);
   SimResult r = simulate(g, cluster(1), o);
   CHECK(r.devices[0].busy_s(Stream::Compute) == Approx(1.5e-3).epsilon(1e-9));
   CHECK(r.step_time_s == Approx(1.5e-3 + gather_alone - 1.5e-3 / 1.25).epsilon(1e-9));
@@ -92,13 +98,8 @@ TEST_CASE("Interference: a collective that outlasts the compute is slowed only w
 // The same as flows at full fidelity: the ring step launched while its sender computes carries 1.25 x its bytes, so
 // it takes 2 us + 1.25 x 2 ms = 2.502 ms; the compute runs slowed for exactly that long.
 TEST_CASE("Interference: ring-step flows are slowed at launch and slow the compute while in flight") {
-  TaskGraph g = graph();
-  int group = g.add_group({0, 1});
-  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
-  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
-  g.add(gather(group), 0);
-  SimOptions o;
-  o.fidelity = Fidelity::Full;
+  TaskGraph g = compute_beside(10e-3, gather(0));
+  SimOptions o = at(Fidelity::Full);
   SimResult r = simulate(g, cluster(1), o);
   const double comm_end = 2e-6 + 1.25 * 2e8 / 100e9;
   CHECK(r.devices[0].busy_s(Stream::DpGather) == Approx(comm_end).epsilon(1e-6));
@@ -115,33 +116,21 @@ TEST_CASE("Interference: compute and a collective one after the other cost their
   TaskId c = g.add(gather(group), 0);
   g.depend(a, c);
   g.depend(b, c);
-  SimOptions o;
-  o.fidelity = Fidelity::Analytic;
-  SimResult r = simulate(g, cluster(1), o);
+  SimResult r = simulate(g, cluster(1), at(Fidelity::Analytic));
   CHECK(r.step_time_s == Approx(1e-3 + gather_alone).epsilon(1e-9));
   CHECK(r.devices[0].interference_s == 0);
 }
 
 // Across nodes the profile measured nothing (inter_node off): the overlap is free; with factors given it is not.
 TEST_CASE("Interference: across nodes only where the profile gives inter-node factors") {
-  TaskGraph g = graph();
-  int group = g.add_group({0, 1});
-  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
-  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
-  g.add(gather(group), 0);
-  SimOptions o;
-  o.fidelity = Fidelity::Analytic;
+  TaskGraph g = compute_beside(10e-3, gather(0));
+  SimOptions o = at(Fidelity::Analytic);
   CHECK(simulate(g, cluster(2), o).step_time_s == Approx(10e-3).epsilon(1e-12));
 }
 
 TEST_CASE("Interference: inter-node factors apply to a collective across nodes") {
-  TaskGraph g = graph();
-  int group = g.add_group({0, 1});
-  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
-  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
-  g.add(gather(group), 0);
-  SimOptions o;
-  o.fidelity = Fidelity::Analytic;
+  TaskGraph g = compute_beside(10e-3, gather(0));
+  SimOptions o = at(Fidelity::Analytic);
   SimResult r = simulate(g, cluster(2, true), o);
   // Route: NIC latency twice and the NIC bandwidth: alone 1 us + 2 ms; slowed 1.6x, compute 2x while overlapping.
   const double alone = 1e-6 + 2e8 / 100e9, comm_end = 1.6 * alone;
@@ -150,27 +139,17 @@ TEST_CASE("Interference: inter-node factors apply to a collective across nodes")
 
 // TP collectives are left to overlap_penalty (fitted on per-layer times), so the interference model ignores them.
 TEST_CASE("Interference: a TP collective beside compute is not slowed twice") {
-  TaskGraph g = graph();
-  int group = g.add_group({0, 1});
-  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
-  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
-  Collective c = gather(group);
+  Collective c = gather(0);
   c.cls = CommClass::TpCollective;
   c.stream = Stream::TpComm;
-  g.add(c, 0);
-  SimOptions o;
-  o.fidelity = Fidelity::Analytic;
+  TaskGraph g = compute_beside(10e-3, c);
+  SimOptions o = at(Fidelity::Analytic);
   CHECK(simulate(g, cluster(1), o).step_time_s == Approx(10e-3).epsilon(1e-12));
 }
 
 TEST_CASE("Interference: switched off by SimOptions, the overlap is free") {
-  TaskGraph g = graph();
-  int group = g.add_group({0, 1});
-  g.add(Compute{TaskKind::Forward, 0, 10e-3, 0}, 0);
-  g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
-  g.add(gather(group), 0);
-  SimOptions o;
-  o.fidelity = Fidelity::Analytic;
+  TaskGraph g = compute_beside(10e-3, gather(0));
+  SimOptions o = at(Fidelity::Analytic);
   o.interference = false;
   CHECK(simulate(g, cluster(1), o).step_time_s == Approx(10e-3).epsilon(1e-12));
 }
