@@ -20,7 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def simulate(placesim, path, sets):
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
         extra = [arg for s in sets for arg in ("--set", s)]
-        subprocess.run([placesim, "simulate", path, "--fidelity", "analytic", "--report", report.name] + extra,
+        # --force: the 530B and 1T rows exceed simulate's default size estimate (they need 7-10 GB, see docs).
+        subprocess.run([placesim, "simulate", path, "--fidelity", "analytic", "--force", "--report", report.name] + extra,
                        check=True, stdout=subprocess.DEVNULL)
         return json.load(open(report.name))["simulation"]
 
