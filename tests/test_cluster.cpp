@@ -2,7 +2,10 @@
 // throwing case per validation rule.
 #include <catch2/catch.hpp>
 
+#include "strategies/analytic/Analytic.hpp"
+#include "tests/Helpers.hpp"
 #include "topology/cluster/Cluster.hpp"
+#include "traces/report/SimReport.hpp"
 
 using namespace placesim;
 using Catch::Contains;
@@ -309,7 +312,28 @@ TEST_CASE("hgx-h800 is a DGX H100 node with H800s and NVLink at 200 GB/s per dir
   CHECK(c.accelerator.name == "h800");
   CHECK(c.accelerator.peak_bf16_flops == 989.4e12);
   CHECK(c.nvlink_bw_Bps == 200e9);
-  CHECK(c.comm.intra_node.name == "nvlink4");
+  CHECK(c.comm.intra_node.name == "nvlink4-h800");
+  CHECK(c.comm.intra_node.link_bw_Bps == 200e9);  // the simulator's links and NCCL's fabric agree
+  CHECK(c.comm.intra_node.bus_efficiency == fabric_preset("nvlink4", "a").bus_efficiency);
+  // The preset spelled as an object keeps the cut, and the report's echo parses back.
+  ClusterSpec object = cluster(R"({"preset": "hgx-h800", "nodes": 2})");
+  CHECK(object.nvlink_bw_Bps == 200e9);
+  CHECK(parse_cluster(cluster_to_json(object)).nvlink_bw_Bps == 200e9);
+}
+
+// MFU is quoted against the rated peak: a power-limited GPU's utilization is not inflated by its lower peak.
+TEST_CASE("MFU under a power limit counts against the rated peak") {
+  Experiment e = test::experiment(R"({"model": "llama3-8b", "training": {"global_batch": 8, "micro_batch": 1},
+                                      "strategy": {"preset": "fsdp", "dp": 8}})");
+  Analysis a = analyze(e);
+  SimResult r;
+  r.step_time_s = 2.0;
+  r.devices.resize(8);
+  ClusterSpec rated = cluster(R"("dgx-h100")");
+  ClusterSpec limited =
+      cluster(R"({"preset": "dgx-h100", "accelerator": {"preset": "h100-sxm", "power_limit_w": 500}})");
+  CHECK(sim_figures(e, limited, a, r).mfu == Approx(sim_figures(e, rated, a, r).mfu));
+  CHECK(sim_figures(e, rated, a, r).mfu == Approx(a.model_flops_per_step / (2.0 * 8 * 989.4e12)));
 }
 
 // A 500 W limit on a 700 W H100: peaks x 500/700 (the linear clock model), HBM unchanged; the report's cluster echo

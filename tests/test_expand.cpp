@@ -181,6 +181,15 @@ TEST_CASE("Bytes in the graph equal the analytic bytes for every context-paralle
       check_bytes_match_analytic(e);
       CHECK(analyze(e).comm.by_class[static_cast<std::size_t>(CommClass::CpKv)] > 0);
     }
+  // Review finding: torchtitan's op-level selective recompute saves the attention's output, so its recompute runs no
+  // ring steps: the graph's K/V bytes are the analytic ones (those of no recompute), not full recompute's.
+  for (const char* recompute : {"selective-op", "full"}) {
+    INFO(recompute);
+    const Experiment e =
+        small(R"({"preset": "fsdp", "dp": 2, "cp": 2})",
+              std::string(R"({"global_batch": 16, "micro_batch": 1, "recompute": ")") + recompute + R"("})");
+    check_bytes_match_analytic(e);
+  }
 }
 
 TEST_CASE("An uneven interleaved pipeline runs each chunk's own layers, in model order") {

@@ -125,6 +125,8 @@ TEST_CASE("FSDP2 options are checked with the field named") {
           "seq_len": 256}, "training": {"global_batch": 16, "micro_batch": 1},
           "strategy": {"preset": "fsdp", "dp": 4, "pp": 2, "reshard_after_forward": false}})")),
                     Catch::Contains("strategy.reshard_after_forward=false with pp=2 is not modelled"));
+  CHECK_THROWS_WITH(check_validity(fsdp(R"(, "reshard_after_forward": false, "schedule": "gpipe")")),
+                    Catch::Contains("schedule=gpipe and 2 micro-batches is not modelled"));
   CHECK_THROWS_WITH(check_validity(fsdp(R"(, "reshard_after_forward": false, "placement": {"parameters": "offloaded",
       "optimizer": "offloaded", "gradients": "offloaded", "activations": "replicated"})")),
                     Catch::Contains("parameters is offloaded"));

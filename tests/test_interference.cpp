@@ -167,15 +167,21 @@ TEST_CASE("Interference: a pipeline send launched beside compute is slowed") {
 }
 
 TEST_CASE("Interference: calibrate fits each factor as the geometric mean of overlapped / alone") {
-  Json measured = Json::parse(R"({"accelerator": "h200", "interference": [
+  Json measured = Json::parse(R"({"accelerator": "h100-sxm", "interference": [
     {"kind": "compute", "alone_s": 1.0, "overlapped_s": 1.44},
     {"kind": "compute", "alone_s": 2.0, "overlapped_s": 2.5},
     {"kind": "comm", "fabric": "inter_node", "alone_s": 1.0, "overlapped_s": 1.1}]})");
   Calibration c = calibrate(measured, ".");
   CHECK(c.accelerator.profile.intra_node_interference.compute_slowdown == Approx(std::sqrt(1.44 * 1.25)));
-  CHECK(c.accelerator.profile.intra_node_interference.comm_slowdown == 1);
+  CHECK(c.accelerator.profile.intra_node_interference.comm_slowdown == 1.124);  // the base's, not fitted
   CHECK(c.accelerator.profile.inter_node_interference.comm_slowdown == Approx(1.1));
   CHECK(c.residuals.size() == 3);
+  // Only the factors with points are fitted: the base's intra-node comm factor is not listed.
+  CHECK(c.fitted_parameters == std::vector<std::string>{"inter_node.comm_slowdown", "intra_node.compute_slowdown"});
+  Json big = Json::parse(R"({"accelerator": "h100-sxm", "interference": [
+    {"kind": "compute", "fabric": "inter_node", "alone_s": 1, "overlapped_s": 5}]})");
+  CHECK_THROWS_WITH(calibrate(big, "."), Catch::Contains("inter_node compute points give a slowdown of 5") &&
+                                             Catch::Contains("beyond the 4x"));
   Json bad =
       Json::parse(R"({"accelerator": "h200", "interference": [{"kind": "compute", "alone_s": 2, "overlapped_s": 1}]})");
   CHECK_THROWS_WITH(calibrate(bad, "."),

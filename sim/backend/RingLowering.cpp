@@ -98,7 +98,8 @@ void Runner::launch_ring_step(TaskId id, int rank) {
   run.step_start[static_cast<std::size_t>(rank)] = sg::Engine::get_clock();
   // Overlap interference: a step launched while its sender computes moves at comm_slowdown times less bandwidth.
   const int f = interferes_ ? interfering_fabric(id) : -1;
-  const double slowdown = f >= 0 ? launch_slowdown(transfers.front().first, f) : 1.0;
+  const double slowdown =
+      f >= 0 ? launch_slowdown(g_.groups[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(rank)], f) : 1.0;
   const auto bytes =
       static_cast<std::uint64_t>(std::llround(run.chunk_bytes * slowdown / static_cast<double>(transfers.size())));
   for (auto [from, to] : transfers)

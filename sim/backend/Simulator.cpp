@@ -367,11 +367,16 @@ void Runner::transfer_on(int device, int fabric, int change) {
 }
 
 void Runner::compute_on(int device, int change) {
-  computing_[static_cast<std::size_t>(device)] += change;
+  int& computing = computing_[static_cast<std::size_t>(device)];
+  const bool was_busy = computing > 0;
+  computing += change;
+  // Members count as busy while any compute runs on them (a collective counts them so at its start).
+  if ((computing > 0) == was_busy) return;
+  const int step = was_busy ? -1 : 1;
   for (TaskId id : device_delays_[static_cast<std::size_t>(device)]) {
     Stretch& s = stretches_.at(id);
-    s.busy_members += change;
-    if ((change > 0 && s.busy_members == 1) || (change < 0 && s.busy_members == 0)) retime(id, transfer_rate(s));
+    s.busy_members += step;
+    if ((step > 0 && s.busy_members == 1) || (step < 0 && s.busy_members == 0)) retime(id, transfer_rate(s));
   }
 }
 

@@ -92,7 +92,8 @@ std::vector<Point> memory_points(const Json& items, const std::string& field, co
 // Overlap interference: a kernel timed alone and beside the other kind ("compute": a GEMM beside an NCCL collective;
 // "comm": the collective beside a GEMM) on one fabric. Each (fabric, kind) factor is the geometric mean of its points'
 // ratios overlapped / alone (the least-squares fit of log(model / measured) with one parameter).
-std::vector<Point> interference_points(const Json& items, const std::string& field, ComputeProfile& p) {
+std::vector<Point> interference_points(const Json& items, const std::string& field, ComputeProfile& p,
+                                       std::vector<std::string>* fitted) {
   std::vector<Point> out;
   std::map<std::pair<std::string, std::string>, std::vector<double>> ratios;
   std::vector<std::tuple<std::string, std::string, double>> alone;
@@ -114,7 +115,13 @@ std::vector<Point> interference_points(const Json& items, const std::string& fie
     double mean = 0;
     for (double l : logs) mean += l / static_cast<double>(logs.size());
     OverlapInterference& target = key.first == "intra_node" ? p.intra_node_interference : p.inter_node_interference;
-    (key.second == "compute" ? target.compute_slowdown : target.comm_slowdown) = std::exp(mean);
+    const double factor = std::exp(mean);
+    // The same bound a profile file is read with: a fit outside it could not be loaded.
+    if (factor > 4)
+      throw InputError(field + ": the " + key.first + " " + key.second + " points give a slowdown of " +
+                       format_significant(factor, 4) + ", beyond the 4x a profile accepts");
+    (key.second == "compute" ? target.compute_slowdown : target.comm_slowdown) = factor;
+    fitted->push_back(key.first + "." + key.second + "_slowdown");
   }
   for (std::size_t i = 0; i < out.size(); ++i) {
     auto [fabric, kind, a] = alone[i];
@@ -349,12 +356,7 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
     all.insert(all.end(), group.begin(), group.end());
   }
   if (const Json* items = take("interference")) {
-    group = interference_points(*items, r.field("interference"), p);
-    for (const auto& [fabric, i] :
-         {std::pair{"intra_node", &p.intra_node_interference}, {"inter_node", &p.inter_node_interference}}) {
-      if (i->compute_slowdown > 1) c.fitted_parameters.push_back(std::string(fabric) + ".compute_slowdown");
-      if (i->comm_slowdown > 1) c.fitted_parameters.push_back(std::string(fabric) + ".comm_slowdown");
-    }
+    group = interference_points(*items, r.field("interference"), p, &c.fitted_parameters);
     all.insert(all.end(), group.begin(), group.end());
   }
   r.skip("description");

@@ -162,7 +162,9 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
   PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part);
   const bool layers = part == ModelPart::Layers;
   // Context parallelism: the attention runs as tasks of its own after the layers' other work.
-  const bool cp_split = layers && cp_ > 1 && !e_.model.opaque();
+  // A recompute re-runs the attention only under full recompute (selective-op saves the attention's output).
+  const bool cp_split = layers && cp_ > 1 && !e_.model.opaque() &&
+                        (kind != TaskKind::Recompute || e_.training.recompute == Recompute::Full);
   if (cp_split) {
     const StageCosts& k = costs_[static_cast<std::size_t>(s)];
     cost.seconds -=

@@ -229,6 +229,12 @@ void check_reshard(const Experiment& e) {
     throw InputError(field + " with pp=" + std::to_string(s.pp) +
                      " is not modelled (FSDP2 under a pipeline schedule keeps units gathered across micro-batches); "
                      "use reshard_after_forward=true or pp=1");
+  // Every forward before any backward (gpipe, or an asynchronous schedule) would hold one gathered copy per
+  // micro-batch in flight where FSDP2 keeps one.
+  if (s.schedule != Schedule::OneFOneB && s.microbatches > 1)
+    throw InputError(field + " with schedule=" + to_string(s.schedule) + " and " + std::to_string(s.microbatches) +
+                     " micro-batches is not modelled (forwards of several micro-batches before their backwards "
+                     "share one gathered copy in FSDP2); use schedule=1f1b");
 }
 
 void check_validity(const Experiment& e) {

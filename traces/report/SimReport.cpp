@@ -38,7 +38,9 @@ void raise_to(DeviceStats& max, const DeviceStats& d) {
 void set_rates(SimFigures& f, const Experiment& e, const ClusterSpec& c, const Analysis& a, std::size_t devices) {
   const double step = f.step_time_s;
   if (!(step > 0)) return;
-  const double peak = c.accelerator.peak_flops(e.training.dtype);
+  // Utilization against the rated peak, as MFU is quoted, also under a power limit (whose scaled peak the compute
+  // model runs at).
+  const double peak = c.accelerator.peak_flops(e.training.dtype) / c.accelerator.compute_scale;
   const auto n = static_cast<double>(devices);
   f.mfu = a.model_flops_per_step / (step * n * peak);
   f.hfu = a.hardware_flops_per_step / (step * n * peak);
