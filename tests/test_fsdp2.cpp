@@ -169,3 +169,17 @@ TEST_CASE("The 13B ZeRO sweep ranks ZeRO-3 slower than ZeRO-1/2 where its gather
   CHECK(step.at({256, "zero3"}) < step.at({256, "zero2"}));
   CHECK(step.count({8, "zero1"}) == 0);  // ZeRO-1 does not fit 13B on 8 GPUs of 80 GB: refused, not ranked
 }
+
+TEST_CASE("The report's strategy states FSDP2's settings, and the training its launch_overhead if set") {
+  Json j = strategy_to_json(fsdp(R"(, "reshard_after_forward": false, "prefetch_backward": 2)").strategy);
+  CHECK(j["reshard_after_forward"] == false);
+  CHECK(j["prefetch_forward"] == 1);
+  CHECK(j["prefetch_backward"] == 2);
+  CHECK(j["gather_copies"] == true);
+  Experiment ddp = test::experiment(R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024,
+      "seq_len": 256}, "training": {"global_batch": 16, "micro_batch": 1, "launch_overhead": "8us"},
+      "strategy": {"preset": "dp", "dp": 8}})");
+  CHECK(strategy_to_json(ddp.strategy)["reshard_after_forward"] == true);
+  CHECK(training_to_json(ddp.training)["launch_overhead"].get<double>() == Approx(8e-6));
+  CHECK(!training_to_json(fsdp().training).contains("launch_overhead"));
+}

@@ -116,6 +116,11 @@ Json strategy_to_json(const StrategySpec& s) {
            {"activations", to_string(s.placement.activations)}}},
          {"placement_short", short_form(s.placement)}};
   if (s.schedule == Schedule::Interleaved) j["microbatch_group"] = s.interleave_group();
+  // FSDP2's settings for parameters gathered per unit (no effect on other placements).
+  j["reshard_after_forward"] = s.reshard_after_forward;
+  j["prefetch_forward"] = s.prefetch_forward;
+  j["prefetch_backward"] = s.prefetch_backward;
+  j["gather_copies"] = s.gather_copies;
   if (!s.layers_per_stage.empty()) j["layers_per_stage"] = s.layers_per_stage;
   // The split data axis appears only when it is split, so one-axis reports read as before.
   if (s.dp_replicate > 1)
@@ -155,11 +160,13 @@ Json model_to_json(const ModelSpec& m) {
 }
 
 Json training_to_json(const TrainingSpec& t) {
-  return Json{{"global_batch", t.global_batch},      {"micro_batch", t.micro_batch},
-              {"dtype", to_string(t.dtype)},         {"grad_dtype", to_string(t.grad_dtype)},
-              {"optimizer", to_string(t.optimizer)}, {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
-              {"recompute", to_string(t.recompute)}, {"grad_accumulation_fusion", t.grad_accumulation_fusion},
-              {"grad_clipping", t.grad_clipping}};
+  Json j{{"global_batch", t.global_batch},      {"micro_batch", t.micro_batch},
+         {"dtype", to_string(t.dtype)},         {"grad_dtype", to_string(t.grad_dtype)},
+         {"optimizer", to_string(t.optimizer)}, {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
+         {"recompute", to_string(t.recompute)}, {"grad_accumulation_fusion", t.grad_accumulation_fusion},
+         {"grad_clipping", t.grad_clipping}};
+  if (t.launch_overhead_s > 0) j["launch_overhead"] = t.launch_overhead_s;
+  return j;
 }
 
 }  // namespace placesim
