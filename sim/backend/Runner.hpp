@@ -125,9 +125,12 @@ class Runner {
   /// The fabric (0 intra-node, 1 inter-node) whose interference task `id` is subject to, or -1: none.
   int interfering_fabric(TaskId id);
   double compute_rate(int device) const;
-  double transfer_rate(const Stretch& s) const {
-    return s.busy_members > 0 ? 1.0 / interference_[static_cast<std::size_t>(s.fabric)].comm_slowdown : 1.0;
+  /// A transfer's rate on `fabric` while `busy_members` of its devices compute.
+  double transfer_rate(int fabric, int busy_members) const {
+    return busy_members > 0 ? 1.0 / interference_[static_cast<std::size_t>(fabric)].comm_slowdown : 1.0;
   }
+  /// The kernel timer that finishes task `id` (begun at `begin`) at `at`.
+  simgrid::kernel::timer::Timer* finish_at(TaskId id, double begin, double at);
   void stretch(TaskId id, double seconds, double rate, int fabric, int busy_members);
   void retime(TaskId id, double rate);
   /// A transfer of `fabric` starts (+1) or ends (-1) on `device`: its compute changes pace.

@@ -120,8 +120,7 @@ void Runner::start(TaskId id) {
               device_delays_[static_cast<std::size_t>(x)].push_back(id);
               transfer_on(x, f, +1);
             }
-            return stretch(id, p.time_s, busy > 0 ? 1.0 / interference_[static_cast<std::size_t>(f)].comm_slowdown : 1,
-                           f, busy);
+            return stretch(id, p.time_s, transfer_rate(f, busy), f, busy);
           }
           if (interferes_) {
             const int f = interfering_fabric(id);
@@ -160,8 +159,12 @@ void Runner::launch(TaskId id, sg::ActivityPtr activity, int rank) {
 
 void Runner::delay(TaskId id, double seconds) {
   ++result_.timers;
-  double begin = sg::Engine::get_clock();
-  simgrid::kernel::timer::Timer::set(begin + seconds, [this, id, begin]() {
+  const double begin = sg::Engine::get_clock();
+  finish_at(id, begin, begin + seconds);
+}
+
+simgrid::kernel::timer::Timer* Runner::finish_at(TaskId id, double begin, double at) {
+  return simgrid::kernel::timer::Timer::set(at, [this, id, begin]() {
     finish(id, begin, sg::Engine::get_clock());
     drain();
   });
@@ -335,10 +338,7 @@ void Runner::stretch(TaskId id, double seconds, double rate, int fabric, int bus
   const double now = sg::Engine::get_clock();
   Stretch& s = stretches_[id];
   s = Stretch{seconds, rate, now, now, seconds, nullptr, fabric, busy_members, rate < 1};
-  s.timer = simgrid::kernel::timer::Timer::set(now + seconds / rate, [this, id, now]() {
-    finish(id, now, sg::Engine::get_clock());
-    drain();
-  });
+  s.timer = finish_at(id, now, now + seconds / rate);
 }
 
 // Brings the stretch's remaining work up to now at its old rate and re-sets its end at the new one.
@@ -351,11 +351,7 @@ void Runner::retime(TaskId id, double rate) {
   s.rate = rate;
   s.slowed = s.slowed || rate < 1;
   s.timer->remove();
-  const double begin = s.begin;
-  s.timer = simgrid::kernel::timer::Timer::set(now + s.remaining / rate, [this, id, begin]() {
-    finish(id, begin, sg::Engine::get_clock());
-    drain();
-  });
+  s.timer = finish_at(id, s.begin, now + s.remaining / rate);
 }
 
 void Runner::transfer_on(int device, int fabric, int change) {
@@ -376,7 +372,8 @@ void Runner::compute_on(int device, int change) {
   for (TaskId id : device_delays_[static_cast<std::size_t>(device)]) {
     Stretch& s = stretches_.at(id);
     s.busy_members += step;
-    if ((step > 0 && s.busy_members == 1) || (step < 0 && s.busy_members == 0)) retime(id, transfer_rate(s));
+    if ((step > 0 && s.busy_members == 1) || (step < 0 && s.busy_members == 0))
+      retime(id, transfer_rate(s.fabric, s.busy_members));
   }
 }
 

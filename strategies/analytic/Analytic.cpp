@@ -178,11 +178,7 @@ double stage_hardware_flops(const Experiment& e, const StageLayout& st) {
   const auto& s = e.strategy;
   double tokens = d(local_seq_len(e)) * d(e.training.micro_batch) * d(s.microbatches);
   double layer = layer_forward_flops_per_token(m);
-  double recompute = e.training.recompute == Recompute::Full          ? layer
-                     : e.training.recompute == Recompute::Selective   ? attention_core_flops_per_token(m)
-                     : e.training.recompute == Recompute::SelectiveOp ? op_sac_recompute_flops_per_token(m)
-                                                                      : 0;
-  double per_token = d(st.n_layers) * (3 * layer + recompute);
+  double per_token = d(st.n_layers) * (3 * layer + recompute_flops_per_token(m, e.training.recompute));
   if (st.stage == s.pp - 1) per_token += 3 * logit_forward_flops_per_token(m);
   return per_token * tokens / d(s.tp);
 }

@@ -18,11 +18,7 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
   // FLOPs (for MFU and the trace) from the model's formulas; times from the calibrated per-operation model.
   k.layer_forward_flops = layer_forward_flops_per_token(m) * tokens / tp;
   k.layer_backward_flops = 2 * k.layer_forward_flops;
-  k.layer_recompute_flops =
-      e.training.recompute == Recompute::Full          ? k.layer_forward_flops
-      : e.training.recompute == Recompute::Selective   ? attention_core_flops_per_token(m) * tokens / tp
-      : e.training.recompute == Recompute::SelectiveOp ? op_sac_recompute_flops_per_token(m) * tokens / tp
-                                                       : 0;
+  k.layer_recompute_flops = recompute_flops_per_token(m, e.training.recompute) * tokens / tp;
   PassTimes layer = layer_times(e, acc);
   k.layer_forward_s = layer.forward_s;
   k.layer_attention_forward_s = layer.attention_forward_s;

@@ -40,8 +40,7 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   const auto depth =
       static_cast<std::size_t>(op.forward ? e_.strategy.prefetch_forward : e_.strategy.prefetch_backward);
   auto limit = [&](int d, int t, TaskId task) {
-    const auto& window = gather_window_[static_cast<std::size_t>(d * tp_ + t)];
-    if (window.size() >= depth + 1) g_.depend(window[window.size() - depth - 1], task);
+    after_window(gather_window_[static_cast<std::size_t>(d * tp_ + t)], task, depth);
   };
   for (int t = 0; t < tp_; ++t) {
     // Offloaded parameters: every device fetches its shard of the unit over PCIe (the whole unit when dp = 1) into
@@ -78,8 +77,8 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   }
 }
 
-void Expander::after_window(const std::vector<TaskId>& window, TaskId task) {
-  if (window.size() >= 2) g_.depend(window[window.size() - 2], task);
+void Expander::after_window(const std::vector<TaskId>& window, TaskId task, std::size_t ahead) {
+  if (window.size() >= ahead + 1) g_.depend(window[window.size() - ahead - 1], task);
 }
 
 TaskId Expander::task_of_member(const std::vector<TaskId>& tasks, int device) const {

@@ -70,8 +70,8 @@ class Expander {
   /// Elements of state `state` a device holds of group lg (held_share), hpZ's secondary shard excluded.
   double held(State state, const LayerGroup& lg) const;
   /// Double buffering: `window` lists, in allocation order, the tasks that release buffers of one kind on a lane;
-  /// `task`, which allocates the next, waits for the release two back, so at most two are live.
-  void after_window(const std::vector<TaskId>& window, TaskId task);
+  /// `task`, which allocates the next, waits for the release `ahead` + 1 back, so at most `ahead` + 1 are live.
+  void after_window(const std::vector<TaskId>& window, TaskId task, std::size_t ahead = 1);
   /// Gives each task of `tasks` the deltas of its own members (at its start or its end).
   void set_member_memory(const std::vector<TaskId>& tasks, const std::vector<MemDelta>& deltas, bool at_start);
   int subgroup(std::vector<int> members);

@@ -56,6 +56,20 @@ double op_sac_recompute_flops_per_token(const ModelSpec& m) {
   return 2.0 * (h * kv + h * h + f * h);
 }
 
+double recompute_flops_per_token(const ModelSpec& m, Recompute r) {
+  switch (r) {
+    case Recompute::Full:
+      return layer_forward_flops_per_token(m);
+    case Recompute::Selective:
+      return attention_core_flops_per_token(m);
+    case Recompute::SelectiveOp:
+      return op_sac_recompute_flops_per_token(m);
+    case Recompute::None:
+      break;
+  }
+  return 0;
+}
+
 double logit_forward_flops_per_token(const ModelSpec& m) {
   return 2.0 * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "workloads/json/JsonReader.hpp"
+#include "workloads/model/Training.hpp"
 
 namespace placesim {
 
@@ -72,6 +73,9 @@ double attention_core_flops_per_token(const ModelSpec& m);
 /// (q, k, v, o, then gated up, up, down or up, down): k, o and the second up projection (gated) or the down
 /// projection; the recomputed element-wise ops count no FLOPs.
 double op_sac_recompute_flops_per_token(const ModelSpec& m);
+/// FLOPs per token a layer recomputes under `r`: the whole forward (full), the attention core (selective), the
+/// matmuls of op-level selective AC (selective-op), none.
+double recompute_flops_per_token(const ModelSpec& m, Recompute r);
 /// Forward FLOPs of the output (logit) layer per token.
 double logit_forward_flops_per_token(const ModelSpec& m);
 
