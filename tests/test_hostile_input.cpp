@@ -135,7 +135,7 @@ TEST_CASE("A sweep too large to enumerate is refused from its axis sizes, before
 TEST_CASE("A step whose simulation would take hours is refused with the estimate, unless --force") {
   std::string out;
   CHECK(run_placesim("simulate examples/small-3d-1f1b.json --quiet --set cluster.nodes=8192 --set strategy.dp=8192 "
-                     "--set training.global_batch=8192",
+                     "--set training.global_batch=8192 --symmetry off",
                      &out) == 2);
   CHECK_THAT(out, Catch::Contains("simulating this step would take about") && Catch::Contains("s of host time") &&
                       Catch::Contains("flows and") && Catch::Contains("Use --force"));

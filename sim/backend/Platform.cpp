@@ -104,8 +104,31 @@ void configure_engine(s4u::Engine& engine, const ClusterSpec& cluster) {
   }
 }
 
-Platform build_platform(s4u::Engine& engine, const ClusterSpec& cluster,
-                        const std::vector<std::pair<int, int>>& pairs) {
+// The route of `hop`'s congruent hop with every link replaced by its representative's in block 0: the sender's side
+// (links crossed going up) by the sender's representative's, the receiver's side by the receiver's.
+std::vector<Hop> mirrored_route(const Fabric& fabric, const Folding& folding, const MirroredHop& mirrored) {
+  const ClusterSpec& c = fabric.cluster();
+  std::vector<Hop> hops = fabric.route(mirrored.route_src, mirrored.route_dst);
+  for (Hop& hop : hops) {
+    const int end = hop.up ? mirrored.route_src : mirrored.route_dst;
+    const int rep_node = folding.representative(end) / c.gpus_per_node;
+    switch (hop.link.kind) {
+      case LinkKind::NvLink:
+        hop.link.index = folding.representative(hop.link.index);
+        break;
+      case LinkKind::Nic:
+      case LinkKind::SpinePort:
+        hop.link.index = rep_node * c.nics_per_node + hop.link.index % c.nics_per_node;
+        break;
+      default:  // plan_folding refuses fabrics whose leaf uplinks blocks would share
+        throw std::logic_error("mirrored_route: a folded step's ring hop crosses a shared leaf uplink");
+    }
+  }
+  return hops;
+}
+
+Platform build_platform(s4u::Engine& engine, const ClusterSpec& cluster, const std::vector<std::pair<int, int>>& pairs,
+                        const std::vector<MirroredHop>& mirrored, const Folding& folding) {
   if (engine.get_netzone_root() != nullptr)  // SimGrid would abort the process instead
     throw std::logic_error("build_platform: this process already has a SimGrid platform (one simulation per process)");
   Fabric fabric(cluster);  // validates the cluster before SimGrid sees any of it
@@ -131,6 +154,12 @@ Platform build_platform(s4u::Engine& engine, const ClusterSpec& cluster,
   for (std::uint64_t key : platform.routed_pairs) {
     int a = static_cast<int>(key / platform.devices), b = static_cast<int>(key % platform.devices);
     add_route(zone, links, platform.gpus[a], platform.gpus[b], fabric.route(a, b));
+  }
+  for (const MirroredHop& hop : mirrored) {
+    s4u::Host*& mirror = platform.mirrors[hop.dst];
+    if (!mirror) mirror = zone->create_host("mirror-" + std::to_string(hop.dst), cluster.accelerator.peak_bf16_flops);
+    zone->add_bypass_route(platform.gpus[static_cast<std::size_t>(hop.src)]->get_netpoint(), mirror->get_netpoint(),
+                           nullptr, nullptr, links.route(mirrored_route(fabric, folding, hop), false));
   }
   zone->seal();
   return platform;

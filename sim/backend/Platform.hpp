@@ -30,12 +30,22 @@
 #include <simgrid/forward.h>
 
 #include <cstdint>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "strategies/graph/Folding.hpp"
 #include "topology/cluster/Cluster.hpp"
 
 namespace placesim {
+
+/// A folded step's ring hop from `src` in block 0 to `dst` outside it, routed as the congruent hop `route_src` ->
+/// `route_dst` (the one of its congruent hops, one per block, with the longest latency: the ring runs at its slowest
+/// hop's pace) moved into block 0.
+struct MirroredHop {
+  int src = 0, dst = 0, route_src = 0, route_dst = 0;
+  bool operator==(const MirroredHop&) const = default;
+};
 
 /// The SimGrid resources of one cluster.
 struct Platform {
@@ -46,6 +56,11 @@ struct Platform {
   /// GPU pairs with a route (both directions), as min(a,b) * devices + max(a,b), sorted; see has_route().
   std::vector<std::uint64_t> routed_pairs;
   int devices = 0;
+  /// Folded steps: per device outside block 0 that a ring hop from block 0 reaches, a host standing for it inside
+  /// block 0. The route to the mirror crosses the links of the congruent hop's (MirroredHop) sender and receiver
+  /// replaced by their representatives' in block 0: by symmetry the representative's NIC receives what the
+  /// receiver's does, so block 0's links carry the load of every block.
+  std::unordered_map<int, simgrid::s4u::Host*> mirrors;
 
   /// True if a transfer between GPUs a and b (either direction) was routed. SimGrid aborts the process on a
   /// transfer without a route, so check before creating one whose pair may not have been declared.
@@ -62,8 +77,11 @@ void configure_engine(simgrid::s4u::Engine& engine, const ClusterSpec& cluster);
 /// device pairs the DAG uses, either order, duplicates allowed) plus GPU <-> own CPU over PCIe. Throws InputError for
 /// an invalid cluster, and naming the devices for a pair that is out of range or a device paired with itself;
 /// std::logic_error when the process already has a platform (SimGrid allows one per process).
+/// `mirrored` (folded steps): ring hops from block 0 to a receiver outside it, each given a mirror host of the
+/// receiver (Platform::mirrors) routed as described there.
 /// Cost: O(devices + pairs) time and memory.
 Platform build_platform(simgrid::s4u::Engine& engine, const ClusterSpec& cluster,
-                        const std::vector<std::pair<int, int>>& pairs);
+                        const std::vector<std::pair<int, int>>& pairs, const std::vector<MirroredHop>& mirrored = {},
+                        const Folding& folding = {});
 
 }  // namespace placesim

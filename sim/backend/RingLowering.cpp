@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "sim/backend/Runner.hpp"
 
@@ -14,6 +15,49 @@ void Runner::find_channels() {
       const auto& m = g_.groups[static_cast<std::size_t>(c->group)];
       if (hops.empty() && m.size() > 1) hops = fabric_.ring_channels(m);
     }
+}
+
+std::vector<MirroredHop> Runner::mirrored_hops() const {
+  std::vector<MirroredHop> out;
+  if (!o_.folding.active()) return out;
+  const int blocks = o_.folding.blocks();
+  for (const auto& hops : channels_) {
+    const int n = static_cast<int>(hops.size());
+    for (int p = 0; p < n; ++p) {
+      const auto& hop = hops[static_cast<std::size_t>(p)];
+      for (std::size_t i = 0; i < hop.size(); ++i) {
+        auto [from, to] = hop[i];
+        if (!simulated(from) || simulated(to)) continue;
+        // The congruent hops: one per block, n / blocks positions apart; the slowest sets the ring's pace.
+        MirroredHop m{from, to, from, to};
+        double latency = fabric_.latency_s(fabric_.route(from, to));
+        for (int k = 1; k < blocks && n % blocks == 0; ++k) {
+          const auto& other = hops[static_cast<std::size_t>((p + k * (n / blocks)) % n)];
+          if (other.size() != hop.size()) continue;
+          auto [a, b] = other[i];
+          if (const double l = fabric_.latency_s(fabric_.route(a, b)); l > latency) {
+            latency = l;
+            m.route_src = a;
+            m.route_dst = b;
+          }
+        }
+        out.push_back(m);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const MirroredHop& a, const MirroredHop& b) {
+    return std::tie(a.src, a.dst, a.route_src, a.route_dst) < std::tie(b.src, b.dst, b.route_src, b.route_dst);
+  });
+  // One route per (sender, mirror): a pair two groups share keeps its first congruent route.
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const MirroredHop& a, const MirroredHop& b) { return a.src == b.src && a.dst == b.dst; }),
+            out.end());
+  return out;
+}
+
+sg::Host* Runner::destination(int device) const {
+  if (simulated(device)) return platform_.gpus[static_cast<std::size_t>(device)];
+  return platform_.mirrors.at(device);
 }
 
 std::vector<std::pair<int, int>> Runner::used_pairs() const {
@@ -92,22 +136,22 @@ void OverlapMeter::add(double start, double end) {
 // One step of `rank`: its chunk to the next rank, split over the hop's channels.
 void Runner::launch_ring_step(TaskId id, int rank) {
   const auto& c = std::get<Collective>(g_[id].body);
-  const auto& transfers = channels_[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(rank)];
   RingRun& run = rings_[id];
+  const int pos = position(run, rank);
+  const auto& transfers = channels_[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(pos)];
   run.pending[static_cast<std::size_t>(rank)] = static_cast<int>(transfers.size());
   run.step_start[static_cast<std::size_t>(rank)] = sg::Engine::get_clock();
   // Overlap interference: a step launched while its sender computes moves at comm_slowdown times less bandwidth.
   const int f = interferes_ ? interfering_fabric(id) : -1;
   const double slowdown =
-      f >= 0 ? launch_slowdown(g_.groups[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(rank)], f) : 1.0;
+      f >= 0 ? launch_slowdown(g_.groups[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(pos)], f) : 1.0;
   const auto bytes =
       static_cast<std::uint64_t>(std::llround(run.chunk_bytes * slowdown / static_cast<double>(transfers.size())));
   for (auto [from, to] : transfers)
-    launch(id,
-           sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)],
-                                 platform_.gpus[static_cast<std::size_t>(to)])
-               ->set_payload_size(bytes),
-           rank);
+    launch(
+        id,
+        sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)], destination(to))->set_payload_size(bytes),
+        rank);
 }
 
 void Runner::finish_collective(TaskId id, const RingRun& run) {
@@ -115,8 +159,8 @@ void Runner::finish_collective(TaskId id, const RingRun& run) {
   const auto& c = std::get<Collective>(t.body);
   const auto& m = g_.groups[static_cast<std::size_t>(c.group)];
   double end = 0;
-  for (std::size_t r = 0; r < m.size(); ++r) {
-    int x = m[r];
+  for (std::size_t r = 0; r < run.sent.size(); ++r) {
+    int x = m[static_cast<std::size_t>(position(run, static_cast<int>(r)))];
     result_.devices[static_cast<std::size_t>(x)].busy[static_cast<std::size_t>(c.stream)].add(run.first_start[r],
                                                                                               run.last_end[r]);
     if (!o_.fine && recorded(x)) account(id, x, run.first_start[r], run.last_end[r]);
@@ -124,7 +168,8 @@ void Runner::finish_collective(TaskId id, const RingRun& run) {
   }
   if (interferes_)
     if (const int f = interfering_fabric(id); f >= 0)
-      for (int x : m) transfer_on(x, f, -1);
+      for (int x : m)
+        if (simulated(x)) transfer_on(x, f, -1);
   apply_memory(t, false, end);
   release_successors(id, end);
 }

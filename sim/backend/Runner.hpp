@@ -36,6 +36,9 @@ inline int ring_steps(CollectiveOp op, int n) {
 /// A collective in progress, decomposed into ring steps: rank r's step k sends one chunk to rank r+1 once its own
 /// step k-1 is sent and rank r-1's step k-1 (the chunk it forwards) has arrived.
 struct RingRun {
+  /// Folded step: the ring positions of the ranks simulated (block 0's members, in ring order); rank r's predecessor
+  /// is rank r - 1 of this list. Empty: every position, rank r at position r.
+  std::vector<int> positions;
   int steps = 0;  ///< total steps per rank (repeat included)
   double chunk_bytes = 0;
   std::vector<int> sent;           ///< steps completed per rank
@@ -91,6 +94,8 @@ class Runner {
 
   void find_channels();
   std::vector<std::pair<int, int>> used_pairs() const;
+  /// Folded step: the ring hops from block 0 to a device outside it (see Platform::mirrors).
+  std::vector<MirroredHop> mirrored_hops() const;
   void start(TaskId id);
   void launch(TaskId id, sg::ActivityPtr activity, int rank = -1);
   void delay(TaskId id, double seconds);
@@ -103,6 +108,13 @@ class Runner {
   void account(TaskId id, int device, double start, double end, int step = -1);
   void apply_memory(const Task& t, bool at_start, double now);
   bool recorded(int device) const { return o_.record.empty() || o_.record[static_cast<std::size_t>(device)]; }
+  bool simulated(int device) const { return o_.folding.simulated(device); }
+  /// Ring rank r's position in its group (RingRun::positions).
+  static int position(const RingRun& run, int r) {
+    return run.positions.empty() ? r : run.positions[static_cast<std::size_t>(r)];
+  }
+  /// The host a transfer to `device` goes to: the GPU, or for a device outside a folded step's block its mirror.
+  sg::Host* destination(int device) const;
   const GroupRing& group_ring(int group);
   CollectivePlan plan(const Collective& c);
 

@@ -124,12 +124,15 @@ SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c,
               events += recorded(members.front());
               return;
             }
+            // A folded step runs block 0's ranks of the ring only.
+            const auto ranks = static_cast<double>(
+                std::count_if(members.begin(), members.end(), [&](int x) { return o.folding.simulated(x); }));
             bool one_node = true;
             for (int x : members) one_node = one_node && std::floor(x / gpn) == std::floor(members.front() / gpn);
             // Decomposed into ring steps (an upper bound: latency-bound and NVLS collectives stay one timer).
             const bool decomposed = detail::decomposes(o.fidelity, one_node);
             if (decomposed)
-              est.flows += static_cast<double>(detail::ring_steps(b.op, n)) * b.repeat * n;
+              est.flows += static_cast<double>(detail::ring_steps(b.op, n)) * b.repeat * ranks;
             else
               est.timers += 1;
             // Fine detail records each ring step of a decomposed collective; an exact delay is one record a member.
@@ -196,17 +199,53 @@ void check_estimate(const SimulationEstimate& est, const Experiment& e, const Cl
 
 }  // namespace
 
-void check_expandable(const Experiment& e, const SimulateSettings& settings) {
-  const double tasks = estimated_compute_tasks(e, settings.expand);
+void check_expandable(const Experiment& e, const SimulateSettings& settings, int blocks) {
+  const double tasks = estimated_compute_tasks(e, settings.expand) / blocks;
   if (settings.force || tasks <= kMaxComputeTasks) return;
   char count[64];
   std::snprintf(count, sizeof count, "%.3g", tasks);
   throw InputError("the step would expand to about " + std::string(count) + " compute tasks (" +
-                   std::to_string(e.strategy.devices()) + " devices x " + std::to_string(e.strategy.microbatches) +
-                   " micro-batches x " + std::to_string(e.strategy.chunks) + " chunks x passes x layer groups of " +
-                   std::to_string(layer_group_size(e, settings.expand)) +
+                   std::to_string(e.strategy.devices() / blocks) + " devices x " +
+                   std::to_string(e.strategy.microbatches) + " micro-batches x " + std::to_string(e.strategy.chunks) +
+                   " chunks x passes x layer groups of " + std::to_string(layer_group_size(e, settings.expand)) +
                    " layers), more than the limit of 2e+07; that takes minutes and gigabytes. Use --force to "
                    "simulate anyway, or analyze it instead");
+}
+
+void unfold_result(SimResult& result, const Folding& folding, const std::vector<char>& wanted) {
+  if (!folding.active()) return;
+  const auto devices = result.devices.size();
+  for (std::size_t x = 0; x < devices; ++x)
+    if (!folding.simulated(static_cast<int>(x)))
+      result.devices[x] = result.devices[static_cast<std::size_t>(folding.representative(static_cast<int>(x)))];
+  // Per block-0 device, the wanted devices it stands for (itself first when wanted).
+  std::vector<std::vector<int>> stands_for(devices);
+  for (std::size_t x = 0; x < devices && x < wanted.size(); ++x)
+    if (wanted[x])
+      stands_for[static_cast<std::size_t>(folding.representative(static_cast<int>(x)))].push_back(static_cast<int>(x));
+  auto& rec = result.record;
+  std::vector<TaskRecord> tasks;
+  for (auto& t : rec.tasks)
+    for (int x : stands_for[static_cast<std::size_t>(t.device)]) {
+      TaskRecord moved = t;
+      const int k = folding.block(x);
+      moved.device = x;
+      if (moved.peer >= 0) moved.peer = folding.shift(moved.peer, k);
+      tasks.push_back(std::move(moved));
+    }
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const TaskRecord& a, const TaskRecord& b) { return a.end_s < b.end_s; });
+  rec.tasks = std::move(tasks);
+  std::vector<MemoryEvent> memory;
+  for (const auto& m : rec.memory)
+    for (int x : stands_for[static_cast<std::size_t>(m.device)]) {
+      MemoryEvent moved = m;
+      moved.device = x;
+      memory.push_back(moved);
+    }
+  std::stable_sort(memory.begin(), memory.end(),
+                   [](const MemoryEvent& a, const MemoryEvent& b) { return a.time_s < b.time_s; });
+  rec.memory = std::move(memory);
 }
 
 SimulationRecord pipeline_records(const Experiment& e, const SimulationRecord& all) {
@@ -241,18 +280,35 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   const Experiment& e = in.experiment;
   check_validity(e);
   check_simulatable(e);
-  check_expandable(e, settings);
+  const ClusterSpec network = simulated_network(in.cluster);
+  SimOptions options = settings.sim;
+  if (settings.symmetry) {
+    options.folding = plan_folding(e, network);
+  } else {
+    options.folding.tp = static_cast<int>(e.strategy.tp);
+    options.folding.lanes = options.folding.folded_lanes = static_cast<int>(e.strategy.data_ranks());
+    options.folding.reason = "symmetry folding off (--symmetry off)";
+  }
+  const Folding& folding = options.folding;
+  check_expandable(e, settings, folding.blocks());
   SimulatedStep step;
   step.experiment = e;
   step.cluster = in.cluster;
   step.analysis = analyze(e);
   check_fits(e, step.analysis);
-  const ClusterSpec network = simulated_network(in.cluster);
-  const TaskGraph g = expand(e, network, settings.expand);
-  SimOptions options = settings.sim;
-  options.record = recorded_devices(e, settings.traced_devices);
+  ExpandOptions expand_options = settings.expand;
+  if (folding.active()) expand_options.folded_lanes = folding.folded_lanes;
+  const TaskGraph g = expand(e, network, expand_options);
+  const std::vector<char> wanted = recorded_devices(e, settings.traced_devices);
+  options.record = wanted;
+  if (folding.active())
+    for (std::size_t x = 0; x < wanted.size(); ++x)
+      if (wanted[x]) options.record[static_cast<std::size_t>(folding.representative(static_cast<int>(x)))] = 1;
   check_estimate(estimate_simulation(g, network, options, settings.trace), e, in.cluster, settings.force);
   step.result = simulate(g, network, options);
+  unfold_result(step.result, folding, wanted);
+  step.result.folding = folding;
+  step.result.symmetry = settings.symmetry;
   step.result.record.devices = device_infos(e, in.cluster);
   if (settings.reproducible) step.result.wall_time_s = 0;
   step.fidelity = settings.sim.fidelity;

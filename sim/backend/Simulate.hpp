@@ -27,7 +27,15 @@ struct SimulateSettings {
   bool reproducible = false;        ///< zero the host-measured fields (wall time) so reports are byte-identical
   bool force = false;               ///< simulate even past the size limits (kMaxComputeTasks, kMaxSimSeconds, ...)
   bool trace = false;               ///< a trace of the traced devices will be written (its size is estimated)
+  /// Fold the step's congruent data-parallel blocks into one (plan_folding) when it has them; false simulates every
+  /// device (--symmetry off), for comparison.
+  bool symmetry = true;
 };
+
+/// After a folded simulation (SimOptions::folding): every device outside block 0 gets its representative's
+/// figures, and the records of each device in `wanted` outside block 0 are its representative's, moved to it (device
+/// and peer shifted by its block). Records of block-0 devices not in `wanted` are dropped. No-op when not folded.
+void unfold_result(SimResult& result, const Folding& folding, const std::vector<char>& wanted);
 
 /// The most compute tasks (estimated_compute_tasks) simulate_experiment() expands without `force`: 20 million tasks
 /// take minutes and gigabytes to expand and simulate.
@@ -63,7 +71,7 @@ constexpr double kMaxTraceBytes = 4e9, kWarnTraceBytes = 500e6;
 constexpr double kMaxTaskSeconds = 1e6;
 
 /// Refuses before anything is expanded a step too large to expand (kMaxComputeTasks) unless settings.force.
-void check_expandable(const Experiment& e, const SimulateSettings& settings);
+void check_expandable(const Experiment& e, const SimulateSettings& settings, int blocks = 1);
 
 /// Devices whose tasks the simulation records: the traced ones and the pipeline at dp 0, tp 0, which the
 /// pipeline metrics, the layer times and derived pipelines read.

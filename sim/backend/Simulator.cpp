@@ -21,7 +21,7 @@ namespace detail {
 SimResult Runner::run() {
   auto wall_start = std::chrono::steady_clock::now();
   find_channels();
-  platform_ = build_platform(*engine_, c_, used_pairs());
+  platform_ = build_platform(*engine_, c_, used_pairs(), mirrored_hops(), o_.folding);
   result_.devices.resize(static_cast<std::size_t>(g_.devices));
   for (int x = 0; x < g_.devices; ++x) {
     for (int s = 0; s < 4; ++s) {
@@ -116,6 +116,7 @@ void Runner::start(TaskId id) {
             if (f < 0) return delay(id, p.time_s);
             int busy = 0;
             for (int x : members) {
+              if (!simulated(x)) continue;
               busy += computing_[static_cast<std::size_t>(x)] > 0;
               device_delays_[static_cast<std::size_t>(x)].push_back(id);
               transfer_on(x, f, +1);
@@ -125,18 +126,30 @@ void Runner::start(TaskId id) {
           if (interferes_) {
             const int f = interfering_fabric(id);
             if (f >= 0)
-              for (int x : members) transfer_on(x, f, +1);
+              for (int x : members)
+                if (simulated(x)) transfer_on(x, f, +1);
           }
           RingRun& run = rings_[id];
+          // A folded step runs the ranks of block 0; their predecessors outside it are their representatives' (the
+          // previous simulated rank), which by symmetry finish each step at the same time.
+          int ranks = n;
+          if (o_.folding.active()) {
+            for (int p = 0; p < n; ++p)
+              if (simulated(members[static_cast<std::size_t>(p)])) run.positions.push_back(p);
+            if (static_cast<int>(run.positions.size()) == n)
+              run.positions.clear();
+            else
+              ranks = static_cast<int>(run.positions.size());
+          }
           run.steps = ring_steps(b.op, n) * b.repeat;
           run.chunk_bytes = static_cast<double>(b.elems / n) * b.elem_bytes;
-          run.sent.assign(static_cast<std::size_t>(n), 0);
-          run.pending.assign(static_cast<std::size_t>(n), 0);
-          run.step_start.assign(static_cast<std::size_t>(n), 0);
-          run.first_start.assign(static_cast<std::size_t>(n), -1);
-          run.last_end.assign(static_cast<std::size_t>(n), now);
-          run.unfinished = n;
-          for (int r = 0; r < n; ++r) launch_ring_step(id, r);
+          run.sent.assign(static_cast<std::size_t>(ranks), 0);
+          run.pending.assign(static_cast<std::size_t>(ranks), 0);
+          run.step_start.assign(static_cast<std::size_t>(ranks), 0);
+          run.first_start.assign(static_cast<std::size_t>(ranks), -1);
+          run.last_end.assign(static_cast<std::size_t>(ranks), now);
+          run.unfinished = ranks;
+          for (int r = 0; r < ranks; ++r) launch_ring_step(id, r);
         }
       },
       t.body);
@@ -202,14 +215,15 @@ void Runner::on_complete(const sg::Activity& a) {
     if (run.first_start[r] < 0) run.first_start[r] = began;
     run.last_end[r] = end;
     const auto& c = std::get<Collective>(g_[s.task].body);
-    int device = g_.groups[static_cast<std::size_t>(c.group)][r];
+    int device = g_.groups[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(position(run, s.rank))];
     result_.devices[static_cast<std::size_t>(device)].bytes_sent[static_cast<std::size_t>(c.cls)] += run.chunk_bytes;
     if (o_.fine && recorded(device)) account(s.task, device, began, end, run.sent[r]);
     int k = ++run.sent[r];
     if (k == run.steps) --run.unfinished;
     auto next = static_cast<std::size_t>((s.rank + 1) % n), prev = static_cast<std::size_t>((s.rank + n - 1) % n);
     if (k < run.steps && run.sent[prev] >= k) launch_ring_step(s.task, s.rank);
-    if (run.sent[next] == k && k < run.steps) launch_ring_step(s.task, static_cast<int>(next));
+    // (A folded ring of one rank is its own successor: its next step is launched once, above.)
+    if (next != r && run.sent[next] == k && k < run.steps) launch_ring_step(s.task, static_cast<int>(next));
     if (run.unfinished == 0) {
       RingRun done = std::move(run);
       rings_.erase(s.task);
@@ -267,6 +281,7 @@ void Runner::finish(TaskId id, double start, double end) {
         compute_on(x, -1);
       } else {
         for (int x : g_.groups[static_cast<std::size_t>(std::get<Collective>(t.body).group)]) {
+          if (!simulated(x)) continue;
           std::erase(device_delays_[static_cast<std::size_t>(x)], id);
           transfer_on(x, s.fabric, -1);
         }
@@ -281,6 +296,7 @@ void Runner::finish(TaskId id, double start, double end) {
   if (const auto* c = std::get_if<Collective>(&t.body)) {
     // Not decomposed (a single exact activity, or a group of one): every member was busy for its whole span.
     for (int x : g_.groups[static_cast<std::size_t>(c->group)]) {
+      if (!simulated(x)) continue;  // a folded step's other blocks take their representatives' figures
       auto& dev = result_.devices[static_cast<std::size_t>(x)];
       dev.busy[static_cast<std::size_t>(stream)].add(start, end);
       dev.bytes_sent[static_cast<std::size_t>(c->cls)] += task_bytes_sent(g_, t, x);

@@ -23,6 +23,8 @@ expand the strategy into a task DAG and simulate one training step on the cluste
 --fidelity analytic|flow|full  analytic: collectives as exact alpha-beta delays; flow (default): collectives across
                           nodes as contending flows; full: every collective step a flow
 --layer-group N           layers per compute task (default: chosen to bound the task count)
+--symmetry on|off         on (default): simulate one of the congruent data-parallel blocks and give the others its
+                          figures; off: every device (the same step time and bytes, slower)
 --quiet                   print only the simulation summary, not the analytic table
 --force                   simulate even past the size limits: 20 million compute tasks, an estimated 20 min of host
                           time, 16 GB of memory or a 4 GB trace (a warning past 1 min, 2 GB, 500 MB)
@@ -39,6 +41,10 @@ SimulateSettings settings_from(const Args& args) {
     if (!v.is_number_integer() || v.get<std::int64_t>() < 1)
       throw InputError("--layer-group=" + *g + " must be a positive integer");
     s.expand.layer_group = static_cast<int>(v.get<std::int64_t>());
+  }
+  if (auto v = args.value("--symmetry")) {
+    if (*v != "on" && *v != "off") throw InputError("--symmetry=" + *v + " must be on or off");
+    s.symmetry = *v == "on";
   }
   s.reproducible = args.has("--reproducible");
   s.force = args.has("--force");
@@ -79,7 +85,8 @@ int run(const Args& args) {
   const bool pictures = args.has("--trace") || args.has("--svg");
   settings.trace = args.has("--trace");
   // Before the device list below (one entry per device) is built for a mesh too large to expand.
-  check_expandable(in.experiment, settings);
+  check_expandable(in.experiment, settings,
+                   settings.symmetry ? plan_folding(in.experiment, simulated_network(in.cluster)).blocks() : 1);
   TraceOptions options;
   if (pictures) options = trace_options(args, device_infos(in.experiment, in.cluster));
   settings.traced_devices = options.devices;

@@ -1,6 +1,9 @@
 #include <algorithm>
+#include <numeric>
 
 #include "strategies/expand/Expander.hpp"
+#include "topology/cluster/Fabric.hpp"
+#include "workloads/json/Numbers.hpp"
 
 namespace placesim {
 
@@ -56,6 +59,41 @@ double estimated_compute_tasks(const Experiment& e, const ExpandOptions& o) {
   return passes_per_group(e) / static_cast<double>(s.pp * s.chunks) * groups;
 }
 
+Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
+  const StrategySpec& s = e.strategy;
+  Folding f;
+  f.tp = static_cast<int>(s.tp);
+  f.lanes = static_cast<int>(s.data_ranks());
+  f.folded_lanes = f.lanes;
+  if (f.lanes == 1) return f;
+  const int gpn = c.gpus_per_node;
+  // Block 0 of a stage holds devices [0, tp x folded_lanes) of the stage's slab of tp x lanes devices: whole nodes
+  // when both are multiples of the node's GPUs. Its lanes hold whole cp groups and whole dp_shard groups (unless
+  // one dp_shard group spans every lane), so every group of another block is a shifted copy of one of block 0's.
+  if ((f.tp * f.lanes) % gpn != 0) {
+    f.reason = "a stage's " + std::to_string(f.tp * f.lanes) + " devices (tp x cp x dp) do not fill whole nodes of " +
+               std::to_string(gpn) + " GPUs";
+    return f;
+  }
+  int lanes = std::lcm(gpn / std::gcd(gpn, f.tp), static_cast<int>(s.cp));
+  const int shard = static_cast<int>(s.degree(kShardAxis));
+  if (shard != f.lanes) lanes = std::lcm(lanes, shard);
+  if (lanes >= f.lanes || f.lanes % lanes != 0) {
+    if (lanes < f.lanes)
+      f.reason = "the " + std::to_string(f.lanes) + " data lanes (cp x dp) do not divide into blocks of " +
+                 std::to_string(lanes) + " on whole nodes";
+    return f;
+  }
+  if (c.oversubscription > 1 && Fabric(c).leaves() > 1) {
+    f.reason = "cluster.oversubscription=" + format_significant(c.oversubscription, 3) +
+               ": the leaf uplinks are shared between the replicas' nodes, so one replica's traffic does not stand for "
+               "another's";
+    return f;
+  }
+  f.folded_lanes = lanes;
+  return f;
+}
+
 TaskGraph expand(const Experiment& e, const ClusterSpec& c, const ExpandOptions& o) {
   return detail::Expander(e, c, o).run();
 }
@@ -74,6 +112,7 @@ Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOption
       pp_(static_cast<int>(e.strategy.pp)),
       v_(static_cast<int>(e.strategy.chunks)),
       m_(static_cast<int>(e.strategy.microbatches)),
+      dl_(o.folded_lanes > 0 ? o.folded_lanes : static_cast<int>(e.strategy.data_ranks())),
       group_size_(layer_group_size(e, o)),
       layouts_(stage_layouts(e)),
       plan_(data_plan(e.strategy)) {
@@ -126,10 +165,10 @@ int Expander::data_group(int t, int s, int base, AxisSet axes) {
 
 std::vector<Expander::DataCoset> Expander::add_data_collectives(Collective c, AxisSet axes, int t, int s) {
   std::vector<DataCoset> out;
-  for (int d = 0; d < dp_; ++d) {
+  for (int d = 0; d < dl_; ++d) {
     if (data_index_base(d, axes) != d) continue;  // d is the first member of its group
-    DataCoset coset;
-    for (int x = 0; x < dp_; ++x)
+    DataCoset coset;                              // its expanded members (all of them unless the step is folded)
+    for (int x = 0; x < dl_; ++x)
       if (in_group(x, d, axes)) coset.members.push_back(x);
     c.group = data_group(t, s, d, axes);
     coset.tasks = add_dp_collective(c, s);
@@ -248,7 +287,7 @@ void Expander::expand_stage(int s) {
   for (int i = 0; i < static_cast<int>(order.size()); ++i)
     if (order[static_cast<std::size_t>(i)].kind == PipeOpKind::Backward)
       last_backward_op_[static_cast<std::size_t>(order[static_cast<std::size_t>(i)].chunk)] = i;
-  const std::size_t lanes = static_cast<std::size_t>(dp_ * tp_);
+  const std::size_t lanes = static_cast<std::size_t>(dl_ * tp_);
   gather_window_.assign(lanes, {});
   grad_window_.assign(lanes, {});
   activation_window_.assign(lanes, {});
@@ -289,7 +328,7 @@ void Expander::expand_stage(int s) {
     if (ends_call(order, i)) p2p_call(s, order, i, unsent);
   }
   // The step's update waits for the last op's collectives too.
-  for (int d = 0; d < dp_; ++d)
+  for (int d = 0; d < dl_; ++d)
     for (int t = 0; t < tp_; ++t)
       for (TaskId id : op_tail_[static_cast<std::size_t>(d * tp_ + t)])
         step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(id);
@@ -302,7 +341,7 @@ StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
   const double stash = stash_change(s, pop);
   const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
   const int n = static_cast<int>(groups.size());
-  frontier_.assign(static_cast<std::size_t>(dp_ * tp_), {});
+  frontier_.assign(static_cast<std::size_t>(dl_ * tp_), {});
   for (int k = 0; k < n; ++k) {
     int g = op.forward ? k : n - 1 - k;
     bool last_op_of_chunk = !op.forward && i == last_backward_op_[static_cast<std::size_t>(op.chunk)];
@@ -335,7 +374,7 @@ void Expander::apply_inline(int s, const PipeOp& op) {
   const int superseded = current_version_++;
   auto it = version_refs_.find(superseded);
   const bool stash = e_.strategy.schedule == Schedule::PipeDream && it != version_refs_.end() && it->second > 0;
-  for (int d = 0; d < dp_; ++d)
+  for (int d = 0; d < dl_; ++d)
     for (int t = 0; t < tp_; ++t) {
       int x = rank(d, t, s);
       TaskId id = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0, op.microbatch,

@@ -1,4 +1,5 @@
 #pragma once
+#include "strategies/graph/Folding.hpp"
 #include "strategies/graph/TaskGraph.hpp"
 #include "strategies/placement/Experiment.hpp"
 #include "topology/cluster/Cluster.hpp"
@@ -10,7 +11,16 @@ struct ExpandOptions {
   /// `task_budget` compute tasks.
   int layer_group = 0;
   double task_budget = 4e5;
+  /// Symmetry folding (Folding::folded_lanes): expand the tasks of the first `folded_lanes` data lanes only; the
+  /// collectives keep every member of their groups. 0: every lane.
+  int folded_lanes = 0;
 };
+
+/// How the step of `e` on `c` folds: its data lanes in congruent blocks on whole nodes (see Folding). Not folded
+/// (folded_lanes = lanes) when there is a single block, or, with the reason, when the blocks are not congruent: the
+/// data lanes of a stage do not fill whole nodes in blocks, or an oversubscribed fabric's leaf uplinks would be
+/// shared between blocks.
+Folding plan_folding(const Experiment& e, const ClusterSpec& c);
 
 /// The layers per compute task expand() uses for `e` under `o`.
 int layer_group_size(const Experiment& e, const ExpandOptions& o);

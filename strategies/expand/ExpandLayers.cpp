@@ -29,7 +29,7 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
     sync_gradients(s, op, g, last_backward);
   }
   if (last_backward && (lg.has_embedding || lg.has_head))
-    for (int d = 0; d < dp_; ++d)
+    for (int d = 0; d < dl_; ++d)
       for (int t = 0; t < tp_; ++t)
         first_backward_[static_cast<std::size_t>(rank(d, t, s))] =
             compute_of_group_[static_cast<std::size_t>(d * tp_ + t)];
@@ -46,7 +46,7 @@ bool Expander::offloads_activations(int s, int chunk, int g) const {
 void Expander::store_activations(int s, const StageOp& op, int g) {
   const double bytes = activation_bytes(
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)]);
-  for (int d = 0; d < dp_; ++d)
+  for (int d = 0; d < dl_; ++d)
     for (int t = 0; t < tp_; ++t) {
       const auto lane = static_cast<std::size_t>(d * tp_ + t);
       const int x = rank(d, t, s);
@@ -65,7 +65,7 @@ void Expander::store_activations(int s, const StageOp& op, int g) {
 void Expander::fetch_activations(int s, const StageOp& op, int g) {
   const double bytes = activation_bytes(
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)]);
-  for (int d = 0; d < dp_; ++d)
+  for (int d = 0; d < dl_; ++d)
     for (int t = 0; t < tp_; ++t) {
       const auto lane = static_cast<std::size_t>(d * tp_ + t);
       const int x = rank(d, t, s);
@@ -175,9 +175,9 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
   std::vector<std::vector<MemDelta>> deferred;
   const bool grad_buffer = holds_unit_buffer(e_.strategy, State::Gradients);
   const bool param_buffer = holds_unit_buffer(e_.strategy, State::Parameters);
-  compute_of_group_.assign(static_cast<std::size_t>(dp_ * tp_), kNoTask);
-  before_compute_.assign(static_cast<std::size_t>(dp_ * tp_), {});
-  for (int d = 0; d < dp_; ++d) {
+  compute_of_group_.assign(static_cast<std::size_t>(dl_ * tp_), kNoTask);
+  before_compute_.assign(static_cast<std::size_t>(dl_ * tp_), {});
+  for (int d = 0; d < dl_; ++d) {
     for (int t = 0; t < tp_; ++t) {
       const int x = rank(d, t, s);
       const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
@@ -250,7 +250,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
     const int transfers = backward ? cp_ : cp_ - 1;
     for (int i = 0; i < cp_; ++i) {
       std::vector<TaskId> step(lanes, kNoTask), send(lanes, kNoTask);
-      for (int d = 0; d < dp_; ++d)
+      for (int d = 0; d < dl_; ++d)
         for (int t = 0; t < tp_; ++t) {
           const std::size_t lane = lane_of(d, t);
           step[lane] = attention_task(d, t, attention / cp_);
@@ -268,7 +268,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
       computed = step;
       sent = send;
     }
-    for (int d = 0; d < dp_; ++d)
+    for (int d = 0; d < dl_; ++d)
       for (int t = 0; t < tp_; ++t) {
         const std::size_t lane = lane_of(d, t);
         last[lane] = computed[lane];
@@ -276,7 +276,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         if (backward) tail[lane].push_back(sent[lane_of(pred(d), t)]);  // its own block's K/V gradient is back
       }
   } else {
-    for (int d = 0; d < dp_; d += cp_)
+    for (int d = 0; d < dl_; d += cp_)
       for (int t = 0; t < tp_; ++t) {
         Collective c;
         c.op = CollectiveOp::AllGather;
@@ -349,7 +349,7 @@ void Expander::add_tp_collective(int s, const StageOp& op, int g, CollectiveOp k
   // A hidden collective starts beside its compute, so it is first of the op when that compute was.
   const bool first_of_op = first_group && (hidden ? before_compute_.front().empty() : frontier_.front().empty());
   const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
-  for (int d = 0; d < dp_; ++d) {
+  for (int d = 0; d < dl_; ++d) {
     Collective c = tp_group_collective(d, s, kind, x, e_.training.activation_bytes());
     c.repeat = repeat;
     c.layer = per_layer ? lg.first_layer : -1;

@@ -6,7 +6,7 @@
 namespace placesim::detail {
 
 std::vector<TaskId> Expander::send_boundary(int s, const StageOp& op) {
-  std::vector<TaskId> sent(static_cast<std::size_t>(dp_ * tp_), kNoTask);
+  std::vector<TaskId> sent(static_cast<std::size_t>(dl_ * tp_), kNoTask);
   const int vstage = op.chunk * pp_ + s;
   const int last_vstage = pp_ * v_ - 1;
   if ((op.forward && vstage == last_vstage) || (!op.forward && vstage == 0) || e_.model.opaque()) return sent;
@@ -14,7 +14,7 @@ std::vector<TaskId> Expander::send_boundary(int s, const StageOp& op) {
   const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
   const bool piece = e_.strategy.sp || scatter_gather_;
   const double bytes = static_cast<double>(piece ? shard_elems(x, tp_) : x) * e_.training.activation_bytes();
-  for (int d = 0; d < dp_; ++d) {
+  for (int d = 0; d < dl_; ++d) {
     for (int t = 0; t < tp_; ++t) {
       const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
       P2P p{rank(d, t, s), rank(d, t, dst_v % pp_), bytes, CommClass::PpP2P, op.microbatch, op.chunk, !op.forward};
@@ -65,7 +65,7 @@ void Expander::receive_gather(int s, const PipeOp& op) {
   const int vstage = op.chunk * pp_ + s;
   const bool forward = op.kind == PipeOpKind::Forward;
   const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
-  for (int d = 0; d < dp_; ++d) {
+  for (int d = 0; d < dl_; ++d) {
     Collective c = tp_group_collective(d, s, CollectiveOp::AllGather, x, e_.training.activation_bytes());
     c.microbatch = op.microbatch;
     c.backward = !forward;
@@ -96,7 +96,7 @@ bool Expander::ends_call(const std::vector<PipeOp>& order, int i) const {
 }
 
 void Expander::p2p_call(int s, const std::vector<PipeOp>& order, int i, std::vector<StageOp>& unsent) {
-  std::vector<std::vector<TaskId>> sends(static_cast<std::size_t>(dp_ * tp_));
+  std::vector<std::vector<TaskId>> sends(static_cast<std::size_t>(dl_ * tp_));
   for (const StageOp& op : unsent) {
     std::vector<TaskId> ids = send_boundary(s, op);
     for (std::size_t lane = 0; lane < ids.size(); ++lane)
@@ -120,7 +120,7 @@ void Expander::post_receives(int s, const std::vector<PipeOp>& order, int first)
     if (has_input(s, op)) {
       const int vstage = op.chunk * pp_ + s;
       const bool forward = op.kind == PipeOpKind::Forward;
-      for (int d = 0; d < dp_; ++d)
+      for (int d = 0; d < dl_; ++d)
         for (int t = 0; t < tp_; ++t) {
           const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
           BoundaryKey key{d, t, vstage, op.microbatch, forward};

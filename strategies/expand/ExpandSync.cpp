@@ -28,7 +28,7 @@ double Expander::held(State state, const LayerGroup& lg) const {
 
 void Expander::gather_params(int s, const StageOp& op, int g) {
   const auto& pl = e_.strategy.placement;
-  gather_of_group_.assign(static_cast<std::size_t>(dp_ * tp_), {});
+  gather_of_group_.assign(static_cast<std::size_t>(dl_ * tp_), {});
   const DataCollective* gather = planned(State::Parameters, op.forward ? DataWhen::Forward : DataWhen::Backward);
   const bool fetch = pl.parameters == Mode::Offloaded;
   if (!gather && !fetch) return;
@@ -47,7 +47,7 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
     // the unit's buffer, and the data-parallel group all-gathers the rest.
     std::vector<TaskId> fetched(static_cast<std::size_t>(dp_), kNoTask);
     if (fetch) {
-      for (int d = 0; d < dp_; ++d) {
+      for (int d = 0; d < dl_; ++d) {
         int x = rank(d, t, s);
         TaskId id = add_single(Offload{x, false, static_cast<double>(sharded(lg, dp_)) * pb, State::Parameters}, s, x,
                                Stream::H2D);
@@ -130,6 +130,8 @@ Expander::Phases Expander::add_dp_collective(Collective c, int stage) {
         sub = nodes[i];
       else
         for (const auto& n : nodes) sub.push_back(n[i]);
+      // A folded step expands only the sub-groups that hold one of its devices.
+      if (std::none_of(sub.begin(), sub.end(), [&](int x) { return expanded(x); })) continue;
       Collective part = c;
       part.op = op;
       part.group = subgroup(std::move(sub));
@@ -180,7 +182,7 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
   // index, the task after which its shard is complete.
   std::vector<std::vector<TaskId>> produced(static_cast<std::size_t>(dp_ * tp_));
   for (int t = 0; t < tp_; ++t) {
-    for (int d = 0; d < dp_; ++d)
+    for (int d = 0; d < dl_; ++d)
       produced[static_cast<std::size_t>(d * tp_ + t)] = {compute_of_group_[static_cast<std::size_t>(d * tp_ + t)]};
     std::vector<DataCoset> cosets;
     if (reduce) {
@@ -202,7 +204,7 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
       set_member_memory(coset.tasks.last, on_end, false);
     }
     if (!offloaded) continue;
-    for (int d = 0; d < dp_; ++d) {
+    for (int d = 0; d < dl_; ++d) {
       int x = rank(d, t, s);
       const auto lane = static_cast<std::size_t>(d * tp_ + t);
       TaskId id =
@@ -220,7 +222,7 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
     Bucket& b = buckets_[{t, s}];
     b.producers.resize(static_cast<std::size_t>(dp_));
     b.elems += sharded(lg, dp_) * dp_;
-    for (int d = 0; d < dp_; ++d) {
+    for (int d = 0; d < dl_; ++d) {
       auto& mine = b.producers[static_cast<std::size_t>(d)];
       const auto& p = produced[static_cast<std::size_t>(d * tp_ + t)];
       mine.insert(mine.end(), p.begin(), p.end());
@@ -253,7 +255,7 @@ void Expander::flush_bucket(int t, int s) {
       }
     before = std::move(after);
   }
-  for (int d = 0; d < dp_; ++d)
+  for (int d = 0; d < dl_; ++d)
     for (TaskId last : before[static_cast<std::size_t>(d)])
       step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(last);
   b = Bucket{};
@@ -262,7 +264,7 @@ void Expander::flush_bucket(int t, int s) {
 void Expander::embedding_sync() {
   const StageLayout& first = layouts_.front();
   if (first.tied_copy_elems == 0 || pp_ == 1) return;
-  for (int d = 0; d < dp_; ++d) {
+  for (int d = 0; d < dl_; ++d) {
     for (int t = 0; t < tp_; ++t) {
       int a = rank(d, t, 0), b = rank(d, t, pp_ - 1);
       Collective c;
@@ -288,7 +290,7 @@ void Expander::embedding_sync() {
 void Expander::sequence_parallel_grad_sync(int s) {
   if (!e_.strategy.sp || tp_ == 1 || e_.model.opaque()) return;
   const std::int64_t elems = sequence_parallel_grad_elems(e_, layouts_[static_cast<std::size_t>(s)]);
-  for (int d = 0; d < dp_; ++d) {
+  for (int d = 0; d < dl_; ++d) {
     TaskId id = add_collective(tp_group_collective(d, s, CollectiveOp::AllReduce, elems, e_.training.grad_bytes()), s);
     for (int t = 0; t < tp_; ++t) {
       auto& deps = step_end_deps_[static_cast<std::size_t>(rank(d, t, s))];
@@ -311,7 +313,7 @@ void Expander::finish_step(int s) {
   const double pb = e_.training.param_bytes();
   for (int t = 0; t < tp_; ++t) {
     std::vector<TaskId> updated;
-    for (int d = 0; d < dp_; ++d) {
+    for (int d = 0; d < dl_; ++d) {
       int x = rank(d, t, s);
       TaskId step;
       if (pl.optimizer == Mode::Offloaded) {

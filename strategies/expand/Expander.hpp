@@ -42,6 +42,8 @@ class Expander {
  private:
   // mesh and groups
   int rank(int d, int t, int s) const;
+  /// Does the expansion hold device x's tasks (all devices unless the step is folded)?
+  bool expanded(int x) const { return (x / tp_) % dp_ < dl_; }
   /// The first data index of the group of d over `axes` (d with its coordinates along `axes` zeroed).
   int data_index_base(int d, AxisSet axes) const;
   bool in_group(int d, int base, AxisSet axes) const;
@@ -152,6 +154,7 @@ class Expander {
   const Experiment& e_;
   const ClusterSpec& c_;
   int dp_, tp_, pp_, v_, m_;
+  int dl_;  ///< data lanes expanded: the first dl_ of dp_ (ExpandOptions::folded_lanes)
   int group_size_;
   std::vector<StageLayout> layouts_;
   std::vector<StageCosts> costs_;

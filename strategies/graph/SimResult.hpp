@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "strategies/graph/DeviceStats.hpp"
+#include "strategies/graph/Folding.hpp"
 #include "strategies/graph/Record.hpp"
 
 namespace placesim {
@@ -25,6 +26,9 @@ struct SimOptions {
   /// Apply the accelerator profile's overlap interference (compute and transfers that overlap on a device slow each
   /// other); false: overlapped communication is free, as before issue 17 (a what-if).
   bool interference = true;
+  /// The graph was expanded folded (ExpandOptions::folded_lanes): the simulator runs block 0's devices only, and
+  /// unfold_result gives every other device its representative's figures afterwards.
+  Folding folding;
 };
 
 struct SimResult {
@@ -40,6 +44,9 @@ struct SimResult {
   /// no unmodelled NIC sharing.
   double nic_overlap_s = 0;
   int nic_overlap_node = -1, nic_overlap_rail = -1;
+  /// How the step was folded (Folding::active) or why not; set by simulate_experiment.
+  Folding folding;
+  bool symmetry = true;  ///< symmetry folding was allowed (false: --symmetry off)
 };
 
 }  // namespace placesim

@@ -118,6 +118,31 @@ Json interference_json(const SimulatedStep& s) {
   return j;
 }
 
+// Symmetry folding: how many devices the simulation ran, and why it ran them all when it did.
+Json symmetry_json(const SimResult& r) {
+  const Folding& f = r.folding;
+  const auto devices = static_cast<std::int64_t>(r.devices.size());
+  Json j{{"folded", f.active()},
+         {"simulated_devices", f.active() ? devices / f.blocks() : devices},
+         {"blocks", f.active() ? f.blocks() : 1}};
+  if (!f.reason.empty()) j["not_folded_because"] = f.reason;
+  return j;
+}
+
+std::string symmetry_text(const SimResult& r) {
+  const Folding& f = r.folding;
+  const auto devices = static_cast<long long>(r.devices.size());
+  char text[256];
+  if (f.active()) {
+    std::snprintf(text, sizeof text,
+                  "%lld of %lld devices (%d congruent data-parallel blocks; the others take their figures)",
+                  devices / f.blocks(), devices, f.blocks());
+    return text;
+  }
+  std::snprintf(text, sizeof text, "all %lld devices", devices);
+  return text + (f.reason.empty() ? std::string() : " (not folded: " + f.reason + ")");
+}
+
 Json simulation_json(const SimulatedStep& s) {
   const SimFigures& f = s.figures;
   const SimResult& r = s.result;
@@ -138,6 +163,7 @@ Json simulation_json(const SimulatedStep& s) {
               {"wall_time_s", r.wall_time_s},
               {"devices", device_rows(s.experiment, r)},
               {"fidelity", to_string(s.fidelity)},
+              {"symmetry", symmetry_json(r)},
               {"analytic_nic_overlap_s", r.nic_overlap_s},
               {"overlap_interference", interference_json(s)},
               {"layer_group", s.layer_group},
@@ -324,10 +350,10 @@ std::string simulation_summary(const SimulatedStep& s) {
   }
   out += summary_bytes(f) + summary_validation(s.validation);
   std::snprintf(line, sizeof line,
-                "  simulated in %.2f s: %llu SimGrid activities (flows), %llu timers (compute, exact collectives)\n",
+                "  simulated in %.2f s: %llu SimGrid activities (flows), %llu timers (compute, exact collectives); ",
                 s.result.wall_time_s, static_cast<unsigned long long>(s.result.activities),
                 static_cast<unsigned long long>(s.result.timers));
-  return out + line + warning_lines(simulation_warnings(s));
+  return out + line + symmetry_text(s.result) + "\n" + warning_lines(simulation_warnings(s));
 }
 
 }  // namespace placesim

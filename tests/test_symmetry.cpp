@@ -1,0 +1,242 @@
+// Issue 18: symmetry folding. plan_folding and the Folding arithmetic are pure; the folded expansion is checked
+// without SimGrid; the equivalence cases run `placesim simulate` twice (folded and --symmetry off), each in its own
+// process, and compare the reports: step time within 0.1 % (the issue's tolerance), bytes identical per device.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "strategies/expand/Expand.hpp"
+#include "tests/Helpers.hpp"
+#include "topology/cluster/Cluster.hpp"
+
+using namespace placesim;
+
+namespace {
+
+ClusterSpec cluster(const std::string& preset_json) {
+  return parse_cluster(Json::parse(preset_json));
+}
+
+// A small Llama-like model (8 layers of hidden 1024) for inline experiments.
+const char* kModel =
+    R"("model": {"family": "llama", "layers": 8, "hidden": 1024, "heads": 8, "kv_heads": 8, "ffn": 4096,
+                 "vocab": 32000, "seq_len": 2048})";
+
+std::string with_model(const std::string& rest) {
+  return std::string("{") + kModel + ", " + rest + "}";
+}
+
+std::string temp_file(const std::string& text) {
+  char path[] = "/tmp/placesim-symmetry-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
+
+Json run_report(const std::string& experiment, const std::string& flags) {
+  const std::string report = temp_file("");
+  std::string out;
+  const int code =
+      test::run_placesim("simulate " + experiment + " --quiet --reproducible --report " + report + " " + flags, &out);
+  INFO(out);
+  REQUIRE(code == 0);
+  std::ifstream in(report);
+  Json j = Json::parse(in);
+  std::remove(report.c_str());
+  return j;
+}
+
+// Folded and unfolded runs of `experiment` agree: the step time within 0.1 %, every device's bytes per class
+// identical, the totals identical. Returns the folded report.
+Json check_equivalent(const std::string& experiment, const std::string& flags = "", bool expect_folded = true) {
+  const Json folded = run_report(experiment, flags);
+  const Json full = run_report(experiment, flags + " --symmetry off");
+  const Json& a = folded["simulation"];
+  const Json& b = full["simulation"];
+  CHECK(a["symmetry"]["folded"].get<bool>() == expect_folded);
+  CHECK_FALSE(b["symmetry"]["folded"].get<bool>());
+  CHECK(b["symmetry"]["not_folded_because"] == "symmetry folding off (--symmetry off)");
+  const double ta = a["step_time_s"].get<double>(), tb = b["step_time_s"].get<double>();
+  CHECK(std::abs(ta - tb) <= 1e-3 * tb);
+  CHECK(a["bytes_sent"] == b["bytes_sent"]);
+  REQUIRE(a["devices"].size() == b["devices"].size());
+  for (std::size_t x = 0; x < a["devices"].size(); ++x) {
+    INFO("device " << x);
+    CHECK(a["devices"][x]["bytes_sent"] == b["devices"][x]["bytes_sent"]);
+    CHECK(a["devices"][x]["offload"] == b["devices"][x]["offload"]);
+    CHECK(a["devices"][x]["peak_memory_bytes"] == b["devices"][x]["peak_memory_bytes"]);
+  }
+  CHECK(folded["validation"] == full["validation"]);
+  return folded;
+}
+
+std::string example(const std::string& name) {
+  return std::string(PLACESIM_SOURCE_DIR) + "/examples/" + name;
+}
+
+}  // namespace
+
+TEST_CASE("Folding arithmetic: representatives and shifts along the data lanes", "[symmetry]") {
+  // tp 2, 8 data lanes folded to 2: device = t + 2 (lane + 8 stage); blocks of lanes {0,1}, {2,3}, {4,5}, {6,7}.
+  Folding f;
+  f.tp = 2;
+  f.lanes = 8;
+  f.folded_lanes = 2;
+  CHECK(f.active());
+  CHECK(f.blocks() == 4);
+  CHECK(f.lane(21) == 2);  // 21 = 1 + 2 (2 + 8 x 1): stage 1, lane 2, tp 1
+  CHECK(f.block(21) == 1);
+  CHECK(f.representative(21) == 17);  // stage 1, lane 0, tp 1
+  CHECK(f.simulated(17));
+  CHECK_FALSE(f.simulated(21));
+  CHECK(f.shift(17, 3) == 29);  // lane 6
+  CHECK(f.shift(29, 1) == 17);  // wraps to lane 0 of the same stage
+  CHECK(f.shift(17, -1) == 29);
+}
+
+TEST_CASE("plan_folding: blocks of whole nodes, or the reason there are none", "[symmetry]") {
+  const ClusterSpec dgx16 = cluster(R"({"preset": "dgx-h100", "nodes": 16})");
+  // FSDP over 64 GPUs: one lane per GPU, blocks of one node (8 lanes).
+  Folding f = plan_folding(test::experiment(with_model(R"("training": {"global_batch": 64, "micro_batch": 1},
+      "strategy": {"preset": "fsdp", "dp": 64})")),
+                           dgx16);
+  CHECK(f.folded_lanes == 8);
+  CHECK(f.blocks() == 8);
+  // tp 8 x pp 2 x dp 8: a tp group fills a node, so one lane is a block.
+  f = plan_folding(test::experiment(with_model(R"("training": {"global_batch": 64, "micro_batch": 1},
+      "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 2, "dp": 8})")),
+                   dgx16);
+  CHECK(f.folded_lanes == 1);
+  CHECK(f.blocks() == 8);
+  // HSDP 8 x 4 with cp 1, tp 2: blocks hold whole dp_shard groups (8 lanes = 2 nodes), 4 blocks.
+  f = plan_folding(test::experiment(with_model(R"("training": {"global_batch": 64, "micro_batch": 1},
+      "strategy": {"preset": "hsdp", "tp": 2, "mesh": {"dp_shard": 8, "dp_replicate": 4}})")),
+                   cluster(R"({"preset": "dgx-h100", "nodes": 8})"));
+  CHECK(f.folded_lanes == 8);
+  CHECK(f.blocks() == 4);
+  // tp 2 x dp 2 x pp 4 on 2 nodes: a stage's 4 devices are half a node.
+  f = plan_folding(test::experiment(with_model(R"("training": {"global_batch": 8, "micro_batch": 1},
+      "strategy": {"preset": "megatron-3d", "tp": 2, "pp": 4, "dp": 2})")),
+                   cluster(R"({"preset": "dgx-a100", "nodes": 2})"));
+  CHECK_FALSE(f.active());
+  CHECK(f.reason == "a stage's 4 devices (tp x cp x dp) do not fill whole nodes of 8 GPUs");
+  // One node per stage: a single block, nothing to fold and nothing to explain.
+  f = plan_folding(test::experiment(with_model(R"("training": {"global_batch": 8, "micro_batch": 1},
+      "strategy": {"preset": "fsdp", "dp": 8})")),
+                   cluster(R"({"preset": "dgx-h100", "nodes": 1})"));
+  CHECK_FALSE(f.active());
+  CHECK(f.reason.empty());
+  // An oversubscribed fat-tree whose nodes span several leaves: uplinks are shared between blocks.
+  f = plan_folding(test::experiment(with_model(R"("training": {"global_batch": 64, "micro_batch": 1},
+      "strategy": {"preset": "fsdp", "dp": 64})")),
+                   cluster(R"({"preset": "dgx-h100", "nodes": 8, "oversubscription": 2, "switch_radix": 16})"));
+  CHECK_FALSE(f.active());
+  CHECK(f.reason.find("cluster.oversubscription=2") == 0);
+}
+
+TEST_CASE("A folded expansion holds block 0's tasks; its collectives keep every member", "[symmetry]") {
+  const Experiment e = test::experiment(with_model(R"("training": {"global_batch": 32, "micro_batch": 1},
+      "strategy": {"preset": "fsdp", "dp": 32})"));
+  const ClusterSpec c = simulated_network(cluster(R"({"preset": "dgx-h100", "nodes": 4})"));
+  const Folding f = plan_folding(e, c);
+  REQUIRE(f.folded_lanes == 8);
+  const TaskGraph full = expand(e, c);
+  ExpandOptions o;
+  o.folded_lanes = f.folded_lanes;
+  const TaskGraph folded = expand(e, c, o);
+  auto count = [](const TaskGraph& g, bool collectives) {
+    std::size_t n = 0;
+    for (TaskId id = 0; id < g.size(); ++id) n += std::holds_alternative<Collective>(g[id].body) == collectives;
+    return n;
+  };
+  // Compute tasks: a quarter (8 of 32 devices); collectives: the same (one dp group of all 32).
+  CHECK(count(folded, false) * 4 == count(full, false));
+  CHECK(count(folded, true) == count(full, true));
+  for (TaskId id = 0; id < folded.size(); ++id) {
+    if (const auto* col = std::get_if<Collective>(&folded[id].body)) {
+      CHECK(folded.groups[static_cast<std::size_t>(col->group)].size() == 32);
+    } else {
+      for (int x : task_devices(folded, folded[id])) CHECK(x < 8);
+    }
+  }
+}
+
+TEST_CASE("Folded = unfolded: FSDP over 2 nodes at flow fidelity", "[symmetry]") {
+  check_equivalent(example("llama3-8b-fsdp.json"));
+}
+
+TEST_CASE("Folded = unfolded: FSDP at analytic fidelity", "[symmetry]") {
+  check_equivalent(example("llama3-8b-fsdp.json"), "--fidelity analytic");
+}
+
+TEST_CASE("Folded = unfolded: FSDP at full fidelity (ring steps inside nodes too)", "[symmetry]") {
+  check_equivalent(example("llama3-8b-fsdp.json"), "--fidelity full");
+}
+
+TEST_CASE("Folded = unfolded: GPT-3 175B on 1,024 A100 (16 blocks of one pipeline)", "[symmetry]") {
+  const Json r = check_equivalent(example("gpt3-175b-3d.json"));
+  CHECK(r["simulation"]["symmetry"]["simulated_devices"] == 64);
+  CHECK(r["simulation"]["symmetry"]["blocks"] == 16);
+}
+
+TEST_CASE("Folded = unfolded: FSDP + TP with context parallelism", "[symmetry]") {
+  check_equivalent(example("long-context/llama3-70b-64k-cp4.json"));
+}
+
+TEST_CASE("Folded = unfolded: interleaved pipeline with ZeRO-1", "[symmetry]") {
+  check_equivalent(example("long-context/llama3-405b-interleaved-8k.json"));
+}
+
+TEST_CASE("Folded = unfolded: HSDP, its shard groups inside blocks and replicate rings across them", "[symmetry]") {
+  check_equivalent(temp_file(with_model(R"("training": {"global_batch": 32, "micro_batch": 1},
+      "strategy": {"preset": "hsdp", "mesh": {"dp_shard": 8, "dp_replicate": 4}},
+      "cluster": {"preset": "dgx-h100", "nodes": 4})")));
+}
+
+TEST_CASE("Folded = unfolded: ZeRO-Offload (host optimizer, PCIe copies)", "[symmetry]") {
+  check_equivalent(temp_file(with_model(R"("training": {"global_batch": 16, "micro_batch": 1},
+      "strategy": {"preset": "zero-offload", "dp": 16},
+      "cluster": {"preset": "dgx-a100", "nodes": 2})")));
+}
+
+TEST_CASE("Folded = unfolded: hierarchical collectives on a rail-optimized fabric", "[symmetry]") {
+  check_equivalent(temp_file(with_model(R"("training": {"global_batch": 32, "micro_batch": 1},
+      "strategy": {"preset": "zero2", "dp": 32, "collective": "hierarchical"},
+      "cluster": {"preset": "dgx-a100", "nodes": 4, "fabric": "rail-optimized", "switch_radix": 4})")));
+}
+
+TEST_CASE("An oversubscribed fabric is simulated unfolded, and the report says why", "[symmetry]") {
+  const Json r = check_equivalent(temp_file(with_model(R"("training": {"global_batch": 32, "micro_batch": 1},
+      "strategy": {"preset": "fsdp", "dp": 32},
+      "cluster": {"preset": "dgx-h100", "nodes": 4, "oversubscription": 2, "switch_radix": 16})")),
+                                  "", false);
+  CHECK(r["simulation"]["symmetry"]["not_folded_because"].get<std::string>().find("cluster.oversubscription=2") == 0);
+}
+
+// The trace of a device outside block 0 is its representative's moved to it: identical to the unfolded trace but for
+// the expansion's internal task and collective ids (a folded expansion numbers only the tasks it holds).
+TEST_CASE("A traced device outside block 0 has the trace it has unfolded", "[symmetry]") {
+  auto trace = [](const std::string& flags) {
+    const std::string path = temp_file("");
+    std::string out;
+    REQUIRE(test::run_placesim("simulate " + example("llama3-8b-fsdp.json") + " --quiet --reproducible --trace " +
+                                   path + " --trace-devices 9 " + flags,
+                               &out) == 0);
+    std::ifstream in(path);
+    Json j = Json::parse(in);
+    std::remove(path.c_str());
+    for (Json& event : j["traceEvents"])
+      if (event.contains("args")) {
+        event["args"].erase("task");
+        event["args"].erase("collective");
+      }
+    return j;
+  };
+  const Json folded = trace(""), full = trace("--symmetry off");
+  REQUIRE(folded["traceEvents"].size() > 300);
+  CHECK(folded == full);
+}
