@@ -6,16 +6,21 @@ namespace placesim {
 
 void IntervalSet::add(double start, double end) {
   if (end <= start) return;
-  if (!spans_.empty() && start <= spans_.back().second) {
-    spans_.back().second = std::max(spans_.back().second, end);
+  if (!spans_)
+    spans_ = std::make_shared<std::vector<std::pair<double, double>>>();
+  else if (spans_.use_count() > 1)
+    spans_ = std::make_shared<std::vector<std::pair<double, double>>>(*spans_);
+  auto& spans = *spans_;
+  if (!spans.empty() && start <= spans.back().second) {
+    spans.back().second = std::max(spans.back().second, end);
     return;
   }
-  spans_.emplace_back(start, end);
+  spans.emplace_back(start, end);
 }
 
 double IntervalSet::total() const {
   double sum = 0;
-  for (const auto& [a, b] : spans_) sum += b - a;
+  for (const auto& [a, b] : intervals()) sum += b - a;
   return sum;
 }
 

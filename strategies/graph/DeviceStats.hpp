@@ -1,4 +1,5 @@
 #pragma once
+#include <memory>
 #include <array>
 #include <vector>
 
@@ -7,15 +8,18 @@
 
 namespace placesim {
 
-/// Busy intervals of one stream, merged as they arrive (a stream's tasks complete in order).
+/// Busy intervals of one stream, merged as they arrive (a stream's tasks complete in order). Copies share the
+/// intervals until one of them adds (copy on write): a folded step's thousands of devices that take their
+/// representative's figures hold one list per representative.
 class IntervalSet {
  public:
   void add(double start, double end);
   double total() const;
-  const std::vector<std::pair<double, double>>& intervals() const { return spans_; }
+  const std::vector<std::pair<double, double>>& intervals() const { return spans_ ? *spans_ : kEmpty; }
 
  private:
-  std::vector<std::pair<double, double>> spans_;
+  static inline const std::vector<std::pair<double, double>> kEmpty;
+  std::shared_ptr<std::vector<std::pair<double, double>>> spans_;
 };
 
 /// Union of several interval sets (sorted, merged).

@@ -49,4 +49,8 @@ struct SimResult {
   bool symmetry = true;  ///< symmetry folding was allowed (false: --symmetry off)
 };
 
+/// Per device, DeviceStats::exposed_communication_s, computed once per representative of a folded step (the
+/// devices outside block 0 hold copies of their representative's intervals).
+std::vector<double> exposed_communication(const SimResult& r);
+
 }  // namespace placesim

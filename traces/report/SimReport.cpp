@@ -80,6 +80,7 @@ Json offload(const DeviceStats& d) {
 
 Json device_rows(const Experiment& e, const SimResult& r) {
   Json devices = Json::array();
+  const std::vector<double> exposed = exposed_communication(r);
   for (std::size_t x = 0; x < r.devices.size(); ++x) {
     const DeviceStats& d = r.devices[x];
     MeshCoord mc = mesh_coord(e.strategy, static_cast<std::int64_t>(x));
@@ -91,7 +92,7 @@ Json device_rows(const Experiment& e, const SimResult& r) {
                            {"offload", offload(d)},
                            {"peak_memory_bytes", peak_memory(d)},
                            {"busy_s", busy(d)},
-                           {"exposed_communication_s", d.exposed_communication_s()}});
+                           {"exposed_communication_s", exposed[x]}});
     if (e.strategy.cp > 1) devices.back()["cp"] = mc.cp;
   }
   return devices;
@@ -188,10 +189,11 @@ SimFigures sim_figures(const Experiment& e, const ClusterSpec& c, const Analysis
   set_rates(f, e, c, a, r.devices.size());
   std::vector<double> stage_busy(static_cast<std::size_t>(e.strategy.pp), 0);
   std::vector<int> stage_count(static_cast<std::size_t>(e.strategy.pp), 0);
+  const std::vector<double> exposed = exposed_communication(r);
   for (std::size_t x = 0; x < r.devices.size(); ++x) {
     const DeviceStats& d = r.devices[x];
     raise_to(f.max, d);
-    f.exposed_communication_s = std::max(f.exposed_communication_s, d.exposed_communication_s());
+    f.exposed_communication_s = std::max(f.exposed_communication_s, exposed[x]);
     f.bytes_sent = std::max(f.bytes_sent, total_sent(d));
     const auto stage = static_cast<std::size_t>(mesh_coord(e.strategy, static_cast<std::int64_t>(x)).pp);
     stage_busy[stage] += d.busy_s(Stream::Compute);
