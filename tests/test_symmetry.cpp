@@ -240,3 +240,26 @@ TEST_CASE("A traced device outside block 0 has the trace it has unfolded", "[sym
   REQUIRE(folded["traceEvents"].size() > 300);
   CHECK(folded == full);
 }
+
+// Item 3: the analytic fidelity shares a NIC between the inter-node rings on it. Before, it gave each ring the whole
+// NIC and was 23-81 % optimistic on these steps (measured: 7.76 s vs flow's 41.22 s, 2.01 vs 2.62 s, 4.14 vs
+// 7.83 s); now it stays within 5 % of flow fidelity (they agree within 1.1 %).
+TEST_CASE("Analytic fidelity within 5 % of flow fidelity where rings share NICs", "[symmetry]") {
+  for (const char* name : {"fsdp-tp-2-nics.json", "fsdp-1-nic.json", "megatron-1-nic.json"}) {
+    INFO(name);
+    const std::string path = std::string(PLACESIM_SOURCE_DIR) + "/tests/data/nic-shared/" + name;
+    const Json analytic = run_report(path, "--fidelity analytic");
+    const Json flow = run_report(path, "");
+    const double a = analytic["simulation"]["step_time_s"].get<double>();
+    const double f = flow["simulation"]["step_time_s"].get<double>();
+    CHECK(std::abs(a - f) <= 0.05 * f);
+    CHECK(analytic["simulation"]["analytic_nic_overlap_s"].get<double>() > 0.05 * a);  // the NICs were shared
+    CHECK(analytic["simulation"]["bytes_sent"] == flow["simulation"]["bytes_sent"]);
+  }
+}
+
+TEST_CASE("Folded = unfolded where rings share NICs (flow and analytic)", "[symmetry]") {
+  const std::string path = std::string(PLACESIM_SOURCE_DIR) + "/tests/data/nic-shared/fsdp-tp-2-nics.json";
+  check_equivalent(path);
+  check_equivalent(path, "--fidelity analytic");
+}

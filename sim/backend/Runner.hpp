@@ -133,6 +133,10 @@ class Runner {
     int fabric = -1;       ///< transfers: 0 inside a node, 1 across nodes; compute: -1
     int busy_members = 0;  ///< transfers: members computing now
     bool slowed = false;   ///< ran below rate 1 at some point
+    bool compute = false;  ///< a compute task (else a collective)
+    /// Analytic fidelity: the NICs this inter-node ring loads, and its share of them (1 / the most rings on one).
+    std::vector<int> nics;
+    double share = 1;
   };
   /// The fabric (0 intra-node, 1 inter-node) whose interference task `id` is subject to, or -1: none.
   int interfering_fabric(TaskId id);
@@ -149,6 +153,12 @@ class Runner {
   void transfer_on(int device, int fabric, int change);
   /// `device` starts (+1) or ends (-1) a compute task: its exact-delay transfers change pace.
   void compute_on(int device, int change);
+  /// Analytic fidelity's NIC sharing: the inter-node rings on a NIC share it equally (the sum of their demands,
+  /// one NIC's bandwidth each, over its capacity), so each runs at 1 / (most rings on any of its NICs). The NICs of
+  /// `group`'s ring that count (block 0's when folded).
+  std::vector<int> shared_nics(int group);
+  /// Ring `id` starts (+1) or ends (-1) on `nics`: re-sets the share of every ring on them.
+  void share_nics(TaskId id, const std::vector<int>& nics, int change);
   /// comm_slowdown when `device` computes now and its transfers on `fabric` interfere, else 1.
   double launch_slowdown(int device, int fabric) const;
 
@@ -166,7 +176,8 @@ class Runner {
   std::vector<std::uint32_t> free_slots_, release_;
   std::unordered_map<TaskId, RingRun> rings_;
   std::vector<GroupRing> group_rings_;
-  std::vector<OverlapMeter> nic_overlap_;  ///< analytic fidelity: per NIC, inter-node collectives sharing it
+  std::vector<OverlapMeter> nic_overlap_;       ///< analytic fidelity: per NIC, inter-node collectives sharing it
+  std::vector<std::vector<TaskId>> nic_rings_;  ///< analytic fidelity: per NIC, the rings sharing it now
   std::array<OverlapInterference, 2> interference_;
   bool interferes_ = false;
   std::unordered_map<TaskId, Stretch> stretches_;

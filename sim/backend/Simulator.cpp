@@ -77,6 +77,7 @@ void Runner::start(TaskId id) {
           compute_on(b.device, +1);
           compute_task_[static_cast<std::size_t>(b.device)] = id;
           stretch(id, b.seconds, compute_rate(b.device), -1, 0);
+          stretches_.at(id).compute = true;
         } else if constexpr (std::is_same_v<B, HostCompute>) {
           delay(id, b.seconds);
         } else if constexpr (std::is_same_v<B, P2P>) {
@@ -112,16 +113,22 @@ void Runner::start(TaskId id) {
               for (int nic : group_ring(b.group).nics)
                 nic_overlap_[static_cast<std::size_t>(nic)].add(now, now + p.time_s);
             }
+            // Analytic fidelity shares each NIC between the inter-node rings on it (shares_nics).
+            const std::vector<int> nics =
+                o_.fidelity == Fidelity::Analytic && ring_flows ? shared_nics(b.group) : std::vector<int>{};
             const int f = interferes_ ? interfering_fabric(id) : -1;
-            if (f < 0) return delay(id, p.time_s);
+            if (f < 0 && nics.empty()) return delay(id, p.time_s);
             int busy = 0;
-            for (int x : members) {
-              if (!simulated(x)) continue;
-              busy += computing_[static_cast<std::size_t>(x)] > 0;
-              device_delays_[static_cast<std::size_t>(x)].push_back(id);
-              transfer_on(x, f, +1);
-            }
-            return stretch(id, p.time_s, transfer_rate(f, busy), f, busy);
+            if (f >= 0)
+              for (int x : members) {
+                if (!simulated(x)) continue;
+                busy += computing_[static_cast<std::size_t>(x)] > 0;
+                device_delays_[static_cast<std::size_t>(x)].push_back(id);
+                transfer_on(x, f, +1);
+              }
+            stretch(id, p.time_s, f >= 0 ? transfer_rate(f, busy) : 1.0, f, busy);
+            if (!nics.empty()) share_nics(id, nics, +1);
+            return;
           }
           if (interferes_) {
             const int f = interfering_fabric(id);
@@ -269,24 +276,24 @@ void Runner::account(TaskId id, int device, double start, double end, int step) 
 void Runner::finish(TaskId id, double start, double end) {
   const Task& t = g_[id];
   const Stream stream = task_stream(t);
-  if (interferes_) {
-    if (auto it = stretches_.find(id); it != stretches_.end()) {
-      const Stretch s = it->second;
-      stretches_.erase(it);
-      if (s.fabric < 0) {
-        const int x = task_devices(g_, t).front();
-        if (s.slowed)
-          result_.devices[static_cast<std::size_t>(x)].interference_s += std::max(0.0, end - start - s.base);
-        compute_task_[static_cast<std::size_t>(x)] = kNoStretch;
-        compute_on(x, -1);
-      } else {
-        for (int x : g_.groups[static_cast<std::size_t>(std::get<Collective>(t.body).group)]) {
-          if (!simulated(x)) continue;
-          std::erase(device_delays_[static_cast<std::size_t>(x)], id);
-          transfer_on(x, s.fabric, -1);
-        }
+  if (auto it = stretches_.find(id); it != stretches_.end()) {
+    const Stretch s = it->second;
+    stretches_.erase(it);
+    if (!s.nics.empty()) share_nics(id, s.nics, -1);
+    if (s.compute) {
+      const int x = task_devices(g_, t).front();
+      if (s.slowed) result_.devices[static_cast<std::size_t>(x)].interference_s += std::max(0.0, end - start - s.base);
+      compute_task_[static_cast<std::size_t>(x)] = kNoStretch;
+      compute_on(x, -1);
+    } else if (s.fabric >= 0) {
+      for (int x : g_.groups[static_cast<std::size_t>(std::get<Collective>(t.body).group)]) {
+        if (!simulated(x)) continue;
+        std::erase(device_delays_[static_cast<std::size_t>(x)], id);
+        transfer_on(x, s.fabric, -1);
       }
-    } else if (const auto* p = std::get_if<P2P>(&t.body)) {
+    }
+  } else if (interferes_) {
+    if (const auto* p = std::get_if<P2P>(&t.body)) {
       if (const int f = interfering_fabric(id); f >= 0) {
         transfer_on(p->src, f, -1);
         transfer_on(p->dst, f, -1);
@@ -389,7 +396,41 @@ void Runner::compute_on(int device, int change) {
     Stretch& s = stretches_.at(id);
     s.busy_members += step;
     if ((step > 0 && s.busy_members == 1) || (step < 0 && s.busy_members == 0))
-      retime(id, transfer_rate(s.fabric, s.busy_members));
+      retime(id, s.share * transfer_rate(s.fabric, s.busy_members));
+  }
+}
+
+std::vector<int> Runner::shared_nics(int group) {
+  std::vector<int> nics;
+  for (int nic : group_ring(group).nics)
+    if (simulated(nic / c_.nics_per_node * c_.gpus_per_node)) nics.push_back(nic);
+  // A folded step's ring seen from block 0 loads block 0's NICs: by symmetry every block's carry the same.
+  return nics.empty() ? group_ring(group).nics : nics;
+}
+
+void Runner::share_nics(TaskId id, const std::vector<int>& nics, int change) {
+  if (nic_rings_.empty()) nic_rings_.resize(static_cast<std::size_t>(c_.nodes * c_.nics_per_node));
+  if (change > 0) stretches_.at(id).nics = nics;
+  std::vector<TaskId> touched;
+  for (int nic : nics) {
+    auto& on = nic_rings_[static_cast<std::size_t>(nic)];
+    if (change > 0)
+      on.push_back(id);
+    else
+      std::erase(on, id);
+    touched.insert(touched.end(), on.begin(), on.end());
+  }
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  for (TaskId other : touched) {
+    Stretch& s = stretches_.at(other);
+    std::size_t most = 1;
+    for (int nic : s.nics) most = std::max(most, nic_rings_[static_cast<std::size_t>(nic)].size());
+    const double share = 1.0 / static_cast<double>(most);
+    if (share == s.share) continue;
+    const double interference = s.rate / s.share;
+    s.share = share;
+    retime(other, share * interference);
   }
 }
 

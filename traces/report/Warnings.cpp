@@ -53,15 +53,6 @@ std::vector<std::string> simulation_warnings(const SimulatedStep& s, const Warni
   if (device > 0 && f.max.peak_total > device)
     w.push_back("simulated peak memory " + format_bytes(f.max.peak_total) + " is over device memory " +
                 format_bytes(device));
-  const SimResult& r = s.result;
-  if (s.fidelity == Fidelity::Analytic && f.step_time_s > 0 &&
-      r.nic_overlap_s > limits.nic_overlap_fraction_max * f.step_time_s)
-    w.push_back(
-        "fidelity analytic: inter-node collectives overlapped on one NIC (node " + std::to_string(r.nic_overlap_node) +
-        " rail " + std::to_string(r.nic_overlap_rail) + "): " + format_seconds(r.nic_overlap_s) +
-        " of transfer time beside another's, in a " + format_seconds(f.step_time_s) +
-        " step; this fidelity gives each the whole link, so the step time may be optimistic by up to about that "
-        "much (--fidelity flow shares the link)");
   return w;
 }
 

@@ -16,8 +16,6 @@ struct WarningLimits {
   double mfu_max = 0.75;
   double link_bw_min_Bps = 1e9;
   double step_time_max_s = 3600;
-  /// Analytic fidelity: a NIC's excess load from overlapping inter-node collectives, as a fraction of the step.
-  double nic_overlap_fraction_max = 0.10;
 };
 
 /// Warnings about an analysis: the memory a device needs over its device memory (when one is set) and, with a
@@ -26,8 +24,8 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
                                            const WarningLimits& limits = {});
 
 /// The analysis warnings of a simulated step, then: MFU outside [mfu_min, mfu_max], step time over the maximum,
-/// simulated peak memory over the device memory and, at analytic fidelity, inter-node collectives that overlapped
-/// on one NIC with an excess load over nic_overlap_fraction_max of the step (the sharing that fidelity does not model).
+/// simulated peak memory over the device memory. (Inter-node collectives sharing a NIC at analytic fidelity were a
+/// warning until issue 18: that fidelity now shares the NIC between them.)
 std::vector<std::string> simulation_warnings(const SimulatedStep& s, const WarningLimits& limits = {});
 
 /// Each warning on a line of its own, "warning: ..."; empty when there are none.
