@@ -72,7 +72,7 @@ inline SimulationRecord two_stage_record() {
     memory(d, 12, State::Activations, -500);
     for (int step = 0; step < 3; ++step) {
       auto i = task(d, Stream::DpComm, TaskKind::Collective, 10 + step, 10.8 + step,
-                    "allreduce dp grp0 step" + std::to_string(step) + " 1.0 MB");
+                    "allreduce dp grp@gpu0 step" + std::to_string(step) + " 1.0 MB");
       TaskRecord& t = r.tasks[i];
       t.bytes = 1e6;
       t.comm_class = CommClass::DpGradSync;

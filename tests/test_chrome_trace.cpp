@@ -109,7 +109,7 @@ TEST_CASE("fine detail shows every collective step with a flow to the receiver's
   CHECK(check.counts.flows == 3 + 4);  // 3 P2P + steps 0→1 and 1→2 from each of the 2 devices
 
   Json trace = written(two_stage_record(), TraceOptions{{}, TraceDetail::Fine});
-  auto step1 = events(trace, "X", trace_pid(1), "allreduce dp grp0 step1 1.0 MB");
+  auto step1 = events(trace, "X", trace_pid(1), "allreduce dp grp@gpu0 step1 1.0 MB");
   REQUIRE(step1.size() == 1);
   CHECK(step1[0].at("args").at("step") == 1);
   CHECK(step1[0].at("args").at("algorithm") == "ring");
@@ -121,7 +121,7 @@ TEST_CASE("coarse detail merges the steps of a collective on a device into one e
   TraceCheck check = write_and_check(two_stage_record(), TraceOptions{}, "coarse.json");
   CHECK(check.counts.slices.at({trace_pid(0), kDpComm}).at("collective") == 1);
   Json trace = written(two_stage_record(), TraceOptions{});
-  auto merged = events(trace, "X", trace_pid(0), "allreduce dp grp0 (3 steps)");
+  auto merged = events(trace, "X", trace_pid(0), "allreduce dp grp@gpu0 (3 steps)");
   REQUIRE(merged.size() == 1);
   CHECK(merged[0].at("ts").get<double>() == Approx(10000.0));
   CHECK(merged[0].at("dur").get<double>() == Approx(2800.0));

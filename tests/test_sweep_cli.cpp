@@ -324,9 +324,9 @@ echo "{\"simulation\": {\"step_time_s\": $step, \"mfu\": 0.25, \"tokens_per_s\":
   write(dir / "analytic.json", R"({"base": {"model": "gpt-1.7b", "training": {"global_batch": 16}, "strategy": "dp"},
       "axes": {"strategy.tp": [1, 2]}, "mode": "simulate", "fidelity": "flow",
       "figures": ["simulation.step_time_s"]})");
-  CHECK(sweep_cli(dir / "analytic.json" + " --out " + dir / "a.jsonl --resume --quiet --simulator " +
-                      dir / "simulator.sh",
-                  &output) == 2);
+  CHECK(sweep_cli(
+            dir / "analytic.json" + " --out " + dir / "a.jsonl --resume --quiet --simulator " + dir / "simulator.sh",
+            &output) == 2);
   CHECK_THAT(output, Catch::Contains("has other axis values (or simulation fidelity) than this sweep gives it"));
   write(dir / "analyze-fidelity.json", R"({"base": {"model": "gpt-1.7b", "strategy": "dp"},
       "axes": {"strategy.tp": [1, 2]}, "fidelity": "analytic"})");

@@ -130,12 +130,36 @@ TEST_CASE("plan_folding: blocks of whole nodes, or the reason there are none", "
                    cluster(R"({"preset": "dgx-h100", "nodes": 1})"));
   CHECK_FALSE(f.active());
   CHECK(f.reason.empty());
-  // An oversubscribed fat-tree whose nodes span several leaves: uplinks are shared between blocks.
-  f = plan_folding(test::experiment(with_model(R"("training": {"global_batch": 64, "micro_batch": 1},
-      "strategy": {"preset": "fsdp", "dp": 64})")),
-                   cluster(R"({"preset": "dgx-h100", "nodes": 8, "oversubscription": 2, "switch_radix": 16})"));
+  // Oversubscribed leaves of 24 NICs (3 nodes) and blocks of 2 nodes (HSDP's shard groups of 16): a block's move by
+  // one would change which transfers share an uplink. Without oversubscription it folds (leaf crossings differ in
+  // latency only, which the runner takes from the slowest congruent route).
+  const Experiment hsdp48 = test::experiment(with_model(R"("training": {"global_batch": 48, "micro_batch": 1},
+      "strategy": {"preset": "hsdp", "mesh": {"dp_shard": 16, "dp_replicate": 3}})"));
+  f = plan_folding(
+      hsdp48,
+      cluster(
+          R"({"preset": "dgx-h100", "nodes": 6, "fabric": "fat-tree", "switch_radix": 48, "oversubscription": 2})"));
   CHECK_FALSE(f.active());
-  CHECK(f.reason.find("cluster.oversubscription=2") == 0);
+  CHECK(f.reason ==
+        "the 48 data lanes (cp x dp) do not divide into blocks of 48 lanes on whole nodes and whole leaf switches (3 "
+        "nodes per leaf; their uplinks are oversubscribed)");
+  CHECK(plan_folding(hsdp48, cluster(R"({"preset": "dgx-h100", "nodes": 6, "fabric": "fat-tree", "switch_radix": 48})"))
+            .folded_lanes == 16);
+  // FSDP on 8 nodes with oversubscribed leaves of 4 nodes: blocks grow from one node to a leaf's 4.
+  f = plan_folding(
+      test::experiment(with_model(R"("training": {"global_batch": 64, "micro_batch": 1},
+      "strategy": {"preset": "fsdp", "dp": 64})")),
+      cluster(
+          R"({"preset": "dgx-h100", "nodes": 8, "fabric": "fat-tree", "switch_radix": 64, "oversubscription": 4})"));
+  CHECK(f.folded_lanes == 32);
+  // Inter-node overlap interference at flow fidelity: ring steps take it at launch, order-dependent; analytic folds.
+  ClusterSpec interfering = cluster(R"({"preset": "dgx-h100", "nodes": 16})");
+  interfering.accelerator.profile.inter_node_interference = {1.3, 1.5};
+  const Experiment fsdp64 = test::experiment(with_model(R"("training": {"global_batch": 64, "micro_batch": 1},
+      "strategy": {"preset": "fsdp", "dp": 64})"));
+  CHECK_FALSE(plan_folding(fsdp64, interfering, Fidelity::Flow).active());
+  CHECK(plan_folding(fsdp64, interfering, Fidelity::Analytic).active());
+  CHECK(plan_folding(fsdp64, interfering, Fidelity::Flow, false).active());
 }
 
 TEST_CASE("A folded expansion holds block 0's tasks; its collectives keep every member", "[symmetry]") {
@@ -174,7 +198,13 @@ TEST_CASE("Folded = unfolded: FSDP at analytic fidelity", "[symmetry]") {
 }
 
 TEST_CASE("Folded = unfolded: FSDP at full fidelity (ring steps inside nodes too)", "[symmetry]") {
-  check_equivalent(example("llama3-8b-fsdp.json"), "--fidelity full");
+  // H100's NVLink interference would apply to decomposed ring steps at launch (order-dependent): no folding, said.
+  const Json r = check_equivalent(example("llama3-8b-fsdp.json"), "--fidelity full", false);
+  CHECK(r["simulation"]["symmetry"]["not_folded_because"].get<std::string>().find("overlap interference") == 0);
+  check_equivalent(temp_file(with_model(R"("training": {"global_batch": 16, "micro_batch": 1},
+      "strategy": {"preset": "fsdp", "dp": 16},
+      "cluster": {"preset": "dgx-h100", "nodes": 2, "accelerator": {"preset": "h100-sxm", "interference": "off"}})")),
+                   "--fidelity full");
 }
 
 TEST_CASE("Folded = unfolded: GPT-3 175B on 1,024 A100 (16 blocks of one pipeline)", "[symmetry]") {
@@ -209,36 +239,81 @@ TEST_CASE("Folded = unfolded: hierarchical collectives on a rail-optimized fabri
       "cluster": {"preset": "dgx-a100", "nodes": 4, "fabric": "rail-optimized", "switch_radix": 4})")));
 }
 
-TEST_CASE("An oversubscribed fabric is simulated unfolded, and the report says why", "[symmetry]") {
-  const Json r = check_equivalent(temp_file(with_model(R"("training": {"global_batch": 32, "micro_batch": 1},
-      "strategy": {"preset": "fsdp", "dp": 32},
-      "cluster": {"preset": "dgx-h100", "nodes": 4, "oversubscription": 2, "switch_radix": 16})")),
+TEST_CASE("Folded = unfolded: an oversubscribed fat-tree, blocks of whole leaves sharing their uplinks", "[symmetry]") {
+  // Leaves of 8 NICs (one node each), 2 nodes per block; uplinks of 4 NICs' bandwidth.
+  check_equivalent(temp_file(with_model(R"("training": {"global_batch": 32, "micro_batch": 1},
+      "strategy": {"preset": "hsdp", "mesh": {"dp_shard": 16, "dp_replicate": 2}},
+      "cluster": {"preset": "dgx-h100", "nodes": 4, "fabric": "fat-tree", "oversubscription": 2, "switch_radix": 16})")));
+}
+
+// Leaves of 3 nodes, blocks of 2 (HSDP's shard groups): block 0's shard ring stays on a leaf, block 1's crosses the
+// spine; each block's replicate hop differs too. Folded, block 0 takes the slowest congruent route of each transfer:
+// every ring keeps its unfolded pace, but the blocks' contention differs where their hops' timing differs. Measured:
+// folded 10.406 vs unfolded 10.486 ms (-0.76 %) with 130 ns switches, -1.02 % with 20 us switches (before the
+// slowest routes, -1.04 % and -41 %). The report says the fold is approximate.
+TEST_CASE("Blocks that split leaves fold approximately, within 1.5 %, and say so", "[symmetry]") {
+  for (const char* latency : {"", R"(, "switch_latency": "20us")"}) {
+    INFO(latency);
+    const std::string path = temp_file(with_model(std::string(R"("training": {"global_batch": 48, "micro_batch": 1},
+        "strategy": {"preset": "hsdp", "mesh": {"dp_shard": 16, "dp_replicate": 3}},
+        "cluster": {"preset": "dgx-h100", "nodes": 6, "fabric": "fat-tree", "switch_radix": 48)") +
+                                                  latency + "}"));
+    const Json folded = run_report(path, ""), full = run_report(path, "--symmetry off");
+    const double a = folded["simulation"]["step_time_s"].get<double>();
+    const double b = full["simulation"]["step_time_s"].get<double>();
+    CHECK(std::abs(a - b) <= 0.015 * b);
+    CHECK(folded["simulation"]["bytes_sent"] == full["simulation"]["bytes_sent"]);
+    CHECK(folded["simulation"]["symmetry"]["approximation"].get<std::string>().find(
+              "blocks of 2 nodes do not hold whole leaf switches (3 nodes per leaf)") == 0);
+  }
+}
+
+TEST_CASE("Blocks that split oversubscribed leaves are simulated unfolded, and the report says why", "[symmetry]") {
+  const Json r = check_equivalent(temp_file(with_model(R"("training": {"global_batch": 48, "micro_batch": 1},
+      "strategy": {"preset": "hsdp", "mesh": {"dp_shard": 16, "dp_replicate": 3}},
+      "cluster": {"preset": "dgx-h100", "nodes": 6, "fabric": "fat-tree", "switch_radix": 48, "oversubscription": 2})")),
                                   "", false);
-  CHECK(r["simulation"]["symmetry"]["not_folded_because"].get<std::string>().find("cluster.oversubscription=2") == 0);
+  CHECK(r["simulation"]["symmetry"]["not_folded_because"].get<std::string>().find("whole leaf switches") !=
+        std::string::npos);
+}
+
+TEST_CASE("A folded step runs with SimGrid's cross-traffic on (routes both ways)", "[symmetry]") {
+  check_equivalent(temp_file(with_model(R"("training": {"global_batch": 16, "micro_batch": 1},
+      "strategy": {"preset": "fsdp", "dp": 16},
+      "cluster": {"preset": "dgx-h100", "nodes": 2, "simgrid_config": {"network/crosstraffic": "1"}})")));
 }
 
 // The trace of a device outside block 0 is its representative's moved to it: identical to the unfolded trace but for
 // the expansion's internal task and collective ids (a folded expansion numbers only the tasks it holds).
 TEST_CASE("A traced device outside block 0 has the trace it has unfolded", "[symmetry]") {
-  auto trace = [](const std::string& flags) {
-    const std::string path = temp_file("");
-    std::string out;
-    REQUIRE(test::run_placesim("simulate " + example("llama3-8b-fsdp.json") + " --quiet --reproducible --trace " +
-                                   path + " --trace-devices 9 " + flags,
-                               &out) == 0);
-    std::ifstream in(path);
-    Json j = Json::parse(in);
-    std::remove(path.c_str());
-    for (Json& event : j["traceEvents"])
-      if (event.contains("args")) {
-        event["args"].erase("task");
-        event["args"].erase("collective");
-      }
-    return j;
-  };
-  const Json folded = trace(""), full = trace("--symmetry off");
-  REQUIRE(folded["traceEvents"].size() > 300);
-  CHECK(folded == full);
+  // FSDP (device 9, block 1 of 2), and tp 8 x pp 2 x dp 2 with sends and TP groups (device 8: block 1's stage 0,
+  // whose sends go to device 24 and whose TP group is grp@gpu8).
+  const std::string pipeline = temp_file(with_model(R"("training": {"global_batch": 8, "micro_batch": 1},
+      "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 2, "dp": 2},
+      "cluster": {"preset": "dgx-h100", "nodes": 4})"));
+  for (const auto& [experiment, device] :
+       {std::pair<std::string, int>{example("llama3-8b-fsdp.json"), 9}, std::pair<std::string, int>{pipeline, 8}}) {
+    auto trace = [&](const std::string& flags) {
+      const std::string path = temp_file("");
+      std::string out;
+      REQUIRE(test::run_placesim("simulate " + experiment + " --quiet --reproducible --trace " + path +
+                                     " --trace-devices " + std::to_string(device) + " --trace-detail fine " + flags,
+                                 &out) == 0);
+      std::ifstream in(path);
+      Json j = Json::parse(in);
+      std::remove(path.c_str());
+      for (Json& event : j["traceEvents"])
+        if (event.contains("args")) {
+          event["args"].erase("task");
+          event["args"].erase("collective");
+        }
+      return j;
+    };
+    const Json folded = trace(""), full = trace("--symmetry off");
+    REQUIRE(folded["traceEvents"].size() > 200);
+    CHECK(folded == full);
+    if (device == 8) CHECK(folded.dump().find("send act mb0 -> gpu24") != std::string::npos);
+  }
 }
 
 // Item 3: the analytic fidelity shares a NIC between the inter-node rings on it. Before, it gave each ring the whole

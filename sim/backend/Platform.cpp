@@ -81,6 +81,13 @@ void create_hosts(s4u::NetZone* zone, const ClusterSpec& c, Platform& platform) 
 
 }  // namespace
 
+bool Platform::mirrored(int a, int b) const {
+  if (mirrored_pairs.empty()) return false;
+  const std::uint64_t key =
+      static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(devices) + static_cast<std::uint64_t>(b);
+  return std::binary_search(mirrored_pairs.begin(), mirrored_pairs.end(), key);
+}
+
 bool Platform::has_route(int a, int b) const {
   if (a < 0 || b < 0 || a >= devices || b >= devices || a == b) return false;
   return std::binary_search(routed_pairs.begin(), routed_pairs.end(), pair_key(a, b, devices));
@@ -109,9 +116,10 @@ void configure_engine(s4u::Engine& engine, const ClusterSpec& cluster) {
 std::vector<Hop> mirrored_route(const Fabric& fabric, const Folding& folding, const MirroredHop& mirrored) {
   const ClusterSpec& c = fabric.cluster();
   std::vector<Hop> hops = fabric.route(mirrored.route_src, mirrored.route_dst);
+  const int down = c.switch_radix / 2;
   for (Hop& hop : hops) {
     const int end = hop.up ? mirrored.route_src : mirrored.route_dst;
-    const int rep_node = folding.representative(end) / c.gpus_per_node;
+    const int node = end / c.gpus_per_node, rep_node = folding.representative(end) / c.gpus_per_node;
     switch (hop.link.kind) {
       case LinkKind::NvLink:
         hop.link.index = folding.representative(hop.link.index);
@@ -120,8 +128,12 @@ std::vector<Hop> mirrored_route(const Fabric& fabric, const Folding& folding, co
       case LinkKind::SpinePort:
         hop.link.index = rep_node * c.nics_per_node + hop.link.index % c.nics_per_node;
         break;
-      default:  // plan_folding refuses fabrics whose leaf uplinks blocks would share
-        throw std::logic_error("mirrored_route: a folded step's ring hop crosses a shared leaf uplink");
+      case LinkKind::LeafUplink:  // plan_folding's blocks hold whole leaves: the move is a whole number of leaves
+        hop.link.index += c.fabric == FabricTopology::RailOptimized ? (rep_node - node) / down * c.nics_per_node
+                                                                    : (rep_node - node) * c.nics_per_node / down;
+        break;
+      case LinkKind::Pcie:
+        throw std::logic_error("mirrored_route: a GPU-to-GPU route crosses PCIe");
     }
   }
   return hops;
@@ -156,11 +168,15 @@ Platform build_platform(s4u::Engine& engine, const ClusterSpec& cluster, const s
     add_route(zone, links, platform.gpus[a], platform.gpus[b], fabric.route(a, b));
   }
   for (const MirroredHop& hop : mirrored) {
+    platform.mirrored_pairs.push_back(static_cast<std::uint64_t>(hop.src) *
+                                          static_cast<std::uint64_t>(platform.devices) +
+                                      static_cast<std::uint64_t>(hop.dst));
     s4u::Host*& mirror = platform.mirrors[hop.dst];
     if (!mirror) mirror = zone->create_host("mirror-" + std::to_string(hop.dst), cluster.accelerator.peak_bf16_flops);
-    zone->add_bypass_route(platform.gpus[static_cast<std::size_t>(hop.src)]->get_netpoint(), mirror->get_netpoint(),
-                           nullptr, nullptr, links.route(mirrored_route(fabric, folding, hop), false));
+    add_route(zone, links, platform.gpus[static_cast<std::size_t>(hop.src)], mirror,
+              mirrored_route(fabric, folding, hop));  // both ways: SimGrid's cross-traffic uses the way back
   }
+  std::sort(platform.mirrored_pairs.begin(), platform.mirrored_pairs.end());
   zone->seal();
   return platform;
 }

@@ -39,9 +39,10 @@
 
 namespace placesim {
 
-/// A folded step's ring hop from `src` in block 0 to `dst` outside it, routed as the congruent hop `route_src` ->
-/// `route_dst` (the one of its congruent hops, one per block, with the longest latency: the ring runs at its slowest
-/// hop's pace) moved into block 0.
+/// A folded step's transfer from `src` in block 0 to `dst`, routed as the congruent transfer `route_src` ->
+/// `route_dst` moved into block 0: a ring hop to a device outside block 0, or a transfer one of whose congruent
+/// transfers (the same moved by a block) crosses more switches. Of the congruent transfers, one per block, it takes
+/// the slowest's route: an unfolded ring or pipeline runs at its slowest hop's pace.
 struct MirroredHop {
   int src = 0, dst = 0, route_src = 0, route_dst = 0;
   bool operator==(const MirroredHop&) const = default;
@@ -56,11 +57,14 @@ struct Platform {
   /// GPU pairs with a route (both directions), as min(a,b) * devices + max(a,b), sorted; see has_route().
   std::vector<std::uint64_t> routed_pairs;
   int devices = 0;
-  /// Folded steps: per device outside block 0 that a ring hop from block 0 reaches, a host standing for it inside
-  /// block 0. The route to the mirror crosses the links of the congruent hop's (MirroredHop) sender and receiver
-  /// replaced by their representatives' in block 0: by symmetry the representative's NIC receives what the
-  /// receiver's does, so block 0's links carry the load of every block.
+  /// Folded steps: per receiving device of a MirroredHop, a host standing for it in block 0. The route from the
+  /// hop's sender to the mirror crosses the links of the congruent hop's sender and receiver replaced by their
+  /// representatives' in block 0: by symmetry the representative's NIC receives what the receiver's does, so block
+  /// 0's links carry the load of every block.
   std::unordered_map<int, simgrid::s4u::Host*> mirrors;
+  std::vector<std::uint64_t> mirrored_pairs;  ///< (src, dst) of the MirroredHops as src * devices + dst, sorted
+  /// Does a transfer from a to b go to b's mirror?
+  bool mirrored(int a, int b) const;
 
   /// True if a transfer between GPUs a and b (either direction) was routed. SimGrid aborts the process on a
   /// transfer without a route, so check before creating one whose pair may not have been declared.

@@ -19,45 +19,43 @@ void Runner::find_channels() {
 
 std::vector<MirroredHop> Runner::mirrored_hops() const {
   std::vector<MirroredHop> out;
-  if (!o_.folding.active()) return out;
-  const int blocks = o_.folding.blocks();
-  for (const auto& hops : channels_) {
-    const int n = static_cast<int>(hops.size());
-    for (int p = 0; p < n; ++p) {
-      const auto& hop = hops[static_cast<std::size_t>(p)];
-      for (std::size_t i = 0; i < hop.size(); ++i) {
-        auto [from, to] = hop[i];
-        if (!simulated(from) || simulated(to)) continue;
-        // The congruent hops: one per block, n / blocks positions apart; the slowest sets the ring's pace.
-        MirroredHop m{from, to, from, to};
-        double latency = fabric_.latency_s(fabric_.route(from, to));
-        for (int k = 1; k < blocks && n % blocks == 0; ++k) {
-          const auto& other = hops[static_cast<std::size_t>((p + k * (n / blocks)) % n)];
-          if (other.size() != hop.size()) continue;
-          auto [a, b] = other[i];
-          if (const double l = fabric_.latency_s(fabric_.route(a, b)); l > latency) {
-            latency = l;
-            m.route_src = a;
-            m.route_dst = b;
-          }
-        }
-        out.push_back(m);
+  const Folding& f = o_.folding;
+  if (!f.active()) return out;
+  // Every transfer block 0 makes across nodes, with its congruent transfers (the same moved by k blocks): the ring
+  // hops of its ranks and the point-to-point sends of its devices.
+  std::vector<std::pair<int, int>> transfers;
+  for (const auto& hops : channels_)
+    for (const auto& hop : hops)
+      for (auto [from, to] : hop)
+        if (simulated(from) && from / c_.gpus_per_node != to / c_.gpus_per_node) transfers.emplace_back(from, to);
+  for (TaskId id = 0; id < g_.size(); ++id)
+    if (const auto* p = std::get_if<P2P>(&g_[id].body))
+      if (p->src / c_.gpus_per_node != p->dst / c_.gpus_per_node) transfers.emplace_back(p->src, p->dst);
+  std::sort(transfers.begin(), transfers.end());
+  transfers.erase(std::unique(transfers.begin(), transfers.end()), transfers.end());
+  for (auto [from, to] : transfers) {
+    // Congruent transfers differ only in which leaf switches they cross (plan_folding keeps shared uplinks
+    // congruent), that is in latency: each block-0 transfer takes the slowest one's route, the pace its ring or
+    // pipeline keeps in the unfolded step.
+    const double own = fabric_.latency_s(fabric_.route(from, to));
+    MirroredHop m{from, to, from, to};
+    double slowest = own;
+    for (int k = 1; k < f.blocks(); ++k) {
+      const int a = f.shift(from, k), b = f.shift(to, k);
+      if (const double l = fabric_.latency_s(fabric_.route(a, b)); l > slowest) {
+        slowest = l;
+        m.route_src = a;
+        m.route_dst = b;
       }
     }
+    if (!simulated(to) || slowest > own) out.push_back(m);
   }
-  std::sort(out.begin(), out.end(), [](const MirroredHop& a, const MirroredHop& b) {
-    return std::tie(a.src, a.dst, a.route_src, a.route_dst) < std::tie(b.src, b.dst, b.route_src, b.route_dst);
-  });
-  // One route per (sender, mirror): a pair two groups share keeps its first congruent route.
-  out.erase(std::unique(out.begin(), out.end(),
-                        [](const MirroredHop& a, const MirroredHop& b) { return a.src == b.src && a.dst == b.dst; }),
-            out.end());
   return out;
 }
 
-sg::Host* Runner::destination(int device) const {
-  if (simulated(device)) return platform_.gpus[static_cast<std::size_t>(device)];
-  return platform_.mirrors.at(device);
+sg::Host* Runner::destination(int from, int to) const {
+  if (!platform_.mirrored(from, to)) return platform_.gpus[static_cast<std::size_t>(to)];
+  return platform_.mirrors.at(to);
 }
 
 std::vector<std::pair<int, int>> Runner::used_pairs() const {
@@ -100,6 +98,16 @@ const Runner::GroupRing& Runner::group_ring(int group) {
   }
   std::sort(ring.nics.begin(), ring.nics.end());
   ring.nics.erase(std::unique(ring.nics.begin(), ring.nics.end()), ring.nics.end());
+  // A folded step's group inside block 0 stands for its copies in the other blocks, whose hops may cross more
+  // switches: its exact delay takes the slowest copy's latency, as the unfolded step waits for that copy. (A group
+  // spanning blocks holds its congruent hops itself.)
+  const Folding& f = o_.folding;
+  if (f.active() && std::all_of(m.begin(), m.end(), [&](int x) { return simulated(x); }))
+    for (const auto& transfers : channels_[static_cast<std::size_t>(group)])
+      for (auto [from, to] : transfers)
+        for (int k = 1; k < f.blocks(); ++k)
+          ring.hop.latency_s =
+              std::max(ring.hop.latency_s, fabric_.latency_s(fabric_.route(f.shift(from, k), f.shift(to, k))));
   return ring;
 }
 
@@ -148,10 +156,10 @@ void Runner::launch_ring_step(TaskId id, int rank) {
   const auto bytes =
       static_cast<std::uint64_t>(std::llround(run.chunk_bytes * slowdown / static_cast<double>(transfers.size())));
   for (auto [from, to] : transfers)
-    launch(
-        id,
-        sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)], destination(to))->set_payload_size(bytes),
-        rank);
+    launch(id,
+           sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)], destination(from, to))
+               ->set_payload_size(bytes),
+           rank);
 }
 
 void Runner::finish_collective(TaskId id, const RingRun& run) {

@@ -94,7 +94,7 @@ class Runner {
 
   void find_channels();
   std::vector<std::pair<int, int>> used_pairs() const;
-  /// Folded step: the ring hops from block 0 to a device outside it (see Platform::mirrors).
+  /// Folded step: block 0's transfers that need a mirror (see Platform::mirrors).
   std::vector<MirroredHop> mirrored_hops() const;
   void start(TaskId id);
   void launch(TaskId id, sg::ActivityPtr activity, int rank = -1);
@@ -113,8 +113,9 @@ class Runner {
   static int position(const RingRun& run, int r) {
     return run.positions.empty() ? r : run.positions[static_cast<std::size_t>(r)];
   }
-  /// The host a transfer to `device` goes to: the GPU, or for a device outside a folded step's block its mirror.
-  sg::Host* destination(int device) const;
+  /// The host a transfer from `from` to `to` goes to: the GPU, or the mirror of a folded step's transfer
+  /// (Platform::mirrors).
+  sg::Host* destination(int from, int to) const;
   const GroupRing& group_ring(int group);
   CollectivePlan plan(const Collective& c);
 

@@ -59,6 +59,8 @@ void check_simulatable(const Experiment& e) {
 constexpr double kSecondsPerFlow = 20e-6, kSecondsPerTimer = 2e-6;
 // Flows are created just in time and freed when they end, so they add no memory that grows with their count.
 constexpr double kBaseMemoryBytes = 60e6, kBytesPerTask = 1500, kTraceBytesPerEvent = 400;
+// A TaskRecord with its name (a folded step copies one per device it stands for).
+constexpr double kBytesPerRecordCopy = 250;
 
 std::string seconds_text(double s) {
   char buf[64];
@@ -68,10 +70,16 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
-SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o, bool trace) {
+SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o, bool trace,
+                                       const std::vector<int>& stands_for) {
   SimulationEstimate est;
   est.tasks = static_cast<double>(g.size());
-  auto recorded = [&](int device) {
+  // Records (trace events) a task of `device` leaves: one if recorded, or its folded copies.
+  auto recorded = [&](int device) -> double {
+    if (!stands_for.empty())
+      return device >= 0 && static_cast<std::size_t>(device) < stands_for.size()
+                 ? stands_for[static_cast<std::size_t>(device)]
+                 : 0;
     return o.record.empty() || (device >= 0 && static_cast<std::size_t>(device) < o.record.size() &&
                                 o.record[static_cast<std::size_t>(device)]);
   };
@@ -146,7 +154,9 @@ SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c,
         g[id].body);
   }
   est.seconds = est.flows * kSecondsPerFlow + est.timers * kSecondsPerTimer;
-  est.memory_bytes = kBaseMemoryBytes + est.tasks * kBytesPerTask;
+  // Folded records copied to the devices they stand for cost memory beyond the graph's tasks.
+  est.memory_bytes =
+      kBaseMemoryBytes + est.tasks * kBytesPerTask + (stands_for.empty() ? 0.0 : events * kBytesPerRecordCopy);
   est.trace_bytes = trace ? events * kTraceBytesPerEvent : 0;
   return est;
 }
@@ -230,6 +240,18 @@ void unfold_result(SimResult& result, const Folding& folding, const std::vector<
       TaskRecord moved = t;
       const int k = folding.block(x);
       moved.device = x;
+      // Names carry devices: a send's receiver, and a group inside block 0 (moved with it; a group spanning blocks
+      // is the device's own group too).
+      auto rename = [&](const std::string& token, const std::string& by) {
+        if (const auto at = moved.name.find(token); at != std::string::npos) moved.name.replace(at, token.size(), by);
+      };
+      if (moved.kind == TaskKind::P2P && moved.peer >= 0)
+        rename(" -> gpu" + std::to_string(moved.peer), " -> gpu" + std::to_string(folding.shift(moved.peer, k)));
+      if (moved.kind == TaskKind::Collective && moved.group_in_block && moved.group_first >= 0) {
+        rename(" grp@gpu" + std::to_string(moved.group_first) + " ",
+               " grp@gpu" + std::to_string(folding.shift(moved.group_first, k)) + " ");
+        moved.group_first = folding.shift(moved.group_first, k);
+      }
       if (moved.peer >= 0) moved.peer = folding.shift(moved.peer, k);
       tasks.push_back(std::move(moved));
     }
@@ -283,7 +305,7 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   const ClusterSpec network = simulated_network(in.cluster);
   SimOptions options = settings.sim;
   if (settings.symmetry) {
-    options.folding = plan_folding(e, network);
+    options.folding = plan_folding(e, network, options.fidelity, options.interference);
   } else {
     options.folding.tp = static_cast<int>(e.strategy.tp);
     options.folding.lanes = options.folding.folded_lanes = static_cast<int>(e.strategy.data_ranks());
@@ -304,7 +326,13 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   if (folding.active())
     for (std::size_t x = 0; x < wanted.size(); ++x)
       if (wanted[x]) options.record[static_cast<std::size_t>(folding.representative(static_cast<int>(x)))] = 1;
-  check_estimate(estimate_simulation(g, network, options, settings.trace), e, in.cluster, settings.force);
+  std::vector<int> stands_for;
+  if (folding.active()) {
+    stands_for.assign(wanted.size(), 0);
+    for (std::size_t x = 0; x < wanted.size(); ++x)
+      if (wanted[x]) ++stands_for[static_cast<std::size_t>(folding.representative(static_cast<int>(x)))];
+  }
+  check_estimate(estimate_simulation(g, network, options, settings.trace, stands_for), e, in.cluster, settings.force);
   step.result = simulate(g, network, options);
   unfold_result(step.result, folding, wanted);
   step.result.folding = folding;

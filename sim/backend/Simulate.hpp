@@ -58,7 +58,10 @@ struct SimulationEstimate {
   double longest_transfer_s = 0;
   std::string longest_transfer;
 };
-SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o, bool trace);
+/// `stands_for` (a folded step): per block-0 device, how many recorded devices its records are copied to (itself
+/// included when recorded); the trace and the records grow by those copies. Empty: each recorded device once.
+SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o, bool trace,
+                                       const std::vector<int>& stands_for = {});
 
 /// Host time beyond which simulate_experiment() refuses without `force` (20 minutes), and beyond which it warns.
 constexpr double kMaxSimSeconds = 1200, kWarnSimSeconds = 60;

@@ -88,8 +88,7 @@ void Runner::start(TaskId id) {
             transfer_on(b.src, f, +1);
             transfer_on(b.dst, f, +1);
           }
-          launch(id, sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(b.src)],
-                                           platform_.gpus[static_cast<std::size_t>(b.dst)])
+          launch(id, sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(b.src)], destination(b.src, b.dst))
                          ->set_payload_size(static_cast<std::uint64_t>(std::llround(b.bytes * slowdown))));
         } else if constexpr (std::is_same_v<B, Offload>) {
           sg::Host* gpu = platform_.gpus[static_cast<std::size_t>(b.device)];
@@ -269,6 +268,7 @@ void Runner::account(TaskId id, int device, double start, double end, int step) 
     for (std::size_t i = 0; i < m.size(); ++i)
       if (m[i] == device) r.peer = m[(i + 1) % m.size()];
     r.collective = id + 1;
+    r.group_in_block = std::all_of(m.begin(), m.end(), [&](int x) { return simulated(x); });
   }
   result_.record.tasks.push_back(std::move(r));
 }

@@ -1,5 +1,7 @@
 #include "sim/backend/TaskNames.hpp"
 
+#include <algorithm>
+
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -43,7 +45,10 @@ struct Describer {
   void operator()(const Collective& c) const {
     r.kind = TaskKind::Collective;
     r.comm_class = c.cls;
-    r.name = std::string(to_string(c.op)) + " " + to_string(c.cls) + " grp" + std::to_string(c.group) +
+    // The group by its lowest device (stable whatever order groups were made in, and moved with a folded step).
+    const auto& members = g.groups[static_cast<std::size_t>(c.group)];
+    r.group_first = *std::min_element(members.begin(), members.end());
+    r.name = std::string(to_string(c.op)) + " " + to_string(c.cls) + " grp@gpu" + std::to_string(r.group_first) +
              layers(c.layer, c.layers) + microbatch(c.microbatch) + " " +
              format_bytes(static_cast<double>(c.elems) * c.elem_bytes) +
              (c.repeat > 1 ? " x" + std::to_string(c.repeat) : "");

@@ -2,8 +2,6 @@
 #include <numeric>
 
 #include "strategies/expand/Expander.hpp"
-#include "topology/cluster/Fabric.hpp"
-#include "workloads/json/Numbers.hpp"
 
 namespace placesim {
 
@@ -59,7 +57,7 @@ double estimated_compute_tasks(const Experiment& e, const ExpandOptions& o) {
   return passes_per_group(e) / static_cast<double>(s.pp * s.chunks) * groups;
 }
 
-Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
+Folding plan_folding(const Experiment& e, const ClusterSpec& c, Fidelity fidelity, bool interference) {
   const StrategySpec& s = e.strategy;
   Folding f;
   f.tp = static_cast<int>(s.tp);
@@ -78,16 +76,48 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
   int lanes = std::lcm(gpn / std::gcd(gpn, f.tp), static_cast<int>(s.cp));
   const int shard = static_cast<int>(s.degree(kShardAxis));
   if (shard != f.lanes) lanes = std::lcm(lanes, shard);
+  // Blocks cover whole leaf switches (unless every NIC is on one leaf), so that moving by a block maps each route to
+  // one with the same switches: a fat-tree's leaf takes switch_radix / 2 NICs in node order, a rail-optimized unit
+  // switch_radix / 2 nodes. An oversubscribed fabric needs it (its uplinks are shared). Without oversubscription, a
+  // leaf crossing adds only latency (a spine port carries its own NIC's traffic): when whole leaves do not divide
+  // the lanes, the step still folds, each block-0 transfer taking its slowest congruent route, and says so.
+  const int down = c.switch_radix / 2;
+  const bool rail = c.fabric == FabricTopology::RailOptimized;
+  const bool one_leaf = c.nodes == 1 || (rail ? c.nodes <= down : c.nodes * c.nics_per_node <= down);
+  int leaf_nodes = 1;  // nodes per leaf unit
+  if (!one_leaf) {
+    const int nodes_per_leaf = rail ? down : down / std::gcd(down, c.nics_per_node);
+    const int aligned = std::lcm(lanes, nodes_per_leaf * gpn / std::gcd(nodes_per_leaf * gpn, f.tp));
+    if (c.oversubscription > 1 || (aligned < f.lanes && f.lanes % aligned == 0)) {
+      leaf_nodes = nodes_per_leaf;
+      lanes = aligned;
+    } else if (lanes < f.lanes && f.lanes % lanes == 0) {
+      const int block_nodes = lanes * f.tp / gpn;
+      f.note = "blocks of " + std::to_string(block_nodes) + (block_nodes == 1 ? " node" : " nodes") +
+               " do not hold whole leaf switches (" + std::to_string(nodes_per_leaf) +
+               " nodes per leaf): the blocks' transfers differ in the switches they cross, and block 0's take the "
+               "slowest congruent route (--symmetry off resolves each block)";
+    }
+  }
   if (lanes >= f.lanes || f.lanes % lanes != 0) {
-    if (lanes < f.lanes)
+    if (lanes < f.lanes || leaf_nodes > 1)
       f.reason = "the " + std::to_string(f.lanes) + " data lanes (cp x dp) do not divide into blocks of " +
-                 std::to_string(lanes) + " on whole nodes";
+                 std::to_string(lanes) + " lanes on whole nodes" +
+                 (leaf_nodes > 1 ? " and whole leaf switches (" + std::to_string(leaf_nodes) +
+                                       " nodes per leaf; their uplinks are oversubscribed)"
+                                 : "");
     return f;
   }
-  if (c.oversubscription > 1 && Fabric(c).leaves() > 1) {
-    f.reason = "cluster.oversubscription=" + format_significant(c.oversubscription, 3) +
-               ": the leaf uplinks are shared between the replicas' nodes, so one replica's traffic does not stand for "
-               "another's";
+  // Decomposed ring steps take the overlap interference of their sender at launch, which depends on the order of
+  // events at the same instant; a folded step orders them differently.
+  const auto& p = c.accelerator.profile;
+  const bool decomposed_interference =
+      interference && ((fidelity != Fidelity::Analytic && p.inter_node_interference.active()) ||
+                       (fidelity == Fidelity::Full && p.intra_node_interference.active()));
+  if (decomposed_interference) {
+    f.reason =
+        "overlap interference on ring steps decomposed into flows is taken when each step starts, which "
+        "depends on the order of simultaneous events; --fidelity analytic folds";
     return f;
   }
   f.folded_lanes = lanes;

@@ -1,5 +1,6 @@
 #pragma once
 #include "strategies/graph/Folding.hpp"
+#include "strategies/graph/SimResult.hpp"
 #include "strategies/graph/TaskGraph.hpp"
 #include "strategies/placement/Experiment.hpp"
 #include "topology/cluster/Cluster.hpp"
@@ -16,11 +17,13 @@ struct ExpandOptions {
   int folded_lanes = 0;
 };
 
-/// How the step of `e` on `c` folds: its data lanes in congruent blocks on whole nodes (see Folding). Not folded
-/// (folded_lanes = lanes) when there is a single block, or, with the reason, when the blocks are not congruent: the
-/// data lanes of a stage do not fill whole nodes in blocks, or an oversubscribed fabric's leaf uplinks would be
-/// shared between blocks.
-Folding plan_folding(const Experiment& e, const ClusterSpec& c);
+/// How the step of `e` on `c` folds: its data lanes in congruent blocks of whole nodes and whole leaf switches (see
+/// Folding). Not folded (folded_lanes = lanes) when there is a single block, or, with the reason, when the blocks
+/// are not congruent (the data lanes of a stage do not divide into blocks of whole nodes and leaves), or when overlap
+/// interference applies to ring steps decomposed into flows at `fidelity` (taken at each step's start, it depends
+/// on the order of simultaneous events).
+Folding plan_folding(const Experiment& e, const ClusterSpec& c, Fidelity fidelity = Fidelity::Flow,
+                     bool interference = true);
 
 /// The layers per compute task expand() uses for `e` under `o`.
 int layer_group_size(const Experiment& e, const ExpandOptions& o);

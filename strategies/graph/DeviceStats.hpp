@@ -1,6 +1,6 @@
 #pragma once
-#include <memory>
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "strategies/analytic/Collective.hpp"

@@ -14,6 +14,7 @@ struct Folding {
   int lanes = 1;         ///< data lanes of the mesh (cp x dp)
   int folded_lanes = 1;  ///< lanes simulated: a multiple of cp dividing `lanes`
   std::string reason;    ///< why the step was not folded (empty when folded, or when there is nothing to fold)
+  std::string note;      ///< folded approximately: what is approximated (empty when exact)
 
   bool active() const { return folded_lanes < lanes; }
   int blocks() const { return lanes / folded_lanes; }

@@ -41,6 +41,8 @@ struct TaskRecord {
   CommClass comm_class = CommClass::DpGradSync;  ///< for Collective/P2P tasks
   int peer = -1;                                 ///< receiving device of a transfer
   std::uint64_t collective = 0;                  ///< id shared by all steps of one collective (0 = none)
+  int group_first = -1;                          ///< collectives: the group's lowest device (its name's grp@gpuN)
+  bool group_in_block = false;                   ///< folded step: every member of the group is in block 0
   int step = -1;                                 ///< step index within the collective
   std::string algorithm;                         ///< "ring", "tree", "hierarchical", "direct"
   bool backward = false;  ///< part of a backward pass: backward and recompute compute, gradient transfers and

@@ -53,8 +53,8 @@ TraceLayout layout_trace(const SimulationRecord& record, const TraceOptions& opt
 std::vector<int> mesh_order(const SimulationRecord& record, const std::vector<int>& devices);
 
 /// The name a viewer shows for a slice: the record's task name (its kind when unnamed); "recv " before it for a
-/// receiving copy; merged steps lose the step token and say how many they are ("allreduce tp grp3 step2 1 MB" →
-/// "allreduce tp grp3 (14 steps)"), since the byte total goes with the slice, not the name.
+/// receiving copy; merged steps lose the step token and say how many they are ("allreduce tp grp@gpu8 step2 1 MB" →
+/// "allreduce tp grp@gpu8 (14 steps)"), since the byte total goes with the slice, not the name.
 std::string slice_name(const SimulationRecord& record, const Slice& s);
 
 /// True for the kinds whose tasks move bytes (collective steps, P2P transfers, offloads).

@@ -127,6 +127,7 @@ Json symmetry_json(const SimResult& r) {
          {"simulated_devices", f.active() ? devices / f.blocks() : devices},
          {"blocks", f.active() ? f.blocks() : 1}};
   if (!f.reason.empty()) j["not_folded_because"] = f.reason;
+  if (f.active() && !f.note.empty()) j["approximation"] = f.note;
   return j;
 }
 
@@ -138,7 +139,7 @@ std::string symmetry_text(const SimResult& r) {
     std::snprintf(text, sizeof text,
                   "%lld of %lld devices (%d congruent data-parallel blocks; the others take their figures)",
                   devices / f.blocks(), devices, f.blocks());
-    return text;
+    return text + (f.note.empty() ? std::string() : "; " + f.note);
   }
   std::snprintf(text, sizeof text, "all %lld devices", devices);
   return text + (f.reason.empty() ? std::string() : " (not folded: " + f.reason + ")");
