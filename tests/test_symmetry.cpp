@@ -217,6 +217,16 @@ TEST_CASE("Folded = unfolded: FSDP + TP with context parallelism", "[symmetry]")
   check_equivalent(example("long-context/llama3-70b-64k-cp4.json"));
 }
 
+TEST_CASE("Folded = unfolded: all-gather context parallelism, its cp groups spanning blocks", "[symmetry]") {
+  // tp 8 fills a node: blocks of one lane, so each cp group of 4 spans 4 blocks (its all-gathers fold like rings).
+  const Json r = check_equivalent(temp_file(R"({"model": {"family": "llama", "layers": 8, "hidden": 1024, "heads": 8,
+      "kv_heads": 8, "ffn": 4096, "vocab": 32000, "seq_len": 8192},
+      "training": {"global_batch": 8, "micro_batch": 1},
+      "strategy": {"preset": "megatron-3d", "tp": 8, "cp": 4, "pp": 2, "dp": 2, "sp": true, "cp_comm": "all-gather"},
+      "cluster": {"preset": "dgx-h100", "nodes": 16}})"));
+  CHECK(r["simulation"]["symmetry"]["blocks"] == 8);
+}
+
 TEST_CASE("Folded = unfolded: interleaved pipeline with ZeRO-1", "[symmetry]") {
   check_equivalent(example("long-context/llama3-405b-interleaved-8k.json"));
 }

@@ -73,7 +73,10 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c, Fidelity fidelit
                std::to_string(gpn) + " GPUs";
     return f;
   }
-  int lanes = std::lcm(gpn / std::gcd(gpn, f.tp), static_cast<int>(s.cp));
+  // Ring context parallelism sends between the cp ranks of a group: whole groups per block. Its all-gather variant
+  // is a collective, which folds like any other.
+  int lanes = gpn / std::gcd(gpn, f.tp);
+  if (s.cp_comm == CpComm::Ring) lanes = std::lcm(lanes, static_cast<int>(s.cp));
   const int shard = static_cast<int>(s.degree(kShardAxis));
   if (shard != f.lanes) lanes = std::lcm(lanes, shard);
   // Blocks cover whole leaf switches (unless every NIC is on one leaf), so that moving by a block maps each route to

@@ -292,7 +292,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         c.backward = backward;
         const TaskId gather = add_collective(c, s);
         std::vector<TaskId> kernels;
-        for (int j = d; j < d + cp_; ++j) {
+        for (int j = d; j < std::min(d + cp_, dl_); ++j) {
           g_.depend(body[lane_of(j, t)], gather);
           const TaskId kernel = attention_task(j, t, attention);
           first[lane_of(j, t)] = kernel;
@@ -304,7 +304,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         if (!backward) continue;
         c.op = CollectiveOp::ReduceScatter;
         const TaskId scatter = add_collective(c, s);
-        for (int j = d; j < d + cp_; ++j) {
+        for (int j = d; j < std::min(d + cp_, dl_); ++j) {
           g_.depend(kernels[static_cast<std::size_t>(j - d)], scatter);
           tail[lane_of(j, t)] = {scatter};
         }
