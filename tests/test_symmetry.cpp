@@ -152,6 +152,13 @@ TEST_CASE("plan_folding: blocks of whole nodes, or the reason there are none", "
       cluster(
           R"({"preset": "dgx-h100", "nodes": 8, "fabric": "fat-tree", "switch_radix": 64, "oversubscription": 4})"));
   CHECK(f.folded_lanes == 32);
+  // An oversubscribed rail-optimized unit: its rail leaves' uplinks carry every node's cross-rail transfers.
+  f = plan_folding(test::experiment(with_model(R"("training": {"global_batch": 48, "micro_batch": 1},
+      "strategy": {"preset": "hsdp", "mesh": {"dp_shard": 12, "dp_replicate": 4}})")),
+                   cluster(R"({"preset": "dgx-h100", "nodes": 6, "fabric": "rail-optimized", "switch_radix": 16,
+                               "oversubscription": 4})"));
+  CHECK_FALSE(f.active());
+  CHECK(f.reason.find("their uplinks are oversubscribed") != std::string::npos);
   // Inter-node overlap interference at flow fidelity: ring steps take it at launch, order-dependent; analytic folds.
   ClusterSpec interfering = cluster(R"({"preset": "dgx-h100", "nodes": 16})");
   interfering.accelerator.profile.inter_node_interference = {1.3, 1.5};
@@ -225,6 +232,17 @@ TEST_CASE("Folded = unfolded: all-gather context parallelism, its cp groups span
       "strategy": {"preset": "megatron-3d", "tp": 8, "cp": 4, "pp": 2, "dp": 2, "sp": true, "cp_comm": "all-gather"},
       "cluster": {"preset": "dgx-h100", "nodes": 16}})"));
   CHECK(r["simulation"]["symmetry"]["blocks"] == 8);
+}
+
+TEST_CASE("Folded = unfolded: all-gather cp groups and whole-leaf blocks that do not divide each other", "[symmetry]") {
+  // Oversubscribed leaves of 3 nodes (3 lanes) and cp groups of 2: blocks grow to 6 lanes, holding whole groups.
+  const Json r = check_equivalent(temp_file(R"({"model": {"family": "llama", "layers": 8, "hidden": 1024, "heads": 8,
+      "kv_heads": 8, "ffn": 4096, "vocab": 32000, "seq_len": 8192},
+      "training": {"global_batch": 6, "micro_batch": 1},
+      "strategy": {"preset": "megatron-3d", "tp": 8, "cp": 2, "dp": 6, "sp": true, "cp_comm": "all-gather"},
+      "cluster": {"preset": "dgx-h100", "nodes": 12, "fabric": "fat-tree", "switch_radix": 48,
+                  "oversubscription": 2}})"));
+  CHECK(r["simulation"]["symmetry"]["blocks"] == 2);
 }
 
 TEST_CASE("Folded = unfolded: interleaved pipeline with ZeRO-1", "[symmetry]") {
@@ -301,8 +319,16 @@ TEST_CASE("A traced device outside block 0 has the trace it has unfolded", "[sym
   const std::string pipeline = temp_file(with_model(R"("training": {"global_batch": 8, "micro_batch": 1},
       "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 2, "dp": 2},
       "cluster": {"preset": "dgx-h100", "nodes": 4})"));
+  // And all-gather cp groups of 4 spanning blocks of one lane: device 32 (lane 4) is in the cp group of lanes 4-7
+  // (grp@gpu32), whose representative (lane 0) is in lanes 0-3's.
+  const std::string cp = temp_file(R"({"model": {"family": "llama", "layers": 8, "hidden": 1024, "heads": 8,
+      "kv_heads": 8, "ffn": 4096, "vocab": 32000, "seq_len": 8192},
+      "training": {"global_batch": 8, "micro_batch": 1},
+      "strategy": {"preset": "megatron-3d", "tp": 8, "cp": 4, "pp": 2, "dp": 2, "sp": true, "cp_comm": "all-gather"},
+      "cluster": {"preset": "dgx-h100", "nodes": 16}})");
   for (const auto& [experiment, device] :
-       {std::pair<std::string, int>{example("llama3-8b-fsdp.json"), 9}, std::pair<std::string, int>{pipeline, 8}}) {
+       {std::pair<std::string, int>{example("llama3-8b-fsdp.json"), 9}, std::pair<std::string, int>{pipeline, 8},
+        std::pair<std::string, int>{cp, 32}, std::pair<std::string, int>{cp, 24}}) {
     auto trace = [&](const std::string& flags) {
       const std::string path = temp_file("");
       std::string out;
@@ -323,6 +349,7 @@ TEST_CASE("A traced device outside block 0 has the trace it has unfolded", "[sym
     REQUIRE(folded["traceEvents"].size() > 200);
     CHECK(folded == full);
     if (device == 8) CHECK(folded.dump().find("send act mb0 -> gpu24") != std::string::npos);
+    if (device == 32) CHECK(folded.dump().find("allgather cp_kv grp@gpu32 ") != std::string::npos);
   }
 }
 

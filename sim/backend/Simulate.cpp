@@ -240,19 +240,32 @@ void unfold_result(SimResult& result, const Folding& folding, const std::vector<
       TaskRecord moved = t;
       const int k = folding.block(x);
       moved.device = x;
-      // Names carry devices: a send's receiver, and a group inside block 0 (moved with it; a group spanning blocks
-      // is the device's own group too).
+      // Names carry devices: a send's receiver, a collective's group (its lowest device) and ring peer.
       auto rename = [&](const std::string& token, const std::string& by) {
         if (const auto at = moved.name.find(token); at != std::string::npos) moved.name.replace(at, token.size(), by);
       };
-      if (moved.kind == TaskKind::P2P && moved.peer >= 0)
-        rename(" -> gpu" + std::to_string(moved.peer), " -> gpu" + std::to_string(folding.shift(moved.peer, k)));
-      if (moved.kind == TaskKind::Collective && moved.group_in_block && moved.group_first >= 0) {
-        rename(" grp@gpu" + std::to_string(moved.group_first) + " ",
-               " grp@gpu" + std::to_string(folding.shift(moved.group_first, k)) + " ");
-        moved.group_first = folding.shift(moved.group_first, k);
+      auto to_lane = [&](int device, int lane) { return device + (lane - folding.lane(device)) * folding.tp; };
+      if (moved.kind == TaskKind::Collective && moved.group_lanes > 0) {
+        // The device's own copy of the group starts at lane bx; the representative's at br. A ring peer keeps its
+        // offset from the device within the group.
+        const int e = moved.group_lanes, lx = folding.lane(x), lr = folding.lane(t.device);
+        const int bx = lx / e * e, br = lr / e * e;
+        if (moved.group_first >= 0) {
+          const int first = to_lane(moved.group_first, folding.lane(moved.group_first) + bx - br);
+          rename(" grp@gpu" + std::to_string(moved.group_first) + " ", " grp@gpu" + std::to_string(first) + " ");
+          moved.group_first = first;
+        }
+        if (moved.peer >= 0) {
+          const int offset = ((folding.lane(moved.peer) - br + (lx - bx) - (lr - br)) % e + e) % e;
+          moved.peer = to_lane(moved.peer, bx + offset);
+        }
+        if (bx != br) moved.collective += static_cast<std::uint64_t>(bx / e) << 40;  // another copy's collective
+      } else if (moved.peer >= 0) {
+        const int peer = folding.shift(moved.peer, k);
+        if (moved.kind == TaskKind::P2P)
+          rename(" -> gpu" + std::to_string(moved.peer), " -> gpu" + std::to_string(peer));
+        moved.peer = peer;
       }
-      if (moved.peer >= 0) moved.peer = folding.shift(moved.peer, k);
       tasks.push_back(std::move(moved));
     }
   std::stable_sort(tasks.begin(), tasks.end(),

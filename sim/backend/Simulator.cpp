@@ -268,7 +268,18 @@ void Runner::account(TaskId id, int device, double start, double end, int step) 
     for (std::size_t i = 0; i < m.size(); ++i)
       if (m[i] == device) r.peer = m[(i + 1) % m.size()];
     r.collective = id + 1;
-    r.group_in_block = std::all_of(m.begin(), m.end(), [&](int x) { return simulated(x); });
+    if (o_.folding.active()) {
+      int low = o_.folding.lanes, high = -1;
+      std::vector<int> lanes;
+      for (int x : m) lanes.push_back(o_.folding.lane(x));
+      std::sort(lanes.begin(), lanes.end());
+      lanes.erase(std::unique(lanes.begin(), lanes.end()), lanes.end());
+      low = lanes.front();
+      high = lanes.back();
+      const bool contiguous = high - low + 1 == static_cast<int>(lanes.size());
+      r.group_lanes =
+          contiguous && low % static_cast<int>(lanes.size()) == 0 ? static_cast<int>(lanes.size()) : o_.folding.lanes;
+    }
   }
   result_.record.tasks.push_back(std::move(r));
 }

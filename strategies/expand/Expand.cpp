@@ -2,6 +2,7 @@
 #include <numeric>
 
 #include "strategies/expand/Expander.hpp"
+#include "topology/cluster/Fabric.hpp"
 
 namespace placesim {
 
@@ -87,12 +88,16 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c, Fidelity fidelit
   // blocks' contention differs where their latencies do: measured within 1.1 %, tests/test_symmetry.cpp).
   const int down = c.switch_radix / 2;
   const bool rail = c.fabric == FabricTopology::RailOptimized;
-  const bool one_leaf = c.nodes == 1 || (rail ? c.nodes <= down : c.nodes * c.nics_per_node <= down);
+  // Every pair of nodes crosses the same switches (one fat-tree leaf, or one rail-optimized unit: same-rail
+  // transfers cross its rail's leaf, others the spine)...
+  const bool same_switches = c.nodes == 1 || (rail ? c.nodes <= down : c.nodes * c.nics_per_node <= down);
+  // ...but an oversubscribed unit's rail leaves still share their uplinks between all its nodes.
+  const bool shared_uplinks = c.oversubscription > 1 && Fabric(c).leaves() > 1;
   int leaf_nodes = 1;  // nodes per leaf unit
-  if (!one_leaf) {
+  if (shared_uplinks || !same_switches) {
     const int nodes_per_leaf = rail ? down : down / std::gcd(down, c.nics_per_node);
     const int aligned = std::lcm(lanes, nodes_per_leaf * gpn / std::gcd(nodes_per_leaf * gpn, f.tp));
-    if (c.oversubscription > 1) {
+    if (shared_uplinks) {
       leaf_nodes = nodes_per_leaf;
       lanes = aligned;
     } else if (aligned != lanes && lanes < f.lanes && f.lanes % lanes == 0) {
@@ -103,6 +108,10 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c, Fidelity fidelit
                "slowest congruent route (--symmetry off resolves each block)";
     }
   }
+  // All-gather cp groups may span blocks, evenly: a block holds whole groups or a group whole blocks, so that moving
+  // by a block maps each group's block-0 part onto a congruent part.
+  const int cp = static_cast<int>(s.cp);
+  if (lanes % cp != 0 && cp % lanes != 0) lanes = std::lcm(lanes, cp);
   if (lanes >= f.lanes || f.lanes % lanes != 0) {
     if (lanes < f.lanes || leaf_nodes > 1)
       f.reason = "the " + std::to_string(f.lanes) + " data lanes (cp x dp) do not divide into blocks of " +

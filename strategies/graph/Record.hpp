@@ -42,7 +42,9 @@ struct TaskRecord {
   int peer = -1;                                 ///< receiving device of a transfer
   std::uint64_t collective = 0;                  ///< id shared by all steps of one collective (0 = none)
   int group_first = -1;                          ///< collectives: the group's lowest device (its name's grp@gpuN)
-  bool group_in_block = false;                   ///< folded step: every member of the group is in block 0
+  /// Folded steps: the data lanes a collective's group spans (its lane count when contiguous, else every lane):
+  /// the device in lane l belongs to the group copy starting at lane (l / group_lanes) x group_lanes.
+  int group_lanes = 0;
   int step = -1;                                 ///< step index within the collective
   std::string algorithm;                         ///< "ring", "tree", "hierarchical", "direct"
   bool backward = false;  ///< part of a backward pass: backward and recompute compute, gradient transfers and
