@@ -37,20 +37,25 @@ std::vector<MirroredHop> Runner::mirrored_hops() const {
     // Congruent transfers differ only in which leaf switches they cross (plan_folding keeps shared uplinks
     // congruent), that is in latency: each block-0 transfer takes the slowest one's route, the pace its ring or
     // pipeline keeps in the unfolded step.
-    const double own = fabric_.latency_s(fabric_.route(from, to));
-    MirroredHop m{from, to, from, to};
-    double slowest = own;
-    for (int k = 1; k < f.blocks(); ++k) {
-      const int a = f.shift(from, k), b = f.shift(to, k);
-      if (const double l = fabric_.latency_s(fabric_.route(a, b)); l > slowest) {
-        slowest = l;
-        m.route_src = a;
-        m.route_dst = b;
-      }
-    }
-    if (!simulated(to) || slowest > own) out.push_back(m);
+    const MirroredHop m = slowest_congruent(from, to).first;
+    if (!simulated(to) || m.route_src != from) out.push_back(m);  // leaves block 0, or a copy is slower
   }
   return out;
+}
+
+std::pair<MirroredHop, double> Runner::slowest_congruent(int from, int to) const {
+  const Folding& f = o_.folding;
+  MirroredHop m{from, to, from, to};
+  double slowest = fabric_.latency_s(fabric_.route(from, to));
+  for (int k = 1; k < f.blocks(); ++k) {
+    const int a = f.shift(from, k), b = f.shift(to, k);
+    if (const double l = fabric_.latency_s(fabric_.route(a, b)); l > slowest) {
+      slowest = l;
+      m.route_src = a;
+      m.route_dst = b;
+    }
+  }
+  return {m, slowest};
 }
 
 sg::Host* Runner::destination(int from, int to) const {
@@ -102,12 +107,18 @@ const Runner::GroupRing& Runner::group_ring(int group) {
   // switches: its exact delay takes the slowest copy's latency, as the unfolded step waits for that copy. (A group
   // spanning blocks holds its congruent hops itself.)
   const Folding& f = o_.folding;
-  if (f.active() && std::all_of(m.begin(), m.end(), [&](int x) { return simulated(x); }))
+  if (!f.active()) return ring;
+  if (std::all_of(m.begin(), m.end(), [&](int x) { return simulated(x); }))
     for (const auto& transfers : channels_[static_cast<std::size_t>(group)])
       for (auto [from, to] : transfers)
-        for (int k = 1; k < f.blocks(); ++k)
-          ring.hop.latency_s =
-              std::max(ring.hop.latency_s, fabric_.latency_s(fabric_.route(f.shift(from, k), f.shift(to, k))));
+        ring.hop.latency_s = std::max(ring.hop.latency_s, slowest_congruent(from, to).second);
+  // The lanes it spans: its lane count when they are contiguous and start at a multiple of it, else every lane.
+  std::vector<int> lanes;
+  for (int x : m) lanes.push_back(f.lane(x));
+  std::sort(lanes.begin(), lanes.end());
+  lanes.erase(std::unique(lanes.begin(), lanes.end()), lanes.end());
+  const int count = static_cast<int>(lanes.size());
+  ring.lanes = lanes.back() - lanes.front() + 1 == count && lanes.front() % count == 0 ? count : f.lanes;
   return ring;
 }
 

@@ -90,12 +90,16 @@ class Runner {
     RingHop hop{-1, 0};
     bool one_node = false;
     std::vector<int> nics;  ///< NICs (node * nics_per_node + rail) the ring sends on across nodes
+    int lanes = 0;          ///< folded steps: the data lanes the group spans (TaskRecord::group_lanes)
   };
 
   void find_channels();
   std::vector<std::pair<int, int>> used_pairs() const;
   /// Folded step: block 0's transfers that need a mirror (see Platform::mirrors).
   std::vector<MirroredHop> mirrored_hops() const;
+  /// Folded step: of the transfer from -> to and its congruent transfers (moved by 1 .. blocks - 1 blocks), the one
+  /// with the longest route latency (the first on a tie), and that latency.
+  std::pair<MirroredHop, double> slowest_congruent(int from, int to) const;
   void start(TaskId id);
   void launch(TaskId id, sg::ActivityPtr activity, int rank = -1);
   void delay(TaskId id, double seconds);

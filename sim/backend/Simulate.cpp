@@ -336,14 +336,16 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   const TaskGraph g = expand(e, network, expand_options);
   const std::vector<char> wanted = recorded_devices(e, settings.traced_devices);
   options.record = wanted;
-  if (folding.active())
-    for (std::size_t x = 0; x < wanted.size(); ++x)
-      if (wanted[x]) options.record[static_cast<std::size_t>(folding.representative(static_cast<int>(x)))] = 1;
+  // A folded step records the representatives of the wanted devices, each once per device it stands for.
   std::vector<int> stands_for;
   if (folding.active()) {
     stands_for.assign(wanted.size(), 0);
     for (std::size_t x = 0; x < wanted.size(); ++x)
-      if (wanted[x]) ++stands_for[static_cast<std::size_t>(folding.representative(static_cast<int>(x)))];
+      if (wanted[x]) {
+        const auto rep = static_cast<std::size_t>(folding.representative(static_cast<int>(x)));
+        ++stands_for[rep];
+        options.record[rep] = 1;
+      }
   }
   check_estimate(estimate_simulation(g, network, options, settings.trace, stands_for), e, in.cluster, settings.force);
   step.result = simulate(g, network, options);

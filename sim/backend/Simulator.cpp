@@ -112,7 +112,7 @@ void Runner::start(TaskId id) {
               for (int nic : group_ring(b.group).nics)
                 nic_overlap_[static_cast<std::size_t>(nic)].add(now, now + p.time_s);
             }
-            // Analytic fidelity shares each NIC between the inter-node rings on it (shares_nics).
+            // Analytic fidelity shares each NIC between the inter-node rings on it (share_nics).
             const std::vector<int> nics =
                 o_.fidelity == Fidelity::Analytic && ring_flows ? shared_nics(b.group) : std::vector<int>{};
             const int f = interferes_ ? interfering_fabric(id) : -1;
@@ -268,18 +268,7 @@ void Runner::account(TaskId id, int device, double start, double end, int step) 
     for (std::size_t i = 0; i < m.size(); ++i)
       if (m[i] == device) r.peer = m[(i + 1) % m.size()];
     r.collective = id + 1;
-    if (o_.folding.active()) {
-      int low = o_.folding.lanes, high = -1;
-      std::vector<int> lanes;
-      for (int x : m) lanes.push_back(o_.folding.lane(x));
-      std::sort(lanes.begin(), lanes.end());
-      lanes.erase(std::unique(lanes.begin(), lanes.end()), lanes.end());
-      low = lanes.front();
-      high = lanes.back();
-      const bool contiguous = high - low + 1 == static_cast<int>(lanes.size());
-      r.group_lanes =
-          contiguous && low % static_cast<int>(lanes.size()) == 0 ? static_cast<int>(lanes.size()) : o_.folding.lanes;
-    }
+    r.group_lanes = group_ring(c->group).lanes;
   }
   result_.record.tasks.push_back(std::move(r));
 }
@@ -371,7 +360,7 @@ void Runner::stretch(TaskId id, double seconds, double rate, int fabric, int bus
   ++result_.timers;
   const double now = sg::Engine::get_clock();
   Stretch& s = stretches_[id];
-  s = Stretch{seconds, rate, now, now, seconds, nullptr, fabric, busy_members, rate < 1};
+  s = Stretch{seconds, rate, now, now, seconds, nullptr, fabric, busy_members, rate < 1, false, {}, 1};
   s.timer = finish_at(id, now, now + seconds / rate);
 }
 
