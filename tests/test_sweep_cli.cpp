@@ -147,22 +147,25 @@ TEST_CASE("placesim sweep --shard i/N over N shards covers every point exactly o
   std::vector<std::string> all = lines_of(read(dir / "all.jsonl"));
   REQUIRE(all.size() == 1680);
   const int shards = 7;
-  std::vector<std::string> merged;
   std::set<std::uint64_t> indices;
+  std::string files;
   for (int i = 0; i < shards; ++i) {
     std::string out = dir / ("s" + std::to_string(i) + ".jsonl");
     REQUIRE(sweep_cli(dir / "sweep.json" + " --shard " + std::to_string(i) + "/" + std::to_string(shards) + " --out " +
                       out + " --jobs 2 --quiet") == 0);
     for (const auto& line : lines_of(read(out))) {
-      auto index = Json::parse(line)["index"].get<std::uint64_t>();
+      Json row = Json::parse(line);
+      auto index = row["index"].get<std::uint64_t>();
       CHECK(index % shards == static_cast<std::uint64_t>(i));
-      CHECK(indices.insert(index).second);  // never in two shards
-      merged.push_back(line);
+      CHECK(row["shard"] == std::to_string(i) + "/7");  // every row names its shard
+      CHECK(indices.insert(index).second);              // never in two shards
     }
+    files += " " + out;
   }
   CHECK(indices.size() == 1680);
-  std::sort(merged.begin(), merged.end());
-  std::sort(all.begin(), all.end());
+  // The merge writes them in index order without the shard keys: byte-identical to the whole run.
+  REQUIRE(sweep_cli("merge " + dir / "merged.jsonl" + files + " --sweep " + dir / "sweep.json") == 0);
+  std::vector<std::string> merged = lines_of(read(dir / "merged.jsonl"));
   INFO("first difference: " << first_difference(merged, all));
   bool same = merged == all;
   CHECK(same);
@@ -225,7 +228,7 @@ TEST_CASE("placesim sweep --resume refuses a results file written by another swe
   REQUIRE(sweep_cli(dir / "a.json" + " --out " + dir / "r.jsonl" + " --quiet") == 0);
   std::string output;
   CHECK(sweep_cli(dir / "b.json" + " --out " + dir / "r.jsonl" + " --resume", &output) == 2);
-  CHECK_THAT(output, Catch::Contains("r.jsonl:2: point 1 has other axis values"));
+  CHECK_THAT(output, Catch::Contains("r.jsonl:1: point 0 was written by another sweep file"));
   CHECK(sweep_cli(dir / "b.json" + " --out " + dir / "r.jsonl" + " --force --quiet") == 0);
   CHECK_THAT(read(dir / "r.jsonl"), Catch::Contains("\"strategy.dp\":8"));
   // A cut last line (a kill during a write) is dropped and its point evaluated again.
@@ -244,7 +247,8 @@ TEST_CASE("placesim sweep --csv writes the same rows as the JSONL") {
   std::vector<std::string> header = csv_fields(csv[0]);
   CHECK(header == std::vector<std::string>{"index", "strategy.tp", "strategy.pp", "strategy.dp", "strategy.preset",
                                            "status", "reason", "memory.total_bytes", "memory.model_states_bytes",
-                                           "communication.bytes_per_step", "compute.model_flops_per_step"});
+                                           "communication.bytes_per_step", "compute.model_flops_per_step",
+                                           "device_memory_bytes"});
   for (std::size_t k = 0; k < jsonl.size(); ++k) {
     Json row = Json::parse(jsonl[k]);
     std::vector<std::string> f = csv_fields(csv[k + 1]);
@@ -327,7 +331,7 @@ echo "{\"simulation\": {\"step_time_s\": $step, \"mfu\": 0.25, \"tokens_per_s\":
   CHECK(sweep_cli(
             dir / "analytic.json" + " --out " + dir / "a.jsonl --resume --quiet --simulator " + dir / "simulator.sh",
             &output) == 2);
-  CHECK_THAT(output, Catch::Contains("has other axis values (or simulation fidelity) than this sweep gives it"));
+  CHECK_THAT(output, Catch::Contains("a.jsonl:1: point 0 was written by another sweep file"));
   write(dir / "analyze-fidelity.json", R"({"base": {"model": "gpt-1.7b", "strategy": "dp"},
       "axes": {"strategy.tp": [1, 2]}, "fidelity": "analytic"})");
   CHECK(sweep_cli(dir / "analyze-fidelity.json" + " --out " + dir / "x.jsonl", &output) == 2);

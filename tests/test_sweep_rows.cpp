@@ -20,8 +20,10 @@ TEST_CASE("Rows keep the axis order and carry figures only when analyzed") {
   SweepRows rows(s);
   PointOutcome ok = ev.evaluate(0);
   std::string line = rows.line(0, ev.coords(), ok, ev.experiment(), ev.analysis(), nullptr);
-  CHECK_THAT(line, Catch::StartsWith(
-                       R"({"index":0,"point":{"strategy.tp":1,"strategy.dp":2},"status":"ok","memory.total_bytes":)"));
+  CHECK_THAT(line,
+             Catch::StartsWith(
+                 R"({"index":0,"sweep":")" + s.hash + R"(","version":")" + PLACESIM_VERSION +
+                 R"(","points":2,"point":{"strategy.tp":1,"strategy.dp":2},"status":"ok","memory.total_bytes":)"));
   CHECK(line.back() == '\n');
   Json row = Json::parse(line);
   CHECK(row["communication.bytes_per_step"] == number(ev.analysis().bytes_per_step));

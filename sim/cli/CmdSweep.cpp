@@ -1,8 +1,12 @@
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "sim/cli/Commands.hpp"
 #include "sim/cli/SweepCli.hpp"
+#include "sim/sweep/SlurmScript.hpp"
 #include "traces/sweep/SweepFile.hpp"
+#include "traces/sweep/SweepMerge.hpp"
 #include "traces/sweep/SweepRows.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -10,17 +14,38 @@ namespace placesim {
 
 /// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
 constexpr const char* kHelp = R"(
-sweep SWEEP.json --out RESULTS.jsonl [--csv RESULTS.csv] [--jobs N] [--resume] [--shard i/N] [options]
+sweep SWEEP.json --out RESULTS.jsonl [--csv RESULTS.csv] [--jobs N] [--resume] [--shard i/N] [--slurm] [options]
+ | sweep merge OUT.jsonl SHARD.jsonl... [--sweep SWEEP.json] | sweep merge --check SHARD.jsonl...
 evaluate every point of a grid of experiments into JSONL (and CSV) rows; parallel, resumable, shardable
 --out FILE                the JSONL file the rows are appended to (sorted by index when the sweep ends)
---csv FILE                also write the rows, flattened, as CSV
+--csv FILE                also write the rows, flattened, as CSV (merge: needs --sweep)
 --resume                  continue the sweep --out holds: skip its points, drop a line cut by a kill
 --force                   overwrite a non-empty --out instead of refusing
 --shard i/N               evaluate only the points whose index % N == i (0 <= i < N)
 --count                   print the number of points (and in this shard) and exit
+--no-lock                 do not lock --out (for filesystems without flock; only when nothing else writes it)
+--slurm                   write RESULTS.sbatch, a Slurm array job of the sweep with its merge, and exit
+--array-size N            --slurm: the number of array tasks = shards (default: 16, at most the points)
+--cpus-per-task C         --slurm: CPUs per task, which is also each task's --jobs (default 1)
+--partition P             --slurm: #SBATCH --partition
+--time T                  --slurm: #SBATCH --time (per task), e.g. 2:00:00
+--check                   merge: only check that the files hold every point once, write nothing
+--sweep FILE              merge: the sweep file the rows must come from (its hash and point count)
 )";
 
 namespace {
+
+// A merge must not write over a shard: `sweep merge results.shard-0.jsonl results.shard-1.jsonl ...` without the
+// output would otherwise replace shard 0 (only after a successful check, which then fails anyway, but say why).
+void refuse_shard_as_output(const std::string& out) {
+  std::ifstream in(out, std::ios::binary);
+  std::string first;
+  if (!in || !std::getline(in, first)) return;
+  auto id = row_identity(first);
+  if (id && !id->shard.empty())
+    throw InputError("sweep merge: the first file, " + out + ", is the output but holds rows of shard " + id->shard +
+                     ": name the merged file first (placesim sweep merge OUT.jsonl SHARD.jsonl...)");
+}
 
 // The points of this shard not yet in the results file, ascending.
 std::vector<std::uint64_t> points_to_do(std::uint64_t points, const Shard& shard,
@@ -35,11 +60,102 @@ std::vector<std::uint64_t> points_to_do(std::uint64_t points, const Shard& shard
   return todo;
 }
 
+// `sweep merge OUT SHARD...` / `sweep merge --check SHARD...`.
+int run_merge_command(const Args& args) {
+  std::vector<std::string> files(args.positional().begin() + 1, args.positional().end());
+  MergeOptions m;
+  if (!args.has("--check")) {
+    if (files.size() < 2)
+      throw InputError(
+          "expected the merged file and the shard files: placesim sweep merge OUT.jsonl SHARD.jsonl... "
+          "(or --check SHARD.jsonl...)");
+    m.out = files.front();
+    files.erase(files.begin());
+    refuse_shard_as_output(m.out);
+  } else if (files.empty()) {
+    throw InputError("expected the shard files: placesim sweep merge --check SHARD.jsonl...");
+  }
+  m.shards = files;
+  std::optional<SweepSpec> spec;
+  if (auto sweep = args.value("--sweep")) {
+    spec = load_sweep(*sweep);
+    m.sweep_hash = spec->hash;
+    m.sweep_points = spec->points();
+  }
+  if (args.has("--csv") && !spec)
+    throw InputError("--csv needs --sweep SWEEP.json (its axes and figures name the columns)");
+  if (args.has("--csv") && m.out.empty()) throw InputError("--csv writes the merged rows; it cannot go with --check");
+  MergeSummary r = merge_results(m);
+  if (auto csv = args.value("--csv")) write_results_csv(*spec, m.out, *csv);
+  std::cerr << "placesim sweep merge: " << r.points << " points of sweep " << r.sweep << " (placesim " << r.version
+            << "), each once in " << files.size() << " file(s): " << r.ok << " ok, " << r.invalid << " invalid, "
+            << r.filtered << " filtered, " << r.error << " errors" << (m.out.empty() ? "" : " -> " + m.out) << "\n";
+  return 0;
+}
+
+// `--slurm`: the sbatch script of the sweep.
+int write_slurm_script(const Args& args, const SweepSpec& spec, const std::string& sweep_path) {
+  namespace fs = std::filesystem;
+  auto out = args.value("--out");
+  if (!out)
+    throw InputError("--slurm needs --out RESULTS.jsonl (the merged results; shards and logs are named after it)");
+  for (const char* flag : {"--shard", "--resume", "--force", "--count"})
+    if (args.has(flag))
+      throw InputError(std::string("--slurm writes a script and runs nothing; ") + flag +
+                       " belongs to the tasks, which the script runs with --shard and --resume");
+  SlurmScriptOptions o;
+  o.placesim = sweep_run_options(args).simulator;
+  o.sweep = fs::absolute(sweep_path).lexically_normal().string();
+  o.out = fs::absolute(*out).lexically_normal().string();
+  o.points = spec.points();
+  o.sweep_hash = spec.hash;
+  o.array_size = std::min<std::uint64_t>(16, spec.points());
+  if (auto n = args.value("--array-size")) {
+    Json v = parse_cli_value(*n);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 100000)
+      throw InputError("--array-size=" + *n + " must be an integer from 1 to 100000");
+    o.array_size = static_cast<std::uint64_t>(v.get<std::int64_t>());
+    if (o.array_size > spec.points())
+      throw InputError("--array-size=" + *n + " is more than the sweep's " + std::to_string(spec.points()) +
+                       " points (a task would have nothing to do)");
+  }
+  if (auto c = args.value("--cpus-per-task")) {
+    Json v = parse_cli_value(*c);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 4096)
+      throw InputError("--cpus-per-task=" + *c + " must be an integer from 1 to 4096");
+    o.cpus_per_task = static_cast<unsigned>(v.get<std::int64_t>());
+  }
+  if (args.has("--jobs"))
+    throw InputError("--jobs with --slurm: each task's --jobs is its CPUs; set them with --cpus-per-task");
+  o.partition = args.value("--partition").value_or("");
+  o.time = args.value("--time").value_or("");
+  if (auto mem = args.value("--device-memory")) o.shard_flags = {"--device-memory", *mem};
+  if (args.has("--simulator")) o.shard_flags.insert(o.shard_flags.end(), {"--simulator", o.placesim});
+  if (args.has("--no-lock")) o.shard_flags.push_back("--no-lock");
+  if (auto csv = args.value("--csv")) o.merge_flags = {"--csv", fs::absolute(*csv).lexically_normal().string()};
+  if (!fs::is_directory(fs::path(o.out).parent_path()))
+    throw InputError("--out=" + *out + ": its folder does not exist");
+  o.command_line = "placesim sweep " + sweep_path + " --out " + *out + " --slurm --array-size " +
+                   std::to_string(o.array_size) + " --cpus-per-task " + std::to_string(o.cpus_per_task);
+  const SlurmFiles files = slurm_files(o.out);
+  write_file_atomically(files.script, slurm_script(o));
+  std::cout << "placesim sweep: wrote " << files.script << ": " << o.array_size << " array tasks x " << o.cpus_per_task
+            << " CPU(s), " << spec.points() << " points (up to " << (o.points + o.array_size - 1) / o.array_size
+            << " per task), merged into " << o.out << "\nsubmit it with:  sbatch " << files.script << "\n";
+  return 0;
+}
+
 int run_sweep_command(const Args& args) {
+  if (!args.positional().empty() && args.positional().front() == "merge") return run_merge_command(args);
+  for (const char* flag : {"--check", "--sweep"})
+    if (args.has(flag)) throw InputError(std::string(flag) + " belongs to placesim sweep merge");
   if (args.positional().size() != 1)
     throw InputError("expected one sweep file: placesim sweep SWEEP.json --out RESULTS.jsonl");
   SweepSpec spec = load_sweep(args.positional().front());
   check_figures(spec);
+  if (args.has("--slurm")) return write_slurm_script(args, spec, args.positional().front());
+  for (const char* flag : {"--array-size", "--cpus-per-task", "--partition", "--time"})
+    if (args.has(flag)) throw InputError(std::string(flag) + " goes with --slurm");
   Shard shard = parse_shard(args.value("--shard").value_or("0/1"));
   if (args.has("--count")) {
     std::cout << spec.points() << " points; " << shard.size(spec.points()) << " in shard " << shard.index << "/"
@@ -49,8 +165,9 @@ int run_sweep_command(const Args& args) {
   auto out_path = args.value("--out");
   if (!out_path) throw InputError("--out RESULTS.jsonl is required (the file the rows are appended to)");
   SweepRunOptions options = sweep_run_options(args);
-  ResultsFile out(*out_path, args.has("--resume"), args.has("--force"));
-  const SweepRows rows(spec);
+  options.shard = shard;
+  ResultsFile out(*out_path, args.has("--resume"), args.has("--force"), !args.has("--no-lock"));
+  const SweepRows rows(spec, shard);
   ResumeScan scan;
   if (args.has("--resume"))
     scan = out.resume([&](std::uint64_t i) -> std::optional<std::string> {
@@ -67,7 +184,8 @@ int run_sweep_command(const Args& args) {
   if (!args.has("--quiet") || counts.error > 0) {
     std::cerr << "placesim sweep: " << counts_summary(counts);
     if (!scan.done.empty()) std::cerr << " (" << scan.done.size() << " more were already in " << *out_path << ")";
-    std::cerr << (progress ? " in " + format_duration(progress->elapsed_s()) : "") << " -> " << *out_path << "\n";
+    std::cerr << (progress ? " in " + format_duration(progress->elapsed_s()) : "") << " with " << options.jobs
+              << (options.jobs == 1 ? " job" : " jobs") << " -> " << *out_path << "\n";
   }
   return counts.error > 0 ? 1 : 0;
 }

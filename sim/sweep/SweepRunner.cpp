@@ -54,7 +54,7 @@ class AnalyzeRun {
         todo_(todo),
         options_(options),
         sink_(sink),
-        rows_(spec),
+        rows_(spec, options.shard),
         batch_(batch_size(todo.size(), std::max(1u, options.jobs))) {}
 
   SweepCounts run() {
@@ -94,8 +94,7 @@ class AnalyzeRun {
     for (std::size_t k = begin; k < end; ++k) {
       PointOutcome o = evaluator.evaluate(todo_[k]);
       counts.add(o.status);
-      if (o.status != PointStatus::Filtered)
-        lines += rows_.line(todo_[k], evaluator.coords(), o, evaluator.experiment(), evaluator.analysis(), nullptr);
+      lines += rows_.line(todo_[k], evaluator.coords(), o, evaluator.experiment(), evaluator.analysis(), nullptr);
     }
     return counts;
   }
@@ -147,7 +146,11 @@ struct PendingPoint {
 class SimulateRun {
  public:
   SimulateRun(const SweepSpec& spec, const SweepRunOptions& options, const RowSink& sink)
-      : spec_(spec), options_(options), sink_(sink), rows_(spec), evaluator_(spec, options.device_memory_bytes) {}
+      : spec_(spec),
+        options_(options),
+        sink_(sink),
+        rows_(spec, options.shard),
+        evaluator_(spec, options.device_memory_bytes) {}
 
   SweepCounts run(const std::vector<std::uint64_t>& todo) {
     check_simulator();
@@ -176,7 +179,7 @@ class SimulateRun {
   void emit(std::uint64_t index, const PointOutcome& o, const std::vector<std::size_t>& coords, const Experiment& e,
             const Analysis& a, const Json* report) {
     counts_.add(o.status);
-    if (o.status != PointStatus::Filtered) sink_(rows_.line(index, coords, o, e, a, report));
+    sink_(rows_.line(index, coords, o, e, a, report));
     if (options_.progress) options_.progress->advance(1);
   }
 
@@ -187,8 +190,7 @@ class SimulateRun {
       return;
     }
     Json experiment = point_experiment(spec_, evaluator_.coords());
-    pool_.start(index,
-                {options_.simulator, "simulate", "-", "--report", "-", "--fidelity", to_string(spec_.fidelity)},
+    pool_.start(index, {options_.simulator, "simulate", "-", "--report", "-", "--fidelity", to_string(spec_.fidelity)},
                 experiment.dump(), spec_.base_dir);
     pending_[index] = {evaluator_.coords(), evaluator_.experiment(), evaluator_.analysis()};
   }

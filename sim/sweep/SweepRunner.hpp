@@ -23,15 +23,17 @@ struct SweepRunOptions {
   double device_memory_bytes = 0;  ///< > 0: the capacity checked instead of the cluster's accelerator memory
   std::string simulator;           ///< simulate mode: the placesim executable run once per point
   Progress* progress = nullptr;    ///< advanced as points finish; may be null
+  Shard shard;                     ///< the shard the rows say they belong to (SweepRows)
 };
 
 /// Receives complete result lines as points finish (completion order); called under a lock, one call per batch.
 using RowSink = std::function<void(std::string_view lines)>;
 
-/// Evaluates the points `todo` of `spec` and hands their rows (SweepRows) to `sink`; filtered points are counted,
-/// not written. Analyze mode runs `jobs` threads over batches of points (the analysis is pure); simulate mode checks
-/// each point analytically, then runs `simulator simulate - --report -` in a child process with the point's
-/// experiment on stdin and reads the report from stdout (exit code 2 = invalid, with the simulator's message).
+/// Evaluates the points `todo` of `spec` and hands their rows (SweepRows) to `sink`, filtered points included (so
+/// that a complete results file has a row for every point). Analyze mode runs `jobs` threads over batches of points
+/// (the analysis is pure); simulate mode checks each point analytically, then runs `simulator simulate - --report -` in
+/// a child process with the point's experiment on stdin and reads the report from stdout (exit code 2 = invalid, with
+/// the simulator's message).
 SweepCounts run_sweep(const SweepSpec& spec, const std::vector<std::uint64_t>& todo, const SweepRunOptions& options,
                       const RowSink& sink);
 

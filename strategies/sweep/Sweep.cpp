@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -284,7 +285,7 @@ std::vector<Json> axis_values(const Json& spec, const std::string& field) {
 
 std::vector<std::string> default_figures(SweepMode mode) {
   std::vector<std::string> f = {"memory.total_bytes", "memory.model_states_bytes", "communication.bytes_per_step",
-                                "compute.model_flops_per_step"};
+                                "compute.model_flops_per_step", "device_memory_bytes"};
   if (mode == SweepMode::Simulate)
     f.insert(f.end(), {"simulation.step_time_s", "simulation.mfu", "simulation.tokens_per_s"});
   return f;
@@ -357,12 +358,26 @@ SweepSpec parse_sweep(const OrderedJson& value, const std::string& base_dir) {
     throw InputError("filters.mesh_matches_cluster=true needs a cluster: give base.cluster or sweep a cluster field");
   spec.figures = r.has("figures") ? parse_figures(*r.child("figures")) : default_figures(spec.mode);
   validate_axis_paths(spec);
+  spec.hash = fnv1a_hex(value.dump());
   return spec;
+}
+
+std::string fnv1a_hex(std::string_view bytes) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
 }
 
 SweepSpec parse_sweep_text(const std::string& text, const std::string& origin, const std::string& base_dir) {
   parse_json_text(text, origin);  // for its syntax errors with line and column
-  return parse_sweep(OrderedJson::parse(text), base_dir);
+  SweepSpec spec = parse_sweep(OrderedJson::parse(text), base_dir);
+  spec.hash = fnv1a_hex(text);
+  return spec;
 }
 
 SweepSpec load_sweep(const std::string& path) {

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strategies/graph/SimResult.hpp"
@@ -53,6 +54,9 @@ struct SweepSpec {
   SweepMode mode = SweepMode::Analyze;
   Fidelity fidelity = Fidelity::Flow;  ///< simulate mode: how each point's collectives are simulated
   std::vector<std::string> figures;    ///< dotted report paths written with every point
+  /// Identifies the sweep in every row it writes: 16 hex digits of the FNV-1a 64-bit hash of the sweep file's bytes
+  /// (parse_sweep_text), or of the sweep object's compact JSON (parse_sweep). Any edit of the file changes it.
+  std::string hash;
 
   std::uint64_t points() const;
   /// Every axis path, in file order (joint axes expanded).
@@ -75,6 +79,9 @@ std::vector<Json> axis_values(const Json& spec, const std::string& field);
 /// The figures a row carries when the sweep does not list any: memory, communication and FLOPs, and in simulate
 /// mode the simulated step time, MFU and throughput.
 std::vector<std::string> default_figures(SweepMode mode);
+
+/// 16 lower-case hex digits of the FNV-1a 64-bit hash of `bytes`.
+std::string fnv1a_hex(std::string_view bytes);
 
 /// Per axis, the index of its value at point `index` (< spec.points()).
 std::vector<std::size_t> point_coords(const SweepSpec& spec, std::uint64_t index);

@@ -61,6 +61,18 @@ void remove_stale_temporaries(const std::string& path) {
 
 }  // namespace
 
+namespace {
+LockFunction lock_function = [](int fd) { return ::flock(fd, LOCK_EX | LOCK_NB); };
+int lock_file(int fd) {
+  return lock_function(fd);
+}
+}  // namespace
+
+LockFunction set_lock_function_for_tests(LockFunction f) {
+  std::swap(lock_function, f);
+  return f;
+}
+
 std::optional<std::uint64_t> row_index(std::string_view line) {
   constexpr std::string_view head = "{\"index\":";
   if (line.substr(0, head.size()) != head) return std::nullopt;
@@ -71,6 +83,34 @@ std::optional<std::uint64_t> row_index(std::string_view line) {
   return std::stoull(std::string(digits));
 }
 
+namespace {
+
+// Why a results line is not the row `expected` (a row prefix, see SweepRows::prefix) says point `index` has: the
+// first identity field that differs.
+std::string mismatch_reason(std::string_view text, const std::string& expected, std::uint64_t index) {
+  const Json row = Json::parse(text, nullptr, false);
+  const Json want = Json::parse(expected + "\"}", nullptr, false);
+  const std::string point = "point " + std::to_string(index);
+  auto value = [](const Json& j, const char* key) { return j.is_object() && j.contains(key) ? j[key].dump() : ""; };
+  if (!row.is_object()) return point + ": not a JSON object (a damaged line)";
+  if (value(row, "sweep").empty() && !value(want, "sweep").empty())
+    return point + " was written by a placesim before 0.19 (its rows carry no sweep hash); write to a new --out";
+  if (value(row, "sweep") != value(want, "sweep"))
+    return point + " was written by another sweep file (sweep hash " + value(row, "sweep") + "; this file has " +
+           value(want, "sweep") +
+           "): the sweep file changed since (any field counts: base, axes, filters, figures, mode); restore it or "
+           "write to a new --out";
+  if (value(row, "version") != value(want, "version"))
+    return point + " was written by placesim " + value(row, "version") + ", this is " + value(want, "version") +
+           ": the rows of two versions would mix; finish with the old binary or write to a new --out";
+  if (value(row, "shard") != value(want, "shard"))
+    return point + " was written by shard " + (value(row, "shard").empty() ? "0/1" : value(row, "shard")) +
+           ", this run is shard " + (value(want, "shard").empty() ? "0/1" : value(want, "shard"));
+  return point + " has other axis values (or simulation fidelity) than this sweep gives it; write to a new --out";
+}
+
+}  // namespace
+
 void ResumeScanner::line(std::string_view text) {
   ++lines_;
   const std::string where = origin_ + ":" + std::to_string(lines_) + ": ";
@@ -78,11 +118,7 @@ void ResumeScanner::line(std::string_view text) {
   if (!index) throw InputError(where + "not a sweep row; --resume continues only a file this sweep wrote");
   auto prefix = expected_(*index);
   if (!prefix) throw InputError(where + "point " + std::to_string(*index) + " is not a point of this sweep and shard");
-  if (text.substr(0, prefix->size()) != *prefix)
-    throw InputError(
-        where + "point " + std::to_string(*index) +
-        " has other axis values (or simulation fidelity) than this sweep gives it: the sweep file changed; "
-        "write to a new --out");
+  if (text.substr(0, prefix->size()) != *prefix) throw InputError(where + mismatch_reason(text, *prefix, *index));
   scan_.done.push_back(*index);
 }
 
@@ -136,12 +172,24 @@ bool sort_rows(std::string& text) {
   return true;
 }
 
-ResultsFile::ResultsFile(const std::string& path, bool keep, bool overwrite) : path_(path) {
+std::string lock_failure(const std::string& path, int error) {
+  if (error == EWOULDBLOCK)
+    return "'" + path + "' is being written by another sweep (it holds the file's lock); wait for it, or write to " +
+           "another --out";
+  return "cannot lock '" + path + "' (flock: " + std::strerror(error) +
+         "): this filesystem has no file locks (Lustre mounted without -o flock, some NFS and FUSE mounts); write "
+         "--out "
+         "to a filesystem that has them (e.g. node-local /tmp, copied back when the sweep ends), or pass --no-lock "
+         "when nothing else writes this file (two sweeps writing one file unlocked would interleave their rows)";
+}
+
+ResultsFile::ResultsFile(const std::string& path, bool keep, bool overwrite, bool lock) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw InputError(system_error("cannot open", path));
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+  if (lock && lock_file(fd_) != 0) {
+    int error = errno;
     ::close(fd_);
-    throw InputError("'" + path + "' is being written by another sweep");
+    throw InputError(lock_failure(path, error));
   }
   remove_stale_temporaries(path);
   struct stat st {};

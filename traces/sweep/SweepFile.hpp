@@ -69,10 +69,11 @@ class AtomicFileWriter {
 /// plus at most one cut line, which the next --resume truncates.
 class ResultsFile {
  public:
-  /// Opens or creates `path` and removes the temporaries a sweep killed during finalize() left beside it. Without
-  /// `keep`, an existing non-empty file is refused unless `overwrite` (then it is emptied); with `keep` its content
-  /// stays for resume().
-  ResultsFile(const std::string& path, bool keep, bool overwrite);
+  /// Opens or creates `path`, takes its lock (unless `lock` is false: --no-lock) and removes the temporaries a sweep
+  /// killed during finalize() left beside it. Without `keep`, an existing non-empty file is refused unless
+  /// `overwrite` (then it is emptied); with `keep` its content stays for resume(). A lock another process holds and
+  /// a filesystem without flock (ENOSYS, ENOLCK, EOPNOTSUPP, ...) are refused with different messages.
+  ResultsFile(const std::string& path, bool keep, bool overwrite, bool lock = true);
   ~ResultsFile();
   ResultsFile(const ResultsFile&) = delete;
   ResultsFile& operator=(const ResultsFile&) = delete;
@@ -90,6 +91,14 @@ class ResultsFile {
   std::string path_;
   int fd_ = -1;
 };
+
+/// How ResultsFile locks its file: flock(fd, LOCK_EX | LOCK_NB), 0 or -1 with errno. Tests replace it (to act as
+/// a filesystem without locks) and get the previous one back.
+using LockFunction = int (*)(int fd);
+LockFunction set_lock_function_for_tests(LockFunction f);
+
+/// The message a lock failure with `error` (errno) on `path` gives.
+std::string lock_failure(const std::string& path, int error);
 
 /// Writes `text` to `path` with an AtomicFileWriter.
 void write_file_atomically(const std::string& path, std::string_view text);

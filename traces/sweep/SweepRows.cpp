@@ -1,6 +1,7 @@
 #include "traces/sweep/SweepRows.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "traces/report/Report.hpp"
@@ -43,6 +44,9 @@ const std::map<std::string, FigureFn>& analytic_figures() {
         {"compute.hardware_flops_per_step", [](E, A a) { return a.hardware_flops_per_step; }},
         {"compute.hardware_flops_per_device_max", [](E, A a) { return stage_flops_max(a); }},
         {"compute.tokens_per_step", [](E, A a) { return a.tokens_per_step; }},
+        // Absent (NaN) when the point was checked against no capacity, as in the report.
+        {"device_memory_bytes",
+         [](E e, A) { return e.device_memory_bytes > 0 ? e.device_memory_bytes : std::nan(""); }},
     };
     t["communication.by_class.dp_grad_sync"] = [](E, A a) { return by_class(a, CommClass::DpGradSync); };
     t["communication.by_class.zero_gather"] = [](E, A a) { return by_class(a, CommClass::ZeroGather); };
@@ -89,7 +93,15 @@ std::string csv_cell(const Json* v) {
 
 }  // namespace
 
-SweepRows::SweepRows(const SweepSpec& spec) : spec_(spec) {
+const char* placesim_version() {
+  return PLACESIM_VERSION;
+}
+
+SweepRows::SweepRows(const SweepSpec& spec, const Shard& shard) : spec_(spec) {
+  if (shard.count > 1)
+    identity_ = ",\"shard\":\"" + std::to_string(shard.index) + "/" + std::to_string(shard.count) + "\"";
+  identity_ += ",\"sweep\":\"" + spec.hash + "\",\"version\":" + Json(placesim_version()).dump() +
+               ",\"points\":" + std::to_string(spec.points()) + ",\"point\":{";
   for (const auto& axis : spec.axes) {
     std::vector<std::string> keys;
     for (const auto& path : axis.paths) keys.push_back(key_text(path) + ":");
@@ -99,7 +111,7 @@ SweepRows::SweepRows(const SweepSpec& spec) : spec_(spec) {
 }
 
 std::string SweepRows::prefix(std::uint64_t index, const std::vector<std::size_t>& coords) const {
-  std::string out = "{\"index\":" + std::to_string(index) + ",\"point\":{";
+  std::string out = "{\"index\":" + std::to_string(index) + identity_;
   for (std::size_t a = 0; a < coords.size(); ++a) {
     const std::vector<Json>& value = spec_.axes[a].values[coords[a]];
     for (std::size_t p = 0; p < value.size(); ++p) {
@@ -132,7 +144,8 @@ std::string SweepRows::line(std::uint64_t index, const std::vector<std::size_t>&
     } else if (outcome.analyzed) {
       auto fn = analytic_figures().find(path);
       if (fn != analytic_figures().end()) {
-        text = number(fn->second(e, a)).dump();
+        double v = fn->second(e, a);
+        if (!std::isnan(v)) text = number(v).dump();
       } else {
         if (report.is_null()) report = analysis_report(e, a);
         if (const Json* v = find_path(report, path)) text = v->dump();
@@ -166,7 +179,10 @@ const Json* find_path(const Json& document, const std::string& path) {
 
 Json analytic_figure(const std::string& path, const Experiment& e, const Analysis& a) {
   auto fn = analytic_figures().find(path);
-  if (fn != analytic_figures().end()) return number(fn->second(e, a));
+  if (fn != analytic_figures().end()) {
+    double v = fn->second(e, a);
+    return std::isnan(v) ? Json() : number(v);
+  }
   Json report = analysis_report(e, a);
   const Json* v = find_path(report, path);
   return v ? *v : Json();
