@@ -1,0 +1,363 @@
+"""traces/sweep/plot_sweep.py: one test per defect of issue 19 (each fails with the script before it), plus the
+features it kept. Run from the repository root: /usr/bin/python3 -m unittest -v tests/python/test_plot_sweep.py"""
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO, "traces", "sweep", "plot_sweep.py")
+
+spec = importlib.util.spec_from_file_location("plot_sweep", SCRIPT)
+plot_sweep = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plot_sweep)
+
+PRESETS = ["zero3", "dp", "zero1"]  # deliberately not alphabetical: the sweep's order is the legend's
+DPS = [1, 2, 4, 8, 16]
+
+
+def memory_of(preset, dp):
+    return {"dp": 120e9, "zero1": 30e9 + 90e9 / dp, "zero3": 120e9 / dp}[preset]
+
+
+def rows(sweep="9f2c4e1a0b3d5e67", new=True, device_memory=80e9, drop_comm_for=None):
+    """The rows of a preset x dp sweep, in the new format (sweep, version, points, device_memory_bytes) or the old."""
+    out = []
+    for k, (preset, dp) in enumerate((p, d) for p in PRESETS for d in DPS):
+        row = {"index": k}
+        if new:
+            row.update({"sweep": sweep, "version": "0.19.0", "points": len(PRESETS) * len(DPS)})
+        row["point"] = {"strategy.preset": preset, "strategy.dp": dp}
+        row["status"] = "ok"
+        row["memory.total_bytes"] = memory_of(preset, dp)
+        if preset != drop_comm_for:
+            row["communication.bytes_per_step"] = 1e9 * dp
+        if new and device_memory is not None:
+            row["device_memory_bytes"] = device_memory
+        out.append(row)
+    return out
+
+
+class Files:
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="plot-sweep-test-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def write(self, name, lines):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            for row in lines:
+                f.write(json.dumps(row) + "\n")
+        return path
+
+    def load(self, *paths, allow_mixed=False):
+        warnings = []
+        frame, axes = plot_sweep.load_frame(list(paths), allow_mixed=allow_mixed, warn=warnings.append)
+        return frame, axes, warnings
+
+    def figure(self, path, *options):
+        args = plot_sweep.parse_args([path] + list(options))
+        frame, axes, _ = self.load(path)
+        plot_sweep.defaults(frame, axes, args)
+        return plot_sweep.build_figure(plot_sweep.select_status(frame, args.status), args, warn=lambda m: None)
+
+
+class DuplicatesAndMixing(Files, unittest.TestCase):
+    """Defect 1: a file given twice was counted twice (mean, counts); rows of other sweeps were mixed in silently."""
+
+    def test_a_file_given_twice_draws_what_it_draws_once(self):
+        path = self.write("r.jsonl", rows())
+        once, _, _ = self.load(path)
+        twice, _, warnings = self.load(path, os.path.join(self.tmp, ".", "r.jsonl"))
+        self.assertEqual(len(twice), len(once))
+        for agg in ("mean", "none"):
+            self.assertEqual(plot_sweep.series(twice, "strategy.dp", "memory.total_bytes", "strategy.preset", agg),
+                             plot_sweep.series(once, "strategy.dp", "memory.total_bytes", "strategy.preset", agg))
+        self.assertTrue(any("read once" in w for w in warnings), warnings)
+
+    def test_rows_read_twice_through_a_shard_and_the_merged_file_count_once(self):
+        merged = self.write("merged.jsonl", rows())
+        shard = self.write("shard1.jsonl", [dict(r, shard="1/4") for r in rows() if r["index"] % 4 == 1])
+        both, _, warnings = self.load(merged, shard)
+        self.assertEqual(len(both), len(PRESETS) * len(DPS))
+        self.assertIn("dropped 4 duplicate rows (same sweep and index)", warnings[-1])
+        self.assertEqual(plot_sweep.series(both, "strategy.dp", "memory.total_bytes", "strategy.preset", "none"),
+                         plot_sweep.series(self.load(merged)[0], "strategy.dp", "memory.total_bytes",
+                                           "strategy.preset", "none"))
+
+    def test_shards_of_one_sweep_combine(self):
+        shards = [self.write(f"s{i}.jsonl", [dict(r, shard=f"{i}/2") for r in rows() if r["index"] % 2 == i])
+                  for i in range(2)]
+        frame, _, warnings = self.load(*shards)
+        self.assertEqual(list(frame["index"]), list(range(len(PRESETS) * len(DPS))))
+        self.assertEqual(warnings, [])
+
+    def test_rows_of_different_sweeps_are_refused_naming_both_files(self):
+        a = self.write("a.jsonl", rows(sweep="aaaaaaaaaaaaaaaa"))
+        b = self.write("b.jsonl", rows(sweep="bbbbbbbbbbbbbbbb"))
+        with self.assertRaises(plot_sweep.ResultsError) as caught:
+            self.load(a, b)
+        message = str(caught.exception)
+        for part in (a, b, "different sweeps", "--allow-mixed"):
+            self.assertIn(part, message)
+        frame, _, _ = self.load(a, b, allow_mixed=True)
+        self.assertEqual(len(frame), 2 * len(PRESETS) * len(DPS))
+
+    def test_old_rows_with_other_points_at_one_index_are_refused(self):
+        a = self.write("a.jsonl", rows(new=False))
+        other = [dict(r, point={"strategy.preset": r["point"]["strategy.preset"], "strategy.dp": 3})
+                 for r in rows(new=False)]
+        b = self.write("b.jsonl", other)
+        with self.assertRaisesRegex(plot_sweep.ResultsError, "different points at index 0"):
+            self.load(a, b)
+
+    def test_the_command_line_refuses_mixed_sweeps(self):
+        a = self.write("a.jsonl", rows(sweep="aaaaaaaaaaaaaaaa"))
+        b = self.write("b.jsonl", rows(sweep="bbbbbbbbbbbbbbbb"))
+        with self.assertRaises(SystemExit) as caught, contextlib.redirect_stderr(io.StringIO()):
+            plot_sweep.main([a, b, "--out", os.path.join(self.tmp, "x.png")])
+        self.assertIn("different sweeps", str(caught.exception.code))
+
+
+class Colours(Files, unittest.TestCase):
+    """Defect 2: colours were assigned per panel, so a hue value missing from one panel shifted the others."""
+
+    def series_colours(self, ax):
+        return {line.get_label(): line.get_color() for line in ax.get_lines() if line.get_gid() == "series"}
+
+    def test_a_hue_value_has_one_colour_in_every_panel(self):
+        # dp has no communication figure: the old script gave zero1 dp's colour in the second panel.
+        path = self.write("r.jsonl", rows(drop_comm_for="dp"))
+        fig = self.figure(path, "--x", "strategy.dp", "--hue", "strategy.preset", "--y", "memory.total_bytes",
+                          "--y", "communication.bytes_per_step")
+        panels = [ax for ax in fig.axes if ax.get_lines()]
+        self.assertEqual(len(panels), 2)
+        first, second = (self.series_colours(ax) for ax in panels)
+        self.assertEqual(set(first), set(PRESETS))
+        self.assertEqual(set(second), {"zero3", "zero1"})
+        for preset, colour in second.items():
+            self.assertEqual(colour, first[preset], preset)
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        self.assertEqual(len(legends), 1, "one legend for the figure")
+        entries = {h.get_label(): h.get_color() for h in legends[0].legend_handles} if hasattr(
+            legends[0], "legend_handles") else {h.get_label(): h.get_color() for h in legends[0].legendHandles}
+        self.assertEqual({k: entries[k] for k in PRESETS}, first)
+
+    def test_colours_and_markers_follow_the_order_of_the_values(self):
+        mapping = plot_sweep.colour_map(["zero3", "dp", "zero1"])
+        self.assertEqual(list(mapping), ["zero3", "dp", "zero1"])
+        self.assertEqual(mapping["zero3"], (plot_sweep.PALETTE[0], plot_sweep.MARKERS[0]))
+        self.assertEqual(mapping["zero1"], (plot_sweep.PALETTE[2], plot_sweep.MARKERS[2]))
+        frame, _, _ = self.load(self.write("r.jsonl", rows()))
+        self.assertEqual(plot_sweep.ordered_values(frame, "strategy.preset"), PRESETS)
+        self.assertEqual(plot_sweep.ordered_values(frame.iloc[::-1], "strategy.dp"), DPS)
+
+
+class Labels(Files, unittest.TestCase):
+    """Defect 3: axes showed raw dotted paths."""
+
+    def test_known_fields_have_names_and_units(self):
+        self.assertEqual(plot_sweep.label("strategy.dp"), "data-parallel degree")
+        self.assertEqual(plot_sweep.label("strategy.tp"), "tensor-parallel degree")
+        self.assertEqual(plot_sweep.label("strategy.pp"), "pipeline stages")
+        self.assertEqual(plot_sweep.label("memory.total_bytes"), "memory per GPU [GB]")
+        self.assertEqual(plot_sweep.label("communication.bytes_per_step"), "bytes sent per GPU per step [GB]")
+        self.assertEqual(plot_sweep.label("simulation.step_time_s"), "step time [s]")
+        self.assertEqual(plot_sweep.label("simulation.mfu"), "MFU")
+        self.assertEqual(plot_sweep.label("simulation.tokens_per_s"), "throughput [tokens/s]")
+        self.assertEqual(plot_sweep.label("strategy.placement.optimizer"), "optimizer placement")
+
+    def test_unknown_fields_read_as_their_last_component(self):
+        self.assertEqual(plot_sweep.label("memory.per_stage.0.activations_bytes"), "activations [GB]")
+        self.assertEqual(plot_sweep.label("pipeline.idle_fraction_mean"), "idle fraction mean")
+        self.assertEqual(plot_sweep.label("strategy.dp", {"strategy.dp": "GPUs"}), "GPUs")
+
+    def test_the_figure_uses_the_names_and_the_label_option(self):
+        path = self.write("r.jsonl", rows())
+        fig = self.figure(path, "--y", "memory.total_bytes", "--label", "strategy.preset=ZeRO stage")
+        ax = [ax for ax in fig.axes if ax.get_lines()][0]
+        self.assertEqual(ax.get_xlabel(), "data-parallel degree")
+        self.assertEqual(ax.get_ylabel(), "memory per GPU [GB]")
+        legend = [a.get_legend() for a in fig.axes if a.get_legend() is not None][0]
+        self.assertEqual(legend.get_title().get_text(), "ZeRO stage")
+
+
+class MemoryLimit(Files, unittest.TestCase):
+    """Defect 4: the GPU's memory was not shown on memory panels."""
+
+    def limit_lines(self, fig):
+        return {ax.get_ylabel(): [line.get_ydata()[0] for line in ax.get_lines() if line.get_gid() == "device_memory"]
+                for ax in fig.axes if ax.get_lines()}
+
+    def test_a_dashed_line_at_the_rows_device_memory_on_memory_panels_only(self):
+        path = self.write("r.jsonl", rows(device_memory=80e9))
+        fig = self.figure(path, "--y", "memory.total_bytes", "--y", "communication.bytes_per_step")
+        lines = self.limit_lines(fig)
+        self.assertEqual(lines["memory per GPU [GB]"], [80.0])
+        self.assertEqual(lines["bytes sent per GPU per step [GB]"], [])
+        dashed = [line for ax in fig.axes for line in ax.get_lines() if line.get_gid() == "device_memory"]
+        self.assertEqual(dashed[0].get_linestyle(), "--")
+        legend = [a.get_legend() for a in fig.axes if a.get_legend() is not None][0]
+        self.assertIn("GPU memory (80 GB)", [t.get_text() for t in legend.get_texts()])
+
+    def test_device_memory_option_overrides_and_names_gib(self):
+        path = self.write("r.jsonl", rows(new=False))
+        fig = self.figure(path, "--y", "memory.total_bytes", "--device-memory", "40GiB")
+        self.assertAlmostEqual(self.limit_lines(fig)["memory per GPU [GB]"][0], 40 * 2**30 / 1e9)
+        legend = [a.get_legend() for a in fig.axes if a.get_legend() is not None][0]
+        self.assertIn("GPU memory (40 GiB)", [t.get_text() for t in legend.get_texts()])
+
+    def test_no_line_when_the_rows_disagree_or_do_not_say(self):
+        mixed = rows()
+        mixed[0]["device_memory_bytes"] = 40e9
+        frame, _, _ = self.load(self.write("r.jsonl", mixed))
+        self.assertIsNone(plot_sweep.memory_limit(frame))
+        frame, _, _ = self.load(self.write("old.jsonl", rows(new=False)))
+        self.assertIsNone(plot_sweep.memory_limit(frame))
+        self.assertEqual(plot_sweep.parse_size("80GB"), 80e9)
+        self.assertTrue(plot_sweep.is_memory_figure("memory.model_states_bytes"))
+        self.assertFalse(plot_sweep.is_memory_figure("memory.host_bytes"))
+        self.assertFalse(plot_sweep.is_memory_figure("communication.bytes_per_step"))
+
+
+class LogAxes(Files, unittest.TestCase):
+    """Defect 5: x was linear for powers of two spanning less than 100x, and could not be overridden."""
+
+    def scales(self, *options):
+        fig = self.figure(self.write("r.jsonl", rows()), "--y", "memory.total_bytes", *options)
+        ax = [ax for ax in fig.axes if ax.get_lines()][0]
+        return ax.get_xscale(), getattr(ax.xaxis.get_transform(), "base", None), ax.get_yscale()
+
+    def test_powers_of_two_get_a_base_2_x_axis(self):
+        # dp 1..16 spans only 16x (the old rule wanted 100x); memory 7.5..120 GB spans 16x too: linear y.
+        self.assertEqual(self.scales(), ("log", 2, "linear"))
+        self.assertEqual(self.scales("--logy"), ("log", 2, "log"))
+
+    def test_overrides(self):
+        self.assertEqual(self.scales("--linear"), ("linear", None, "linear"))
+        self.assertEqual(self.scales("--linear", "--logy"), ("linear", None, "log"))
+        frame = plot_sweep.pd.DataFrame({"x": [1, 3, 5]})
+        self.assertIsNone(plot_sweep.x_scale(frame, "x"))
+        self.assertEqual(plot_sweep.x_scale(frame, "x", logx=True), 10)
+        self.assertEqual(plot_sweep.x_scale(plot_sweep.pd.DataFrame({"x": [1, 50, 300]}), "x"), 10)
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        header = f.read(24)
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", header[16:24])
+
+
+def pdf_size(path):
+    with open(path, "rb") as f:
+        data = f.read().decode("latin-1")
+    import re
+    box = re.search(r"/MediaBox\s*\[\s*0\s+0\s+([0-9.]+)\s+([0-9.]+)\s*\]", data)
+    return float(box.group(1)), float(box.group(2))
+
+
+class Output(Files, unittest.TestCase):
+    """Defect 6: outputs were screen-sized at 150 dpi."""
+
+    def run_main(self, *argv):
+        with contextlib.redirect_stderr(io.StringIO()):
+            plot_sweep.main(list(argv))
+
+    def test_pdf_png_svg_at_the_requested_size(self):
+        path = self.write("r.jsonl", rows())
+        png, pdf, svg = (os.path.join(self.tmp, "fig." + e) for e in ("png", "pdf", "svg"))
+        self.run_main(path, "--y", "memory.total_bytes", "--y", "communication.bytes_per_step",
+                      "--size", "7x2.5", "--out", png, "--out", pdf, "--out", svg)
+        self.assertEqual(png_size(png), (7 * 300, int(2.5 * 300)))
+        self.assertEqual(pdf_size(pdf), (7 * 72, 2.5 * 72))
+        with open(svg, encoding="utf-8") as f:
+            self.assertIn('width="504pt" height="180pt"', f.read(2000))
+
+    def test_column_width_and_fonts(self):
+        path = self.write("r.jsonl", rows())
+        png = os.path.join(self.tmp, "col.png")
+        self.run_main(path, "--size", "column", "--out", png)
+        self.assertEqual(png_size(png)[0], int(3.5 * 300))
+        self.assertEqual(plot_sweep.figure_layout("page", 2)[:4], (7.0, 2.6, 2, 8))
+        self.assertEqual(plot_sweep.figure_layout("column", 2)[2], 1, "column figures stack their panels")
+
+    def test_unknown_extension_is_refused(self):
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+            plot_sweep.parse_args(["r.jsonl", "--out", "fig.jpeg"])
+
+
+class Interpreter(Files, unittest.TestCase):
+    """Defect 7: under pyenv's python3 (no Debian packages) the script failed with an ImportError."""
+
+    def test_the_re_exec_decision(self):
+        exists = lambda path: True  # noqa: E731
+        target = plot_sweep.reexec_target(False, "/root/.pyenv/versions/3.11.7/bin/python3", "/usr/bin/python3",
+                                          exists, environ={})
+        self.assertEqual(target, "/usr/bin/python3")
+        self.assertIsNone(plot_sweep.reexec_target(True, "/opt/python3", "/usr/bin/python3", exists, environ={}))
+        self.assertIsNone(plot_sweep.reexec_target(False, "/usr/bin/python3", "/usr/bin/python3", exists, environ={}))
+        self.assertIsNone(plot_sweep.reexec_target(False, "/opt/python3", "/usr/bin/python3", lambda p: False,
+                                                   environ={}))
+        self.assertIsNone(plot_sweep.reexec_target(False, "/opt/python3", "/usr/bin/python3", exists,
+                                                   environ={plot_sweep.REEXEC_GUARD: "1"}))
+
+    def test_without_the_libraries_it_says_what_to_install(self):
+        # -S hides Debian's dist-packages from Debian's own python: the script cannot re-run under itself.
+        done = subprocess.run([sys.executable, "-S", SCRIPT, "r.jsonl"], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=""))
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("apt-get install python3-matplotlib python3-pandas", done.stderr)
+        self.assertIn("/usr/bin/python3", done.stderr)
+
+    def test_another_python_without_the_libraries_re_runs_it_under_debians(self):
+        others = [p for p in (shutil.which("python3"), shutil.which("python3", path="/root/.pyenv/shims"))
+                  if p and os.path.realpath(p) != os.path.realpath("/usr/bin/python3")]
+        if not others or subprocess.run([others[0], "-c", "import matplotlib, pandas"],
+                                         capture_output=True).returncode == 0:
+            self.skipTest("no other python3 without matplotlib or pandas here")
+        png = os.path.join(self.tmp, "r.png")
+        env = {k: v for k, v in os.environ.items() if k != plot_sweep.REEXEC_GUARD}
+        done = subprocess.run([others[0], SCRIPT, self.write("r.jsonl", rows()), "--out", png],
+                              capture_output=True, text=True, env=env)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(png_size(png), (int(5.5 * 300), 4 * 300))
+
+
+class KeptFeatures(Files, unittest.TestCase):
+    def test_defaults_and_agg(self):
+        path = self.write("r.jsonl", rows())
+        args = plot_sweep.parse_args([path])
+        frame, axes, _ = self.load(path)
+        plot_sweep.defaults(frame, axes, args)
+        self.assertEqual((args.x, args.y, args.hue), ("strategy.dp", ["memory.total_bytes"], "strategy.preset"))
+        two = [dict(r, index=r["index"] + 100, point=dict(r["point"], **{"training.micro_batch": 2}),
+                    **{"memory.total_bytes": r["memory.total_bytes"] / 2}) for r in rows()]
+        frame, _, _ = self.load(self.write("mb.jsonl", rows() + two))
+        lines = plot_sweep.series(frame, "strategy.dp", "memory.total_bytes", "strategy.preset", "min")
+        self.assertEqual(lines["dp"], (DPS, [60e9] * len(DPS)))
+        lines = plot_sweep.series(frame, "strategy.dp", "memory.total_bytes", "strategy.preset", "max")
+        self.assertEqual(lines["dp"][1], [120e9] * len(DPS))
+
+    def test_status_filtered_rows_are_drawn_only_when_asked(self):
+        marked = rows()
+        marked[0]["status"] = "invalid"
+        marked[1]["status"] = "filtered"
+        marked[1]["reason"] = "filters: strategy.dp=2 is not in [1]"
+        frame, _, _ = self.load(self.write("r.jsonl", marked))
+        self.assertEqual(len(plot_sweep.select_status(frame, "ok")), len(marked) - 2)
+        self.assertEqual(len(plot_sweep.select_status(frame, "all")), len(marked) - 1)
+        self.assertEqual(list(plot_sweep.select_status(frame, "filtered")["index"]), [1])
+
+
+if __name__ == "__main__":
+    unittest.main()
