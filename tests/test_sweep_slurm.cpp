@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <set>
 
-#include "sim/cli/SweepCli.hpp"
+#include "sim/sweep/Cpus.hpp"
 #include "sim/sweep/SlurmScript.hpp"
 #include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"

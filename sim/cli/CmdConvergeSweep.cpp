@@ -14,7 +14,7 @@ final loss of each pipeline schedule over stage counts at equal simulated time, 
 --out FILE                write the table as CSV: one row per objective, S and schedule, with the tuned step
 --jsonl FILE              write every run (each step size of each cell) as JSON lines
 --svg FILE                write final loss against S per schedule, one panel per objective
---threads N               worker threads (default: the sweep file's, else one per core)
+--threads N               worker threads (default: the sweep file's, else the CPUs this process may use)
 )";
 
 namespace {

@@ -1,6 +1,5 @@
 #include "sim/cli/SweepCli.hpp"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <climits>
@@ -8,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "sim/sweep/Cpus.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -24,24 +24,6 @@ std::string own_executable() {
 
 }  // namespace
 
-unsigned affinity_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return static_cast<unsigned>(CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-unsigned default_jobs(unsigned cpus, const char* slurm_cpus_per_task) {
-  unsigned jobs = std::max(1u, cpus);
-  if (slurm_cpus_per_task && *slurm_cpus_per_task) {
-    std::string text = slurm_cpus_per_task;
-    if (text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos && std::stoul(text) > 0)
-      jobs = std::min(jobs, static_cast<unsigned>(std::stoul(text)));
-  }
-  return jobs;
-}
-
 std::vector<FlagSpec> sweep_run_flags() {
   return flag_table(R"(
 --jobs N                  points evaluated at once: threads (analyze) or simulator processes (default: the CPUs
@@ -54,7 +36,7 @@ std::vector<FlagSpec> sweep_run_flags() {
 
 SweepRunOptions sweep_run_options(const Args& args) {
   SweepRunOptions o;
-  o.jobs = default_jobs(affinity_cpus(), std::getenv("SLURM_CPUS_PER_TASK"));
+  o.jobs = available_jobs();
   if (auto jobs = args.value("--jobs")) {
     Json v = parse_cli_value(*jobs);
     if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 4096)

@@ -8,14 +8,7 @@ namespace placesim {
 
 /// The flags `sweep` and `search` share: --jobs, --device-memory, --simulator, --quiet.
 std::vector<FlagSpec> sweep_run_flags();
-/// The CPUs this process may run on (sched_getaffinity; under `taskset`, cgroups cpusets or Slurm's task
-/// affinity fewer than the machine has).
-unsigned affinity_cpus();
-/// --jobs when not given: `cpus`, at most SLURM_CPUS_PER_TASK when that is set to a positive integer (Slurm without
-/// task affinity lets a 1-CPU task see every core of the node).
-unsigned default_jobs(unsigned cpus, const char* slurm_cpus_per_task);
-/// SweepRunOptions from those flags: default_jobs(affinity_cpus(), $SLURM_CPUS_PER_TASK), this executable as the
-/// simulator.
+/// SweepRunOptions from those flags: available_jobs() (sim/sweep/Cpus.hpp), this executable as the simulator.
 SweepRunOptions sweep_run_options(const Args& args);
 /// A progress display on stderr for `total` points (a bar on a terminal), or null with --quiet.
 std::unique_ptr<Progress> sweep_progress(const Args& args, const std::string& label, std::uint64_t total);

@@ -10,6 +10,7 @@
 #include "sim/converge/Converge.hpp"
 #include "sim/converge/Minimum.hpp"
 #include "sim/converge/Objectives.hpp"
+#include "sim/sweep/Cpus.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
 
 namespace placesim {
@@ -262,8 +263,7 @@ std::vector<ConvergeSweepCell> run_converge_sweep(const ConvergeSweepSpec& spec)
     for (const PreparedPipeline& p : pipelines) cells.push_back(cell_for(spec, o, p));
   }
   if (cells.empty()) return cells;
-  const int threads =
-      spec.threads > 0 ? spec.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = spec.threads > 0 ? spec.threads : static_cast<int>(available_jobs());
   std::vector<std::unique_ptr<Objective>> objectives(instances.size());
   std::vector<MinimumEstimate> minima(instances.size());
   parallel_for(instances.size(), threads, [&](std::size_t i) {
