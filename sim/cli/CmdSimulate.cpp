@@ -19,7 +19,10 @@ expand the strategy into a task DAG and simulate one training step on the cluste
 --trace FILE              write a Chrome trace (Perfetto, speedscope); gzip when FILE ends in .gz
 --trace-devices SEL       devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ...
 --trace-detail coarse|fine  fine shows every collective step (default coarse)
---svg FILE                write a static SVG timeline overview
+--svg FILE                write a static SVG timeline overview: a row per pipeline stage (its lowest tp rank)
+--time-window A:B         the SVG shows only simulated time A to B, in seconds (10.5:12) or with units
+                          (200ms:350ms); needs --svg
+--svg-all-ranks           the SVG draws every selected tp rank, not only the lowest of each stage; needs --svg
 --fidelity analytic|flow|full  analytic: collectives as exact alpha-beta delays; flow (default): collectives across
                           nodes as contending flows; full: every collective step a flow
 --layer-group N           layers per compute task (default: chosen to bound the task count)
@@ -56,22 +59,39 @@ TraceOptions trace_options(const Args& args, const std::vector<DeviceInfo>& devi
                       parse_trace_detail(args.value("--trace-detail").value_or("coarse"))};
 }
 
+/// The SVG's own flags, checked before any work: they need --svg, and the window must parse.
+SvgOptions svg_flags(const Args& args) {
+  for (const char* flag : {"--time-window", "--svg-all-ranks"})
+    if (args.has(flag) && !args.has("--svg"))
+      throw InputError(std::string(flag) + (args.value(flag)->empty() ? "" : "=" + *args.value(flag)) +
+                       " applies to the SVG timeline only: add --svg FILE");
+  SvgOptions svg;
+  if (auto w = args.value("--time-window")) svg.window = parse_time_window(*w);
+  svg.all_tp_ranks = args.has("--svg-all-ranks");
+  return svg;
+}
+
+// The SVG first: its window is checked against the step, and a refused window should leave no trace written.
 void write_pictures(const Args& args, const SimulationRecord& record, const TraceOptions& options,
-                    const std::string& name, double step_time) {
+                    const std::string& name, double step_time, SvgOptions svg) {
+  if (auto path = args.value("--svg")) {
+    svg.trace = options;
+    svg.title = name;
+    write_timeline_svg(*path, record, svg);
+  }
   if (auto path = args.value("--trace"))
     write_chrome_trace(*path, record,
                        Json{{"experiment", name}, {"placesim_version", PLACESIM_VERSION}, {"step_time_s", step_time}},
                        options);
-  if (auto path = args.value("--svg")) write_timeline_svg(*path, record, SvgOptions{options, name});
 }
 
-int run_abstract(const Args& args, const Experiment& e) {
+int run_abstract(const Args& args, const Experiment& e, const SvgOptions& svg) {
   SimulationRecord record;
   Json report = simulate_abstract_pipeline(e.pipeline, &record, nullptr);
   report["experiment"] = e.name;
   report["placesim_version"] = PLACESIM_VERSION;
   write_pictures(args, record, trace_options(args, record.devices), e.name,
-                 report["simulation"]["step_time_s"].get<double>());
+                 report["simulation"]["step_time_s"].get<double>(), svg);
   std::string path = args.value("--report").value_or("-");
   write_output(path, dump(report));
   return 0;
@@ -79,8 +99,9 @@ int run_abstract(const Args& args, const Experiment& e) {
 
 int run(const Args& args) {
   SimulateSettings settings = settings_from(args);
+  const SvgOptions svg = svg_flags(args);
   Experiment e = experiment_from_args(args, true);
-  if (!e.pipeline.is_null()) return run_abstract(args, e);
+  if (!e.pipeline.is_null()) return run_abstract(args, e, svg);
   const SimulationInput in = resolve_simulation(std::move(e));
   const bool pictures = args.has("--trace") || args.has("--svg");
   settings.trace = args.has("--trace");
@@ -103,7 +124,7 @@ int run(const Args& args) {
       throw;
     }
   }();
-  write_pictures(args, step.result.record, options, in.experiment.name, step.result.step_time_s);
+  write_pictures(args, step.result.record, options, in.experiment.name, step.result.step_time_s, svg);
   write_flag_output(args, "--report", [&] { return dump(simulation_report(step)); });
   std::ostream& summary = summary_stream(args.value("--report").value_or(""));
   if (!args.has("--quiet")) summary << analysis_table(step.experiment, step.analysis) << "\n";
