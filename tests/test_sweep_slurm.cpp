@@ -182,9 +182,10 @@ TEST_CASE("The generated Slurm script takes the array size once and merges after
   // A fake sbatch that records its arguments; the tasks run as Slurm would start them.
   write(dir / "bin/sbatch", "#!/bin/bash\nprintf '%s\\n' \"$@\" >> " + dir / "sbatch.args" + "\necho 99\n");
   REQUIRE(shell("chmod +x " + dir / "bin/sbatch") == 0);
-  auto task = [&](int id, int count, int min, int max, std::string* out) {
+  auto task = [&](int id, int count, int min, int max, std::string* out, int restart = 0) {
     return shell("env PATH=" + dir / "bin" + ":$PATH SLURM_ARRAY_JOB_ID=77 SLURM_JOB_ID=" + std::to_string(80 + id) +
-                     " SLURM_ARRAY_TASK_ID=" + std::to_string(id) + " SLURM_ARRAY_TASK_COUNT=" + std::to_string(count) +
+                     " SLURM_RESTART_COUNT=" + std::to_string(restart) + " SLURM_ARRAY_TASK_ID=" + std::to_string(id) +
+                     " SLURM_ARRAY_TASK_COUNT=" + std::to_string(count) +
                      " SLURM_ARRAY_TASK_MIN=" + std::to_string(min) + " SLURM_ARRAY_TASK_MAX=" + std::to_string(max) +
                      " SLURM_CPUS_PER_TASK=2 bash " + dir / "results.sbatch",
                  out);
@@ -193,7 +194,7 @@ TEST_CASE("The generated Slurm script takes the array size once and merges after
   CHECK(task(2, 4, 0, 6, &output) == 2);
   CHECK_THAT(output, Catch::Contains("the array must be 0-(N-1), one task per shard (this one is 0-6 with 4 tasks)"));
   std::filesystem::remove(dir / "sbatch.args");
-  std::filesystem::remove(dir / "results.merge-submitted.77");
+  std::filesystem::remove(dir / "results.merge-submitted.77.0");
   for (int id : {2, 0, 3, 1}) REQUIRE(task(id, 4, 0, 3, &output) == 0);
   for (int id = 0; id < 4; ++id)
     for (const auto& line : lines_of(read(dir / ("results.shard-" + std::to_string(id) + ".jsonl"))))
@@ -202,13 +203,18 @@ TEST_CASE("The generated Slurm script takes the array size once and merges after
   auto args = lines_of(read(dir / "sbatch.args"));
   REQUIRE(std::count(args.begin(), args.end(), "--parsable") == 1);
   CHECK(std::count(args.begin(), args.end(), "--dependency=afterany:77") == 1);
-  CHECK(read(dir / "results.merge-submitted.77") == "82\n");  // task 2 ran first
+  CHECK(read(dir / "results.merge-submitted.77.0") == "82\n");  // task 2 ran first
   // Run the merge command it submitted (--wrap's value).
   auto wrap = std::find(args.begin(), args.end(), "--wrap");
   REQUIRE(wrap + 1 < args.end());
   CHECK_THAT(wrap[1], Catch::Contains(" sweep merge " + dir / "results.jsonl " + dir / "results.shard-0.jsonl "));
   REQUIRE(shell(wrap[1], &output) == 0);
   CHECK(read(dir / "results.jsonl") == read(dir / "one.jsonl"));
+  // A task requeued with scontrol (restart 1) submits one more merge, so a requeue after the merge ran is merged.
+  REQUIRE(task(1, 4, 0, 3, &output, 1) == 0);
+  REQUIRE(task(3, 4, 0, 3, &output, 1) == 0);
+  args = lines_of(read(dir / "sbatch.args"));
+  CHECK(std::count(args.begin(), args.end(), "--parsable") == 2);
   // Bad sizes are refused.
   CHECK(sweep_cli(dir / "sweep.json --out " + dir / "r.jsonl --slurm --array-size 21", &output) == 2);
   CHECK_THAT(output, Catch::Contains("--array-size=21 is more than the sweep's 20 points"));

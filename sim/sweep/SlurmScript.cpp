@@ -52,8 +52,9 @@ std::string slurm_script(const SlurmScriptOptions& o) {
 # `placesim sweep merge`, which writes )SH" +
        merged + R"SH( in index order, or fails naming the missing points and the shard
 # that owns them (log: <results>.merge.log).
-# After a failed, timed-out or cancelled task: submit this script again. Complete shards end at once, the others
-# continue where they stopped, and a new merge runs. To change the number of tasks, edit --array (only there).
+# After a failed, timed-out or cancelled task: submit this script again (or scontrol requeue the task). Complete
+# shards end at once, the others continue where they stopped, and a new merge runs. To change the number of tasks,
+# edit --array (only there).
 )SH";
   s += "#SBATCH --job-name=placesim-sweep\n";
   s += "#SBATCH --array=0-" + std::to_string(o.array_size - 1) + "\n";
@@ -74,9 +75,10 @@ if [ "$SLURM_ARRAY_TASK_MIN" != 0 ] || [ "$((SLURM_ARRAY_TASK_MAX + 1))" != "$ta
   echo "placesim sweep: the array must be 0-(N-1), one task per shard (this one is $SLURM_ARRAY_TASK_MIN-$SLURM_ARRAY_TASK_MAX with $tasks tasks); to resume, submit the whole script again" >&2
   exit 2
 fi
-# Once per array job (the first task to get here): the merge, after every task has ended.
+# Once per array job and requeue round (the first task to get here): the merge, after every task has ended. A task
+# requeued with scontrol (SLURM_RESTART_COUNT > 0) submits another, so a requeue after the merge ran is merged too.
 if (set -o noclobber; echo "$SLURM_JOB_ID" > )SH" +
-       shell_quote(f.merge_marker_prefix) + R"SH("$SLURM_ARRAY_JOB_ID") 2>/dev/null; then
+       shell_quote(f.merge_marker_prefix) + R"SH("$SLURM_ARRAY_JOB_ID.${SLURM_RESTART_COUNT:-0}") 2>/dev/null; then
   shards=()
   for ((i = 0; i < tasks; i++)); do shards+=("$shard_prefix$i$shard_suffix"); done
   merge=$(printf '%q ' "$placesim" sweep merge "$out" "${shards[@]}" --sweep "$sweep")SH" +
