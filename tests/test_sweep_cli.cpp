@@ -269,6 +269,7 @@ TEST_CASE("Simulate mode runs one simulator process per point and maps its exit 
   // a report carrying its own pid for tp 1 and 2, a refusal (exit 2) for tp 4, a crash for tp 8.
   write(dir / "simulator.sh", R"(#!/bin/sh
 [ "$1 $2" = "simulate --help" ] && exit 0
+[ "$1" = "--version" ] && echo "placesim )" PLACESIM_VERSION R"(" && exit 0
 [ "$1 $2 $3 $4 $5" = "simulate - --report - --fidelity" ] || exit 9
 step=1.5
 [ "$6" = "analytic" ] && step=1.25
@@ -341,4 +342,10 @@ echo "{\"simulation\": {\"step_time_s\": $step, \"mfu\": 0.25, \"tokens_per_s\":
   ::chmod((dir / "nosim.sh").c_str(), 0755);
   CHECK(sweep_cli(dir / "sweep.json" + " --out " + dir / "n.jsonl --simulator " + dir / "nosim.sh", &output) == 2);
   CHECK_THAT(output, Catch::Contains("this placesim cannot simulate a point"));
+  // Nor is a simulator of another version: every row carries one.
+  write(dir / "old.sh", "#!/bin/sh\n[ \"$1\" = --version ] && echo 'placesim 0.18.0' && exit 0\nexit 0\n");
+  ::chmod((dir / "old.sh").c_str(), 0755);
+  CHECK(sweep_cli(dir / "sweep.json" + " --out " + dir / "o.jsonl --simulator " + dir / "old.sh", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("/old.sh is 'placesim 0.18.0', this is placesim " PLACESIM_VERSION
+                                     ": every row carries one version"));
 }

@@ -1,6 +1,7 @@
 // Sweeps on a cluster (issue 19): the merge that checks, the generated Slurm script (run here under a fake Slurm
 // environment; tests/slurm/slurm_check.sh runs it on a real one), --jobs from the CPUs a process may use, a changed
 // sweep file refusing --resume, and filesystems without flock.
+#include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -149,6 +150,42 @@ TEST_CASE("sweep merge refuses rows of another sweep file, another version or an
   write(dir / "old.jsonl", text);
   CHECK(sweep_cli("merge --check " + dir / "a0.jsonl " + dir / "old.jsonl", &output) == 2);
   CHECK_THAT(output, Catch::Contains(std::string("old.jsonl:1: written by placesim 0.0.1, but ") + PLACESIM_VERSION));
+  // Rows checked against another --device-memory have other verdicts: refused, by the merge and by --resume.
+  REQUIRE(sweep_cli(dir / "a.json --shard 1/2 --out " + dir / "d1.jsonl --device-memory 16GiB --quiet") == 0);
+  CHECK(sweep_cli("merge --check " + dir / "a0.jsonl " + dir / "d1.jsonl", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("d1.jsonl:1: --device-memory 17179869184 bytes, but none in"));
+  CHECK(sweep_cli(dir / "a.json --shard 1/2 --out " + dir / "d1.jsonl --device-memory 80GiB --resume --quiet",
+                  &output) == 2);
+  CHECK_THAT(output, Catch::Contains("point 1 was checked against --device-memory 17179869184 bytes, this run "
+                                     "85899345920 bytes"));
+  // Damaged rows: cut inside (but ending in a newline), a carriage return, an empty line.
+  const std::string a1 = read(dir / "a1.jsonl");
+  const std::string first = a1.substr(0, a1.find('\n'));
+  write(dir / "bad.jsonl", first.substr(0, 150) + "\n" + a1.substr(a1.find('\n') + 1));
+  CHECK(sweep_cli("merge --check " + dir / "a0.jsonl " + dir / "bad.jsonl", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("bad.jsonl:1: a damaged row (not one complete JSON object with a status)"));
+  write(dir / "crlf.jsonl", first + "\r\n" + a1.substr(a1.find('\n') + 1));
+  CHECK(sweep_cli("merge --check " + dir / "a0.jsonl " + dir / "crlf.jsonl", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("crlf.jsonl:1: a damaged row (not one complete JSON object with a status; it "
+                                     "ends in a carriage return)"));
+  write(dir / "blank.jsonl", first + "\n\n" + a1.substr(a1.find('\n') + 1));
+  CHECK(sweep_cli("merge --check " + dir / "a0.jsonl " + dir / "blank.jsonl", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("blank.jsonl:2: an empty line"));
+  CHECK_THAT(output, !Catch::Contains("missing"));  // the rows after it were read
+  // A row claiming an absurd point count is reported by count, without tracking every point.
+  std::string huge = first;
+  huge.replace(huge.find("\"points\":20"), 11, "\"points\":3000000000");
+  write(dir / "huge.jsonl", huge + "\n");
+  CHECK(sweep_cli("merge --check " + dir / "huge.jsonl", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("the files hold 1 rows of a 3000000000-point sweep: at least 2999999999 points "
+                                     "are missing"));
+  // A shard still being written (its sweep holds the lock) is not merged.
+  int fd = ::open((dir / "a1.jsonl").c_str(), O_RDWR);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  CHECK(sweep_cli("merge --check " + dir / "a0.jsonl " + dir / "a1.jsonl", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("a1.jsonl: a sweep is still writing it"));
+  ::close(fd);
+  CHECK(sweep_cli("merge --check " + dir / "a0.jsonl " + dir / "a1.jsonl", &output) == 0);
   // The issue's mistake: an array of 8 tasks running shards i/16 covers half the points; the merge says which.
   std::string files;
   for (int i = 0; i < 8; ++i) {
@@ -180,14 +217,17 @@ TEST_CASE("The generated Slurm script takes the array size once and merges after
   CHECK(script.find("#SBATCH --cpus-per-task=2\n") != std::string::npos);
   CHECK(script.find("--jobs") == script.rfind("--jobs"));  // only in a comment: --jobs comes from the allocation
   // A fake sbatch that records its arguments; the tasks run as Slurm would start them.
-  write(dir / "bin/sbatch", "#!/bin/bash\nprintf '%s\\n' \"$@\" >> " + dir / "sbatch.args" + "\necho 99\n");
+  // It saves the merge script from stdin, the SLURM_ variables it was given, and fails when told to.
+  write(dir / "bin/sbatch", "#!/bin/bash\nprintf '%s\\n' \"$@\" >> " + dir / "sbatch.args" + "\ncat > " +
+                                dir / "merge.sh" + "\nenv | grep ^SLURM_ | sort > " + dir / "sbatch.env" + "\n[ -e " +
+                                dir / "sbatch.fail" + " ] && exit 1\necho 99\n");
   REQUIRE(shell("chmod +x " + dir / "bin/sbatch") == 0);
   auto task = [&](int id, int count, int min, int max, std::string* out, int restart = 0) {
     return shell("env PATH=" + dir / "bin" + ":$PATH SLURM_ARRAY_JOB_ID=77 SLURM_JOB_ID=" + std::to_string(80 + id) +
                      " SLURM_RESTART_COUNT=" + std::to_string(restart) + " SLURM_ARRAY_TASK_ID=" + std::to_string(id) +
                      " SLURM_ARRAY_TASK_COUNT=" + std::to_string(count) +
                      " SLURM_ARRAY_TASK_MIN=" + std::to_string(min) + " SLURM_ARRAY_TASK_MAX=" + std::to_string(max) +
-                     " SLURM_CPUS_PER_TASK=2 bash " + dir / "results.sbatch",
+                     " SLURM_CPUS_PER_TASK=2 SLURM_JOB_ACCOUNT=lab bash " + dir / "results.sbatch",
                  out);
   };
   // `sbatch --array=0-7:2` (4 tasks, ids 0..6) would skip shards: refused.
@@ -203,18 +243,34 @@ TEST_CASE("The generated Slurm script takes the array size once and merges after
   auto args = lines_of(read(dir / "sbatch.args"));
   REQUIRE(std::count(args.begin(), args.end(), "--parsable") == 1);
   CHECK(std::count(args.begin(), args.end(), "--dependency=afterany:77") == 1);
-  CHECK(read(dir / "results.merge-submitted.77.0") == "82\n");  // task 2 ran first
-  // Run the merge command it submitted (--wrap's value).
-  auto wrap = std::find(args.begin(), args.end(), "--wrap");
-  REQUIRE(wrap + 1 < args.end());
-  CHECK_THAT(wrap[1], Catch::Contains(" sweep merge " + dir / "results.jsonl " + dir / "results.shard-0.jsonl "));
-  REQUIRE(shell(wrap[1], &output) == 0);
+  CHECK(read(dir / "results.merge-submitted.77.0") == "82\nmerge job 99\n");  // task 2 ran first
+  // The merge job gets the array's account but none of the array's variables.
+  CHECK(std::count(args.begin(), args.end(), "--account=lab") == 1);
+  const std::string env = read(dir / "sbatch.env");
+  CHECK(env.find("SLURM_ARRAY") == std::string::npos);
+  CHECK(env.find("SLURM_CPUS_PER_TASK") == std::string::npos);
+  // Run the merge script it submitted (on sbatch's stdin).
+  const std::string merge = read(dir / "merge.sh");
+  CHECK_THAT(merge, Catch::StartsWith("#!/bin/bash\n"));
+  CHECK_THAT(merge, Catch::Contains(" sweep merge " + dir / "results.jsonl " + dir / "results.shard-0.jsonl "));
+  REQUIRE(shell("bash " + dir / "merge.sh", &output) == 0);
   CHECK(read(dir / "results.jsonl") == read(dir / "one.jsonl"));
   // A task requeued with scontrol (restart 1) submits one more merge, so a requeue after the merge ran is merged.
   REQUIRE(task(1, 4, 0, 3, &output, 1) == 0);
   REQUIRE(task(3, 4, 0, 3, &output, 1) == 0);
   args = lines_of(read(dir / "sbatch.args"));
   CHECK(std::count(args.begin(), args.end(), "--parsable") == 2);
+  // A merge that cannot be submitted is reported, frees its marker, and does not stop the shard.
+  write(dir / "sbatch.fail", "");
+  std::filesystem::remove(dir / "results.shard-2.jsonl");
+  REQUIRE(task(2, 4, 0, 3, &output, 2) == 0);
+  CHECK_THAT(output, Catch::Contains("could not submit the merge job; when the array has ended, run: "));
+  CHECK_FALSE(std::filesystem::exists(dir / "results.merge-submitted.77.2"));
+  CHECK(lines_of(read(dir / "results.shard-2.jsonl")).size() == 5);
+  // Paths Slurm's #SBATCH parser would split are refused.
+  std::filesystem::create_directories(dir / "a b");
+  CHECK(sweep_cli(dir / "sweep.json --out '" + dir / "a b/r.jsonl' --slurm", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("cannot hold spaces, #, %, quotes or backslashes"));
   // Bad sizes are refused.
   CHECK(sweep_cli(dir / "sweep.json --out " + dir / "r.jsonl --slurm --array-size 21", &output) == 2);
   CHECK_THAT(output, Catch::Contains("--array-size=21 is more than the sweep's 20 points"));

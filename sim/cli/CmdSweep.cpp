@@ -133,6 +133,20 @@ int write_slurm_script(const Args& args, const SweepSpec& spec, const std::strin
   if (args.has("--simulator")) o.shard_flags.insert(o.shard_flags.end(), {"--simulator", o.placesim});
   if (args.has("--no-lock")) o.shard_flags.push_back("--no-lock");
   if (auto csv = args.value("--csv")) o.merge_flags = {"--csv", fs::absolute(*csv).lexically_normal().string()};
+  // Slurm reads #SBATCH lines with its own parser (whitespace splits, # starts a comment, % is a file pattern).
+  for (const auto& [flag, value] :
+       {std::pair<std::string, std::string>{"--out", o.out}, {"--csv", o.merge_flags.empty() ? "" : o.merge_flags[1]}})
+    for (unsigned char c : value)
+      if (c <= ' ' || c == '#' || c == '%' || c == '"' || c == '\'' || c == '\\' || c == 0x7f)
+        throw InputError(
+            flag + "=" + value +
+            ": the path goes into the Slurm script's #SBATCH lines, which cannot hold spaces, #, %, quotes "
+            "or backslashes; choose a plain path");
+  for (const auto& [flag, value] :
+       {std::pair<std::string, std::string>{"--partition", o.partition}, {"--time", o.time}})
+    if (value.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,:-") !=
+        std::string::npos)
+      throw InputError(flag + "=" + value + " must be a plain Slurm value (letters, digits, _ . , : -)");
   if (!fs::is_directory(fs::path(o.out).parent_path()))
     throw InputError("--out=" + *out + ": its folder does not exist");
   o.command_line = "placesim sweep " + sweep_path + " --out " + *out + " --slurm --array-size " +
@@ -167,7 +181,7 @@ int run_sweep_command(const Args& args) {
   SweepRunOptions options = sweep_run_options(args);
   options.shard = shard;
   ResultsFile out(*out_path, args.has("--resume"), args.has("--force"), !args.has("--no-lock"));
-  const SweepRows rows(spec, shard);
+  const SweepRows rows(spec, shard, options.device_memory_bytes);
   ResumeScan scan;
   if (args.has("--resume"))
     scan = out.resume([&](std::uint64_t i) -> std::optional<std::string> {

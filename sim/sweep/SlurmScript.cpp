@@ -54,7 +54,7 @@ std::string slurm_script(const SlurmScriptOptions& o) {
 # that owns them (log: <results>.merge.log).
 # After a failed, timed-out or cancelled task: submit this script again (or scontrol requeue the task). Complete
 # shards end at once, the others continue where they stopped, and a new merge runs. To change the number of tasks,
-# edit --array (only there).
+# edit --array (only there) before the first run; after it, delete the shard files first (they are of the old count).
 )SH";
   s += "#SBATCH --job-name=placesim-sweep\n";
   s += "#SBATCH --array=0-" + std::to_string(o.array_size - 1) + "\n";
@@ -77,16 +77,29 @@ if [ "$SLURM_ARRAY_TASK_MIN" != 0 ] || [ "$((SLURM_ARRAY_TASK_MAX + 1))" != "$ta
 fi
 # Once per array job and requeue round (the first task to get here): the merge, after every task has ended. A task
 # requeued with scontrol (SLURM_RESTART_COUNT > 0) submits another, so a requeue after the merge ran is merged too.
-if (set -o noclobber; echo "$SLURM_JOB_ID" > )SH" +
-       shell_quote(f.merge_marker_prefix) + R"SH("$SLURM_ARRAY_JOB_ID.${SLURM_RESTART_COUNT:-0}") 2>/dev/null; then
+# The merge job gets this job's account, QoS and partition, not the array variables; a failed submission is
+# reported and frees the marker for the next task, and never stops this task's shard.
+marker=)SH" +
+       shell_quote(f.merge_marker_prefix) + R"SH("$SLURM_ARRAY_JOB_ID.${SLURM_RESTART_COUNT:-0}"
+if (set -o noclobber; echo "$SLURM_JOB_ID" > "$marker") 2>/dev/null; then
   shards=()
   for ((i = 0; i < tasks; i++)); do shards+=("$shard_prefix$i$shard_suffix"); done
   merge=$(printf '%q ' "$placesim" sweep merge "$out" "${shards[@]}" --sweep "$sweep")SH" +
        words(o.merge_flags) + R"SH()
-  sbatch --parsable --job-name=placesim-merge --dependency="afterany:$SLURM_ARRAY_JOB_ID" --cpus-per-task=1 \
-    --output=)SH" +
-       shell_quote(f.merge_log) + (o.partition.empty() ? "" : " --partition=" + shell_quote(o.partition)) +
-       (o.time.empty() ? "" : " --time=" + shell_quote(o.time)) + R"SH( --wrap "$merge" >/dev/null
+  submit=(sbatch --parsable --job-name=placesim-merge --dependency="afterany:$SLURM_ARRAY_JOB_ID" --cpus-per-task=1
+          --open-mode=append --output=)SH" +
+       shell_quote(f.merge_log) + (o.time.empty() ? "" : " --time=" + shell_quote(o.time)) + R"SH()
+  if [ -n "${SLURM_JOB_ACCOUNT:-}" ]; then submit+=(--account="$SLURM_JOB_ACCOUNT"); fi
+  if [ -n "${SLURM_JOB_QOS:-}" ]; then submit+=(--qos="$SLURM_JOB_QOS"); fi
+  if [ -n "${SLURM_JOB_PARTITION:-}" ]; then submit+=(--partition="$SLURM_JOB_PARTITION"); fi
+  if merge_job=$(printf '#!/bin/bash\n%s\n' "$merge" |
+      env -u SLURM_ARRAY_JOB_ID -u SLURM_ARRAY_TASK_ID -u SLURM_ARRAY_TASK_COUNT -u SLURM_ARRAY_TASK_MIN \
+        -u SLURM_ARRAY_TASK_MAX -u SLURM_ARRAY_TASK_STEP -u SLURM_CPUS_PER_TASK "${submit[@]}"); then
+    echo "merge job $merge_job" >> "$marker"
+  else
+    rm -f "$marker"
+    echo "placesim sweep: could not submit the merge job; when the array has ended, run: $merge" >&2
+  fi
 fi
 exec "$placesim" sweep "$sweep" --shard "$SLURM_ARRAY_TASK_ID/$tasks" \
   --out "$shard_prefix$SLURM_ARRAY_TASK_ID$shard_suffix" --resume)SH" +

@@ -54,7 +54,7 @@ class AnalyzeRun {
         todo_(todo),
         options_(options),
         sink_(sink),
-        rows_(spec, options.shard),
+        rows_(spec, options.shard, options.device_memory_bytes),
         batch_(batch_size(todo.size(), std::max(1u, options.jobs))) {}
 
   SweepCounts run() {
@@ -149,7 +149,7 @@ class SimulateRun {
       : spec_(spec),
         options_(options),
         sink_(sink),
-        rows_(spec, options.shard),
+        rows_(spec, options.shard, options.device_memory_bytes),
         evaluator_(spec, options.device_memory_bytes) {}
 
   SweepCounts run(const std::vector<std::uint64_t>& todo) {
@@ -174,6 +174,15 @@ class SimulateRun {
     if (r.exit_code != 0)
       throw InputError("simulate mode: '" + options_.simulator + " simulate --help' failed (" + child_message(r.err) +
                        "); this placesim cannot simulate a point");
+    // Rows carry this placesim's version: the simulator must be the same one.
+    pool_.start(0, {options_.simulator, "--version"}, "", "");
+    ended.clear();
+    while (ended.empty()) ended = pool_.wait(1000);
+    std::string version = ended.front().second.out;
+    while (!version.empty() && (version.back() == '\n' || version.back() == '\r')) version.pop_back();
+    if (version != std::string("placesim ") + placesim_version())
+      throw InputError("--simulator " + options_.simulator + " is '" + version + "', this is placesim " +
+                       placesim_version() + ": every row carries one version; simulate with the same build");
   }
 
   void emit(std::uint64_t index, const PointOutcome& o, const std::vector<std::size_t>& coords, const Experiment& e,

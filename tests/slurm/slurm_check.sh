@@ -281,7 +281,7 @@ wait_for 120 "the array and the first merge to end" queue_empty
 [ "$(merge_jobs | wc -l)" = 1 ] || fail "the array job should submit one merge, scontrol shows: $(merge_jobs)"
 read -r merge1 state1 exit1 < <(merge_jobs)
 [ -f "$merge_log" ] || fail "the first merge (job $merge1) wrote no log $merge_log"
-cp "$merge_log" "$out"/first-merge.log  # the resumed merge's log replaces it
+cp "$merge_log" "$out"/first-merge.log  # the resumed merge appends its own lines
 [ "$state1" = FAILED ] || fail "the first merge (job $merge1) should fail, it is $state1 (exit $exit1)"
 grep -q missing "$merge_log" || fail "the first merge's log does not say 'missing'"
 missing=$(comm -13 <(sed -n 's/^{"index":\([0-9]*\),.*}$/\1/p' "$(shard_file "$victim")" | sort) \

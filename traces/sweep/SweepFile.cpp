@@ -103,6 +103,10 @@ std::string mismatch_reason(std::string_view text, const std::string& expected, 
   if (value(row, "version") != value(want, "version"))
     return point + " was written by placesim " + value(row, "version") + ", this is " + value(want, "version") +
            ": the rows of two versions would mix; finish with the old binary or write to a new --out";
+  if (value(row, "device_memory") != value(want, "device_memory"))
+    return point + " was checked against --device-memory " +
+           (value(row, "device_memory").empty() ? "none" : value(row, "device_memory") + " bytes") + ", this run " +
+           (value(want, "device_memory").empty() ? "none" : value(want, "device_memory") + " bytes");
   if (value(row, "shard") != value(want, "shard"))
     return point + " was written by shard " + (value(row, "shard").empty() ? "0/1" : value(row, "shard")) +
            ", this run is shard " + (value(want, "shard").empty() ? "0/1" : value(want, "shard"));
@@ -117,7 +121,12 @@ void ResumeScanner::line(std::string_view text) {
   auto index = row_index(text);
   if (!index) throw InputError(where + "not a sweep row; --resume continues only a file this sweep wrote");
   auto prefix = expected_(*index);
-  if (!prefix) throw InputError(where + "point " + std::to_string(*index) + " is not a point of this sweep and shard");
+  if (!prefix) {
+    const Json row = Json::parse(text, nullptr, false);
+    std::string written;
+    if (row.is_object() && row.contains("shard")) written = " (written by shard " + row["shard"].dump() + ")";
+    throw InputError(where + "point " + std::to_string(*index) + written + " is not a point of this sweep and shard");
+  }
   if (text.substr(0, prefix->size()) != *prefix) throw InputError(where + mismatch_reason(text, *prefix, *index));
   scan_.done.push_back(*index);
 }

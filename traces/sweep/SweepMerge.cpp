@@ -1,17 +1,20 @@
 #include "traces/sweep/SweepMerge.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <map>
 
 #include "traces/sweep/SweepFile.hpp"
 #include "workloads/json/Error.hpp"
+#include "workloads/json/JsonReader.hpp"
 
 namespace placesim {
 
@@ -44,6 +47,15 @@ class Cursor {
     pos_ = end + 1;
     return true;
   }
+  // A JSON number's text (digits, sign, point, exponent), non-empty.
+  bool number_text(std::string& value) {
+    std::size_t end = pos_;
+    while (end < text_.size() && std::string_view("0123456789+-.eE").find(text_[end]) != std::string_view::npos) ++end;
+    if (end == pos_) return false;
+    value = std::string(text_.substr(pos_, end - pos_));
+    pos_ = end;
+    return true;
+  }
   std::size_t pos() const { return pos_; }
 
  private:
@@ -65,6 +77,9 @@ class MappedFile {
       error_ = std::strerror(errno);
       return;
     }
+    // A sweep writing the file holds an exclusive flock; a shared one fails then (filesystems without flock: no
+    // answer, taken as not locked).
+    locked_ = ::flock(fd_, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     dev_ = st.st_dev;
     ino_ = st.st_ino;
     size_ = static_cast<std::size_t>(st.st_size);
@@ -83,6 +98,7 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   std::string_view text() const { return map_ ? std::string_view(static_cast<const char*>(map_), size_) : ""; }
   const std::string& error() const { return error_; }
+  bool locked_by_writer() const { return locked_; }
   bool same_file(const MappedFile& other) const {
     return error_.empty() && other.error_.empty() && dev_ == other.dev_ && ino_ == other.ino_;
   }
@@ -93,6 +109,7 @@ class MappedFile {
   std::size_t size_ = 0;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
+  bool locked_ = false;
   std::string error_;
 };
 
@@ -104,23 +121,30 @@ struct Found {
   std::size_t shard_begin, shard_end;
 };
 
-// A shard's index and count from "i/M".
-std::pair<std::uint64_t, std::uint64_t> parse_shard_text(const std::string& text) {
-  if (text.empty()) return {0, 1};
-  auto slash = text.find('/');
-  return {std::stoull(text.substr(0, slash)), std::stoull(text.substr(slash + 1))};
+// A non-negative decimal without a leading zero (but "0"), or nullopt.
+std::optional<std::uint64_t> plain_number(std::string_view text) {
+  if (text.empty() || text.size() > 19 || (text.size() > 1 && text[0] == '0')) return std::nullopt;
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
 }
 
-// The status of a row. Its key is the first `,"status":"` of the line: inside a JSON string value the same text
-// would have its quotes escaped.
-std::string_view row_status(std::string_view line) {
-  constexpr std::string_view key = ",\"status\":\"";
-  std::size_t at = line.find(key);
-  if (at == std::string_view::npos) return "";
-  std::size_t begin = at + key.size();
-  std::size_t end = line.find('"', begin);
-  return end == std::string_view::npos ? "" : line.substr(begin, end - begin);
+// A shard's index and count from "i/M" ("" is the whole sweep, 0/1); nullopt unless 0 <= i < M, M >= 2.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_shard_text(std::string_view text) {
+  if (text.empty()) return std::pair<std::uint64_t, std::uint64_t>{0, 1};
+  auto slash = text.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  auto i = plain_number(text.substr(0, slash));
+  auto m = plain_number(text.substr(slash + 1));
+  if (!i || !m || *m < 2 || *i >= *m) return std::nullopt;
+  return std::pair<std::uint64_t, std::uint64_t>{*i, *m};
 }
+
+// The most points a sweep can have (strategies/sweep: 2^53), and the most a merge tracks one by one beyond the rows
+// it was given: a claimed count far above the rows is reported as a count, not enumerated.
+constexpr std::uint64_t kMaxSweepPoints = std::uint64_t{1} << 53;
+constexpr std::uint64_t kMaxUntrackedGap = 50'000'000;
 
 class Merger {
  public:
@@ -129,7 +153,7 @@ class Merger {
   MergeSummary run() {
     open_files();
     for (std::uint32_t f = 0; f < files_.size(); ++f)
-      if (files_[f]->error().empty() && !repeated_[f]) scan(f);
+      if (files_[f]->error().empty() && !repeated_[f] && !stop_) scan(f);
     check_expected_sweep();
     check_coverage();
     if (!problems_.empty()) throw InputError(report());
@@ -152,11 +176,17 @@ class Merger {
         problem(options_.shards[f] + ": cannot read it (" + m.error() + ")");
         continue;
       }
+      if (m.locked_by_writer())
+        problem(options_.shards[f] + ": a sweep is still writing it (it holds the file's lock); merge when it ends");
       for (std::uint32_t g = 0; g < f && !repeated_[f]; ++g)
         if (files_[g]->same_file(m)) {
-          problem(options_.shards[f] + ": given twice (also as " + options_.shards[g] + "); read once");
+          problem(options_.shards[f] + ": given twice (also as " + options_.shards[g] + ")");
           repeated_[f] = true;
         }
+      if (!repeated_[f]) {
+        std::string_view text = m.text();
+        total_lines_ += static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n'));
+      }
     }
     if (!options_.out.empty()) {
       MappedFile out(options_.out);
@@ -170,13 +200,29 @@ class Merger {
   bool check_identity(const RowIdentity& id, std::uint32_t file, std::size_t line) {
     const std::string where = options_.shards[file] + ":" + std::to_string(line) + ": ";
     if (!reference_) {
+      if (id.points == 0 || id.points > kMaxSweepPoints) {
+        problem(where + "a sweep of " + std::to_string(id.points) + " points: no sweep has that many");
+        stop_ = true;
+        return false;
+      }
+      if (options_.sweep_points && *options_.sweep_points != id.points) {
+        problem(where + "a row of a " + std::to_string(id.points) +
+                "-point sweep; the sweep file given with --sweep has " + std::to_string(*options_.sweep_points) +
+                " points");
+        stop_ = true;
+        return false;
+      }
       reference_ = id;
       reference_where_ = options_.shards[file] + ":" + std::to_string(line);
       summary_.sweep = id.sweep;
       summary_.version = id.version;
       summary_.points = id.points;
-      summary_.shard_count = parse_shard_text(id.shard).second;
-      owner_.assign(id.points, 0);
+      summary_.shard_count = parse_shard_text(id.shard)->second;
+      // Coverage is tracked per point (a bit each) unless the rows given could never come close.
+      if (id.points <= total_lines_ + kMaxUntrackedGap)
+        seen_.assign(id.points, false);
+      else
+        untracked_ = true;
       return true;
     }
     const RowIdentity& r = *reference_;
@@ -189,7 +235,11 @@ class Merger {
     if (id.version != r.version) return differs("written by placesim", id.version, r.version);
     if (id.points != r.points)
       return differs("a sweep of", std::to_string(id.points) + " points", std::to_string(r.points));
-    std::uint64_t count = parse_shard_text(id.shard).second;
+    if (id.device_memory != r.device_memory) {
+      auto shown = [](const std::string& v) { return v.empty() ? std::string("none") : v + " bytes"; };
+      return differs("--device-memory", shown(id.device_memory), shown(r.device_memory));
+    }
+    std::uint64_t count = parse_shard_text(id.shard)->second;
     if (count != summary_.shard_count)
       return differs(
           "shard", id.shard.empty() ? "0/1" : id.shard,
@@ -197,58 +247,69 @@ class Merger {
     return true;
   }
 
+  // Checks one line; false when the rest of the file should not be read (it is of another sweep or shard).
+  bool scan_line(std::uint32_t file, std::string_view row, std::size_t line) {
+    const std::string where = options_.shards[file] + ":" + std::to_string(line) + ": ";
+    if (row.empty()) {
+      problem(where + "an empty line");
+      return true;
+    }
+    auto id = row_identity(row);
+    if (!id) {
+      problem(where + "not a sweep row of placesim 0.19 or later (rows start {\"index\":N,...,\"sweep\":...})");
+      return false;
+    }
+    // The whole row must be one JSON object (a damaged or CR-terminated line would be copied as is).
+    const Json parsed = Json::parse(row, nullptr, false);
+    if (row.back() != '}' || !parsed.is_object() || !parsed.contains("status") || !parsed["status"].is_string()) {
+      problem(where + "a damaged row (not one complete JSON object with a status" +
+              std::string(row.back() == '\r' ? "; it ends in a carriage return" : "") + ")");
+      return true;
+    }
+    if (!check_identity(*id, file, line)) return false;
+    std::string& shard = shard_of_file_[file];
+    const std::string label = id->shard.empty() ? "0/1" : id->shard;
+    if (rows_of_file_[file] == 0) shard = label;
+    if (label != shard) {
+      problem(where + "a row of shard " + label + " in a file of shard " + shard);
+      return false;
+    }
+    auto [shard_index, shard_count] = *parse_shard_text(id->shard);
+    if (id->index >= summary_.points || id->index % shard_count != shard_index) {
+      problem(where + "point " + std::to_string(id->index) + " is not a point of shard " + shard + " of a " +
+              std::to_string(summary_.points) + "-point sweep");
+      return false;
+    }
+    ++rows_of_file_[file];
+    if (!untracked_) {
+      if (seen_[id->index]) {
+        duplicates_.push_back({id->index, file});
+        return true;
+      }
+      seen_[id->index] = true;
+    }
+    found_.push_back({id->index, file, row, id->shard_begin, id->shard_end});
+    count_status(parsed["status"].get<std::string>());
+    return true;
+  }
+
   void scan(std::uint32_t file) {
     std::string_view text = files_[file]->text();
-    const std::string& name = options_.shards[file];
     std::size_t start = 0, line = 0;
-    bool file_ok = true;
-    while (start < text.size() && file_ok) {
+    while (start < text.size() && !stop_) {
       std::size_t nl = text.find('\n', start);
       ++line;
       if (nl == std::string_view::npos) {
-        problem(name + ":" + std::to_string(line) +
+        problem(options_.shards[file] + ":" + std::to_string(line) +
                 ": a cut last line (its task was killed while writing); resume that shard (--resume drops it)");
-        break;
+        return;
       }
-      std::string_view row = text.substr(start, nl - start);
+      if (!scan_line(file, text.substr(start, nl - start), line)) return;
       start = nl + 1;
-      auto id = row_identity(row);
-      if (!id) {
-        problem(name + ":" + std::to_string(line) +
-                ": not a sweep row of placesim 0.19 or later (rows start {\"index\":N,...,\"sweep\":...})");
-        file_ok = false;
-        break;
-      }
-      if (!check_identity(*id, file, line)) {
-        file_ok = false;
-        break;
-      }
-      std::string& shard = shard_of_file_[file];
-      if (rows_of_file_[file] == 0) shard = id->shard.empty() ? "0/1" : id->shard;
-      if ((id->shard.empty() ? "0/1" : id->shard) != shard) {
-        problem(name + ":" + std::to_string(line) + ": a row of shard " + id->shard + " in a file of shard " + shard);
-        file_ok = false;
-        break;
-      }
-      auto [shard_index, shard_count] = parse_shard_text(id->shard);
-      if (id->index >= summary_.points || id->index % shard_count != shard_index) {
-        problem(name + ":" + std::to_string(line) + ": point " + std::to_string(id->index) +
-                " is not a point of shard " + shard + " of a " + std::to_string(summary_.points) + "-point sweep");
-        file_ok = false;
-        break;
-      }
-      ++rows_of_file_[file];
-      if (owner_[id->index] != 0) {
-        duplicates_.push_back({id->index, owner_[id->index] - 1, file});
-        continue;
-      }
-      owner_[id->index] = file + 1;
-      found_.push_back({id->index, file, row, id->shard_begin, id->shard_end});
-      count_status(row_status(row));
     }
   }
 
-  void count_status(std::string_view status) {
+  void count_status(const std::string& status) {
     if (status == "ok")
       ++summary_.ok;
     else if (status == "invalid")
@@ -267,30 +328,41 @@ class Merger {
     if (options_.sweep_hash && *options_.sweep_hash != reference_->sweep)
       problem("the rows are of sweep " + reference_->sweep + " but the sweep file given with --sweep hashes to " +
               *options_.sweep_hash + ": it changed since the shards were written (or is another sweep)");
-    if (options_.sweep_points && *options_.sweep_points != reference_->points)
-      problem("the rows are of a " + std::to_string(reference_->points) + "-point sweep; the sweep file has " +
-              std::to_string(*options_.sweep_points));
+  }
+
+  // The file that holds point `index` (found_ before it is sorted), for a duplicate's message.
+  std::string holder(std::uint64_t index) const {
+    for (const Found& f : found_)
+      if (f.index == index) return options_.shards[f.file];
+    return "?";
   }
 
   void check_coverage() {
     if (!reference_) return;
-    for (const auto& d : duplicates_)
-      if (duplicate_lines_.size() < 10)
-        duplicate_lines_.push_back("point " + std::to_string(d.index) + " is in " + options_.shards[d.first] +
-                                   " and again in " + options_.shards[d.second]);
     if (!duplicates_.empty()) {
       std::string text = std::to_string(duplicates_.size()) +
-                         " point(s) appear more than once (every point must be "
-                         "in exactly one file): ";
-      for (std::size_t k = 0; k < duplicate_lines_.size(); ++k) text += (k ? "; " : "") + duplicate_lines_[k];
+                         " point(s) appear more than once (every point must be in exactly one file): ";
+      for (std::size_t k = 0; k < duplicates_.size() && k < 10; ++k)
+        text += (k ? "; " : "") + std::string("point ") + std::to_string(duplicates_[k].index) + " is in " +
+                holder(duplicates_[k].index) + " and again in " + options_.shards[duplicates_[k].file];
       problem(text);
+    }
+    std::string empty;
+    for (std::uint32_t f = 0; f < files_.size(); ++f)
+      if (files_[f]->error().empty() && !repeated_[f] && files_[f]->text().empty())
+        empty += (empty.empty() ? "" : ", ") + options_.shards[f];
+    if (untracked_) {
+      problem("the files hold " + std::to_string(found_.size()) + " rows of a " + std::to_string(summary_.points) +
+              "-point sweep: at least " + std::to_string(summary_.points - found_.size()) + " points are missing" +
+              (empty.empty() ? "" : " (empty files: " + empty + ")"));
+      return;
     }
     // Missing indices, by the shard that owns them.
     std::map<std::uint64_t, std::vector<std::uint64_t>> missing;
     std::uint64_t total_missing = 0;
     const std::uint64_t m = summary_.shard_count;
-    for (std::uint64_t i = 0; i < owner_.size(); ++i)
-      if (owner_[i] == 0) {
+    for (std::uint64_t i = 0; i < seen_.size(); ++i)
+      if (!seen_[i]) {
         ++total_missing;
         auto& list = missing[i % m];
         if (list.size() < 64) list.push_back(i);
@@ -305,7 +377,7 @@ class Merger {
         if (shard_of_file_[f] == label) file = options_.shards[f];
       std::uint64_t expected = summary_.points / m + (shard < summary_.points % m ? 1 : 0);
       std::uint64_t count = 0;
-      for (std::uint64_t i = shard; i < summary_.points; i += m) count += owner_[i] == 0;
+      for (std::uint64_t i = shard; i < summary_.points; i += m) count += seen_[i] ? 0 : 1;
       text += "\n    shard " + label + " (" +
               (file.empty()
                    ? std::string("no file given holds it")
@@ -313,6 +385,7 @@ class Merger {
               "; resume it with --shard " + label + " --resume): " + index_ranges(indices) +
               (count > indices.size() ? " ... (" + std::to_string(count) + " in all)" : "");
     }
+    if (!empty.empty()) text += "\n    empty files given: " + empty;
     problem(text);
   }
 
@@ -335,7 +408,7 @@ class Merger {
 
   struct Duplicate {
     std::uint64_t index;
-    std::uint32_t first, second;
+    std::uint32_t file;  ///< where it was seen again
   };
 
   const MergeOptions& options_;
@@ -343,12 +416,14 @@ class Merger {
   std::vector<std::string> shard_of_file_;
   std::vector<std::uint64_t> rows_of_file_;
   std::vector<bool> repeated_;  ///< the file is one given before (same device and inode)
+  std::uint64_t total_lines_ = 0;
   std::optional<RowIdentity> reference_;
   std::string reference_where_;
-  std::vector<std::uint32_t> owner_;  ///< per point: 1 + the file holding it, 0 when none
+  std::vector<bool> seen_;  ///< per point: a row for it was found
+  bool untracked_ = false;  ///< the sweep claims far more points than the files have rows: counted, not enumerated
+  bool stop_ = false;       ///< the first row is unusable: nothing else can be checked against it
   std::vector<Found> found_;
   std::vector<Duplicate> duplicates_;
-  std::vector<std::string> duplicate_lines_;
   std::vector<std::string> problems_;
   MergeSummary summary_;
 };
@@ -361,18 +436,14 @@ std::optional<RowIdentity> row_identity(std::string_view line) {
   if (!c.literal("{\"index\":") || !c.digits(id.index)) return std::nullopt;
   id.shard_begin = id.shard_end = c.pos();
   if (c.literal(",\"shard\":")) {
-    if (!c.plain_string(id.shard)) return std::nullopt;
-    auto slash = id.shard.find('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == id.shard.size() ||
-        id.shard.find_first_not_of("0123456789/") != std::string::npos || id.shard.size() > 40)
-      return std::nullopt;
-    auto [i, m] = parse_shard_text(id.shard);
-    if (m < 2 || i >= m) return std::nullopt;
+    if (!c.plain_string(id.shard) || id.shard.empty() || !parse_shard_text(id.shard)) return std::nullopt;
     id.shard_end = c.pos();
   }
   if (!c.literal(",\"sweep\":") || !c.plain_string(id.sweep) || !c.literal(",\"version\":") ||
-      !c.plain_string(id.version) || !c.literal(",\"points\":") || !c.digits(id.points) || !c.literal(",\"point\":"))
+      !c.plain_string(id.version) || !c.literal(",\"points\":") || !c.digits(id.points))
     return std::nullopt;
+  if (c.literal(",\"device_memory\":") && !c.number_text(id.device_memory)) return std::nullopt;
+  if (!c.literal(",\"point\":")) return std::nullopt;
   return id;
 }
 

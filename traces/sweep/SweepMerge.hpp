@@ -14,6 +14,7 @@ struct RowIdentity {
   std::string shard;  ///< "i/M", empty when the row was written by a whole sweep (no shard key)
   std::string sweep, version;
   std::uint64_t points = 0;
+  std::string device_memory;  ///< the --device-memory bytes the points were checked against, as written ("" if none)
   std::size_t shard_begin = 0, shard_end = 0;  ///< the bytes of `,"shard":"i/M"` in the line (equal when absent)
 };
 

@@ -97,11 +97,13 @@ const char* placesim_version() {
   return PLACESIM_VERSION;
 }
 
-SweepRows::SweepRows(const SweepSpec& spec, const Shard& shard) : spec_(spec) {
+SweepRows::SweepRows(const SweepSpec& spec, const Shard& shard, double device_memory_bytes) : spec_(spec) {
   if (shard.count > 1)
     identity_ = ",\"shard\":\"" + std::to_string(shard.index) + "/" + std::to_string(shard.count) + "\"";
   identity_ += ",\"sweep\":\"" + spec.hash + "\",\"version\":" + Json(placesim_version()).dump() +
-               ",\"points\":" + std::to_string(spec.points()) + ",\"point\":{";
+               ",\"points\":" + std::to_string(spec.points());
+  if (device_memory_bytes > 0) identity_ += ",\"device_memory\":" + number(device_memory_bytes).dump();
+  identity_ += ",\"point\":{";
   for (const auto& axis : spec.axes) {
     std::vector<std::string> keys;
     for (const auto& path : axis.paths) keys.push_back(key_text(path) + ":");

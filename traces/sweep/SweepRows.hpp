@@ -23,8 +23,9 @@ namespace placesim {
 /// does not fit) or simulated, and the report has it.
 class SweepRows {
  public:
-  /// Rows of `spec` written by `shard` (0/1: the whole sweep, no shard key).
-  explicit SweepRows(const SweepSpec& spec, const Shard& shard = {});
+  /// Rows of `spec` written by `shard` (0/1: the whole sweep, no shard key), every point checked against
+  /// `device_memory_bytes` when > 0 (--device-memory: part of the rows' identity, as it changes their verdicts).
+  explicit SweepRows(const SweepSpec& spec, const Shard& shard = {}, double device_memory_bytes = 0);
 
   /// The row of an evaluated point, ending in '\n'. `simulated` is the point's simulate report or null.
   std::string line(std::uint64_t index, const std::vector<std::size_t>& coords, const PointOutcome& outcome,
