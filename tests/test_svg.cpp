@@ -207,6 +207,11 @@ TEST_CASE("time window values: seconds or units, and one clear error naming --ti
     CHECK_THROWS_WITH(parse_time_window(bad), Contains("--time-window=" + std::string(bad)));
   CHECK_THROWS_WITH(parse_time_window("12:10"), Contains("the end must be after the start"));
   CHECK_THROWS_WITH(parse_time_window("-1:2"), Contains("must not be negative"));
+  // Simulated time is in nanoseconds: a window must span one, and end before 9e9 s.
+  CHECK_THROWS_WITH(parse_time_window("0:1e-10"), Contains("the window must span at least 1 ns"));
+  CHECK_THROWS_WITH(parse_time_window("0.5:0.5000000001"), Contains("the window must span at least 1 ns"));
+  CHECK(parse_time_window("0:1ns").end_s == Approx(1e-9));
+  CHECK_THROWS_WITH(parse_time_window("0:1e300"), Contains("the end lies beyond 9e9 s"));
 }
 
 TEST_CASE("a time window draws only the tasks overlapping it, clipped, on an axis spanning it") {
@@ -278,6 +283,11 @@ TEST_CASE("rows per stage keep the devices a selection names, and data-parallel 
   CHECK(summary.devices == 2);
   CHECK(count(svg, " tp2]</text>") == 2);
   CHECK(svg.find("tp rank 3 of each stage not drawn (same schedule as tp2)") != std::string::npos);
+  // A selection drawing tp 3 of one stage and tp 2 of another: the note does not claim "of each stage".
+  svg = svg_of(r, SvgOptions{TraceOptions{{3, 6, 7}}, ""}, &summary);
+  CHECK(summary.devices == 2);
+  CHECK(svg.find("of each stage") == std::string::npos);
+  CHECK_THAT(svg, Contains("1 device not drawn: a higher tp rank of a drawn device"));
   // Data-parallel ranks differ in more than tp: each keeps its row.
   svg_of(many_devices(16), SvgOptions{}, &summary);
   CHECK(summary.devices == 16);

@@ -1,15 +1,17 @@
 """Reading `placesim sweep` results (JSONL rows) — standard library only; pandas is imported by read_results alone.
 
 A row is {"index": N, "point": {axis path: value}, "status": ..., <figure path>: number, ...}. Since issue 19 rows
-also carry "sweep" (a hash of the sweep file), "version", "points", "shard" (only in --shard i/N files) and
-"device_memory_bytes"; older rows lack them, and everything here works with both.
+also carry "sweep" (a hash of the sweep file), "version", "points", "shard" (only in --shard i/N files),
+"device_memory" (only with --device-memory) and "device_memory_bytes"; older rows lack them, and everything here
+works with both — but not with both mixed (rows with and without a sweep hash are refused unless allow_mixed).
 """
 import json
 import os
 import sys
 
 # Row keys that describe the point or the run rather than being a figure of its report.
-META_KEYS = ("index", "shard", "sweep", "version", "points", "fidelity", "status", "reason", "device_memory_bytes")
+META_KEYS = ("index", "shard", "sweep", "version", "points", "device_memory", "fidelity", "status", "reason",
+             "device_memory_bytes")
 
 
 _PY_MIXED = "allow_mixed=True in Python"
@@ -55,6 +57,7 @@ def load(paths, allow_mixed=False, warn=_warn_stderr, prog="placesim"):
     records, axes, figures = [], [], []
     seen_files, seen_rows = {}, {}
     sweep_of = {}  # sweep hash -> the first file holding it
+    kind_of = {}  # whether rows carry a sweep hash -> the first file with such rows
     dropped = 0
     for path in paths:
         identity = _file_identity(path)
@@ -62,50 +65,61 @@ def load(paths, allow_mixed=False, warn=_warn_stderr, prog="placesim"):
             warn(f"{prog}: {path} is the same file as {seen_files[identity]}; read once")
             continue
         seen_files[identity] = path
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = list(enumerate(f, 1))
+        except UnicodeDecodeError:
+            raise ResultsError(f"{path}: not a UTF-8 JSONL file (a gzipped or binary file?)") from None
+        for number, line in lines:
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ResultsError(f"{path}:{number}: not a JSON line ({e})") from None
+            if not isinstance(row, dict) or "index" not in row:
+                raise ResultsError(f"{path}:{number}: not a sweep row (no \"index\")")
+            point = row.pop("point", {}) or {}
+            sweep = row.get("sweep")
+            if not allow_mixed:
+                kind_of.setdefault(sweep is not None, path)
+                if len(kind_of) > 1:
+                    raise ResultsError(
+                        f"{kind_of[True]} holds rows with a sweep hash (placesim 0.19 or later) and "
+                        f"{kind_of[False]} rows without one: they cannot be checked to be of one sweep; plot them "
+                        f"separately, or pass --allow-mixed ({_PY_MIXED}) to combine them")
+            if sweep is not None and not allow_mixed:
+                sweep_of.setdefault(sweep, path)
+                if len(sweep_of) > 1:
+                    other, other_path = next((h, p) for h, p in sweep_of.items() if h != sweep)
+                    raise ResultsError(
+                        f"{other_path} and {path} hold rows of different sweeps (sweep {other} and {sweep}); "
+                        f"plot them separately, or pass --allow-mixed ({_PY_MIXED}) to combine them")
+            point_key = json.dumps(point, sort_keys=True)
+            key = (sweep, row["index"])
+            if key in seen_rows:
+                earlier_point, earlier_path = seen_rows[key]
+                if earlier_point == point_key:
+                    dropped += 1
                     continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ResultsError(f"{path}:{number}: not a JSON line ({e})") from None
-                if not isinstance(row, dict) or "index" not in row:
-                    raise ResultsError(f"{path}:{number}: not a sweep row (no \"index\")")
-                point = row.pop("point", {}) or {}
-                sweep = row.get("sweep")
-                if sweep is not None and not allow_mixed:
-                    sweep_of.setdefault(sweep, path)
-                    if len(sweep_of) > 1:
-                        other, other_path = next((h, p) for h, p in sweep_of.items() if h != sweep)
-                        raise ResultsError(
-                            f"{other_path} and {path} hold rows of different sweeps (sweep {other} and {sweep}); "
-                            f"plot them separately, or pass --allow-mixed ({_PY_MIXED}) to combine them")
-                point_key = json.dumps(point, sort_keys=True)
-                key = (sweep, row["index"])
+                if not allow_mixed:
+                    raise ResultsError(
+                        f"{earlier_path} and {path} hold different points at index {row['index']}: rows of "
+                        f"different sweeps; plot them separately, or pass --allow-mixed ({_PY_MIXED})")
+                key = (sweep, row["index"], point_key)
                 if key in seen_rows:
-                    earlier_point, earlier_path = seen_rows[key]
-                    if earlier_point == point_key:
-                        dropped += 1
-                        continue
-                    if not allow_mixed:
-                        raise ResultsError(
-                            f"{earlier_path} and {path} hold different points at index {row['index']}: rows of "
-                            f"different sweeps; plot them separately, or pass --allow-mixed ({_PY_MIXED})")
-                    key = (sweep, row["index"], point_key)
-                    if key in seen_rows:
-                        dropped += 1
-                        continue
-                seen_rows[key] = (point_key, path)
-                for axis in point:
-                    if axis not in axes:
-                        axes.append(axis)
-                record = {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in point.items()}
-                for k, v in row.items():
-                    if k not in META_KEYS and k not in figures and k not in point:
-                        figures.append(k)
-                    record[k] = v
-                records.append(record)
+                    dropped += 1
+                    continue
+            seen_rows[key] = (point_key, path)
+            for axis in point:
+                if axis not in axes:
+                    axes.append(axis)
+            record = {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in point.items()}
+            for k, v in row.items():
+                if k not in META_KEYS and k not in figures and k not in point:
+                    figures.append(k)
+                record[k] = v
+            records.append(record)
     if dropped:
         warn(f"{prog}: dropped {dropped} duplicate row{'s' if dropped != 1 else ''} (same sweep and index)")
     records.sort(key=lambda r: (str(r.get("sweep", "")), r["index"]))

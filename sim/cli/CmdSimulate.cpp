@@ -97,6 +97,13 @@ int run_abstract(const Args& args, const Experiment& e, const SvgOptions& svg) {
   return 0;
 }
 
+// Whether a report, trace or picture goes to stdout ("-"): the summary then goes to stderr.
+bool stdout_output(const Args& args) {
+  for (const char* flag : {"--report", "--trace", "--svg"})
+    if (args.value(flag).value_or("") == "-") return true;
+  return false;
+}
+
 int run(const Args& args) {
   SimulateSettings settings = settings_from(args);
   const SvgOptions svg = svg_flags(args);
@@ -108,9 +115,9 @@ int run(const Args& args) {
   // Before the device list below (one entry per device) is built for a mesh too large to expand.
   check_expandable(in.experiment, settings,
                    settings.symmetry ? plan_folding(in.experiment, simulated_network(in.cluster), settings.sim.fidelity,
-                                                     settings.sim.interference)
-                                            .blocks()
-                                      : 1);
+                                                    settings.sim.interference)
+                                           .blocks()
+                                     : 1);
   TraceOptions options;
   if (pictures) options = trace_options(args, device_infos(in.experiment, in.cluster));
   settings.traced_devices = options.devices;
@@ -126,7 +133,7 @@ int run(const Args& args) {
   }();
   write_pictures(args, step.result.record, options, in.experiment.name, step.result.step_time_s, svg);
   write_flag_output(args, "--report", [&] { return dump(simulation_report(step)); });
-  std::ostream& summary = summary_stream(args.value("--report").value_or(""));
+  std::ostream& summary = summary_stream(stdout_output(args) ? "-" : "");
   if (!args.has("--quiet")) summary << analysis_table(step.experiment, step.analysis) << "\n";
   summary << simulation_summary(step);
   for (const char* flag : {"--trace", "--svg"})

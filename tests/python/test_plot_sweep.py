@@ -120,6 +120,21 @@ class DuplicatesAndMixing(Files, unittest.TestCase):
         with self.assertRaisesRegex(plot_sweep.ResultsError, "different points at index 0"):
             self.load(a, b)
 
+    def test_rows_with_and_without_a_sweep_hash_are_refused(self):
+        new = self.write("new.jsonl", rows())
+        old = self.write("old.jsonl", rows(new=False))
+        with self.assertRaisesRegex(plot_sweep.ResultsError, "rows with a sweep hash .* and .* rows without one"):
+            self.load(new, old)
+        frame, _, _ = self.load(new, old, allow_mixed=True)
+        self.assertEqual(len(frame), 2 * len(PRESETS) * len(DPS))
+
+    def test_a_file_that_is_not_utf8_is_named(self):
+        path = os.path.join(self.tmp, "r.jsonl.gz")
+        with open(path, "wb") as f:
+            f.write(b"\x1f\x8b\x08\x00\xff\xfe")
+        with self.assertRaisesRegex(plot_sweep.ResultsError, "r.jsonl.gz: not a UTF-8 JSONL file"):
+            self.load(path)
+
     def test_the_command_line_refuses_mixed_sweeps(self):
         a = self.write("a.jsonl", rows(sweep="aaaaaaaaaaaaaaaa"))
         b = self.write("b.jsonl", rows(sweep="bbbbbbbbbbbbbbbb"))
@@ -215,6 +230,14 @@ class MemoryLimit(Files, unittest.TestCase):
         self.assertAlmostEqual(self.limit_lines(fig)["memory per GPU [GB]"][0], 40 * 2**30 / 1e9)
         legend = [a.get_legend() for a in fig.axes if a.get_legend() is not None][0]
         self.assertIn("GPU memory (40 GiB)", [t.get_text() for t in legend.get_texts()])
+
+    def test_the_sweeps_device_memory_key_draws_the_line(self):
+        # A sweep run with --device-memory carries "device_memory" in every row (and the figure
+        # device_memory_bytes only when it is among the figures).
+        marked = [dict(r, device_memory=32e9) for r in rows(device_memory=None)]
+        frame, _, _ = self.load(self.write("r.jsonl", marked))
+        self.assertEqual(plot_sweep.memory_limit(frame), 32e9)
+        self.assertNotIn("device_memory", frame.attrs["figures"])
 
     def test_no_line_when_the_rows_disagree_or_do_not_say(self):
         mixed = rows()
@@ -357,6 +380,38 @@ class KeptFeatures(Files, unittest.TestCase):
         self.assertEqual(len(plot_sweep.select_status(frame, "ok")), len(marked) - 2)
         self.assertEqual(len(plot_sweep.select_status(frame, "all")), len(marked) - 1)
         self.assertEqual(list(plot_sweep.select_status(frame, "filtered")["index"]), [1])
+
+    def test_rows_without_the_figure_are_refused_not_drawn_empty(self):
+        marked = [dict(r, status="filtered", reason="filters.strategy.dp") for r in rows()]
+        for r in marked[1:]:  # the column exists (row 0 is ok and has it), the filtered rows lack it
+            del r["memory.total_bytes"], r["communication.bytes_per_step"]
+        marked[0]["status"] = "ok"
+        path = self.write("f.jsonl", marked)
+        with self.assertRaises(SystemExit) as caught, contextlib.redirect_stderr(io.StringIO()):
+            plot_sweep.main([path, "--status", "filtered", "--y", "memory.total_bytes",
+                             "--out", os.path.join(self.tmp, "f.png")])
+        self.assertIn("no row has memory.total_bytes to draw", str(caught.exception.code))
+
+    def test_the_legend_lists_only_values_with_something_to_draw(self):
+        marked = rows()
+        for r in marked:
+            if r["point"]["strategy.preset"] == "zero1":
+                r["status"] = "invalid"
+                del r["memory.total_bytes"], r["communication.bytes_per_step"]
+        fig = self.figure(self.write("r.jsonl", marked), "--status", "all", "--y", "memory.total_bytes")
+        legend = [a.get_legend() for a in fig.axes if a.get_legend() is not None][0]
+        self.assertNotIn("zero1", [t.get_text() for t in legend.get_texts()])
+
+    def test_the_default_output_is_next_to_the_results_in_a_dotted_folder(self):
+        folder = os.path.join(self.tmp, "d.v2")
+        os.makedirs(folder)
+        path = os.path.join(folder, "results")
+        with open(path, "w", encoding="utf-8") as f:
+            for row in rows():
+                f.write(json.dumps(row) + "\n")
+        with contextlib.redirect_stderr(io.StringIO()):
+            plot_sweep.main([path])
+        self.assertTrue(os.path.exists(os.path.join(folder, "results.png")))
 
 
 if __name__ == "__main__":

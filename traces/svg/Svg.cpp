@@ -248,6 +248,7 @@ void draw_memory(SvgText& svg, const MemorySeries& m, const std::vector<double>&
 /// that suits the end of the span, so that a late window still reads in seconds).
 void draw_axis(SvgText& svg, const TimeScale& t, double y) {
   const double start_s = static_cast<double>(t.start_ns) * 1e-9, end_s = static_cast<double>(t.end_ns) * 1e-9;
+  if (!(end_s > start_s)) return;  // an empty span has no ticks (parse_time_window refuses one below 1 ns)
   const double raw = (end_s - start_s) / 8, magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   double step = magnitude;
   for (double m : {1.0, 2.0, 5.0, 10.0})

@@ -23,11 +23,14 @@ std::string ranges(const std::set<std::int64_t>& values) {
   return out;
 }
 
-std::string tp_note(const std::set<std::int64_t>& hidden, const std::set<std::int64_t>& drawn) {
-  std::string note = (hidden.size() == 1 ? "tp rank " : "tp ranks ") + ranges(hidden) + " of each stage not drawn";
-  note += drawn.size() == 1 ? " (same schedule as tp" + std::to_string(*drawn.begin()) + ")"
-                            : " (same schedule as the lowest tp rank drawn)";
-  return note;
+std::string tp_note(const std::set<std::int64_t>& hidden, const std::set<std::int64_t>& drawn, std::size_t count) {
+  // "of each stage" only when every drawn row is one tp rank (a partial selection may draw tp 1 of one stage and
+  // tp 0 of another).
+  if (drawn.size() == 1)
+    return (hidden.size() == 1 ? "tp rank " : "tp ranks ") + ranges(hidden) +
+           " of each stage not drawn (same schedule as tp" + std::to_string(*drawn.begin()) + ")";
+  return std::to_string(count) + (count == 1 ? " device" : " devices") +
+         " not drawn: a higher tp rank of a drawn device's stage (same schedule)";
 }
 
 }  // namespace
@@ -50,7 +53,7 @@ SvgRows svg_rows(const SimulationRecord& record, const std::vector<int>& selecti
   }
   if (rows.tp_hidden > 0) {
     for (int d : rows.devices) drawn.insert(record.devices[static_cast<std::size_t>(d)].tp);
-    rows.tp_note = tp_note(hidden, drawn);
+    rows.tp_note = tp_note(hidden, drawn, rows.tp_hidden);
   }
   const std::size_t kept = std::min(rows.devices.size(), static_cast<std::size_t>(std::max(max_rows, 1)));
   rows.omitted = rows.devices.size() - kept;

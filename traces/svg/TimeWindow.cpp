@@ -44,6 +44,10 @@ TimeWindow parse_time_window(const std::string& text) {
   TimeWindow w{seconds(text, text.substr(0, colon)), seconds(text, text.substr(colon + 1)), text};
   if (w.start_s < 0) throw InputError("--time-window=" + text + ": the start must not be negative");
   if (!(w.end_s > w.start_s)) throw InputError("--time-window=" + text + ": the end must be after the start");
+  // Simulated time is kept in nanoseconds, up to 9e9 s (TraceLayout's to_ns).
+  if (w.end_s > 9e9) throw InputError("--time-window=" + text + ": the end lies beyond 9e9 s of simulated time");
+  if (std::llround(w.end_s * 1e9) - std::llround(w.start_s * 1e9) < 1)
+    throw InputError("--time-window=" + text + ": the window must span at least 1 ns (simulated time is in ns)");
   return w;
 }
 

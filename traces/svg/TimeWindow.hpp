@@ -12,8 +12,8 @@ struct TimeWindow {
 
 /// Parses the `--time-window A:B` value: A and B are seconds of simulated time ("10.5:12") or numbers with a unit
 /// (s, ms, us, ns: "200ms:350ms", "1.5s:2s"). Throws InputError naming `--time-window` and the value when it is not
-/// two numbers parted by ':', A is negative or A >= B. Whether A lies within the step is checked where the step is
-/// known (write_timeline_svg).
+/// two numbers parted by ':', A is negative, A >= B, the window spans less than 1 ns or B lies past 9e9 s. Whether A
+/// lies within the step is checked where the step is known (write_timeline_svg).
 TimeWindow parse_time_window(const std::string& text);
 
 /// How a message names the window: its text as written, else "A:B" in seconds.

@@ -173,9 +173,13 @@ def memory_limit(frame, override=None, warn=None):
     all agree, else None."""
     if override is not None:
         return override
-    if "device_memory_bytes" not in frame:
+    # "device_memory": the --device-memory a sweep ran with (every row); "device_memory_bytes": the figure (the
+    # cluster's GPU, or that override).
+    column = next((c for c in ("device_memory", "device_memory_bytes") if c in frame and frame[c].notna().any()),
+                  None)
+    if column is None:
         return None
-    values = frame["device_memory_bytes"].dropna().unique()
+    values = frame[column].dropna().unique()
     if len(values) == 1:
         return float(values[0])
     if len(values) > 1 and warn:
@@ -331,7 +335,13 @@ def build_figure(frame, args, warn=None):
     warn = warn or (lambda m: print(m, file=sys.stderr))
     width, panel_height, columns, font, total = figure_layout(args.size, len(args.y))
     with plt.rc_context(rc_for(font)):
-        colours = colour_map(ordered_values(frame, args.hue)) if args.hue is not None else {}
+        # Only the hue values that have something to draw in some panel get a colour and a legend entry.
+        drawn = frame[frame[[y for y in args.y if y in frame]].notna().any(axis=1)] if any(
+            y in frame for y in args.y) else frame.iloc[0:0]
+        if drawn.empty:
+            sys.exit(f"{PROG}: no row has {' or '.join(args.y)} to draw (filtered and error rows carry no figures; "
+                     "invalid rows only when they were analyzed)")
+        colours = colour_map(ordered_values(drawn, args.hue)) if args.hue is not None else {}
         limit = memory_limit(frame, args.device_memory, warn)
         limit_label = (f"GPU memory ({format_bytes(limit)})"
                        if limit is not None and any(is_memory_figure(y) for y in args.y) else None)
@@ -492,7 +502,7 @@ def main(argv):
         sys.exit(f"{PROG}: no rows with status {' or '.join(sorted(STATUSES[args.status]))} to draw "
                  "(--status all draws ok and invalid rows)")
     fig = build_figure(frame, args)
-    outputs = args.out or [args.results[0].rsplit(".", 1)[0] + ".png"]
+    outputs = args.out or [os.path.splitext(args.results[0])[0] + ".png"]
     save(fig, outputs, rc_for(figure_layout(args.size, len(args.y))[3]))
     print(f"{PROG}: {len(frame)} rows, {args.y} against {args.x} by {args.hue} -> {', '.join(outputs)}",
           file=sys.stderr)
