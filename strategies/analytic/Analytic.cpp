@@ -91,15 +91,16 @@ double tp_layer_elems(const Experiment& e) {
 }
 
 // Bytes of the data-parallel axes and of offloading: gradient synchronisation, ZeRO gathers, host copies.
-void data_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c,
-                        std::vector<DataCollectiveBytes>& collectives) {
+void data_parallel_comm(const Experiment& e, const StageLayout& st, const std::vector<DataCollective>& plan,
+                        CommBytes& c, std::vector<DataCollectiveBytes>& collectives) {
   const auto& t = e.training;
   const auto& s = e.strategy;
   const auto& pl = s.placement;
   const std::int64_t n = s.data_ranks(), m = s.microbatches;
   const double pb = t.param_bytes(), gb = t.grad_bytes();
   const double shard = d(st.sharded_elems(n));
-  for (const DataCollective& dc : data_plan(s)) {
+  collectives.reserve(plan.size());
+  for (const DataCollective& dc : plan) {
     DataCollectiveBytes b;
     b.plan = dc;
     b.group_size = s.degree(dc.group);
@@ -162,9 +163,11 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
   if (scatter_gather) at(c, CommClass::TpCollective) += sends * d(ring_gather_elems_sent(x, s.tp)) * el;
 }
 
-CommBytes stage_comm(const Experiment& e, const StageLayout& st, std::vector<DataCollectiveBytes>& collectives) {
+// `plan` is data_plan(e.strategy), the same for every stage.
+CommBytes stage_comm(const Experiment& e, const StageLayout& st, const std::vector<DataCollective>& plan,
+                     std::vector<DataCollectiveBytes>& collectives) {
   CommBytes c;
-  data_parallel_comm(e, st, c, collectives);
+  data_parallel_comm(e, st, plan, c, collectives);
   model_parallel_comm(e, st, c);
   if (st.tied_copy_elems > 0)
     at(c, CommClass::EmbeddingSync) = 2 * d(shard_elems(st.tied_copy_elems, 2)) * e.training.grad_bytes();
@@ -194,11 +197,12 @@ Analysis analyze(const Experiment& e) {
   a.parameters = total_parameters(e.model);
   std::vector<StageLayout> layouts = stage_layouts(e);
   a.stages.reserve(layouts.size());
+  const std::vector<DataCollective> plan = data_plan(e.strategy);
   for (const auto& st : layouts) {
     StageAnalysis sa;
     sa.stage = st.stage;
     sa.memory = stage_memory(e, st);
-    sa.comm = stage_comm(e, st, sa.data_collectives);
+    sa.comm = stage_comm(e, st, plan, sa.data_collectives);
     sa.hardware_flops = stage_hardware_flops(e, st);
     auto& mx = a.memory;
     mx.parameters = std::max(mx.parameters, sa.memory.parameters);
@@ -216,7 +220,7 @@ Analysis analyze(const Experiment& e) {
     a.comm.d2h = std::max(a.comm.d2h, sa.comm.d2h);
     a.bytes_per_step = std::max(a.bytes_per_step, sa.comm.total());
     a.hardware_flops_per_step += sa.hardware_flops * d(e.strategy.data_ranks() * e.strategy.tp);
-    a.stages.push_back(sa);
+    a.stages.push_back(std::move(sa));
   }
   if (!e.model.opaque()) {
     const auto& m = e.model;

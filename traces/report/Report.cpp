@@ -202,7 +202,7 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   if (!data.empty()) {
     out << "\ndata-parallel collectives, stage 0 (sent per device):\n";
     for (const auto& dc : data) {
-      std::string head = "  " + dc.plan.purpose;
+      std::string head = std::string("  ") + dc.plan.purpose;
       out << head << std::string(head.size() < 48 ? 48 - head.size() : 1, ' ') << to_string(dc.plan.op) << " over "
           << axes_label(e.strategy, dc.plan.group) << " (" << dc.group_size << "), " << to_string(dc.plan.when) << ": "
           << format_bytes(dc.bytes_per_run) << " x " << dc.runs << " = " << format_bytes(dc.bytes()) << "\n";
