@@ -11,11 +11,14 @@
 //   5 profile      a profile file as a cluster's accelerator.profile -> parse_cluster, simulated_network
 //   6 units        the second character picks parse_bytes / bandwidth / time / flops, parse_shard, parse_rank_by,
 //                  parse_fidelity or parse_cli_value
+//   7 results      sweep results files (parted by a form feed into two shards): row_identity per line, the resume
+//                  scan, and sweep merge (check and write)
 //
 // Bad input is an InputError (the CLI's exit 2) and is caught here. Any other exception (the CLI's "internal error",
 // exit 1), a crash, a leak, undefined behaviour, a timeout or running out of memory is a finding.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -40,6 +43,8 @@
 #include "topology/cluster/Cluster.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/report/Warnings.hpp"
+#include "traces/sweep/SweepFile.hpp"
+#include "traces/sweep/SweepMerge.hpp"
 #include "traces/sweep/SweepRows.hpp"
 #include "workloads/json/JsonReader.hpp"
 #include "workloads/json/Units.hpp"
@@ -155,6 +160,11 @@ void analyze_experiment(const Json& j) {
     cluster = parse_cluster(e.cluster);
   }
   const Analysis a = analyze(e);
+  // The report, table and warnings time the pipeline schedule: linear in stages x micro-batches x chunks, which a
+  // global batch of millions makes legitimately slow (seconds in a release build, minutes under the sanitizers).
+  const double schedule_ops = static_cast<double>(e.strategy.pp) * static_cast<double>(e.strategy.microbatches) *
+                              static_cast<double>(std::max<std::int64_t>(1, e.strategy.chunks));
+  if (schedule_ops > kMaxPipelineOps) return check_fits(e, a);
   analysis_warnings(e, a, cluster ? &*cluster : nullptr);
   analysis_table(e, a);
   dump(analysis_report(e, a));
@@ -285,9 +295,33 @@ void fuzz_units(const std::string& text) {
   }
 }
 
+/// Points a results row may claim for the merge to be run on it: the merge tracks coverage a bit per point (and
+/// its missing-point scan is linear in them), legitimately slow above this.
+constexpr std::uint64_t kMaxMergePoints = 100000;
+
+void fuzz_results(const std::string& text) {
+  const std::size_t cut = text.find('\f');
+  const std::string first = text.substr(0, cut), second = cut == std::string::npos ? "" : text.substr(cut + 1);
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (auto id = row_identity(line); id && id->points > kMaxMergePoints) return;
+  // The resume scan with a sweep whose rows at index i start as this one's would.
+  scan_results(
+      first,
+      [](std::uint64_t i) -> std::optional<std::string> {
+        if (i % 3 == 2) return std::nullopt;
+        return "{\"index\":" + std::to_string(i) + ",\"sweep\":\"0123456789abcdef\",\"version\":\"0.19.0\"";
+      },
+      "<fuzz>");
+  MergeOptions m;
+  m.shards = {write_scratch("a.jsonl", first), write_scratch("b.jsonl", second)};
+  m.out = write_scratch("merged.jsonl", "");
+  merge_results(m);
+}
+
 using Parser = void (*)(const std::string&);
 constexpr Parser kParsers[] = {fuzz_experiment,  fuzz_set,     fuzz_sweep, fuzz_hf_config,
-                               fuzz_calibration, fuzz_profile, fuzz_units};
+                               fuzz_calibration, fuzz_profile, fuzz_units, fuzz_results};
 
 }  // namespace
 }  // namespace placesim

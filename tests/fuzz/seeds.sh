@@ -12,7 +12,7 @@ rm -rf "$out"
 mkdir -p "$out"
 
 # The selector characters of fuzz_inputs.cpp (kParsers).
-experiment=0 set=1 sweep=2 hf=3 calibration=4 profile=5 units=6
+experiment=0 set=1 sweep=2 hf=3 calibration=4 profile=5 units=6 results=7
 
 # seed SELECTOR NAME: the selector character then standard input, as OUT_DIR/SELECTOR-NAME.
 seed() {
@@ -35,6 +35,15 @@ find examples tests/data tests/golden docs/examples topology/profiles -name '*.j
     selector=$(selector_of "$file")
     seed "$selector" "${file//\//_}" <"$file"
   done
+
+# Sweep results: the golden rows, and two shards of one sweep parted by a form feed.
+for file in tests/golden/*/expected/rows.jsonl; do
+  head -c 20000 "$file" | seed $results "${file//\//_}"
+done
+printf '%s\n\f%s\n' \
+  '{"index":0,"shard":"0/2","sweep":"0123456789abcdef","version":"0.19.0","points":2,"point":{"a":1},"status":"ok","x":1}' \
+  '{"index":1,"shard":"1/2","sweep":"0123456789abcdef","version":"0.19.0","points":2,"point":{"a":2},"status":"filtered","reason":"filters.a"}' |
+  seed $results shards
 
 seed $set dp <<<'strategy.dp=4'
 seed $set preset <<<'strategy.preset=zero3'
