@@ -206,6 +206,9 @@ TEST_CASE("The generated Slurm script takes the array size once and merges after
   REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "one.jsonl --quiet") == 0);
   std::filesystem::create_directories(dir / "bin");
   std::string output;
+  // The folder of the results is created (Slurm would not create the logs' folder).
+  REQUIRE(sweep_cli(dir / "sweep.json --out " + dir / "runs/r.jsonl --slurm --array-size 2", &output) == 0);
+  CHECK(std::filesystem::exists(dir / "runs/r.sbatch"));
   REQUIRE(sweep_cli(dir / "sweep.json --out " + dir / "results.jsonl --slurm --array-size 4 --cpus-per-task 2",
                     &output) == 0);
   CHECK_THAT(output, Catch::Contains("wrote " + dir / "results.sbatch" + ": 4 array tasks x 2 CPU(s), 20 points"));

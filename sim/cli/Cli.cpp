@@ -270,8 +270,9 @@ int run_cli(int argc, char** argv) {
   try {
     Args args(rest, command->flags, command->name);
     // Output paths are checked before any work, so a typo does not cost a whole simulation or sweep.
+    // (sweep --slurm creates the folder of its results, shards and logs.)
     for (const char* flag : {"--out", "--report", "--trace", "--svg", "--csv", "--jsonl", "--out-csv", "--out-jsonl"})
-      if (auto path = args.value(flag)) check_output_path(flag, *path);
+      if (auto path = args.value(flag); path && !args.has("--slurm")) check_output_path(flag, *path);
     return command->run(args);
   } catch (const InputError& e) {
     std::cerr << "placesim " << name << ": error: " << e.what() << "\n";

@@ -147,8 +147,12 @@ int write_slurm_script(const Args& args, const SweepSpec& spec, const std::strin
     if (value.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,:-") !=
         std::string::npos)
       throw InputError(flag + "=" + value + " must be a plain Slurm value (letters, digits, _ . , : -)");
+  // The folder of the results, shards and logs (Slurm does not create the folder of an --output file).
+  std::error_code ec;
+  fs::create_directories(fs::path(o.out).parent_path(), ec);
+  if (!o.merge_flags.empty()) fs::create_directories(fs::path(o.merge_flags[1]).parent_path(), ec);
   if (!fs::is_directory(fs::path(o.out).parent_path()))
-    throw InputError("--out=" + *out + ": its folder does not exist");
+    throw InputError("--out=" + *out + ": cannot create its folder" + (ec ? " (" + ec.message() + ")" : ""));
   o.command_line = "placesim sweep " + sweep_path + " --out " + *out + " --slurm --array-size " +
                    std::to_string(o.array_size) + " --cpus-per-task " + std::to_string(o.cpus_per_task);
   const SlurmFiles files = slurm_files(o.out);
