@@ -142,4 +142,6 @@ def read_results(*paths, allow_mixed=False):
     Raises ResultsError for files of different sweeps unless allow_mixed."""
     if len(paths) == 1 and isinstance(paths[0], (list, tuple)):
         paths = tuple(paths[0])
+    if not paths:
+        raise ResultsError("read_results: no results files given")
     return frame_of(load([os.fspath(p) for p in paths], allow_mixed=allow_mixed))

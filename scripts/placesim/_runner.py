@@ -85,7 +85,10 @@ def _experiment_input(experiment):
     """('-', JSON text) for a dict; (path, None) for a file name."""
     if isinstance(experiment, dict):
         return "-", json.dumps(experiment)
-    return os.fspath(experiment), None
+    if isinstance(experiment, (str, bytes, os.PathLike)):
+        return os.fspath(experiment), None
+    raise TypeError(f"experiment must be a dict (an experiment as a file holds it) or a file name, not "
+                    f"{type(experiment).__name__}")
 
 
 def _report(done, command):

@@ -64,6 +64,12 @@ class Analyze(unittest.TestCase):
         self.assertEqual(caught.exception.returncode, 2)
         self.assertTrue(caught.exception.bad_input)
 
+    def test_an_experiment_that_is_neither_a_dict_nor_a_file_name_is_named(self):
+        with self.assertRaisesRegex(TypeError, "experiment must be a dict .* or a file name, not list"):
+            placesim.analyze([ZERO1])
+        with self.assertRaisesRegex(placesim.ResultsError, "no results files given"):
+            placesim.read_results()
+
     def test_the_core_needs_no_pandas(self):
         code = ("import sys, placesim; placesim.analyze(%r); print('pandas' in sys.modules)" % (ZERO1,))
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
