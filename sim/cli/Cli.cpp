@@ -198,6 +198,17 @@ void write_output(const std::string& path, const std::string& text) {
   if (!out) throw InputError("failed writing '" + path + "'");
 }
 
+std::optional<std::int64_t> integer_flag(const Args& args, const std::string& flag, std::int64_t lowest,
+                                         std::int64_t highest) {
+  auto text = args.value(flag);
+  if (!text) return std::nullopt;
+  const Json v = parse_cli_value(*text);
+  if (!v.is_number_integer() || v.get<std::int64_t>() < lowest || v.get<std::int64_t>() > highest)
+    throw InputError(flag + "=" + *text + " must be an integer from " + std::to_string(lowest) + " to " +
+                     std::to_string(highest));
+  return v.get<std::int64_t>();
+}
+
 std::vector<FlagSpec> with_flags(std::vector<FlagSpec> base, const std::vector<FlagSpec>& more) {
   base.insert(base.end(), more.begin(), more.end());
   return base;

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -64,6 +65,11 @@ Json experiment_json_from_args(const Args& args, bool allow_default, std::string
 Experiment experiment_from_args(const Args& args, bool allow_default);
 /// The built-in default experiment (GPT-3 175B, Megatron-LM 3D on 128 DGX A100 nodes).
 Json default_experiment_json();
+
+/// The integer value of `flag`, or nullopt when it is not given; anything but an integer from `lowest` to `highest`
+/// is an InputError "FLAG=TEXT must be an integer from LOWEST to HIGHEST".
+std::optional<std::int64_t> integer_flag(const Args& args, const std::string& flag, std::int64_t lowest,
+                                         std::int64_t highest);
 
 /// `base` followed by `more`: a shared flag group and then a command's own flags.
 std::vector<FlagSpec> with_flags(std::vector<FlagSpec> base, const std::vector<FlagSpec>& more);

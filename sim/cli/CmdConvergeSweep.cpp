@@ -25,12 +25,7 @@ ConvergeSweepSpec sweep_of(const Args& args) {
   if (files.size() > 1)
     throw InputError("converge-sweep takes at most one sweep file, got " + std::to_string(files.size()));
   if (!files.empty()) spec = parse_converge_sweep(read_json_file(files.front()), spec);
-  if (auto text = args.value("--threads")) {
-    const Json v = parse_cli_value(*text);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1024)
-      throw InputError("--threads=" + *text + " must be an integer from 1 to 1024");
-    spec.threads = static_cast<int>(v.get<std::int64_t>());
-  }
+  if (auto threads = integer_flag(args, "--threads", 1, 1024)) spec.threads = static_cast<int>(*threads);
   return spec;
 }
 

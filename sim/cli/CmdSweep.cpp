@@ -110,21 +110,13 @@ int write_slurm_script(const Args& args, const SweepSpec& spec, const std::strin
   o.points = spec.points();
   o.sweep_hash = spec.hash;
   o.array_size = std::min<std::uint64_t>(16, spec.points());
-  if (auto n = args.value("--array-size")) {
-    Json v = parse_cli_value(*n);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 100000)
-      throw InputError("--array-size=" + *n + " must be an integer from 1 to 100000");
-    o.array_size = static_cast<std::uint64_t>(v.get<std::int64_t>());
+  if (auto n = integer_flag(args, "--array-size", 1, 100000)) {
+    o.array_size = static_cast<std::uint64_t>(*n);
     if (o.array_size > spec.points())
-      throw InputError("--array-size=" + *n + " is more than the sweep's " + std::to_string(spec.points()) +
-                       " points (a task would have nothing to do)");
+      throw InputError("--array-size=" + *args.value("--array-size") + " is more than the sweep's " +
+                       std::to_string(spec.points()) + " points (a task would have nothing to do)");
   }
-  if (auto c = args.value("--cpus-per-task")) {
-    Json v = parse_cli_value(*c);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 4096)
-      throw InputError("--cpus-per-task=" + *c + " must be an integer from 1 to 4096");
-    o.cpus_per_task = static_cast<unsigned>(v.get<std::int64_t>());
-  }
+  if (auto c = integer_flag(args, "--cpus-per-task", 1, 4096)) o.cpus_per_task = static_cast<unsigned>(*c);
   if (args.has("--jobs"))
     throw InputError("--jobs with --slurm: each task's --jobs is its CPUs; set them with --cpus-per-task");
   o.partition = args.value("--partition").value_or("");
@@ -132,10 +124,9 @@ int write_slurm_script(const Args& args, const SweepSpec& spec, const std::strin
   if (auto mem = args.value("--device-memory")) o.shard_flags = {"--device-memory", *mem};
   if (args.has("--simulator")) o.shard_flags.insert(o.shard_flags.end(), {"--simulator", o.placesim});
   if (args.has("--no-lock")) o.shard_flags.push_back("--no-lock");
-  if (auto csv = args.value("--csv")) o.merge_flags = {"--csv", fs::absolute(*csv).lexically_normal().string()};
+  if (auto csv = args.value("--csv")) o.csv = fs::absolute(*csv).lexically_normal().string();
   // Slurm reads #SBATCH lines with its own parser (whitespace splits, # starts a comment, % is a file pattern).
-  for (const auto& [flag, value] :
-       {std::pair<std::string, std::string>{"--out", o.out}, {"--csv", o.merge_flags.empty() ? "" : o.merge_flags[1]}})
+  for (const auto& [flag, value] : {std::pair<std::string, std::string>{"--out", o.out}, {"--csv", o.csv}})
     for (unsigned char c : value)
       if (c <= ' ' || c == '#' || c == '%' || c == '"' || c == '\'' || c == '\\' || c == 0x7f)
         throw InputError(
@@ -150,7 +141,7 @@ int write_slurm_script(const Args& args, const SweepSpec& spec, const std::strin
   // The folder of the results, shards and logs (Slurm does not create the folder of an --output file).
   std::error_code ec;
   fs::create_directories(fs::path(o.out).parent_path(), ec);
-  if (!o.merge_flags.empty()) fs::create_directories(fs::path(o.merge_flags[1]).parent_path(), ec);
+  if (!o.csv.empty()) fs::create_directories(fs::path(o.csv).parent_path(), ec);
   if (!fs::is_directory(fs::path(o.out).parent_path()))
     throw InputError("--out=" + *out + ": cannot create its folder" + (ec ? " (" + ec.message() + ")" : ""));
   o.command_line = "placesim sweep " + sweep_path + " --out " + *out + " --slurm --array-size " +
@@ -158,8 +149,8 @@ int write_slurm_script(const Args& args, const SweepSpec& spec, const std::strin
   const SlurmFiles files = slurm_files(o.out);
   write_file_atomically(files.script, slurm_script(o));
   std::cout << "placesim sweep: wrote " << files.script << ": " << o.array_size << " array tasks x " << o.cpus_per_task
-            << " CPU(s), " << spec.points() << " points (up to " << (o.points + o.array_size - 1) / o.array_size
-            << " per task), merged into " << o.out << "\nsubmit it with:  sbatch " << files.script << "\n";
+            << " CPU(s), " << spec.points() << " points (up to " << o.points_per_task() << " per task), merged into "
+            << o.out << "\nsubmit it with:  sbatch " << files.script << "\n";
   return 0;
 }
 

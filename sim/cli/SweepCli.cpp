@@ -3,9 +3,7 @@
 #include <unistd.h>
 
 #include <climits>
-#include <cstdlib>
 #include <filesystem>
-#include <thread>
 
 #include "sim/sweep/Cpus.hpp"
 #include "workloads/json/Units.hpp"
@@ -37,12 +35,7 @@ std::vector<FlagSpec> sweep_run_flags() {
 SweepRunOptions sweep_run_options(const Args& args) {
   SweepRunOptions o;
   o.jobs = available_jobs();
-  if (auto jobs = args.value("--jobs")) {
-    Json v = parse_cli_value(*jobs);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 4096)
-      throw InputError("--jobs=" + *jobs + " must be an integer from 1 to 4096");
-    o.jobs = static_cast<unsigned>(v.get<std::int64_t>());
-  }
+  if (auto jobs = integer_flag(args, "--jobs", 1, 4096)) o.jobs = static_cast<unsigned>(*jobs);
   if (auto mem = args.value("--device-memory")) {
     o.device_memory_bytes = parse_bytes(*mem, "--device-memory");
     if (!(o.device_memory_bytes > 0)) throw InputError("--device-memory=" + *mem + " must be positive");

@@ -39,11 +39,10 @@ std::string slurm_script(const SlurmScriptOptions& o) {
   const SlurmFiles f = slurm_files(o.out);
   const std::string name = std::filesystem::path(f.script).filename().string();
   const std::string merged = std::filesystem::path(o.out).filename().string();
-  const std::uint64_t per_task = (o.points + o.array_size - 1) / o.array_size;
   std::string s = "#!/bin/bash\n";
   s += "# A placesim sweep as a Slurm array job, written by\n#   " + o.command_line + "\n";
-  s += "# (sweep " + o.sweep_hash + ", " + std::to_string(o.points) + " points, up to " + std::to_string(per_task) +
-       " per task).\n#\n";
+  s += "# (sweep " + o.sweep_hash + ", " + std::to_string(o.points) + " points, up to " +
+       std::to_string(o.points_per_task()) + " per task).\n#\n";
   s += "# Submit it:  sbatch " + name + "\n";
   s += R"SH(#
 # Task i of the array evaluates shard i/N of the sweep (N = the array's size, $SLURM_ARRAY_TASK_COUNT) into
@@ -85,7 +84,7 @@ if (set -o noclobber; echo "$SLURM_JOB_ID" > "$marker") 2>/dev/null; then
   shards=()
   for ((i = 0; i < tasks; i++)); do shards+=("$shard_prefix$i$shard_suffix"); done
   merge=$(printf '%q ' "$placesim" sweep merge "$out" "${shards[@]}" --sweep "$sweep")SH" +
-       words(o.merge_flags) + R"SH()
+       (o.csv.empty() ? std::string() : words({"--csv", o.csv})) + R"SH()
   submit=(sbatch --parsable --job-name=placesim-merge --dependency="afterany:$SLURM_ARRAY_JOB_ID" --cpus-per-task=1
           --open-mode=append --output=)SH" +
        shell_quote(f.merge_log) + (o.time.empty() ? "" : " --time=" + shell_quote(o.time)) + R"SH()

@@ -16,8 +16,11 @@ struct SlurmScriptOptions {
   unsigned cpus_per_task = 1;
   std::string partition, time;           ///< #SBATCH --partition / --time when not empty
   std::vector<std::string> shard_flags;  ///< passed to every task's sweep (--device-memory, --simulator, --no-lock)
-  std::vector<std::string> merge_flags;  ///< passed to the merge (--csv FILE)
+  std::string csv;                       ///< absolute path of the merged CSV (the merge's --csv), or empty
   std::string command_line;              ///< how the script was generated, for its header
+
+  /// The most points a task evaluates.
+  std::uint64_t points_per_task() const { return (points + array_size - 1) / array_size; }
 };
 
 /// The files of a Slurm sweep, named after the merged results `out` (results.jsonl → results.sbatch,

@@ -167,22 +167,24 @@ class SimulateRun {
  private:
   // A placesim without the simulate command would make every point "invalid"; refuse the sweep instead.
   void check_simulator() {
-    pool_.start(0, {options_.simulator, "simulate", "--help"}, "", "");
-    std::vector<std::pair<std::uint64_t, ChildResult>> ended;
-    while (ended.empty()) ended = pool_.wait(1000);
-    const ChildResult& r = ended.front().second;
-    if (r.exit_code != 0)
-      throw InputError("simulate mode: '" + options_.simulator + " simulate --help' failed (" + child_message(r.err) +
-                       "); this placesim cannot simulate a point");
+    const ChildResult help = run_to_end({options_.simulator, "simulate", "--help"});
+    if (help.exit_code != 0)
+      throw InputError("simulate mode: '" + options_.simulator + " simulate --help' failed (" +
+                       child_message(help.err) + "); this placesim cannot simulate a point");
     // Rows carry this placesim's version: the simulator must be the same one.
-    pool_.start(0, {options_.simulator, "--version"}, "", "");
-    ended.clear();
-    while (ended.empty()) ended = pool_.wait(1000);
-    std::string version = ended.front().second.out;
+    std::string version = run_to_end({options_.simulator, "--version"}).out;
     while (!version.empty() && (version.back() == '\n' || version.back() == '\r')) version.pop_back();
     if (version != std::string("placesim ") + placesim_version())
       throw InputError("--simulator " + options_.simulator + " is '" + version + "', this is placesim " +
                        placesim_version() + ": every row carries one version; simulate with the same build");
+  }
+
+  // Runs `argv` alone (before any point) and waits for it.
+  ChildResult run_to_end(const std::vector<std::string>& argv) {
+    pool_.start(0, argv, "", "");
+    std::vector<std::pair<std::uint64_t, ChildResult>> ended;
+    while (ended.empty()) ended = pool_.wait(1000);
+    return std::move(ended.front().second);
   }
 
   void emit(std::uint64_t index, const PointOutcome& o, const std::vector<std::size_t>& coords, const Experiment& e,

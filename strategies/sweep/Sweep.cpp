@@ -329,7 +329,10 @@ std::uint64_t Shard::size(std::uint64_t points) const {
   return points / count + (points % count > index ? 1 : 0);
 }
 
-SweepSpec parse_sweep(const OrderedJson& value, const std::string& base_dir) {
+namespace {
+
+// A sweep object's fields, without its hash (the callers hash what they read).
+SweepSpec parse_sweep_fields(const OrderedJson& value, const std::string& base_dir) {
   if (!value.is_object()) throw InputError("a sweep must be a JSON object with \"base\" and \"axes\"");
   Json top = plain(value);
   ObjectReader r(top, "");
@@ -358,6 +361,13 @@ SweepSpec parse_sweep(const OrderedJson& value, const std::string& base_dir) {
     throw InputError("filters.mesh_matches_cluster=true needs a cluster: give base.cluster or sweep a cluster field");
   spec.figures = r.has("figures") ? parse_figures(*r.child("figures")) : default_figures(spec.mode);
   validate_axis_paths(spec);
+  return spec;
+}
+
+}  // namespace
+
+SweepSpec parse_sweep(const OrderedJson& value, const std::string& base_dir) {
+  SweepSpec spec = parse_sweep_fields(value, base_dir);
   spec.hash = fnv1a_hex(value.dump());
   return spec;
 }
@@ -375,7 +385,7 @@ std::string fnv1a_hex(std::string_view bytes) {
 
 SweepSpec parse_sweep_text(const std::string& text, const std::string& origin, const std::string& base_dir) {
   parse_json_text(text, origin);  // for its syntax errors with line and column
-  SweepSpec spec = parse_sweep(OrderedJson::parse(text), base_dir);
+  SweepSpec spec = parse_sweep_fields(OrderedJson::parse(text), base_dir);
   spec.hash = fnv1a_hex(text);
   return spec;
 }

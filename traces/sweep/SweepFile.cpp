@@ -59,13 +59,9 @@ void remove_stale_temporaries(const std::string& path) {
   }
 }
 
-}  // namespace
-
-namespace {
+// How ResultsFile locks (set_lock_function_for_tests replaces it).
 LockFunction lock_function = [](int fd) { return ::flock(fd, LOCK_EX | LOCK_NB); };
-int lock_file(int fd) {
-  return lock_function(fd);
-}
+
 }  // namespace
 
 LockFunction set_lock_function_for_tests(LockFunction f) {
@@ -186,16 +182,16 @@ std::string lock_failure(const std::string& path, int error) {
     return "'" + path + "' is being written by another sweep (it holds the file's lock); wait for it, or write to " +
            "another --out";
   return "cannot lock '" + path + "' (flock: " + std::strerror(error) +
-         "): this filesystem has no file locks (Lustre mounted without -o flock, some NFS and FUSE mounts); write "
-         "--out "
-         "to a filesystem that has them (e.g. node-local /tmp, copied back when the sweep ends), or pass --no-lock "
+         "): this filesystem has no file locks (Lustre mounted without -o flock, some NFS and FUSE mounts); "
+         "write --out to a filesystem that has them (e.g. node-local /tmp, copied back when the sweep ends), or pass "
+         "--no-lock "
          "when nothing else writes this file (two sweeps writing one file unlocked would interleave their rows)";
 }
 
 ResultsFile::ResultsFile(const std::string& path, bool keep, bool overwrite, bool lock) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw InputError(system_error("cannot open", path));
-  if (lock && lock_file(fd_) != 0) {
+  if (lock && lock_function(fd_) != 0) {
     int error = errno;
     ::close(fd_);
     throw InputError(lock_failure(path, error));

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 
+#include "strategies/sweep/Sweep.hpp"
 #include "traces/sweep/SweepFile.hpp"
 #include "workloads/json/Error.hpp"
 #include "workloads/json/JsonReader.hpp"
@@ -130,15 +131,16 @@ std::optional<std::uint64_t> plain_number(std::string_view text) {
   return v;
 }
 
-// A shard's index and count from "i/M" ("" is the whole sweep, 0/1); nullopt unless 0 <= i < M, M >= 2.
-std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_shard_text(std::string_view text) {
-  if (text.empty()) return std::pair<std::uint64_t, std::uint64_t>{0, 1};
+// The shard a row's "i/M" names ("" is the whole sweep, 0/1); nullopt unless 0 <= i < M, M >= 2, both written as
+// SweepRows writes them (strict: the text is compared as a label too, which parse_shard's --shard input is not).
+std::optional<Shard> parse_shard_text(std::string_view text) {
+  if (text.empty()) return Shard{};
   auto slash = text.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
   auto i = plain_number(text.substr(0, slash));
   auto m = plain_number(text.substr(slash + 1));
   if (!i || !m || *m < 2 || *i >= *m) return std::nullopt;
-  return std::pair<std::uint64_t, std::uint64_t>{*i, *m};
+  return Shard{*i, *m};
 }
 
 // The most points a sweep can have (strategies/sweep: 2^53), and the most a merge tracks one by one beyond the rows
@@ -217,7 +219,7 @@ class Merger {
       summary_.sweep = id.sweep;
       summary_.version = id.version;
       summary_.points = id.points;
-      summary_.shard_count = parse_shard_text(id.shard)->second;
+      summary_.shard_count = parse_shard_text(id.shard)->count;
       // Coverage is tracked per point (a bit each) unless the rows given could never come close.
       if (id.points <= total_lines_ + kMaxUntrackedGap)
         seen_.assign(id.points, false);
@@ -239,7 +241,7 @@ class Merger {
       auto shown = [](const std::string& v) { return v.empty() ? std::string("none") : v + " bytes"; };
       return differs("--device-memory", shown(id.device_memory), shown(r.device_memory));
     }
-    std::uint64_t count = parse_shard_text(id.shard)->second;
+    std::uint64_t count = parse_shard_text(id.shard)->count;
     if (count != summary_.shard_count)
       return differs(
           "shard", id.shard.empty() ? "0/1" : id.shard,
@@ -274,8 +276,7 @@ class Merger {
       problem(where + "a row of shard " + label + " in a file of shard " + shard);
       return false;
     }
-    auto [shard_index, shard_count] = *parse_shard_text(id->shard);
-    if (id->index >= summary_.points || id->index % shard_count != shard_index) {
+    if (id->index >= summary_.points || !parse_shard_text(id->shard)->contains(id->index)) {
       problem(where + "point " + std::to_string(id->index) + " is not a point of shard " + shard + " of a " +
               std::to_string(summary_.points) + "-point sweep");
       return false;
