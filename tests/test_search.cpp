@@ -79,6 +79,17 @@ TEST_CASE("The search sweep needs a fixed global batch and a free micro-batch co
   CHECK(s.points() == 14 * 5 * 4);
   CHECK(s.paths() == std::vector<std::string>{"strategy.dp", "strategy.tp", "strategy.pp", "strategy.preset",
                                               "training.micro_batch"});
+  // Its rows name the search as a sweep file's rows name the file: the same inputs give the same hash, other
+  // candidates or another base another one.
+  const Json base = Json::parse(R"({"model": "gpt-1.7b", "training": {"global_batch": 64}, "strategy": "dp"})");
+  CHECK(s.hash.size() == 16);
+  CHECK(search_sweep(base, "", space).hash == s.hash);
+  SearchSpace fewer = space;
+  fewer.presets = {"zero1"};
+  CHECK(search_sweep(base, "", fewer).hash != s.hash);
+  Json other = base;
+  other["training"]["global_batch"] = 128;
+  CHECK(search_sweep(other, "", space).hash != s.hash);
 }
 
 TEST_CASE("Rows rank by a figure ascending or descending and only valid rows rank") {

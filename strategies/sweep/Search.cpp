@@ -70,6 +70,13 @@ SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, cons
   for (const auto& f : space.figures)
     if (std::find(spec.figures.begin(), spec.figures.end(), f) == spec.figures.end()) spec.figures.push_back(f);
   validate_axis_paths(spec);
+  // Its rows name it as a sweep file's rows name theirs: a hash of everything that makes its points.
+  Json identity = {{"search", experiment},
+                   {"mode", spec.mode == SweepMode::Analyze ? "analyze" : "simulate"},
+                   {"fidelity", to_string(spec.fidelity)},
+                   {"figures", spec.figures}};
+  for (const SweepAxis& a : spec.axes) identity["axes"][a.name()] = a.values;
+  spec.hash = fnv1a_hex(identity.dump());
   return spec;
 }
 
