@@ -47,6 +47,15 @@ def _warn_stderr(message):
     print(message, file=sys.stderr)
 
 
+def _numbered_lines(path):
+    """(line number, line) of a text file, streamed; a file that is not UTF-8 is a ResultsError naming it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            yield from enumerate(f, 1)
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not a UTF-8 JSONL file (a gzipped or binary file?)") from None
+
+
 def load(paths, allow_mixed=False, warn=_warn_stderr, prog="placesim"):
     """Reads results files into a Loaded, each real file once and each point once.
 
@@ -65,12 +74,7 @@ def load(paths, allow_mixed=False, warn=_warn_stderr, prog="placesim"):
             warn(f"{prog}: {path} is the same file as {seen_files[identity]}; read once")
             continue
         seen_files[identity] = path
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = list(enumerate(f, 1))
-        except UnicodeDecodeError:
-            raise ResultsError(f"{path}: not a UTF-8 JSONL file (a gzipped or binary file?)") from None
-        for number, line in lines:
+        for number, line in _numbered_lines(path):
             if not line.strip():
                 continue
             try:
