@@ -221,7 +221,7 @@ TEST_CASE("overlapping receives spill onto a second pp-recv thread") {
   INFO(problems(check));
   CHECK(check.valid());
   const int second_lane = trace_tid(Stream::PpRecv, 1);
-  CHECK(second_lane == static_cast<int>(Stream::PpRecv) + 1 + 10);  // lane 1 of the pp-recv stream
+  CHECK(second_lane == static_cast<int>(Stream::PpRecv) + 1 + 16);  // lane 1 of the pp-recv stream
   CHECK(check.counts.thread_names.at({trace_pid(0), second_lane}) == "pp-recv #2");
   CHECK(check.counts.slices.at({trace_pid(0), kRecv}).at("p2p") == 1);
   CHECK(check.counts.slices.at({trace_pid(0), second_lane}).at("p2p") == 1);

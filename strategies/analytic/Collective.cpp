@@ -16,6 +16,10 @@ const char* to_string(CommClass c) {
       return "embedding_sync";
     case CommClass::CpKv:
       return "cp_kv";
+    case CommClass::EpAllToAll:
+      return "ep_all_to_all";
+    case CommClass::ExpertDataSync:
+      return "expert_data_sync";
   }
   return "?";
 }

@@ -74,8 +74,8 @@ void DeviceStats::apply(State state, double delta, bool buffer) {
 
 double DeviceStats::exposed_communication_s() const {
   std::vector<const IntervalSet*> comm;
-  for (Stream s :
-       {Stream::TpComm, Stream::DpComm, Stream::DpGather, Stream::PpSend, Stream::H2D, Stream::D2H, Stream::CpComm})
+  for (Stream s : {Stream::TpComm, Stream::DpComm, Stream::DpGather, Stream::PpSend, Stream::H2D, Stream::D2H,
+                   Stream::CpComm, Stream::EpComm})
     comm.push_back(&busy[static_cast<std::size_t>(s)]);
   return uncovered(interval_union(comm), interval_union({&busy[static_cast<std::size_t>(Stream::Compute)]}));
 }

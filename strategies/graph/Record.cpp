@@ -24,6 +24,8 @@ const char* to_string(Stream s) {
       return "host-cpu";
     case Stream::CpComm:
       return "cp-comm";
+    case Stream::EpComm:
+      return "ep-comm";
   }
   return "?";
 }

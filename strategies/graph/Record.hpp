@@ -10,8 +10,9 @@ namespace placesim {
 
 /// Streams of a device: each runs one task at a time, and they overlap with each other, like CUDA streams.
 /// CpComm: context parallelism's K/V exchanges (ring sends and receives, all-gathers, reduce-scatters).
-enum class Stream { Compute, TpComm, DpComm, DpGather, PpSend, PpRecv, H2D, D2H, Host, CpComm };
-inline constexpr int kStreams = 10;
+/// EpComm: expert parallelism's all-to-alls (dispatch and combine) and the experts' data-parallel collectives.
+enum class Stream { Compute, TpComm, DpComm, DpGather, PpSend, PpRecv, H2D, D2H, Host, CpComm, EpComm };
+inline constexpr int kStreams = 11;
 const char* to_string(Stream s);
 /// The stream a transfer of class `c` occupies on its receiver: pp-recv, or cp for context parallelism's ring.
 inline Stream receive_stream(CommClass c) {
@@ -45,8 +46,8 @@ struct TaskRecord {
   /// Folded steps: the data lanes a collective's group spans (its lane count when contiguous, else every lane):
   /// the device in lane l belongs to the group copy starting at lane (l / group_lanes) x group_lanes.
   int group_lanes = 0;
-  int step = -1;                                 ///< step index within the collective
-  std::string algorithm;                         ///< "ring", "tree", "hierarchical", "direct"
+  int step = -1;          ///< step index within the collective
+  std::string algorithm;  ///< "ring", "tree", "hierarchical", "direct"
   bool backward = false;  ///< part of a backward pass: backward and recompute compute, gradient transfers and
                           ///< the collectives a backward issues
 };

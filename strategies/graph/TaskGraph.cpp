@@ -1,5 +1,7 @@
 #include "strategies/graph/TaskGraph.hpp"
 
+#include <algorithm>
+
 namespace placesim {
 
 const char* to_string(CollectiveOp op) {
@@ -10,6 +12,8 @@ const char* to_string(CollectiveOp op) {
       return "allgather";
     case CollectiveOp::ReduceScatter:
       return "reducescatter";
+    case CollectiveOp::AllToAll:
+      return "alltoall";
   }
   return "?";
 }
@@ -67,7 +71,15 @@ Stream task_stream(const Task& t) {
 
 double task_bytes_sent(const TaskGraph& g, const Task& t, int device) {
   if (const auto* c = std::get_if<Collective>(&t.body)) {
-    auto n = static_cast<std::int64_t>(g.groups[static_cast<std::size_t>(c->group)].size());
+    const auto& members = g.groups[static_cast<std::size_t>(c->group)];
+    auto n = static_cast<std::int64_t>(members.size());
+    if (c->op == CollectiveOp::AllToAll) {
+      const int pos = static_cast<int>(std::find(members.begin(), members.end(), device) - members.begin());
+      if (pos == static_cast<int>(n)) return 0;
+      return static_cast<double>(
+                 alltoall_elems_sent(g.a2a_tokens[static_cast<std::size_t>(c->split)], c->elems, pos, c->combine)) *
+             c->elem_bytes * c->repeat;
+    }
     std::int64_t elems =
         c->op == CollectiveOp::AllReduce ? ring_allreduce_elems_sent(c->elems, n) : ring_gather_elems_sent(c->elems, n);
     return static_cast<double>(elems) * c->elem_bytes * c->repeat;

@@ -30,7 +30,9 @@ struct Compute {
   ModelPart part = ModelPart::Layers;  ///< Embedding and Head tasks have layer -1
 };
 
-enum class CollectiveOp { AllReduce, AllGather, ReduceScatter };
+/// AllToAll: expert parallelism's dispatch or combine; its pairwise volumes are TaskGraph::a2a_tokens[split] tokens of
+/// `elems` elements each (alltoall_pair_elems).
+enum class CollectiveOp { AllReduce, AllGather, ReduceScatter, AllToAll };
 const char* to_string(CollectiveOp op);
 
 /// A collective over a group of devices, lowered by the simulator into algorithm steps (or an exact α–β delay).
@@ -46,6 +48,8 @@ struct Collective {
   int layer = -1, layers = 0;
   int microbatch = -1;
   bool backward = false;  ///< issued by a backward pass (its recompute included)
+  int split = -1;         ///< AllToAll: index into TaskGraph::a2a_tokens (tokens each member sends to member j)
+  bool combine = false;   ///< AllToAll: a combine (member i returns tokens[i] tokens to every member), else a dispatch
 };
 
 /// A point-to-point transfer between two devices (pipeline activations and gradients).
@@ -101,6 +105,8 @@ struct TaskGraph {
   std::vector<std::vector<int>> groups;         ///< device lists of collectives, in ring order
   std::vector<MemDelta> deltas;                 ///< referenced by Task::mem_*
   std::vector<std::array<double, 4>> resident;  ///< per device, bytes per State resident from t = 0
+  /// All-to-all routings: per entry, the tokens every member of the group sends to member j (Collective::split).
+  std::vector<std::vector<std::int64_t>> a2a_tokens;
 
   TaskId add(TaskBody body, int stage);
   void depend(TaskId before, TaskId after);
@@ -114,7 +120,7 @@ struct TaskGraph {
 /// Devices a task occupies (one for most, the group for a collective) and the stream it runs on.
 std::vector<int> task_devices(const TaskGraph& g, const Task& t);
 Stream task_stream(const Task& t);
-/// Bytes one device sends for a task (collectives: per algorithm step sums, ring algorithm).
+/// Bytes one device sends for a task (collectives: per algorithm step sums, ring algorithm; all-to-all: its pairs).
 double task_bytes_sent(const TaskGraph& g, const Task& t, int device);
 
 }  // namespace placesim

@@ -15,7 +15,7 @@ namespace placesim {
 
 namespace {
 
-static_assert(kStreams <= 10, "trace_tid() spaces overflow lanes 10 apart (streams take tids 1..10)");
+static_assert(kStreams <= 16, "trace_tid() spaces overflow lanes 16 apart (streams take tids 1..16)");
 
 /// Builds one flat JSON object into a string, keys in call order.
 class Obj {
@@ -240,7 +240,7 @@ int trace_pid(int device) {
   return device + 1;
 }
 int trace_tid(Stream stream, int lane) {
-  return static_cast<int>(stream) + 1 + 10 * lane;
+  return static_cast<int>(stream) + 1 + 16 * lane;
 }
 
 TraceSummary write_chrome_trace(const std::string& path, const SimulationRecord& record, const Json& other_data,

@@ -29,10 +29,11 @@ Json memory_json(const MemoryBytes& m) {
               {"total_bytes", number(m.total())},         {"host_bytes", number(m.host)}};
 }
 
-Json by_class_json(const CommBytes& c) {
+Json by_class_json(const CommBytes& c, bool moe) {
   Json j = Json::object();
   for (int k = 0; k < kCommClasses; ++k)
-    j[to_string(static_cast<CommClass>(k))] = number(c.by_class[static_cast<std::size_t>(k)]);
+    if (reported_class(static_cast<CommClass>(k), moe))
+      j[to_string(static_cast<CommClass>(k))] = number(c.by_class[static_cast<std::size_t>(k)]);
   return j;
 }
 
@@ -71,7 +72,7 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
   memory["total_bytes"] = number(a.total_bytes);
   memory["per_stage"] = Json::array();
   Json comm{{"bytes_per_step", number(a.bytes_per_step)},
-            {"by_class", by_class_json(a.comm)},
+            {"by_class", by_class_json(a.comm, e.model.moe())},
             {"offload", {{"h2d_bytes", number(a.comm.h2d)}, {"d2h_bytes", number(a.comm.d2h)}}},
             {"per_stage", Json::array()}};
   for (const auto& st : a.stages) {
@@ -93,7 +94,7 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
     comm["per_stage"].push_back(
         Json{{"stage", st.stage},
              {"bytes_per_step", number(st.comm.total())},
-             {"by_class", by_class_json(st.comm)},
+             {"by_class", by_class_json(st.comm, e.model.moe())},
              {"data_collectives", data},
              {"offload", {{"h2d_bytes", number(st.comm.h2d)}, {"d2h_bytes", number(st.comm.d2h)}}}});
   }
@@ -187,6 +188,7 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   for (int k = 0; k < kCommClasses; ++k) {
     auto idx = static_cast<std::size_t>(k);
     if (static_cast<CommClass>(k) == CommClass::CpKv && e.strategy.cp == 1) continue;  // no context parallelism
+    if (!reported_class(static_cast<CommClass>(k), e.model.moe())) continue;
     std::string label = to_string(static_cast<CommClass>(k));
     out << "  " << label << std::string(22 - label.size(), ' ');
     for (const auto* c : cols) out << cell(format_bytes(c->comm.by_class[idx]), w);

@@ -49,10 +49,11 @@ void set_rates(SimFigures& f, const Experiment& e, const ClusterSpec& c, const A
   f.hardware_tflops_per_gpu = a.hardware_flops_per_step / step / n / 1e12;
 }
 
-Json by_class(const std::array<double, kCommClasses>& bytes) {
+Json by_class(const std::array<double, kCommClasses>& bytes, bool moe) {
   Json j = Json::object();
   for (int k = 0; k < kCommClasses; ++k)
-    j[to_string(static_cast<CommClass>(k))] = number(bytes[static_cast<std::size_t>(k)]);
+    if (reported_class(static_cast<CommClass>(k), moe))
+      j[to_string(static_cast<CommClass>(k))] = number(bytes[static_cast<std::size_t>(k)]);
   return j;
 }
 
@@ -68,9 +69,12 @@ Json peak_memory(const DeviceStats& d) {
   return j;
 }
 
-Json busy(const DeviceStats& d) {
+// The ep-comm stream only for mixture-of-experts models.
+Json busy(const DeviceStats& d, bool moe) {
   Json j = Json::object();
-  for (int s = 0; s < kStreams; ++s) j[to_string(static_cast<Stream>(s))] = d.busy_s(static_cast<Stream>(s));
+  for (int s = 0; s < kStreams; ++s)
+    if (moe || static_cast<Stream>(s) != Stream::EpComm)
+      j[to_string(static_cast<Stream>(s))] = d.busy_s(static_cast<Stream>(s));
   return j;
 }
 
@@ -84,15 +88,16 @@ Json device_rows(const Experiment& e, const SimResult& r) {
   for (std::size_t x = 0; x < r.devices.size(); ++x) {
     const DeviceStats& d = r.devices[x];
     MeshCoord mc = mesh_coord(e.strategy, static_cast<std::int64_t>(x));
-    devices.push_back(Json{{"device", x},
-                           {"dp", mc.dp},
-                           {"tp", mc.tp},
-                           {"pp", mc.pp},
-                           {"bytes_sent", {{"total", number(total_sent(d))}, {"by_class", by_class(d.bytes_sent)}}},
-                           {"offload", offload(d)},
-                           {"peak_memory_bytes", peak_memory(d)},
-                           {"busy_s", busy(d)},
-                           {"exposed_communication_s", exposed[x]}});
+    devices.push_back(
+        Json{{"device", x},
+             {"dp", mc.dp},
+             {"tp", mc.tp},
+             {"pp", mc.pp},
+             {"bytes_sent", {{"total", number(total_sent(d))}, {"by_class", by_class(d.bytes_sent, e.model.moe())}}},
+             {"offload", offload(d)},
+             {"peak_memory_bytes", peak_memory(d)},
+             {"busy_s", busy(d, e.model.moe())},
+             {"exposed_communication_s", exposed[x]}});
     if (e.strategy.cp > 1) devices.back()["cp"] = mc.cp;
   }
   return devices;
@@ -156,7 +161,8 @@ Json simulation_json(const SimulatedStep& s) {
               {"hardware_tflops_per_gpu", f.hardware_tflops_per_gpu},
               {"exposed_communication_s", f.exposed_communication_s},
               {"idle_fraction", f.idle_fraction},
-              {"bytes_sent", {{"total", number(f.bytes_sent)}, {"by_class", by_class(f.max.bytes_sent)}}},
+              {"bytes_sent",
+               {{"total", number(f.bytes_sent)}, {"by_class", by_class(f.max.bytes_sent, s.experiment.model.moe())}}},
               {"offload", offload(f.max)},
               {"peak_memory_bytes", peak_memory(f.max)},
               {"activities", r.activities},
@@ -218,8 +224,9 @@ std::vector<ValidationRow> validation_rows(const Experiment& e, const Analysis& 
   }
   std::vector<ValidationRow> v;
   for (int k = 0; k < kCommClasses; ++k)
-    v.push_back({std::string("communication.by_class.") + to_string(static_cast<CommClass>(k)),
-                 a.comm.by_class[static_cast<std::size_t>(k)], f.max.bytes_sent[static_cast<std::size_t>(k)]});
+    if (reported_class(static_cast<CommClass>(k), e.model.moe()))
+      v.push_back({std::string("communication.by_class.") + to_string(static_cast<CommClass>(k)),
+                   a.comm.by_class[static_cast<std::size_t>(k)], f.max.bytes_sent[static_cast<std::size_t>(k)]});
   v.push_back({"communication.bytes_per_step", a.bytes_per_step, f.bytes_sent});
   v.push_back({"communication.offload.h2d_bytes", a.comm.h2d, f.max.h2d_bytes});
   v.push_back({"communication.offload.d2h_bytes", a.comm.d2h, f.max.d2h_bytes});

@@ -34,8 +34,10 @@ struct ModelSpec {
   bool flash_attention = true;     ///< fused attention (FlashAttention): scores never stored; every family's default
   double opaque_parameters = 0;    ///< parameter count of an opaque model
   std::int64_t opaque_layers = 0;  ///< optional layer count of an opaque model (equal-sized gather units)
+  std::int64_t experts = 0;        ///< routed experts per MoE layer (0: a dense model)
 
   bool opaque() const { return layers == 0; }
+  bool moe() const { return experts > 0; }
   std::int64_t head_dim() const { return hidden / heads; }
 };
 
