@@ -111,8 +111,6 @@ void configure_engine(s4u::Engine& engine, const ClusterSpec& cluster) {
   }
 }
 
-// The route of `hop`'s congruent hop with every link replaced by its representative's in block 0: the sender's side
-// (links crossed going up) by the sender's representative's, the receiver's side by the receiver's.
 std::vector<Hop> mirrored_route(const Fabric& fabric, const Folding& folding, const MirroredHop& mirrored) {
   const ClusterSpec& c = fabric.cluster();
   std::vector<Hop> hops = fabric.route(mirrored.route_src, mirrored.route_dst);

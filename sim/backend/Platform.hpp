@@ -36,6 +36,7 @@
 
 #include "strategies/graph/Folding.hpp"
 #include "topology/cluster/Cluster.hpp"
+#include "topology/cluster/Fabric.hpp"
 
 namespace placesim {
 
@@ -70,6 +71,10 @@ struct Platform {
   /// transfer without a route, so check before creating one whose pair may not have been declared.
   bool has_route(int a, int b) const;
 };
+
+/// The route a MirroredHop's flow takes to its mirror: the congruent hop's route with every link replaced by its
+/// representative's in block 0 (the sender's side by the sender's representative's, the receiver's by the receiver's).
+std::vector<Hop> mirrored_route(const Fabric& fabric, const Folding& folding, const MirroredHop& mirrored);
 
 /// Silences SimGrid's logging and sets the network model configuration: network/model:CM02, network/TCP-gamma:0,
 /// network/crosstraffic:0, then cluster.simgrid_config in key order. Must be called before the first zone exists.

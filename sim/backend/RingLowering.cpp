@@ -10,7 +10,7 @@ namespace placesim::detail {
 void Runner::find_channels() {
   channels_.assign(g_.groups.size(), {});
   for (TaskId id = 0; id < g_.size(); ++id)
-    if (const auto* c = std::get_if<Collective>(&g_[id].body)) {
+    if (const auto* c = std::get_if<Collective>(&g_[id].body); c && c->op != CollectiveOp::AllToAll) {
       auto& hops = channels_[static_cast<std::size_t>(c->group)];
       const auto& m = g_.groups[static_cast<std::size_t>(c->group)];
       if (hops.empty() && m.size() > 1) hops = fabric_.ring_channels(m);
@@ -31,6 +31,12 @@ std::vector<MirroredHop> Runner::mirrored_hops() const {
   for (TaskId id = 0; id < g_.size(); ++id)
     if (const auto* p = std::get_if<P2P>(&g_[id].body))
       if (p->src / c_.gpus_per_node != p->dst / c_.gpus_per_node) transfers.emplace_back(p->src, p->dst);
+  // All-to-alls run inside block 0 (find_alltoalls): their flows across nodes, every ordered pair.
+  for (std::size_t group = 0; group < alltoall_groups_.size(); ++group)
+    if (alltoall_groups_[group])
+      for (int from : g_.groups[group])
+        for (int to : g_.groups[group])
+          if (from / c_.gpus_per_node != to / c_.gpus_per_node) transfers.emplace_back(from, to);
   std::sort(transfers.begin(), transfers.end());
   transfers.erase(std::unique(transfers.begin(), transfers.end()), transfers.end());
   for (auto [from, to] : transfers) {
@@ -69,6 +75,13 @@ std::vector<std::pair<int, int>> Runner::used_pairs() const {
     if (const auto* p = std::get_if<P2P>(&g_[id].body)) pairs.emplace_back(p->src, p->dst);
   for (const auto& hops : channels_)
     for (const auto& hop : hops) pairs.insert(pairs.end(), hop.begin(), hop.end());
+  // An all-to-all sends between every two members (the platform routes both directions of a pair).
+  for (std::size_t group = 0; group < alltoall_groups_.size(); ++group)
+    if (alltoall_groups_[group]) {
+      const auto& m = g_.groups[group];
+      for (std::size_t i = 0; i < m.size(); ++i)
+        for (std::size_t j = i + 1; j < m.size(); ++j) pairs.emplace_back(m[i], m[j]);
+    }
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   return pairs;
@@ -101,6 +114,8 @@ const Runner::GroupRing& Runner::group_ring(int group) {
       if (from / c_.gpus_per_node != to / c_.gpus_per_node)
         ring.nics.push_back(from / c_.gpus_per_node * c_.nics_per_node + fabric_.rail(from % c_.gpus_per_node));
   }
+  // A group only all-to-alls run over has no ring channels: its members tell whether it stays inside one node.
+  for (int x : m) ring.one_node = ring.one_node && x / c_.gpus_per_node == m.front() / c_.gpus_per_node;
   std::sort(ring.nics.begin(), ring.nics.end());
   ring.nics.erase(std::unique(ring.nics.begin(), ring.nics.end()), ring.nics.end());
   // A folded step's group inside block 0 stands for its copies in the other blocks, whose hops may cross more

@@ -1,13 +1,16 @@
 #pragma once
 // Internal to sim/backend: the runner that lowers a TaskGraph to SimGrid activities just in time. Simulator.cpp holds
 // the activity loop (start, launch, completion, memory and accounting); RingLowering.cpp decomposes collectives into
-// ring steps over the channels (rails) NCCL would use and plans their exact delays.
+// ring steps over the channels (rails) NCCL would use and plans their exact delays; AllToAllLowering.cpp runs
+// all-to-alls as one flow per pair, or as the exact delay those flows take on an idle platform.
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -48,6 +51,19 @@ struct RingRun {
   int unfinished = 0;  ///< ranks not done
 };
 
+/// Slot::rank of an all-to-all's flow (ring steps hold their rank, other activities -1).
+inline constexpr int kAllToAllFlow = -2;
+
+/// An all-to-all in progress, decomposed as NCCL runs it: one grouped call of ncclSend/ncclRecv to every peer, all
+/// posted at once, so one flow per ordered pair with bytes, all launched together and sharing the links (max-min).
+/// Back-to-back all-to-alls merged into one task (Collective::repeat) run as rounds: each round's flows start when the
+/// previous round's last flow ends (a barrier: NCCL would let a pair start once both its ends are done).
+struct AllToAllRun {
+  int rounds = 1, round = 0;
+  int pending = 0;  ///< flows of the current round in flight
+  double start = 0, round_start = 0;
+};
+
 /// The excess load of intervals added in order of their start (the simulation clock): the integral over time of
 /// (intervals active - 1) where at least one is, i.e. how much longer than their union they would take one at a time.
 /// The analytic fidelity's measure of the NIC sharing it does not model: two collectives fully overlapping for T count
@@ -83,7 +99,17 @@ class Runner {
   struct Slot {
     sg::ActivityPtr activity;
     TaskId task = 0;
-    int rank = -1;  ///< ring collectives: the sending rank of this step
+    int rank = -1;  ///< ring collectives: the sending rank of this step; kAllToAllFlow: an all-to-all's flow
+  };
+  /// Per group an all-to-all runs over: what its flows cross, looked up once (Fabric routes, as the platform has them).
+  struct AllToAllGroup {
+    bool one_node = true;
+    std::vector<int> nics;        ///< NICs (node * nics_per_node + rail) of its members when it spans nodes
+    std::vector<double> link_bw;  ///< the directed links its routes cross, bytes/s
+    /// Ordered pair (i, j) of member positions, p = i * n + j: its route's links are route_links[route_first[p] ..
+    /// route_first[p + 1]) (indices into link_bw), its latency latency_s[p].
+    std::vector<std::uint32_t> route_first, route_links;
+    std::vector<double> latency_s;
   };
   /// Per group: its ring's slowest hop (bandwidth-protocol figures) and whether it stays inside one node.
   struct GroupRing {
@@ -94,6 +120,8 @@ class Runner {
   };
 
   void find_channels();
+  /// Checks every all-to-all (its routing, its group within block 0 when folded) and notes the groups they run over.
+  void find_alltoalls();
   std::vector<std::pair<int, int>> used_pairs() const;
   /// Folded step: block 0's transfers that need a mirror (see Platform::mirrors).
   std::vector<MirroredHop> mirrored_hops() const;
@@ -122,13 +150,31 @@ class Runner {
   sg::Host* destination(int from, int to) const;
   const GroupRing& group_ring(int group);
   CollectivePlan plan(const Collective& c);
+  /// A collective run as one exact delay of `seconds`; analytic fidelity's inter-node collectives also count their
+  /// `overlap_nics` (OverlapMeter) and share `shared_nics` (share_nics).
+  void exact_collective(TaskId id, double seconds, const std::vector<int>& overlap_nics,
+                        const std::vector<int>& shared_nics);
+
+  // All-to-all (AllToAllLowering.cpp).
+  const AllToAllGroup& alltoall_group(int group);
+  /// Bytes member position i sends member position j in one all-to-all of `c` (its repeat not counted).
+  double pair_bytes(const Collective& c, int i, int j) const;
+  /// One all-to-all of `c` (one round) on an otherwise idle platform, seconds: see AllToAllLowering.cpp.
+  double alltoall_round_s(const Collective& c);
+  void start_alltoall(TaskId id, const Collective& c);
+  /// Launches the current round's flows; returns how many (0: the all-to-all moves nothing).
+  int launch_alltoall_round(TaskId id);
+  void alltoall_flow_done(TaskId id, double end);
+  /// `recorded_rounds`: fine detail recorded each round already.
+  void finish_alltoall(TaskId id, double start, double end, bool recorded_rounds);
 
   // Overlap interference (ComputeProfile::intra_node_interference / inter_node_interference). While a device runs
-  // compute and an interfering transfer at once (a data-parallel, context-parallel or pipeline collective or send;
-  // not a TP collective, whose cost beside its GEMM is overlap_penalty's, and not a PCIe copy, which runs on copy
-  // engines), its compute runs compute_slowdown times slower and the transfer comm_slowdown times slower. Compute
-  // tasks and exact-delay collectives are "stretches" whose rate is re-set whenever that changes; decomposed ring
-  // steps and sends are slowed at launch when their sender (or receiver) is computing.
+  // compute and an interfering transfer at once (a data-parallel, context-parallel, expert-parallel or pipeline
+  // collective or send; not a TP collective, whose cost beside its GEMM is overlap_penalty's, and not a PCIe copy,
+  // which runs on copy engines), its compute runs compute_slowdown times slower and the transfer comm_slowdown times
+  // slower. Compute tasks and exact-delay collectives are "stretches" whose rate is re-set whenever that changes;
+  // decomposed ring steps, all-to-all flows and sends are slowed at launch when their sender (or a send's receiver) is
+  // computing.
   struct Stretch {
     double remaining = 0;  ///< seconds of work left at rate 1
     double rate = 1;
@@ -158,9 +204,9 @@ class Runner {
   void transfer_on(int device, int fabric, int change);
   /// `device` starts (+1) or ends (-1) a compute task: its exact-delay transfers change pace.
   void compute_on(int device, int change);
-  /// Analytic fidelity's NIC sharing: the inter-node rings on a NIC share it equally (the sum of their demands,
-  /// one NIC's bandwidth each, over its capacity), so each runs at 1 / (most rings on any of its NICs). The NICs of
-  /// `group`'s ring that count (block 0's when folded).
+  /// Analytic fidelity's NIC sharing: the inter-node rings (and all-to-alls) on a NIC share it equally (the sum of
+  /// their demands, one NIC's bandwidth each, over its capacity), so each runs at 1 / (most rings on any of its NICs).
+  /// The NICs of `group`'s ring that count (block 0's when folded).
   std::vector<int> shared_nics(int group);
   /// Ring `id` starts (+1) or ends (-1) on `nics`: re-sets the share of every ring on them.
   void share_nics(TaskId id, const std::vector<int>& nics, int change);
@@ -181,6 +227,11 @@ class Runner {
   std::vector<std::uint32_t> free_slots_, release_;
   std::unordered_map<TaskId, RingRun> rings_;
   std::vector<GroupRing> group_rings_;
+  std::vector<char> alltoall_groups_;  ///< per group: an all-to-all runs over it
+  std::vector<std::unique_ptr<AllToAllGroup>> alltoall_group_info_;
+  std::unordered_map<TaskId, AllToAllRun> alltoalls_;
+  /// alltoall_round_s per (group, split, combine, elems, elem_bytes): tasks of one routing share it.
+  std::map<std::tuple<int, int, bool, std::int64_t, int>, double> alltoall_round_cache_;
   std::vector<OverlapMeter> nic_overlap_;       ///< analytic fidelity: per NIC, inter-node collectives sharing it
   std::vector<std::vector<TaskId>> nic_rings_;  ///< analytic fidelity: per NIC, the rings sharing it now
   std::array<OverlapInterference, 2> interference_;

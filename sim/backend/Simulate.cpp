@@ -104,6 +104,28 @@ SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c,
       est.longest_compute = what;
     }
   };
+  // An all-to-all decomposed is a flow per ordered pair and round (an upper bound: pairs without tokens send nothing);
+  // each member's sends leave through its own link.
+  auto estimate_alltoall = [&](const Collective& b, const Task& task) {
+    const auto& members = g.groups[static_cast<std::size_t>(b.group)];
+    const auto n = static_cast<double>(members.size());
+    bool one_node = true;
+    for (int x : members) one_node = one_node && std::floor(x / gpn) == std::floor(members.front() / gpn);
+    const bool decomposed = detail::decomposes(o.fidelity, one_node);
+    if (decomposed)
+      est.flows += n * (n - 1) * b.repeat;
+    else
+      est.timers += 1;
+    const int per_member = o.fine && decomposed ? b.repeat : 1;
+    for (int x : members) events += recorded(x) * per_member;
+    if (b.split < 0 || static_cast<std::size_t>(b.split) >= g.a2a_tokens.size() ||
+        g.a2a_tokens[static_cast<std::size_t>(b.split)].size() != members.size())
+      return;  // the simulator refuses it
+    double sent = 0;
+    for (int x : members) sent = std::max(sent, task_bytes_sent(g, task, x));
+    transfer(sent, one_node ? c.nvlink_bw_Bps : device_bw, one_node ? "cluster.nvlink_bw" : device_bw_field,
+             "an all-to-all");
+  };
   for (TaskId id = 0; id < g.size(); ++id) {
     std::visit(
         [&](const auto& b) {
@@ -132,6 +154,7 @@ SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c,
               events += recorded(members.front());
               return;
             }
+            if (b.op == CollectiveOp::AllToAll) return estimate_alltoall(b, g[id]);
             // A folded step runs block 0's ranks of the ring only.
             const auto ranks = static_cast<double>(
                 std::count_if(members.begin(), members.end(), [&](int x) { return o.folding.simulated(x); }));

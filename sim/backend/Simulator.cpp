@@ -21,6 +21,7 @@ namespace detail {
 SimResult Runner::run() {
   auto wall_start = std::chrono::steady_clock::now();
   find_channels();
+  find_alltoalls();
   platform_ = build_platform(*engine_, c_, used_pairs(), mirrored_hops(), o_.folding);
   result_.devices.resize(static_cast<std::size_t>(g_.devices));
   for (int x = 0; x < g_.devices; ++x) {
@@ -99,6 +100,7 @@ void Runner::start(TaskId id) {
           const auto& members = g_.groups[static_cast<std::size_t>(b.group)];
           const int n = static_cast<int>(members.size());
           if (n == 1) return finish(id, now, now);
+          if (b.op == CollectiveOp::AllToAll) return start_alltoall(id, b);
           const CollectivePlan p = plan(b);
           // A collective NCCL runs with its low-latency protocol is latency-bound (too few bytes to contend) and
           // NVLS reduces inside the switch: both are exact delays at every fidelity.
@@ -106,28 +108,11 @@ void Runner::start(TaskId id) {
           const bool decomposed = decomposes(o_.fidelity, group_ring(b.group).one_node);
           if (!decomposed || !ring_flows) {
             // A ring across nodes that flow fidelity would decompose holds its NICs for the whole delay; the
-            // analytic fidelity gives it their full bandwidth, so overlaps on a NIC are what it leaves out.
-            if (o_.fidelity == Fidelity::Analytic && ring_flows) {
-              if (nic_overlap_.empty()) nic_overlap_.resize(static_cast<std::size_t>(c_.nodes * c_.nics_per_node));
-              for (int nic : group_ring(b.group).nics)
-                nic_overlap_[static_cast<std::size_t>(nic)].add(now, now + p.time_s);
-            }
-            // Analytic fidelity shares each NIC between the inter-node rings on it (share_nics).
-            const std::vector<int> nics =
-                o_.fidelity == Fidelity::Analytic && ring_flows ? shared_nics(b.group) : std::vector<int>{};
-            const int f = interferes_ ? interfering_fabric(id) : -1;
-            if (f < 0 && nics.empty()) return delay(id, p.time_s);
-            int busy = 0;
-            if (f >= 0)
-              for (int x : members) {
-                if (!simulated(x)) continue;
-                busy += computing_[static_cast<std::size_t>(x)] > 0;
-                device_delays_[static_cast<std::size_t>(x)].push_back(id);
-                transfer_on(x, f, +1);
-              }
-            stretch(id, p.time_s, f >= 0 ? transfer_rate(f, busy) : 1.0, f, busy);
-            if (!nics.empty()) share_nics(id, nics, +1);
-            return;
+            // analytic fidelity gives it their full bandwidth, so overlaps on a NIC are what it leaves out, and it
+            // shares each NIC between the inter-node rings on it (share_nics).
+            const bool shares = o_.fidelity == Fidelity::Analytic && ring_flows;
+            return exact_collective(id, p.time_s, shares ? group_ring(b.group).nics : std::vector<int>{},
+                                    shares ? shared_nics(b.group) : std::vector<int>{});
           }
           if (interferes_) {
             const int f = interfering_fabric(id);
@@ -159,6 +144,26 @@ void Runner::start(TaskId id) {
         }
       },
       t.body);
+}
+
+void Runner::exact_collective(TaskId id, double seconds, const std::vector<int>& overlap_nics,
+                              const std::vector<int>& shared_nics) {
+  const double now = sg::Engine::get_clock();
+  if (!overlap_nics.empty() && nic_overlap_.empty())
+    nic_overlap_.resize(static_cast<std::size_t>(c_.nodes * c_.nics_per_node));
+  for (int nic : overlap_nics) nic_overlap_[static_cast<std::size_t>(nic)].add(now, now + seconds);
+  const int f = interferes_ ? interfering_fabric(id) : -1;
+  if (f < 0 && shared_nics.empty()) return delay(id, seconds);
+  int busy = 0;
+  if (f >= 0)
+    for (int x : g_.groups[static_cast<std::size_t>(std::get<Collective>(g_[id].body).group)]) {
+      if (!simulated(x)) continue;
+      busy += computing_[static_cast<std::size_t>(x)] > 0;
+      device_delays_[static_cast<std::size_t>(x)].push_back(id);
+      transfer_on(x, f, +1);
+    }
+  stretch(id, seconds, f >= 0 ? transfer_rate(f, busy) : 1.0, f, busy);
+  if (!shared_nics.empty()) share_nics(id, shared_nics, +1);
 }
 
 void Runner::launch(TaskId id, sg::ActivityPtr activity, int rank) {
@@ -210,7 +215,9 @@ void Runner::on_complete(const sg::Activity& a) {
   if (a.get_state() != sg::Activity::State::FINISHED)
     throw std::runtime_error("activity of task " + std::to_string(s.task) + " did not finish");
   double began = a.get_start_time(), end = a.get_finish_time();
-  if (s.rank < 0) {
+  if (s.rank == kAllToAllFlow) {
+    alltoall_flow_done(s.task, end);
+  } else if (s.rank < 0) {
     finish(s.task, start_time_[s.task], end);
   } else {
     RingRun& run = rings_[s.task];
@@ -258,15 +265,20 @@ void Runner::account(TaskId id, int device, double start, double end, int step) 
   if (step >= 0) {
     const auto& c = std::get<Collective>(g_[id].body);
     r.step = step;
-    r.bytes =
-        static_cast<double>(c.elems / static_cast<std::int64_t>(g_.groups[static_cast<std::size_t>(c.group)].size())) *
-        c.elem_bytes;
+    // A ring step sends one chunk; an all-to-all's round (step) what the device sends in one all-to-all.
+    r.bytes = c.op == CollectiveOp::AllToAll
+                  ? r.bytes / c.repeat
+                  : static_cast<double>(
+                        c.elems / static_cast<std::int64_t>(g_.groups[static_cast<std::size_t>(c.group)].size())) *
+                        c.elem_bytes;
     r.name += " step " + std::to_string(step);
   }
   if (const auto* c = std::get_if<Collective>(&g_[id].body)) {
     const auto& m = g_.groups[static_cast<std::size_t>(c->group)];
-    for (std::size_t i = 0; i < m.size(); ++i)
-      if (m[i] == device) r.peer = m[(i + 1) % m.size()];
+    // A ring step's receiver is the next rank; an all-to-all sends to every member, so it names no peer.
+    if (c->op != CollectiveOp::AllToAll)
+      for (std::size_t i = 0; i < m.size(); ++i)
+        if (m[i] == device) r.peer = m[(i + 1) % m.size()];
     r.collective = id + 1;
     r.group_lanes = group_ring(c->group).lanes;
   }

@@ -48,16 +48,21 @@ struct Describer {
     // The group by its lowest device (stable whatever order groups were made in, and moved with a folded step).
     const auto& members = g.groups[static_cast<std::size_t>(c.group)];
     r.group_first = *std::min_element(members.begin(), members.end());
-    r.name = std::string(to_string(c.op)) + " " + to_string(c.cls) + " grp@gpu" + std::to_string(r.group_first) +
-             layers(c.layer, c.layers) + microbatch(c.microbatch) + " " +
-             format_bytes(static_cast<double>(c.elems) * c.elem_bytes) +
-             (c.repeat > 1 ? " x" + std::to_string(c.repeat) : "");
     r.layer = c.layer;
     r.layers = c.layers;
     r.microbatch = c.microbatch;
     r.backward = c.backward;
     r.bytes = task_bytes_sent(g, *this->task, device);
-    r.algorithm = "ring";
+    // A ring names its whole buffer; an all-to-all, whose members send unequal amounts, what this device sends (in one
+    // all-to-all when repeated). Each sends to every peer directly.
+    const bool alltoall = c.op == CollectiveOp::AllToAll;
+    const std::string op = alltoall ? std::string("alltoall ") + (c.combine ? "combine" : "dispatch") : to_string(c.op);
+    const std::string cls = alltoall && c.cls == CommClass::EpAllToAll ? "ep" : to_string(c.cls);
+    const double bytes = alltoall ? r.bytes / c.repeat : static_cast<double>(c.elems) * c.elem_bytes;
+    r.name = op + " " + cls + " grp@gpu" + std::to_string(r.group_first) + layers(c.layer, c.layers) +
+             microbatch(c.microbatch) + " " + format_bytes(bytes) +
+             (c.repeat > 1 ? " x" + std::to_string(c.repeat) : "");
+    r.algorithm = alltoall ? "direct" : "ring";
   }
   void operator()(const P2P& p) const {
     r.kind = TaskKind::P2P;
