@@ -156,6 +156,29 @@ Json model_to_json(const ModelSpec& m) {
   j["tied_embeddings"] = m.tied_embeddings;
   j["dropout"] = m.dropout;
   j["flash_attention"] = m.flash_attention;
+  if (m.head_dim_size > 0) j["head_dim"] = m.head_dim_size;
+  if (m.mla()) {
+    j["q_lora_rank"] = m.q_lora_rank;
+    j["kv_lora_rank"] = m.kv_lora_rank;
+    j["qk_rope_head_dim"] = m.qk_rope_head_dim;
+    j["v_head_dim"] = m.v_head_dim;
+  }
+  if (m.moe()) {
+    j["active_parameters"] = active_parameters(m);
+    j["experts"] = m.experts;
+    j["top_k"] = m.top_k;
+    j["moe_ffn"] = m.moe_ffn;
+    j["shared_experts"] = m.shared_experts;
+    if (m.shared_experts > 0) j["shared_ffn"] = m.shared_ffn;
+    j["moe_layer_count"] = moe_layers_in(m, 0, m.layers);
+    if (!m.moe_layer_list.empty())
+      j["moe_layers"] = m.moe_layer_list;
+    else if (m.moe_every > 1)
+      j["moe_layers"] = m.moe_every;
+    if (m.first_dense_layers > 0) j["first_dense_layers"] = m.first_dense_layers;
+    j["capacity_factor"] = m.capacity_factor;
+    if (m.pad_to_capacity) j["pad_to_capacity"] = true;
+  }
   return j;
 }
 

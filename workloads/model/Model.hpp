@@ -34,11 +34,36 @@ struct ModelSpec {
   bool flash_attention = true;     ///< fused attention (FlashAttention): scores never stored; every family's default
   double opaque_parameters = 0;    ///< parameter count of an opaque model
   std::int64_t opaque_layers = 0;  ///< optional layer count of an opaque model (equal-sized gather units)
-  std::int64_t experts = 0;        ///< routed experts per MoE layer (0: a dense model)
+  /// Per-head dimension (Hugging Face's head_dim, Megatron's kv_channels); 0: hidden / heads. Qwen3: 128 with
+  /// hidden 2048 and 32 heads.
+  std::int64_t head_dim_size = 0;
+  // Multi-head latent attention (DeepSeek-V2/V3; arXiv 2412.19437 §2.1.1), on when kv_lora_rank > 0: queries through
+  // a rank-q_lora_rank bottleneck (0: a full query projection), keys and values through a rank-kv_lora_rank
+  // bottleneck, a rotary part of qk_rope_head_dim per head (shared by all heads for the keys); head_dim() is the
+  // non-rotary query/key dimension, v_head_dim the value dimension.
+  std::int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  // Mixture of experts: every MoE layer replaces the dense MLP by a router (hidden x experts), `experts` routed
+  // experts of which each token uses top_k, and `shared_experts` experts every token uses; an expert is an MLP of
+  // moe_ffn (shared: shared_ffn) with the model's gating.
+  std::int64_t experts = 0;  ///< routed experts per MoE layer (0: a dense model)
+  std::int64_t top_k = 0, shared_experts = 0, moe_ffn = 0, shared_ffn = 0;
+  /// Which layers are MoE: moe_layer_list when not empty (0-based), else layer i >= first_dense_layers with
+  /// (i + 1) % moe_every == 0 (DeepSeek-V3: first_dense_layers 3; Switch-style every other layer: moe_every 2).
+  std::int64_t first_dense_layers = 0, moe_every = 1;
+  std::vector<std::int64_t> moe_layer_list;
+  /// Expert capacity factor: each expert takes at most ceil(capacity_factor x tokens x top_k / experts) tokens of a
+  /// source rank (Switch Transformer; Megatron-Core's get_capacity); the rest are dropped. 0: dropless (default).
+  double capacity_factor = 0;
+  bool pad_to_capacity = false;  ///< every expert receives exactly its capacity (Megatron's pad-expert-input)
 
   bool opaque() const { return layers == 0; }
   bool moe() const { return experts > 0; }
-  std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t head_dim() const { return head_dim_size > 0 ? head_dim_size : hidden / heads; }
+  bool mla() const { return kv_lora_rank > 0; }
+  /// Query/key and value dimensions per head: head_dim() each, or with MLA head_dim() + qk_rope_head_dim and
+  /// v_head_dim.
+  std::int64_t qk_head_dim() const { return head_dim() + (mla() ? qk_rope_head_dim : 0); }
+  std::int64_t v_dim() const { return mla() ? v_head_dim : head_dim(); }
 };
 
 /// Parameter counts of one transformer layer, split by how tensor parallelism treats them.
@@ -49,7 +74,22 @@ struct LayerParams {
   std::int64_t total() const { return tp_sharded + tp_replicated; }
 };
 
+/// A dense layer: attention, MLP of ffn, norms.
 LayerParams layer_params(const ModelSpec& m);
+/// The attention block's parameters of one layer (all layer kinds alike).
+LayerParams attention_params(const ModelSpec& m);
+/// Is layer i (0-based) a mixture-of-experts layer?
+bool is_moe_layer(const ModelSpec& m, std::int64_t layer);
+/// MoE layers among layers [first, first + count).
+std::int64_t moe_layers_in(const ModelSpec& m, std::int64_t first, std::int64_t count);
+/// The dense part of an MoE layer: attention, norms, the router (replicated over tp) and the shared experts. The
+/// routed experts are apart (expert_params): they are placed along the ep axis.
+LayerParams moe_layer_params(const ModelSpec& m);
+/// One routed expert's parameters (its MLP of moe_ffn).
+std::int64_t expert_params(const ModelSpec& m);
+/// Parameters a token uses: the dense layers, the MoE layers' dense parts and top_k routed experts each, the
+/// embedding and the head (Mistral's convention for Mixtral's 12.9B).
+double active_parameters(const ModelSpec& m);
 /// Largest model dimension (layers, hidden, heads, ffn, vocab, seq_len, max_positions) placesim accepts: 2^31 - 1.
 inline constexpr std::int64_t kMaxModelDim = 2147483647;
 /// Largest element count placesim derives (parameters of a model, elements of one micro-batch's activation tensor):
@@ -67,8 +107,14 @@ std::int64_t output_head_params(const ModelSpec& m);
 /// Total parameters of the model (each tied weight counted once).
 double total_parameters(const ModelSpec& m);
 
-/// Forward FLOPs of one layer for one token (matrix multiplies and attention scores; Narayanan et al.).
+/// Forward FLOPs of one dense layer for one token (matrix multiplies and attention scores; Narayanan et al.).
 double layer_forward_flops_per_token(const ModelSpec& m);
+/// Forward FLOPs per token of an MoE layer's dense part (attention, router, shared experts).
+double moe_dense_forward_flops_per_token(const ModelSpec& m);
+/// Forward FLOPs of one routed expert for one token routed to it (top_k of them per token).
+double expert_forward_flops_per_token(const ModelSpec& m);
+/// Forward FLOPs of the whole model per token: every layer by its kind (top_k experts per MoE layer) and the logits.
+double model_forward_flops_per_token(const ModelSpec& m);
 /// FLOPs of the attention score and value products alone, per token (what selective recompute repeats).
 double attention_core_flops_per_token(const ModelSpec& m);
 /// FLOPs per token torchtitan's op-level selective AC recomputes in a layer: the 2nd, 4th and 6th matmul of the forward

@@ -16,6 +16,15 @@ struct Preset {
 // Sources: GPT-3 and the weak-scaling GPT family from Narayanan et al. (arXiv 2104.04473, Table 1: vocabulary 51,200,
 // sequence 2,048); the 22B model from Korthikanti et al. (arXiv 2205.05198, Table 3); Llama 2 and Llama 3 shapes from
 // their published config.json files (Touvron et al. 2023; Llama 3 herd of models, 2024).
+// The mixture-of-experts presets copy their Hugging Face config.json shapes (mistralai/Mixtral-8x7B-v0.1,
+// mistralai/Mixtral-8x22B-v0.1 with its vocabulary of 32768, deepseek-ai/DeepSeek-V3, Qwen/Qwen3-30B-A3B). Their
+// seq_len is 4096, the length of the MoE validation runs (DeepSeek-V3's pre-training, Megatron-Core's Mixtral 8x7B and
+// NeMo's DeepSeek-V3 benchmarks), not the context the models support. Not modelled, as too small to matter:
+// DeepSeek-V3's per-expert routing correction bias (256 per MoE layer, 14,848 in all) and Qwen3's per-head
+// q_norm/k_norm (2 x 128 per layer, 12,288 in all: 0.00004 % of 30.5B). DeepSeek-V3's multi-token-prediction module
+// (11.5B) is not part of the 671B main model and is left out. A dense ffn is still given where every layer is MoE
+// (Mixtral: the expert size; Qwen3-30B-A3B: intermediate_size 6144, which only layers in mlp_only_layers would use):
+// the parameter and FLOP formulas do not read it for MoE layers.
 const std::map<std::string, Preset>& presets() {
   static const std::map<std::string, Preset> table = {
       {"gpt3-175b",
@@ -72,6 +81,22 @@ const std::map<std::string, Preset>& presets() {
       {"llama3-405b",
        {"Llama 3 405B (126 layers, h 16384, GQA 8 kv heads)",
         R"({"name":"llama3-405b","family":"llama","layers":126,"hidden":16384,"heads":128,"kv_heads":8,"ffn":53248,"vocab":128256,"seq_len":8192})"}},
+      {"mixtral-8x7b",
+       {"Mixtral 8x7B: 8 experts top-2, 46.7B / 12.9B active (Mixtral-8x7B-v0.1 config; seq 4096 of the "
+        "validation runs)",
+        R"({"name":"mixtral-8x7b","family":"llama","layers":32,"hidden":4096,"heads":32,"kv_heads":8,"ffn":14336,"vocab":32000,"seq_len":4096,"experts":8,"top_k":2,"moe_ffn":14336})"}},
+      {"mixtral-8x22b",
+       {"Mixtral 8x22B: 8 experts top-2, 141B / 39B active (Mixtral-8x22B-v0.1 config, vocab 32768; seq 4096 of the "
+        "validation runs)",
+        R"({"name":"mixtral-8x22b","family":"llama","layers":56,"hidden":6144,"heads":48,"kv_heads":8,"ffn":16384,"vocab":32768,"seq_len":4096,"experts":8,"top_k":2,"moe_ffn":16384})"}},
+      {"deepseek-v3",
+       {"DeepSeek-V3 671B without MTP: MLA, 256 experts top-8 + 1 shared (DeepSeek-V3 config; seq 4096 of the "
+        "validation runs)",
+        R"({"name":"deepseek-v3","family":"llama","layers":61,"hidden":7168,"heads":128,"kv_heads":128,"ffn":18432,"vocab":129280,"seq_len":4096,"head_dim":128,"q_lora_rank":1536,"kv_lora_rank":512,"qk_rope_head_dim":64,"v_head_dim":128,"experts":256,"top_k":8,"moe_ffn":2048,"shared_experts":1,"shared_ffn":2048,"first_dense_layers":3})"}},
+      {"qwen3-30b-a3b",
+       {"Qwen3-30B-A3B: head_dim 128, 128 experts top-8, 30.5B / 3.3B active (Qwen3-30B-A3B config; seq 4096 of the "
+        "validation runs)",
+        R"({"name":"qwen3-30b-a3b","family":"llama","layers":48,"hidden":2048,"heads":32,"kv_heads":4,"head_dim":128,"ffn":6144,"vocab":151936,"seq_len":4096,"experts":128,"top_k":8,"moe_ffn":768})"}},
   };
   return table;
 }
