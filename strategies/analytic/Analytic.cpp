@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "strategies/analytic/DataPlan.hpp"
+#include "strategies/analytic/Routing.hpp"
 
 namespace placesim {
 
@@ -43,6 +44,14 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   mem.parameters += extra_weight_versions(e, st) * d(stashed_version_elems(e, st)) * pb;
   mem.gradients = d(st.held_elems(s, State::Gradients)) * gb;
   mem.optimizer = d(st.held_elems(s, State::Optimizer)) * k;
+  if (st.moe_layers > 0) {
+    // The routed experts, placed along their expert-data-parallel group (expert_view).
+    const StrategySpec v = expert_view(s);
+    const std::int64_t whole = st.expert_total(), padded = st.expert_padded(s.edp());
+    mem.parameters += d(held_share(v, State::Parameters, whole, padded)) * pb;
+    mem.gradients += d(held_share(v, State::Gradients, whole, padded)) * gb;
+    mem.optimizer += d(held_share(v, State::Optimizer, whole, padded)) * k;
+  }
   const double act = stage_activation_bytes(e, st);
   mem.activations = act;
   if (pl.activations == Mode::Offloaded) {
@@ -132,7 +141,9 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
   const auto& s = e.strategy;
   const auto& t = e.training;
   const double m = d(s.microbatches), el = t.activation_bytes();
-  at(c, CommClass::TpCollective) = m * d(st.n_layers) * tp_layer_elems(e) * el;
+  // An MoE layer without shared experts has no tensor-parallel MLP: only its attention's collectives (half).
+  const double tp_layers = d(st.n_layers - st.moe_layers) + d(st.moe_layers) * (e.model.shared_experts > 0 ? 1.0 : 0.5);
+  at(c, CommClass::TpCollective) = m * tp_layers * tp_layer_elems(e) * el;
   if (e.model.opaque()) return;
   // Context parallelism's K/V: forward, backward, and the forward again under a full recompute.
   const double cp_passes =
@@ -163,6 +174,36 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
   if (scatter_gather) at(c, CommClass::TpCollective) += sends * d(ring_gather_elems_sent(x, s.tp)) * el;
 }
 
+// Expert parallelism: the all-to-alls of the stage's MoE layers per ep rank (dispatch and combine in the forward,
+// their gradients in the backward, again under a full recompute), and the experts' collectives over edp.
+void expert_comm(const Experiment& e, const StageLayout& st, const ExpertRouting& routing, StageAnalysis& sa) {
+  if (st.moe_layers == 0) return;
+  const auto& s = e.strategy;
+  const double passes = e.training.recompute == Recompute::Full ? 3 : 2;
+  const double runs = passes * d(st.moe_layers) * d(s.microbatches);
+  const double el = e.training.activation_bytes();
+  double most = 0;
+  for (int j = 0; j < static_cast<int>(routing.tokens_to.size()); ++j) {
+    const double sent = d(alltoall_elems_sent(routing.tokens_to, e.model.hidden, j, false) +
+                          alltoall_elems_sent(routing.tokens_to, e.model.hidden, j, true)) *
+                        el * runs;
+    sa.ep_rank_bytes.push_back(sent);
+    most = std::max(most, sent);
+  }
+  at(sa.comm, CommClass::EpAllToAll) = most;
+  const StrategySpec v = expert_view(s);
+  for (const DataCollective& dc : expert_plan(s)) {
+    DataCollectiveBytes b;
+    b.plan = dc;
+    b.group_size = v.degree(dc.group);
+    b.runs = 1;  // per step (expert_plan refuses per-micro-batch ones in resolve)
+    b.bytes_per_run = data_collective_elems_sent(v, dc, d(st.expert_padded(s.edp()))) *
+                      (dc.state == State::Parameters ? e.training.param_bytes() : e.training.grad_bytes());
+    at(sa.comm, CommClass::ExpertDataSync) += b.bytes();
+    sa.expert_collectives.push_back(b);
+  }
+}
+
 // `plan` is data_plan(e.strategy), the same for every stage.
 CommBytes stage_comm(const Experiment& e, const StageLayout& st, const std::vector<DataCollective>& plan,
                      std::vector<DataCollectiveBytes>& collectives) {
@@ -175,21 +216,37 @@ CommBytes stage_comm(const Experiment& e, const StageLayout& st, const std::vect
 }
 
 // FLOPs one device of the stage executes per step (forward, backward = 2x forward, recompute).
-double stage_hardware_flops(const Experiment& e, const StageLayout& st) {
+// With experts: the mean over the stage's devices (the busiest ep rank executes more under a skewed routing).
+double stage_hardware_flops(const Experiment& e, const StageLayout& st, const ExpertRouting& routing) {
   if (e.model.opaque()) return 0;
   const auto& m = e.model;
   const auto& s = e.strategy;
   double tokens = d(local_seq_len(e)) * d(e.training.micro_batch) * d(s.microbatches);
   double layer = layer_forward_flops_per_token(m);
-  double per_token = d(st.n_layers) * (3 * layer + recompute_flops_per_token(m, e.training.recompute));
+  double per_token = d(st.n_layers - st.moe_layers) * (3 * layer + recompute_flops_per_token(m, e.training.recompute));
+  const bool full = e.training.recompute == Recompute::Full;
+  if (st.moe_layers > 0) {
+    const double dense = moe_dense_forward_flops_per_token(m);
+    const double recompute = full                                           ? dense
+                             : e.training.recompute == Recompute::Selective ? attention_core_flops_per_token(m)
+                                                                            : 0;
+    per_token += d(st.moe_layers) * (3 * dense + recompute);
+  }
   if (st.stage == s.pp - 1) per_token += 3 * logit_forward_flops_per_token(m);
-  return per_token * tokens / d(s.tp);
+  double flops = per_token * tokens / d(s.tp);
+  if (st.moe_layers > 0) {
+    std::int64_t pairs = 0;
+    for (int j = 0; j < static_cast<int>(routing.tokens_to.size()); ++j) pairs += routing.computed(j);
+    const double mean = d(pairs) / d(s.ep);
+    flops += (full ? 4 : 3) * mean * expert_forward_flops_per_token(m) * d(st.moe_layers) * d(s.microbatches);
+  }
+  return flops;
 }
 
 }  // namespace
 
 double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
-  return layer_activation_bytes(e) * activation_layer_equivalents(e, s);
+  return stage_layer_activation_bytes(e, s) * activation_layer_equivalents(e, s);
 }
 
 Analysis analyze(const Experiment& e) {
@@ -198,12 +255,14 @@ Analysis analyze(const Experiment& e) {
   std::vector<StageLayout> layouts = stage_layouts(e);
   a.stages.reserve(layouts.size());
   const std::vector<DataCollective> plan = data_plan(e.strategy);
+  const ExpertRouting routing = expert_routing(e);
   for (const auto& st : layouts) {
     StageAnalysis sa;
     sa.stage = st.stage;
     sa.memory = stage_memory(e, st);
     sa.comm = stage_comm(e, st, plan, sa.data_collectives);
-    sa.hardware_flops = stage_hardware_flops(e, st);
+    expert_comm(e, st, routing, sa);
+    sa.hardware_flops = stage_hardware_flops(e, st, routing);
     auto& mx = a.memory;
     mx.parameters = std::max(mx.parameters, sa.memory.parameters);
     mx.gradients = std::max(mx.gradients, sa.memory.gradients);
@@ -225,8 +284,7 @@ Analysis analyze(const Experiment& e) {
   if (!e.model.opaque()) {
     const auto& m = e.model;
     a.tokens_per_step = d(e.training.global_batch) * d(m.seq_len);
-    double per_token = d(m.layers) * layer_forward_flops_per_token(m) + logit_forward_flops_per_token(m);
-    a.model_flops_per_step = 3 * per_token * a.tokens_per_step;
+    a.model_flops_per_step = 3 * model_forward_flops_per_token(m) * a.tokens_per_step;
   }
   return a;
 }

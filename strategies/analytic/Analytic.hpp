@@ -45,7 +45,12 @@ struct StageAnalysis {
   MemoryBytes memory;
   CommBytes comm;
   std::vector<DataCollectiveBytes> data_collectives;  ///< their bytes add up to dp_grad_sync and zero_gather
-  double hardware_flops = 0;                          ///< FLOPs one device of this stage executes per step
+  /// Mixture of experts: the routed experts' collectives over the expert-data-parallel group (expert_data_sync).
+  std::vector<DataCollectiveBytes> expert_collectives;
+  /// Per ep rank j: the all-to-all bytes it sends per step (comm's ep_all_to_all is their maximum); a skewed routing
+  /// makes them differ. Empty without experts.
+  std::vector<double> ep_rank_bytes;
+  double hardware_flops = 0;  ///< FLOPs one device of this stage executes per step
 };
 
 struct Analysis {

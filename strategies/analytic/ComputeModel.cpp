@@ -1,6 +1,7 @@
 #include "strategies/analytic/ComputeModel.hpp"
 
 #include <cmath>
+#include <vector>
 
 namespace placesim {
 
@@ -10,6 +11,9 @@ namespace {
 // `norm_tokens` is T / tp under sequence parallelism, where norms, dropout and residual adds run on a slice.
 struct LayerShape {
   double T = 0, norm_tokens = 0, s = 0, h = 0, kv = 0, f = 0, tp = 1, d = 0;
+  double q = 0;          // query width heads x head_dim (hidden unless head_dim is given)
+  double qk = 0, v = 0;  // per-head query/key and value dimensions (MLA: head_dim + rope, v_head_dim)
+  const ModelSpec* model = nullptr;
   double heads = 0;  // attention heads on this rank, times micro_batch: the batch of the score GEMMs
   // Query-key pairs per head and sequence this rank's causal attention computes: s^2 / 2, or with context
   // parallelism (2 cp chunks, rank i holding chunks i and 2cp-1-i) s^2 / (2 cp) on every rank.
@@ -32,6 +36,10 @@ LayerShape shape_of(const Experiment& e) {
   L.h = static_cast<double>(m.hidden);
   L.d = static_cast<double>(m.head_dim());
   L.kv = static_cast<double>(m.kv_heads) * L.d;
+  L.q = static_cast<double>(m.heads) * L.d;
+  L.qk = static_cast<double>(m.qk_head_dim());
+  L.v = static_cast<double>(m.v_dim());
+  L.model = &m;
   L.f = static_cast<double>(m.ffn);
   L.heads = static_cast<double>(e.training.micro_batch) * static_cast<double>(m.heads) / L.tp;
   L.el = e.training.activation_bytes();
@@ -58,10 +66,25 @@ struct Linear {
 
 struct LayerLinears {
   Linear qkv, proj, fc1, fc2;
+  /// Multi-head latent attention's other projections (qkv is then the query's up projection, proj the output):
+  /// the down projections (replicated over tp: every rank runs them on its tokens) and the key/value up projection.
+  std::vector<Linear> mla;
 };
 
 LayerLinears linears_of(const LayerShape& L) {
-  return {{L.h, (L.h + 2 * L.kv) / L.tp}, {L.h / L.tp, L.h}, {L.h, (L.gated ? 2 : 1) * L.f / L.tp}, {L.f / L.tp, L.h}};
+  LayerLinears lin{
+      {L.h, (L.q + 2 * L.kv) / L.tp}, {L.q / L.tp, L.h}, {L.h, (L.gated ? 2 : 1) * L.f / L.tp}, {L.f / L.tp, L.h}, {}};
+  const ModelSpec& m = *L.model;
+  if (m.mla()) {
+    const double heads = static_cast<double>(m.heads), r = static_cast<double>(m.kv_lora_rank);
+    const double rq = static_cast<double>(m.q_lora_rank);
+    lin.qkv = {rq > 0 ? rq : L.h, heads * L.qk / L.tp};
+    lin.proj = {heads * L.v / L.tp, L.h};
+    if (rq > 0) lin.mla.push_back({L.h, rq});
+    lin.mla.push_back({L.h, r + static_cast<double>(m.qk_rope_head_dim)});
+    lin.mla.push_back({r, heads * (L.d + L.v) / L.tp});
+  }
+  return lin;
 }
 
 double linear_forward_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
@@ -84,9 +107,9 @@ double pointwise_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
   const double norm = 2 * L.el * hidden;
   const double residual = (L.dropout ? 3 * L.el + 1 : 3 * L.el) * hidden;
   const double activation = (L.gated ? 3 : 2) * L.el * inner;
-  const double rotary = L.rotary ? 2 * L.el * L.T * (L.h + L.kv) / L.tp : 0;
+  const double rotary = L.rotary ? 2 * L.el * L.T * (L.q + L.kv) / L.tp : 0;
   return 2 * elementwise_time_s(norm, acc) + 2 * elementwise_time_s(residual, acc) +
-         elementwise_time_s(activation, acc) + (L.rotary ? elementwise_time_s(rotary, acc) : 0);
+         (inner > 0 ? elementwise_time_s(activation, acc) : 0) + (L.rotary ? elementwise_time_s(rotary, acc) : 0);
 }
 
 double pointwise_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
@@ -95,9 +118,9 @@ double pointwise_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
   // Dropout backward (gradient and mask in, gradient out), then the residual branch's gradient is added in.
   const double residual = ((L.dropout ? 2 * L.el + 1 : 0) + 3 * L.el) * hidden;
   const double activation = (L.gated ? 5 : 3) * L.el * inner;
-  const double rotary = L.rotary ? 2 * L.el * L.T * (L.h + L.kv) / L.tp : 0;
+  const double rotary = L.rotary ? 2 * L.el * L.T * (L.q + L.kv) / L.tp : 0;
   return 2 * elementwise_time_s(norm, acc) + 2 * elementwise_time_s(residual, acc) +
-         elementwise_time_s(activation, acc) + (L.rotary ? elementwise_time_s(rotary, acc) : 0);
+         (inner > 0 ? elementwise_time_s(activation, acc) : 0) + (L.rotary ? elementwise_time_s(rotary, acc) : 0);
 }
 
 // Attention scores and their weighted sum over V, unfused: two batched GEMMs around a softmax (and dropout) that
@@ -124,7 +147,7 @@ double attention_core_backward_s(const LayerShape& L, const AcceleratorSpec& acc
 // the forward's. A causal kernel skips the masked blocks: s^2 / 2 pairs per sequence (the profiles' efficiency is
 // fitted to causal measurements counted this way, strategies/calibrate/Calibration.cpp).
 double flash_forward_flops(const LayerShape& L) {
-  return 4.0 * L.heads * L.pairs * L.d;
+  return 2.0 * L.heads * L.pairs * (L.qk + L.v);  // 4 d per pair and head when qk = v = d
 }
 
 double attention_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
@@ -138,14 +161,15 @@ double attention_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
 
 // The attention output is permuted back to [tokens, heads x head_dim] by a copy, in both passes.
 double layout_copy_s(const LayerShape& L, const AcceleratorSpec& acc) {
-  return elementwise_time_s(2 * L.el * L.T * L.h / L.tp, acc);
+  return elementwise_time_s(2 * L.el * L.T * static_cast<double>(L.model->heads) * L.v / L.tp, acc);
 }
 
 // Bias gradients are reductions of each linear's output gradient over the tokens.
 double bias_gradients_s(const LayerShape& L, const LayerLinears& lin, const AcceleratorSpec& acc) {
   if (!L.bias) return 0;
   double t = 0;
-  for (const Linear& x : {lin.qkv, lin.proj, lin.fc1, lin.fc2}) t += elementwise_time_s(L.el * L.T * x.out, acc);
+  for (const Linear& x : {lin.qkv, lin.proj, lin.fc1, lin.fc2})
+    if (x.in > 0 && x.out > 0) t += elementwise_time_s(L.el * L.T * x.out, acc);
   return t;
 }
 
@@ -202,12 +226,18 @@ double attention_forward_flops(const Experiment& e) {
   return e.model.opaque() ? 0 : flash_forward_flops(shape_of(e));
 }
 
-PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc) {
-  if (e.model.opaque()) return {};
-  const LayerShape L = shape_of(e);
+namespace {
+
+// A layer of shape L with its MLP of inner size L.f (0: none) and `extra` linears besides the attention's and MLP's.
+PassTimes layer_times_of(const Experiment& e, const LayerShape& L, const std::vector<Linear>& extra,
+                         const AcceleratorSpec& acc) {
   const LayerLinears lin = linears_of(L);
   PassTimes t;
-  for (const Linear& x : {lin.qkv, lin.proj, lin.fc1, lin.fc2}) {
+  std::vector<Linear> all{lin.qkv, lin.proj, lin.fc1, lin.fc2};
+  all.insert(all.end(), lin.mla.begin(), lin.mla.end());
+  all.insert(all.end(), extra.begin(), extra.end());
+  for (const Linear& x : all) {
+    if (!(x.in > 0 && x.out > 0)) continue;
     t.forward_s += linear_forward_s(x, L, acc);
     t.backward_s += linear_dgrad_s(x, L, acc) + linear_wgrad_s(x, L, acc);
   }
@@ -234,6 +264,56 @@ PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc) {
   }
   // Flash attention recomputes its scores inside the backward kernel already: selective recompute adds nothing.
   if (e.training.recompute == Recompute::Selective && !L.flash) t.recompute_s = attention_core_forward_s(L, acc);
+  return t;
+}
+
+}  // namespace
+
+PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc) {
+  if (e.model.opaque()) return {};
+  return layer_times_of(e, shape_of(e), {}, acc);
+}
+
+PassTimes moe_dense_times(const Experiment& e, const AcceleratorSpec& acc) {
+  const ModelSpec& m = e.model;
+  if (!m.moe()) return {};
+  LayerShape L = shape_of(e);
+  L.f = static_cast<double>(m.shared_experts * m.shared_ffn);  // the shared experts run as one MLP of their width
+  // The router scores each rank's own tokens (its sequence-parallel share): a GEMM to the experts, replicated weights.
+  LayerShape router = L;
+  router.T = L.norm_tokens;
+  PassTimes t = layer_times_of(e, L, {}, acc);
+  const Linear gate{L.h, static_cast<double>(m.experts)};
+  t.forward_s += linear_forward_s(gate, router, acc);
+  t.backward_s += linear_dgrad_s(gate, router, acc) + linear_wgrad_s(gate, router, acc);
+  if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
+  return t;
+}
+
+PassTimes expert_times(const Experiment& e, const AcceleratorSpec& acc, double pairs) {
+  const ModelSpec& m = e.model;
+  if (!m.moe() || pairs <= 0) return {};
+  const LayerShape L = shape_of(e);
+  // The rank's experts / ep experts run as one grouped GEMM per matrix (Megatron-Core's GroupedMLP), each expert on
+  // its share of the pairs; the tokens are permuted into expert order before and back after (a copy each way), and
+  // the combine weights them by their routing probabilities.
+  const double local = static_cast<double>(m.experts / e.strategy.ep), per = pairs / local;
+  const double fe = static_cast<double>(m.moe_ffn), up = (m.gated_mlp ? 2 : 1) * fe;
+  const GemmShape fc1{per, up, L.h, local}, fc2{per, L.h, fe, local};
+  const GemmShape fc1_dgrad{per, L.h, up, local}, fc2_dgrad{per, fe, L.h, local};
+  const GemmShape fc1_wgrad{L.h, up, per, local}, fc2_wgrad{fe, L.h, per, local};
+  const double fused = L.fused_accumulation ? 8.0 * local : 0;  // the fp32 main grads read and written in place
+  const double permute = 2 * L.el * pairs * L.h;
+  PassTimes t;
+  t.forward_s = gemm_time_s(fc1, L.dtype, acc) + gemm_time_s(fc2, L.dtype, acc) +
+                elementwise_time_s((m.gated_mlp ? 3 : 2) * L.el * pairs * fe, acc) +
+                2 * elementwise_time_s(permute, acc) + elementwise_time_s(3 * L.el * pairs * L.h, acc);
+  t.backward_s = gemm_time_s(fc1_dgrad, L.dtype, acc) + gemm_time_s(fc2_dgrad, L.dtype, acc) +
+                 gemm_time_s(fc1_wgrad, L.dtype, acc, fused * L.h * up) +
+                 gemm_time_s(fc2_wgrad, L.dtype, acc, fused * fe * L.h) +
+                 elementwise_time_s((m.gated_mlp ? 5 : 3) * L.el * pairs * fe, acc) +
+                 2 * elementwise_time_s(permute, acc) + elementwise_time_s(3 * L.el * pairs * L.h, acc);
+  if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
   return t;
 }
 

@@ -19,6 +19,10 @@ double attention_forward_flops(const Experiment& e);
 
 /// One transformer layer, one micro-batch, on one device (its tp shard) of experiment e.
 PassTimes layer_times(const Experiment& e, const AcceleratorSpec& acc);
+/// The dense part of one MoE layer (attention, router, shared experts as one MLP), one micro-batch, one device.
+PassTimes moe_dense_times(const Experiment& e, const AcceleratorSpec& acc);
+/// The routed experts of one MoE layer on a device that computes `pairs` token-expert pairs for one micro-batch.
+PassTimes expert_times(const Experiment& e, const AcceleratorSpec& acc, double pairs);
 /// The output (logit) layer with the loss, and the embedding lookup, on one device (vocab split over tp).
 PassTimes logit_times(const Experiment& e, const AcceleratorSpec& acc);
 PassTimes embedding_times(const Experiment& e, const AcceleratorSpec& acc);

@@ -1,6 +1,7 @@
 #include "strategies/analytic/Costs.hpp"
 
 #include "strategies/analytic/ComputeModel.hpp"
+#include "strategies/analytic/Routing.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
 
 namespace placesim {
@@ -34,6 +35,33 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
     k.layer_backward_flops += k.layer_recompute_flops;
     k.layer_recompute_s = 0;
     k.layer_recompute_flops = 0;
+  }
+  if (m.moe()) {
+    const PassTimes moe = moe_dense_times(e, acc);
+    k.moe_forward_flops = moe_dense_forward_flops_per_token(m) * tokens / tp;
+    k.moe_backward_flops = 2 * k.moe_forward_flops;
+    k.moe_forward_s = moe.forward_s;
+    k.moe_attention_forward_s = moe.attention_forward_s;
+    k.moe_attention_backward_s = moe.attention_backward_s;
+    k.moe_backward_s = moe.backward_s + tp_exposure(e, acc, c.comm.intra_node).backward_hidden_s;
+    k.moe_recompute_s = moe.recompute_s;
+    if (e.training.recompute == Recompute::Full) k.moe_recompute_flops = k.moe_forward_flops;
+    if (e.training.recompute == Recompute::Selective) {  // the attention core, inside the backward (as above)
+      k.moe_recompute_flops = attention_core_flops_per_token(m) * tokens / tp;
+      k.moe_backward_s += moe.recompute_s;
+      k.moe_backward_flops += k.moe_recompute_flops;
+      k.moe_recompute_s = 0;
+      k.moe_recompute_flops = 0;
+    }
+    const ExpertRouting routing = expert_routing(e);
+    for (int j = 0; j < static_cast<int>(routing.tokens_to.size()); ++j) {
+      const double pairs = static_cast<double>(routing.computed(j));
+      const PassTimes x = expert_times(e, acc, pairs);
+      k.expert_forward_s.push_back(x.forward_s);
+      k.expert_backward_s.push_back(x.backward_s);
+      k.expert_recompute_s.push_back(x.recompute_s);
+      k.expert_forward_flops.push_back(pairs * expert_forward_flops_per_token(m));
+    }
   }
   if (st.stage == e.strategy.pp - 1) {
     PassTimes logits = logit_times(e, acc);

@@ -1,4 +1,6 @@
 #pragma once
+#include <vector>
+
 #include "strategies/placement/Experiment.hpp"
 #include "strategies/placement/Layout.hpp"
 #include "topology/cluster/Cluster.hpp"
@@ -15,8 +17,15 @@ struct StageCosts {
   double extra_forward_s = 0, extra_backward_s = 0;  ///< logits and loss (last stage)
   double extra_forward_flops = 0, extra_backward_flops = 0;
   double embed_forward_s = 0, embed_backward_s = 0;  ///< embedding lookup (first stage)
-  double optimizer_s_per_elem = 0;                   ///< device optimizer step, per parameter element
-  double host_optimizer_s_per_elem = 0;              ///< host CPU optimizer step, per parameter element
+  /// Mixture of experts: an MoE layer's dense part (attention, router, shared experts), as the layer_* fields.
+  double moe_forward_s = 0, moe_backward_s = 0, moe_recompute_s = 0;
+  double moe_attention_forward_s = 0, moe_attention_backward_s = 0;
+  double moe_forward_flops = 0, moe_backward_flops = 0, moe_recompute_flops = 0;
+  /// Per ep rank j: its routed experts' forward, backward (and full recompute) of one MoE layer and micro-batch,
+  /// on the token-expert pairs routed to it (ExpertRouting::computed(j)).
+  std::vector<double> expert_forward_s, expert_backward_s, expert_recompute_s, expert_forward_flops;
+  double optimizer_s_per_elem = 0;       ///< device optimizer step, per parameter element
+  double host_optimizer_s_per_elem = 0;  ///< host CPU optimizer step, per parameter element
 };
 
 /// Costs of stage `st` of experiment `e` on the cluster's accelerator.

@@ -69,6 +69,22 @@ std::vector<DataCollective> data_plan(const StrategySpec& s) {
   return out;
 }
 
+StrategySpec expert_view(const StrategySpec& s) {
+  StrategySpec v = s;
+  v.dp_shard = v.dp = s.edp();
+  v.dp_replicate = 1;
+  v.cp = v.tp = v.ep = 1;
+  v.placement.replicate = {s.placement.parameters, s.placement.gradients, s.placement.optimizer};
+  v.placement.secondary = false;
+  return v;
+}
+
+std::vector<DataCollective> expert_plan(const StrategySpec& s) {
+  std::vector<DataCollective> plan = data_plan(expert_view(s));
+  for (DataCollective& c : plan) c.cls = CommClass::ExpertDataSync;
+  return plan;
+}
+
 bool holds_unit_buffer(const StrategySpec& s, State state) {
   const Placement& p = s.placement;
   if (p.mode(state, kShardAxis) == Mode::Offloaded) return true;

@@ -40,6 +40,14 @@ struct DataCollective {
 /// Rajbhandari et al., arXiv 2104.07857, §5).
 std::vector<DataCollective> data_plan(const StrategySpec& s);
 
+/// The routed experts' view of the strategy: their data-parallel group is the expert-data-parallel group (edp ranks
+/// of a stage holding the same experts), taken as the dp_shard axis and placed as the strategy places states along
+/// dp_shard (a split data axis is not split for the experts).
+StrategySpec expert_view(const StrategySpec& s);
+/// The routed experts' collectives along their expert-data-parallel group: data_plan(expert_view(s)), class
+/// expert_data_sync. Empty with edp 1.
+std::vector<DataCollective> expert_plan(const StrategySpec& s);
+
 /// Whether a device holds transient full units of `state` (Parameters or Gradients): parameters gathered for compute
 /// (sharded-with-gather along an axis of degree > 1, or fetched from the host), gradients produced whole before
 /// they are reduce-scattered or copied out (sharded along an axis of degree > 1, or offloaded).

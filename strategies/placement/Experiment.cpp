@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "strategies/analytic/DataPlan.hpp"
+
 namespace placesim {
 
 Experiment parse_experiment(const Json& value, const std::string& base_dir) {
@@ -33,6 +35,67 @@ Experiment load_experiment(const std::string& path) {
   Json j = read_json_file(path);
   return parse_experiment(j, std::filesystem::path(path).parent_path().string());
 }
+
+namespace {
+
+// Expert parallelism against the model and the mesh.
+void check_experts(const Experiment& e) {
+  const StrategySpec& s = e.strategy;
+  const ModelSpec& m = e.model;
+  if (!m.moe()) {
+    if (s.ep > 1)
+      throw InputError("strategy.ep=" + std::to_string(s.ep) + " places routed experts, but model " + m.name +
+                       " has none (model.experts is not given)");
+    if (e.training.routing.kind != RoutingSpec::Kind::Balanced)
+      throw InputError("training.routing spreads tokens over experts, but model " + m.name + " has none");
+    return;
+  }
+  const std::int64_t stage_ranks = s.tp * s.cp * s.dp;
+  if (stage_ranks % s.ep != 0)
+    throw InputError("strategy.ep=" + std::to_string(s.ep) +
+                     " must divide the ranks of a pipeline stage, tp x cp x dp = " + std::to_string(s.tp) + " x " +
+                     std::to_string(s.cp) + " x " + std::to_string(s.dp) + " = " + std::to_string(stage_ranks) +
+                     " (the expert groups reshape those ranks)");
+  if (m.experts % s.ep != 0)
+    throw InputError("strategy.ep=" + std::to_string(s.ep) + " must divide model.experts=" + std::to_string(m.experts) +
+                     " (each ep rank holds experts / ep whole experts)");
+  if (s.tp > 1 && !s.sp)
+    throw InputError("strategy.tp=" + std::to_string(s.tp) +
+                     " with a mixture-of-experts model needs strategy.sp=true: the experts are not tensor-parallel, so "
+                     "each tp rank routes its sequence-parallel share of the tokens (Megatron-Core refuses MoE with "
+                     "tp > 1 and no sequence parallelism)");
+  if (s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW || s.schedule == Schedule::LocalSGD)
+    throw InputError("strategy.schedule=" + to_string(s.schedule) +
+                     " is not modelled for mixture-of-experts models yet (their inline weight updates do not "
+                     "synchronise the routed experts); use gpipe, 1f1b or interleaved");
+  if (e.training.recompute == Recompute::SelectiveOp)
+    throw InputError(
+        "training.recompute=selective-op is not modelled for mixture-of-experts models (which of an MoE "
+        "layer's matmuls it recomputes is not defined here); use full, selective or none");
+  for (State st : {State::Parameters, State::Gradients, State::Optimizer})
+    for (AxisSet axis : {kShardAxis, kReplicateAxis})
+      if (s.placement.mode(st, axis) == Mode::Offloaded)
+        throw InputError("strategy.placement." + to_string(st) +
+                         "=offloaded is not modelled for mixture-of-experts models (the routed experts' host copies "
+                         "are not derived yet)");
+  for (const DataCollective& c : expert_plan(s))
+    if (c.when == DataWhen::Forward || c.when == DataWhen::Backward)
+      throw InputError("strategy.placement (" + short_form(s.placement) + ") with strategy.ep=" + std::to_string(s.ep) +
+                       " leaves " + std::to_string(s.edp()) +
+                       " ranks holding the same experts (edp = tp x cp x dp / ep), over which the routed experts' " +
+                       c.purpose +
+                       " would run per micro-batch: not modelled yet. Use ep = tp x cp x dp (edp 1), or a placement "
+                       "that shards only the optimizer (Megatron's distributed optimizer, ZeRO-1) or nothing (DDP)");
+  if (s.placement.activations == Mode::Offloaded)
+    throw InputError(
+        "strategy.placement.activations=offloaded is not modelled for mixture-of-experts models (their "
+        "layers' activations differ by kind and expert rank); use materialized or replicated");
+  if (e.training.routing.kind == RoutingSpec::Kind::Hot && e.training.routing.hot_experts > m.experts)
+    throw InputError("training.routing.hot_experts=" + std::to_string(e.training.routing.hot_experts) +
+                     " is more than model.experts=" + std::to_string(m.experts));
+}
+
+}  // namespace
 
 void resolve(Experiment& e) {
   StrategySpec& s = e.strategy;
@@ -71,6 +134,7 @@ void resolve(Experiment& e) {
                      " x " + std::to_string(t.micro_batch) + " x " + std::to_string(e.model.hidden) +
                      " elements in one activation tensor is more than the 2^50 (1.1e15) placesim counts exactly");
   if (s.noam == 0) s.noam = s.pp;
+  check_experts(e);
   // Recompute and the activation placement say the same thing twice; make them agree. An explicit
   // training.recompute wins over the placement (which may come from a preset such as megatron-3d).
   if (t.recompute_given && t.recompute == Recompute::None && s.placement.activations == Mode::Materialized)
@@ -125,6 +189,10 @@ Json strategy_to_json(const StrategySpec& s) {
   // The split data axis appears only when it is split, so one-axis reports read as before.
   if (s.dp_replicate > 1)
     j["mesh"] = {{"dp_replicate", s.dp_replicate}, {"dp_shard", s.dp_shard}, {"tp", s.tp}, {"pp", s.pp}};
+  if (s.ep > 1) {
+    j["ep"] = s.ep;
+    j["edp"] = s.edp();
+  }
   if (s.cp > 1) {
     j["cp"] = s.cp;
     j["cp_comm"] = to_string(s.cp_comm);

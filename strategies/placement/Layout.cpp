@@ -3,18 +3,25 @@
 #include <algorithm>
 
 #include "strategies/analytic/Collective.hpp"
+#include "strategies/analytic/Routing.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
 
 namespace placesim {
 
 std::int64_t StageLayout::sharded_elems(std::int64_t n) const {
-  return n_layers * shard_elems(layer_elems, n) + shard_elems(embed_elems, n) + shard_elems(head_elems, n);
+  return (n_layers - moe_layers) * shard_elems(layer_elems, n) + moe_layers * shard_elems(moe_layer_elems, n) +
+         shard_elems(embed_elems, n) + shard_elems(head_elems, n);
+}
+
+std::int64_t StageLayout::expert_padded(std::int64_t edp) const {
+  return moe_layers * shard_elems(expert_elems, edp) * edp;
 }
 
 // The embedding rides with the first layer and the head with the last (they are gathered and reduced together).
 std::int64_t StageLayout::max_unit_elems() const {
   if (bucket_elems > 0) return std::min(bucket_elems, elems());
-  return layer_elems + std::max(embed_elems, head_elems);
+  const std::int64_t layer = std::max(n_layers > moe_layers ? layer_elems : 0, moe_layers > 0 ? moe_layer_elems : 0);
+  return layer + std::max(embed_elems, head_elems);
 }
 
 std::int64_t held_share(const StrategySpec& s, State state, std::int64_t whole, std::int64_t padded) {
@@ -104,9 +111,14 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
   std::int64_t layer = lp.tp_sharded / s.tp + lp.tp_replicated;
   std::int64_t word = ceil_div(word_embedding_params(m), s.tp);
   std::vector<StageLayout> out(static_cast<std::size_t>(s.pp));
+  const LayerParams moe = moe_layer_params(m);
   for (int i = 0; i < s.pp; ++i) {
     out[static_cast<std::size_t>(i)].stage = i;
     out[static_cast<std::size_t>(i)].layer_elems = layer;
+    if (m.moe()) {
+      out[static_cast<std::size_t>(i)].moe_layer_elems = moe.tp_sharded / s.tp + moe.tp_replicated;
+      out[static_cast<std::size_t>(i)].expert_elems = m.experts / s.ep * expert_params(m);
+    }
   }
   std::int64_t first = 0;
   for (std::int64_t k = 0; k < s.pp * v; ++k) {  // virtual stages in model order
@@ -116,6 +128,7 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
     st.chunk_layers.push_back(n);
     st.chunk_first.push_back(first);
     st.n_layers += n;
+    st.moe_layers += moe_layers_in(m, first, n);
     first += n;
   }
   out.front().embed_elems = word + position_embedding_params(m);
@@ -151,31 +164,62 @@ double cp_buffer_bytes(const Experiment& e, bool backward) {
   return (backward ? 2 * cp : cp) * block;
 }
 
-double layer_activation_bytes(const Experiment& e) {
+namespace {
+
+// A layer's stored activations with an MLP of inner size f (tp-sharded; 0: none) and `routed` token-expert pairs
+// through experts of moe_ffn (not tp-sharded).
+double activation_bytes_of(const Experiment& e, double f, double routed) {
   const ModelSpec& m = e.model;
   const auto& t = e.training;
-  if (m.opaque()) return 0;
   const double tp = static_cast<double>(e.strategy.tp);
   const double el = t.activation_bytes();
   // Context parallelism: each rank holds its 1/cp of the sequence.
   const double sbh =
       static_cast<double>(local_seq_len(e)) * static_cast<double>(t.micro_batch) * static_cast<double>(m.hidden);
   const double sb = sbh / static_cast<double>(m.hidden);
-  const double kv = static_cast<double>(m.kv_heads * m.head_dim());
-  const double f = static_cast<double>(m.ffn);
+  // Q (heads x qk dim), K and V (GQA: kv_heads; MLA: every head, qk and v dims), the projection's input.
+  const double q = static_cast<double>(m.heads * m.qk_head_dim());
+  const double kv = m.mla() ? static_cast<double>(m.heads * (m.qk_head_dim() + m.v_dim()))
+                            : 2.0 * static_cast<double>(m.kv_heads * m.head_dim());
+  const double o = static_cast<double>(m.heads * m.v_dim());
   const double sp_div = e.strategy.sp ? tp : 1.0;
   if (t.recompute == Recompute::Full) return el * sbh / sp_div;  // only each layer's input is kept
   // Kept whole by every tp rank unless sequence-parallel: two norm inputs, QKV input, MLP input, dropout masks.
   double replicated = 4.0 * el * sbh + (m.dropout ? 2.0 * sbh : 0.0);
   // Split over tp: Q, K, V, the attention projection's input, the MLP activation's input(s) and fc2's input.
-  double sharded = el * (sbh + 2.0 * sb * kv) + el * sbh + el * sb * f * (m.gated_mlp ? 2.0 : 1.0) + el * sb * f;
+  double sharded = el * sb * (q + kv) + el * sb * o + el * sb * f * (m.gated_mlp ? 2.0 : 1.0) + el * sb * f;
+  // Each routed pair: the expert's input row, its activation's input(s) and its second matrix's input.
+  const double fe = static_cast<double>(m.moe_ffn);
+  const double experts = el * routed * (static_cast<double>(m.hidden) + fe * (m.gated_mlp ? 3.0 : 2.0));
   // Attention scores: softmax output, and with dropout its mask and output (5as^2b for GPT).
   double scores = 0;
   if (t.recompute == Recompute::None && !m.flash_attention) {
     double as2b = static_cast<double>(m.heads) * static_cast<double>(m.seq_len) * sb;
     scores = m.dropout ? (2.0 * el + 1.0) * as2b : el * as2b;
   }
-  return replicated / sp_div + (sharded + scores) / tp;
+  return replicated / sp_div + (sharded + scores) / tp + experts;
+}
+
+}  // namespace
+
+double layer_activation_bytes(const Experiment& e) {
+  if (e.model.opaque()) return 0;
+  return activation_bytes_of(e, static_cast<double>(e.model.ffn), 0);
+}
+
+double stage_layer_activation_bytes(const Experiment& e, const StageLayout& st) {
+  if (st.moe_layers == 0 || st.n_layers == 0) return layer_activation_bytes(e);
+  const ExpertRouting r = expert_routing(e);
+  std::int64_t most = 0;
+  for (int j = 0; j < static_cast<int>(r.tokens_to.size()); ++j) most = std::max(most, r.computed(j));
+  const double dense = static_cast<double>(st.n_layers - st.moe_layers) * layer_activation_bytes(e);
+  return (dense + static_cast<double>(st.moe_layers) * moe_layer_activation_bytes(e, most)) /
+         static_cast<double>(st.n_layers);
+}
+
+double moe_layer_activation_bytes(const Experiment& e, std::int64_t routed) {
+  const ModelSpec& m = e.model;
+  return activation_bytes_of(e, static_cast<double>(m.shared_experts * m.shared_ffn), static_cast<double>(routed));
 }
 
 double activation_layer_equivalents(const Experiment& e, const StageLayout& st) {
@@ -247,7 +291,9 @@ double kept_activation_layers(const Experiment& e, const StageLayout& st) {
 
 std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st) {
   const bool last = st.stage == e.strategy.pp - 1;
-  return st.n_layers * layer_params(e.model).tp_replicated + (last ? final_norm_params(e.model) : 0);
+  // MoE layers: their norms, the router and MLA's down projections (Megatron marks them sequence-parallel).
+  return (st.n_layers - st.moe_layers) * layer_params(e.model).tp_replicated +
+         st.moe_layers * moe_layer_params(e.model).tp_replicated + (last ? final_norm_params(e.model) : 0);
 }
 
 }  // namespace placesim

@@ -22,8 +22,19 @@ struct StageLayout {
   std::int64_t embed_elems = 0;      ///< word (vocab-parallel) and position embedding; stage 0 only
   std::int64_t head_elems = 0;       ///< final norm and output head, or the tied embedding's copy; last stage only
   std::int64_t tied_copy_elems = 0;  ///< part of embed/head that is one copy of a tied embedding split over stages
+  /// Mixture of experts: the stage's MoE layers, the dense part of one (attention, router, shared experts) on one
+  /// device (layer_elems is then a dense layer's), and the routed experts of one MoE layer one device holds
+  /// (experts / ep whole experts), placed along the expert-data-parallel group.
+  std::int64_t moe_layers = 0, moe_layer_elems = 0, expert_elems = 0;
 
-  std::int64_t elems() const { return n_layers * layer_elems + embed_elems + head_elems; }
+  /// Dense parameters (every unit but the routed experts) on one device.
+  std::int64_t elems() const {
+    return (n_layers - moe_layers) * layer_elems + moe_layers * moe_layer_elems + embed_elems + head_elems;
+  }
+  /// Routed expert parameters on one device: one unit per MoE layer.
+  std::int64_t expert_total() const { return moe_layers * expert_elems; }
+  /// The experts' units, each padded to a multiple of edp, added up.
+  std::int64_t expert_padded(std::int64_t edp) const;
   /// Elements one device holds when every unit is sharded over `n` ranks (each unit padded to a multiple of n).
   std::int64_t sharded_elems(std::int64_t n) const;
   /// Opaque model without layers: the bucket it is gathered and reduced in (bucket_bytes of parameters, a multiple of
@@ -82,8 +93,15 @@ double cp_layer_bytes(const Experiment& e, bool backward);
 double cp_buffer_bytes(const Experiment& e, bool backward);
 
 /// Activation bytes one layer stores for one micro-batch on one device (Korthikanti et al., arXiv 2205.05198,
-/// generalised to GQA, gated MLPs, no dropout and flash attention).
+/// generalised to GQA, gated MLPs, no dropout and flash attention). A dense layer.
 double layer_activation_bytes(const Experiment& e);
+/// The same for an MoE layer on a device whose experts compute `routed` token-expert pairs: the attention's, the
+/// shared experts' (as an MLP of shared_experts x shared_ffn) and per pair the expert's input, its activation's
+/// input(s) and its second matrix's input (the experts are not tensor-parallel).
+double moe_layer_activation_bytes(const Experiment& e, std::int64_t routed);
+/// Activation bytes the layers of a stage store for one micro-batch, per layer on average over its dense and MoE
+/// layers, on its busiest expert rank; layer_activation_bytes for a dense model.
+double stage_layer_activation_bytes(const Experiment& e, const StageLayout& st);
 
 /// Offloaded activations (strategy.placement.activations=offloaded) move layer by layer: each layer's go to host
 /// memory after its forward and come back before its backward, except the last layer of each model chunk, whose

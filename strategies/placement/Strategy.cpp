@@ -176,13 +176,6 @@ std::vector<std::int64_t> parse_layers_per_stage(const Json& list) {
   return out;
 }
 
-// ep (in strategy or strategy.mesh) is reserved for expert parallelism: only 1 is accepted.
-void refuse_reserved_axes(ObjectReader& r, const Json& object) {
-  if (r.get_positive_int("ep", 1) != 1)
-    throw InputError(r.field("ep") + "=" + show(object["ep"]) +
-                     ": expert parallelism is not supported yet; only 1 is accepted");
-}
-
 // strategy.mesh: the named axes and their degrees. The rank order is fixed (tp fastest, then cp, dp_shard,
 // dp_replicate, pp), whatever order the keys are written in.
 void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
@@ -191,7 +184,9 @@ void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
     if (!outer.has(key)) return std::nullopt;
     return outer.get_positive_int(key, 1);
   };
-  std::optional<std::int64_t> dp = shorthand("dp"), tp = shorthand("tp"), pp = shorthand("pp"), cp = shorthand("cp");
+  std::optional<std::int64_t> dp = shorthand("dp"), tp = shorthand("tp"), pp = shorthand("pp"), cp = shorthand("cp"),
+                              ep = shorthand("ep");
+  s.ep = ep.value_or(1);
   s.tp = tp.value_or(1);
   s.pp = pp.value_or(1);
   s.cp = cp.value_or(1);
@@ -209,16 +204,15 @@ void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
     s.tp = axis("tp", tp, "strategy.tp");
     s.pp = axis("pp", pp, "strategy.pp");
     s.cp = axis("cp", cp, "strategy.cp");
+    s.ep = axis("ep", ep, "strategy.ep");
     const bool split = r.has("dp_shard") || r.has("dp_replicate");
     s.dp_replicate = r.get_positive_int("dp_replicate", 1);
     s.dp_shard = r.get_positive_int("dp_shard", split ? 1 : dp.value_or(1));
     if (dp && split && *dp != s.dp_replicate * s.dp_shard)
       throw InputError("strategy.dp=" + std::to_string(*dp) + " contradicts strategy.mesh dp_replicate x dp_shard = " +
                        std::to_string(s.dp_replicate) + " x " + std::to_string(s.dp_shard));
-    refuse_reserved_axes(r, *mesh);
     r.finish();
   }
-  refuse_reserved_axes(outer, object);
   // Every product of degrees must stay a plausible device count: a wrapped product would be a silent wrong figure.
   std::int64_t devices = 1;
   for (std::int64_t degree : {s.dp_replicate, s.dp_shard, s.cp, s.tp, s.pp})
@@ -321,7 +315,9 @@ std::string mesh_string(const StrategySpec& s) {
   if (s.dp_replicate > 1)
     dp += " (dp_replicate " + std::to_string(s.dp_replicate) + " x dp_shard " + std::to_string(s.dp_shard) + ")";
   return dp + (s.cp > 1 ? " x cp " + std::to_string(s.cp) + " (" + to_string(s.cp_comm) + ")" : std::string()) +
-         " x tp " + std::to_string(s.tp) + " x pp " + std::to_string(s.pp);
+         " x tp " + std::to_string(s.tp) + " x pp " + std::to_string(s.pp) +
+         (s.ep > 1 ? " (experts: ep " + std::to_string(s.ep) + " x edp " + std::to_string(s.edp()) + ")"
+                   : std::string());
 }
 
 std::string to_string(PipelineP2P p) {

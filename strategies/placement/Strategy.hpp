@@ -44,7 +44,13 @@ struct StrategySpec {
   std::int64_t cp = 1;
   CpComm cp_comm = CpComm::Ring;
   std::int64_t dp_replicate = 1, dp_shard = 1;  ///< the data-parallel axes (strategy.mesh); dp is their product
-  bool sp = false;                              ///< sequence parallelism over the tp group (Korthikanti et al.)
+  /// Expert parallelism (mixture-of-experts models): the routed experts of every MoE layer are split over ep ranks.
+  /// The ep groups reshape the tp x cp x dp ranks of each pipeline stage (Megatron-Core's expert generator with
+  /// expert-tensor-parallel size 1): consecutive ranks of a stage form an ep group, and the ranks that hold the same
+  /// experts form the expert-data-parallel group of edp = tp x cp x dp / ep ranks, over which expert gradients are
+  /// synchronised (dense gradients over dp x cp as before). ep must divide tp x cp x dp.
+  std::int64_t ep = 1;
+  bool sp = false;  ///< sequence parallelism over the tp group (Korthikanti et al.)
   /// Megatron-LM overlaps the TP collectives of the backward pass with its weight-gradient GEMMs (since 2021-08,
   /// measured by Korthikanti et al.); false: they run exposed, after the backward compute of their layer, as in the
   /// April 2021 code of Narayanan et al. (arXiv 2104.04473)
@@ -81,6 +87,8 @@ struct StrategySpec {
   std::int64_t interleave_group() const { return microbatch_group > 0 ? microbatch_group : pp; }
   /// The ranks over which data-parallel states are placed: dp x cp (cp counts with dp_shard).
   std::int64_t data_ranks() const { return dp * cp; }
+  /// Expert-data-parallel ranks: the stage's ranks that hold the same experts.
+  std::int64_t edp() const { return tp * cp * dp / ep; }
   /// The number of ranks spanned by data axes `axes`; dp_shard includes cp.
   std::int64_t degree(AxisSet axes) const {
     return ((axes & kShardAxis) != 0 ? dp_shard * cp : 1) * ((axes & kReplicateAxis) != 0 ? dp_replicate : 1);

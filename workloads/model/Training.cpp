@@ -1,5 +1,7 @@
 #include "workloads/model/Training.hpp"
 
+#include <cstdio>
+
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -30,6 +32,52 @@ DType parse_dtype(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+RoutingSpec parse_routing(const Json& value) {
+  ObjectReader r(value, "training.routing");
+  RoutingSpec out;
+  const std::string kind = r.get_choice("kind", {"balanced", "zipf", "hot"}, "balanced");
+  const std::int64_t seed = r.get_int("seed", 1);
+  if (seed < 0) throw InputError(r.field("seed") + "=" + std::to_string(seed) + " must be a non-negative integer");
+  out.seed = static_cast<std::uint64_t>(seed);
+  if (kind == "zipf") {
+    out.kind = RoutingSpec::Kind::Zipf;
+    r.require("zipf");
+    out.zipf = r.get_non_negative("zipf", 0);
+    r.check(out.zipf <= 10, "zipf", "must be a Zipf exponent from 0 (balanced) to 10");
+  } else if (kind == "hot") {
+    out.kind = RoutingSpec::Kind::Hot;
+    r.require("hot_fraction");
+    out.hot_fraction = r.get_non_negative("hot_fraction", 0);
+    r.check(out.hot_fraction <= 1, "hot_fraction", "must be a fraction of the assignments from 0 to 1");
+    out.hot_experts = r.get_positive_int("hot_experts", 1);
+  }
+  for (const char* key : {"zipf", "hot_fraction", "hot_experts"})
+    if (r.has(key) && ((kind != "zipf" && std::string(key) == "zipf") || (kind != "hot" && std::string(key) != "zipf")))
+      throw InputError(r.field(key) + " does not apply to " + r.field("kind") + "=" + kind);
+  r.finish();
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(const RoutingSpec& r) {
+  char buf[96];
+  switch (r.kind) {
+    case RoutingSpec::Kind::Balanced:
+      return "balanced";
+    case RoutingSpec::Kind::Zipf:
+      std::snprintf(buf, sizeof buf, "zipf %g (seed %llu)", r.zipf, static_cast<unsigned long long>(r.seed));
+      return buf;
+    case RoutingSpec::Kind::Hot:
+      std::snprintf(buf, sizeof buf, "hot %lld experts x %g%% (seed %llu)", static_cast<long long>(r.hot_experts),
+                    100 * r.hot_fraction, static_cast<unsigned long long>(r.seed));
+      return buf;
+  }
+  return "?";
+}
+
 TrainingSpec parse_training(const Json& value) {
   TrainingSpec t;
   ObjectReader r(value, "training");
@@ -59,6 +107,7 @@ TrainingSpec parse_training(const Json& value) {
   t.launch_overhead_s = r.get_non_negative("launch_overhead", 0, parse_time);
   r.check(t.launch_overhead_s <= 1e-3, "launch_overhead",
           "is host time per kernel launch: at most 1 ms (e.g. \"10us\"); larger values are not a launch");
+  if (const Json* routing = r.child("routing")) t.routing = parse_routing(*routing);
   r.finish();
   return t;
 }

@@ -14,6 +14,21 @@ enum class Optimizer { Adam, SGD };
 /// 2nd, 4th, 6th matmul of the forward); full (every layer's forward again, from its input).
 enum class Recompute { None, Selective, Full, SelectiveOp };
 
+/// Skewed routing of a mixture-of-experts model, a what-if (placesim does not train a router): every source rank
+/// routes alike, in every MoE layer and micro-batch. Expert i takes a share p_i of the token-expert assignments:
+/// - balanced (the default; Megatron-Core's benchmarks force it): p_i = 1 / experts;
+/// - zipf: p_i proportional to rank_i^-zipf, the ranks a permutation of the experts drawn from `seed`;
+/// - hot: hot_fraction of the assignments go to hot_experts experts drawn from `seed`, the rest uniformly to all.
+/// No expert can take more than every token (p_i <= 1 / top_k); the excess goes to the others in proportion.
+struct RoutingSpec {
+  enum class Kind { Balanced, Zipf, Hot };
+  Kind kind = Kind::Balanced;
+  double zipf = 0;
+  std::int64_t hot_experts = 1;
+  double hot_fraction = 0;
+  std::uint64_t seed = 1;
+};
+
 /// How a step is trained. Bytes per parameter follow mixed-precision practice (ZeRO §3): 16-bit parameters with
 /// fp32 optimizer state (Adam: master weights, momentum, variance = 12 bytes). Gradients are held and reduced in
 /// grad_dtype: fp32 under bf16 (Megatron-LM's main-grad buffer, forced to fp32 for bf16, which it also all-reduces;
@@ -38,6 +53,7 @@ struct TrainingSpec {
   /// kernels x this: a CPU that cannot issue kernels as fast as the GPU runs them leaves the GPU idle (eager mode with
   /// small kernels; CUDA graphs and torch.compile cut it).
   double launch_overhead_s = 0;
+  RoutingSpec routing;  ///< mixture-of-experts models: how tokens spread over the experts
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
   int grad_bytes() const { return grad_dtype == DType::FP32 ? 4 : 2; }
@@ -63,6 +79,8 @@ double default_optimizer_bytes(Optimizer optimizer, DType dtype);
 TrainingSpec parse_training(const Json& value);
 
 std::string to_string(DType d);
+/// "balanced", "zipf 1.2 (seed 1)", "hot 2 experts x 10% (seed 1)".
+std::string to_string(const RoutingSpec& r);
 std::string to_string(Optimizer o);
 std::string to_string(Recompute r);
 
