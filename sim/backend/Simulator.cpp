@@ -333,6 +333,7 @@ void Runner::finish(TaskId id, double start, double end) {
       (o->to_host ? dev.d2h_bytes : dev.h2d_bytes) += o->bytes;
     } else if (const auto* c = std::get_if<Compute>(&t.body)) {
       dev.flops += c->flops;
+      if (c->part == ModelPart::Experts) dev.expert_compute_s += end - start;
     }
     if (recorded(device)) account(id, device, start, end);
   }

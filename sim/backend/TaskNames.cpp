@@ -17,6 +17,7 @@ std::string layers(int first, int count) {
 std::string part(const Compute& c) {
   if (c.part == ModelPart::Embedding) return " embedding";
   if (c.part == ModelPart::Head) return " head";
+  if (c.part == ModelPart::Experts) return " experts";
   return layers(c.layer, c.layers);
 }
 

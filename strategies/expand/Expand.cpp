@@ -36,8 +36,9 @@ std::vector<std::int64_t> chunk_layer_counts(const Experiment& e) {
 
 int layer_group_size(const Experiment& e, const ExpandOptions& o) {
   const int per_chunk = layers_per_chunk(e);
-  // Offloaded activations move layer by layer (offloaded_activation_layers): one layer per compute task.
-  if (e.strategy.placement.activations == Mode::Offloaded) return 1;
+  // Offloaded activations move layer by layer (offloaded_activation_layers): one layer per compute task. MoE layers
+  // exchange their tokens in the middle of each layer: one layer per group.
+  if (e.strategy.placement.activations == Mode::Offloaded || e.model.moe()) return 1;
   if (o.layer_group > 0) {
     const std::vector<std::int64_t> counts = chunk_layer_counts(e);
     return static_cast<int>(std::min<std::int64_t>(o.layer_group, *std::max_element(counts.begin(), counts.end())));
@@ -78,6 +79,9 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c, Fidelity fidelit
   // is a collective, which folds like any other.
   int lanes = gpn / std::gcd(gpn, f.tp);
   if (s.cp_comm == CpComm::Ring) lanes = std::lcm(lanes, static_cast<int>(s.cp));
+  // Expert parallelism's all-to-alls stay inside a block: whole ep groups (ep consecutive ranks of the stage) per
+  // block.
+  if (s.ep > 1) lanes = std::lcm(lanes, static_cast<int>(s.ep / std::gcd(s.ep, s.tp)));
   const int shard = static_cast<int>(s.degree(kShardAxis));
   if (shard != f.lanes) lanes = std::lcm(lanes, shard);
   // Blocks cover whole leaf switches (unless every NIC is on one leaf), so that moving by a block maps each route to
@@ -172,6 +176,14 @@ Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOption
     for (int k = 0; k < v_; ++k) groups_.back().push_back(chunk_groups(s, k));
   }
   cp_ = static_cast<int>(e.strategy.cp);
+  if (e.model.moe()) {
+    ep_ = static_cast<int>(e.strategy.ep);
+    routing_ = expert_routing(e);
+    g_.a2a_tokens.push_back(routing_.tokens_to);
+    dispatch_split_ = 0;
+    expert_last_.assign(static_cast<std::size_t>(pp_),
+                        std::vector<TaskId>(static_cast<std::size_t>(dp_ * tp_), kNoTask));
+  }
   g_.devices = dp_ * tp_ * pp_;
   last_.assign(static_cast<std::size_t>(g_.devices), {});
   for (auto& streams : last_) streams.fill(kNoTask);
@@ -291,7 +303,8 @@ std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
     LayerGroup g;
     g.first_layer = first + l;
     g.layers = std::min(group_size_, per_chunk - l);
-    g.units.assign(static_cast<std::size_t>(g.layers), st.layer_elems);
+    for (int k = 0; k < g.layers; ++k)
+      g.units.push_back(is_moe_layer(e_.model, g.first_layer + k) ? st.moe_layer_elems : st.layer_elems);
     out.push_back(std::move(g));
   }
   if (s == 0 && chunk == 0 && st.embed_elems > 0) {
@@ -311,6 +324,11 @@ double Expander::activation_bytes(const LayerGroup& g) const {
   return g.layers * layer_activation_bytes(e_);
 }
 
+double Expander::activation_bytes(const LayerGroup& g, std::size_t lane) const {
+  if (!moe_group(g)) return activation_bytes(g);
+  return moe_layer_activation_bytes(e_, routing_.computed(static_cast<int>(lane % static_cast<std::size_t>(ep_))));
+}
+
 std::int64_t Expander::padded(std::int64_t elems) const {
   return shard_elems(elems, dp_) * dp_;
 }
@@ -319,6 +337,7 @@ TaskGraph Expander::run() {
   for (int s = 0; s < pp_; ++s) expand_stage(s);
   embedding_sync();
   for (int s = 0; s < pp_; ++s) sequence_parallel_grad_sync(s);
+  for (int s = 0; s < pp_; ++s) expert_step_sync(s);
   for (int s = 0; s < pp_; ++s) finish_step(s);
   set_resident_memory();
   return std::move(g_);

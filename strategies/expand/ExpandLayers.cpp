@@ -87,6 +87,7 @@ void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta
   }
   compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Layers, !lg.has_head, stash_delta);
   tp_collective(s, op, g, sp ? 4 : 2, false);
+  if (moe_group(lg)) expert_block(s, op, g, TaskKind::Forward);
   if (lg.has_head) {
     if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
     compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Head, true, stash_delta);
@@ -102,9 +103,12 @@ void Expander::backward_group(int s, const StageOp& op, int g, double stash_delt
     compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Head, false, 0);
     vocab_collective(s, op, g, sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, e_.strategy.tp_overlap);
   }
-  if (costs_[static_cast<std::size_t>(s)].layer_recompute_s > 0)
+  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
+  if ((moe_group(lg) ? k.moe_recompute_s : k.layer_recompute_s) > 0)
     compute_tasks(s, op, g, TaskKind::Recompute, ModelPart::Layers, false, 0);
+  if (moe_group(lg) && e_.training.recompute == Recompute::Full) expert_block(s, op, g, TaskKind::Recompute);
   tp_collective(s, op, g, (sp ? 2 : 0) + (e_.training.recompute == Recompute::Full ? (sp ? 4 : 2) : 0), false);
+  if (moe_group(lg)) expert_block(s, op, g, TaskKind::Backward);
   compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
   tp_collective(s, op, g, sp ? 4 : 2, e_.strategy.tp_overlap);
   if (lg.has_embedding) {
@@ -119,8 +123,12 @@ struct PartCost {
   double seconds = 0, flops = 0;
 };
 
-PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, ModelPart part) {
+PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, ModelPart part, bool moe) {
   const bool forward = kind == TaskKind::Forward;
+  if (moe && part == ModelPart::Layers) {  // an MoE layer's dense part (its experts are tasks of their own)
+    if (kind == TaskKind::Recompute) return {k.moe_recompute_s, k.moe_recompute_flops};
+    return {forward ? k.moe_forward_s : k.moe_backward_s, forward ? k.moe_forward_flops : k.moe_backward_flops};
+  }
   switch (part) {
     case ModelPart::Embedding:
       return {forward ? k.embed_forward_s : k.embed_backward_s, 0};
@@ -157,9 +165,9 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
   const int vstage = op.chunk * pp_ + s;
   const bool first_of_op =
       frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
-  const double act = activation_bytes(lg);
   const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
-  PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part);
+  const bool moe = moe_group(lg);
+  PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part, moe);
   const bool layers = part == ModelPart::Layers;
   // Context parallelism: the attention runs as tasks of its own after the layers' other work.
   // A recompute re-runs the attention only under full recompute (selective-op saves the attention's output).
@@ -167,8 +175,9 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
                         (kind != TaskKind::Recompute || e_.training.recompute == Recompute::Full);
   if (cp_split) {
     const StageCosts& k = costs_[static_cast<std::size_t>(s)];
-    cost.seconds -=
-        lg.layers * (kind == TaskKind::Backward ? k.layer_attention_backward_s : k.layer_attention_forward_s);
+    const bool bwd = kind == TaskKind::Backward;
+    cost.seconds -= lg.layers * (moe ? (bwd ? k.moe_attention_backward_s : k.moe_attention_forward_s)
+                                     : (bwd ? k.layer_attention_backward_s : k.layer_attention_forward_s));
   }
   if (layers && kind != TaskKind::Recompute) cost.seconds += gather_copy_s(lg, op.forward);
   std::vector<TaskId> bodies;
@@ -182,6 +191,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
       const int x = rank(d, t, s);
       const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
       std::vector<MemDelta> on_end;
+      const double act = activation_bytes(lg, lane);
       if (closes) {
         if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
         // Without resharding after the forward the unit stays gathered until its backward closes.
@@ -229,7 +239,9 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   const StageCosts& k = costs_[static_cast<std::size_t>(s)];
   const bool backward = kind == TaskKind::Backward;
-  const double attention = lg.layers * (backward ? k.layer_attention_backward_s : k.layer_attention_forward_s);
+  const double attention =
+      lg.layers * (moe_group(lg) ? (backward ? k.moe_attention_backward_s : k.moe_attention_forward_s)
+                                 : (backward ? k.layer_attention_backward_s : k.layer_attention_forward_s));
   const std::int64_t kv_elems = cp_kv_elems(e_);
   const int el = static_cast<int>(e_.training.activation_bytes());
   const double kv_bytes = static_cast<double>(lg.layers) * static_cast<double>(kv_elems) * el;
@@ -332,6 +344,8 @@ void Expander::tp_collective(int s, const StageOp& op, int g, int ops, bool hidd
   const auto& lg =
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   if (ops == 0) return;
+  // An MoE layer without shared experts has no tensor-parallel MLP: its attention's collectives only.
+  if (moe_group(lg) && e_.model.shared_experts == 0) ops /= 2;
   add_tp_collective(s, op, g, e_.strategy.sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, ops * lg.layers, true,
                     hidden);
 }

@@ -311,6 +311,7 @@ void Expander::finish_step(int s) {
       shard += sharded(lg, dp_);
     }
   const double pb = e_.training.param_bytes();
+  std::vector<TaskId> updated_lanes(static_cast<std::size_t>(dl_ * tp_), kNoTask);
   for (int t = 0; t < tp_; ++t) {
     std::vector<TaskId> updated;
     for (int d = 0; d < dl_; ++d) {
@@ -337,12 +338,14 @@ void Expander::finish_step(int s) {
         double elems = 0;
         for (const auto& chunk : groups_[static_cast<std::size_t>(s)])
           for (const auto& lg : chunk) elems += held(State::Optimizer, lg);
+        elems += held_experts(s, State::Optimizer);
         step = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0,
                                   apply_microbatch_[static_cast<std::size_t>(s)], -1, 0},
                           s, x, Stream::Compute);
         for (TaskId dep : step_end_deps_[static_cast<std::size_t>(x)]) g_.depend(dep, step);
       }
       updated.push_back(step);
+      updated_lanes[static_cast<std::size_t>(d * tp_ + t)] = step;
     }
     // Replicated parameters updated shard by shard are gathered back (ZeRO-1/2, ZeRO-Offload).
     const DataCollective* regather = planned(State::Parameters, DataWhen::AfterStep);
@@ -367,6 +370,7 @@ void Expander::finish_step(int s) {
       }
     if (bucket > 0) issue();
   }
+  expert_regather(s, updated_lanes, 0);  // the experts' after-step gathers follow every lane's update
 }
 
 void Expander::set_resident_memory() {
@@ -386,6 +390,9 @@ void Expander::set_resident_memory() {
         r[static_cast<std::size_t>(State::Gradients)] += held(State::Gradients, lg) * gb;
         r[static_cast<std::size_t>(State::Optimizer)] += held(State::Optimizer, lg) * ob;
       }
+    r[static_cast<std::size_t>(State::Parameters)] += copies * held_experts(s, State::Parameters) * pb;
+    r[static_cast<std::size_t>(State::Gradients)] += held_experts(s, State::Gradients) * gb;
+    r[static_cast<std::size_t>(State::Optimizer)] += held_experts(s, State::Optimizer) * ob;
   }
 }
 

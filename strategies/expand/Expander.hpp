@@ -7,6 +7,7 @@
 
 #include "strategies/analytic/Costs.hpp"
 #include "strategies/analytic/DataPlan.hpp"
+#include "strategies/analytic/Routing.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
 #include "strategies/placement/Layout.hpp"
@@ -116,6 +117,22 @@ class Expander {
   void store_activations(int s, const StageOp& op, int g);
   void fetch_activations(int s, const StageOp& op, int g);
   void sync_gradients(int s, const StageOp& op, int g, bool last_backward);
+  // Mixture of experts (ExpandExperts.cpp)
+  /// Is group g of the chunk an MoE layer (groups are single layers for MoE models)?
+  bool moe_group(const LayerGroup& lg) const { return lg.layers == 1 && is_moe_layer(e_.model, lg.first_layer); }
+  /// The routed experts of MoE group g in `kind`'s pass: per ep group of the stage, an all-to-all dispatch, each
+  /// rank's expert compute on the tokens routed to it, an all-to-all combine (backward: the combine's gradient
+  /// travels as a dispatch, the dispatch's as a combine). Follows and replaces the lanes' frontier.
+  void expert_block(int s, const StageOp& op, int g, TaskKind kind);
+  /// The all-to-all over ep group `first_lane / ep` of stage s after `deps` (per member), as dispatch or combine.
+  TaskId ep_alltoall(int s, const StageOp& op, const LayerGroup& lg, int first_lane, bool combine, bool backward);
+  int ep_group(int s, int first_lane);
+  /// The routed experts' step collectives over their expert-data-parallel groups (expert_plan), before and after
+  /// the optimizer; `updated` are the optimizer tasks per lane.
+  void expert_step_sync(int s);
+  void expert_regather(int s, const std::vector<TaskId>& updated, int t);
+  /// Elements of `state` of the routed experts a device of stage s holds.
+  double held_experts(int s, State state) const;
   void flush_bucket(int t, int s);
   /// The collective `dc` of the data plan for the units of `lg` (each padded to a multiple of dp); its group is
   /// filled in per coset by add_data_collectives.
@@ -149,6 +166,8 @@ class Expander {
   // layout helpers
   std::vector<LayerGroup> chunk_groups(int s, int chunk) const;
   double activation_bytes(const LayerGroup& g) const;
+  /// The same on lane `lane` (an MoE layer's routed activations depend on the lane's ep rank).
+  double activation_bytes(const LayerGroup& g, std::size_t lane) const;
   std::int64_t padded(std::int64_t elems) const;  ///< a unit list padded to a multiple of dp
 
   const Experiment& e_;
@@ -204,6 +223,11 @@ class Expander {
   std::vector<std::vector<TaskId>> step_end_deps_;  // per device: tasks the optimizer step waits for
   std::vector<TaskId> first_backward_;              // per device: the last stage-0 group backward (embedding)
   std::vector<int> last_backward_op_;               // per chunk of the stage: index of its last backward op
+  int ep_ = 1;
+  ExpertRouting routing_;                         ///< how each rank's tokens spread over its ep group
+  int dispatch_split_ = -1;                       ///< TaskGraph::a2a_tokens entry of the routing
+  std::map<std::pair<int, int>, int> ep_groups_;  ///< (stage, first lane) -> group
+  std::vector<std::vector<TaskId>> expert_last_;  ///< per stage, per lane: the last expert backward of the step
 };
 
 }  // namespace placesim::detail

@@ -42,6 +42,7 @@ struct DeviceStats {
   double flops = 0;
   /// Compute time added by overlap interference: compute tasks' simulated time less their time alone.
   double interference_s = 0;
+  double expert_compute_s = 0;  ///< mixture of experts: time of the routed experts' compute tasks
 
   void apply(State state, double delta, bool buffer);
   /// Communication time not hidden behind compute.

@@ -14,7 +14,8 @@ namespace placesim {
 /// What part of the model a compute task runs: a group of transformer layers, the embedding lookup (first stage) or the
 /// output head with the loss (last stage). The embedding and the head are tasks of their own, so that a layer's
 /// simulated time can be read apart from them (as Megatron-LM's per-layer timers do).
-enum class ModelPart { Layers, Embedding, Head };
+/// Experts: an MoE layer's routed experts on one ep rank (the layer's dense part is a Layers task).
+enum class ModelPart { Layers, Embedding, Head, Experts };
 
 /// Work on one device's compute stream: a group of layers' forward, backward or recompute, the embedding's or the
 /// head's forward or backward, or an optimizer step.

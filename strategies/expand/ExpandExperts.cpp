@@ -1,0 +1,155 @@
+// Mixture of experts: the routed experts of an MoE layer between two all-to-alls, and their step collectives.
+#include "strategies/expand/Expander.hpp"
+
+namespace placesim::detail {
+
+int Expander::ep_group(int s, int first_lane) {
+  auto [it, fresh] = ep_groups_.try_emplace({s, first_lane}, 0);
+  if (fresh) {
+    // Lanes are the stage's local ranks (lane = d x tp + t): an ep group is ep consecutive ones, member j holding
+    // experts j x experts/ep onward.
+    std::vector<int> members;
+    for (int j = 0; j < ep_; ++j) members.push_back(rank((first_lane + j) / tp_, (first_lane + j) % tp_, s));
+    it->second = g_.add_group(std::move(members));
+  }
+  return it->second;
+}
+
+TaskId Expander::ep_alltoall(int s, const StageOp& op, const LayerGroup& lg, int first_lane, bool combine,
+                             bool backward) {
+  Collective c;
+  c.op = CollectiveOp::AllToAll;
+  c.cls = CommClass::EpAllToAll;
+  c.stream = Stream::EpComm;
+  c.group = ep_group(s, first_lane);
+  c.elems = e_.model.hidden;  // per token
+  c.elem_bytes = e_.training.activation_bytes();
+  c.layer = lg.first_layer;
+  c.layers = 1;
+  c.microbatch = op.microbatch;
+  c.backward = backward;
+  c.split = dispatch_split_;
+  c.combine = combine;
+  return add_collective(c, s);
+}
+
+// Megatron-Core's alltoall token dispatcher (megatron/core/transformer/moe/token_dispatcher.py): the dispatch sends
+// each token to the ranks of its top_k experts, the experts run, the combine returns the outputs; the backward sends
+// the combine's gradient the way of the dispatch and the dispatch's gradient the way of the combine. The step waits
+// for the slowest rank of the group at the second all-to-all.
+void Expander::expert_block(int s, const StageOp& op, int g, TaskKind kind) {
+  const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
+  const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
+  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
+  const bool backward = kind == TaskKind::Backward;
+  const bool first_group = op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1;
+  const bool first_of_op = first_group && frontier_.front().empty();
+  const int vstage = op.chunk * pp_ + s;
+  const int lanes = dl_ * tp_;
+  for (int first = 0; first < lanes; first += ep_) {
+    const TaskId in = ep_alltoall(s, op, lg, first, false, !op.forward);
+    for (int j = 0; j < ep_; ++j) {
+      const auto lane = static_cast<std::size_t>(first + j);
+      for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, in);
+      if (first_of_op) link_op_inputs((first + j) / tp_, (first + j) % tp_, vstage, op.microbatch, op.forward, in);
+    }
+    std::vector<TaskId> computes;
+    for (int j = 0; j < ep_; ++j) {
+      const int lane = first + j;
+      const int x = rank(lane / tp_, lane % tp_, s);
+      const auto r = static_cast<std::size_t>(j);
+      const double seconds = backward                      ? k.expert_backward_s[r]
+                             : kind == TaskKind::Recompute ? k.expert_recompute_s[r]
+                                                           : k.expert_forward_s[r];
+      const double flops = k.expert_forward_flops[r] * (backward ? 2 : 1);
+      Compute c{
+          kind, x, seconds, flops, lg.first_layer, 1, op.microbatch, op.chunk, op.weight_version, ModelPart::Experts};
+      const TaskId id = add_single(c, s, x, Stream::Compute);
+      g_.depend(in, id);
+      computes.push_back(id);
+      if (backward) expert_last_[static_cast<std::size_t>(s)][static_cast<std::size_t>(lane)] = id;
+    }
+    const TaskId out = ep_alltoall(s, op, lg, first, true, !op.forward);
+    for (TaskId id : computes) g_.depend(id, out);
+    for (int j = 0; j < ep_; ++j) {
+      const auto lane = static_cast<std::size_t>(first + j);
+      before_compute_[lane] = frontier_[lane];
+      frontier_[lane] = {out};
+    }
+  }
+}
+
+double Expander::held_experts(int s, State state) const {
+  const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
+  if (st.moe_layers == 0) return 0;
+  return static_cast<double>(
+      held_share(expert_view(e_.strategy), state, st.expert_total(), st.expert_padded(e_.strategy.edp())));
+}
+
+// The experts' gradients, synchronised once per step over each expert-data-parallel group (the stage's lanes that
+// hold the same experts: lane % ep alike) in expert_plan order, after the group's last expert backward.
+void Expander::expert_step_sync(int s) {
+  const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
+  if (st.moe_layers == 0) return;
+  const StrategySpec v = expert_view(e_.strategy);
+  const std::int64_t padded = st.expert_padded(e_.strategy.edp());
+  const int all_lanes = dp_ * tp_;
+  for (int j = 0; j < ep_; ++j) {
+    std::vector<int> members, expanded;
+    for (int lane = j; lane < all_lanes; lane += ep_) {
+      members.push_back(rank(lane / tp_, lane % tp_, s));
+      if (lane < dl_ * tp_) expanded.push_back(lane);
+    }
+    if (members.size() < 2) return;  // edp 1: nothing to synchronise
+    const int group = g_.add_group(members);
+    std::vector<TaskId> before;
+    for (int lane : expanded)
+      before.push_back(expert_last_[static_cast<std::size_t>(s)][static_cast<std::size_t>(lane)]);
+    for (const DataCollective& dc : expert_plan(e_.strategy)) {
+      if (dc.state != State::Gradients || dc.when != DataWhen::Step) continue;
+      Collective c;
+      c.op = dc.op;
+      c.cls = CommClass::ExpertDataSync;
+      c.stream = Stream::DpComm;
+      c.group = group;
+      c.elems = padded / v.degree(dc.divided);
+      c.elem_bytes = e_.training.grad_bytes();
+      const TaskId id = add_collective(c, s);
+      for (TaskId dep : before)
+        if (dep != kNoTask) g_.depend(dep, id);
+      before = {id};
+    }
+    for (int lane : expanded)
+      for (TaskId dep : before)
+        if (dep != kNoTask) step_end_deps_[static_cast<std::size_t>(rank(lane / tp_, lane % tp_, s))].push_back(dep);
+  }
+}
+
+// ZeRO-1 for the experts: the updated shards are all-gathered over the expert-data-parallel group after the step.
+void Expander::expert_regather(int s, const std::vector<TaskId>& updated, int) {
+  const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
+  if (st.moe_layers == 0) return;
+  const StrategySpec v = expert_view(e_.strategy);
+  const int all_lanes = dp_ * tp_;
+  for (const DataCollective& dc : expert_plan(e_.strategy)) {
+    if (dc.when != DataWhen::AfterStep) continue;
+    for (int j = 0; j < ep_; ++j) {
+      std::vector<int> members, expanded;
+      for (int lane = j; lane < all_lanes; lane += ep_) {
+        members.push_back(rank(lane / tp_, lane % tp_, s));
+        if (lane < dl_ * tp_) expanded.push_back(lane);
+      }
+      Collective c;
+      c.op = dc.op;
+      c.cls = CommClass::ExpertDataSync;
+      c.stream = Stream::DpGather;
+      c.group = g_.add_group(members);
+      c.elems = st.expert_padded(e_.strategy.edp()) / v.degree(dc.divided);
+      c.elem_bytes = e_.training.param_bytes();
+      const TaskId id = add_collective(c, s);
+      for (int lane : expanded) g_.depend(updated[static_cast<std::size_t>(lane)], id);
+    }
+  }
+}
+
+}  // namespace placesim::detail
