@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "strategies/analytic/Routing.hpp"
 #include "strategies/pipeline/StagePlan.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
@@ -60,6 +61,60 @@ std::string stage_plan_basis(const Experiment& e) {
 
 }  // namespace
 
+// Mixture of experts: the expert layout, the routing and what it costs the busiest ep rank.
+Json experts_json(const Experiment& e, const Analysis& a) {
+  const ModelSpec& m = e.model;
+  const StrategySpec& s = e.strategy;
+  const ExpertRouting r = expert_routing(e);
+  Json stages = Json::array();
+  for (const auto& st : a.stages) {
+    Json collectives = Json::array();
+    for (const auto& dc : st.expert_collectives)
+      collectives.push_back(Json{{"purpose", dc.plan.purpose},
+                                 {"op", to_string(dc.plan.op)},
+                                 {"group", "edp"},
+                                 {"group_size", dc.group_size},
+                                 {"when", to_string(dc.plan.when)},
+                                 {"bytes_per_step", number(dc.bytes())}});
+    stages.push_back(
+        Json{{"stage", st.stage}, {"ep_rank_all_to_all_bytes", st.ep_rank_bytes}, {"expert_collectives", collectives}});
+  }
+  Json tokens = Json::array();
+  for (int j = 0; j < static_cast<int>(r.tokens_to.size()); ++j) tokens.push_back(r.computed(j));
+  return Json{{"experts", m.experts},
+              {"top_k", m.top_k},
+              {"ep", s.ep},
+              {"edp", s.edp()},
+              {"experts_per_rank", m.experts / s.ep},
+              {"routing", to_string(e.training.routing)},
+              {"capacity_factor", m.capacity_factor},
+              {"tokens_per_rank", moe_tokens_per_rank(e)},
+              {"tokens_sent_to_rank", r.tokens_to},
+              {"pairs_computed_per_rank", tokens},
+              {"busiest_rank_factor", number(r.imbalance())},
+              {"dropped_per_rank", r.dropped},
+              {"per_stage", stages}};
+}
+
+// One line on the experts for the text report.
+std::string experts_text(const Experiment& e) {
+  const ModelSpec& m = e.model;
+  const StrategySpec& s = e.strategy;
+  const ExpertRouting r = expert_routing(e);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "\nexperts: %lld routed (top %lld)%s on ep %lld x edp %lld (%lld per rank); routing %s: the busiest ep "
+                "rank computes x%.2f the mean (%lld of %lld token-expert pairs per layer and micro-batch)%s\n",
+                static_cast<long long>(m.experts), static_cast<long long>(m.top_k),
+                m.shared_experts > 0 ? (" + " + std::to_string(m.shared_experts) + " shared").c_str() : "",
+                static_cast<long long>(s.ep), static_cast<long long>(s.edp()), static_cast<long long>(m.experts / s.ep),
+                to_string(e.training.routing).c_str(), r.imbalance(),
+                static_cast<long long>(static_cast<double>(r.assignments) * r.imbalance() + 0.5),
+                static_cast<long long>(r.assignments),
+                r.dropped > 0 ? ("; capacity drops " + std::to_string(r.dropped) + " per rank").c_str() : "");
+  return line;
+}
+
 Json analysis_report(const Experiment& e, const Analysis& a) {
   Json report;
   report["placesim_version"] = PLACESIM_VERSION;
@@ -102,16 +157,19 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
   report["communication"] = comm;
   if (has_stage_plan(e)) {
     Json stages = Json::array();
-    const double layer = layer_activation_bytes(e);
+    const std::vector<StageLayout> layouts = stage_layouts(e);
     for (const StagePlan& p : unit_stage_plan(e))
-      stages.push_back(Json{{"stage", p.stage},
-                            {"chunk_layers", p.chunk_layers},
-                            {"inflight_chunk_passes", number(p.inflight_passes)},
-                            {"activation_layers", number(p.activation_layers)},
-                            {"activation_bytes", number(p.activation_layers * layer)},
-                            {"bubble_fraction", number(p.bubble_fraction)}});
+      stages.push_back(Json{
+          {"stage", p.stage},
+          {"chunk_layers", p.chunk_layers},
+          {"inflight_chunk_passes", number(p.inflight_passes)},
+          {"activation_layers", number(p.activation_layers)},
+          {"activation_bytes",
+           number(p.activation_layers * stage_layer_activation_bytes(e, layouts[static_cast<std::size_t>(p.stage)]))},
+          {"bubble_fraction", number(p.bubble_fraction)}});
     report["pipeline_stages"] = Json{{"bubble_basis", stage_plan_basis(e)}, {"stages", stages}};
   }
+  if (e.model.moe()) report["experts"] = experts_json(e, a);
   double device_max = 0;
   for (const auto& st : a.stages) device_max = std::max(device_max, st.hardware_flops);
   report["compute"] = Json{{"model_flops_per_step", number(a.model_flops_per_step)},
@@ -217,7 +275,7 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
       out << ", " << s2.chunks << " chunks, groups of " << s2.interleave_group() << " micro-batches";
     out << "; bubble: " << stage_plan_basis(e) << "):\n";
     out << "  stage  layers per chunk        in flight   activations   bubble\n";
-    const double layer = layer_activation_bytes(e);
+    const std::vector<StageLayout> layouts = stage_layouts(e);
     for (const StagePlan& p : unit_stage_plan(e)) {
       std::string layers;
       for (std::int64_t n : p.chunk_layers) layers += (layers.empty() ? "" : " + ") + std::to_string(n);
@@ -226,9 +284,13 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
       char inflight[32];
       std::snprintf(inflight, sizeof inflight, "%g", p.inflight_passes);
       out << "  " << cell(std::to_string(p.stage), 5) << "  " << cell(layers, 22) << cell(inflight, 10)
-          << cell(format_bytes(p.activation_layers * layer), 14) << cell(bubble, 9) << "\n";
+          << cell(format_bytes(p.activation_layers *
+                               stage_layer_activation_bytes(e, layouts[static_cast<std::size_t>(p.stage)])),
+                  14)
+          << cell(bubble, 9) << "\n";
     }
   }
+  if (e.model.moe()) out << experts_text(e);
   if (!e.model.opaque())
     out << "\ncompute per step: model " << format_flops(a.model_flops_per_step) << ", hardware "
         << format_flops(a.hardware_flops_per_step) << ", " << format_count(a.tokens_per_step) << " tokens\n";

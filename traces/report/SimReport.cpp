@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "strategies/analytic/Routing.hpp"
 #include "strategies/placement/Mesh.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/report/Warnings.hpp"
@@ -150,32 +151,73 @@ std::string symmetry_text(const SimResult& r) {
   return text + (f.reason.empty() ? std::string() : " (not folded: " + f.reason + ")");
 }
 
+Json experts_sim_json(const SimulatedStep& s);
+
 Json simulation_json(const SimulatedStep& s) {
   const SimFigures& f = s.figures;
   const SimResult& r = s.result;
-  return Json{{"step_time_s", f.step_time_s},
-              {"mfu", f.mfu},
-              {"hfu", f.hfu},
-              {"tokens_per_s", f.tokens_per_s},
-              {"model_tflops_per_gpu", f.model_tflops_per_gpu},
-              {"hardware_tflops_per_gpu", f.hardware_tflops_per_gpu},
-              {"exposed_communication_s", f.exposed_communication_s},
-              {"idle_fraction", f.idle_fraction},
-              {"bytes_sent",
-               {{"total", number(f.bytes_sent)}, {"by_class", by_class(f.max.bytes_sent, s.experiment.model.moe())}}},
-              {"offload", offload(f.max)},
-              {"peak_memory_bytes", peak_memory(f.max)},
-              {"activities", r.activities},
-              {"timers", r.timers},
-              {"tasks", r.record.tasks.size()},
-              {"wall_time_s", r.wall_time_s},
-              {"devices", device_rows(s.experiment, r)},
-              {"fidelity", to_string(s.fidelity)},
-              {"symmetry", symmetry_json(r)},
-              {"analytic_nic_overlap_s", r.nic_overlap_s},
-              {"overlap_interference", interference_json(s)},
-              {"layer_group", s.layer_group},
-              {"layer_times", layer_times_json(s.layer_times)}};
+  Json out{{"step_time_s", f.step_time_s},
+           {"mfu", f.mfu},
+           {"hfu", f.hfu},
+           {"tokens_per_s", f.tokens_per_s},
+           {"model_tflops_per_gpu", f.model_tflops_per_gpu},
+           {"hardware_tflops_per_gpu", f.hardware_tflops_per_gpu},
+           {"exposed_communication_s", f.exposed_communication_s},
+           {"idle_fraction", f.idle_fraction},
+           {"bytes_sent",
+            {{"total", number(f.bytes_sent)}, {"by_class", by_class(f.max.bytes_sent, s.experiment.model.moe())}}},
+           {"offload", offload(f.max)},
+           {"peak_memory_bytes", peak_memory(f.max)},
+           {"activities", r.activities},
+           {"timers", r.timers},
+           {"tasks", r.record.tasks.size()},
+           {"wall_time_s", r.wall_time_s},
+           {"devices", device_rows(s.experiment, r)},
+           {"fidelity", to_string(s.fidelity)},
+           {"symmetry", symmetry_json(r)},
+           {"analytic_nic_overlap_s", r.nic_overlap_s},
+           {"overlap_interference", interference_json(s)},
+           {"layer_group", s.layer_group},
+           {"layer_times", layer_times_json(s.layer_times)}};
+  if (s.experiment.model.moe()) out["experts"] = experts_sim_json(s);
+  return out;
+}
+
+// Mixture of experts: where a GPU's step goes, as means over the GPUs.
+struct ExpertBreakdown {
+  double expert_compute_s = 0, dense_compute_s = 0, alltoall_s = 0, alltoall_exposed_s = 0;
+};
+
+ExpertBreakdown expert_breakdown(const SimResult& r) {
+  ExpertBreakdown b;
+  if (r.devices.empty()) return b;
+  for (const DeviceStats& d : r.devices) {
+    const auto& compute = d.busy[static_cast<std::size_t>(Stream::Compute)];
+    const auto& a2a = d.busy[static_cast<std::size_t>(Stream::EpComm)];
+    b.expert_compute_s += d.expert_compute_s;
+    b.dense_compute_s += compute.total() - d.expert_compute_s;
+    b.alltoall_s += a2a.total();
+    b.alltoall_exposed_s += uncovered(a2a.intervals(), compute.intervals());
+  }
+  const double n = static_cast<double>(r.devices.size());
+  b.expert_compute_s /= n;
+  b.dense_compute_s /= n;
+  b.alltoall_s /= n;
+  b.alltoall_exposed_s /= n;
+  return b;
+}
+
+Json experts_sim_json(const SimulatedStep& s) {
+  const ExpertBreakdown b = expert_breakdown(s.result);
+  const ExpertRouting r = expert_routing(s.experiment);
+  Json j{{"expert_compute_s", b.expert_compute_s},
+         {"dense_compute_s", b.dense_compute_s},
+         {"all_to_all_s", b.alltoall_s},
+         {"all_to_all_exposed_s", b.alltoall_exposed_s},
+         {"routing", to_string(s.experiment.training.routing)},
+         {"busiest_rank_factor", r.imbalance()}};
+  if (s.pipeline) j["schedule_bubble_fraction"] = stage_mean(s.pipeline->schedule_bubble_fraction);
+  return j;
 }
 
 Json validation_json(const std::vector<ValidationRow>& rows) {
@@ -219,7 +261,14 @@ std::vector<ValidationRow> validation_rows(const Experiment& e, const Analysis& 
     const DeviceStats& d = r.devices[x];
     const StageAnalysis& st =
         a.stages[static_cast<std::size_t>(mesh_coord(e.strategy, static_cast<std::int64_t>(x)).pp)];
-    const bool same = d.h2d_bytes == st.comm.h2d && d.d2h_bytes == st.comm.d2h && d.bytes_sent == st.comm.by_class;
+    // Expert parallelism: each ep rank sends its own all-to-all bytes (a skewed routing makes them differ).
+    auto expected = st.comm.by_class;
+    if (!st.ep_rank_bytes.empty()) {
+      const auto local = static_cast<std::int64_t>(x) % (e.strategy.tp * e.strategy.cp * e.strategy.dp);
+      expected[static_cast<std::size_t>(CommClass::EpAllToAll)] =
+          st.ep_rank_bytes[static_cast<std::size_t>(local % e.strategy.ep)];
+    }
+    const bool same = d.h2d_bytes == st.comm.h2d && d.d2h_bytes == st.comm.d2h && d.bytes_sent == expected;
     mismatched += same ? 0 : 1;
   }
   std::vector<ValidationRow> v;
@@ -356,6 +405,18 @@ std::string simulation_summary(const SimulatedStep& s) {
                   100 * stage_mean(m.idle_fraction), to_string(s.experiment.strategy.schedule).c_str(),
                   share(m.schedule_bubble_s), share(m.exposed_communication_s), share(m.imbalance_and_waiting_s),
                   share(m.optimizer_and_step_end_s), share(m.warmup_s), 100 * stage_mean(m.schedule_bubble_fraction));
+    out += line;
+  }
+  if (s.experiment.model.moe()) {
+    const ExpertBreakdown b = expert_breakdown(s.result);
+    const ExpertRouting r = expert_routing(s.experiment);
+    std::snprintf(line, sizeof line,
+                  "  experts (GPU means)  expert compute %s, dense compute %s, all-to-all %s (exposed %s), schedule "
+                  "bubble %.1f %%; routing %s, busiest ep rank x%.2f the mean\n",
+                  format_seconds(b.expert_compute_s).c_str(), format_seconds(b.dense_compute_s).c_str(),
+                  format_seconds(b.alltoall_s).c_str(), format_seconds(b.alltoall_exposed_s).c_str(),
+                  s.pipeline ? 100 * stage_mean(s.pipeline->schedule_bubble_fraction) : 0.0,
+                  to_string(s.experiment.training.routing).c_str(), r.imbalance());
     out += line;
   }
   out += summary_bytes(f) + summary_validation(s.validation);
