@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "workloads/model/Model.hpp"
+
 namespace placesim {
 
 std::vector<CandidateMesh> enumerate_meshes(std::int64_t devices, std::int64_t gpus_per_node) {
@@ -59,8 +61,20 @@ SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, cons
   if (space.devices % cp != 0)
     throw InputError("search: the GPU count " + std::to_string(space.devices) + " is not a multiple of strategy.cp=" +
                      std::to_string(cp) + " (the candidates keep the base's context parallelism)");
-  for (const CandidateMesh& m : enumerate_meshes(space.devices / cp, space.gpus_per_node))
-    mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp)});
+  // A mixture-of-experts model: every expert-parallel degree that divides the experts and a stage's tp x cp x dp
+  // ranks (experts not tensor-parallel: tp > 1 with sequence parallelism, as Megatron-Core requires).
+  std::int64_t experts = 0;
+  if (experiment.contains("model")) experts = parse_model(experiment["model"], base_dir).experts;
+  if (experts > 0) mesh.paths = {"strategy.dp", "strategy.tp", "strategy.pp", "strategy.ep", "strategy.sp"};
+  for (const CandidateMesh& m : enumerate_meshes(space.devices / cp, space.gpus_per_node)) {
+    if (experts == 0) {
+      mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp)});
+      continue;
+    }
+    for (std::int64_t ep = 1; ep <= experts; ++ep)
+      if (experts % ep == 0 && (m.tp * cp * m.dp) % ep == 0)
+        mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp), Json(ep), Json(m.tp > 1)});
+  }
   SweepAxis presets{{"strategy.preset"}, {}};
   for (const auto& p : space.presets) presets.values.push_back({Json(p)});
   SweepAxis micro{{"training.micro_batch"}, {}};
