@@ -192,7 +192,7 @@ TEST_CASE("Per-axis validity names the rule, the state and the axis") {
   CHECK_THROWS_WITH(refused(R"({"dp": 32, "mesh": {"dp_replicate": 8, "dp_shard": 8}})"),
                     Catch::Contains("strategy.dp=32 contradicts strategy.mesh dp_replicate x dp_shard = 8 x 8"));
   CHECK_THROWS_WITH(refused(R"({"mesh": {"dp_replicate": 8, "dp_shard": 8, "ep": 2}})"),
-                    Catch::Contains("strategy.mesh.ep=2: expert parallelism is not supported yet"));
+                    Catch::Contains("strategy.ep=2 places routed experts, but model custom has none"));
 }
 
 TEST_CASE("Activations along tp are sequence parallelism") {
