@@ -215,3 +215,28 @@ TEST_CASE("placesim search simulates by default and ranks by step time at the fi
                            &output) == 2);
   CHECK_THAT(output, Catch::Contains("--fidelity=flow applies to --mode simulate only"));
 }
+
+TEST_CASE("A search over an MoE model adds every expert-parallel degree the experts and a stage's ranks allow") {
+  SearchSpace space;
+  space.devices = 4;
+  space.gpus_per_node = 4;
+  const SweepSpec s = search_sweep(
+      Json::parse(R"({"model": {"family": "llama", "layers": 2, "hidden": 64, "heads": 4, "vocab": 256,
+                     "seq_len": 128, "experts": 4, "top_k": 2, "moe_ffn": 32},
+                     "training": {"global_batch": 16}, "strategy": "dp"})"),
+      "", space);
+  const SweepAxis& mesh = s.axes.front();
+  CHECK(mesh.paths ==
+        std::vector<std::string>{"strategy.dp", "strategy.tp", "strategy.pp", "strategy.ep", "strategy.sp"});
+  // (dp, tp, pp) over 4 GPUs, and ep dividing both the 4 experts and tp x dp: dp 4 -> ep 1, 2, 4; dp 2 x pp 2 -> 1, 2;
+  // pp 4 -> 1; tp 2 x dp 2 -> 1, 2, 4 (sp on); tp 2 x pp 2 -> 1, 2; tp 4 -> 1, 2, 4.
+  std::vector<std::vector<std::int64_t>> got;
+  for (const auto& v : mesh.values)
+    got.push_back({v[0].get<std::int64_t>(), v[1].get<std::int64_t>(), v[2].get<std::int64_t>(),
+                   v[3].get<std::int64_t>(), v[4].get<bool>() ? 1 : 0});
+  CHECK(got == std::vector<std::vector<std::int64_t>>{{4, 1, 1, 1, 0}, {4, 1, 1, 2, 0}, {4, 1, 1, 4, 0},
+                                                      {2, 1, 2, 1, 0}, {2, 1, 2, 2, 0}, {1, 1, 4, 1, 0},
+                                                      {2, 2, 1, 1, 1}, {2, 2, 1, 2, 1}, {2, 2, 1, 4, 1},
+                                                      {1, 2, 2, 1, 1}, {1, 2, 2, 2, 1}, {1, 4, 1, 1, 1},
+                                                      {1, 4, 1, 2, 1}, {1, 4, 1, 4, 1}});
+}
