@@ -95,8 +95,10 @@ void print_table(const std::vector<Json>& ranked, const RankBy& by, std::size_t 
   std::vector<std::string> figures = {"memory.total_bytes", "communication.bytes_per_step"};
   if (space.mode == SweepMode::Simulate) figures.insert(figures.end(), {"simulation.step_time_s", "simulation.mfu"});
   if (std::find(figures.begin(), figures.end(), by.path) == figures.end()) figures.push_back(by.path);
+  // MoE models: the expert-parallel degree is a candidate axis too.
+  const bool ep = !ranked.empty() && ranked.front()["point"].contains("strategy.ep");
   std::cout << cell("rank", 5) << "  " << std::string("preset") + std::string(8, ' ') << cell("dp", 6) << cell("tp", 4)
-            << cell("pp", 4) << cell("mb", 4);
+            << cell("pp", 4) << (ep ? cell("ep", 4) : std::string()) << cell("mb", 4);
   for (const auto& f : figures) std::cout << cell(f.substr(f.find('.') + 1), 16);
   std::cout << "\n";
   for (std::size_t k = 0; k < ranked.size() && k < top; ++k) {
@@ -106,7 +108,7 @@ void print_table(const std::vector<Json>& ranked, const RankBy& by, std::size_t 
     std::cout << cell(std::to_string(k + 1), 5) << "  " << preset
               << std::string(preset.size() < 14 ? 14 - preset.size() : 1, ' ') << cell(p["strategy.dp"].dump(), 6)
               << cell(p["strategy.tp"].dump(), 4) << cell(p["strategy.pp"].dump(), 4)
-              << cell(p["training.micro_batch"].dump(), 4);
+              << (ep ? cell(p["strategy.ep"].dump(), 4) : std::string()) << cell(p["training.micro_batch"].dump(), 4);
     for (const auto& f : figures) std::cout << cell(figure_text(r, f), 16);
     std::cout << "\n";
   }
