@@ -120,6 +120,12 @@ TEST_CASE("A hot expert: shares, tokens per ep rank and the straggler factor by 
   const std::vector<double> capped = expert_shares(e.model, hot);
   CHECK(*std::max_element(capped.begin(), capped.end()) == Approx(0.5));
   CHECK(std::accumulate(capped.begin(), capped.end(), 0.0) == Approx(1.0));
+  // Every assignment to one hot expert (hot_fraction 1): it keeps 1 / top_k = 0.5, the other three, which had
+  // nothing, share the excess evenly (1/6 each); no token is lost.
+  hot.hot_fraction = 1;
+  const std::vector<double> all_hot = expert_shares(e.model, hot);
+  CHECK(std::count(all_hot.begin(), all_hot.end(), Approx(0.5)) == 1);
+  CHECK(std::count(all_hot.begin(), all_hot.end(), Approx(1.0 / 6)) == 3);
   // Deterministic given the seed; another seed may pick another expert.
   CHECK(expert_routing(e).tokens_to == r.tokens_to);
 }
@@ -138,8 +144,9 @@ TEST_CASE("Capacity factor: drops and padding by hand") {
   std::sort(sorted.begin(), sorted.end());
   CHECK(sorted == std::vector<std::int64_t>{103, 115});
   CHECK(r.dropped == 256 - 218);
-  e.model.pad_to_capacity = true;  // every expert receives exactly its 64
+  e.model.pad_to_capacity = true;  // every expert receives exactly its 64: every rank alike
   CHECK(expert_routing(e).tokens_to == std::vector<std::int64_t>{128, 128});
+  CHECK(expert_routing(e).imbalance() == 1);
 }
 
 TEST_CASE("Skewed routing: the step grows by the busiest ep rank's extra expert time, bytes equal analytic") {
@@ -201,4 +208,17 @@ TEST_CASE("Expert parallelism is refused with a precise error where it cannot ho
       Catch::Contains("strategy.schedule=pipedream is not modelled for mixture-of-experts"));
   CHECK_THROWS_WITH(test::experiment(R"({"model": "llama3-8b", "strategy": {"preset": "dp", "dp": 2, "ep": 2}})"),
                     Catch::Contains("places routed experts, but model llama3-8b has none"));
+}
+
+TEST_CASE("Interleaved chunks of dense and MoE layers: simulated activation peak and bytes equal analytic") {
+  // Layers 0, 1, 6, 7 MoE (top-4 of 8 experts of 1024: heavy activations), 2-5 dense; pp 2 x 2 chunks, so stage 0's
+  // chunks are {0, 1} (MoE) and {4, 5} (dense): more early-chunk forwards are in flight in the warm-up.
+  const Json r = simulate_report(R"({"model": {"family": "llama", "layers": 8, "hidden": 256, "heads": 8, "vocab": 1024,
+      "seq_len": 256, "ffn": 128, "experts": 8, "top_k": 4, "moe_ffn": 1024, "moe_layers": [0, 1, 6, 7]},
+    "training": {"global_batch": 32, "micro_batch": 1},
+    "strategy": {"preset": "zero1", "dp": 4, "pp": 2, "ep": 4, "schedule": "interleaved", "chunks": 2},
+    "cluster": {"preset": "dgx-h100", "nodes": 1}})");
+  check_bytes_identical(r);
+  for (const Json& row : r["validation"])
+    if (row["figure"] == "memory.activations_bytes") CHECK(row["difference"].get<double>() == 0);
 }

@@ -246,6 +246,18 @@ double stage_hardware_flops(const Experiment& e, const StageLayout& st, const Ex
 }  // namespace
 
 double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
+  if (s.moe_layers > 0 && s.moe_layers < s.n_layers && e.strategy.schedule == Schedule::Interleaved &&
+      e.strategy.pp > 1) {
+    // Chunks of dense and MoE layers hold different bytes: the op order walked with each chunk's own.
+    const double dense = layer_activation_bytes(e);
+    const double moe = stage_layer_activation_bytes(e, StageLayout{.n_layers = 1, .moe_layers = 1});
+    std::vector<double> chunk;
+    for (std::size_t c = 0; c < s.chunk_layers.size(); ++c) {
+      const double k = d(moe_layers_in(e.model, s.chunk_first[c], s.chunk_layers[c]));
+      chunk.push_back((d(s.chunk_layers[c]) - k) * dense + k * moe);
+    }
+    return interleaved_peak(e, s, true, &chunk);
+  }
   return stage_layer_activation_bytes(e, s) * activation_layer_equivalents(e, s);
 }
 

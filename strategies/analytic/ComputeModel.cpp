@@ -67,8 +67,9 @@ struct Linear {
 struct LayerLinears {
   Linear qkv, proj, fc1, fc2;
   /// Multi-head latent attention's other projections (qkv is then the query's up projection, proj the output):
-  /// the down projections (replicated over tp: every rank runs them on its tokens) and the key/value up projection.
-  std::vector<Linear> mla;
+  /// the key/value up projection (tp-sharded), and the down projections (replicated over tp: with sequence
+  /// parallelism each rank runs them on its own share of the tokens).
+  std::vector<Linear> mla, mla_replicated;
 };
 
 LayerLinears linears_of(const LayerShape& L) {
@@ -80,8 +81,8 @@ LayerLinears linears_of(const LayerShape& L) {
     const double rq = static_cast<double>(m.q_lora_rank);
     lin.qkv = {rq > 0 ? rq : L.h, heads * L.qk / L.tp};
     lin.proj = {heads * L.v / L.tp, L.h};
-    if (rq > 0) lin.mla.push_back({L.h, rq});
-    lin.mla.push_back({L.h, r + static_cast<double>(m.qk_rope_head_dim)});
+    if (rq > 0) lin.mla_replicated.push_back({L.h, rq});
+    lin.mla_replicated.push_back({L.h, r + static_cast<double>(m.qk_rope_head_dim)});
     lin.mla.push_back({r, heads * (L.d + L.v) / L.tp});
   }
   return lin;
@@ -240,6 +241,12 @@ PassTimes layer_times_of(const Experiment& e, const LayerShape& L, const std::ve
     if (!(x.in > 0 && x.out > 0)) continue;
     t.forward_s += linear_forward_s(x, L, acc);
     t.backward_s += linear_dgrad_s(x, L, acc) + linear_wgrad_s(x, L, acc);
+  }
+  LayerShape own = L;  // the replicated down projections run on the rank's sequence-parallel tokens
+  own.T = L.norm_tokens;
+  for (const Linear& x : lin.mla_replicated) {
+    t.forward_s += linear_forward_s(x, own, acc);
+    t.backward_s += linear_dgrad_s(x, own, acc) + linear_wgrad_s(x, own, acc);
   }
   t.attention_forward_s = attention_forward_s(L, acc);
   t.attention_backward_s = attention_backward_s(L, acc);

@@ -33,9 +33,16 @@ void cap_shares(std::vector<double>& p, double cap) {
         free += x;
       }
     }
-    if (excess <= 0 || free <= 0) return;
-    for (double& x : p)
-      if (x < cap) x += excess * x / free;
+    if (excess <= 0) return;
+    if (free > 0) {
+      for (double& x : p)
+        if (x < cap) x += excess * x / free;
+    } else {  // the uncapped experts had nothing: they share the excess evenly
+      const auto open = static_cast<double>(std::count_if(p.begin(), p.end(), [cap](double x) { return x < cap; }));
+      if (open == 0) return;
+      for (double& x : p)
+        if (x < cap) x += excess / open;
+    }
   }
 }
 
@@ -67,9 +74,12 @@ std::int64_t moe_tokens_per_rank(const Experiment& e) {
 }
 
 double ExpertRouting::imbalance() const {
-  std::int64_t most = 0;
-  for (int j = 0; j < static_cast<int>(tokens_to.size()); ++j) most = std::max(most, computed(j));
-  return assignments > 0 ? static_cast<double>(most) / static_cast<double>(assignments) : 1.0;
+  std::int64_t most = 0, sum = 0;
+  for (int j = 0; j < static_cast<int>(tokens_to.size()); ++j) {
+    most = std::max(most, computed(j));
+    sum += computed(j);
+  }
+  return sum > 0 ? static_cast<double>(most) * static_cast<double>(tokens_to.size()) / static_cast<double>(sum) : 1.0;
 }
 
 ExpertRouting expert_routing(const Experiment& e) {

@@ -146,7 +146,9 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
 
 std::int64_t cp_kv_elems(const Experiment& e) {
   const ModelSpec& m = e.model;
-  return 2 * local_seq_len(e) * e.training.micro_batch * (m.kv_heads * m.head_dim() / e.strategy.tp);
+  // MLA: every head's K (head_dim + rope) and V (v_head_dim).
+  const std::int64_t kv = m.mla() ? m.heads * (m.qk_head_dim() + m.v_dim()) : 2 * m.kv_heads * m.head_dim();
+  return local_seq_len(e) * e.training.micro_batch * (kv / e.strategy.tp);
 }
 
 double cp_layer_bytes(const Experiment& e, bool backward) {
@@ -243,11 +245,12 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
   return layers;
 }
 
-double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted) {
+double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted,
+                        const std::vector<double>* chunk_weights) {
   const auto& s = e.strategy;
   // Even chunks: the warm-up's chunk-forwards plus the one of the steady state, each a chunk's layers.
-  const bool even = std::all_of(st.chunk_layers.begin(), st.chunk_layers.end(),
-                                [&](std::int64_t n) { return n == st.chunk_layers.front(); });
+  const bool even = !chunk_weights && std::all_of(st.chunk_layers.begin(), st.chunk_layers.end(),
+                                                  [&](std::int64_t n) { return n == st.chunk_layers.front(); });
   if (even && s.microbatches <= kMaxMicrobatches / s.chunks) {
     const std::int64_t total = s.microbatches * s.chunks;
     const std::int64_t warm = 2 * (s.pp - st.stage - 1) + (s.chunks - 1) * s.interleave_group();
@@ -267,6 +270,7 @@ double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighte
   auto load = [&](int k, bool forward) {
     const InterleavedSlot x = interleaved_slot(k, m, v, group);
     const int chunk = forward ? x.chunk : v - 1 - x.chunk;
+    if (chunk_weights) return (*chunk_weights)[static_cast<std::size_t>(chunk)];
     return weighted ? static_cast<double>(st.chunk_layers[static_cast<std::size_t>(chunk)]) : 1.0;
   };
   double level = 0, peak = 0;

@@ -115,7 +115,9 @@ double kept_activation_layers(const Experiment& e, const StageLayout& st);
 inline constexpr std::int64_t kMaxInterleavedPasses = 50'000'000;
 /// The interleaved schedule's peak on stage st, its op order walked: layers of the chunk-forwards in flight
 /// (weighted), or their number.
-double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted);
+/// `chunk_weights`: per chunk, the load a chunk-forward holds (bytes of its layers), instead of layers or 1.
+double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted,
+                        const std::vector<double>* chunk_weights = nullptr);
 
 /// Layer-equivalents of activations a device of `stage` holds at its peak under the schedule (in-flight micro-batches
 /// times layers, or the interleaved schedule's chunk count).
