@@ -235,9 +235,7 @@ double stage_hardware_flops(const Experiment& e, const StageLayout& st, const Ex
   if (st.stage == s.pp - 1) per_token += 3 * logit_forward_flops_per_token(m);
   double flops = per_token * tokens / d(s.tp);
   if (st.moe_layers > 0) {
-    std::int64_t pairs = 0;
-    for (int j = 0; j < static_cast<int>(routing.tokens_to.size()); ++j) pairs += routing.computed(j);
-    const double mean = d(pairs) / d(s.ep);
+    const double mean = d(routing.total()) / d(s.ep);
     flops += (full ? 4 : 3) * mean * expert_forward_flops_per_token(m) * d(st.moe_layers) * d(s.microbatches);
   }
   return flops;
@@ -250,7 +248,7 @@ double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
       e.strategy.pp > 1) {
     // Chunks of dense and MoE layers hold different bytes: the op order walked with each chunk's own.
     const double dense = layer_activation_bytes(e);
-    const double moe = stage_layer_activation_bytes(e, StageLayout{.n_layers = 1, .moe_layers = 1});
+    const double moe = moe_layer_activation_bytes(e, expert_routing(e).busiest());
     std::vector<double> chunk;
     for (std::size_t c = 0; c < s.chunk_layers.size(); ++c) {
       const double k = d(moe_layers_in(e.model, s.chunk_first[c], s.chunk_layers[c]));

@@ -73,13 +73,22 @@ std::int64_t moe_tokens_per_rank(const Experiment& e) {
   return local_seq_len(e) * e.training.micro_batch / e.strategy.tp;
 }
 
+std::int64_t ExpertRouting::busiest() const {
+  std::int64_t most = 0;
+  for (int j = 0; j < static_cast<int>(tokens_to.size()); ++j) most = std::max(most, computed(j));
+  return most;
+}
+
+std::int64_t ExpertRouting::total() const {
+  std::int64_t sum = 0;
+  for (int j = 0; j < static_cast<int>(tokens_to.size()); ++j) sum += computed(j);
+  return sum;
+}
+
 double ExpertRouting::imbalance() const {
-  std::int64_t most = 0, sum = 0;
-  for (int j = 0; j < static_cast<int>(tokens_to.size()); ++j) {
-    most = std::max(most, computed(j));
-    sum += computed(j);
-  }
-  return sum > 0 ? static_cast<double>(most) * static_cast<double>(tokens_to.size()) / static_cast<double>(sum) : 1.0;
+  const std::int64_t sum = total();
+  return sum > 0 ? static_cast<double>(busiest()) * static_cast<double>(tokens_to.size()) / static_cast<double>(sum)
+                 : 1.0;
 }
 
 ExpertRouting expert_routing(const Experiment& e) {

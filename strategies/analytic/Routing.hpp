@@ -25,6 +25,9 @@ struct ExpertRouting {
   std::int64_t computed(int j) const {
     return static_cast<std::int64_t>(tokens_to.size()) * tokens_to[static_cast<std::size_t>(j)];
   }
+  /// The most pairs any ep rank computes, and the pairs of all ep ranks together.
+  std::int64_t busiest() const;
+  std::int64_t total() const;
   /// The busiest rank's pairs over the mean rank's: the straggler factor (1 when every rank computes alike).
   double imbalance() const;
   std::int64_t dropped = 0;  ///< assignments one rank drops per layer (capacity_factor), 0 when dropless

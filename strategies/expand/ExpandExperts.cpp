@@ -79,6 +79,16 @@ void Expander::expert_block(int s, const StageOp& op, int g, TaskKind kind) {
   }
 }
 
+int Expander::edp_group(int s, int j) {
+  auto [it, fresh] = edp_groups_.try_emplace({s, j}, 0);
+  if (fresh) {
+    std::vector<int> members;
+    for (int lane = j; lane < dp_ * tp_; lane += ep_) members.push_back(rank(lane / tp_, lane % tp_, s));
+    it->second = g_.add_group(std::move(members));
+  }
+  return it->second;
+}
+
 double Expander::held_experts(int s, State state) const {
   const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
   if (st.moe_layers == 0) return 0;
@@ -93,17 +103,11 @@ void Expander::expert_step_sync(int s) {
   if (st.moe_layers == 0) return;
   const StrategySpec v = expert_view(e_.strategy);
   const std::int64_t padded = st.expert_padded(e_.strategy.edp());
-  const int all_lanes = dp_ * tp_;
+  if (e_.strategy.edp() < 2) return;  // nothing to synchronise
   for (int j = 0; j < ep_; ++j) {
-    std::vector<int> members, expanded;
-    for (int lane = j; lane < all_lanes; lane += ep_) {
-      members.push_back(rank(lane / tp_, lane % tp_, s));
-      if (lane < dl_ * tp_) expanded.push_back(lane);
-    }
-    if (members.size() < 2) return;  // edp 1: nothing to synchronise
-    const int group = g_.add_group(members);
+    const int group = edp_group(s, j);
     std::vector<TaskId> before;
-    for (int lane : expanded)
+    for (int lane = j; lane < dl_ * tp_; lane += ep_)
       before.push_back(expert_last_[static_cast<std::size_t>(s)][static_cast<std::size_t>(lane)]);
     for (const DataCollective& dc : expert_plan(e_.strategy)) {
       if (dc.state != State::Gradients || dc.when != DataWhen::Step) continue;
@@ -119,35 +123,29 @@ void Expander::expert_step_sync(int s) {
         if (dep != kNoTask) g_.depend(dep, id);
       before = {id};
     }
-    for (int lane : expanded)
+    for (int lane = j; lane < dl_ * tp_; lane += ep_)
       for (TaskId dep : before)
         if (dep != kNoTask) step_end_deps_[static_cast<std::size_t>(rank(lane / tp_, lane % tp_, s))].push_back(dep);
   }
 }
 
 // ZeRO-1 for the experts: the updated shards are all-gathered over the expert-data-parallel group after the step.
-void Expander::expert_regather(int s, const std::vector<TaskId>& updated, int) {
+void Expander::expert_regather(int s, const std::vector<TaskId>& updated) {
   const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
   if (st.moe_layers == 0) return;
   const StrategySpec v = expert_view(e_.strategy);
-  const int all_lanes = dp_ * tp_;
   for (const DataCollective& dc : expert_plan(e_.strategy)) {
     if (dc.when != DataWhen::AfterStep) continue;
     for (int j = 0; j < ep_; ++j) {
-      std::vector<int> members, expanded;
-      for (int lane = j; lane < all_lanes; lane += ep_) {
-        members.push_back(rank(lane / tp_, lane % tp_, s));
-        if (lane < dl_ * tp_) expanded.push_back(lane);
-      }
       Collective c;
       c.op = dc.op;
       c.cls = CommClass::ExpertDataSync;
       c.stream = Stream::DpGather;
-      c.group = g_.add_group(members);
+      c.group = edp_group(s, j);
       c.elems = st.expert_padded(e_.strategy.edp()) / v.degree(dc.divided);
       c.elem_bytes = e_.training.param_bytes();
       const TaskId id = add_collective(c, s);
-      for (int lane : expanded) g_.depend(updated[static_cast<std::size_t>(lane)], id);
+      for (int lane = j; lane < dl_ * tp_; lane += ep_) g_.depend(updated[static_cast<std::size_t>(lane)], id);
     }
   }
 }

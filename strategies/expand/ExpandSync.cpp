@@ -370,7 +370,7 @@ void Expander::finish_step(int s) {
       }
     if (bucket > 0) issue();
   }
-  expert_regather(s, updated_lanes, 0);  // the experts' after-step gathers follow every lane's update
+  expert_regather(s, updated_lanes);  // the experts' after-step gathers follow every lane's update
 }
 
 void Expander::set_resident_memory() {

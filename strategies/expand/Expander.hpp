@@ -127,10 +127,12 @@ class Expander {
   /// The all-to-all over ep group `first_lane / ep` of stage s after `deps` (per member), as dispatch or combine.
   TaskId ep_alltoall(int s, const StageOp& op, const LayerGroup& lg, int first_lane, bool combine, bool backward);
   int ep_group(int s, int first_lane);
+  /// The expert-data-parallel group of ep rank j on stage s: every lane of the stage with lane % ep = j.
+  int edp_group(int s, int j);
   /// The routed experts' step collectives over their expert-data-parallel groups (expert_plan), before and after
   /// the optimizer; `updated` are the optimizer tasks per lane.
   void expert_step_sync(int s);
-  void expert_regather(int s, const std::vector<TaskId>& updated, int t);
+  void expert_regather(int s, const std::vector<TaskId>& updated);
   /// Elements of `state` of the routed experts a device of stage s holds.
   double held_experts(int s, State state) const;
   void flush_bucket(int t, int s);
@@ -224,10 +226,11 @@ class Expander {
   std::vector<TaskId> first_backward_;              // per device: the last stage-0 group backward (embedding)
   std::vector<int> last_backward_op_;               // per chunk of the stage: index of its last backward op
   int ep_ = 1;
-  ExpertRouting routing_;                         ///< how each rank's tokens spread over its ep group
-  int dispatch_split_ = -1;                       ///< TaskGraph::a2a_tokens entry of the routing
-  std::map<std::pair<int, int>, int> ep_groups_;  ///< (stage, first lane) -> group
-  std::vector<std::vector<TaskId>> expert_last_;  ///< per stage, per lane: the last expert backward of the step
+  ExpertRouting routing_;                          ///< how each rank's tokens spread over its ep group
+  int dispatch_split_ = -1;                        ///< TaskGraph::a2a_tokens entry of the routing
+  std::map<std::pair<int, int>, int> ep_groups_;   ///< (stage, first lane) -> group
+  std::map<std::pair<int, int>, int> edp_groups_;  ///< (stage, ep rank) -> group
+  std::vector<std::vector<TaskId>> expert_last_;   ///< per stage, per lane: the last expert backward of the step
 };
 
 }  // namespace placesim::detail

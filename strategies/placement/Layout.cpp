@@ -211,9 +211,7 @@ double layer_activation_bytes(const Experiment& e) {
 
 double stage_layer_activation_bytes(const Experiment& e, const StageLayout& st) {
   if (st.moe_layers == 0 || st.n_layers == 0) return layer_activation_bytes(e);
-  const ExpertRouting r = expert_routing(e);
-  std::int64_t most = 0;
-  for (int j = 0; j < static_cast<int>(r.tokens_to.size()); ++j) most = std::max(most, r.computed(j));
+  const std::int64_t most = expert_routing(e).busiest();
   const double dense = static_cast<double>(st.n_layers - st.moe_layers) * layer_activation_bytes(e);
   return (dense + static_cast<double>(st.moe_layers) * moe_layer_activation_bytes(e, most)) /
          static_cast<double>(st.n_layers);

@@ -101,12 +101,7 @@ std::string experts_text(const Experiment& e) {
   const ModelSpec& m = e.model;
   const StrategySpec& s = e.strategy;
   const ExpertRouting r = expert_routing(e);
-  std::int64_t most = 0, sum = 0;
-  for (int j = 0; j < static_cast<int>(r.tokens_to.size()); ++j) {
-    most = std::max(most, r.computed(j));
-    sum += r.computed(j);
-  }
-  const double mean = static_cast<double>(sum) / static_cast<double>(s.ep);
+  const double mean = static_cast<double>(r.total()) / static_cast<double>(s.ep);
   char line[512];
   std::snprintf(line, sizeof line,
                 "\nexperts: %lld routed (top %lld)%s on ep %lld x edp %lld (%lld per rank); routing %s: the busiest ep "
@@ -114,7 +109,7 @@ std::string experts_text(const Experiment& e) {
                 static_cast<long long>(m.experts), static_cast<long long>(m.top_k),
                 m.shared_experts > 0 ? (" + " + std::to_string(m.shared_experts) + " shared").c_str() : "",
                 static_cast<long long>(s.ep), static_cast<long long>(s.edp()), static_cast<long long>(m.experts / s.ep),
-                to_string(e.training.routing).c_str(), r.imbalance(), static_cast<long long>(most), mean,
+                to_string(e.training.routing).c_str(), r.imbalance(), static_cast<long long>(r.busiest()), mean,
                 r.dropped > 0 ? ("; capacity drops " + std::to_string(r.dropped) + " per rank").c_str() : "");
   return line;
 }
