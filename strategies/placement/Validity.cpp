@@ -130,9 +130,10 @@ void check_schedule(const Experiment& e) {
 
 // Gradient integrity and state consistency of the placement along every data-parallel axis (dp_shard,
 // dp_replicate). TP and PP place states by construction and accept only their own modes (see parse_strategy).
-void check_placement(const Experiment& e) {
+void check_placement(const Experiment& e, const std::string& disabled) {
   const StrategySpec& s = e.strategy;
   const Placement& p = s.placement;
+  auto on = [&](const char* rule) { return disabled != rule; };
   // When dp_replicate = 1 the one data axis is reported as dp, as the one-axis placement always was. Rules that
   // hold whatever the degree (no materialized state) apply to the modes of both axes even then.
   const bool split = s.dp_replicate > 1;
@@ -141,21 +142,21 @@ void check_placement(const Experiment& e) {
     const bool multi = s.degree(axis) > 1;
     const Mode P = p.mode(State::Parameters, axis), G = p.mode(State::Gradients, axis),
                O = p.mode(State::Optimizer, axis);
-    if (P == Mode::Materialized)
+    if (P == Mode::Materialized && on("parameters-persist"))
       refuse_rule("parameters-persist", State::Parameters, P, named, s,
                   "breaks state consistency: parameters carry their value across steps and cannot be recomputed");
-    if (G == Mode::Materialized)
+    if (G == Mode::Materialized && on("gradients-accumulate"))
       refuse_rule("gradients-accumulate", State::Gradients, G, named, s,
                   "breaks gradient integrity: a gradient is the sum over all micro-batches and cannot be recomputed "
                   "from a checkpoint");
-    if (O == Mode::Materialized)
+    if (O == Mode::Materialized && on("optimizer-persists"))
       refuse_rule("optimizer-persists", State::Optimizer, O, named, s,
                   "breaks state consistency: optimizer state accumulates across steps");
-    if (multi && P == Mode::Sharded)
+    if (multi && P == Mode::Sharded && on("parameters-gathered"))
       refuse_rule("parameters-gathered", State::Parameters, P, named, s,
                   "breaks state consistency: every replica's forward reads all parameters of its layers but holds "
                   "only a shard; use sharded-with-gather");
-    if (multi && (G == Mode::Sharded || G == Mode::ShardedWithGather) && O == Mode::Replicated)
+    if (multi && (G == Mode::Sharded || G == Mode::ShardedWithGather) && O == Mode::Replicated && on("gradient-owner"))
       refuse_rule("gradient-owner", State::Gradients, G, named, s,
                   "breaks gradient integrity: the reduce-scatter leaves each "
                   "device the full gradient sum of only its shard of the parameters, while the replicated optimizer "
@@ -164,22 +165,22 @@ void check_placement(const Experiment& e) {
   }
   for (State state : {State::Parameters, State::Gradients, State::Optimizer}) {
     const Mode a = p.mode(state, kShardAxis), b = p.mode(state, kReplicateAxis);
-    if ((a == Mode::Offloaded) != (b == Mode::Offloaded))
+    if ((a == Mode::Offloaded) != (b == Mode::Offloaded) && on("offload-whole"))
       refuse_rule("offload-whole", state, a == Mode::Offloaded ? a : b,
                   a == Mode::Offloaded ? kShardAxis : kReplicateAxis, s,
                   "but " + to_string(a == Mode::Offloaded ? b : a) + " along the other data axis: an offloaded " +
                       "state lives in host memory, one shard per data-parallel rank; offload it along both axes");
   }
-  if (p.gradients == Mode::Offloaded && p.optimizer != Mode::Offloaded)
+  if (p.gradients == Mode::Offloaded && p.optimizer != Mode::Offloaded && on("offload-with-optimizer"))
     refuse_rule("offload-with-optimizer", State::Gradients, p.gradients, kDataAxes, s,
                 "breaks gradient integrity: the gradients move to host memory but the optimizer that must consume "
                 "them stays on the device",
                 " with optimizer=" + to_string(p.optimizer));
-  if (p.parameters == Mode::Offloaded && p.optimizer != Mode::Offloaded)
+  if (p.parameters == Mode::Offloaded && p.optimizer != Mode::Offloaded && on("offload-with-optimizer"))
     refuse_rule("offload-with-optimizer", State::Parameters, p.parameters, kDataAxes, s,
                 "breaks state consistency: the device optimizer would update parameters that live in host memory",
                 " with optimizer=" + to_string(p.optimizer));
-  if (p.activations == Mode::Sharded || p.activations == Mode::ShardedWithGather)
+  if ((p.activations == Mode::Sharded || p.activations == Mode::ShardedWithGather) && on("activations-per-replica"))
     refuse_rule("activations-per-replica", State::Activations, p.activations, kDataAxes, s,
                 "is meaningless: each data-parallel replica computes the activations of its own samples; shard "
                 "activations over tp with strategy.sp=true");
@@ -237,12 +238,12 @@ void check_reshard(const Experiment& e) {
                      "share one gathered copy in FSDP2); use schedule=1f1b");
 }
 
-void check_validity(const Experiment& e) {
+void check_validity(const Experiment& e, const std::string& disabled_rule) {
   check_reshard(e);
   check_mesh(e);
   check_schedule(e);
   check_preset_mesh(e.strategy);
-  check_placement(e);
+  check_placement(e, disabled_rule);
 }
 
 void check_fits(const Experiment& e, const Analysis& a) {

@@ -12,7 +12,9 @@ struct InvalidStrategy : InputError {
 /// Checks divisibility of the model by the mesh and the placement's gradient integrity and state consistency
 /// (arXiv 2601.02311): every parameter's update sees the full sum of its gradient contributions exactly once, and
 /// every replica of a state holds the same value wherever it is read. Throws InvalidStrategy on the first rule broken.
-void check_validity(const Experiment& e);
+/// `disabled_rule` switches one placement rule off (by the name refusals cite): a planted checker bug, with which
+/// tests show that the numeric executor (sim/verify) catches a wrong checker. Empty in every real use.
+void check_validity(const Experiment& e, const std::string& disabled_rule = "");
 
 /// A plan whose analysed memory exceeds the device memory: callers print its breakdown before the refusal.
 struct DoesNotFit : InputError {
