@@ -1,0 +1,183 @@
+// The numeric executor under an asynchronous schedule (PipeDream, PipeDream-2BW, LocalSGD) on one data-parallel
+// rank: each stage holds its layers of every replica, stashes the version each forward read (weight stashing) and
+// backpropagates with it; the run is compared with the stale-SGD replay of the schedule's UpdateLog (what the pipeline
+// report's delays predict) and with the same updates read fresh (one device).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/converge/StaleSgd.hpp"
+#include "sim/converge/UpdateDelays.hpp"
+#include "sim/verify/Executor.hpp"
+#include "sim/verify/TinyMlp.hpp"
+#include "strategies/pipeline/PipelineEval.hpp"
+#include "strategies/pipeline/PipelineSchedule.hpp"
+#include "strategies/pipeline/PipelineTimeline.hpp"
+
+namespace placesim {
+
+namespace tm = tiny_mlp;
+
+namespace {
+
+using Vec = std::vector<double>;
+
+/// The same updates with every backward reading the newest version of every block: no staleness.
+UpdateLog fresh_log(const UpdateLog& log) {
+  UpdateLog out = log;
+  std::vector<std::vector<int>> versions(static_cast<std::size_t>(log.replicas),
+                                         std::vector<int>(static_cast<std::size_t>(log.stages), 0));
+  for (TrainEvent& e : out.events) {
+    auto& mine = versions[static_cast<std::size_t>(e.replica)];
+    if (e.kind == TrainEvent::Kind::Backward) e.versions_read = mine;
+    if (e.kind == TrainEvent::Kind::Apply) ++mine[static_cast<std::size_t>(e.stage)];
+  }
+  return out;
+}
+
+std::vector<Vec> replay(const UpdateLog& log, const ExecutorSpec& x, const TinyMlpObjective& objective) {
+  ConvergenceSpec spec;
+  spec.step_size = x.step_size;
+  spec.sample_every = 1 << 30;
+  const ConvergenceResult r = run_convergence(log, spec, objective);
+  std::vector<Vec> out;
+  for (const Vec& offset : r.final_weights) {
+    Vec theta = objective.initial();
+    for (std::size_t k = 0; k < theta.size(); ++k) theta[k] += offset[k];
+    out.push_back(theta);
+  }
+  return out;
+}
+
+double max_gap(const std::vector<Vec>& a, const std::vector<Vec>& b) {
+  double worst = 0;
+  for (std::size_t r = 0; r < a.size(); ++r)
+    for (std::size_t k = 0; k < a[r].size(); ++k) {
+      const double d = std::abs(a[r][k] - b[r][k]);
+      worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+    }
+  return worst;
+}
+
+}  // namespace
+
+ExecutorResult execute_async(const ExecutorSpec& x) {
+  const StrategySpec& s = x.strategy;
+  const PipelineSchedule schedule = make_schedule(shape_of(s, x.steps), strategy_shape_fields());
+  PipelineTimes times;
+  times.backward_s = 2;
+  const PipelineTimeline timeline = evaluate_pipeline(schedule, times);
+  const UpdateLog log = update_log(schedule, timeline);
+  const int pp = static_cast<int>(s.pp), per_stage = x.layers / pp, replicas = schedule.shape.replicas;
+  const Vec theta0 = tm::initial_parameters(x.layers, x.seed);
+  auto unit = [](Vec& v, int u) {
+    return std::span<double>(v).subspan(static_cast<std::size_t>(u) * tm::kUnitElems, tm::kUnitElems);
+  };
+
+  // Per replica, the current weights (stage s touches only its units), gradient sums and their counts per stage.
+  // Every stage also keeps the versions of its block its later forwards may read (PipeDream-2BW's double buffer:
+  // forwards read the version the schedule assigns, op.weight_version).
+  std::vector<Vec> weights(static_cast<std::size_t>(replicas), theta0);
+  std::map<std::pair<int, int>, std::vector<Vec>> versions;  // (replica, stage) -> the block after each Apply
+  for (int r = 0; r < replicas; ++r)
+    for (int st = 0; st < pp; ++st)
+      versions[{r, st}].push_back(Vec(theta0.begin() + st * per_stage * tm::kUnitElems,
+                                      theta0.begin() + (st + 1) * per_stage * tm::kUnitElems));
+  std::vector<Vec> sums(static_cast<std::size_t>(replicas), Vec(theta0.size(), 0.0));
+  std::vector<std::vector<int>> pending(static_cast<std::size_t>(replicas),
+                                        std::vector<int>(static_cast<std::size_t>(pp), 0));
+  std::map<std::pair<int, int>, Vec> stash, inbox_act, inbox_grad, loss_grad;  // (stage, micro-batch)
+  std::map<std::pair<int, int>, Vec> act;                                      // (unit, micro-batch)
+  ExecutorResult result;
+  result.asynchronous = true;
+  result.traffic.assign(static_cast<std::size_t>(pp), {});
+  for (const OpId& id : completion_order(schedule, timeline)) {
+    const PipeOp& op = schedule.order[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)];
+    const int st = op.stage, i = op.microbatch, first = st * per_stage;
+    auto& sent = result.traffic[static_cast<std::size_t>(st)];
+    if (op.kind == PipeOpKind::Forward) {
+      const tm::Sample sample = tm::sample(x.seed, op.replica, 0, i);
+      Vec in = st == 0 ? sample.input : inbox_act[{st, i}];
+      inbox_act.erase({st, i});
+      // The version the forward reads is stashed for its backward (weight stashing).
+      Vec& w = stash[{st, i}];
+      w = versions[{op.replica, st}].at(static_cast<std::size_t>(op.weight_version));
+      for (int u = first; u < first + per_stage; ++u) {
+        act[{u, i}] = in;
+        Vec z(tm::kActElems);
+        tm::forward(unit(w, u - first), in, u == x.layers - 1, z);
+        in = z;
+      }
+      if (st == pp - 1) {
+        Vec dz(tm::kActElems);
+        tm::loss_gradient(in, sample.target, dz);
+        loss_grad[{st, i}] = dz;
+      } else {
+        inbox_act[{st + 1, i}] = in;
+        sent.p2p += tm::kActElems;
+      }
+    } else if (op.kind == PipeOpKind::Backward) {
+      Vec dz = st == pp - 1 ? loss_grad[{st, i}] : inbox_grad[{st, i}];
+      loss_grad.erase({st, i});
+      inbox_grad.erase({st, i});
+      Vec& w = stash[{st, i}];
+      Vec& sum = sums[static_cast<std::size_t>(op.replica)];
+      for (int u = first + per_stage - 1; u >= first; --u) {
+        Vec g(tm::kUnitElems), dx(tm::kActElems);
+        tm::backward(unit(w, u - first), act[{u, i}], dz, u == x.layers - 1, g, dx);
+        act.erase({u, i});
+        for (int k = 0; k < tm::kUnitElems; ++k)
+          unit(sum, u)[static_cast<std::size_t>(k)] += g[static_cast<std::size_t>(k)];
+        dz = dx;
+      }
+      stash.erase({st, i});
+      ++pending[static_cast<std::size_t>(op.replica)][static_cast<std::size_t>(st)];
+      if (st > 0) {
+        inbox_grad[{st - 1, i}] = dz;
+        sent.p2p += tm::kActElems;
+      }
+    } else if (op.kind == PipeOpKind::Apply) {
+      Vec& w = weights[static_cast<std::size_t>(op.replica)];
+      Vec& sum = sums[static_cast<std::size_t>(op.replica)];
+      const double count = pending[static_cast<std::size_t>(op.replica)][static_cast<std::size_t>(st)];
+      for (int k = first * tm::kUnitElems; k < (first + per_stage) * tm::kUnitElems; ++k) {
+        w[static_cast<std::size_t>(k)] =
+            w[static_cast<std::size_t>(k)] - x.step_size * (sum[static_cast<std::size_t>(k)] / count);
+        sum[static_cast<std::size_t>(k)] = 0;
+      }
+      pending[static_cast<std::size_t>(op.replica)][static_cast<std::size_t>(st)] = 0;
+      versions[{op.replica, st}].push_back(
+          Vec(w.begin() + first * tm::kUnitElems, w.begin() + (first + per_stage) * tm::kUnitElems));
+    } else {  // Average: the stage's block of every replica becomes their mean, summed in replica order; the newest
+              // version of each is overwritten in place
+      for (int k = first * tm::kUnitElems; k < (first + per_stage) * tm::kUnitElems; ++k) {
+        double total = 0;
+        for (const Vec& w : weights) total += w[static_cast<std::size_t>(k)];
+        for (Vec& w : weights) w[static_cast<std::size_t>(k)] = total / replicas;
+      }
+      for (int r = 0; r < replicas; ++r) {
+        const Vec& w = weights[static_cast<std::size_t>(r)];
+        versions[{r, st}].back() =
+            Vec(w.begin() + first * tm::kUnitElems, w.begin() + (first + per_stage) * tm::kUnitElems);
+      }
+    }
+  }
+  for (auto& t : result.traffic) t.p2p /= x.steps;
+  const TinyMlpObjective objective(x.layers, x.seed);
+  result.stale_replay_deviation = max_gap(weights, replay(log, x, objective));
+  result.max_deviation[2] = max_gap(weights, replay(fresh_log(log), x, objective));
+  result.diverged = !(result.max_deviation[2] <= x.tolerance);
+  if (result.diverged) {
+    result.first_state = 2;
+    result.first_step = x.steps;
+  }
+  int last = -1;
+  for (const TrainEvent& e : log.events)
+    if (e.kind == TrainEvent::Kind::Backward) last = std::max(last, e.microbatch);
+  const UpdateDelays delays = update_delays(log, (last + 1) / 2);
+  result.max_delay = delays.steady.max;
+  result.mean_delay = delays.steady.mean;
+  return result;
+}
+
+}  // namespace placesim
