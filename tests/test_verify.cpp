@@ -3,7 +3,9 @@
 // 390,625), planted checker bugs caught, the executor's collective bytes equal to the analytic volumes, and
 // asynchronous schedules equal to the stale-SGD replay of the delays the pipeline report counts.
 #include <catch2/catch.hpp>
+#include <cmath>
 
+#include "sim/verify/TinyMlp.hpp"
 #include "sim/verify/Verify.hpp"
 #include "strategies/pipeline/Equivalence.hpp"
 #include "strategies/placement/Enumerate.hpp"
@@ -40,6 +42,10 @@ ExecutorSpec two_by_two() {
 }
 
 }  // namespace
+
+TEST_CASE("The executor's tanh is libm's within 1e-15, from basic operations only") {
+  for (double y = -25; y <= 25; y += 0.01) CHECK(std::abs(tiny_mlp::tanh_portable(y) - std::tanh(y)) <= 1e-15);
+}
 
 TEST_CASE("One data rank: the executor equals one device bit for bit (same reduction order)") {
   for (const char* schedule : {"1f1b", "gpipe"}) {

@@ -518,7 +518,7 @@ class SyncRun {
   }
 
   /// Runs the group collective `c` of every group of the stage over each rank's gradient store of unit u.
-  void gradient_collective(int stage, int u, const DataCollective& c, const std::vector<Vec>& in,
+  void gradient_collective(int stage, const DataCollective& c, const std::vector<Vec>& in,
                            const std::function<Store&(int)>& store) {
     std::vector<char> done(static_cast<std::size_t>(mesh_.n), 0);
     for (int q = 0; q < mesh_.n; ++q) {
@@ -553,7 +553,7 @@ class SyncRun {
       std::fill(fresh[static_cast<std::size_t>(q)].held.begin(), fresh[static_cast<std::size_t>(q)].held.end(), 1);
     }
     if (auto rs = plan_entry(plan_, State::Gradients, CollectiveOp::ReduceScatter, DataWhen::Backward))
-      gradient_collective(stage, u, *rs, grad, [&](int p) -> Store& { return fresh[static_cast<std::size_t>(p)]; });
+      gradient_collective(stage, *rs, grad, [&](int p) -> Store& { return fresh[static_cast<std::size_t>(p)]; });
     const bool off = offloaded(p_, State::Gradients), replace = materialized(p_, State::Gradients);
     for (int q = 0; q < n; ++q) {
       Device& d = dev(stage, q);
@@ -594,7 +594,7 @@ class SyncRun {
         if (c.state != State::Gradients || c.when != DataWhen::Step) continue;
         std::vector<Vec> in;
         for (int q = 0; q < n; ++q) in.push_back(mesh_.read(dev(stage, q).G[u]));
-        gradient_collective(stage, u, c, in, [&](int p) -> Store& { return dev(stage, p).G[u]; });
+        gradient_collective(stage, c, in, [&](int p) -> Store& { return dev(stage, p).G[u]; });
       }
       // 2. The optimizer, on the device or on the host.
       for (int q = 0; q < n; ++q) {

@@ -12,7 +12,25 @@ namespace {
 
 constexpr std::uint64_t kInitPurpose = 0x1a17, kDataPurpose = 0xda7a;
 
+// exp and tanh from +, -, *, / and exact scalings only, so that every platform computes the same bits (libm's tanh
+// may differ in the last bit between math libraries and CPU variants): the verify command's output is reproducible.
+double exp_portable(double x) {
+  constexpr double kLn2Hi = 6.93147180369123816490e-01, kLn2Lo = 1.90821492927058770002e-10;
+  const double k = std::nearbyint(x / 0.6931471805599453);
+  const double r = (x - k * kLn2Hi) - k * kLn2Lo;  // |r| <= 0.35
+  double sum = 1;
+  for (int i = 18; i >= 1; --i) sum = 1 + sum * r / i;  // Taylor series by Horner's rule
+  return std::ldexp(sum, static_cast<int>(k));
+}
+
 }  // namespace
+
+double tanh_portable(double y) {
+  if (y > 20) return 1;
+  if (y < -20) return -1;
+  const double e = exp_portable(2 * y);
+  return (e - 1) / (e + 1);
+}
 
 std::vector<double> initial_parameters(int layers, std::uint64_t seed) {
   SplitMix64 rng(derive_key(seed, kInitPurpose));
@@ -39,7 +57,7 @@ void forward(std::span<const double> unit, std::span<const double> x, bool last,
     for (int o = 0; o < kWidth; ++o) {
       double y = unit[kWidth * kWidth + o];
       for (int i = 0; i < kWidth; ++i) y += unit[o * kWidth + i] * x[n * kWidth + i];
-      z[n * kWidth + o] = last ? y : std::tanh(y);
+      z[n * kWidth + o] = last ? y : tanh_portable(y);
     }
 }
 

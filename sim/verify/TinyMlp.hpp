@@ -17,6 +17,9 @@ inline constexpr int kUnitElems = kWidth * kWidth + kWidth;  ///< 30: not a mult
 inline constexpr int kBatch = 2;                             ///< samples per micro-batch
 inline constexpr int kActElems = kBatch * kWidth;            ///< one unit's input activation
 
+/// tanh from +, -, *, / and exact scalings only (the same bits on every platform); within 1e-15 of std::tanh.
+double tanh_portable(double y);
+
 /// The initial parameters of all layers (layers x kUnitElems), from the seed.
 std::vector<double> initial_parameters(int layers, std::uint64_t seed);
 
