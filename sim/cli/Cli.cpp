@@ -225,7 +225,7 @@ std::ostream& summary_stream(const std::string& path) {
 std::vector<Command> all_commands() {
   return {command_analyze(),   command_check(),          command_simulate(), command_sweep(),
           command_search(),    command_pipeline_sweep(), command_converge(), command_converge_sweep(),
-          command_calibrate(), command_presets()};
+          command_verify(),    command_calibrate(), command_presets()};
 }
 
 namespace {

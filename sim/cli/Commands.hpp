@@ -15,5 +15,6 @@ Command command_search();
 Command command_sweep();
 Command command_converge();
 Command command_converge_sweep();
+Command command_verify();
 
 }  // namespace placesim

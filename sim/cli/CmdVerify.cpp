@@ -1,0 +1,159 @@
+#include <cstdio>
+#include <iostream>
+
+#include "sim/cli/Commands.hpp"
+#include "sim/verify/Verify.hpp"
+#include "strategies/placement/Validity.hpp"
+#include "traces/report/Report.hpp"
+
+namespace placesim {
+
+/// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
+constexpr const char* kVerifyHelp = R"(
+verify EXPERIMENT.json [--out FILE]
+run the training step numerically under the placement on a miniature mesh and compare with one device: exit 0 same model, 2 invalid (it diverges), 3 valid but asynchronous (it differs by the predicted staleness), 4 checker and execution disagree
+--out FILE                write the verdict as JSON
+)";
+
+namespace {
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+std::string traffic_line(const ExecutedTraffic& run, const ExecutedTraffic& analytic) {
+  auto pair = [](const char* what, double a, double b) {
+    return std::string(what) + " " + number(a) + (a == b ? " = " : " != ") + number(b);
+  };
+  return pair("parameter all-gathers", run.gather, analytic.gather) + ", " +
+         pair("gradient sync", run.grad_sync, analytic.grad_sync) + ", " + pair("host in", run.h2d, analytic.h2d) +
+         ", " + pair("host out", run.d2h, analytic.d2h);
+}
+
+bool same_traffic(const ExecutedTraffic& a, const ExecutedTraffic& b) {
+  return a.gather == b.gather && a.grad_sync == b.grad_sync && a.h2d == b.h2d && a.d2h == b.d2h;
+}
+
+int run_verify(const Args& args) {
+  const Experiment e = experiment_from_args(args, false);
+  const Miniature mini = miniature_of(e);
+  const ExecutorSpec& x = mini.spec;
+  const StrategySpec& s = x.strategy;
+  std::ostream& out = std::cout;
+  out << "verify: " << e.name << ": " << e.model.name << " with " << e.strategy.preset << " "
+      << short_form(e.strategy.placement) << " on " << mesh_string(e.strategy) << ", schedule "
+      << to_string(e.strategy.schedule) << "\n";
+  out << "miniature: tiny MLP of " << x.layers << " layers (5x5 weights + bias, tanh, fp64), dp_shard " << s.dp_shard
+      << " x dp_replicate " << s.dp_replicate << " x pp " << s.pp
+      << (s.schedule == Schedule::Interleaved ? " x " + std::to_string(s.chunks) + " chunks" : "") << ", "
+      << s.microbatches << " micro-batches of 2 samples per data rank, " << x.steps << " steps, "
+      << (x.strategy.schedule == Schedule::PipeDream || x.strategy.schedule == Schedule::PipeDream2BW ||
+                  x.strategy.schedule == Schedule::LocalSGD
+              ? "SGD step " + number(x.step_size)
+              : "SGD step " + number(x.step_size) + " momentum " + number(x.momentum))
+      << "\n";
+  for (const std::string& c : mini.changes) out << "  " << c << "\n";
+  const Judgement j = judge(x);
+  Json report = {{"experiment", e.name},
+                 {"miniature",
+                  {{"layers", x.layers},
+                   {"dp_shard", s.dp_shard},
+                   {"dp_replicate", s.dp_replicate},
+                   {"pp", s.pp},
+                   {"chunks", s.chunks},
+                   {"microbatches", s.microbatches},
+                   {"steps", x.steps},
+                   {"tolerance", x.tolerance},
+                   {"changes", mini.changes}}},
+                 {"checker", {{"valid", j.checker_valid}, {"message", j.checker_message}, {"rule", j.rule}}}};
+  out << "checker: " << (j.checker_valid ? "valid" : j.checker_message) << "\n";
+  int code = 0;
+  std::string verdict;
+  if (!j.executed) {
+    out << "execution: not run: " << j.not_executed << "\n";
+    report["execution"] = {{"executed", false}, {"reason", j.not_executed}};
+    verdict =
+        j.checker_valid ? "not verified: the executor cannot run this strategy" : "invalid strategy (not executed)";
+    code = 2;
+  } else {
+    const ExecutorResult& r = j.result;
+    Json deviation = Json::object();
+    if (r.asynchronous) {
+      out << "execution against one device (the same updates read fresh): parameters differ by up to "
+          << number(r.max_deviation[2]) << " after " << x.steps << " steps\n";
+      out << "execution against the stale replay of the schedule's delays (max " << r.max_delay << ", mean "
+          << number(r.mean_delay) << " block updates between a gradient's read and its apply, as the pipeline report "
+          << "counts them): " << number(r.stale_replay_deviation) << " (tolerance " << number(x.tolerance) << ")\n";
+      deviation["parameters_vs_one_device"] = r.max_deviation[2];
+      deviation["parameters_vs_stale_replay"] = r.stale_replay_deviation;
+    } else {
+      out << "execution against one device (tolerance " << number(x.tolerance)
+          << " per element; all copies on every device and host):\n";
+      for (std::size_t k = 0; k < kExecutedStates.size(); ++k) {
+        out << "  " << kExecutedStates[k] << std::string(12 - std::string(kExecutedStates[k]).size(), ' ')
+            << "largest |executed - one device| " << number(r.max_deviation[k]) << "\n";
+        deviation[kExecutedStates[k]] = r.max_deviation[k];
+      }
+      if (r.diverged)
+        out << "  first divergence: " << kExecutedStates[static_cast<std::size_t>(r.first_state)] << " in step "
+            << r.first_step << "\n";
+    }
+    report["execution"] = {{"executed", true}, {"diverged", r.diverged}, {"deviation", deviation}};
+    if (r.diverged && !r.asynchronous)
+      report["execution"]["first_divergence"] = {{"state", kExecutedStates[static_cast<std::size_t>(r.first_state)]},
+                                                 {"step", r.first_step}};
+    bool traffic_ok = true;
+    if (!r.asynchronous) {
+      const std::vector<ExecutedTraffic> analytic = analytic_traffic(miniature_experiment(x));
+      out << "elements moved per step by one device, executed vs analytic:\n";
+      Json rows = Json::array();
+      for (std::size_t st = 0; st < analytic.size(); ++st) {
+        out << "  stage " << st << ": " << traffic_line(r.traffic[st], analytic[st]) << "\n";
+        traffic_ok = traffic_ok && same_traffic(r.traffic[st], analytic[st]);
+        rows.push_back({{"stage", st},
+                        {"gather", r.traffic[st].gather},
+                        {"grad_sync", r.traffic[st].grad_sync},
+                        {"h2d", r.traffic[st].h2d},
+                        {"d2h", r.traffic[st].d2h},
+                        {"analytic_gather", analytic[st].gather},
+                        {"analytic_grad_sync", analytic[st].grad_sync},
+                        {"analytic_h2d", analytic[st].h2d},
+                        {"analytic_d2h", analytic[st].d2h}});
+      }
+      report["traffic"] = rows;
+    }
+    if (!j.agree || !traffic_ok) {
+      verdict = !j.agree ? "DISAGREEMENT: the checker says " + std::string(j.checker_valid ? "valid" : "invalid") +
+                               " but the execution " + (r.diverged ? "diverges" : "equals one device") +
+                               " (a placesim bug: please report it)"
+                         : "DISAGREEMENT: the executed traffic differs from the analytic volumes (a placesim bug)";
+      code = 4;
+    } else if (!j.checker_valid) {
+      verdict = "invalid strategy: it trains a different model, as the checker says (rule " + j.rule + ")";
+      code = 2;
+    } else if (!j.equivalent) {
+      verdict =
+          "valid, but does not train the same model as one device: it differs by exactly the staleness the "
+          "pipeline report predicts";
+      code = 3;
+    } else {
+      verdict = "trains the same model as one device; checker and execution agree";
+    }
+  }
+  out << "verdict: " << verdict << "\n";
+  report["verdict"] = verdict;
+  report["agree"] = j.agree;
+  report["exit_code"] = code;
+  write_flag_output(args, "--out", [&] { return dump(report); });
+  return code;
+}
+
+}  // namespace
+
+Command command_verify() {
+  return command_from_help(kVerifyHelp, run_verify, experiment_flags());
+}
+
+}  // namespace placesim
