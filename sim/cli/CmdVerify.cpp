@@ -81,16 +81,18 @@ int run_verify(const Args& args) {
     const ExecutorResult& r = j.result;
     Json deviation = Json::object();
     if (r.asynchronous) {
-      out << "execution against one device (the same updates read fresh): parameters differ by up to "
+      out << "execution against one device (plain mini-batch SGD over the same micro-batches): parameters differ by up "
+             "to "
           << number(r.max_deviation[2]) << " after " << x.steps << " steps\n";
       out << "execution against the stale replay of the schedule's delays (max " << r.max_delay << ", mean "
-          << number(r.mean_delay) << " block updates between a gradient's read and its apply, as the pipeline report "
+          << number(r.mean_delay)
+          << " block updates between a gradient's read and its apply in the run, counted as the pipeline report "
           << "counts them): " << number(r.stale_replay_deviation) << " (tolerance " << number(x.tolerance) << ")\n";
       deviation["parameters_vs_one_device"] = r.max_deviation[2];
       deviation["parameters_vs_stale_replay"] = r.stale_replay_deviation;
     } else {
       out << "execution against one device (tolerance " << number(x.tolerance)
-          << " per element; all copies on every device and host):\n";
+          << " per element; every copy each device and host keeps, and every gradient an optimizer applied):\n";
       for (std::size_t k = 0; k < kExecutedStates.size(); ++k) {
         out << "  " << kExecutedStates[k] << std::string(12 - std::string(kExecutedStates[k]).size(), ' ')
             << "largest |executed - one device| " << number(r.max_deviation[k]) << "\n";
@@ -105,7 +107,9 @@ int run_verify(const Args& args) {
       report["execution"]["first_divergence"] = {{"state", kExecutedStates[static_cast<std::size_t>(r.first_state)]},
                                                  {"step", r.first_step}};
     bool traffic_ok = true;
-    if (!r.asynchronous) {
+    if (!r.asynchronous && !j.checker_valid) {
+      out << "traffic: not compared with the analytic volumes (the placement is invalid)\n";
+    } else if (!r.asynchronous) {
       const std::vector<ExecutedTraffic> analytic = analytic_traffic(miniature_experiment(x));
       out << "elements moved per step by one device, executed vs analytic:\n";
       Json rows = Json::array();
@@ -135,8 +139,8 @@ int run_verify(const Args& args) {
       code = 2;
     } else if (!j.equivalent) {
       verdict =
-          "valid, but does not train the same model as one device: it differs by exactly the staleness the "
-          "pipeline report predicts";
+          "valid, but does not train the same model as one device (asynchronous): its run is exactly the stale "
+          "updates the pipeline report's delays describe";
       code = 3;
     } else {
       verdict = "trains the same model as one device; checker and execution agree";

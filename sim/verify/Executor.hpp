@@ -40,8 +40,10 @@ struct ExecutedTraffic {
 inline constexpr std::array<const char*, 3> kExecutedStates = {"gradients", "optimizer", "parameters"};
 
 struct ExecutorResult {
-  /// Per compared state (kExecutedStates order): largest |executed - one device| over steps, elements and every copy
-  /// a device or host holds (a state nobody holds counts as recomputed: the initial parameters, a zero momentum).
+  /// Per compared state (kExecutedStates order): largest |executed - one device| over steps and elements, over every
+  /// copy a device or host keeps across steps (parameters, master copies, optimizer state) and every gradient an
+  /// optimizer applied; transient buffers (gathered units, hpZ's secondary shard) are not compared. A state nobody
+  /// holds counts as recomputed: the initial parameters, a zero momentum.
   std::array<double, 3> max_deviation{};
   bool diverged = false;
   int first_state = -1;  ///< index into kExecutedStates of the first state past the tolerance, -1 when none
@@ -54,9 +56,10 @@ struct ExecutorResult {
   /// memory does). Synchronous schedules only.
   std::vector<std::array<double, 3>> resident;
   bool asynchronous = false;
-  /// Asynchronous schedules: the largest |executed - stale replay| (sim/converge's run_convergence of the schedule's
-  /// UpdateLog: one device applying the delays the pipeline report counts) — equal when the staleness is exactly the
-  /// predicted one — and the delays themselves.
+  /// Asynchronous schedules (max_deviation[2] is then the parameters against one device's plain mini-batch SGD over
+  /// the same micro-batches, at the end of the run): the largest |executed - stale replay| (sim/converge's
+  /// run_convergence of the schedule's UpdateLog: one device applying the delays the pipeline report counts) — equal
+  /// when the staleness is exactly the predicted one — and the steady-state delays of the versions the run read.
   double stale_replay_deviation = 0;
   std::int64_t max_delay = 0;
   double mean_delay = 0;

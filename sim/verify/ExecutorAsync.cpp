@@ -1,10 +1,13 @@
 // The numeric executor under an asynchronous schedule (PipeDream, PipeDream-2BW, LocalSGD) on one data-parallel
-// rank: each stage holds its layers of every replica, stashes the version each forward read (weight stashing) and
-// backpropagates with it; the run is compared with the stale-SGD replay of the schedule's UpdateLog (what the pipeline
-// report's delays predict) and with the same updates read fresh (one device).
+// rank: each stage holds its layers of every replica, reads the version its algorithm prescribes (the newest; 2BW's
+// double buffer), stashes it for the backward (weight stashing) and backpropagates with it. The run is compared with
+// the stale-SGD replay of the schedule's UpdateLog (what the pipeline report's delays describe) and with one device
+// (plain mini-batch SGD over the same micro-batches); its delays are counted from the versions it actually read.
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 #include "sim/converge/StaleSgd.hpp"
 #include "sim/converge/UpdateDelays.hpp"
@@ -22,17 +25,20 @@ namespace {
 
 using Vec = std::vector<double>;
 
-/// The same updates with every backward reading the newest version of every block: no staleness.
-UpdateLog fresh_log(const UpdateLog& log) {
-  UpdateLog out = log;
-  std::vector<std::vector<int>> versions(static_cast<std::size_t>(log.replicas),
-                                         std::vector<int>(static_cast<std::size_t>(log.stages), 0));
-  for (TrainEvent& e : out.events) {
-    auto& mine = versions[static_cast<std::size_t>(e.replica)];
-    if (e.kind == TrainEvent::Kind::Backward) e.versions_read = mine;
-    if (e.kind == TrainEvent::Kind::Apply) ++mine[static_cast<std::size_t>(e.stage)];
+/// One device: plain mini-batch SGD over the same micro-batches (a step of M, their mean gradient per update, every
+/// micro-batch the sample the pipeline gave it), as a synchronous schedule trains.
+Vec one_device(const ExecutorSpec& x, int replicas) {
+  const int m = static_cast<int>(x.strategy.microbatches);
+  Vec theta = tm::initial_parameters(x.layers, x.seed), g(theta.size());
+  for (int k = 0; k < x.steps; ++k) {
+    Vec sum(theta.size(), 0.0);
+    for (int i = k * m; i < (k + 1) * m; ++i) {
+      tm::full_gradient(theta, x.layers, tm::sample(x.seed, i % replicas, 0, i), g);
+      for (std::size_t c = 0; c < g.size(); ++c) sum[c] += g[c];
+    }
+    for (std::size_t c = 0; c < theta.size(); ++c) theta[c] = theta[c] - x.step_size * (sum[c] / m);
   }
-  return out;
+  return theta;
 }
 
 std::vector<Vec> replay(const UpdateLog& log, const ExecutorSpec& x, const TinyMlpObjective& objective) {
@@ -69,39 +75,56 @@ ExecutorResult execute_async(const ExecutorSpec& x) {
   const PipelineTimeline timeline = evaluate_pipeline(schedule, times);
   const UpdateLog log = update_log(schedule, timeline);
   const int pp = static_cast<int>(s.pp), per_stage = x.layers / pp, replicas = schedule.shape.replicas;
+  const int m = static_cast<int>(s.microbatches);
   const Vec theta0 = tm::initial_parameters(x.layers, x.seed);
   auto unit = [](Vec& v, int u) {
     return std::span<double>(v).subspan(static_cast<std::size_t>(u) * tm::kUnitElems, tm::kUnitElems);
   };
+  auto block = [&](const Vec& w, int st) {
+    return Vec(w.begin() + st * per_stage * tm::kUnitElems, w.begin() + (st + 1) * per_stage * tm::kUnitElems);
+  };
 
-  // Per replica, the current weights (stage s touches only its units), gradient sums and their counts per stage.
-  // Every stage also keeps the versions of its block its later forwards may read (PipeDream-2BW's double buffer:
-  // forwards read the version the schedule assigns, op.weight_version).
+  // Per replica, the current weights (stage s touches only its units), gradient sums and their counts per stage;
+  // per (replica, stage) every version of its block (a forward may read an older one under 2BW).
   std::vector<Vec> weights(static_cast<std::size_t>(replicas), theta0);
-  std::map<std::pair<int, int>, std::vector<Vec>> versions;  // (replica, stage) -> the block after each Apply
-  for (int r = 0; r < replicas; ++r)
-    for (int st = 0; st < pp; ++st)
-      versions[{r, st}].push_back(Vec(theta0.begin() + st * per_stage * tm::kUnitElems,
-                                      theta0.begin() + (st + 1) * per_stage * tm::kUnitElems));
   std::vector<Vec> sums(static_cast<std::size_t>(replicas), Vec(theta0.size(), 0.0));
   std::vector<std::vector<int>> pending(static_cast<std::size_t>(replicas),
                                         std::vector<int>(static_cast<std::size_t>(pp), 0));
+  std::map<std::pair<int, int>, std::vector<Vec>> versions;
+  for (int r = 0; r < replicas; ++r)
+    for (int st = 0; st < pp; ++st) versions[{r, st}].push_back(block(theta0, st));
   std::map<std::pair<int, int>, Vec> stash, inbox_act, inbox_grad, loss_grad;  // (stage, micro-batch)
   std::map<std::pair<int, int>, Vec> act;                                      // (unit, micro-batch)
+  // The run's own weight updates, as an UpdateLog: backwards with the versions their forwards actually read.
+  std::map<int, std::vector<int>> read_versions;  // micro-batch -> version read per stage
+  UpdateLog executed;
+  executed.stages = pp;
+  executed.replicas = replicas;
   ExecutorResult result;
   result.asynchronous = true;
   result.traffic.assign(static_cast<std::size_t>(pp), {});
   for (const OpId& id : completion_order(schedule, timeline)) {
     const PipeOp& op = schedule.order[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)];
     const int st = op.stage, i = op.microbatch, first = st * per_stage;
+    const double time_s = timeline[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)].end_s;
     auto& sent = result.traffic[static_cast<std::size_t>(st)];
     if (op.kind == PipeOpKind::Forward) {
       const tm::Sample sample = tm::sample(x.seed, op.replica, 0, i);
       Vec in = st == 0 ? sample.input : inbox_act[{st, i}];
       inbox_act.erase({st, i});
-      // The version the forward reads is stashed for its backward (weight stashing).
+      // The version the forward reads: the stage's newest, except that PipeDream-2BW's forwards of mini-batch t read
+      // W(t - 1), its double buffer (Narayanan et al., arXiv 2006.09503, §3.1). The schedule's own assignment is a
+      // cross-check, not an input.
+      const auto& mine = versions[{op.replica, st}];
+      const int newest = static_cast<int>(mine.size()) - 1;
+      const int read = s.schedule == Schedule::PipeDream2BW ? std::min(newest, std::max(0, i / m - 1)) : newest;
+      if (read != op.weight_version)
+        throw std::logic_error("executor: stage " + std::to_string(st) + " read version " + std::to_string(read) +
+                               " where the schedule says " + std::to_string(op.weight_version));
+      read_versions[i].resize(static_cast<std::size_t>(pp), 0);
+      read_versions[i][static_cast<std::size_t>(st)] = read;
       Vec& w = stash[{st, i}];
-      w = versions[{op.replica, st}].at(static_cast<std::size_t>(op.weight_version));
+      w = mine.at(static_cast<std::size_t>(read));
       for (int u = first; u < first + per_stage; ++u) {
         act[{u, i}] = in;
         Vec z(tm::kActElems);
@@ -132,6 +155,7 @@ ExecutorResult execute_async(const ExecutorSpec& x) {
       }
       stash.erase({st, i});
       ++pending[static_cast<std::size_t>(op.replica)][static_cast<std::size_t>(st)];
+      executed.events.push_back({TrainEvent::Kind::Backward, st, op.replica, i, time_s, read_versions[i]});
       if (st > 0) {
         inbox_grad[{st - 1, i}] = dz;
         sent.p2p += tm::kActElems;
@@ -146,8 +170,8 @@ ExecutorResult execute_async(const ExecutorSpec& x) {
         sum[static_cast<std::size_t>(k)] = 0;
       }
       pending[static_cast<std::size_t>(op.replica)][static_cast<std::size_t>(st)] = 0;
-      versions[{op.replica, st}].push_back(
-          Vec(w.begin() + first * tm::kUnitElems, w.begin() + (first + per_stage) * tm::kUnitElems));
+      versions[{op.replica, st}].push_back(block(w, st));
+      executed.events.push_back({TrainEvent::Kind::Apply, st, op.replica, -1, time_s, {}});
     } else {  // Average: the stage's block of every replica becomes their mean, summed in replica order; the newest
               // version of each is overwritten in place
       for (int k = first * tm::kUnitElems; k < (first + per_stage) * tm::kUnitElems; ++k) {
@@ -155,26 +179,26 @@ ExecutorResult execute_async(const ExecutorSpec& x) {
         for (const Vec& w : weights) total += w[static_cast<std::size_t>(k)];
         for (Vec& w : weights) w[static_cast<std::size_t>(k)] = total / replicas;
       }
-      for (int r = 0; r < replicas; ++r) {
-        const Vec& w = weights[static_cast<std::size_t>(r)];
-        versions[{r, st}].back() =
-            Vec(w.begin() + first * tm::kUnitElems, w.begin() + (first + per_stage) * tm::kUnitElems);
-      }
+      for (int r = 0; r < replicas; ++r) versions[{r, st}].back() = block(weights[static_cast<std::size_t>(r)], st);
+      executed.events.push_back({TrainEvent::Kind::Average, st, 0, -1, time_s, {}});
     }
   }
   for (auto& t : result.traffic) t.p2p /= x.steps;
+  // The stale replay of the schedule's UpdateLog (the delays the pipeline report describes) against the run.
   const TinyMlpObjective objective(x.layers, x.seed);
   result.stale_replay_deviation = max_gap(weights, replay(log, x, objective));
-  result.max_deviation[2] = max_gap(weights, replay(fresh_log(log), x, objective));
+  // One device, plain mini-batch SGD, against every replica of the run.
+  result.max_deviation[2] = max_gap(weights, std::vector<Vec>(weights.size(), one_device(x, replicas)));
   result.diverged = !(result.max_deviation[2] <= x.tolerance);
   if (result.diverged) {
     result.first_state = 2;
-    result.first_step = x.steps;
+    result.first_step = x.steps;  // compared at the end of the run
   }
+  // The delays of the run's own reads, counted as the pipeline report counts them.
   int last = -1;
-  for (const TrainEvent& e : log.events)
+  for (const TrainEvent& e : executed.events)
     if (e.kind == TrainEvent::Kind::Backward) last = std::max(last, e.microbatch);
-  const UpdateDelays delays = update_delays(log, (last + 1) / 2);
+  const UpdateDelays delays = update_delays(executed, (last + 1) / 2);
   result.max_delay = delays.steady.max;
   result.mean_delay = delays.steady.mean;
   return result;

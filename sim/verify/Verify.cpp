@@ -36,6 +36,7 @@ Miniature miniature_of(const Experiment& e) {
   const bool async =
       s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW || s.schedule == Schedule::LocalSGD;
   m.tp = m.cp = m.ep = 1;
+  if (s.sp) out.changes.push_back("strategy.sp true -> false (no tensor parallelism in the miniature)");
   m.sp = false;
   change("strategy.tp", s.tp, 1, "tensor parallelism places states by construction");
   change("strategy.ep", s.ep, 1, "the miniature has no experts");
@@ -61,7 +62,10 @@ Miniature miniature_of(const Experiment& e) {
   m.local_steps = std::min<std::int64_t>(s.local_steps, 2);
   change("strategy.replicas", s.replicas, m.replicas, "two replicas");
   change("strategy.local_steps", s.local_steps, m.local_steps, "two local steps");
-  if (m.placement.secondary && (m.dp_shard == 1 || m.dp_replicate == 1)) m.placement.secondary = false;
+  if (m.placement.secondary && (m.dp_shard == 1 || m.dp_replicate == 1)) {
+    out.changes.push_back("strategy.placement.parameters.secondary dp_shard -> none (" + data_why + ")");
+    m.placement.secondary = false;
+  }
   out.spec.strategy = m;
   out.spec.layers = static_cast<int>(m.pp * m.chunks * 2);
   out.spec.steps = async ? 6 : 3;
@@ -84,6 +88,11 @@ Judgement judge(const ExecutorSpec& spec, const std::string& disabled_rule) {
   } catch (const InvalidStrategy& refusal) {
     j.checker_message = refusal.what();
     j.rule = cited_rule(j.checker_message);
+  } catch (const InputError& refusal) {
+    // Not a validity verdict: a combination placesim does not model (e.g. reshard_after_forward=false with gpipe).
+    j.checker_message = refusal.what();
+    j.not_executed = std::string("not modelled: ") + refusal.what();
+    return j;
   }
   const Placement& p = spec.strategy.placement;
   for (State st : {State::Parameters, State::Gradients, State::Optimizer})

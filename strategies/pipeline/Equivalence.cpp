@@ -22,6 +22,10 @@ std::string given_up(const StrategySpec& s) {
              " micro-batches, double-buffered: gradients are taken at the previous version and applied to the "
              "next, so the single-device update order (gradient integrity per step) is given up";
     case Schedule::LocalSGD:
+      // One local step per round of one micro-batch per replica, a round per step: every replica steps from the
+      // averaged weights and their average is the mini-batch SGD step of the M micro-batches (to rounding; found by
+      // the numeric executor, sim/verify).
+      if (s.local_steps == 1 && s.replicas == s.microbatches) return "";
       return std::to_string(s.replicas) + " replica(s) each take " + std::to_string(s.local_steps) +
              " local step(s) of one micro-batch between averagings: updates follow every micro-batch rather than "
              "every global batch, and replicas' weights differ between averagings, so state consistency holds only "
