@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -5,6 +6,8 @@
 #include "sim/converge/Converge.hpp"
 #include "sim/converge/ConvergeModel.hpp"
 #include "sim/converge/ConvergenceOutput.hpp"
+#include "sim/converge/Minimum.hpp"
+#include "sim/converge/Rpd.hpp"
 #include "traces/report/Report.hpp"
 
 namespace placesim {
@@ -21,6 +24,11 @@ run stale SGD on a synthetic objective as the experiment's pipeline schedule ord
 --out-jsonl FILE          write the loss curve as JSON lines
 --svg FILE                write the loss against simulated time as SVG
 --report FILE             write the JSON report ('-' for stdout; the summary then goes to stderr)
+--rpd MODE                run Randomized PipeDream instead: uniform (stage sampled uniformly), backward (PipeDream's
+                          backward order) with delays uniform on 0..--delta, or pipedream (the schedule's own order and
+                          delays); prints the theory's bound beside the run
+--delta D                 RPD's delay bound (default S^2 - S/2, PipeDream's steady-state maximum)
+--iterations K            RPD's block updates (default: the schedule's Applies over the run)
 )";
 
 namespace {
@@ -80,6 +88,104 @@ void write_files(const Args& args, const Json& report, const ConvergenceResult& 
   write_flag_output(args, "--report", [&] { return dump(report); });
 }
 
+// Randomized PipeDream on the experiment's objective: the run, the delays it applied and the bound beside it.
+int run_rpd_mode(const Args& args, const Experiment& e, const ConvergenceSpec& spec, const PreparedPipeline& prepared) {
+  const std::string mode = *args.value("--rpd");
+  if (mode != "uniform" && mode != "backward" && mode != "pipedream")
+    throw InputError("--rpd=" + mode + " is not one of: uniform backward pipedream");
+  const auto objective = make_objective(spec.objective);
+  RpdSpec rpd;
+  rpd.stages = prepared.trace.stages;
+  rpd.step_size = spec.step_size;
+  rpd.seed = spec.objective.seed;
+  std::int64_t applies = 0;
+  for (const TrainEvent& ev : prepared.trace.events) applies += ev.kind == TrainEvent::Kind::Apply ? 1 : 0;
+  const std::int64_t S = rpd.stages;
+  rpd.delta = S * S - S / 2;
+  if (auto v = integer_flag(args, "--delta", 0, 1000000000)) rpd.delta = *v;
+  rpd.iterations = applies;
+  if (auto v = integer_flag(args, "--iterations", 1, 1000000000)) rpd.iterations = *v;
+  if (mode == "pipedream") {
+    if (prepared.pipeline.shape.schedule != Schedule::PipeDream)
+      throw InputError(
+          "--rpd=pipedream takes PipeDream's order and delays from the schedule, but the experiment's "
+          "schedule is " +
+          to_string(prepared.pipeline.shape.schedule));
+    if (args.has("--delta") || args.has("--iterations"))
+      throw InputError("--rpd=pipedream takes its delays and iterations from the schedule: drop --delta/--iterations");
+    rpd.exact = &prepared.trace;
+    int last = -1;  // steady state from half the micro-batches on, as the pipeline report counts it
+    for (const TrainEvent& ev : prepared.trace.events)
+      if (ev.kind == TrainEvent::Kind::Backward) last = std::max(last, ev.microbatch);
+    rpd.steady_from_microbatch = (last + 1) / 2;
+  }
+  rpd.sampling = mode == "backward" ? RpdSpec::Sampling::BackwardOrder : RpdSpec::Sampling::Uniform;
+  const RpdResult r = run_rpd(rpd, *objective);
+  const std::int64_t delta = mode == "pipedream" ? r.delays.max : rpd.delta;
+  // f(x0) - f*: a convex objective's minimum estimate; the others' losses are >= 0.
+  std::vector<double> x0(static_cast<std::size_t>(objective->dimension()), 0.0);
+  const double f0 = r.points.front().loss;
+  const bool convex = spec.objective.kind == ObjectiveKind::Quadratic ||
+                      spec.objective.kind == ObjectiveKind::Logistic ||
+                      spec.objective.kind == ObjectiveKind::LeastSquares;
+  const double fstar = convex ? estimate_minimum(*objective, 20000, 1e-9).value : 0.0;
+  const double L = estimate_smoothness(*objective, x0, rpd.seed);
+  const RpdBound b = rpd_bound(rpd.step_size, rpd.stages, r.iterations, delta, L, r.second_moment, f0 - fstar);
+  std::ostringstream text;
+  text.precision(4);
+  text << "placesim converge --rpd=" << mode << ": S=" << rpd.stages << ", K=" << r.iterations << " block updates, "
+       << (mode == "pipedream"
+               ? "PipeDream's order and delays from the schedule"
+               : std::string(mode == "uniform" ? "stages sampled uniformly" : "PipeDream's backward order") +
+                     ", delays uniform on 0.." + std::to_string(rpd.delta))
+       << "; " << objective->name() << ", d=" << objective->dimension() << ", step size " << rpd.step_size << "\n";
+  text << "  loss " << f0 << " -> " << r.points.back().loss << (r.diverged ? " (diverged)" : "")
+       << "; mean ||grad f(x_k)||^2 over " << r.points.size() - 1 << " sampled iterates: " << r.mean_squared_gradient
+       << "\n";
+  text << "  delays of the active block: max " << r.delays.max << ", mean " << r.delays.mean << "\n";
+  text << "  bound (Ilin & Richtarik, arXiv 2606.03498, as their code evaluates it): 2S(f0-f*)/(gK) " << b.descent
+       << " + gSLG^2 " << b.noise << " + g^2L^2delta^2G^2 " << b.stale << " = " << b.total()
+       << (r.mean_squared_gradient <= b.total() ? " >= " : " < ") << "measured " << r.mean_squared_gradient << "\n";
+  text << "    with L " << L << " (local estimate at x0), G^2 " << r.second_moment
+       << " (largest sampled block gradient), "
+       << "f0-f* " << f0 - fstar << (convex ? "" : " (f* >= 0)") << ", delta " << delta << "\n";
+  text << "  tuned step g* = sqrt(2(f0-f*)/(L G^2 K)) = " << b.tuned_step << ": 2S sqrt(2L(f0-f*)G^2/K) "
+       << b.tuned_main << " + stale read 2L(f0-f*)delta^2/K " << b.tuned_stale
+       << " (Theta(S^4/K)) = " << b.tuned_total() << "\n";
+  Json report = {{"experiment", e.name},
+                 {"placesim_version", PLACESIM_VERSION},
+                 {"rpd",
+                  {{"mode", mode},
+                   {"stages", rpd.stages},
+                   {"iterations", r.iterations},
+                   {"delta", delta},
+                   {"step_size", rpd.step_size},
+                   {"initial_loss", f0},
+                   {"final_loss", r.points.back().loss},
+                   {"diverged", r.diverged},
+                   {"mean_squared_gradient", r.mean_squared_gradient},
+                   {"max_delay", r.delays.max},
+                   {"mean_delay", r.delays.mean}}},
+                 {"bound",
+                  {{"smoothness", L},
+                   {"second_moment", r.second_moment},
+                   {"gap", f0 - fstar},
+                   {"descent", b.descent},
+                   {"noise", b.noise},
+                   {"stale_read", b.stale},
+                   {"total", b.total()},
+                   {"tuned_step", b.tuned_step},
+                   {"tuned_main", b.tuned_main},
+                   {"tuned_stale_read", b.tuned_stale},
+                   {"tuned_total", b.tuned_total()}}}};
+  Json histogram = Json::array();
+  for (const auto& [delay, count] : r.histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
+  report["rpd"]["histogram"] = histogram;
+  write_flag_output(args, "--report", [&] { return dump(report); });
+  summary_stream(args.value("--report").value_or("")) << text.str();
+  return 0;
+}
+
 int run(const Args& args) {
   Experiment e = experiment_from_args(args, false);
   const ConvergenceSpec spec = convergence_of(args, e);
@@ -96,6 +202,9 @@ int run(const Args& args) {
     source = derived.derivation;
   }
   const PreparedPipeline prepared = prepare_pipeline(pipeline, length);
+  if (args.has("--rpd")) return run_rpd_mode(args, e, spec, prepared);
+  for (const char* flag : {"--delta", "--iterations"})
+    if (args.has(flag)) throw InputError(std::string(flag) + " is an option of --rpd");
   const ConvergenceResult result = run_convergence(prepared.trace, spec);
   Json report = converge_report(prepared, length, result);
   report["experiment"] = e.name;
