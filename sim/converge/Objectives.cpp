@@ -103,7 +103,8 @@ void QuadraticObjective::block_gradient(std::span<const double> x, SampleKey key
 }
 
 FiniteSumObjective::FiniteSumObjective(Loss loss, int dimension, std::vector<double> features,
-                                       std::vector<double> targets, int batch_size, double l2, std::uint64_t seed)
+                                       std::vector<double> targets, int batch_size, double l2, std::uint64_t seed,
+                                       double gradient_noise)
     : loss_(loss),
       dimension_(dimension),
       features_(std::move(features)),
@@ -111,7 +112,8 @@ FiniteSumObjective::FiniteSumObjective(Loss loss, int dimension, std::vector<dou
       targets_(std::move(targets)),
       batch_size_(batch_size),
       l2_(l2),
-      seed_(seed) {
+      seed_(seed),
+      gradient_noise_(gradient_noise) {
   const std::size_t n = targets_.size(), d = dimension_;
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t k = 0; k < d; ++k)
@@ -203,8 +205,8 @@ MicrobatchState FiniteSumObjective::prepare(std::span<const double> x, SampleKey
   return state;
 }
 
-void FiniteSumObjective::block_gradient(std::span<const double> x, SampleKey, const MicrobatchState& state, int begin,
-                                        int end, std::span<double> out) const {
+void FiniteSumObjective::block_gradient(std::span<const double> x, SampleKey key, const MicrobatchState& state,
+                                        int begin, int end, std::span<double> out) const {
   const std::size_t width = end - begin;
   std::fill(out.begin(), out.begin() + width, 0.0);
   for (std::size_t j = 0; j < state.samples.size(); ++j) {
@@ -213,12 +215,52 @@ void FiniteSumObjective::block_gradient(std::span<const double> x, SampleKey, co
     for (std::size_t k = 0; k < width; ++k) out[k] += slope * a[k];
   }
   for (std::size_t k = 0; k < width; ++k) out[k] = out[k] / static_cast<double>(batch_size_) + l2_ * x[begin + k];
+  if (gradient_noise_ > 0) {
+    // Coordinate k's noise: an approximately Gaussian draw (Irwin-Hall: 12 uniforms - 6, variance 1) at positions
+    // 12k .. 12k + 11 of the micro-batch's Noise stream, so a block is the slice of the full vector.
+    const std::uint64_t noise_key = stream_key(seed_, RandomStream::Noise, key);
+    for (std::size_t k = 0; k < width; ++k) {
+      double z = -6;
+      for (std::uint64_t i = 0; i < 12; ++i) z += SplitMix64::to_unit(SplitMix64::at(noise_key, 12 * (begin + k) + i));
+      out[k] += gradient_noise_ * z;
+    }
+  }
 }
 
 namespace {
 
+// Mean 0, variance 1, approximately Gaussian: the Irwin-Hall sum of 12 uniforms minus 6 (+ and - only: the same bits
+// everywhere).
+double gaussian_like(SplitMix64& rng) {
+  double z = -6;
+  for (int i = 0; i < 12; ++i) z += rng.uniform();
+  return z;
+}
+
+// The logistic regression of the authors' code (src/objectives/logistic.py): X with independent N(0, 1) entries, w*
+// ~ N(0, I), y = +1 with probability sigma(a . w*).
+std::unique_ptr<Objective> make_gaussian_logistic(const ObjectiveSpec& spec) {
+  const int d = spec.dimension, n = spec.samples;
+  SplitMix64 features_rng(derive_key(spec.seed, static_cast<std::uint64_t>(RandomStream::Features)));
+  std::vector<double> features(static_cast<std::size_t>(n) * d);
+  for (double& v : features) v = gaussian_like(features_rng);
+  SplitMix64 truth_rng(derive_key(spec.seed, static_cast<std::uint64_t>(RandomStream::Truth)));
+  std::vector<double> truth(static_cast<std::size_t>(d));
+  for (double& v : truth) v = gaussian_like(truth_rng);
+  std::vector<double> margins(n);
+  dot_rows([&](std::size_t j) { return features.data() + j * d; }, n, truth.data(), d, margins.data());
+  SplitMix64 rng(derive_key(spec.seed, static_cast<std::uint64_t>(RandomStream::Targets)));
+  std::vector<double> targets(n);
+  for (int j = 0; j < n; ++j) targets[j] = rng.uniform() < 1 / (1 + std::exp(-margins[j])) ? 1.0 : -1.0;
+  return std::make_unique<FiniteSumObjective>(FiniteSumObjective::Loss::Logistic, d, std::move(features),
+                                              std::move(targets), spec.batch_size, spec.l2, spec.seed,
+                                              spec.gradient_noise);
+}
+
 std::unique_ptr<Objective> make_finite_sum(const ObjectiveSpec& spec, const std::vector<double>& spectrum) {
   const int d = spec.dimension, n = spec.samples;
+  if (spec.data == ObjectiveSpec::Data::Gaussian && spec.kind == ObjectiveKind::Logistic)
+    return make_gaussian_logistic(spec);
   std::vector<double> features = rotated_features(n, spectrum, spec.seed);
   std::vector<double> truth = standard_vector(d, 2.0 / std::sqrt(static_cast<double>(d)),
                                               derive_key(spec.seed, std::uint64_t(RandomStream::Truth)));
@@ -236,7 +278,7 @@ std::unique_ptr<Objective> make_finite_sum(const ObjectiveSpec& spec, const std:
   }
   auto loss = logistic ? FiniteSumObjective::Loss::Logistic : FiniteSumObjective::Loss::Squared;
   return std::make_unique<FiniteSumObjective>(loss, d, std::move(features), std::move(targets), spec.batch_size,
-                                              spec.l2, spec.seed);
+                                              spec.l2, spec.seed, spec.gradient_noise);
 }
 
 }  // namespace

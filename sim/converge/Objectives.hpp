@@ -114,7 +114,7 @@ class FiniteSumObjective final : public Objective {
   enum class Loss { Squared, Logistic };
   /// `features` row-major n x d, `targets` size n.
   FiniteSumObjective(Loss loss, int dimension, std::vector<double> features, std::vector<double> targets,
-                     int batch_size, double l2, std::uint64_t seed);
+                     int batch_size, double l2, std::uint64_t seed, double gradient_noise = 0);
   std::string name() const override { return loss_ == Loss::Squared ? "least_squares" : "logistic"; }
   int dimension() const override { return dimension_; }
   double evaluate(std::span<const double> x, std::span<double> gradient) const override;
@@ -141,6 +141,7 @@ class FiniteSumObjective final : public Objective {
   int batch_size_;
   double l2_;
   std::uint64_t seed_;
+  double gradient_noise_;  ///< std of the noise added to each coordinate of a micro-batch gradient
 };
 
 /// Determinism: data and noise come from SplitMix64 streams and use only +, -, *, / and sqrt, so they are the same

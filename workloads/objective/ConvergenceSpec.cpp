@@ -50,6 +50,17 @@ ObjectiveSpec parse_objective(ObjectReader& r, const Json& value) {
   r.check(o.noise >= 0, "noise", "must not be negative");
   r.check(o.kind != ObjectiveKind::Logistic || o.noise <= 0.5, "noise",
           "is a label flip probability for objective logistic and must not exceed 0.5");
+  if (o.kind != ObjectiveKind::Quadratic) {
+    o.data = r.get_choice("data", {"rotated", "gaussian"}, "rotated") == "gaussian" ? ObjectiveSpec::Data::Gaussian
+                                                                                    : ObjectiveSpec::Data::Rotated;
+    r.check(o.data == ObjectiveSpec::Data::Rotated || o.kind == ObjectiveKind::Logistic, "data",
+            "gaussian is the logistic regression of Ilin & Richtarik's code; least squares has rotated data only");
+    o.gradient_noise = r.get_number("gradient_noise", 0);
+    r.check(o.gradient_noise >= 0, "gradient_noise", "must not be negative");
+  } else {
+    for (const char* key : {"data", "gradient_noise"})
+      if (r.has(key)) throw InputError(r.field(key) + " has no meaning for objective quadratic (its noise is `noise`)");
+  }
   o.l2 = r.get_number("l2", o.l2);
   r.check(o.l2 >= 0, "l2", "must not be negative");
   std::int64_t seed = r.get_int("seed", static_cast<std::int64_t>(o.seed));

@@ -22,6 +22,16 @@ struct ObjectiveSpec {
                                  ///< logistic: label flip probability (<= 0.5)
   double l2 = 0;                 ///< lambda of the added (lambda/2)||x||^2
   std::uint64_t seed = 1;
+  /// logistic / least squares: the data set. Rotated (placesim's): features of covariance Q diag(spectrum) Q^T with
+  /// condition_number, w* of norm about 2, labels flipped with probability `noise`. Gaussian (the setup of Ilin &
+  /// Richtarik's code, vectozavr/randomized-pipedream src/objectives/logistic.py): features and w* with independent
+  /// mean-0 variance-1 coordinates, unscaled, logistic labels drawn +1 with probability sigma(a . w*); condition_number
+  /// and noise are then unused.
+  enum class Data { Rotated, Gaussian };
+  Data data = Data::Rotated;
+  /// logistic / least squares: std of a mean-0 noise added to every coordinate of a micro-batch gradient (the
+  /// authors' gradient_noise_std; 0: none).
+  double gradient_noise = 0;
 };
 
 /// An experiment's "convergence" section: which objective to optimize and how.
