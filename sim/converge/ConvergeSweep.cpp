@@ -59,11 +59,17 @@ int read_stage_count(const Json& v, const std::string& field) {
 ConvergenceSpec read_objective(const Json& v, const std::string& field) {
   if (v.is_object() && v.contains("step_size"))
     throw InputError(field + ".step_size is tuned by the sweep (see sweep.min_log2_step, sweep.max_log2_step)");
+  ConvergenceSpec spec;
   try {
-    return parse_convergence(v);
+    spec = parse_convergence(v);
   } catch (const InputError& e) {
     throw InputError(field + ": " + e.what());
   }
+  if (spec.objective.kind == ObjectiveKind::CharLm)
+    throw InputError(field +
+                     ".objective=char_lm cannot be swept: the sweep compares final losses minus the minimum f*, "
+                     "which is not computed for the non-convex language model (run it with placesim converge)");
+  return spec;
 }
 
 // Rules that involve several fields: LocalSGD's replicas split every step's micro-batches evenly.

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "sim/converge/CharLm.hpp"
 #include "sim/converge/DenseKernels.hpp"
 #include "sim/converge/Random.hpp"
 #include "sim/converge/SyntheticData.hpp"
@@ -31,6 +32,13 @@ double sigmoid(double t) {
 }
 
 }  // namespace
+
+std::vector<std::uint32_t> draw_batch(std::uint64_t seed, SampleKey key, int size, std::uint64_t n) {
+  std::vector<std::uint32_t> batch(size);
+  SplitMix64 rng(stream_key(seed, RandomStream::Batch, key));
+  for (std::uint32_t& i : batch) i = static_cast<std::uint32_t>(rng.below(n));
+  return batch;
+}
 
 BlockSplit::BlockSplit(int dimension, int blocks) : dimension_(dimension), blocks_(blocks), begins_(blocks + 1) {
   const int base = dimension / blocks, extra = dimension % blocks;
@@ -194,9 +202,7 @@ double FiniteSumObjective::evaluate(std::span<const double> x, std::span<double>
 
 MicrobatchState FiniteSumObjective::prepare(std::span<const double> x, SampleKey key) const {
   MicrobatchState state;
-  state.samples.resize(batch_size_);
-  SplitMix64 rng(stream_key(seed_, RandomStream::Batch, key));
-  for (std::uint32_t& i : state.samples) i = static_cast<std::uint32_t>(rng.below(targets_.size()));
+  state.samples = draw_batch(seed_, key, batch_size_, targets_.size());
   const std::size_t d = dimension_;
   std::vector<double> margins(state.samples.size());
   dot_rows([&](std::size_t j) { return row(state.samples[j]); }, state.samples.size(), x.data(), d, margins.data());
@@ -284,6 +290,10 @@ std::unique_ptr<Objective> make_finite_sum(const ObjectiveSpec& spec, const std:
 }  // namespace
 
 std::unique_ptr<Objective> make_objective(const ObjectiveSpec& spec) {
+  if (spec.kind == ObjectiveKind::CharLm)
+    return std::make_unique<CharLmObjective>(
+        load_char_lm_text(spec.text),
+        CharLmShape{spec.context, spec.embedding, spec.hidden, spec.batch_size, kCharLmEvalPositions}, spec.seed);
   std::vector<double> spectrum = linear_spectrum(spec.dimension, spec.condition_number);
   if (spec.kind != ObjectiveKind::Quadratic) return make_finite_sum(spec, spectrum);
   std::vector<double> minimizer =

@@ -44,6 +44,11 @@ struct MicrobatchState {
   std::vector<std::uint32_t> samples;  ///< finite sums: the batch's sample indices
 };
 
+/// The batch of micro-batch `key` of an objective seeded with `seed`: `size` indices drawn with replacement from
+/// [0, n), index j being output j of the SplitMix64 stream keyed (seed, RandomStream::Batch, replica, micro-batch),
+/// modulo n. FiniteSumObjective (samples) and CharLmObjective (text positions) draw their batches with it.
+std::vector<std::uint32_t> draw_batch(std::uint64_t seed, SampleKey key, int size, std::uint64_t n);
+
 /// A differentiable objective f: R^d -> R with a seeded stochastic gradient per micro-batch. Immutable once built:
 /// one objective can serve many executions, also from several threads.
 class Objective {
@@ -149,12 +154,14 @@ class FiniteSumObjective final : public Objective {
 /// of no fused multiply-add on x86-64). The logistic loss calls exp and log1p, whose last bit may differ between
 /// math libraries (glibc even picks a variant by CPU): logistic runs are reproducible bit for bit on one machine.
 ///
-/// Builds the seeded objective `spec` describes (see ObjectiveSpec; data generation in sim/converge/SyntheticData.hpp):
+/// Builds the seeded objective `spec` describes (see ObjectiveSpec; data generation in sim/converge/SyntheticData.hpp;
+/// char_lm in sim/converge/CharLm.hpp, whose text is read here: InputError when spec.text cannot be read):
 /// - quadratic: A = Q diag(linear_spectrum(d, kappa)) Q^T (Q the ButterflyRotation of the seed's Rotation
 ///   stream), x* with mean-0 variance-1 coordinates;
 /// - least squares: features of covariance Q diag(spectrum) Q^T, y_j = a_j . w* + noise * eps_j;
 /// - logistic: the same features, y_j = sign(a_j . w*) flipped with probability `noise`;
-/// where w* has mean-0 coordinates of variance 4/d (so ||w*|| is about 2 and margins are of order 1).
+/// where w* has mean-0 coordinates of variance 4/d (so ||w*|| is about 2 and margins are of order 1);
+/// - char_lm: CharLmObjective on load_char_lm_text(spec.text) with spec's context, E, H, batch size and seed.
 std::unique_ptr<Objective> make_objective(const ObjectiveSpec& spec);
 
 }  // namespace placesim

@@ -237,8 +237,11 @@ ConvergenceResult run_convergence(const UpdateLog& trace, const ConvergenceSpec&
 
 ConvergenceResult run_convergence(const UpdateLog& trace, const ConvergenceSpec& spec) {
   UpdatePlan plan = plan_updates(trace);  // a bad trace is reported before the objective's data is generated
-  check_executable(trace, spec, spec.objective.dimension);
+  // char_lm's dimension is known once its text is read (a parsed spec holds 0): it is checked after building.
+  const bool derived = spec.objective.kind == ObjectiveKind::CharLm;
+  if (!derived) check_executable(trace, spec, spec.objective.dimension);
   std::unique_ptr<Objective> objective = make_objective(spec.objective);
+  if (derived) check_executable(trace, spec, objective->dimension());
   return Executor(trace, spec, *objective, std::move(plan)).run();
 }
 

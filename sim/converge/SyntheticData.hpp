@@ -6,7 +6,8 @@ namespace placesim {
 
 /// Independent purposes of the random streams drawn from one objective seed (see derive_key in
 /// sim/converge/Random.hpp).
-enum class RandomStream : std::uint64_t { Rotation = 1, Minimizer, Features, Targets, Truth, Batch, Noise };
+/// Init: the initial parameters of the character-level language model (sim/converge/CharLm.hpp).
+enum class RandomStream : std::uint64_t { Rotation = 1, Minimizer, Features, Targets, Truth, Batch, Noise, Init };
 
 /// A seeded orthogonal d x d matrix Q, stored as butterfly layers of Givens rotations. Layer l (2^l < d) rotates
 /// every pair of coordinates (i, i + 2^l) with bit l of i clear and i + 2^l < d, each by its own angle: after

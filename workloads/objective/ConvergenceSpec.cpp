@@ -7,9 +7,10 @@ namespace placesim {
 namespace {
 
 ObjectiveKind parse_kind(ObjectReader& r) {
-  std::string name = r.get_choice("objective", {"quadratic", "logistic", "least_squares"}, "quadratic");
+  std::string name = r.get_choice("objective", {"quadratic", "logistic", "least_squares", "char_lm"}, "quadratic");
   if (name == "logistic") return ObjectiveKind::Logistic;
   if (name == "least_squares") return ObjectiveKind::LeastSquares;
+  if (name == "char_lm") return ObjectiveKind::CharLm;
   return ObjectiveKind::Quadratic;
 }
 
@@ -33,9 +34,39 @@ void parse_data(ObjectReader& r, const Json& value, ObjectiveSpec& o) {
   o.batch_size = static_cast<int>(batch);
 }
 
-ObjectiveSpec parse_objective(ObjectReader& r, const Json& value) {
-  ObjectiveSpec o;
-  o.kind = parse_kind(r);
+// The language model's fields mean nothing to the synthetic objectives.
+void refuse_char_lm_fields(ObjectReader& r, ObjectiveKind kind) {
+  for (const char* key : {"context", "embedding", "hidden", "text"})
+    r.check(!r.has(key), key, "has no meaning for objective " + to_string(kind) + " (only char_lm reads it)");
+}
+
+// char_lm: the text is the data and the layer sizes with the text's vocabulary give the dimension, so the synthetic
+// objectives' fields are refused rather than ignored.
+void parse_char_lm(ObjectReader& r, ObjectiveSpec& o) {
+  r.check(!r.has("dimension"), "dimension",
+          "cannot be given for objective char_lm: its dimension is derived from the text's vocabulary V and the "
+          "layer sizes, V*E + context*E*H + H + H*V + V");
+  for (const char* key : {"samples", "condition_number", "noise", "l2"})
+    r.check(!r.has(key), key, "has no meaning for objective char_lm (its data is the text)");
+  o.dimension = 0;
+  o.context = r.get_int_in("context", o.context, 1, kMaxCharLmContext);
+  o.embedding = r.get_int_in("embedding", o.embedding, 1, kMaxCharLmWidth);
+  o.hidden = r.get_int_in("hidden", o.hidden, 1, kMaxCharLmWidth);
+  o.batch_size = r.get_int_in("batch_size", o.batch_size, 1, kMaxCharLmBatch);
+  const std::int64_t c = o.context, e = o.embedding, h = o.hidden;
+  const std::int64_t most = 256 * e + c * e * h + h + h * 256 + 256;  // V = 256, every byte value
+  const char* blamed = r.has("hidden") ? "hidden" : r.has("embedding") ? "embedding" : "context";
+  r.check(most <= kMaxDimension, blamed,
+          "gives up to " + std::to_string(most) + " parameters (V*E + context*E*H + H + H*V + V with context=" +
+              std::to_string(c) + ", E=" + std::to_string(e) + ", H=" + std::to_string(h) +
+              " and up to V=256 distinct bytes), more than " + std::to_string(kMaxDimension));
+  if (r.has("text")) {
+    o.text = r.get_string("text", "");
+    r.check(!o.text.empty(), "text", "must name a file or a folder");
+  }
+}
+
+void parse_synthetic(ObjectReader& r, const Json& value, ObjectiveSpec& o) {
   std::int64_t d = r.get_positive_int("dimension", o.dimension);
   r.check(d <= kMaxDimension, "dimension", "is too large (at most " + std::to_string(kMaxDimension) + ")");
   o.dimension = static_cast<int>(d);
@@ -63,6 +94,17 @@ ObjectiveSpec parse_objective(ObjectReader& r, const Json& value) {
   }
   o.l2 = r.get_number("l2", o.l2);
   r.check(o.l2 >= 0, "l2", "must not be negative");
+}
+
+ObjectiveSpec parse_objective(ObjectReader& r, const Json& value) {
+  ObjectiveSpec o;
+  o.kind = parse_kind(r);
+  if (o.kind == ObjectiveKind::CharLm) {
+    parse_char_lm(r, o);
+  } else {
+    refuse_char_lm_fields(r, o.kind);
+    parse_synthetic(r, value, o);
+  }
   std::int64_t seed = r.get_int("seed", static_cast<std::int64_t>(o.seed));
   r.check(seed >= 0, "seed", "must not be negative");
   o.seed = static_cast<std::uint64_t>(seed);
@@ -88,6 +130,8 @@ std::string to_string(ObjectiveKind kind) {
       return "logistic";
     case ObjectiveKind::LeastSquares:
       return "least_squares";
+    case ObjectiveKind::CharLm:
+      return "char_lm";
     case ObjectiveKind::Quadratic:
       break;
   }
