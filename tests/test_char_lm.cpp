@@ -278,8 +278,17 @@ TEST_CASE("char_lm: make_objective builds the model on the named text with the d
                     Contains("convergence.text=" + kFallbackFile + ".missing is neither"));
 }
 
-TEST_CASE("char_lm: converge-sweep refuses the language model, whose minimum it cannot compute") {
-  CHECK_THROWS_WITH(
-      parse_converge_sweep(Json::parse(R"({"objectives": [{"objective": "char_lm"}]})"), quick_converge_sweep()),
-      Contains("objectives[0].objective=char_lm cannot be swept"));
+TEST_CASE("char_lm: converge-sweep takes the language model with f* = 0 (its gap is the loss in nats per char)") {
+  ConvergeSweepSpec spec = parse_converge_sweep(
+      Json::parse(R"({"objectives": [{"objective": "char_lm", "text": ")" + kFallbackFile +
+                  R"(", "hidden": 8, "embedding": 4}], "stages": [2], "schedules": ["pipedream"], "budget_s": 40,
+                  "min_log2_step": -2, "max_log2_step": -1, "seeds": 2})"),
+      quick_converge_sweep());
+  spec.threads = 1;
+  const std::vector<ConvergeSweepCell> cells = run_converge_sweep(spec);
+  REQUIRE(cells.size() == 1);
+  CHECK(cells[0].minimum == std::vector<double>{0, 0});
+  const ConvergeSweepRun& best = cells[0].runs[static_cast<std::size_t>(cells[0].best)];
+  CHECK(best.mean_gap == best.mean_final_loss);
+  CHECK(best.mean_final_loss < best.initial_loss[0]);
 }
