@@ -339,21 +339,9 @@ class SyncRun {
     std::vector<Store> gathered = src;
     if (entry) {
       for (auto& g : gathered) g = mesh_.empty();
-      std::vector<char> done(static_cast<std::size_t>(n), 0);
-      for (int q = 0; q < n; ++q) {
-        if (done[static_cast<std::size_t>(q)] != 0) continue;
-        const std::vector<int> members = mesh_.group(q, entry->group);
-        std::vector<const Store*> from;
-        std::vector<Store*> to;
-        std::vector<double*> sent;
-        for (int p : members) {
-          done[static_cast<std::size_t>(p)] = 1;
-          from.push_back(&src[static_cast<std::size_t>(p)]);
-          to.push_back(&gathered[static_cast<std::size_t>(p)]);
-          sent.push_back(&dev(stage, p).sent.gather);
-        }
-        ring_all_gather(mesh_, chunks_of(mesh_, members, mesh_.atoms(q, entry->divided), entry->group), from, to, sent);
-      }
+      parameter_gather(
+          stage, *entry, [&](int p) { return &src[static_cast<std::size_t>(p)]; },
+          [&](int p) { return &gathered[static_cast<std::size_t>(p)]; });
     }
     for (int q = 0; q < n; ++q) {
       Device& d = dev(stage, q);
@@ -369,6 +357,27 @@ class SyncRun {
         d.kept[{u, mb}] = out[static_cast<std::size_t>(q)];
     }
     return out;
+  }
+
+  /// Runs the all-gather `c` over every group of the stage's data ranks: member p's chunk comes from from(p), the
+  /// gathered buffer goes to to(p) (it may be from(p)); the sends count as parameter gathers.
+  void parameter_gather(int stage, const DataCollective& c, const std::function<const Store*(int)>& from,
+                        const std::function<Store*(int)>& to) {
+    std::vector<char> done(static_cast<std::size_t>(mesh_.n), 0);
+    for (int q = 0; q < mesh_.n; ++q) {
+      if (done[static_cast<std::size_t>(q)] != 0) continue;
+      const std::vector<int> members = mesh_.group(q, c.group);
+      std::vector<const Store*> sources;
+      std::vector<Store*> targets;
+      std::vector<double*> sent;
+      for (int p : members) {
+        done[static_cast<std::size_t>(p)] = 1;
+        sources.push_back(from(p));
+        targets.push_back(to(p));
+        sent.push_back(&dev(stage, p).sent.gather);
+      }
+      ring_all_gather(mesh_, chunks_of(mesh_, members, mesh_.atoms(q, c.divided), c.group), sources, targets, sent);
+    }
   }
 
   // Activations: an activation is padded to n atoms like a unit; a rank's own atom is the one with its index.
@@ -635,23 +644,11 @@ class SyncRun {
       }
       // 3. The updated parameters' all-gather.
       if (auto c = plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, DataWhen::AfterStep)) {
-        std::vector<char> done(static_cast<std::size_t>(n), 0);
-        for (int q = 0; q < n; ++q) {
-          if (done[static_cast<std::size_t>(q)] != 0) continue;
-          const std::vector<int> members = mesh_.group(q, c->group);
-          std::vector<const Store*> from;
-          std::vector<Store*> to;
-          std::vector<double*> sent;
-          for (int p : members) {
-            done[static_cast<std::size_t>(p)] = 1;
-            // Materialized parameters have no store: the gather moves nothing a device holds.
-            if (dev(stage, p).P.count(u) == 0) dev(stage, p).P[u] = mesh_.empty();
-            from.push_back(&dev(stage, p).P[u]);
-            to.push_back(&dev(stage, p).P[u]);
-            sent.push_back(&dev(stage, p).sent.gather);
-          }
-          ring_all_gather(mesh_, chunks_of(mesh_, members, mesh_.atoms(q, c->divided), c->group), from, to, sent);
-        }
+        // Materialized parameters have no store: the gather moves nothing a device holds.
+        for (int q = 0; q < n; ++q)
+          if (dev(stage, q).P.count(u) == 0) dev(stage, q).P[u] = mesh_.empty();
+        parameter_gather(
+            stage, *c, [&](int p) { return &dev(stage, p).P[u]; }, [&](int p) { return &dev(stage, p).P[u]; });
       }
       for (int q = 0; q < n; ++q) {
         dev(stage, q).G[u] = mesh_.empty();
