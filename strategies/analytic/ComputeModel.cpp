@@ -73,8 +73,12 @@ struct LayerLinears {
 };
 
 LayerLinears linears_of(const LayerShape& L) {
-  LayerLinears lin{
-      {L.h, (L.q + 2 * L.kv) / L.tp}, {L.q / L.tp, L.h}, {L.h, (L.gated ? 2 : 1) * L.f / L.tp}, {L.f / L.tp, L.h}, {}};
+  LayerLinears lin{{L.h, (L.q + 2 * L.kv) / L.tp},
+                   {L.q / L.tp, L.h},
+                   {L.h, (L.gated ? 2 : 1) * L.f / L.tp},
+                   {L.f / L.tp, L.h},
+                   {},
+                   {}};
   const ModelSpec& m = *L.model;
   if (m.mla()) {
     const double heads = static_cast<double>(m.heads), r = static_cast<double>(m.kv_lora_rank);

@@ -136,6 +136,7 @@ PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, Mod
       return {forward ? k.extra_forward_s : k.extra_backward_s,
               forward ? k.extra_forward_flops : k.extra_backward_flops};
     case ModelPart::Layers:
+    case ModelPart::Experts:  // costed as layers here, as before the switch named every part
       break;
   }
   if (kind == TaskKind::Recompute) return {lg.layers * k.layer_recompute_s, lg.layers * k.layer_recompute_flops};

@@ -178,7 +178,7 @@ std::vector<std::int64_t> parse_layers_per_stage(const Json& list) {
 
 // strategy.mesh: the named axes and their degrees. The rank order is fixed (tp fastest, then cp, dp_shard,
 // dp_replicate, pp), whatever order the keys are written in.
-void read_mesh(ObjectReader& outer, const Json& object, StrategySpec& s) {
+void read_mesh(ObjectReader& outer, const Json& /*object*/, StrategySpec& s) {
   const Json* mesh = outer.child("mesh");
   auto shorthand = [&](const char* key) -> std::optional<std::int64_t> {
     if (!outer.has(key)) return std::nullopt;
