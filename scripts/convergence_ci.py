@@ -100,7 +100,7 @@ def main(argv):
         if a == "--figure":
             out = next(args)
         else:
-            label, path = a.split("=", 1)
+            label, path = a.rsplit("=", 1)
             experiments.append((label, chosen_cells(path)))
     if not experiments:
         print(__doc__)
