@@ -5,8 +5,10 @@
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/analytic/ComputeModel.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
+#include "strategies/placement/Layout.hpp"
 #include "tests/Helpers.hpp"
 #include "topology/cluster/Cluster.hpp"
+#include "traces/report/Report.hpp"
 #include "workloads/model/Training.hpp"
 
 using namespace placesim;
@@ -297,4 +299,119 @@ TEST_CASE("selective-op recomputes the element-wise ops and every second matmul 
   Analysis a = analyze(llama("selective-op")), n = analyze(llama("none"));
   CHECK(a.stages[0].hardware_flops - n.stages[0].hardware_flops ==
         Approx(32 * 2.0 * (4096 * 1024 + 4096 * 4096 + 14336 * 4096) * T * 1));
+}
+
+// training.kernels = eager: PyTorch eager's decompositions (torchtitan's Llama: RMSNorm in 8 fp32 kernels, rotary
+// through fp32 complex numbers, repeat_kv copies, SiLU and the gate product apart). A tiny Llama layer: h 256, 4 heads
+// of 64, 2 KV heads (q 256, k 128), ffn 512, T = 128 tokens, bf16, one device. Per element, bytes read + written:
+//   RMSNorm forward 6 + 8 + 4 + 8 + 6 + 4 = 36 (fused 4), and 4 + 8 + 8 + 4 = 24 per row (mean, eps, rsqrt, product);
+//   backward 4 + 6 + 2 + 6 + 8 + 12 + 4 + 4 + 16 + 12 + 12 + 6 = 92 (fused 6), and 4 + 4 + 12 + 4 = 24 per row (rsqrt's product, the row sum, rsqrt's and mean's backward);
+//   rotary 6 + 8 + 6 = 20 per q and k element each way (fused 4); repeat_kv 2 (k + q) for K and V each way;
+//   SwiGLU forward 4 + 6 = 10 per ffn element (fused 6), backward 6 + 6 + 6 = 18 (fused 10).
+// Kernels added: forward 2 x 7 (norms) + 5 (rotary: 6 for 1) + 2 (repeat_kv) + 1 (SiLU) = 22; backward 2 x 13 + 5 + 2
+// + 2 = 35. Each kernel costs the profile's kernel latency, each byte 1 / (HBM bandwidth x memory efficiency).
+TEST_CASE("Eager kernels add exactly the hand-counted bytes and kernels of torchtitan's decompositions") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  auto tiny = [](const char* kernels) {
+    return test::experiment(std::string(R"({"model": {"family": "llama", "layers": 2, "hidden": 256, "heads": 4,
+        "kv_heads": 2, "ffn": 512, "vocab": 512, "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 1,
+        "kernels": ")") + kernels + R"("}, "strategy": "dp"})");
+  };
+  const double T = 128, h = 256, qk = 256 + 128, f = 512;
+  const double byte_s = 1 / (acc.hbm_bw_Bps * acc.profile.memory_efficiency), lat = acc.profile.kernel_latency_s;
+  const double forward_bytes = 2 * (36 - 4) * T * h + 2 * 24 * T + (20 - 4) * T * qk + 2 * 2 * T * qk + (10 - 6) * T * f;
+  const double backward_bytes =
+      2 * (92 - 6) * T * h + 2 * 24 * T + (20 - 4) * T * qk + 2 * 2 * T * qk + (18 - 10) * T * f;
+  PassTimes fused = layer_times(tiny("fused"), acc), eager = layer_times(tiny("eager"), acc);
+  CHECK(eager.forward_s - fused.forward_s == Approx(22 * lat + forward_bytes * byte_s).epsilon(1e-9));
+  CHECK(eager.backward_s - fused.backward_s == Approx(35 * lat + backward_bytes * byte_s).epsilon(1e-9));
+  // compiled (torch.compile) is costed as fused.
+  PassTimes compiled = layer_times(tiny("compiled"), acc);
+  CHECK(compiled.forward_s == fused.forward_s);
+  CHECK(compiled.backward_s == fused.backward_s);
+}
+
+TEST_CASE("Eager LayerNorm and GeLU are single ATen kernels: a GPT layer without dropout costs the same") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  auto gpt = [](const char* kernels) {
+    return test::experiment(std::string(R"({"model": {"family": "gpt", "layers": 2, "hidden": 256, "heads": 4,
+        "vocab": 512, "seq_len": 128, "dropout": false}, "training": {"micro_batch": 1, "global_batch": 1,
+        "kernels": ")") + kernels + R"("}, "strategy": "dp"})");
+  };
+  PassTimes fused = layer_times(gpt("fused"), acc), eager = layer_times(gpt("eager"), acc);
+  CHECK(eager.forward_s == fused.forward_s);
+  CHECK(eager.backward_s == fused.backward_s);
+}
+
+TEST_CASE("The FSDP presets default to eager kernels, the others to fused; training.kernels wins and is reported") {
+  auto with = [](const char* strategy, const char* training) {
+    return test::experiment(std::string(R"({"model": {"preset": "llama3-8b", "seq_len": 1024}, "training":
+        {"micro_batch": 1)") + training + R"(}, "strategy": )" + strategy + "}");
+  };
+  CHECK(with(R"({"preset": "fsdp", "dp": 8})", "").training.kernels == Kernels::Eager);
+  CHECK(with(R"({"preset": "hsdp", "dp": 16, "mesh": {"dp_replicate": 2, "dp_shard": 8}})", "").training.kernels == Kernels::Eager);
+  CHECK(with(R"({"preset": "fsdp-tp", "dp": 2, "tp": 4})", "").training.kernels == Kernels::Eager);
+  CHECK(with(R"({"preset": "zero3", "dp": 8})", "").training.kernels == Kernels::Fused);
+  CHECK(with(R"({"preset": "megatron-3d", "tp": 8})", "").training.kernels == Kernels::Fused);
+  CHECK(with(R"({"preset": "dp", "dp": 8})", "").training.kernels == Kernels::Fused);
+  Experiment compiled = with(R"({"preset": "fsdp", "dp": 8})", R"(, "kernels": "compiled")");
+  CHECK(compiled.training.kernels == Kernels::Compiled);
+  CHECK(training_to_json(compiled.training)["kernels"] == "compiled");
+  CHECK(kernels_text(compiled) == "compiled element-wise kernels, costed as fused (training.kernels)");
+  CHECK(kernels_text(with(R"({"preset": "fsdp", "dp": 8})", "")) ==
+        "eager element-wise kernels (the fsdp preset's default: PyTorch eager, as torchtitan ships)");
+  CHECK_THROWS_WITH(with(R"({"preset": "fsdp", "dp": 8})", R"(, "kernels": "jit")"),
+                    Catch::Contains("training.kernels") && Catch::Contains("jit"));
+}
+
+// Eager saves per layer (no recompute): each RMSNorm 4 more bytes per hidden element (its fp32 input copy and 16-bit
+// output before the weight, for the fused norm's 16-bit input), K and V at every query head (2 x 2 x (heads - kv_heads)
+// x head_dim per token) and SwiGLU's SiLU output (2 x ffn). Llama 3 8B, seq 1024, micro-batch 1: 8 x 1024 x 4096 +
+// 2 x 2 x 1024 x 24 x 128 + 2 x 1024 x 14336.
+TEST_CASE("Eager kernels keep more activations unless op-level or full recompute drops them") {
+  auto llama = [](const char* kernels, const char* recompute) {
+    return test::experiment(std::string(R"({"model": {"preset": "llama3-8b", "seq_len": 1024}, "training":
+        {"micro_batch": 1, "kernels": ")") + kernels + R"(", "recompute": ")" + recompute +
+                            R"("}, "strategy": {"preset": "fsdp", "dp": 8}})");
+  };
+  const double extra = 8.0 * 1024 * 4096 + 2.0 * 2 * 1024 * 24 * 128 + 2.0 * 1024 * 14336;
+  CHECK(layer_activation_bytes(llama("eager", "none")) - layer_activation_bytes(llama("fused", "none")) == extra);
+  CHECK(layer_activation_bytes(llama("eager", "selective")) - layer_activation_bytes(llama("fused", "selective")) ==
+        extra);
+  CHECK(layer_activation_bytes(llama("eager", "selective-op")) == layer_activation_bytes(llama("fused", "selective-op")));
+  CHECK(layer_activation_bytes(llama("eager", "full")) == layer_activation_bytes(llama("fused", "full")));
+}
+
+// Host-bound eager layer: a Llama layer without GQA launches 12 + 2 x 7 + 5 + 1 = 32 kernels forward and
+// 16 + 2 x 13 + 5 + 2 = 49 backward (the fused counts of the launch-overhead test plus the decompositions).
+TEST_CASE("An eager host-bound layer lasts its eager kernel count times the launch overhead") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  Experiment e = test::experiment(R"({"model": {"family": "llama", "layers": 2, "hidden": 256, "heads": 4, "vocab": 512,
+      "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 1, "launch_overhead": "50us", "kernels": "eager"},
+      "strategy": "dp"})");
+  PassTimes t = layer_times(e, acc);
+  CHECK(t.forward_s == Approx(32 * 50e-6));
+  CHECK(t.backward_s == Approx(49 * 50e-6));
+}
+
+// training.fused_norm (torchtitan's norm_type = "fused_rmsnorm"): under eager kernels the norms cost as fused; the
+// tiny Llama layer of the eager test keeps only the rotary, repeat_kv and SwiGLU terms, and no norm activation extra.
+TEST_CASE("fused_norm keeps eager's other decompositions and drops the norm's") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  auto tiny = [](const char* training) {
+    return test::experiment(std::string(R"({"model": {"family": "llama", "layers": 2, "hidden": 256, "heads": 4,
+        "kv_heads": 2, "ffn": 512, "vocab": 512, "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 1)") +
+                            training + R"(}, "strategy": "dp"})");
+  };
+  const double T = 128, qk = 256 + 128, f = 512;
+  const double byte_s = 1 / (acc.hbm_bw_Bps * acc.profile.memory_efficiency), lat = acc.profile.kernel_latency_s;
+  Experiment e = tiny(R"(, "kernels": "eager", "fused_norm": true)");
+  PassTimes fused = layer_times(tiny(""), acc), eager = layer_times(e, acc);
+  CHECK(eager.forward_s - fused.forward_s ==
+        Approx(8 * lat + ((20 - 4) * T * qk + 2 * 2 * T * qk + (10 - 6) * T * f) * byte_s).epsilon(1e-9));
+  CHECK(eager.backward_s - fused.backward_s ==
+        Approx(9 * lat + ((20 - 4) * T * qk + 2 * 2 * T * qk + (18 - 10) * T * f) * byte_s).epsilon(1e-9));
+  CHECK(layer_activation_bytes(e) - layer_activation_bytes(tiny("")) == 2.0 * 2 * T * 2 * 64 + 2.0 * T * f);
+  CHECK(kernels_text(e) == "eager element-wise kernels with a fused RMSNorm (training.kernels)");
+  CHECK(training_to_json(e.training)["fused_norm"] == true);
 }

@@ -21,6 +21,9 @@ struct LayerShape {
   double el = 2;  // bytes per activation element
   double gb = 2;  // bytes per gradient element
   bool gated = false, dropout = true, rotary = false, flash = false, bias = true, fused_accumulation = true;
+  bool eager = false;     // training.kernels = eager: PyTorch eager's unfused element-wise kernels
+  bool unfused_rms_norm = false;  // an RMSNorm (the Llama family) that eager kernels decompose (not fused_norm)
+  bool repeat_kv = false;  // grouped keys and values (kv_heads < heads, not MLA)
   DType dtype = DType::BF16;
 };
 
@@ -51,6 +54,9 @@ LayerShape shape_of(const Experiment& e) {
   L.flash = m.flash_attention;
   L.bias = m.bias;
   L.dtype = e.training.dtype;
+  L.eager = e.training.kernels == Kernels::Eager;
+  L.unfused_rms_norm = m.family == ModelFamily::Llama && !e.training.fused_norm;
+  L.repeat_kv = m.kv_heads < m.heads && !m.mla();
   return L;
 }
 
@@ -106,26 +112,95 @@ double linear_wgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpe
   return gemm_time_s({x.in, x.out, L.T}, L.dtype, acc) + elementwise_time_s((L.el + 2 * L.gb) * x.in * x.out, acc);
 }
 
+// Eager PyTorch kernels, each a memory-bound pass (bytes read + written; `rows` = tokens, whose per-row scalars are
+// fp32). The sequences follow torchtitan's Llama (torchtitan/models/norms.py RMSNorm, models/llama/model.py
+// apply_rotary_emb, repeat_kv, FeedForward; the same decompositions as Hugging Face's LlamaRMSNorm and SwiGLU) and
+// autograd's derivative formulas for each op. The 16-bit <-> fp32 casts vanish in fp32 training.
+//
+// RMSNorm forward: x.float(), pow(2), mean(-1), + eps, rsqrt, x * rsqrt, type_as(x), * weight.
+double eager_rms_norm_forward_s(double n, double rows, const LayerShape& L, const AcceleratorSpec& acc) {
+  const bool cast = L.el != 4;
+  return (cast ? elementwise_time_s((L.el + 4) * n, acc) : 0) + elementwise_time_s(8 * n, acc) +
+         elementwise_time_s(4 * n + 4 * rows, acc) + 2 * elementwise_time_s(8 * rows, acc) +
+         elementwise_time_s(8 * n + 4 * rows, acc) + (cast ? elementwise_time_s((4 + L.el) * n, acc) : 0) +
+         elementwise_time_s(2 * L.el * n, acc);
+}
+
+// RMSNorm backward, in reverse: * weight (grad x weight; grad x normed and its sum over the tokens for the weight's
+// gradient), type_as, x * rsqrt (grad x rsqrt; grad x x and its row sum), rsqrt and mean (a row kernel, then the
+// expand / h), pow (x^1, x 2, x grad), the two gradients of x.float() added, the cast back.
+double eager_rms_norm_backward_s(double n, double rows, const LayerShape& L, const AcceleratorSpec& acc) {
+  const bool cast = L.el != 4;
+  return elementwise_time_s(2 * L.el * n, acc) + elementwise_time_s(3 * L.el * n, acc) +
+         elementwise_time_s(L.el * n, acc) + (cast ? elementwise_time_s((L.el + 4) * n, acc) : 0) +
+         elementwise_time_s(8 * n + 4 * rows, acc) + elementwise_time_s(12 * n, acc) +
+         elementwise_time_s(4 * n + 4 * rows, acc) + elementwise_time_s(12 * rows, acc) +
+         elementwise_time_s(4 * n + 4 * rows, acc) + 2 * elementwise_time_s(8 * n, acc) +
+         elementwise_time_s(12 * n, acc) + elementwise_time_s(12 * n, acc) +
+         (cast ? elementwise_time_s((4 + L.el) * n, acc) : 0);
+}
+
+// A norm over `rows` tokens of the hidden size: fused (LayerNorm or RMSNorm: one kernel reads the input and writes
+// the output; the backward reads the input and the gradient and writes the input's gradient). Eager LayerNorm is
+// ATen's native_layer_norm, one kernel each way: as fused.
+double norm_forward_s(double rows, const LayerShape& L, const AcceleratorSpec& acc) {
+  if (L.eager && L.unfused_rms_norm) return eager_rms_norm_forward_s(rows * L.h, rows, L, acc);
+  return elementwise_time_s(2 * L.el * rows * L.h, acc);
+}
+
+double norm_backward_s(double rows, const LayerShape& L, const AcceleratorSpec& acc) {
+  if (L.eager && L.unfused_rms_norm) return eager_rms_norm_backward_s(rows * L.h, rows, L, acc);
+  return elementwise_time_s(3 * L.el * rows * L.h, acc);
+}
+
+// Rotary embedding of the queries and keys: fused, one kernel reading and writing each element; eager (torchtitan's
+// complex form), per tensor x.float(), the complex product with the frequencies (fp32 in and out) and type_as; its
+// backward the cast, the product with the conjugate frequencies and the cast back.
+double rotary_s(const LayerShape& L, const AcceleratorSpec& acc) {
+  if (!L.rotary) return 0;
+  if (!L.eager) return elementwise_time_s(2 * L.el * L.T * (L.q + L.kv) / L.tp, acc);
+  const bool cast = L.el != 4;
+  double t = 0;
+  for (double width : {L.q, L.kv}) {
+    const double n = L.T * width / L.tp;
+    t += (cast ? 2 * elementwise_time_s((L.el + 4) * n, acc) : 0) + elementwise_time_s(8 * n, acc);
+  }
+  return t;
+}
+
+// Eager grouped-query attention copies each key and value head to its query heads before the attention (repeat_kv:
+// expand and reshape) and sums the copies' gradients back after it; fused attention reads the shared heads in place.
+double repeat_kv_s(const LayerShape& L, const AcceleratorSpec& acc) {
+  if (!(L.eager && L.repeat_kv)) return 0;
+  return 2 * elementwise_time_s(L.el * L.T * (L.kv + L.q) / L.tp, acc);
+}
+
 // Norms, bias-dropout-residual and the MLP activation, forward: bytes per token-element read and written.
 double pointwise_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
   const double hidden = L.norm_tokens * L.h, inner = L.T * L.f / L.tp;
-  const double norm = 2 * L.el * hidden;
-  const double residual = (L.dropout ? 3 * L.el + 1 : 3 * L.el) * hidden;
-  const double activation = (L.gated ? 3 : 2) * L.el * inner;
-  const double rotary = L.rotary ? 2 * L.el * L.T * (L.q + L.kv) / L.tp : 0;
-  return 2 * elementwise_time_s(norm, acc) + 2 * elementwise_time_s(residual, acc) +
-         (inner > 0 ? elementwise_time_s(activation, acc) : 0) + (L.rotary ? elementwise_time_s(rotary, acc) : 0);
+  double residual = 2 * elementwise_time_s((L.dropout ? 3 * L.el + 1 : 3 * L.el) * hidden, acc);
+  // Eager dropout is a kernel of its own (input in, output and mask out) before the add.
+  if (L.eager && L.dropout)
+    residual = 2 * (elementwise_time_s((2 * L.el + 1) * hidden, acc) + elementwise_time_s(3 * L.el * hidden, acc));
+  // Gated activation: fused SwiGLU reads both inputs and writes the product; eager runs SiLU, then the product.
+  double activation = elementwise_time_s((L.gated ? 3 : 2) * L.el * inner, acc);
+  if (L.eager && L.gated) activation = elementwise_time_s(2 * L.el * inner, acc) + elementwise_time_s(3 * L.el * inner, acc);
+  return 2 * norm_forward_s(L.norm_tokens, L, acc) + residual + (inner > 0 ? activation : 0) + rotary_s(L, acc) +
+         repeat_kv_s(L, acc);
 }
 
 double pointwise_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
   const double hidden = L.norm_tokens * L.h, inner = L.T * L.f / L.tp;
-  const double norm = 3 * L.el * hidden;
   // Dropout backward (gradient and mask in, gradient out), then the residual branch's gradient is added in.
-  const double residual = ((L.dropout ? 2 * L.el + 1 : 0) + 3 * L.el) * hidden;
-  const double activation = (L.gated ? 5 : 3) * L.el * inner;
-  const double rotary = L.rotary ? 2 * L.el * L.T * (L.q + L.kv) / L.tp : 0;
-  return 2 * elementwise_time_s(norm, acc) + 2 * elementwise_time_s(residual, acc) +
-         (inner > 0 ? elementwise_time_s(activation, acc) : 0) + (L.rotary ? elementwise_time_s(rotary, acc) : 0);
+  double residual = 2 * elementwise_time_s(((L.dropout ? 2 * L.el + 1 : 0) + 3 * L.el) * hidden, acc);
+  if (L.eager && L.dropout)
+    residual = 2 * (elementwise_time_s((2 * L.el + 1) * hidden, acc) + elementwise_time_s(3 * L.el * hidden, acc));
+  // Gated: fused, one kernel reads both inputs and the gradient and writes both gradients; eager, the product's two
+  // gradients (gradient x the other factor, one kernel each), then SiLU's backward (gradient and input in).
+  double activation = elementwise_time_s((L.gated ? 5 : 3) * L.el * inner, acc);
+  if (L.eager && L.gated) activation = 3 * elementwise_time_s(3 * L.el * inner, acc);
+  return 2 * norm_backward_s(L.norm_tokens, L, acc) + residual + (inner > 0 ? activation : 0) + rotary_s(L, acc) +
+         repeat_kv_s(L, acc);
 }
 
 // Attention scores and their weighted sum over V, unfused: two batched GEMMs around a softmax (and dropout) that
@@ -185,6 +260,34 @@ struct LayerKernels {
 
 LayerKernels layer_kernels(const LayerShape& L) {
   LayerKernels k;
+  if (L.eager) {
+    // Eager: the fused count's kernels plus those each decomposition adds (the eager functions above).
+    LayerShape fused = L;
+    fused.eager = false;
+    k = layer_kernels(fused);
+    const double cast = L.el != 4 ? 2 : 0;
+    if (L.unfused_rms_norm) {
+      k.forward += 2 * (6 + cast - 1);   // 8 kernels per norm (6 in fp32) instead of 1
+      k.backward += 2 * (12 + cast - 1);  // 14 (12 in fp32) instead of 1
+    }
+    if (L.rotary) {
+      k.forward += 2 * (1 + cast) - 1;  // per tensor: the product and the two casts, q and k apart
+      k.backward += 2 * (1 + cast) - 1;
+    }
+    if (L.repeat_kv) {
+      k.forward += 2;
+      k.backward += 2;
+    }
+    if (L.gated) {
+      k.forward += 1;
+      k.backward += 2;
+    }
+    if (L.dropout) {
+      k.forward += 2;
+      k.backward += 2;
+    }
+    return k;
+  }
   // Forward: 4 linears, the attention (1 fused kernel; 2 GEMMs, softmax and dropout unfused), its layout copy, 2 norms,
   // 2 residual adds (with dropout), the activation, rotary embedding.
   const double attention_forward = L.flash ? 1 : 3 + (L.dropout ? 1 : 0);
@@ -346,10 +449,21 @@ PassTimes logit_times(const Experiment& e, const AcceleratorSpec& acc) {
   // --fp16-lm-cross-entropy; megatron/mpu/cross_entropy.py), per logit: forward the cast to fp32 (16-bit in, 4 out),
   // max (4), subtract the max (4 + 4), exp (4 + 4), sum (4) and divide into the softmax kept for the backward
   // (4 + 4); backward the scale by the loss gradient (4 + 4) and the cast back (4 in, 16-bit out).
-  t.forward_s = elementwise_time_s(2 * L.el * L.norm_tokens * L.h, acc) + linear_forward_s(head, L, acc) +
+  t.forward_s = norm_forward_s(L.norm_tokens, L, acc) + linear_forward_s(head, L, acc) +
                 elementwise_time_s((L.el + 4 + 4 + 8 + 8 + 4 + 8) * logits, acc);
   t.backward_s = elementwise_time_s((8 + 4 + L.el) * logits, acc) + linear_dgrad_s(head, L, acc) +
-                 linear_wgrad_s(head, L, acc) + elementwise_time_s(3 * L.el * L.norm_tokens * L.h, acc);
+                 linear_wgrad_s(head, L, acc) + norm_backward_s(L.norm_tokens, L, acc);
+  if (L.eager) {
+    // Eager (torchtitan: F.cross_entropy(pred.float(), labels)): the cast to fp32, log_softmax (two reads, one
+    // write) and the gather of the target's entry; backward the zero-filled gradient with the target scattered in,
+    // log_softmax's backward (the gradient twice and the output in, one write) and the cast back.
+    const double cast = L.el != 4 ? 1 : 0;
+    t.forward_s = norm_forward_s(L.norm_tokens, L, acc) + linear_forward_s(head, L, acc) +
+                  cast * elementwise_time_s((L.el + 4) * logits, acc) + elementwise_time_s(12 * logits, acc);
+    t.backward_s = elementwise_time_s(4 * logits, acc) + elementwise_time_s(16 * logits, acc) +
+                   cast * elementwise_time_s((4 + L.el) * logits, acc) + linear_dgrad_s(head, L, acc) +
+                   linear_wgrad_s(head, L, acc) + norm_backward_s(L.norm_tokens, L, acc);
+  }
   if (e.training.recompute == Recompute::Full) t.recompute_s = 0;  // the head's input is the checkpoint
   return t;
 }

@@ -142,6 +142,14 @@ void resolve(Experiment& e) {
   if (t.recompute != Recompute::None && s.placement.activations == Mode::Replicated)
     s.placement.activations = Mode::Materialized;
   if (s.placement.activations == Mode::Materialized && t.recompute == Recompute::None) t.recompute = Recompute::Full;
+  if (!t.kernels_given) t.kernels = eager_by_default(s.preset) ? Kernels::Eager : Kernels::Fused;
+}
+
+bool eager_by_default(const std::string& preset) {
+  // PyTorch FSDP's presets: their reference trainer, torchtitan, ships its configs with compile = false, and Hugging
+  // Face models under FSDP run eager. Megatron's presets, DeepSpeed's ZeRO stages (Megatron-DeepSpeed or Hugging
+  // Face: either) and custom placements keep fused kernels.
+  return preset == "fsdp" || preset == "hsdp" || preset == "fsdp-tp";
 }
 
 namespace {
@@ -257,6 +265,8 @@ Json training_to_json(const TrainingSpec& t) {
          {"recompute", to_string(t.recompute)}, {"grad_accumulation_fusion", t.grad_accumulation_fusion},
          {"grad_clipping", t.grad_clipping}};
   if (t.launch_overhead_s > 0) j["launch_overhead"] = t.launch_overhead_s;
+  j["kernels"] = to_string(t.kernels);
+  if (t.fused_norm) j["fused_norm"] = true;
   return j;
 }
 

@@ -35,6 +35,9 @@ Experiment parse_experiment(const Json& value, const std::string& base_dir);
 Experiment load_experiment(const std::string& path);
 /// Fills the derived fields and checks the batch arithmetic; throws InputError naming the fields.
 void resolve(Experiment& e);
+/// Whether a strategy preset's framework runs its element-wise kernels eagerly when training.kernels is not given
+/// (fsdp, hsdp, fsdp-tp: PyTorch's FSDP as torchtitan ships it).
+bool eager_by_default(const std::string& preset);
 /// The experiment as JSON (the resolved form a report echoes).
 Json strategy_to_json(const StrategySpec& s);
 Json model_to_json(const ModelSpec& m);

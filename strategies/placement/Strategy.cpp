@@ -32,7 +32,8 @@ const std::map<std::string, Preset>& presets() {
        {"ZeRO stage 3: parameters gathered per layer, all sharded (SG/S/S/R)",
         R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
       {"fsdp",
-       {"PyTorch FSDP full sharding, same placement as ZeRO-3 (SG/S/S/R)",
+       {"PyTorch FSDP full sharding, same placement as ZeRO-3 (SG/S/S/R); eager kernels unless training.kernels says "
+        "otherwise",
         R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
       {"zero-offload",
        {"ZeRO-Offload: optimizer and gradients in host memory, CPU Adam (R/Off/Off/R)",
@@ -45,13 +46,13 @@ const std::map<std::string, Preset>& presets() {
       // gradients reduce-scattered inside the group and their shards all-reduced across replicas.
       {"hsdp",
        {"hybrid-sharded data parallel (FSDP HYBRID_SHARD): SG/S/S/R along dp_shard, R/R/R/R along dp_replicate; "
-        "needs strategy.mesh.dp_replicate > 1",
+        "needs strategy.mesh.dp_replicate > 1; eager kernels unless training.kernels says otherwise",
         R"({"placement":{"parameters":{"dp_shard":"sharded-with-gather","dp_replicate":"replicated"},"optimizer":{"dp_shard":"sharded","dp_replicate":"replicated"},"gradients":{"dp_shard":"sharded","dp_replicate":"replicated"},"activations":"replicated"}})"}},
       // torchtitan's 2-D parallelism: FSDP2 over dp_shard composed with Megatron-style tensor and sequence
       // parallelism (its TP plan shards norms' activations with SequenceParallel).
       {"fsdp-tp",
        {"2-D FSDP + tensor parallel (torchtitan): SG/S/S/R along the data axes, tp shards each layer, sequence "
-        "parallel; needs strategy.tp > 1",
+        "parallel; needs strategy.tp > 1; eager kernels unless training.kernels says otherwise",
         R"({"sp":true,"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
       // ZeRO++ (Wang et al., arXiv 2306.10209) hierarchical partitioning hpZ: ZeRO-3 over every data rank plus a
       // secondary parameter shard inside each dp_shard group (a node), so the backward gathers inside the node.

@@ -195,6 +195,24 @@ std::string format_flops(double v) {
 
 }  // namespace
 
+std::string kernels_text(const Experiment& e) {
+  const TrainingSpec& t = e.training;
+  const std::string origin = t.kernels_given ? "training.kernels"
+                             : t.kernels == Kernels::Eager
+                                 ? "the " + e.strategy.preset + " preset's default: PyTorch eager, as torchtitan ships"
+                                 : "default";
+  switch (t.kernels) {
+    case Kernels::Eager:
+      return "eager element-wise kernels" + std::string(t.fused_norm ? " with a fused RMSNorm" : "") + " (" + origin +
+             ")";
+    case Kernels::Compiled:
+      return "compiled element-wise kernels, costed as fused (" + origin + ")";
+    case Kernels::Fused:
+      break;
+  }
+  return "fused element-wise kernels (" + origin + ")";
+}
+
 std::string analysis_table(const Experiment& e, const Analysis& a) {
   const auto& s = e.strategy;
   std::ostringstream out;
@@ -208,7 +226,8 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   if (!e.model.opaque())
     out << "; seq " << e.model.seq_len
         << (e.model.seq_len_source.empty() ? std::string() : " (" + e.model.seq_len_source + ")") << ", "
-        << (e.model.flash_attention ? "fused attention" : "unfused attention (scores stored)");
+        << (e.model.flash_attention ? "fused attention" : "unfused attention (scores stored)") << ", "
+        << kernels_text(e);
   out << "\n\n";
   // Columns: the first and the last stage (they differ by embedding/head and in-flight micro-batches) and the max.
   std::vector<const StageAnalysis*> cols = {&a.stages.front()};

@@ -16,6 +16,8 @@ Json analysis_report(const Experiment& e, const Analysis& a);
 /// A human-readable table of the memory and bytes sent per device (first stage, last stage, maximum) and the
 /// FLOPs per step: what `analyze --table` and `simulate` print.
 std::string analysis_table(const Experiment& e, const Analysis& a);
+/// How the layers' element-wise work is costed (training.kernels) and where that choice came from.
+std::string kernels_text(const Experiment& e);
 
 /// JSON text as placesim writes it everywhere: two-space indent, trailing newline; byte-identical for equal input.
 std::string dump(const Json& j);

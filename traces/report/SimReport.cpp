@@ -387,6 +387,7 @@ std::string simulation_summary(const SimulatedStep& s) {
   out += "  overlap interference inside a node: " + interference_text(profile.intra_node_interference) +
          "; across nodes: " + interference_text(profile.inter_node_interference) + "; compute time lost " +
          format_seconds(max_interference_s(s.result)) + " (most of any GPU)\n";
+  if (!s.experiment.model.opaque()) out += "  kernels: " + kernels_text(s.experiment) + "\n";
   out += "  host launch overhead " +
          (s.experiment.training.launch_overhead_s > 0
               ? format_seconds(s.experiment.training.launch_overhead_s) +

@@ -107,6 +107,10 @@ TrainingSpec parse_training(const Json& value) {
   t.launch_overhead_s = r.get_non_negative("launch_overhead", 0, parse_time);
   r.check(t.launch_overhead_s <= 1e-3, "launch_overhead",
           "is host time per kernel launch: at most 1 ms (e.g. \"10us\"); larger values are not a launch");
+  t.kernels_given = r.has("kernels");
+  const std::string kernels = r.get_choice("kernels", {"fused", "compiled", "eager"}, "fused");
+  t.kernels = kernels == "eager" ? Kernels::Eager : kernels == "compiled" ? Kernels::Compiled : Kernels::Fused;
+  t.fused_norm = r.get_bool("fused_norm", false);
   if (const Json* routing = r.child("routing")) t.routing = parse_routing(*routing);
   r.finish();
   return t;
@@ -123,6 +127,10 @@ std::string to_string(Recompute r) {
          : r == Recompute::Selective   ? "selective"
          : r == Recompute::SelectiveOp ? "selective-op"
                                        : "full";
+}
+
+std::string to_string(Kernels k) {
+  return k == Kernels::Eager ? "eager" : k == Kernels::Compiled ? "compiled" : "fused";
 }
 
 }  // namespace placesim

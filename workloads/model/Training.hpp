@@ -13,6 +13,12 @@ enum class Optimizer { Adam, SGD };
 /// the attention kernel and the reduce-scatters is recomputed, and every second matmul: the element-wise ops and the
 /// 2nd, 4th, 6th matmul of the forward); full (every layer's forward again, from its input).
 enum class Recompute { None, Selective, Full, SelectiveOp };
+/// How a layer's element-wise work runs: fused (Megatron-Core's / Transformer Engine's fused norm, rotary, SwiGLU and
+/// bias-dropout-add kernels: each reads its inputs and writes its output once), compiled (torch.compile: Inductor
+/// fuses the same chains; costed as fused), or eager (PyTorch eager as torchtitan's Llama and Hugging Face's models
+/// write it: RMSNorm as seven kernels in fp32, rotary embedding through fp32 complex numbers, SiLU and the gate
+/// product apart, grouped keys and values copied to every query head, dropout apart from the residual add).
+enum class Kernels { Fused, Compiled, Eager };
 
 /// Skewed routing of a mixture-of-experts model, a what-if (placesim does not train a router): every source rank
 /// routes alike, in every MoE layer and micro-batch. Expert i takes a share p_i of the token-expert assignments:
@@ -53,6 +59,11 @@ struct TrainingSpec {
   /// kernels x this: a CPU that cannot issue kernels as fast as the GPU runs them leaves the GPU idle (eager mode with
   /// small kernels; CUDA graphs and torch.compile cut it).
   double launch_overhead_s = 0;
+  Kernels kernels = Kernels::Fused;
+  bool kernels_given = false;
+  /// Under eager kernels, the RMSNorm is one fused kernel each way all the same (torchtitan's norm_type =
+  /// "fused_rmsnorm", a Triton kernel; Apex's or Transformer Engine's norm).
+  bool fused_norm = false;  ///< training.kernels was written (else the strategy preset's framework decides)
   RoutingSpec routing;  ///< mixture-of-experts models: how tokens spread over the experts
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
@@ -83,5 +94,6 @@ std::string to_string(DType d);
 std::string to_string(const RoutingSpec& r);
 std::string to_string(Optimizer o);
 std::string to_string(Recompute r);
+std::string to_string(Kernels k);
 
 }  // namespace placesim
