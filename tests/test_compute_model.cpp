@@ -305,9 +305,10 @@ TEST_CASE("selective-op recomputes the element-wise ops and every second matmul 
 // through fp32 complex numbers, repeat_kv copies, SiLU and the gate product apart). A tiny Llama layer: h 256, 4 heads
 // of 64, 2 KV heads (q 256, k 128), ffn 512, T = 128 tokens, bf16, one device. Per element, bytes read + written:
 //   RMSNorm forward 6 + 8 + 4 + 8 + 6 + 4 = 36 (fused 4), and 4 + 8 + 8 + 4 = 24 per row (mean, eps, rsqrt, product);
-//   backward 4 + 6 + 2 + 6 + 8 + 12 + 4 + 4 + 16 + 12 + 12 + 6 = 92 (fused 6), and 4 + 4 + 12 + 4 = 24 per row (rsqrt's product, the row sum, rsqrt's and mean's backward);
-//   rotary 6 + 8 + 6 = 20 per q and k element each way (fused 4); repeat_kv 2 (k + q) for K and V each way;
-//   SwiGLU forward 4 + 6 = 10 per ffn element (fused 6), backward 6 + 6 + 6 = 18 (fused 10).
+//   backward 4 + 6 + 2 + 6 + 8 + 12 + 4 + 4 + 16 + 12 + 12 + 6 = 92 (fused 6), and 4 + 4 + 12 + 4 = 24 per row (rsqrt's
+//   product, the row sum, rsqrt's and mean's backward); rotary 6 + 8 + 6 = 20 per q and k element each way (fused 4);
+//   repeat_kv 2 (k + q) for K and V each way; SwiGLU forward 4 + 6 = 10 per ffn element (fused 6), backward 6 + 6 + 6 =
+//   18 (fused 10).
 // Kernels added: forward 2 x 7 (norms) + 5 (rotary: 6 for 1) + 2 (repeat_kv) + 1 (SiLU) = 22; backward 2 x 13 + 5 + 2
 // + 2 = 35. Each kernel costs the profile's kernel latency, each byte 1 / (HBM bandwidth x memory efficiency).
 TEST_CASE("Eager kernels add exactly the hand-counted bytes and kernels of torchtitan's decompositions") {
@@ -315,11 +316,13 @@ TEST_CASE("Eager kernels add exactly the hand-counted bytes and kernels of torch
   auto tiny = [](const char* kernels) {
     return test::experiment(std::string(R"({"model": {"family": "llama", "layers": 2, "hidden": 256, "heads": 4,
         "kv_heads": 2, "ffn": 512, "vocab": 512, "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 1,
-        "kernels": ")") + kernels + R"("}, "strategy": "dp"})");
+        "kernels": ")") + kernels +
+                            R"("}, "strategy": "dp"})");
   };
   const double T = 128, h = 256, qk = 256 + 128, f = 512;
   const double byte_s = 1 / (acc.hbm_bw_Bps * acc.profile.memory_efficiency), lat = acc.profile.kernel_latency_s;
-  const double forward_bytes = 2 * (36 - 4) * T * h + 2 * 24 * T + (20 - 4) * T * qk + 2 * 2 * T * qk + (10 - 6) * T * f;
+  const double forward_bytes =
+      2 * (36 - 4) * T * h + 2 * 24 * T + (20 - 4) * T * qk + 2 * 2 * T * qk + (10 - 6) * T * f;
   const double backward_bytes =
       2 * (92 - 6) * T * h + 2 * 24 * T + (20 - 4) * T * qk + 2 * 2 * T * qk + (18 - 10) * T * f;
   PassTimes fused = layer_times(tiny("fused"), acc), eager = layer_times(tiny("eager"), acc);
@@ -336,7 +339,8 @@ TEST_CASE("Eager LayerNorm and GeLU are single ATen kernels: a GPT layer without
   auto gpt = [](const char* kernels) {
     return test::experiment(std::string(R"({"model": {"family": "gpt", "layers": 2, "hidden": 256, "heads": 4,
         "vocab": 512, "seq_len": 128, "dropout": false}, "training": {"micro_batch": 1, "global_batch": 1,
-        "kernels": ")") + kernels + R"("}, "strategy": "dp"})");
+        "kernels": ")") + kernels +
+                            R"("}, "strategy": "dp"})");
   };
   PassTimes fused = layer_times(gpt("fused"), acc), eager = layer_times(gpt("eager"), acc);
   CHECK(eager.forward_s == fused.forward_s);
@@ -346,10 +350,12 @@ TEST_CASE("Eager LayerNorm and GeLU are single ATen kernels: a GPT layer without
 TEST_CASE("The FSDP presets default to eager kernels, the others to fused; training.kernels wins and is reported") {
   auto with = [](const char* strategy, const char* training) {
     return test::experiment(std::string(R"({"model": {"preset": "llama3-8b", "seq_len": 1024}, "training":
-        {"micro_batch": 1)") + training + R"(}, "strategy": )" + strategy + "}");
+        {"micro_batch": 1)") +
+                            training + R"(}, "strategy": )" + strategy + "}");
   };
   CHECK(with(R"({"preset": "fsdp", "dp": 8})", "").training.kernels == Kernels::Eager);
-  CHECK(with(R"({"preset": "hsdp", "dp": 16, "mesh": {"dp_replicate": 2, "dp_shard": 8}})", "").training.kernels == Kernels::Eager);
+  CHECK(with(R"({"preset": "hsdp", "dp": 16, "mesh": {"dp_replicate": 2, "dp_shard": 8}})", "").training.kernels ==
+        Kernels::Eager);
   CHECK(with(R"({"preset": "fsdp-tp", "dp": 2, "tp": 4})", "").training.kernels == Kernels::Eager);
   CHECK(with(R"({"preset": "zero3", "dp": 8})", "").training.kernels == Kernels::Fused);
   CHECK(with(R"({"preset": "megatron-3d", "tp": 8})", "").training.kernels == Kernels::Fused);
@@ -371,14 +377,16 @@ TEST_CASE("The FSDP presets default to eager kernels, the others to fused; train
 TEST_CASE("Eager kernels keep more activations unless op-level or full recompute drops them") {
   auto llama = [](const char* kernels, const char* recompute) {
     return test::experiment(std::string(R"({"model": {"preset": "llama3-8b", "seq_len": 1024}, "training":
-        {"micro_batch": 1, "kernels": ")") + kernels + R"(", "recompute": ")" + recompute +
+        {"micro_batch": 1, "kernels": ")") +
+                            kernels + R"(", "recompute": ")" + recompute +
                             R"("}, "strategy": {"preset": "fsdp", "dp": 8}})");
   };
   const double extra = 8.0 * 1024 * 4096 + 2.0 * 2 * 1024 * 24 * 128 + 2.0 * 1024 * 14336;
   CHECK(layer_activation_bytes(llama("eager", "none")) - layer_activation_bytes(llama("fused", "none")) == extra);
   CHECK(layer_activation_bytes(llama("eager", "selective")) - layer_activation_bytes(llama("fused", "selective")) ==
         extra);
-  CHECK(layer_activation_bytes(llama("eager", "selective-op")) == layer_activation_bytes(llama("fused", "selective-op")));
+  CHECK(layer_activation_bytes(llama("eager", "selective-op")) ==
+        layer_activation_bytes(llama("fused", "selective-op")));
   CHECK(layer_activation_bytes(llama("eager", "full")) == layer_activation_bytes(llama("fused", "full")));
 }
 

@@ -21,9 +21,9 @@ struct LayerShape {
   double el = 2;  // bytes per activation element
   double gb = 2;  // bytes per gradient element
   bool gated = false, dropout = true, rotary = false, flash = false, bias = true, fused_accumulation = true;
-  bool eager = false;     // training.kernels = eager: PyTorch eager's unfused element-wise kernels
+  bool eager = false;             // training.kernels = eager: PyTorch eager's unfused element-wise kernels
   bool unfused_rms_norm = false;  // an RMSNorm (the Llama family) that eager kernels decompose (not fused_norm)
-  bool repeat_kv = false;  // grouped keys and values (kv_heads < heads, not MLA)
+  bool repeat_kv = false;         // grouped keys and values (kv_heads < heads, not MLA)
   DType dtype = DType::BF16;
 };
 
@@ -184,7 +184,8 @@ double pointwise_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
     residual = 2 * (elementwise_time_s((2 * L.el + 1) * hidden, acc) + elementwise_time_s(3 * L.el * hidden, acc));
   // Gated activation: fused SwiGLU reads both inputs and writes the product; eager runs SiLU, then the product.
   double activation = elementwise_time_s((L.gated ? 3 : 2) * L.el * inner, acc);
-  if (L.eager && L.gated) activation = elementwise_time_s(2 * L.el * inner, acc) + elementwise_time_s(3 * L.el * inner, acc);
+  if (L.eager && L.gated)
+    activation = elementwise_time_s(2 * L.el * inner, acc) + elementwise_time_s(3 * L.el * inner, acc);
   return 2 * norm_forward_s(L.norm_tokens, L, acc) + residual + (inner > 0 ? activation : 0) + rotary_s(L, acc) +
          repeat_kv_s(L, acc);
 }
@@ -267,7 +268,7 @@ LayerKernels layer_kernels(const LayerShape& L) {
     k = layer_kernels(fused);
     const double cast = L.el != 4 ? 2 : 0;
     if (L.unfused_rms_norm) {
-      k.forward += 2 * (6 + cast - 1);   // 8 kernels per norm (6 in fp32) instead of 1
+      k.forward += 2 * (6 + cast - 1);    // 8 kernels per norm (6 in fp32) instead of 1
       k.backward += 2 * (12 + cast - 1);  // 14 (12 in fp32) instead of 1
     }
     if (L.rotary) {

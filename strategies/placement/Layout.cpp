@@ -203,10 +203,11 @@ double activation_bytes_of(const Experiment& e, double f, double routed) {
   // outputs): each RMSNorm its fp32 copy of the input (saved by pow and the rsqrt product) and the normalised 16-bit
   // output before the weight (saved by the weight product) where a fused norm keeps its 16-bit input; grouped K and V
   // copied to every query head (saved by the attention); SwiGLU's SiLU output (saved by the gate product).
-  const bool eager_saves = t.kernels == Kernels::Eager &&
-                           (t.recompute == Recompute::None || t.recompute == Recompute::Selective);
+  const bool eager_saves =
+      t.kernels == Kernels::Eager && (t.recompute == Recompute::None || t.recompute == Recompute::Selective);
   if (eager_saves) {
-    if (m.family == ModelFamily::Llama && !t.fused_norm) replicated += 2 * 4.0 * sbh;  // (4 + el - el) bytes; fp32: (4 + 4 - 4)
+    if (m.family == ModelFamily::Llama && !t.fused_norm)
+      replicated += 2 * 4.0 * sbh;  // (4 + el - el) bytes; fp32: (4 + 4 - 4)
     if (m.kv_heads < m.heads && !m.mla())
       sharded += 2.0 * el * sb * static_cast<double>((m.heads - m.kv_heads) * m.head_dim());
     if (m.gated_mlp) sharded += el * sb * f;

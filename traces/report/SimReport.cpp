@@ -398,17 +398,18 @@ std::string simulation_summary(const SimulatedStep& s) {
     auto share = [&m](const std::vector<double>& seconds) {
       return m.span_s > 0 ? 100 * stage_mean(seconds) / m.span_s : 0.0;
     };
-    std::snprintf(line, sizeof line,
-                  "  pipeline idle        %.1f %% (mean over stages, %s, all causes): schedule bubble %.1f %%, %s "
-                  "%.1f %%, imbalance and waiting %.1f %%, optimizer and step end %.1f %%, warm-up %.1f %%\n"
-                  "  schedule bubble      %.1f %% (mean over stages of the schedule re-timed with balanced stages and "
-                  "free communication)\n",
-                  100 * stage_mean(m.idle_fraction), to_string(s.experiment.strategy.schedule).c_str(),
-                  share(m.schedule_bubble_s),
-                  // Idle inside a pass: with experts it is also the wait for the busiest ep rank at each combine.
-                  s.experiment.model.moe() ? "inside passes (exposed comm, waiting for the busiest ep rank)"
-                                           : "exposed comm", share(m.exposed_communication_s), share(m.imbalance_and_waiting_s),
-                  share(m.optimizer_and_step_end_s), share(m.warmup_s), 100 * stage_mean(m.schedule_bubble_fraction));
+    std::snprintf(
+        line, sizeof line,
+        "  pipeline idle        %.1f %% (mean over stages, %s, all causes): schedule bubble %.1f %%, %s "
+        "%.1f %%, imbalance and waiting %.1f %%, optimizer and step end %.1f %%, warm-up %.1f %%\n"
+        "  schedule bubble      %.1f %% (mean over stages of the schedule re-timed with balanced stages and "
+        "free communication)\n",
+        100 * stage_mean(m.idle_fraction), to_string(s.experiment.strategy.schedule).c_str(),
+        share(m.schedule_bubble_s),
+        // Idle inside a pass: with experts it is also the wait for the busiest ep rank at each combine.
+        s.experiment.model.moe() ? "inside passes (exposed comm, waiting for the busiest ep rank)" : "exposed comm",
+        share(m.exposed_communication_s), share(m.imbalance_and_waiting_s), share(m.optimizer_and_step_end_s),
+        share(m.warmup_s), 100 * stage_mean(m.schedule_bubble_fraction));
     out += line;
   }
   if (s.experiment.model.moe()) {

@@ -64,7 +64,7 @@ struct TrainingSpec {
   /// Under eager kernels, the RMSNorm is one fused kernel each way all the same (torchtitan's norm_type =
   /// "fused_rmsnorm", a Triton kernel; Apex's or Transformer Engine's norm).
   bool fused_norm = false;  ///< training.kernels was written (else the strategy preset's framework decides)
-  RoutingSpec routing;  ///< mixture-of-experts models: how tokens spread over the experts
+  RoutingSpec routing;      ///< mixture-of-experts models: how tokens spread over the experts
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
   int grad_bytes() const { return grad_dtype == DType::FP32 ? 4 : 2; }
