@@ -101,6 +101,18 @@ TEST_CASE("An objective too large for memory is refused") {
                     Contains("convergence.dimension=100000 gives samples x dimension"));
 }
 
+TEST_CASE("Cyclic batches need samples a multiple of batch_size and mean nothing to the quadratic") {
+  CHECK(
+      parse(R"({"objective": "logistic", "samples": 200, "batch_size": 10, "batches": "cyclic"})").objective.batches ==
+      ObjectiveSpec::Batches::Cyclic);
+  CHECK(parse(R"({"objective": "logistic"})").objective.batches == ObjectiveSpec::Batches::Random);
+  CHECK_THROWS_WITH(parse(R"({"objective": "logistic", "samples": 200, "batch_size": 7, "batches": "cyclic"})"),
+                    "convergence.batches=\"cyclic\" cyclic needs samples a multiple of batch_size (200 samples, "
+                    "batches of 7)");
+  CHECK_THROWS_WITH(parse(R"({"batches": "cyclic"})"), Contains("convergence.batches has no meaning"));
+  CHECK_THROWS_WITH(parse(R"({"objective": "logistic", "batches": "epoch"})"), Contains("convergence.batches"));
+}
+
 TEST_CASE("A sampling interval must be a positive integer") {
   CHECK_THROWS_WITH(parse(R"({"sample_every": 0})"), Contains("convergence.sample_every=0"));
   CHECK_THROWS_WITH(parse(R"({"sample_every": 1.5})"), Contains("convergence.sample_every=1.5"));

@@ -172,6 +172,33 @@ TEST_CASE("Micro-batches differ by index and by replica and repeat exactly") {
   CHECK(a != replica);
 }
 
+// Cyclic batches (the authors' build_batches without shuffling): 50 samples in 10 contiguous batches of 5; micro-batch
+// m takes batch m mod 10 whatever its replica, and the 10 batches partition the data, so their gradients average to
+// the full gradient (the l2 term is in every one).
+TEST_CASE("Cyclic batches take the data set's contiguous batches in turn and average to the full gradient") {
+  for (ObjectiveKind kind : {ObjectiveKind::Logistic, ObjectiveKind::LeastSquares}) {
+    ObjectiveSpec spec = small(kind);
+    spec.batch_size = 5;
+    spec.batches = ObjectiveSpec::Batches::Cyclic;
+    auto f = make_objective(spec);
+    const int d = f->dimension();
+    std::vector<double> x = point(d, 4), full(d), sum(d, 0.0), g(d), g13(d), replica(d), next(d);
+    f->evaluate(x, full);
+    for (int m = 0; m < 10; ++m) {
+      f->sample_gradient(x, SampleKey{0, m}, 0, d, g);
+      for (int k = 0; k < d; ++k) sum[k] += g[k] / 10;
+    }
+    for (int k = 0; k < d; ++k) CHECK(sum[k] == Approx(full[k]).margin(1e-14));
+    f->sample_gradient(x, SampleKey{0, 3}, 0, d, g);
+    f->sample_gradient(x, SampleKey{0, 13}, 0, d, g13);
+    f->sample_gradient(x, SampleKey{2, 3}, 0, d, replica);
+    f->sample_gradient(x, SampleKey{0, 4}, 0, d, next);
+    CHECK(g == g13);
+    CHECK(g == replica);
+    CHECK(g != next);
+  }
+}
+
 TEST_CASE("With one sample the micro-batch gradient is the full gradient") {
   for (ObjectiveKind kind : {ObjectiveKind::Logistic, ObjectiveKind::LeastSquares}) {
     ObjectiveSpec spec = small(kind);

@@ -112,7 +112,7 @@ void QuadraticObjective::block_gradient(std::span<const double> x, SampleKey key
 
 FiniteSumObjective::FiniteSumObjective(Loss loss, int dimension, std::vector<double> features,
                                        std::vector<double> targets, int batch_size, double l2, std::uint64_t seed,
-                                       double gradient_noise)
+                                       double gradient_noise, bool cyclic)
     : loss_(loss),
       dimension_(dimension),
       features_(std::move(features)),
@@ -121,8 +121,11 @@ FiniteSumObjective::FiniteSumObjective(Loss loss, int dimension, std::vector<dou
       batch_size_(batch_size),
       l2_(l2),
       seed_(seed),
-      gradient_noise_(gradient_noise) {
+      gradient_noise_(gradient_noise),
+      cyclic_(cyclic) {
   const std::size_t n = targets_.size(), d = dimension_;
+  if (cyclic_ && (batch_size_ <= 0 || n % static_cast<std::size_t>(batch_size_) != 0))
+    throw std::invalid_argument("FiniteSumObjective: cyclic batches need samples a multiple of batch_size");
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t k = 0; k < d; ++k)
       panels_[j / kPanel * kPanel * d + k * kPanel + j % kPanel] = features_[j * d + k];
@@ -202,7 +205,14 @@ double FiniteSumObjective::evaluate(std::span<const double> x, std::span<double>
 
 MicrobatchState FiniteSumObjective::prepare(std::span<const double> x, SampleKey key) const {
   MicrobatchState state;
-  state.samples = draw_batch(seed_, key, batch_size_, targets_.size());
+  if (cyclic_) {
+    const std::int64_t batches = static_cast<std::int64_t>(targets_.size()) / batch_size_;
+    const std::int64_t first = (key.microbatch % batches) * batch_size_;
+    state.samples.resize(batch_size_);
+    for (int j = 0; j < batch_size_; ++j) state.samples[j] = static_cast<std::uint32_t>(first + j);
+  } else {
+    state.samples = draw_batch(seed_, key, batch_size_, targets_.size());
+  }
   const std::size_t d = dimension_;
   std::vector<double> margins(state.samples.size());
   dot_rows([&](std::size_t j) { return row(state.samples[j]); }, state.samples.size(), x.data(), d, margins.data());
@@ -260,7 +270,7 @@ std::unique_ptr<Objective> make_gaussian_logistic(const ObjectiveSpec& spec) {
   for (int j = 0; j < n; ++j) targets[j] = rng.uniform() < 1 / (1 + std::exp(-margins[j])) ? 1.0 : -1.0;
   return std::make_unique<FiniteSumObjective>(FiniteSumObjective::Loss::Logistic, d, std::move(features),
                                               std::move(targets), spec.batch_size, spec.l2, spec.seed,
-                                              spec.gradient_noise);
+                                              spec.gradient_noise, spec.batches == ObjectiveSpec::Batches::Cyclic);
 }
 
 std::unique_ptr<Objective> make_finite_sum(const ObjectiveSpec& spec, const std::vector<double>& spectrum) {
@@ -284,7 +294,8 @@ std::unique_ptr<Objective> make_finite_sum(const ObjectiveSpec& spec, const std:
   }
   auto loss = logistic ? FiniteSumObjective::Loss::Logistic : FiniteSumObjective::Loss::Squared;
   return std::make_unique<FiniteSumObjective>(loss, d, std::move(features), std::move(targets), spec.batch_size,
-                                              spec.l2, spec.seed, spec.gradient_noise);
+                                              spec.l2, spec.seed, spec.gradient_noise,
+                                              spec.batches == ObjectiveSpec::Batches::Cyclic);
 }
 
 }  // namespace

@@ -113,13 +113,14 @@ class QuadraticObjective final : public Objective {
 /// f(x) = 1/n sum_j phi(a_j . x, y_j) + l2/2 ||x||^2 over n stored samples, with phi the squared loss
 /// 1/2 (m - y)^2 (least squares) or the logistic loss log(1 + exp(-y m)), y in {-1, +1}. The micro-batch
 /// gradient averages batch_size samples drawn with replacement: index j of the batch is output j of the
-/// SplitMix64 stream keyed (seed, replica, micro-batch), modulo n.
+/// SplitMix64 stream keyed (seed, replica, micro-batch), modulo n; or with `cyclic` batches, samples b * batch_size
+/// ... (b + 1) * batch_size - 1 for b = micro-batch mod (n / batch_size).
 class FiniteSumObjective final : public Objective {
  public:
   enum class Loss { Squared, Logistic };
   /// `features` row-major n x d, `targets` size n.
   FiniteSumObjective(Loss loss, int dimension, std::vector<double> features, std::vector<double> targets,
-                     int batch_size, double l2, std::uint64_t seed, double gradient_noise = 0);
+                     int batch_size, double l2, std::uint64_t seed, double gradient_noise = 0, bool cyclic = false);
   std::string name() const override { return loss_ == Loss::Squared ? "least_squares" : "logistic"; }
   int dimension() const override { return dimension_; }
   double evaluate(std::span<const double> x, std::span<double> gradient) const override;
@@ -147,6 +148,7 @@ class FiniteSumObjective final : public Objective {
   double l2_;
   std::uint64_t seed_;
   double gradient_noise_;  ///< std of the noise added to each coordinate of a micro-batch gradient
+  bool cyclic_;            ///< contiguous batches in order (ObjectiveSpec::Batches::Cyclic)
 };
 
 /// Determinism: data and noise come from SplitMix64 streams and use only +, -, *, / and sqrt, so they are the same

@@ -16,7 +16,7 @@ ObjectiveKind parse_kind(ObjectReader& r) {
 
 // The quadratic uses its full gradient plus noise: a data-set size or batch would silently mean nothing.
 void refuse_data_fields(ObjectReader& r) {
-  for (const char* key : {"samples", "batch_size"})
+  for (const char* key : {"samples", "batch_size", "batches"})
     if (r.has(key))
       throw InputError(r.field(key) + " has no meaning for objective quadratic (its micro-batch gradient is the " +
                        "full gradient plus seeded noise)");
@@ -30,6 +30,11 @@ void parse_data(ObjectReader& r, const Json& value, ObjectiveSpec& o) {
           "gives samples x dimension = " + std::to_string(samples) + " x " + std::to_string(o.dimension) +
               " feature values, more than " + std::to_string(kMaxObjectiveDoubles));
   r.check(batch <= samples, "batch_size", "exceeds samples=" + std::to_string(samples));
+  o.batches = r.get_choice("batches", {"random", "cyclic"}, "random") == "cyclic" ? ObjectiveSpec::Batches::Cyclic
+                                                                                  : ObjectiveSpec::Batches::Random;
+  r.check(o.batches == ObjectiveSpec::Batches::Random || samples % batch == 0, "batches",
+          "cyclic needs samples a multiple of batch_size (" + std::to_string(samples) + " samples, batches of " +
+              std::to_string(batch) + ")");
   o.samples = static_cast<int>(samples);
   o.batch_size = static_cast<int>(batch);
 }

@@ -36,6 +36,13 @@ struct ObjectiveSpec {
   /// logistic / least squares: std of a mean-0 noise added to every coordinate of a micro-batch gradient (the
   /// authors' gradient_noise_std; 0: none).
   double gradient_noise = 0;
+  /// logistic / least squares: how a micro-batch picks its samples. Random: batch_size draws with replacement from
+  /// a stream keyed by (seed, replica, micro-batch). Cyclic (the authors' code: build_batches and
+  /// build_training_batch_schedule without shuffling): the data set cut into n / batch_size contiguous batches, and
+  /// micro-batch m (numbered over the whole run, every replica's alike) takes batch m mod (n / batch_size); n must be
+  /// a multiple of batch_size.
+  enum class Batches { Random, Cyclic };
+  Batches batches = Batches::Random;
   int context = 4;     ///< char_lm: characters the model sees before the one it predicts
   int embedding = 16;  ///< char_lm: E, the embedding width of each character
   int hidden = 64;     ///< char_lm: H, the width of the tanh hidden layer
