@@ -10,7 +10,7 @@ namespace placesim {
 
 /// Formats sweep results, one JSON object per line with keys in a fixed order:
 ///
-///   {"index":12,"sweep":"9f2c4e1a0b3d5e67","version":"0.21.0","points":240,"point":{"strategy.tp":2,...},
+///   {"index":12,"sweep":"9f2c4e1a0b3d5e67","version":"0.22.0","points":240,"point":{"strategy.tp":2,...},
 ///    "status":"ok","memory.total_bytes":...}
 ///   {"index":13,"shard":"1/4","sweep":"...","version":"...","points":240,"point":{...},"status":"invalid",
 ///    "reason":"invalid strategy: strategy.pp=16 does not divide ..."}
