@@ -91,6 +91,10 @@ TEST_CASE("FSDP + TP (dp_shard 16 x tp 4) on Llama 3 8B: per-device shards and b
       "strategy": {"preset": "fsdp-tp", "mesh": {"dp_shard": 16, "tp": 4}}})");
   check_validity(e);
   REQUIRE(e.strategy.sp);
+  CHECK(!e.strategy.tp_overlap);  // torchtitan's vanilla TP: the backward's collectives are not overlapped
+  CHECK(experiment(R"({"model": {"preset": "llama3-8b", "seq_len": 4096}, "training": {"micro_batch": 1},
+      "strategy": {"preset": "fsdp-tp", "tp_overlap": true, "mesh": {"dp_shard": 16, "tp": 4}}})")
+            .strategy.tp_overlap);  // a field written beside the preset wins
   REQUIRE(e.strategy.microbatches == 32);
   // Per TP rank: a layer holds (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336) / 4 + 2 x 4096 (norms) =
   // 54,534,144 elements; the vocabulary-parallel embedding 128256 x 4096 / 4 = 131,334,144; the head that plus the

@@ -49,11 +49,15 @@ const std::map<std::string, Preset>& presets() {
         "needs strategy.mesh.dp_replicate > 1; eager kernels unless training.kernels says otherwise",
         R"({"placement":{"parameters":{"dp_shard":"sharded-with-gather","dp_replicate":"replicated"},"optimizer":{"dp_shard":"sharded","dp_replicate":"replicated"},"gradients":{"dp_shard":"sharded","dp_replicate":"replicated"},"activations":"replicated"}})"}},
       // torchtitan's 2-D parallelism: FSDP2 over dp_shard composed with Megatron-style tensor and sequence
-      // parallelism (its TP plan shards norms' activations with SequenceParallel).
+      // parallelism (its TP plan shards norms' activations with SequenceParallel). Its vanilla (DTensor) TP leaves the
+      // backward's collectives exposed: autograd's matmul node computes the input and the weight gradients together,
+      // and the reduce-scatter (the all-gather's backward) runs after it, waited for by the norm's backward; there is
+      // no weight-gradient GEMM left to hide it behind (Megatron splits them to overlap). tp_overlap false.
       {"fsdp-tp",
        {"2-D FSDP + tensor parallel (torchtitan): SG/S/S/R along the data axes, tp shards each layer, sequence "
-        "parallel; needs strategy.tp > 1; eager kernels unless training.kernels says otherwise",
-        R"({"sp":true,"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
+        "parallel, vanilla TP (backward collectives not overlapped); needs strategy.tp > 1; eager kernels unless "
+        "training.kernels says otherwise",
+        R"({"sp":true,"tp_overlap":false,"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
       // ZeRO++ (Wang et al., arXiv 2306.10209) hierarchical partitioning hpZ: ZeRO-3 over every data rank plus a
       // secondary parameter shard inside each dp_shard group (a node), so the backward gathers inside the node.
       // Its quantized gathers and reductions (qwZ, qgZ) are not modelled: every collective moves full-precision bytes.
