@@ -185,8 +185,9 @@ std::map<std::string, std::string> split_activation_refusals() {
   return out;
 }
 
-std::vector<ExecutedTraffic> analytic_traffic(const Experiment& miniature) {
-  const Analysis a = analyze(miniature);
+namespace {
+
+std::vector<ExecutedTraffic> traffic_of(const Experiment& miniature, const Analysis& a) {
   std::vector<ExecutedTraffic> out;
   const double pb = miniature.training.param_bytes(), gb = miniature.training.grad_bytes();
   for (const StageAnalysis& st : a.stages) {
@@ -201,12 +202,7 @@ std::vector<ExecutedTraffic> analytic_traffic(const Experiment& miniature) {
   return out;
 }
 
-}  // namespace placesim
-
-namespace placesim {
-
-std::vector<std::array<double, 3>> analytic_resident(const Experiment& miniature) {
-  const Analysis a = analyze(miniature);
+std::vector<std::array<double, 3>> resident_of(const Experiment& miniature, const Analysis& a) {
   const TrainingSpec& t = miniature.training;
   std::vector<std::array<double, 3>> out;
   for (const StageAnalysis& st : a.stages)
@@ -215,9 +211,20 @@ std::vector<std::array<double, 3>> analytic_resident(const Experiment& miniature
   return out;
 }
 
+}  // namespace
+
+std::vector<ExecutedTraffic> analytic_traffic(const Experiment& miniature) {
+  return traffic_of(miniature, analyze(miniature));
+}
+
+std::vector<std::array<double, 3>> analytic_resident(const Experiment& miniature) {
+  return resident_of(miniature, analyze(miniature));
+}
+
 bool matches_analytic(const ExecutorResult& r, const Experiment& miniature) {
-  const std::vector<ExecutedTraffic> traffic = analytic_traffic(miniature);
-  const std::vector<std::array<double, 3>> resident = analytic_resident(miniature);
+  const Analysis analysis = analyze(miniature);  // once for both
+  const std::vector<ExecutedTraffic> traffic = traffic_of(miniature, analysis);
+  const std::vector<std::array<double, 3>> resident = resident_of(miniature, analysis);
   if (traffic.size() != r.traffic.size() || resident.size() != r.resident.size()) return false;
   for (std::size_t s = 0; s < traffic.size(); ++s) {
     const ExecutedTraffic &a = traffic[s], &b = r.traffic[s];
