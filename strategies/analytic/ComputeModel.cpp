@@ -22,8 +22,8 @@ struct LayerShape {
   double gb = 2;  // bytes per gradient element
   bool gated = false, dropout = true, rotary = false, flash = false, bias = true, fused_accumulation = true;
   bool eager = false;             // training.kernels = eager: PyTorch eager's unfused element-wise kernels
-  bool unfused_rms_norm = false;  // an RMSNorm (the Llama family) that eager kernels decompose (not fused_norm)
-  bool repeat_kv = false;         // grouped keys and values (kv_heads < heads, not MLA)
+  bool unfused_rms_norm = false;  // eager kernels decompose the RMSNorm (decomposed_rms_norm)
+  bool repeat_kv = false;         // grouped keys and values (ModelSpec::grouped_kv)
   DType dtype = DType::BF16;
 };
 
@@ -55,8 +55,8 @@ LayerShape shape_of(const Experiment& e) {
   L.bias = m.bias;
   L.dtype = e.training.dtype;
   L.eager = e.training.kernels == Kernels::Eager;
-  L.unfused_rms_norm = m.family == ModelFamily::Llama && !e.training.fused_norm;
-  L.repeat_kv = m.kv_heads < m.heads && !m.mla();
+  L.unfused_rms_norm = decomposed_rms_norm(m, e.training);
+  L.repeat_kv = m.grouped_kv();
   return L;
 }
 
@@ -144,12 +144,12 @@ double eager_rms_norm_backward_s(double n, double rows, const LayerShape& L, con
 // the output; the backward reads the input and the gradient and writes the input's gradient). Eager LayerNorm is
 // ATen's native_layer_norm, one kernel each way: as fused.
 double norm_forward_s(double rows, const LayerShape& L, const AcceleratorSpec& acc) {
-  if (L.eager && L.unfused_rms_norm) return eager_rms_norm_forward_s(rows * L.h, rows, L, acc);
+  if (L.unfused_rms_norm) return eager_rms_norm_forward_s(rows * L.h, rows, L, acc);
   return elementwise_time_s(2 * L.el * rows * L.h, acc);
 }
 
 double norm_backward_s(double rows, const LayerShape& L, const AcceleratorSpec& acc) {
-  if (L.eager && L.unfused_rms_norm) return eager_rms_norm_backward_s(rows * L.h, rows, L, acc);
+  if (L.unfused_rms_norm) return eager_rms_norm_backward_s(rows * L.h, rows, L, acc);
   return elementwise_time_s(3 * L.el * rows * L.h, acc);
 }
 
@@ -450,21 +450,23 @@ PassTimes logit_times(const Experiment& e, const AcceleratorSpec& acc) {
   // --fp16-lm-cross-entropy; megatron/mpu/cross_entropy.py), per logit: forward the cast to fp32 (16-bit in, 4 out),
   // max (4), subtract the max (4 + 4), exp (4 + 4), sum (4) and divide into the softmax kept for the backward
   // (4 + 4); backward the scale by the loss gradient (4 + 4) and the cast back (4 in, 16-bit out).
-  t.forward_s = norm_forward_s(L.norm_tokens, L, acc) + linear_forward_s(head, L, acc) +
-                elementwise_time_s((L.el + 4 + 4 + 8 + 8 + 4 + 8) * logits, acc);
-  t.backward_s = elementwise_time_s((8 + 4 + L.el) * logits, acc) + linear_dgrad_s(head, L, acc) +
-                 linear_wgrad_s(head, L, acc) + norm_backward_s(L.norm_tokens, L, acc);
+  // Eager (torchtitan: F.cross_entropy(pred.float(), labels)): the cast to fp32, log_softmax (two reads, one write)
+  // and the gather of the target's entry; backward the zero-filled gradient with the target scattered in,
+  // log_softmax's backward (the gradient twice and the output in, one write) and the cast back.
+  const double cast = L.el != 4 ? 1 : 0;
+  t.forward_s = norm_forward_s(L.norm_tokens, L, acc) + linear_forward_s(head, L, acc);
   if (L.eager) {
-    // Eager (torchtitan: F.cross_entropy(pred.float(), labels)): the cast to fp32, log_softmax (two reads, one
-    // write) and the gather of the target's entry; backward the zero-filled gradient with the target scattered in,
-    // log_softmax's backward (the gradient twice and the output in, one write) and the cast back.
-    const double cast = L.el != 4 ? 1 : 0;
-    t.forward_s = norm_forward_s(L.norm_tokens, L, acc) + linear_forward_s(head, L, acc) +
-                  cast * elementwise_time_s((L.el + 4) * logits, acc) + elementwise_time_s(12 * logits, acc);
+    t.forward_s += cast * elementwise_time_s((L.el + 4) * logits, acc);
+    t.forward_s += elementwise_time_s(12 * logits, acc);
     t.backward_s = elementwise_time_s(4 * logits, acc) + elementwise_time_s(16 * logits, acc) +
-                   cast * elementwise_time_s((4 + L.el) * logits, acc) + linear_dgrad_s(head, L, acc) +
-                   linear_wgrad_s(head, L, acc) + norm_backward_s(L.norm_tokens, L, acc);
+                   cast * elementwise_time_s((4 + L.el) * logits, acc);
+  } else {
+    t.forward_s += elementwise_time_s((L.el + 4 + 4 + 8 + 8 + 4 + 8) * logits, acc);
+    t.backward_s = elementwise_time_s((8 + 4 + L.el) * logits, acc);
   }
+  t.backward_s += linear_dgrad_s(head, L, acc);
+  t.backward_s += linear_wgrad_s(head, L, acc);
+  t.backward_s += norm_backward_s(L.norm_tokens, L, acc);
   if (e.training.recompute == Recompute::Full) t.recompute_s = 0;  // the head's input is the checkpoint
   return t;
 }

@@ -206,10 +206,8 @@ double activation_bytes_of(const Experiment& e, double f, double routed) {
   const bool eager_saves =
       t.kernels == Kernels::Eager && (t.recompute == Recompute::None || t.recompute == Recompute::Selective);
   if (eager_saves) {
-    if (m.family == ModelFamily::Llama && !t.fused_norm)
-      replicated += 2 * 4.0 * sbh;  // (4 + el - el) bytes; fp32: (4 + 4 - 4)
-    if (m.kv_heads < m.heads && !m.mla())
-      sharded += 2.0 * el * sb * static_cast<double>((m.heads - m.kv_heads) * m.head_dim());
+    if (decomposed_rms_norm(m, t)) replicated += 2 * 4.0 * sbh;  // (4 + el - el) bytes; fp32: (4 + 4 - 4)
+    if (m.grouped_kv()) sharded += 2.0 * el * sb * static_cast<double>((m.heads - m.kv_heads) * m.head_dim());
     if (m.gated_mlp) sharded += el * sb * f;
   }
   return replicated / sp_div + (sharded + scores) / tp + experts;

@@ -68,9 +68,8 @@ const char* kIbHdr =
     "busbw per 200 Gb/s (25 GB/s) NIC on well-configured systems";
 const char* kIbNdr =
     "NVIDIA/nccl-tests issues #290 (AddyLaddy, NCCL maintainer, 2025-03-03: 'For NDR @ 400Gbps you should see "
-    "46-48GB/s per "
-    "NIC') and #267 (2025-01-23: 'CX-7 NICs at NDR rate (400Gbps) should achieve up to 48-49GB/s per NIC'): 48 of "
-    "50 GB/s, HDR's 24 of 25";
+    "46-48GB/s per NIC') and #267 (2025-01-23: 'CX-7 NICs at NDR rate (400Gbps) should achieve up to 48-49GB/s per "
+    "NIC'): 48 of 50 GB/s, HDR's 24 of 25";
 const char* kRoce =
     "NVIDIA/nccl issue #495 (2021-04): 2 nodes x 8 A100 with 8x100 Gb/s RoCE reach 600 Gb/s busbw of "
     "800 Gb/s; NVIDIA: 'roughly matching our expectation (though lower by a little bit)'";

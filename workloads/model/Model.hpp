@@ -60,6 +60,9 @@ struct ModelSpec {
   bool moe() const { return experts > 0; }
   std::int64_t head_dim() const { return head_dim_size > 0 ? head_dim_size : hidden / heads; }
   bool mla() const { return kv_lora_rank > 0; }
+  /// Grouped-query attention: fewer key/value heads than query heads (MLA excluded), which eager attention copies to
+  /// every query head (repeat_kv).
+  bool grouped_kv() const { return kv_heads < heads && !mla(); }
   /// Query/key and value dimensions per head: head_dim() each, or with MLA head_dim() + qk_rope_head_dim and
   /// v_head_dim.
   std::int64_t qk_head_dim() const { return head_dim() + (mla() ? qk_rope_head_dim : 0); }
@@ -102,6 +105,11 @@ std::int64_t word_embedding_params(const ModelSpec& m);
 std::int64_t position_embedding_params(const ModelSpec& m);
 /// Final norm (replicated over tp).
 std::int64_t final_norm_params(const ModelSpec& m);
+/// Eager kernels decompose the model's RMSNorm (the Llama family's) into fp32 element-wise kernels: training.kernels
+/// eager without fused_norm.
+inline bool decomposed_rms_norm(const ModelSpec& m, const TrainingSpec& t) {
+  return t.kernels == Kernels::Eager && m.family == ModelFamily::Llama && !t.fused_norm;
+}
 /// Output projection when not tied to the word embedding, else 0.
 std::int64_t output_head_params(const ModelSpec& m);
 /// Total parameters of the model (each tied weight counted once).

@@ -16,7 +16,7 @@ enum class Recompute { None, Selective, Full, SelectiveOp };
 /// How a layer's element-wise work runs: fused (Megatron-Core's / Transformer Engine's fused norm, rotary, SwiGLU and
 /// bias-dropout-add kernels: each reads its inputs and writes its output once), compiled (torch.compile: Inductor
 /// fuses the same chains; costed as fused), or eager (PyTorch eager as torchtitan's Llama and Hugging Face's models
-/// write it: RMSNorm as seven kernels in fp32, rotary embedding through fp32 complex numbers, SiLU and the gate
+/// write it: RMSNorm as eight kernels in fp32, rotary embedding through fp32 complex numbers, SiLU and the gate
 /// product apart, grouped keys and values copied to every query head, dropout apart from the residual add).
 enum class Kernels { Fused, Compiled, Eager };
 
@@ -60,11 +60,11 @@ struct TrainingSpec {
   /// small kernels; CUDA graphs and torch.compile cut it).
   double launch_overhead_s = 0;
   Kernels kernels = Kernels::Fused;
-  bool kernels_given = false;
+  bool kernels_given = false;  ///< training.kernels was written (else the strategy preset's framework decides)
   /// Under eager kernels, the RMSNorm is one fused kernel each way all the same (torchtitan's norm_type =
   /// "fused_rmsnorm", a Triton kernel; Apex's or Transformer Engine's norm).
-  bool fused_norm = false;  ///< training.kernels was written (else the strategy preset's framework decides)
-  RoutingSpec routing;      ///< mixture-of-experts models: how tokens spread over the experts
+  bool fused_norm = false;
+  RoutingSpec routing;  ///< mixture-of-experts models: how tokens spread over the experts
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
   int grad_bytes() const { return grad_dtype == DType::FP32 ? 4 : 2; }
