@@ -422,4 +422,7 @@ TEST_CASE("fused_norm keeps eager's other decompositions and drops the norm's") 
   CHECK(layer_activation_bytes(e) - layer_activation_bytes(tiny("")) == 2.0 * 2 * T * 2 * 64 + 2.0 * T * f);
   CHECK(kernels_text(e) == "eager element-wise kernels with a fused RMSNorm (training.kernels)");
   CHECK(training_to_json(e.training)["fused_norm"] == true);
+  CHECK_THROWS_WITH(tiny(R"(, "fused_norm": true)"),
+                    "training.fused_norm=true has no meaning with training.kernels=fused (the dp preset's default): "
+                    "fused and compiled kernels fuse every norm already");
 }

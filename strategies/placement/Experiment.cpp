@@ -143,6 +143,10 @@ void resolve(Experiment& e) {
     s.placement.activations = Mode::Materialized;
   if (s.placement.activations == Mode::Materialized && t.recompute == Recompute::None) t.recompute = Recompute::Full;
   if (!t.kernels_given) t.kernels = eager_by_default(s.preset) ? Kernels::Eager : Kernels::Fused;
+  if (t.fused_norm && t.kernels != Kernels::Eager)
+    throw InputError("training.fused_norm=true has no meaning with training.kernels=" + to_string(t.kernels) +
+                     (t.kernels_given ? "" : " (the " + s.preset + " preset's default)") +
+                     ": fused and compiled kernels fuse every norm already");
 }
 
 bool eager_by_default(const std::string& preset) {
