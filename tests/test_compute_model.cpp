@@ -426,3 +426,57 @@ TEST_CASE("fused_norm keeps eager's other decompositions and drops the norm's") 
                     "training.fused_norm=true has no meaning with training.kernels=fused (the dp preset's default): "
                     "fused and compiled kernels fuse every norm already");
 }
+
+// FlashAttention-2 release benchmarks (Dao-AILab/flash-attention 4f285b35, assets/flash2_{a100,h100}_fwd_bwd_
+// benchmark.png, causal panels): A100 head dim 128 at 2k: Triton 68, FlashAttention-2 155 TFLOP/s; head dim 64:
+// Triton 79, FA2 140; 16k: Triton 80, FA2 189. H100 head dim 128: FA1 108 at 2k, 126 at 4k; FA2 265, 294.
+TEST_CASE("Older attention kernels run at their measured speed over FlashAttention-2, interpolated in log2") {
+  CHECK(attention_kernel_speed(AttentionKernel::Fused, "b200", 2048, 128) == 1);
+  CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-80gb", 2048, 128) == Approx(68.0 / 155).epsilon(1e-12));
+  CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-40gb", 2048, 64) == Approx(79.0 / 140).epsilon(1e-12));
+  // Head dimension 96: log2(96) = 6.585 of the way from 64 to 128.
+  const double f = std::log2(96.0) - 6;
+  CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-80gb", 2048, 96) ==
+        Approx(79.0 / 140 + (68.0 / 155 - 79.0 / 140) * f).epsilon(1e-12));
+  // Sequence 3000 on H100, FlashAttention v1: between 2k and 4k at log2(3000) - 11.
+  const double g = std::log2(3000.0) - 11;
+  CHECK(attention_kernel_speed(AttentionKernel::Flash1, "h100-sxm", 3000, 128) ==
+        Approx(108.0 / 265 + (126.0 / 294 - 108.0 / 265) * g).epsilon(1e-12));
+  // Clamped outside 512..16k; the Triton kernel on Hopper takes FlashAttention v1's curve.
+  CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-80gb", 65536, 128) == Approx(80.0 / 189).epsilon(1e-12));
+  CHECK(attention_kernel_speed(AttentionKernel::Triton, "h200", 2048, 128) ==
+        attention_kernel_speed(AttentionKernel::Flash1, "h100-sxm", 2048, 128));
+  CHECK_THROWS_WITH(attention_kernel_speed(AttentionKernel::Triton, "b200", 2048, 128),
+                    Catch::Contains("training.attention_kernel=triton") && Catch::Contains("b200"));
+}
+
+TEST_CASE("training.attention_kernel slows the fused attention and nothing else; it is echoed and reported") {
+  const AcceleratorSpec acc = accelerator_preset("a100-80gb", "a");
+  auto gpt = [](const char* kernel) {
+    return test::experiment(std::string(R"({"model": {"family": "gpt", "layers": 2, "hidden": 1024, "heads": 8,
+        "vocab": 512, "seq_len": 2048, "dropout": false}, "training": {"micro_batch": 2, "global_batch": 2,
+        "attention_kernel": ")") +
+                            kernel + R"("}, "strategy": "dp"})");
+  };
+  const Experiment fused = gpt("fused"), triton = gpt("triton");
+  // 2 x 8 heads, 2048^2 / 2 causal pairs, 4 x 128 FLOPs per pair and head: 1.718e10 forward FLOPs.
+  const double flops = 4 * 128 * 16 * 2048.0 * 2048 / 2;
+  const double rate = acc.peak_flops(DType::BF16) * acc.profile.flash_attention_efficiency;
+  const double lat = acc.profile.kernel_latency_s, speed = 68.0 / 155;
+  PassTimes a = layer_times(fused, acc), b = layer_times(triton, acc);
+  CHECK(a.attention_forward_s == Approx(lat + flops / rate).epsilon(1e-12));
+  CHECK(b.attention_forward_s == Approx(lat + flops / (rate * speed)).epsilon(1e-12));
+  CHECK(b.attention_backward_s == Approx(lat + 2.5 * flops / (rate * speed)).epsilon(1e-12));
+  CHECK(b.forward_s - a.forward_s == Approx(b.attention_forward_s - a.attention_forward_s).epsilon(1e-9));
+  CHECK(b.backward_s - a.backward_s == Approx(b.attention_backward_s - a.attention_backward_s).epsilon(1e-9));
+  CHECK(training_to_json(triton.training)["attention_kernel"] == "triton");
+  CHECK_FALSE(training_to_json(fused.training).contains("attention_kernel"));
+  CHECK(attention_text(triton) ==
+        "fused attention: FlashAttention's Triton kernel (training.attention_kernel), at its measured speed relative "
+        "to FlashAttention-2");
+  CHECK_THROWS_WITH(
+      test::experiment(R"({"model": {"preset": "gpt-1.7b", "flash_attention": false},
+        "training": {"attention_kernel": "flash1"}, "strategy": "dp"})"),
+      Catch::Contains("training.attention_kernel=flash1") && Catch::Contains("model.flash_attention=false"));
+  CHECK_THROWS_WITH(gpt("xformers"), Catch::Contains("training.attention_kernel") && Catch::Contains("xformers"));
+}

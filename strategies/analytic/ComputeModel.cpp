@@ -1,5 +1,6 @@
 #include "strategies/analytic/ComputeModel.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct LayerShape {
   bool eager = false;             // training.kernels = eager: PyTorch eager's unfused element-wise kernels
   bool unfused_rms_norm = false;  // eager kernels decompose the RMSNorm (decomposed_rms_norm)
   bool repeat_kv = false;         // grouped keys and values (ModelSpec::grouped_kv)
+  AttentionKernel attention_kernel = AttentionKernel::Fused;
   DType dtype = DType::BF16;
 };
 
@@ -57,6 +59,7 @@ LayerShape shape_of(const Experiment& e) {
   L.eager = e.training.kernels == Kernels::Eager;
   L.unfused_rms_norm = decomposed_rms_norm(m, e.training);
   L.repeat_kv = m.grouped_kv();
+  L.attention_kernel = e.training.attention_kernel;
   return L;
 }
 
@@ -231,13 +234,20 @@ double flash_forward_flops(const LayerShape& L) {
   return 2.0 * L.heads * L.pairs * (L.qk + L.v);  // 4 d per pair and head when qk = v = d
 }
 
+// The fused attention kernel of L doing `flops`: the profile's kernel slowed to training.attention_kernel's measured
+// speed at this rank's sequence length and query-key head dimension.
+double fused_attention_time_s(const LayerShape& L, double flops, const AcceleratorSpec& acc) {
+  const double speed = attention_kernel_speed(L.attention_kernel, acc.name, L.s, L.qk);
+  return acc.profile.kernel_latency_s +
+         flops / (acc.peak_flops(L.dtype) * acc.profile.flash_attention_efficiency * speed);
+}
+
 double attention_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
-  return L.flash ? flash_attention_time_s(flash_forward_flops(L), L.dtype, acc) : attention_core_forward_s(L, acc);
+  return L.flash ? fused_attention_time_s(L, flash_forward_flops(L), acc) : attention_core_forward_s(L, acc);
 }
 
 double attention_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
-  return L.flash ? flash_attention_time_s(2.5 * flash_forward_flops(L), L.dtype, acc)
-                 : attention_core_backward_s(L, acc);
+  return L.flash ? fused_attention_time_s(L, 2.5 * flash_forward_flops(L), acc) : attention_core_backward_s(L, acc);
 }
 
 // The attention output is permuted back to [tokens, heads x head_dim] by a copy, in both passes.
@@ -325,6 +335,66 @@ double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, 
 double elementwise_time_s(double bytes, const AcceleratorSpec& acc) {
   require_memory_bandwidth(acc);
   return acc.profile.kernel_latency_s + bytes / (acc.hbm_bw_Bps * acc.profile.memory_efficiency);
+}
+
+namespace {
+
+// Forward + backward TFLOP/s of causal attention, 16k tokens per batch, hidden 2048, at sequence lengths 512, 1k, 2k,
+// 4k, 8k, 16k, from the FlashAttention-2 release's benchmarks (Dao-AILab/flash-attention commit 4f285b35, 2023-07-17:
+// assets/flash2_a100_fwd_bwd_benchmark.png panels (c) and (d), assets/flash2_h100_fwd_bwd_benchmark.png panels (c)
+// and (d); the "FlashAttention Triton" bars are flash_attn/flash_attn_triton.py, benchmarks/benchmark_causal.py).
+struct AttentionCurve {
+  double fa2[6], flash1[6], triton[6];  // triton: 0 = not measured
+};
+constexpr double kCurveSeq[6] = {512, 1024, 2048, 4096, 8192, 16384};
+constexpr AttentionCurve kA100Hd64{{88, 119, 140, 156, 165, 171}, {58, 70, 77, 87, 92, 97}, {59, 75, 79, 76, 79, 80}};
+constexpr AttentionCurve kA100Hd128{{99, 133, 155, 173, 182, 189}, {55, 62, 69, 76, 80, 83}, {50, 61, 68, 74, 78, 80}};
+constexpr AttentionCurve kH100Hd64{{141, 192, 232, 257, 273, 284}, {104, 123, 136, 138, 149, 156}, {0, 0, 0, 0, 0, 0}};
+constexpr AttentionCurve kH100Hd128{{163, 221, 265, 294, 308, 328}, {98, 109, 108, 126, 135, 137}, {0, 0, 0, 0, 0, 0}};
+
+// Linear in log2 of x over the points xs (clamped at the ends).
+double log_interpolate(const double* xs, const double* ys, int n, double x) {
+  const double lx = std::log2(std::clamp(x, xs[0], xs[n - 1]));
+  for (int i = 1; i < n; ++i)
+    if (lx <= std::log2(xs[i])) {
+      const double a = std::log2(xs[i - 1]), b = std::log2(xs[i]);
+      return ys[i - 1] + (ys[i] - ys[i - 1]) * (lx - a) / (b - a);
+    }
+  return ys[n - 1];
+}
+
+// The kernel's speed over FlashAttention-2's at seq on one curve.
+double curve_ratio(const AttentionCurve& c, AttentionKernel k, double seq) {
+  double ratio[6];
+  for (int i = 0; i < 6; ++i) ratio[i] = (k == AttentionKernel::Flash1 ? c.flash1[i] : c.triton[i]) / c.fa2[i];
+  return log_interpolate(kCurveSeq, ratio, 6, seq);
+}
+
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+bool hopper_attention_curves(const std::string& accelerator) {
+  return starts_with(accelerator, "h100") || starts_with(accelerator, "h200") || starts_with(accelerator, "h800");
+}
+
+double attention_kernel_speed(AttentionKernel k, const std::string& accelerator, double seq, double head_dim) {
+  if (k == AttentionKernel::Fused) return 1;
+  const bool ampere = starts_with(accelerator, "a100");
+  const bool hopper = hopper_attention_curves(accelerator);
+  if (!ampere && !hopper)
+    throw InputError("training.attention_kernel=" + to_string(k) +
+                     ": that kernel's speed is measured on A100 and H100 " +
+                     "only (accelerators a100-*, h100-*, h200, h800), not on accelerator " + accelerator);
+  // Hopper has no measurement of the Triton kernel; FlashAttention v1's CUDA kernel stands for it (on A100 the two
+  // are within 10 % of each other at every measured length, causal, head dimension 128: 50-80 vs 55-83 TFLOP/s).
+  if (hopper && k == AttentionKernel::Triton) k = AttentionKernel::Flash1;
+  const AttentionCurve& c64 = ampere ? kA100Hd64 : kH100Hd64;
+  const AttentionCurve& c128 = ampere ? kA100Hd128 : kH100Hd128;
+  const double xs[2] = {64, 128}, ys[2] = {curve_ratio(c64, k, seq), curve_ratio(c128, k, seq)};
+  return log_interpolate(xs, ys, 2, head_dim);
 }
 
 double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc) {

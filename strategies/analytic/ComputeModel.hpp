@@ -41,6 +41,15 @@ struct GemmShape {
 double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, double extra_bytes = 0);
 /// Time of a memory-bound kernel moving `bytes` (read + written).
 double elementwise_time_s(double bytes, const AcceleratorSpec& acc);
+/// Speed of training.attention_kernel `k` over FlashAttention-2's on `accelerator` at sequence length `seq` and head
+/// dimension `head_dim` (1 for fused: the profile's kernel): measured forward + backward throughput of causal attention
+/// (FlashAttention-2 release benchmarks, A100 and H100; head dimensions 64 and 128, sequences 512 to 16k), linear in
+/// log2 of the sequence length and of the head dimension between the points, clamped outside them. The Triton kernel
+/// was measured on A100 only: on Hopper (h100*, h200, h800) FlashAttention v1's measured speed stands for it. Other
+/// accelerators: an InputError naming the field.
+double attention_kernel_speed(AttentionKernel k, const std::string& accelerator, double seq, double head_dim);
+/// Hopper accelerators, whose attention_kernel_speed for triton is FlashAttention v1's.
+bool hopper_attention_curves(const std::string& accelerator);
 /// Time of a fused (flash) attention kernel doing `flops`.
 double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc);
 

@@ -147,6 +147,9 @@ void resolve(Experiment& e) {
     throw InputError("training.fused_norm=true has no meaning with training.kernels=" + to_string(t.kernels) +
                      (t.kernels_given ? "" : " (the " + s.preset + " preset's default)") +
                      ": fused and compiled kernels fuse every norm already");
+  if (t.attention_kernel != AttentionKernel::Fused && !e.model.flash_attention)
+    throw InputError("training.attention_kernel=" + to_string(t.attention_kernel) +
+                     " names a fused attention kernel, but model.flash_attention=false (scores stored)");
 }
 
 bool eager_by_default(const std::string& preset) {
@@ -271,6 +274,7 @@ Json training_to_json(const TrainingSpec& t) {
   if (t.launch_overhead_s > 0) j["launch_overhead"] = t.launch_overhead_s;
   j["kernels"] = to_string(t.kernels);
   if (t.fused_norm) j["fused_norm"] = true;
+  if (t.attention_kernel != AttentionKernel::Fused) j["attention_kernel"] = to_string(t.attention_kernel);
   return j;
 }
 

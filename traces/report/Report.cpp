@@ -213,6 +213,21 @@ std::string kernels_text(const Experiment& e) {
   return "fused element-wise kernels (" + origin + ")";
 }
 
+std::string attention_text(const Experiment& e) {
+  if (!e.model.flash_attention) return "unfused attention (scores stored)";
+  switch (e.training.attention_kernel) {
+    case AttentionKernel::Flash1:
+      return "fused attention: FlashAttention v1 kernels (training.attention_kernel), at their measured speed "
+             "relative to FlashAttention-2";
+    case AttentionKernel::Triton:
+      return "fused attention: FlashAttention's Triton kernel (training.attention_kernel), at its measured speed "
+             "relative to FlashAttention-2";
+    case AttentionKernel::Fused:
+      break;
+  }
+  return "fused attention";
+}
+
 std::string analysis_table(const Experiment& e, const Analysis& a) {
   const auto& s = e.strategy;
   std::ostringstream out;
@@ -226,8 +241,7 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   if (!e.model.opaque())
     out << "; seq " << e.model.seq_len
         << (e.model.seq_len_source.empty() ? std::string() : " (" + e.model.seq_len_source + ")") << ", "
-        << (e.model.flash_attention ? "fused attention" : "unfused attention (scores stored)") << ", "
-        << kernels_text(e);
+        << attention_text(e) << ", " << kernels_text(e);
   out << "\n\n";
   // Columns: the first and the last stage (they differ by embedding/head and in-flight micro-batches) and the max.
   std::vector<const StageAnalysis*> cols = {&a.stages.front()};

@@ -18,6 +18,8 @@ Json analysis_report(const Experiment& e, const Analysis& a);
 std::string analysis_table(const Experiment& e, const Analysis& a);
 /// How the layers' element-wise work is costed (training.kernels) and where that choice came from.
 std::string kernels_text(const Experiment& e);
+/// The attention: fused (and which kernel, training.attention_kernel) or unfused.
+std::string attention_text(const Experiment& e);
 
 /// JSON text as placesim writes it everywhere: two-space indent, trailing newline; byte-identical for equal input.
 std::string dump(const Json& j);

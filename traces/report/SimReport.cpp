@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "strategies/analytic/ComputeModel.hpp"
 #include "strategies/analytic/Routing.hpp"
 #include "strategies/placement/Mesh.hpp"
 #include "traces/report/Report.hpp"
@@ -388,6 +389,10 @@ std::string simulation_summary(const SimulatedStep& s) {
          "; across nodes: " + interference_text(profile.inter_node_interference) + "; compute time lost " +
          format_seconds(max_interference_s(s.result)) + " (most of any GPU)\n";
   if (!s.experiment.model.opaque()) out += "  kernels: " + kernels_text(s.experiment) + "\n";
+  if (!s.experiment.model.opaque() && s.experiment.training.attention_kernel == AttentionKernel::Triton &&
+      hopper_attention_curves(acc.name))
+    out += "  attention: the Triton kernel was measured on A100 only; on " + acc.name +
+           " FlashAttention v1's measured speed stands for it (on A100 the two are within 10 %)\n";
   out += "  host launch overhead " +
          (s.experiment.training.launch_overhead_s > 0
               ? format_seconds(s.experiment.training.launch_overhead_s) +

@@ -111,6 +111,10 @@ TrainingSpec parse_training(const Json& value) {
   const std::string kernels = r.get_choice("kernels", {"fused", "compiled", "eager"}, "fused");
   t.kernels = kernels == "eager" ? Kernels::Eager : kernels == "compiled" ? Kernels::Compiled : Kernels::Fused;
   t.fused_norm = r.get_bool("fused_norm", false);
+  const std::string attention = r.get_choice("attention_kernel", {"fused", "flash1", "triton"}, "fused");
+  t.attention_kernel = attention == "flash1"   ? AttentionKernel::Flash1
+                       : attention == "triton" ? AttentionKernel::Triton
+                                               : AttentionKernel::Fused;
   if (const Json* routing = r.child("routing")) t.routing = parse_routing(*routing);
   r.finish();
   return t;
@@ -131,6 +135,9 @@ std::string to_string(Recompute r) {
 
 std::string to_string(Kernels k) {
   return k == Kernels::Eager ? "eager" : k == Kernels::Compiled ? "compiled" : "fused";
+}
+std::string to_string(AttentionKernel k) {
+  return k == AttentionKernel::Flash1 ? "flash1" : k == AttentionKernel::Triton ? "triton" : "fused";
 }
 
 }  // namespace placesim

@@ -19,6 +19,12 @@ enum class Recompute { None, Selective, Full, SelectiveOp };
 /// write it: RMSNorm as eight kernels in fp32, rotary embedding through fp32 complex numbers, SiLU and the gate
 /// product apart, grouped keys and values copied to every query head, dropout apart from the residual add).
 enum class Kernels { Fused, Compiled, Eager };
+/// The fused-attention kernel (model.flash_attention): fused = the accelerator profile's calibrated kernel
+/// (FlashAttention-2 for the built-in A100 and H100 profiles, measured at sequence 8192); flash1 = FlashAttention v1's
+/// CUDA kernels (flash-attn < 2.0); triton = FlashAttention's Triton implementation (flash_attn_triton.py, which
+/// MosaicML llm-foundry runs as attn_impl: triton). flash1 and triton run at their measured speed relative to
+/// FlashAttention-2 at the same sequence length and head dimension (ComputeModel's attention_kernel_speed).
+enum class AttentionKernel { Fused, Flash1, Triton };
 
 /// Skewed routing of a mixture-of-experts model, a what-if (placesim does not train a router): every source rank
 /// routes alike, in every MoE layer and micro-batch. Expert i takes a share p_i of the token-expert assignments:
@@ -64,6 +70,7 @@ struct TrainingSpec {
   /// Under eager kernels, the RMSNorm is one fused kernel each way all the same (torchtitan's norm_type =
   /// "fused_rmsnorm", a Triton kernel; Apex's or Transformer Engine's norm).
   bool fused_norm = false;
+  AttentionKernel attention_kernel = AttentionKernel::Fused;
   RoutingSpec routing;  ///< mixture-of-experts models: how tokens spread over the experts
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
@@ -95,5 +102,6 @@ std::string to_string(const RoutingSpec& r);
 std::string to_string(Optimizer o);
 std::string to_string(Recompute r);
 std::string to_string(Kernels k);
+std::string to_string(AttentionKernel k);
 
 }  // namespace placesim
