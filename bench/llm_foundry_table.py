@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Predicted vs published throughput for every bf16 row of MosaicML llm-foundry's benchmark tables.
+
+The rows are examples/validation2024/llm-foundry-table.csv: the tables 'H100 80GB BF16 (Large Scale, >= 128 GPUs)',
+'H100 80GB BF16' and 'A100 80GB with 1600 Gbps node-node interconnect (RoCE)' of mosaicml/llm-foundry
+scripts/train/benchmarking/README.md at commit 5e85bd6 (2024-01-06), copied column by column. Each row becomes an
+experiment the way a user would write it from the table and the repository of that commit:
+
+- the model: MPT (scripts/train/yamls/pretrain/mpt-<size>.yaml: d_model, n_heads, n_layers, expansion_ratio 4, vocab
+  50368; MPTConfig defaults: learned positions, biases, tied embeddings, no dropout, LayerNorm, GeLU) = family gpt
+  without dropout, at the row's sequence length;
+- micro-batch, global batch (GradAccum x MicroBatchSize x GPUs when the table's global batch is not a multiple),
+  activation checkpointing (recompute full), MP mode (DEFAULT: gradients reduced in fp32, placesim's default; PURE:
+  bf16), sharding (FULL_SHARD: the fsdp preset; SHARD_GRAD_OP: zero2, parameters gathered once per step);
+- attention: attn_impl triton, submit_benchmarks.py's default, set into every run (training.attention_kernel triton);
+- the cluster: DGX H100 nodes (the H100 tables name no interconnect: assumed) or DGX A100 nodes with 8 x 200 Gb/s
+  RoCE (the A100 table's 1600 Gbps node-node interconnect).
+
+Nothing is fitted to these rows. Runs `placesim simulate --fidelity analytic` for each (two at a time), prints a
+Markdown table with the signed error (positive: placesim predicts more tokens/s than published), then the mean
+absolute and worst error per table, per sequence-length band and over all rows.
+
+Usage: bench/llm_foundry_table.py [build/placesim] [--only SUBSTRING] [--attention-kernel fused|flash1|triton]
+(--attention-kernel: what-if with another attention kernel than the one the runs used).
+"""
+import concurrent.futures
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TABLE = os.path.join(ROOT, "examples", "validation2024", "llm-foundry-table.csv")
+# d_model, n_heads, n_layers of scripts/train/yamls/pretrain/mpt-<size>.yaml at commit 5e85bd6.
+SHAPES = {"125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24), "1b": (2048, 16, 24),
+          "3b": (2560, 20, 32), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 56, 48),
+          "70b": (8192, 64, 80)}
+
+
+def experiment(row, attention_kernel):
+    hidden, heads, layers = SHAPES[row["model"]]
+    gpus, mb, ga, gb = (int(row[k]) for k in ("gpus", "micro_batch", "grad_accum", "global_batch"))
+    a100 = row["gpu"].startswith("a100")
+    training = {"global_batch": gb if gb % (mb * gpus) == 0 else mb * ga * gpus, "micro_batch": mb,
+                "dtype": "bf16", "recompute": "full" if row["activation_checkpointing"] == "True" else "none",
+                "attention_kernel": attention_kernel}
+    if row["mp_mode"] == "PURE":
+        training["grad_dtype"] = "bf16"
+    cluster = {"preset": "dgx-a100" if a100 else "dgx-h100", "nodes": max(1, gpus // 8)}
+    if a100:
+        cluster["comm"] = {"inter_node": "roce-200g"}
+    return {"name": f"mpt-{row['model']}-{row['seq_len']}-{gpus}x{'a100' if a100 else 'h100'}",
+            "model": {"family": "gpt", "layers": layers, "hidden": hidden, "heads": heads, "vocab": 50368,
+                      "seq_len": int(row["seq_len"]), "dropout": False},
+            "training": training,
+            "strategy": {"preset": "fsdp" if row["sharding"] == "FULL_SHARD" else "zero2", "dp": gpus},
+            "cluster": cluster}
+
+
+def simulate(placesim, folder, index, exp):
+    path = os.path.join(folder, f"{index:03d}.json")
+    report = path + ".report"
+    json.dump(exp, open(path, "w"))
+    subprocess.run([placesim, "simulate", path, "--fidelity", "analytic", "--report", report], check=True,
+                   stdout=subprocess.DEVNULL)
+    return json.load(open(report))["simulation"]["tokens_per_s"]
+
+
+def band(seq):
+    return "seq <= 1k" if seq <= 1024 else "seq 2k-4k" if seq <= 4096 else "seq 8k-16k" if seq <= 16384 else \
+        "seq 32k-64k"
+
+
+def main(argv):
+    placesim = next((a for a in argv if a.endswith("placesim")), os.path.join(ROOT, "build", "placesim"))
+    only = argv[argv.index("--only") + 1] if "--only" in argv else ""
+    kernel = argv[argv.index("--attention-kernel") + 1] if "--attention-kernel" in argv else "triton"
+    rows = [r for r in csv.DictReader(open(TABLE))]
+    exps = [experiment(r, kernel) for r in rows]
+    chosen = [i for i, e in enumerate(exps) if only in e["name"]]
+    with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(2) as pool:
+        predicted = dict(zip(chosen, pool.map(lambda i: simulate(placesim, folder, i, exps[i]), chosen)))
+    print("| row | table | GPUs | micro-batch x accum | recompute | published tokens/s | predicted | error |")
+    print("|---|---|---|---|---|---|---|---|")
+    groups = {}
+    for i in chosen:
+        r, e = rows[i], exps[i]
+        published = float(r["tokens_per_s"])
+        err = 100 * (predicted[i] / published - 1)
+        table = "H100" if r["gpu"].startswith("h100") else "A100"
+        for key in (table, f"{table} {band(int(r['seq_len']))}", "all rows"):
+            groups.setdefault(key, []).append(err)
+        print(f"| {e['name']} | {r['table']} | {r['gpus']} | {r['micro_batch']} x {r['grad_accum']} | "
+              f"{e['training']['recompute']} | {int(published):,} | {predicted[i]:,.0f} | {err:+.1f}% |")
+    print()
+    bands = ["seq <= 1k", "seq 2k-4k", "seq 8k-16k", "seq 32k-64k"]
+    keys = [k for t in ("H100", "A100") for k in [t] + [f"{t} {b}" for b in bands] if k in groups] + ["all rows"]
+    for key in keys:
+        errs = groups[key]
+        mean = sum(abs(x) for x in errs) / len(errs)
+        worst = max(errs, key=abs)
+        within = sum(1 for x in errs if abs(x) <= 20)
+        print(f"{key}: {len(errs)} rows, mean absolute error {mean:.1f}%, worst {worst:+.1f}%, "
+              f"{within} within 20%")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
