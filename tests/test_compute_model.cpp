@@ -472,8 +472,8 @@ TEST_CASE("training.attention_kernel slows the fused attention and nothing else;
   CHECK(training_to_json(triton.training)["attention_kernel"] == "triton");
   CHECK_FALSE(training_to_json(fused.training).contains("attention_kernel"));
   CHECK(attention_text(triton) ==
-        "fused attention: FlashAttention's Triton kernel (training.attention_kernel), at its measured speed relative "
-        "to FlashAttention-2");
+        "fused attention (FlashAttention's Triton kernel at its measured speed relative to FlashAttention-2: "
+        "training.attention_kernel)");
   CHECK_THROWS_WITH(
       test::experiment(R"({"model": {"preset": "gpt-1.7b", "flash_attention": false},
         "training": {"attention_kernel": "flash1"}, "strategy": "dp"})"),

@@ -217,11 +217,11 @@ std::string attention_text(const Experiment& e) {
   if (!e.model.flash_attention) return "unfused attention (scores stored)";
   switch (e.training.attention_kernel) {
     case AttentionKernel::Flash1:
-      return "fused attention: FlashAttention v1 kernels (training.attention_kernel), at their measured speed "
-             "relative to FlashAttention-2";
+      return "fused attention (FlashAttention v1 kernels at their measured speed relative to FlashAttention-2: "
+             "training.attention_kernel)";
     case AttentionKernel::Triton:
-      return "fused attention: FlashAttention's Triton kernel (training.attention_kernel), at its measured speed "
-             "relative to FlashAttention-2";
+      return "fused attention (FlashAttention's Triton kernel at its measured speed relative to FlashAttention-2: "
+             "training.attention_kernel)";
     case AttentionKernel::Fused:
       break;
   }
