@@ -1,0 +1,79 @@
+"""bench/llm_foundry_table.py: the experiments it writes from examples/validation2024/llm-foundry-table.csv are the
+ones written by hand for the nine llm-foundry rows of examples/validation2024 (the same settings, field by field), and
+it simulates and prints them. Run from the repository root with the binary in PLACESIM_BIN (CTest sets it) or built in
+build/:  PLACESIM_BIN=build/placesim /usr/bin/python3 -m unittest -v tests/python/test_llm_foundry_table.py"""
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO, "bench", "llm_foundry_table.py")
+FOLDER = os.path.join(REPO, "examples", "validation2024")
+spec = importlib.util.spec_from_file_location("llm_foundry_table", SCRIPT)
+table = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(table)
+
+# The hand-written files and the table row each stands for: (file, table title prefix, model, seq, GPUs).
+HAND_WRITTEN = [
+    ("mpt-7b-2k-8xh100.json", "H100 80GB BF16", "7b", "2048", "8"),
+    ("mpt-13b-2k-64xh100.json", "H100 80GB BF16", "13b", "2048", "64"),
+    ("mpt-30b-2k-32xh100.json", "H100 80GB BF16", "30b", "2048", "32"),
+    ("mpt-70b-2k-64xh100.json", "H100 80GB BF16", "70b", "2048", "64"),
+    ("mpt-7b-2k-512xh100.json", "H100 80GB BF16 (Large", "7b", "2048", "512"),
+    ("mpt-70b-2k-512xh100.json", "H100 80GB BF16 (Large", "70b", "2048", "512"),
+    ("mpt-7b-2k-8xa100.json", "A100 80GB", "7b", "2048", "8"),
+    ("mpt-30b-2k-8xa100.json", "A100 80GB", "30b", "2048", "8"),
+    ("mpt-70b-2k-64xa100.json", "A100 80GB", "70b", "2048", "64"),
+]
+
+
+def binary():
+    return os.environ.get("PLACESIM_BIN", os.path.join(REPO, "build", "placesim"))
+
+
+class LlmFoundryTable(unittest.TestCase):
+    def setUp(self):
+        with open(table.TABLE) as f:
+            self.rows = list(csv.DictReader(f))
+
+    def row(self, title, model, seq, gpus):
+        found = [r for r in self.rows if r["table"].startswith(title) and r["model"] == model and
+                 r["seq_len"] == seq and r["gpus"] == gpus]
+        self.assertEqual(len(found), 1, (title, model, seq, gpus))
+        return found[0]
+
+    def test_the_table_holds_every_bf16_row(self):
+        # 18 + 52 + 61 rows under the three titles of the README at commit 5e85bd6 (its FP8 and A100 40GB tables apart).
+        self.assertEqual(len(self.rows), 131)
+        self.assertEqual(sum(r["sharding"] == "SHARD_GRAD_OP" for r in self.rows), 6)
+
+    def test_generated_experiments_match_the_hand_written_files(self):
+        for name, title, model, seq, gpus in HAND_WRITTEN:
+            with self.subTest(name):
+                with open(os.path.join(FOLDER, name)) as f:
+                    written = json.load(f)
+                generated = table.experiment(self.row(title, model, seq, gpus), "triton")
+                for section in ("model", "training", "strategy", "cluster"):
+                    self.assertEqual(generated[section], written[section], section)
+
+    def test_the_script_simulates_and_reports_the_rows(self):
+        out = subprocess.run([sys.executable, SCRIPT, binary(), "--only", "mpt-7b-2048-8x"], check=True,
+                             capture_output=True, text=True).stdout
+        lines = [line for line in out.splitlines() if line.startswith("| mpt-")]
+        self.assertEqual([line.split(" | ")[0] for line in lines], ["| mpt-7b-2048-8xh100", "| mpt-7b-2048-8xa100"])
+        self.assertIn("all rows: 2 rows", out)
+        # The H100 row is the hand-written mpt-7b-2k-8xh100.json: the same prediction.
+        with tempfile.NamedTemporaryFile(suffix=".json") as report:
+            subprocess.run([binary(), "simulate", os.path.join(FOLDER, "mpt-7b-2k-8xh100.json"), "--fidelity",
+                            "analytic", "--report", report.name], check=True, stdout=subprocess.DEVNULL)
+            with open(report.name) as f:
+                tokens = json.load(f)["simulation"]["tokens_per_s"]
+        self.assertEqual(lines[0].split(" | ")[6], f"{tokens:,.0f}")
+
+if __name__ == "__main__":
+    unittest.main()
