@@ -391,8 +391,9 @@ std::string simulation_summary(const SimulatedStep& s) {
   if (!s.experiment.model.opaque()) out += "  kernels: " + kernels_text(s.experiment) + "\n";
   if (!s.experiment.model.opaque() && s.experiment.training.attention_kernel == AttentionKernel::Triton &&
       hopper_attention_curves(acc.name))
-    out += "  attention: the Triton kernel was measured on A100 only; on " + acc.name +
-           " FlashAttention v1's measured speed stands for it (on A100 the two are within 10 %)\n";
+    out +=
+        "  attention: the Triton kernel was measured on A100 only; on " + acc.name +
+        " FlashAttention v1's measured speed stands for it (on A100 at head dimension 128 the two are within 10 %)\n";
   out += "  host launch overhead " +
          (s.experiment.training.launch_overhead_s > 0
               ? format_seconds(s.experiment.training.launch_overhead_s) +
