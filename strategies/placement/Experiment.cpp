@@ -142,6 +142,12 @@ void resolve(Experiment& e) {
   if (t.recompute != Recompute::None && s.placement.activations == Mode::Replicated)
     s.placement.activations = Mode::Materialized;
   if (s.placement.activations == Mode::Materialized && t.recompute == Recompute::None) t.recompute = Recompute::Full;
+  if (t.recompute == Recompute::SelectiveOp && e.model.mla())
+    throw InputError(
+        "training.recompute=selective-op is not modelled for multi-head latent attention (model.kv_lora_rank=" +
+        std::to_string(e.model.kv_lora_rank) +
+        "): which of its projections torchtitan's op-level AC keeps is not defined here; use full, "
+        "selective or none");
   if (!t.kernels_given) t.kernels = eager_by_default(s.preset) ? Kernels::Eager : Kernels::Fused;
   if (t.fused_norm && t.kernels != Kernels::Eager)
     throw InputError("training.fused_norm=true has no meaning with training.kernels=" + to_string(t.kernels) +

@@ -168,6 +168,26 @@ double cp_buffer_bytes(const Experiment& e, bool backward) {
 
 namespace {
 
+// What torchtitan's op-level selective AC keeps of a layer (torchtitan/models/llama/parallelize_llama.py,
+// _apply_ac_to_transformer_block with selective_ac_option = "op", at 9dec370): the block's input (the checkpoint's
+// argument); the outputs of the ops in its _save_list -- the attention kernel (its output and the fp32 log-sum-exp per
+// head) and the reduce-scatters (with sp, the two row-parallel outputs' shards) -- and of every matmul but the 2nd,
+// 4th, 6th of the forward. The matmuls in forward order: Q, K, V, the attention projection (row-parallel), then
+// w1, w3, w2 (gated; w2 row-parallel) or fc1, fc2 (fc2 row-parallel): Q, V, w1 and w2 are kept (gated), Q, V and
+// fc1 otherwise. A row-parallel matmul's output is a partial sum of the whole width on each tp rank; the others are
+// split over tp. Every other tensor of the block is recomputed in the backward, one layer at a time.
+double selective_op_bytes(const Experiment& e, double sbh, double sb, double f) {
+  const ModelSpec& m = e.model;
+  const double el = e.training.activation_bytes(), tp = static_cast<double>(e.strategy.tp);
+  const double h = static_cast<double>(m.hidden), heads = static_cast<double>(m.heads);
+  const double sp_div = e.strategy.sp ? tp : 1.0;
+  const double q = heads * static_cast<double>(m.head_dim()), v = static_cast<double>(m.kv_heads * m.head_dim());
+  const double kept_split = q + v + f + heads * static_cast<double>(m.v_dim());  // Q, V, w1 / fc1, attention out
+  const double kept_whole = m.gated_mlp ? h : 0.0;                               // w2's partial sums
+  const double reduce_scatters = e.strategy.sp && e.strategy.tp > 1 ? 2.0 * h / tp : 0.0;
+  return el * sbh / sp_div + el * sb * (kept_split / tp + kept_whole + reduce_scatters) + 4.0 * sb * heads / tp;
+}
+
 // A layer's stored activations with an MLP of inner size f (tp-sharded; 0: none) and `routed` token-expert pairs
 // through experts of moe_ffn (not tp-sharded).
 double activation_bytes_of(const Experiment& e, double f, double routed) {
@@ -186,6 +206,7 @@ double activation_bytes_of(const Experiment& e, double f, double routed) {
   const double o = static_cast<double>(m.heads * m.v_dim());
   const double sp_div = e.strategy.sp ? tp : 1.0;
   if (t.recompute == Recompute::Full) return el * sbh / sp_div;  // only each layer's input is kept
+  if (t.recompute == Recompute::SelectiveOp) return selective_op_bytes(e, sbh, sb, f);
   // Kept whole by every tp rank unless sequence-parallel: two norm inputs, QKV input, MLP input, dropout masks.
   double replicated = 4.0 * el * sbh + (m.dropout ? 2.0 * sbh : 0.0);
   // Split over tp: Q, K, V, the attention projection's input, the MLP activation's input(s) and fc2's input.
