@@ -102,8 +102,11 @@ TEST_CASE("Offloaded activations cost PCIe bytes both ways, host memory, and at 
   };
   const Analysis kept = analyze(experiment("replicated"));
   const Analysis offloaded = analyze(experiment("offloaded"));
-  CHECK(kept.memory.activations == Approx(48 * layer).epsilon(1e-12));  // 48 layers, one micro-batch in flight
-  CHECK(offloaded.memory.activations == Approx(3 * layer).epsilon(1e-12));
+  // 48 layers, one micro-batch in flight, and the loss over the head's logits (not offloaded): fused kernels, 6 bytes
+  // a logit (fp32 softmax and the bf16 gradient) x 2048 x 4 tokens x 51,200 / 8 vocabulary = 314,572,800 bytes.
+  CHECK(loss_saved_bytes(experiment("replicated")) + loss_transient_bytes(experiment("replicated")) == 314572800.0);
+  CHECK(kept.memory.activations == Approx(48 * layer + 314572800.0).epsilon(1e-12));
+  CHECK(offloaded.memory.activations == Approx(3 * layer + 314572800.0).epsilon(1e-12));
   CHECK(offloaded.memory.host == Approx(47 * layer).epsilon(1e-12));
   // Two micro-batches of 47 offloaded layers, out after the forward and back before the backward.
   CHECK(offloaded.comm.d2h == Approx(2 * 47 * layer).epsilon(1e-12));
@@ -139,4 +142,32 @@ TEST_CASE("Op-level selective AC keeps the block input, every other matmul outpu
       "heads": 4, "vocab": 1000, "seq_len": 512, "head_dim": 32, "kv_lora_rank": 16, "qk_rope_head_dim": 16,
       "v_head_dim": 32}, "training": {"recompute": "selective-op"}, "strategy": "dp"})"),
                     Catch::Contains("training.recompute=selective-op is not modelled for multi-head latent"));
+}
+
+// The loss over the output head's logits was not counted: on Llama 3 (128k vocabulary) at 8,192 tokens it is the
+// largest single allocation of the step. Saved fp32 softmax (4 bytes a logit) from the head's forward to its backward,
+// plus the backward's gradients at its peak: eager PyTorch's nll_loss and log-softmax gradients in fp32 (8 bytes),
+// Megatron's bf16 cast of the gradient computed in place (2 bytes).
+TEST_CASE("The last stage holds the loss over its logits: saved softmax per micro-batch in flight and the gradients") {
+  auto exp = [](const std::string& training, const std::string& strategy) {
+    return test::experiment(R"({"model": {"preset": "llama3-8b", "seq_len": 8192}, "training": )" + training +
+                            R"(, "strategy": )" + strategy + "}");
+  };
+  // Micro-batch 2 x 8,192 tokens x 128,256 words = 2,101,346,304 logits.
+  const Experiment eager = exp(R"({"micro_batch": 2, "kernels": "eager"})", R"("dp")");
+  CHECK(loss_saved_bytes(eager) == 4.0 * 2101346304);
+  CHECK(loss_saved_bytes(eager) + loss_transient_bytes(eager) == 25216155648.0);  // 12 bytes a logit
+  const Experiment fused = exp(R"({"micro_batch": 2})", R"("dp")");
+  CHECK(loss_transient_bytes(fused) == 2.0 * 2101346304);
+  // Vocabulary-parallel over tp 4: a quarter of the logits on each rank (128,256 / 4 = 32,064 words).
+  const Experiment tp4 = exp(R"({"micro_batch": 2})", R"({"tp": 4})");
+  CHECK(loss_saved_bytes(tp4) == 4.0 * 2 * 8192 * 32064);
+  // pp 2, GPipe, 4 micro-batches: all four forwards' softmax wait for their backwards on the last stage; the first
+  // stage holds none of it.
+  const Experiment gpipe =
+      exp(R"({"micro_batch": 1, "global_batch": 4})", R"({"pp": 2, "schedule": "gpipe", "microbatches": 4})");
+  const Analysis a = analyze(gpipe);
+  const double logits = 8192.0 * 128256;
+  CHECK(a.stages[1].memory.activations == 4 * 16 * layer_activation_bytes(gpipe) + 4 * 4 * logits + 2 * logits);
+  CHECK(a.stages[0].memory.activations == 4 * 16 * layer_activation_bytes(gpipe));
 }

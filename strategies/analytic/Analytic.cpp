@@ -62,6 +62,12 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
     mem.activations = std::min(act, kept + 2 * layer);
     mem.host += act - kept;
   }
+  // The loss on the stage with the output head: its saved softmax for every micro-batch whose head forward waits for
+  // its backward (all of them under GPipe, one otherwise), and the backward's gradients of one.
+  if (st.stage == s.pp - 1) {
+    const double in_flight = s.schedule == Schedule::GPipe && s.pp > 1 ? d(s.microbatches) : 1.0;
+    mem.activations += in_flight * loss_saved_bytes(e) + loss_transient_bytes(e);
+  }
   const double unit = d(st.max_unit_elems());
   // Transient: a gathered unit and the next one prefetched; unsharded gradients of a unit, double-buffered while
   // the previous one is reduce-scattered or copied to the host.

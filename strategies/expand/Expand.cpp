@@ -176,6 +176,8 @@ Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOption
     for (int k = 0; k < v_; ++k) groups_.back().push_back(chunk_groups(s, k));
   }
   cp_ = static_cast<int>(e.strategy.cp);
+  loss_saved_ = loss_saved_bytes(e);
+  loss_transient_ = loss_transient_bytes(e);
   if (e.model.moe()) {
     ep_ = static_cast<int>(e.strategy.ep);
     routing_ = expert_routing(e);

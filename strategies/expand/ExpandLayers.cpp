@@ -202,11 +202,20 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
           on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
         if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
       }
+      // The loss (loss_saved_bytes): the head's forward leaves its softmax, the head's backward adds its gradients
+      // while it runs and frees both.
+      std::vector<MemDelta> on_start;
+      if (part == ModelPart::Head && kind == TaskKind::Forward)
+        on_end.push_back({x, State::Activations, loss_saved_, false});
+      if (part == ModelPart::Head && kind == TaskKind::Backward) {
+        on_start.push_back({x, State::Activations, loss_transient_, false});
+        on_end.push_back({x, State::Activations, -(loss_saved_ + loss_transient_), false});
+      }
       Compute c{
           kind,          x,        cost.seconds,      cost.flops, layers ? lg.first_layer : -1, layers ? lg.layers : 0,
           op.microbatch, op.chunk, op.weight_version, part};
       TaskId id = add_single(c, s, x, Stream::Compute);
-      g_.set_memory(id, {}, cp_split ? std::vector<MemDelta>{} : on_end);
+      g_.set_memory(id, on_start, cp_split ? std::vector<MemDelta>{} : on_end);
       if (cp_split) {
         bodies.push_back(id);
         deferred.push_back(std::move(on_end));

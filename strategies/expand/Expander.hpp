@@ -191,6 +191,7 @@ class Expander {
   std::map<std::pair<int, int>, int> tp_groups_;
   std::map<std::tuple<int, int, int>, int> cp_groups_;
   int cp_ = 1;  ///< context parallel degree: data lanes d = c + cp x (data-parallel index)
+  double loss_saved_ = 0, loss_transient_ = 0;  ///< the loss's bytes on a head rank (loss_saved_bytes)
   std::map<std::tuple<int, int, int, AxisSet>, int> data_groups_;
   std::vector<DataCollective> plan_;  ///< the placement's collectives along the data axes (data_plan)
   std::map<std::vector<int>, int> subgroups_;

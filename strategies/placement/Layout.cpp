@@ -236,6 +236,22 @@ double activation_bytes_of(const Experiment& e, double f, double routed) {
 
 }  // namespace
 
+namespace {
+double logits_per_microbatch(const Experiment& e) {
+  if (e.model.opaque()) return 0;
+  return static_cast<double>(local_seq_len(e)) * static_cast<double>(e.training.micro_batch) *
+         static_cast<double>(ceil_div(e.model.vocab, e.strategy.tp));
+}
+}  // namespace
+
+double loss_saved_bytes(const Experiment& e) {
+  return 4.0 * logits_per_microbatch(e);
+}
+
+double loss_transient_bytes(const Experiment& e) {
+  return (e.training.kernels == Kernels::Fused ? 2.0 : 8.0) * logits_per_microbatch(e);
+}
+
 double layer_activation_bytes(const Experiment& e) {
   if (e.model.opaque()) return 0;
   return activation_bytes_of(e, static_cast<double>(e.model.ffn), 0);
