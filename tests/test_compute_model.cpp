@@ -130,6 +130,9 @@ TEST_CASE("The optimizer step moves the bytes of Megatron-LM's mixed-precision s
   CHECK(optimizer_step_bytes(training(R"({"grad_clipping":false})")) == 38);
   // fp32 Adam: m and v (2 x 8), the parameter read and written (8), gradient read 4, norm 4, zeroing 4.
   CHECK(optimizer_step_bytes(training(R"({"dtype":"fp32"})")) == 36);
+  // bf16 with the fp32 master weights as the parameters (PyTorch FSDP): m and v (2 x 8), the parameter read and
+  // written (8), gradient read 4, norm 4, zeroing 4; no 16-bit copy. 36, as in fp32.
+  CHECK(optimizer_step_bytes(training(R"({"master_weights":"parameters"})")) == 36);
   // bf16 SGD with momentum: master weights and momentum (2 x 8) + 4 + 4 + 6 + 4.
   CHECK(optimizer_step_bytes(training(R"({"optimizer":"sgd"})")) == 34);
 }

@@ -50,13 +50,15 @@ TEST_CASE("HSDP 8 x 8: memory and bytes per axis as FSDP HYBRID_SHARD computes t
   Experiment e = experiment(opaque(R"({"preset": "hsdp", "mesh": {"dp_replicate": 8, "dp_shard": 8}})"));
   check_validity(e);
   REQUIRE(e.strategy.dp == 64);
-  REQUIRE(e.strategy.microbatches == 8);  // 512 / (1 x 64)
-  REQUIRE(e.training.optimizer_bytes_per_param == 12);
+  REQUIRE(e.strategy.microbatches == 8);                            // 512 / (1 x 64)
+  REQUIRE(e.training.master_weights == MasterWeights::Parameters);  // PyTorch FSDP: the fp32 shard is the master
+  REQUIRE(e.training.optimizer_bytes_per_param == 8);
   Analysis a = analyze(e);
-  // Each rank holds 1/8 of 2^33 parameters: 2^30 elements, in bf16 / fp32 gradients / 12-byte Adam state.
-  CHECK(a.memory.parameters == 2 * kGiB);
+  // Each rank holds 1/8 of 2^33 parameters: 2^30 elements, in fp32 (the master weights) / fp32 gradients / Adam's
+  // two fp32 moments.
+  CHECK(a.memory.parameters == 4 * kGiB);
   CHECK(a.memory.gradients == 4 * kGiB);
-  CHECK(a.memory.optimizer == 12 * kGiB);
+  CHECK(a.memory.optimizer == 8 * kGiB);
   // Two gathered layers (2^28 elements) and two unsharded gradient buffers of a layer.
   CHECK(a.memory.buffers == 2 * 0.25 * kGiB * 2 + 2 * 0.25 * kGiB * 4);
   // Parameters gathered over the 8 ranks of dp_shard before each forward and each backward of 8 micro-batches:
@@ -102,9 +104,9 @@ TEST_CASE("FSDP + TP (dp_shard 16 x tp 4) on Llama 3 8B: per-device shards and b
   const double stage = 32.0 * 54534144 + 131334144 + 131338240;
   const double shard = stage / 16;
   Analysis a = analyze(e);
-  CHECK(a.memory.parameters == shard * 2);
+  CHECK(a.memory.parameters == shard * 4);  // fp32 master weights as the parameters (PyTorch FSDP), Adam's m and v
   CHECK(a.memory.gradients == shard * 4);
-  CHECK(a.memory.optimizer == shard * 12);
+  CHECK(a.memory.optimizer == shard * 8);
   // FSDP over dp_shard: gathers before forward and backward, a reduce-scatter after each backward, 32 micro-batches.
   CHECK(cls(a, CommClass::ZeroGather) == 2 * 32 * 15 * shard * 2);
   CHECK(cls(a, CommClass::DpGradSync) == 32 * 15 * shard * 4);
@@ -203,4 +205,50 @@ TEST_CASE("Activations along tp are sequence parallelism") {
   Experiment e = experiment(R"({"model": "gpt-7.5b", "strategy": {"tp": 4,
       "placement": {"activations": {"dp_shard": "R", "dp_replicate": "R", "tp": "S"}}}})");
   CHECK(e.strategy.sp);
+}
+
+// PyTorch FSDP keeps the sharded fp32 parameter as the optimizer's master weight (MixedPrecisionPolicy casts it to
+// bf16 for the all-gather): 4 + 4 + 8 = 16 bytes per parameter with Adam, where Megatron-LM and DeepSpeed hold bf16
+// parameters beside 12 bytes of optimizer state (2 + 4 + 12 = 18 with fp32 gradients).
+TEST_CASE("FSDP presets hold the fp32 master weights as the parameters; ZeRO and a written field keep them apart") {
+  Analysis fsdp = analyze(experiment(opaque(R"({"preset": "fsdp", "dp": 64})")));
+  Analysis zero3 = analyze(experiment(opaque(R"({"preset": "zero3", "dp": 64})")));
+  // 2^33 / 64 = 2^27 elements per rank: fsdp 4 + 4 + 8 bytes, zero3 2 + 4 + 12 bytes.
+  CHECK(fsdp.memory.parameters == 0.5 * kGiB);
+  CHECK(fsdp.memory.optimizer == 1.0 * kGiB);
+  CHECK(fsdp.model_states_bytes == 2.0 * kGiB);
+  CHECK(zero3.memory.parameters == 0.25 * kGiB);
+  CHECK(zero3.memory.optimizer == 1.5 * kGiB);
+  CHECK(zero3.model_states_bytes == 2.25 * kGiB);
+  // The gathered units are bf16 all the same: the same gather bytes, 2 x 8 x 63/64 x 2^34 (see HSDP's test above).
+  CHECK(cls(fsdp, CommClass::ZeroGather) == cls(zero3, CommClass::ZeroGather));
+  // Written fields win over the preset: fsdp with the master weights in the optimizer is ZeRO-3's 18 bytes.
+  Experiment apart = experiment(R"({"model": {"parameters": 8589934592, "layers": 32},
+      "training": {"global_batch": 512, "micro_batch": 1, "master_weights": "optimizer"},
+      "strategy": {"preset": "fsdp", "dp": 64}})");
+  CHECK(apart.training.optimizer_bytes_per_param == 12);
+  CHECK(analyze(apart).model_states_bytes == 2.25 * kGiB);
+  Experiment together = experiment(R"({"model": {"parameters": 8589934592, "layers": 32},
+      "training": {"global_batch": 512, "micro_batch": 1, "master_weights": "parameters"},
+      "strategy": {"preset": "zero3", "dp": 64}})");
+  CHECK(analyze(together).model_states_bytes == 2.0 * kGiB);
+  // fp32 training has no master weights; offloaded parameters are copied as 16-bit ones (ZeRO-Offload), so the
+  // preset's default moves to the optimizer and an explicit "parameters" is refused.
+  CHECK_THROWS_WITH(experiment(R"({"model": {"parameters": 8589934592, "layers": 32},
+      "training": {"global_batch": 512, "dtype": "fp32", "master_weights": "parameters"},
+      "strategy": {"preset": "fsdp", "dp": 64}})"),
+                    Catch::Contains("training.master_weights=parameters with training.dtype=fp32"));
+  const char* offloaded = R"(, "placement": {"parameters": "offloaded", "gradients": "offloaded",
+      "optimizer": "offloaded", "activations": "replicated"}}})";
+  CHECK(experiment(R"({"model": {"parameters": 8589934592, "layers": 32}, "training": {"global_batch": 512},
+      "strategy": {"preset": "fsdp", "dp": 64)" +
+                   std::string(offloaded))
+            .training.master_weights == MasterWeights::Optimizer);
+  CHECK_THROWS_WITH(experiment(R"({"model": {"parameters": 8589934592, "layers": 32},
+      "training": {"global_batch": 512, "master_weights": "parameters"},
+      "strategy": {"preset": "fsdp", "dp": 64)" +
+                               std::string(offloaded)),
+                    Catch::Contains("training.master_weights=parameters with strategy.placement.parameters=offloaded "
+                                    "is not modelled") &&
+                        Catch::Contains("use training.master_weights=optimizer"));
 }

@@ -206,7 +206,7 @@ std::vector<std::array<double, 3>> resident_of(const Experiment& miniature, cons
   const TrainingSpec& t = miniature.training;
   std::vector<std::array<double, 3>> out;
   for (const StageAnalysis& st : a.stages)
-    out.push_back({st.memory.parameters / t.param_bytes(), st.memory.gradients / t.grad_bytes(),
+    out.push_back({st.memory.parameters / t.held_param_bytes(), st.memory.gradients / t.grad_bytes(),
                    st.memory.optimizer / t.optimizer_bytes_per_param});
   return out;
 }

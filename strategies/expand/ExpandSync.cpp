@@ -374,7 +374,7 @@ void Expander::finish_step(int s) {
 }
 
 void Expander::set_resident_memory() {
-  const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes(),
+  const double pb = e_.training.param_bytes(), hpb = e_.training.held_param_bytes(), gb = e_.training.grad_bytes(),
                ob = e_.training.optimizer_bytes_per_param;
   // PipeDream-2BW double-buffers its weights for the whole run; hpZ's secondary shard is one copy whatever the
   // versions.
@@ -386,11 +386,11 @@ void Expander::set_resident_memory() {
     for (const auto& chunk : groups_[static_cast<std::size_t>(s)])
       for (const auto& lg : chunk) {
         const double second = static_cast<double>(secondary_share(e_.strategy, sharded(lg, dp_) * dp_));
-        r[static_cast<std::size_t>(State::Parameters)] += (copies * held(State::Parameters, lg) + second) * pb;
+        r[static_cast<std::size_t>(State::Parameters)] += copies * held(State::Parameters, lg) * hpb + second * pb;
         r[static_cast<std::size_t>(State::Gradients)] += held(State::Gradients, lg) * gb;
         r[static_cast<std::size_t>(State::Optimizer)] += held(State::Optimizer, lg) * ob;
       }
-    r[static_cast<std::size_t>(State::Parameters)] += copies * held_experts(s, State::Parameters) * pb;
+    r[static_cast<std::size_t>(State::Parameters)] += copies * held_experts(s, State::Parameters) * hpb;
     r[static_cast<std::size_t>(State::Gradients)] += held_experts(s, State::Gradients) * gb;
     r[static_cast<std::size_t>(State::Optimizer)] += held_experts(s, State::Optimizer) * ob;
   }

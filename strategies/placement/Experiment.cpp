@@ -97,6 +97,35 @@ void check_experts(const Experiment& e) {
 
 }  // namespace
 
+namespace {
+
+// PyTorch FSDP's presets keep the fp32 master weights as the sharded parameters, except where placesim models the
+// weights' copies as DeepSpeed or PipeDream make them (16-bit parameters offloaded and copied in, hpZ's secondary
+// shard, stashed versions): there the default stays with the optimizer and an explicit "parameters" is refused.
+void resolve_master_weights(Experiment& e) {
+  const StrategySpec& s = e.strategy;
+  TrainingSpec& t = e.training;
+  std::string copies;
+  if (s.placement.parameters == Mode::Offloaded) copies = "strategy.placement.parameters=offloaded";
+  if (s.placement.optimizer == Mode::Offloaded)
+    copies = "strategy.placement.optimizer=offloaded (the host's step updates master weights it holds)";
+  if (s.placement.secondary) copies = "the hpZ secondary shard (strategy.placement.parameters.secondary)";
+  if (s.pp > 1 && (s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW))
+    copies = "schedule=" + to_string(s.schedule) + "'s stashed weight versions";
+  if (!t.master_weights_given)
+    t.master_weights = t.dtype != DType::FP32 && eager_by_default(s.preset) && copies.empty()
+                           ? MasterWeights::Parameters
+                           : MasterWeights::Optimizer;
+  else if (t.master_weights == MasterWeights::Parameters && !copies.empty())
+    throw InputError("training.master_weights=parameters with " + copies +
+                     " is not modelled (their copies are 16-bit parameters with the master weights in the optimizer "
+                     "state); use training.master_weights=optimizer");
+  if (!t.optimizer_bytes_given)
+    t.optimizer_bytes_per_param = default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights);
+}
+
+}  // namespace
+
 void resolve(Experiment& e) {
   StrategySpec& s = e.strategy;
   TrainingSpec& t = e.training;
@@ -149,6 +178,7 @@ void resolve(Experiment& e) {
         "): which of its projections torchtitan's op-level AC keeps is not defined here; use full, "
         "selective or none");
   if (!t.kernels_given) t.kernels = eager_by_default(s.preset) ? Kernels::Eager : Kernels::Fused;
+  resolve_master_weights(e);
   if (t.fused_norm && t.kernels != Kernels::Eager)
     throw InputError("training.fused_norm=true has no meaning with training.kernels=" + to_string(t.kernels) +
                      (t.kernels_given ? "" : " (the " + s.preset + " preset's default)") +
@@ -281,6 +311,7 @@ Json training_to_json(const TrainingSpec& t) {
   j["kernels"] = to_string(t.kernels);
   if (t.fused_norm) j["fused_norm"] = true;
   if (t.attention_kernel != AttentionKernel::Fused) j["attention_kernel"] = to_string(t.attention_kernel);
+  if (t.master_weights == MasterWeights::Parameters) j["master_weights"] = to_string(t.master_weights);
   return j;
 }
 

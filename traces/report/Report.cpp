@@ -236,8 +236,14 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   out << "  mesh " << mesh_string(s) << " = " << s.devices() << " devices" << (s.sp ? ", sequence parallel" : "")
       << "; " << to_string(s.schedule) << ", " << s.microbatches << " micro-batches of " << e.training.micro_batch
       << ", global batch " << e.training.global_batch << "; " << to_string(e.training.dtype) << " "
-      << to_string(e.training.optimizer) << " (" << to_string(e.training.grad_dtype) << " gradients), recompute "
-      << to_string(e.training.recompute);
+      << to_string(e.training.optimizer) << " (" << to_string(e.training.grad_dtype) << " gradients"
+      << (e.training.master_weights == MasterWeights::Parameters
+              ? std::string(", fp32 master weights as the parameters (") +
+                    (e.training.master_weights_given ? "training.master_weights"
+                                                     : "the " + e.strategy.preset + " preset's default: PyTorch FSDP") +
+                    ")"
+              : std::string())
+      << "), recompute " << to_string(e.training.recompute);
   if (!e.model.opaque())
     out << "; seq " << e.model.seq_len
         << (e.model.seq_len_source.empty() ? std::string() : " (" + e.model.seq_len_source + ")") << ", "

@@ -6,18 +6,19 @@
 
 namespace placesim {
 
-double default_optimizer_bytes(Optimizer optimizer, DType dtype) {
-  bool mixed = dtype != DType::FP32;
+double default_optimizer_bytes(Optimizer optimizer, DType dtype, MasterWeights master) {
+  bool mixed = dtype != DType::FP32 && master == MasterWeights::Optimizer;
   if (optimizer == Optimizer::Adam) return mixed ? 12 : 8;
   return mixed ? 8 : 4;
 }
 
 double optimizer_step_bytes(const TrainingSpec& t) {
   const bool mixed = t.dtype != DType::FP32;
-  double bytes = 2 * t.optimizer_bytes_per_param + (mixed ? 0 : 2 * 4) + 4;
+  const bool copy16 = mixed && t.master_weights == MasterWeights::Optimizer;
+  double bytes = 2 * t.optimizer_bytes_per_param + (copy16 ? 0 : 2 * 4) + 4;
   if (t.grad_clipping) bytes += 4;
   if (t.dtype == DType::FP16) bytes += 8;
-  if (mixed) bytes += 4 + t.param_bytes();
+  if (copy16) bytes += 4 + t.param_bytes();
   const bool fp32_grads = t.grad_dtype == DType::FP32;
   bytes += fp32_grads ? 4 : t.grad_bytes() + 4 + t.grad_bytes();
   return bytes;
@@ -91,8 +92,16 @@ TrainingSpec parse_training(const Json& value) {
                      " with training.dtype=fp32: fp32 training has fp32 gradients");
   std::string opt = r.get_choice("optimizer", {"adam", "sgd"}, "adam");
   t.optimizer = opt == "adam" ? Optimizer::Adam : Optimizer::SGD;
+  t.master_weights_given = r.has("master_weights");
+  t.master_weights = r.get_choice("master_weights", {"optimizer", "parameters"}, "optimizer") == "parameters"
+                         ? MasterWeights::Parameters
+                         : MasterWeights::Optimizer;
+  if (t.master_weights_given && t.dtype == DType::FP32)
+    throw InputError(r.field("master_weights") + "=" + to_string(t.master_weights) +
+                     " with training.dtype=fp32: fp32 training has no master weights");
+  t.optimizer_bytes_given = r.has("optimizer_bytes_per_param");
   t.optimizer_bytes_per_param =
-      r.get_number("optimizer_bytes_per_param", default_optimizer_bytes(t.optimizer, t.dtype));
+      r.get_number("optimizer_bytes_per_param", default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights));
   if (t.optimizer_bytes_per_param < 0)
     throw InputError(r.field("optimizer_bytes_per_param") + "=" + show(value["optimizer_bytes_per_param"]) +
                      " must not be negative");
@@ -135,6 +144,9 @@ std::string to_string(Recompute r) {
 
 std::string to_string(Kernels k) {
   return k == Kernels::Eager ? "eager" : k == Kernels::Compiled ? "compiled" : "fused";
+}
+std::string to_string(MasterWeights m) {
+  return m == MasterWeights::Parameters ? "parameters" : "optimizer";
 }
 std::string to_string(AttentionKernel k) {
   return k == AttentionKernel::Flash1 ? "flash1" : k == AttentionKernel::Triton ? "triton" : "fused";

@@ -25,6 +25,11 @@ enum class Kernels { Fused, Compiled, Eager };
 /// MosaicML llm-foundry runs as attn_impl: triton). flash1 and triton run at their measured speed relative to
 /// FlashAttention-2 at the same sequence length and head dimension (ComputeModel's attention_kernel_speed).
 enum class AttentionKernel { Fused, Flash1, Triton };
+/// Where mixed precision keeps its fp32 master weights: in the optimizer state beside 16-bit parameters (Megatron-LM,
+/// DeepSpeed: 2 + 12 bytes per parameter with Adam), or as the parameters themselves, cast to 16 bits when used
+/// (PyTorch FSDP's MixedPrecision/MixedPrecisionPolicy: the sharded fp32 parameter is what the optimizer updates;
+/// 4 + 8 bytes with Adam, 16-bit copies only gathered).
+enum class MasterWeights { Optimizer, Parameters };
 
 /// Skewed routing of a mixture-of-experts model, a what-if (placesim does not train a router): every source rank
 /// routes alike, in every MoE layer and micro-batch. Expert i takes a share p_i of the token-expert assignments:
@@ -52,6 +57,9 @@ struct TrainingSpec {
   DType grad_dtype = DType::FP32;  ///< gradient memory, gradient collectives and offload copies
   Optimizer optimizer = Optimizer::Adam;
   double optimizer_bytes_per_param = 12;  ///< K of the ZeRO paper
+  bool optimizer_bytes_given = false;     ///< training.optimizer_bytes_per_param was written
+  MasterWeights master_weights = MasterWeights::Optimizer;
+  bool master_weights_given = false;  ///< training.master_weights was written (else the strategy preset decides)
   Recompute recompute = Recompute::None;
   bool recompute_given = false;  ///< training.recompute was written by the user (it then wins over a preset)
   /// Weight-gradient GEMMs accumulate into the gradient buffer themselves (Megatron-LM since 2022-02,
@@ -74,6 +82,8 @@ struct TrainingSpec {
   RoutingSpec routing;  ///< mixture-of-experts models: how tokens spread over the experts
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
+  /// Bytes of a parameter element held between steps (a shard or a replica): fp32 when it is the master weight.
+  int held_param_bytes() const { return master_weights == MasterWeights::Parameters ? 4 : param_bytes(); }
   int grad_bytes() const { return grad_dtype == DType::FP32 ? 4 : 2; }
   int activation_bytes() const { return param_bytes(); }
 };
@@ -84,15 +94,18 @@ struct TrainingSpec {
 ///   in fp32 the parameter is read and written besides, 2 x 4) and reads the fp32 gradient (4);
 /// - with grad_clipping the gradient norm reads the gradient once more (4);
 /// - fp16 only: unscaling by the loss scale with the inf/nan check reads and writes the gradient (8);
-/// - mixed precision: the master weights are copied into the 16-bit model parameters (4 + 2);
+/// - mixed precision: the master weights are copied into the 16-bit model parameters (4 + 2); with the master weights
+///   as the parameters (master_weights = parameters) there is no copy and the fp32 parameter is read and written
+///   beside the state (2 x 4, K then excludes it), as in fp32;
 /// - the gradient buffer is made ready for the next step: fp32 gradients (grad_dtype, the main-grad buffer) are
 ///   read in place and the buffer is zeroed (4); 16-bit gradients are first copied to fp32 (2 + 4) and their buffer
 ///   is zeroed (2), with or without fused accumulation (Float16OptimizerWithFloat16Params copies main_grad.float()).
 /// Mixed-precision Adam: bf16 42 (fp32 gradients), fp16 54 (fp16 gradients); fp32 Adam 36.
 double optimizer_step_bytes(const TrainingSpec& t);
 
-/// Optimizer state bytes per parameter: Adam 12 (mixed) / 8 (fp32); SGD with momentum 8 (mixed) / 4 (fp32).
-double default_optimizer_bytes(Optimizer optimizer, DType dtype);
+/// Optimizer state bytes per parameter: Adam 12 (mixed) / 8 (fp32, or mixed with the master weights as the
+/// parameters); SGD with momentum 8 / 4 alike.
+double default_optimizer_bytes(Optimizer optimizer, DType dtype, MasterWeights master = MasterWeights::Optimizer);
 
 TrainingSpec parse_training(const Json& value);
 
@@ -103,5 +116,6 @@ std::string to_string(Optimizer o);
 std::string to_string(Recompute r);
 std::string to_string(Kernels k);
 std::string to_string(AttentionKernel k);
+std::string to_string(MasterWeights m);
 
 }  // namespace placesim
