@@ -37,9 +37,9 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   const auto& s = e.strategy;
   const auto& pl = s.placement;
   MemoryBytes mem;
-  const double pb = t.param_bytes(), gb = t.grad_bytes(), k = t.optimizer_bytes_per_param;
+  const double pb = t.param_bytes(), hpb = t.held_param_bytes(), gb = t.grad_bytes(), k = t.optimizer_bytes_per_param;
   // Held parameters are fp32 where they are the master weights (training.master_weights); copies are 16-bit.
-  mem.parameters = d(st.held_elems(s, State::Parameters)) * t.held_param_bytes();
+  mem.parameters = d(st.held_elems(s, State::Parameters)) * hpb;
   // hpZ: the secondary shard over dp_shard, cut from each forward gather and read by the backward's.
   mem.parameters += d(secondary_share(s, st.padded_elems(s.data_ranks()))) * pb;
   mem.parameters += extra_weight_versions(e, st) * d(stashed_version_elems(e, st)) * pb;
@@ -49,7 +49,7 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
     // The routed experts, placed along their expert-data-parallel group (expert_view).
     const StrategySpec v = expert_view(s);
     const std::int64_t whole = st.expert_total(), padded = st.expert_padded(s.edp());
-    mem.parameters += d(held_share(v, State::Parameters, whole, padded)) * t.held_param_bytes();
+    mem.parameters += d(held_share(v, State::Parameters, whole, padded)) * hpb;
     mem.gradients += d(held_share(v, State::Gradients, whole, padded)) * gb;
     mem.optimizer += d(held_share(v, State::Optimizer, whole, padded)) * k;
   }

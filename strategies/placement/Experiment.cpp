@@ -95,10 +95,6 @@ void check_experts(const Experiment& e) {
                      " is more than model.experts=" + std::to_string(m.experts));
 }
 
-}  // namespace
-
-namespace {
-
 // PyTorch FSDP's presets keep the fp32 master weights as the sharded parameters, except where placesim models the
 // weights' copies as DeepSpeed or PipeDream make them (16-bit parameters offloaded and copied in, hpZ's secondary
 // shard, stashed versions): there the default stays with the optimizer and an explicit "parameters" is refused.

@@ -234,14 +234,12 @@ double activation_bytes_of(const Experiment& e, double f, double routed) {
   return replicated / sp_div + (sharded + scores) / tp + experts;
 }
 
-}  // namespace
-
-namespace {
 double logits_per_microbatch(const Experiment& e) {
   if (e.model.opaque()) return 0;
   return static_cast<double>(local_seq_len(e)) * static_cast<double>(e.training.micro_batch) *
          static_cast<double>(ceil_div(e.model.vocab, e.strategy.tp));
 }
+
 }  // namespace
 
 double loss_saved_bytes(const Experiment& e) {
