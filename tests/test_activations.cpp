@@ -159,6 +159,18 @@ TEST_CASE("The last stage holds the loss over its logits: saved softmax per micr
   CHECK(loss_saved_bytes(eager) + loss_transient_bytes(eager) == 25216155648.0);  // 12 bytes a logit
   const Experiment fused = exp(R"({"micro_batch": 2})", R"("dp")");
   CHECK(loss_transient_bytes(fused) == 2.0 * 2101346304);
+  // training.loss_kernel = fused (flash-attn's cross entropy, llm-foundry's default): the bf16 logits (2 bytes) and
+  // an fp32 log-sum-exp per token (2 x 8,192 x 4 = 65,536) saved, the bf16 gradient (2 bytes) at the peak; under
+  // eager kernels as well: the field, not the kernels, decides.
+  const Experiment xentropy = exp(R"({"micro_batch": 2, "kernels": "eager", "loss_kernel": "fused"})", R"("dp")");
+  CHECK(loss_saved_bytes(xentropy) == 4202758144.0);
+  CHECK(loss_transient_bytes(xentropy) == 4202692608.0);
+  // Written against the kernels' default: PyTorch's fp32 cross entropy under fused kernels, 4 + 8 bytes.
+  const Experiment pytorch = exp(R"({"micro_batch": 2, "loss_kernel": "pytorch"})", R"("dp")");
+  CHECK(loss_saved_bytes(pytorch) + loss_transient_bytes(pytorch) == 25216155648.0);
+  CHECK_THROWS_WITH(exp(R"({"loss_kernel": "liger"})", R"("dp")"), Catch::Contains("training.loss_kernel") &&
+                                                                       Catch::Contains("liger") &&
+                                                                       Catch::Contains("is not one of"));
   // Vocabulary-parallel over tp 4: a quarter of the logits on each rank (128,256 / 4 = 32,064 words).
   const Experiment tp4 = exp(R"({"micro_batch": 2})", R"({"tp": 4})");
   CHECK(loss_saved_bytes(tp4) == 4.0 * 2 * 8192 * 32064);

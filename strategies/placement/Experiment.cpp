@@ -174,6 +174,8 @@ void resolve(Experiment& e) {
         "): which of its projections torchtitan's op-level AC keeps is not defined here; use full, "
         "selective or none");
   if (!t.kernels_given) t.kernels = eager_by_default(s.preset) ? Kernels::Eager : Kernels::Fused;
+  if (!t.loss_kernel_given)
+    t.loss_kernel = t.kernels == Kernels::Fused ? LossKernel::VocabParallel : LossKernel::PyTorch;
   resolve_master_weights(e);
   if (t.fused_norm && t.kernels != Kernels::Eager)
     throw InputError("training.fused_norm=true has no meaning with training.kernels=" + to_string(t.kernels) +
@@ -308,6 +310,7 @@ Json training_to_json(const TrainingSpec& t) {
   if (t.fused_norm) j["fused_norm"] = true;
   if (t.attention_kernel != AttentionKernel::Fused) j["attention_kernel"] = to_string(t.attention_kernel);
   if (t.master_weights == MasterWeights::Parameters) j["master_weights"] = to_string(t.master_weights);
+  if (t.loss_kernel_given) j["loss_kernel"] = to_string(t.loss_kernel);
   return j;
 }
 

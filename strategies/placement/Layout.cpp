@@ -243,11 +243,22 @@ double logits_per_microbatch(const Experiment& e) {
 }  // namespace
 
 double loss_saved_bytes(const Experiment& e) {
+  if (e.training.loss_kernel == LossKernel::Fused)  // the 16-bit logits and an fp32 log-sum-exp per token
+    return e.training.activation_bytes() * logits_per_microbatch(e) +
+           (e.model.opaque() ? 0.0 : 4.0 * local_seq_len(e) * e.training.micro_batch);
   return 4.0 * logits_per_microbatch(e);
 }
 
 double loss_transient_bytes(const Experiment& e) {
-  return (e.training.kernels == Kernels::Fused ? 2.0 : 8.0) * logits_per_microbatch(e);
+  switch (e.training.loss_kernel) {
+    case LossKernel::PyTorch:
+      return 8.0 * logits_per_microbatch(e);
+    case LossKernel::Fused:
+      return e.training.activation_bytes() * logits_per_microbatch(e);
+    case LossKernel::VocabParallel:
+      break;
+  }
+  return 2.0 * logits_per_microbatch(e);
 }
 
 double layer_activation_bytes(const Experiment& e) {

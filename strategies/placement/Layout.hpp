@@ -96,12 +96,12 @@ double cp_buffer_bytes(const Experiment& e, bool backward);
 /// generalised to GQA, gated MLPs, no dropout and flash attention). A dense layer.
 double layer_activation_bytes(const Experiment& e);
 /// The loss over the output head's logits, one micro-batch on a rank holding the head: its logits are
-/// local sequence x micro-batch x vocab / tp (vocab-parallel). Saved from the forward to the backward: the fp32
-/// softmax (Megatron's vocab-parallel cross entropy keeps exp(logits) in fp32) or log-softmax (PyTorch's
-/// cross_entropy on logits cast to fp32, as torchtitan computes it), 4 bytes a logit. Added at the backward's peak:
-/// with fused kernels (Megatron-LM/-Core) the bf16 gradient cast from the fp32 one computed in place, 2 bytes; with
-/// eager or compiled kernels (the loss stays eager: torchtitan compiles the transformer blocks only) nll_loss's
-/// fp32 gradient and log-softmax's, 8 bytes. 0 for an opaque model.
+/// local sequence x micro-batch x vocab / tp (vocab-parallel). By training.loss_kernel (LossKernel), saved from the
+/// forward to the backward: the fp32 softmax (vocab-parallel: Megatron's cross entropy keeps exp(logits) in fp32)
+/// or log-softmax (pytorch: cross_entropy on logits cast to fp32, as torchtitan computes it), 4 bytes a logit; or
+/// (fused) the 16-bit logits and an fp32 log-sum-exp per token. Added at the backward's peak: vocab-parallel the
+/// 16-bit gradient cast from the fp32 one computed in place, 2 bytes; pytorch nll_loss's fp32 gradient and
+/// log-softmax's, 8 bytes; fused the 16-bit gradient, 2 bytes. 0 for an opaque model.
 double loss_saved_bytes(const Experiment& e);
 double loss_transient_bytes(const Experiment& e);
 /// The same for an MoE layer on a device whose experts compute `routed` token-expert pairs: the attention's, the

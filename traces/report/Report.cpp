@@ -193,9 +193,21 @@ std::string format_flops(double v) {
   return format_scaled(v, {{1e18, 1e18, "%.2f EFLOP"}, {1e15, 1e15, "%.2f PFLOP"}, {0, 1e12, "%.2f TFLOP"}});
 }
 
-}  // namespace
+// The loss kernel when written; the default follows the kernels (vocab-parallel when fused, else pytorch).
+std::string loss_text(const TrainingSpec& t) {
+  if (!t.loss_kernel_given) return "";
+  switch (t.loss_kernel) {
+    case LossKernel::Fused:
+      return "; loss: a fused cross-entropy kernel on the 16-bit logits (training.loss_kernel)";
+    case LossKernel::PyTorch:
+      return "; loss: PyTorch's cross entropy on fp32 logits (training.loss_kernel)";
+    case LossKernel::VocabParallel:
+      break;
+  }
+  return "; loss: Megatron's vocab-parallel cross entropy in fp32 (training.loss_kernel)";
+}
 
-std::string kernels_text(const Experiment& e) {
+std::string kernels_only_text(const Experiment& e) {
   const TrainingSpec& t = e.training;
   const std::string origin = t.kernels_given ? "training.kernels"
                              : t.kernels == Kernels::Eager
@@ -211,6 +223,12 @@ std::string kernels_text(const Experiment& e) {
       break;
   }
   return "fused element-wise kernels (" + origin + ")";
+}
+
+}  // namespace
+
+std::string kernels_text(const Experiment& e) {
+  return kernels_only_text(e) + loss_text(e.training);
 }
 
 std::string attention_text(const Experiment& e) {

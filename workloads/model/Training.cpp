@@ -124,6 +124,11 @@ TrainingSpec parse_training(const Json& value) {
   t.attention_kernel = attention == "flash1"   ? AttentionKernel::Flash1
                        : attention == "triton" ? AttentionKernel::Triton
                                                : AttentionKernel::Fused;
+  t.loss_kernel_given = r.has("loss_kernel");
+  const std::string loss = r.get_choice("loss_kernel", {"vocab-parallel", "pytorch", "fused"}, "vocab-parallel");
+  t.loss_kernel = loss == "pytorch" ? LossKernel::PyTorch
+                  : loss == "fused" ? LossKernel::Fused
+                                    : LossKernel::VocabParallel;
   if (const Json* routing = r.child("routing")) t.routing = parse_routing(*routing);
   r.finish();
   return t;
@@ -147,6 +152,9 @@ std::string to_string(Kernels k) {
 }
 std::string to_string(MasterWeights m) {
   return m == MasterWeights::Parameters ? "parameters" : "optimizer";
+}
+std::string to_string(LossKernel k) {
+  return k == LossKernel::PyTorch ? "pytorch" : k == LossKernel::Fused ? "fused" : "vocab-parallel";
 }
 std::string to_string(AttentionKernel k) {
   return k == AttentionKernel::Flash1 ? "flash1" : k == AttentionKernel::Triton ? "triton" : "fused";

@@ -30,6 +30,18 @@ enum class AttentionKernel { Fused, Flash1, Triton };
 /// (PyTorch FSDP's MixedPrecision/MixedPrecisionPolicy: the sharded fp32 parameter is what the optimizer updates;
 /// 4 + 8 bytes with Adam, 16-bit copies only gathered).
 enum class MasterWeights { Optimizer, Parameters };
+/// The cross entropy over the output head's logits (see loss_saved_bytes/loss_transient_bytes and logit_times):
+/// - vocab-parallel: Megatron-LM's vocab-parallel cross entropy in fp32 (megatron/core/tensor_parallel/
+///   cross_entropy.py): keeps the fp32 softmax (4 bytes a logit), its backward scales it in place and casts the
+///   gradient back to 16 bits (2 bytes). The default under fused kernels;
+/// - pytorch: F.cross_entropy on the logits cast to fp32 (torchtitan's cross_entropy_loss): keeps the fp32
+///   log-softmax (4), its backward holds nll_loss's and log_softmax's fp32 gradients (8). The default under eager
+///   and compiled kernels;
+/// - fused: a fused cross-entropy kernel on the 16-bit logits with fp32 arithmetic inside (flash-attn's
+///   CrossEntropyLoss, xentropy_cuda_lib, which MosaicML llm-foundry runs as its default loss_fn
+///   fused_crossentropy): keeps the 16-bit logits and one fp32 log-sum-exp per token (2 bytes a logit), its backward
+///   writes the 16-bit gradient (2); forward one read of the logits, backward one read and one write.
+enum class LossKernel { VocabParallel, PyTorch, Fused };
 
 /// Skewed routing of a mixture-of-experts model, a what-if (placesim does not train a router): every source rank
 /// routes alike, in every MoE layer and micro-batch. Expert i takes a share p_i of the token-expert assignments:
@@ -79,7 +91,9 @@ struct TrainingSpec {
   /// "fused_rmsnorm", a Triton kernel; Apex's or Transformer Engine's norm).
   bool fused_norm = false;
   AttentionKernel attention_kernel = AttentionKernel::Fused;
-  RoutingSpec routing;  ///< mixture-of-experts models: how tokens spread over the experts
+  LossKernel loss_kernel = LossKernel::VocabParallel;
+  bool loss_kernel_given = false;  ///< training.loss_kernel was written (else training.kernels decides)
+  RoutingSpec routing;             ///< mixture-of-experts models: how tokens spread over the experts
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
   /// Bytes of a parameter element held between steps (a shard or a replica): fp32 when it is the master weight.
@@ -117,5 +131,6 @@ std::string to_string(Recompute r);
 std::string to_string(Kernels k);
 std::string to_string(AttentionKernel k);
 std::string to_string(MasterWeights m);
+std::string to_string(LossKernel k);
 
 }  // namespace placesim
