@@ -108,6 +108,28 @@ TEST_CASE("Simulate refuses an experiment whose memory does not fit the accelera
   CHECK_THAT(out, Catch::Contains("does not fit") && Catch::Contains("device memory is 85.9 GB"));
 }
 
+// The analytic bound holds every transient buffer live at once; simulate decides by what was live at one moment.
+// This FSDP step over 16 GPUs: bound 110,132,224 B, model states 25,863,168 B, simulated peak 85,974,016 B.
+TEST_CASE("Simulate refuses by the simulated peak when only the analytic bound is over device memory") {
+  auto run = [](const std::string& hbm, std::string* out) {
+    std::string path = "/tmp/placesim-peakfit-" + std::to_string(::getpid()) + ".json";
+    std::ofstream(path) << R"({"model": )" << kModel << R"(, "training": {"global_batch": 32, "micro_batch": 1},
+        "strategy": {"preset": "fsdp", "dp": 16}, "cluster": {"preset": "dgx-a100", "nodes": 2,
+        "accelerator": {"preset": "a100-80gb", "hbm_bytes": )"
+                        << hbm << "}}}";
+    return run_placesim("simulate " + path, out);
+  };
+  std::string out;
+  CHECK(run("100e6", &out) == 0);  // bound over, peak fits: simulated, with a warning naming both
+  CHECK_THAT(out, Catch::Contains("warning: memory: the analytic bound 110 MB is over device memory 100 MB") &&
+                      Catch::Contains("the simulated peak 86.0 MB fits, 14.0 MB to spare"));
+  CHECK(run("50e6", &out) == 2);  // the peak is over too: refused, naming the peak
+  CHECK_THAT(out, Catch::Contains("does not fit: the simulated peak of a device is 86.0 MB") &&
+                      Catch::Contains("analytic bound 110 MB) but device memory is 50.0 MB"));
+  CHECK(run("20e6", &out) == 2);  // the model states alone are over: refused before simulating, by the bound
+  CHECK_THAT(out, Catch::Contains("does not fit: a device needs 110 MB"));
+}
+
 TEST_CASE("Simulate needs a cluster") {
   std::string path = "/tmp/placesim-nocluster-" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << R"({"model": "gpt-7.5b", "strategy": "dp"})";

@@ -255,4 +255,13 @@ void check_fits(const Experiment& e, const Analysis& a) {
                    format_bytes(m.buffers) + ") but device memory is " + format_bytes(e.device_memory_bytes));
 }
 
+void check_peak_fits(const Experiment& e, const Analysis& a, double peak, const std::array<double, 5>& at_peak) {
+  if (e.device_memory_bytes <= 0 || peak <= e.device_memory_bytes) return;
+  throw DoesNotFit("memory: the model does not fit: the simulated peak of a device is " + format_bytes(peak) +
+                   " (at that moment parameters " + format_bytes(at_peak[0]) + ", gradients " +
+                   format_bytes(at_peak[1]) + ", optimizer " + format_bytes(at_peak[2]) + ", activations " +
+                   format_bytes(at_peak[3]) + ", buffers " + format_bytes(at_peak[4]) + "; analytic bound " +
+                   format_bytes(a.total_bytes) + ") but device memory is " + format_bytes(e.device_memory_bytes));
+}
+
 }  // namespace placesim

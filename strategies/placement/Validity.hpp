@@ -1,4 +1,6 @@
 #pragma once
+#include <array>
+
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/placement/Experiment.hpp"
 
@@ -23,5 +25,10 @@ struct DoesNotFit : InputError {
 
 /// Throws DoesNotFit when the analysed memory exceeds e.device_memory_bytes (if set).
 void check_fits(const Experiment& e, const Analysis& a);
+/// The simulation's test: refuses (DoesNotFit) when the simulated peak of some device, `peak` bytes of which
+/// `at_peak` were parameters, gradients, optimizer state, activations and buffers at that moment, exceeds the device
+/// memory. Called when the analytic bound (every transient buffer live at once) does not fit but the model states
+/// do: whether the step fits is then what was live at one moment.
+void check_peak_fits(const Experiment& e, const Analysis& a, double peak, const std::array<double, 5>& at_peak);
 
 }  // namespace placesim

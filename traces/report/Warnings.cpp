@@ -41,6 +41,13 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
 std::vector<std::string> simulation_warnings(const SimulatedStep& s, const WarningLimits& limits) {
   std::vector<std::string> w = analysis_warnings(s.experiment, s.analysis, &s.cluster, limits);
   const SimFigures& f = s.figures;
+  const double memory = s.experiment.device_memory_bytes;
+  // The bound over device memory while the simulated peak fits (else the simulation was refused): say both.
+  if (memory > 0 && s.analysis.total_bytes > memory && f.max.peak_total <= memory && !w.empty())
+    w.front() = "memory: the analytic bound " + format_bytes(s.analysis.total_bytes) + " is over device memory " +
+                format_bytes(memory) + " (it holds every transient buffer live at once); the simulated peak " +
+                format_bytes(f.max.peak_total) + " fits, " + format_bytes(memory - f.max.peak_total) +
+                " to spare: allocator fragmentation may still not leave that much";
   if (f.step_time_s > 0 && f.mfu < limits.mfu_min)
     w.push_back("MFU " + percent(f.mfu) + " is below " + percent(limits.mfu_min) +
                 ": the devices mostly wait (communication, bubbles or a too small model for the mesh)");
