@@ -524,13 +524,14 @@ PassTimes logit_times(const Experiment& e, const AcceleratorSpec& acc) {
   // and the gather of the target's entry; backward the zero-filled gradient with the target scattered in,
   // log_softmax's backward (the gradient twice and the output in, one write) and the cast back; under compiled
   // kernels it is costed as Megatron's (compiled kernels are costed as fused).
-  // Fused (training.loss_kernel = fused, flash-attn's xentropy kernel on the 16-bit logits): forward one read of the
-  // logits (the log-sum-exp and the target's entry per token are negligible), backward one read and one write.
+  // Fused (training.loss_kernel = fused, flash-attn's xentropy kernel on the 16-bit logits): forward two reads of the
+  // logits (a row's max, then its sum of exponentials; the log-sum-exp and the target's entry per token are
+  // negligible), backward one read and one write.
   const double cast = L.el != 4 ? 1 : 0;
   t.forward_s = norm_forward_s(L.norm_tokens, L, acc) + linear_forward_s(head, L, acc);
   const LossKernel loss = e.training.loss_kernel;
   if (loss == LossKernel::Fused) {
-    t.forward_s += elementwise_time_s(L.el * logits, acc);
+    t.forward_s += elementwise_time_s(2 * L.el * logits, acc);
     t.backward_s = elementwise_time_s(2 * L.el * logits, acc);
   } else if (loss == LossKernel::PyTorch && e.training.kernels != Kernels::Compiled) {
     t.forward_s += cast * elementwise_time_s((L.el + 4) * logits, acc);

@@ -40,7 +40,8 @@ enum class MasterWeights { Optimizer, Parameters };
 /// - fused: a fused cross-entropy kernel on the 16-bit logits with fp32 arithmetic inside (flash-attn's
 ///   CrossEntropyLoss, xentropy_cuda_lib, which MosaicML llm-foundry runs as its default loss_fn
 ///   fused_crossentropy): keeps the 16-bit logits and one fp32 log-sum-exp per token (2 bytes a logit), its backward
-///   writes the 16-bit gradient (2); forward one read of the logits, backward one read and one write.
+///   writes the 16-bit gradient (2); forward two reads of the logits (max, sum of exponentials), backward one read and
+///   one write.
 enum class LossKernel { VocabParallel, PyTorch, Fused };
 
 /// Skewed routing of a mixture-of-experts model, a what-if (placesim does not train a router): every source rank
