@@ -194,6 +194,13 @@ TEST_CASE("Logit and embedding layers split the vocabulary over tp") {
         Approx(tp1.forward_s - elementwise_time_s(38 * logits, acc) + elementwise_time_s(4 * logits, acc)));
   CHECK(fused.backward_s ==
         Approx(tp1.backward_s - elementwise_time_s(14 * logits, acc) + elementwise_time_s(4 * logits, acc)));
+  // The loss kernel is echoed when written (a sweep's rows and the report's input echo re-parse it), not otherwise.
+  const Experiment written =
+      test::experiment(R"({"model":"gpt-22b","training":{"loss_kernel":"fused"},"strategy":"dp"})");
+  CHECK(training_to_json(written.training)["loss_kernel"] == "fused");
+  CHECK(parse_training(training_to_json(written.training)).loss_kernel == LossKernel::Fused);
+  CHECK_FALSE(
+      training_to_json(test::experiment(R"({"model":"gpt-22b","strategy":"dp"})").training).contains("loss_kernel"));
 }
 
 TEST_CASE("Every accelerator preset equals its profile file in topology/profiles") {
