@@ -196,6 +196,10 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
         const auto lane = static_cast<std::size_t>(d * tp_ + t);
         for (TaskId first : coset.tasks.first) g_.depend(compute_of_group_[lane], first);
         produced[lane] = {task_of_member(coset.tasks.last, rank(d, t, s))};
+        // The step's update reads the reduced shard: it waits for the last micro-batch's reduce-scatter of every
+        // group (earlier ones precede it on the same stream).
+        if (last_backward && !offloaded)
+          step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(produced[lane].front());
         if (!offloaded) {
           on_end.push_back({rank(d, t, s), State::Gradients, -static_cast<double>(lg.elems) * gb, true});
           grad_window_[lane].push_back(produced[lane].front());
