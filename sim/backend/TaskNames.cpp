@@ -52,6 +52,7 @@ struct Describer {
     r.layer = c.layer;
     r.layers = c.layers;
     r.microbatch = c.microbatch;
+    r.chunk = c.chunk;
     r.backward = c.backward;
     r.bytes = task_bytes_sent(g, *this->task, device);
     // A ring names its whole buffer; an all-to-all, whose members send unequal amounts, what this device sends (in one

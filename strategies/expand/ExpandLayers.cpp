@@ -379,6 +379,7 @@ void Expander::add_tp_collective(int s, const StageOp& op, int g, CollectiveOp k
     c.layer = per_layer ? lg.first_layer : -1;
     c.layers = per_layer ? lg.layers : 0;
     c.microbatch = op.microbatch;
+    c.chunk = op.chunk;
     c.backward = !op.forward;
     TaskId id = add_collective(c, s);
     for (int t = 0; t < tp_; ++t) {

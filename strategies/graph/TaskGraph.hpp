@@ -48,6 +48,7 @@ struct Collective {
   int repeat = 1;  ///< back-to-back identical collectives merged into one task (TP layer groups)
   int layer = -1, layers = 0;
   int microbatch = -1;
+  int chunk = -1;         ///< tensor-parallel collectives: the model chunk of the pass that issued it
   bool backward = false;  ///< issued by a backward pass (its recompute included)
   int split = -1;         ///< AllToAll: index into TaskGraph::a2a_tokens (tokens each member sends to member j)
   bool combine = false;   ///< AllToAll: a combine (member i returns tokens[i] tokens to every member), else a dispatch

@@ -27,7 +27,12 @@ class OpSlots {
   /// The slot of a record, or nullptr when the record is no op of a pipeline schedule.
   OpInterval* of(const TaskRecord& t) {
     if (t.stage < 0 || t.microbatch < 0) return nullptr;
-    const bool compute = t.kind == TaskKind::Forward || t.kind == TaskKind::Backward;
+    // A pass is its layers' compute and the tensor-parallel collectives it issues (those name their chunk): a
+    // layer's exposed collectives follow its compute, so the pass ends when its last one does. The all-gather of a
+    // scatter-gather pipeline receive names none: it is the transfer before the pass.
+    const bool tensor_parallel =
+        t.kind == TaskKind::Collective && t.comm_class == CommClass::TpCollective && t.chunk >= 0;
+    const bool compute = t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || tensor_parallel;
     const bool average = t.kind == TaskKind::Collective && t.comm_class == CommClass::DpGradSync;
     // The optimizer step is a device kernel, or a host task when the optimizer state is offloaded (ZeRO-Offload).
     const bool apply = t.kind == TaskKind::Optimizer || t.kind == TaskKind::HostCompute;
@@ -37,8 +42,9 @@ class OpSlots {
       throw std::invalid_argument("record task " + std::to_string(t.task) + " ('" + t.name + "') names stage " +
                                   std::to_string(t.stage) + " micro-batch " + std::to_string(t.microbatch) + " chunk " +
                                   std::to_string(chunk) + ", which the pipeline schedule does not have");
-    if (t.kind == TaskKind::Forward) return &at(forward_, chunk * stages_ + t.stage, t.microbatch);
-    if (t.kind == TaskKind::Backward) return &at(backward_, chunk * stages_ + t.stage, t.microbatch);
+    const bool forward = t.kind == TaskKind::Forward || (tensor_parallel && !t.backward);
+    if (forward) return &at(forward_, chunk * stages_ + t.stage, t.microbatch);
+    if (compute) return &at(backward_, chunk * stages_ + t.stage, t.microbatch);
     return &at(average ? average_ : apply_, t.stage, t.microbatch);
   }
 
