@@ -24,8 +24,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GPUS_PER_NODE = {"dgx-a100": 8, "dgx-h100": 8, "dgx-h200": 8}
 
 
+def gpus_per_node(point):
+    if point["cluster"] not in GPUS_PER_NODE:
+        raise SystemExit(f"point {point}: cluster {point['cluster']!r} is not one of {sorted(GPUS_PER_NODE)}")
+    return GPUS_PER_NODE[point["cluster"]]
+
+
 def experiment(point):
-    gpus = point["nodes"] * GPUS_PER_NODE[point["cluster"]]
+    gpus = point["nodes"] * gpus_per_node(point)
     kind = point["kind"]
     params = point["bytes"] // 2
     return {
@@ -68,7 +74,7 @@ def main(argv):
     print("|---|---|---|---|---|---|---|---|")
     ratios = []
     for p in data["points"]:
-        ranks = p["nodes"] * GPUS_PER_NODE[p["cluster"]]
+        ranks = p["nodes"] * gpus_per_node(p)
         seconds = simulated_seconds(placesim, p)
         simulated = p["bytes"] / seconds * bus_factor(p["kind"], ranks) / 1e9
         ratio = simulated / p["busbw_GBps"]
