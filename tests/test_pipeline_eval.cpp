@@ -194,11 +194,12 @@ TEST_CASE("Metrics from records equal metrics from the timeline and tolerate sev
   CHECK(pipeline_json(measure_pipeline(schedule, split)) == expected);
 }
 
-TEST_CASE("A pass ends with the tensor-parallel collectives it issues: their exposed time is exposed communication") {
+TEST_CASE("A pass holds its recompute and the tensor-parallel collectives it issues, not a receive's all-gather") {
   // 1F1B on 2 stages, 2 micro-batches, forward 1 s, backward 2 s, transfers 0.5 s: stage 0 runs F0 [0,1], F1 [1,2]
-  // and waits for B0 until 5. A forward TP collective of F1 on stage 0 from 2 to 2.5 (after its compute, as a
+  // and waits for B0 [5,7]. A forward TP collective of F1 on stage 0 from 2 to 2.5 (after its compute, as a
   // simulation records a layer's exposed collectives) makes F1 end at 2.5: 0.5 s of exposed communication inside the
-  // pass. The all-gather of a scatter-gather pipeline receive (no chunk) is the transfer, not the pass.
+  // pass. A recompute of micro-batch 0 at [4.4, 5] begins B0 (busy, so no exposed time). The all-gather of a
+  // scatter-gather pipeline receive (no chunk) at [3.5, 4] is the transfer, not the pass.
   PipelineSchedule schedule = make_schedule(test::pipeline_shape(Schedule::OneFOneB, 2, 2), abstract_shape_fields());
   PipelineTimes times = test::pipeline_times(1, 2, 0.5);
   SimulationRecord record = pipeline_record(schedule, evaluate_pipeline(schedule, times), times);
@@ -213,17 +214,35 @@ TEST_CASE("A pass ends with the tensor-parallel collectives it issues: their exp
   tp.chunk = 0;
   tp.start_s = 2;
   tp.end_s = 2.5;
-  TaskRecord gather = tp;  // a receive's all-gather before stage 0's backward of micro-batch 0
+  TaskRecord gather = tp;
   gather.chunk = -1;
   gather.backward = true;
   gather.microbatch = 0;
-  gather.start_s = 4;
-  gather.end_s = 4.5;
-  record.tasks.push_back(tp);
-  record.tasks.push_back(gather);
+  gather.start_s = 3.5;
+  gather.end_s = 4;
+  TaskRecord recompute;
+  recompute.kind = TaskKind::Recompute;
+  recompute.stream = Stream::Compute;
+  recompute.backward = true;
+  recompute.stage = 0;
+  recompute.microbatch = 0;
+  recompute.chunk = 0;
+  recompute.start_s = 4.4;
+  recompute.end_s = 5;
+  record.tasks.insert(record.tasks.end(), {tp, gather, recompute});
+  const PipelineTimeline timeline = pipeline_timeline(schedule, record);
+  for (std::size_t i = 0; i < schedule.order[0].size(); ++i) {
+    const PipeOp& op = schedule.order[0][i];
+    if (op.kind == PipeOpKind::Forward && op.microbatch == 1) CHECK(timeline[0][i].end_s == 2.5);
+    if (op.kind == PipeOpKind::Backward && op.microbatch == 0) {
+      CHECK(timeline[0][i].start_s == 4.4);
+      CHECK(timeline[0][i].end_s == 7);
+    }
+  }
   const PipelineMetrics m = measure_pipeline(schedule, record);
   CHECK(m.exposed_communication_s == std::vector<double>{0.5, 0});
-  CHECK(m.busy_s == before.busy_s);
+  CHECK(m.busy_s[0] == Approx(before.busy_s[0] + 0.6));
+  CHECK(m.busy_s[1] == before.busy_s[1]);
   for (std::size_t s = 0; s < 2; ++s)
     CHECK(m.busy_s[s] + m.warmup_s[s] + m.schedule_bubble_s[s] + m.exposed_communication_s[s] +
               m.imbalance_and_waiting_s[s] + m.optimizer_and_step_end_s[s] ==

@@ -41,10 +41,10 @@ class DelayTally {
 ///
 /// Schedule bubble: the idle time the schedule itself forces. The schedule is re-timed with zero communication
 /// (p2p_s = 0), free Apply and Average ops and balanced stages: every forward takes the mean measured forward op
-/// (first start to last end of its compute records and the tensor-parallel collectives it issues) of the whole
-/// pipeline, every backward the mean measured backward op. schedule_bubble_s[s] = span - busy of stage s in that
-/// re-timed run; schedule_bubble_fraction[s] = schedule_bubble_s[s] / its span: (p-1)/(m+p-1) for GPipe and 1F1B
-/// whatever the measured times, as the schedule's own property.
+/// (first start to last end of its compute records, a backward's recompute included, and the tensor-parallel
+/// collectives it issues) of the whole pipeline, every backward the mean measured backward op. schedule_bubble_s[s] =
+/// span - busy of stage s in that re-timed run; schedule_bubble_fraction[s] = schedule_bubble_s[s] / its span:
+/// (p-1)/(m+p-1) for GPipe and 1F1B whatever the measured times, as the schedule's own property.
 ///
 /// Idle causes, per stage, in seconds of the measured run; busy_s + the five = span (the last one is the remainder):
 ///   - warmup_s: idle before the first forward or backward op of any stage starts;

@@ -32,7 +32,9 @@ class OpSlots {
     // scatter-gather pipeline receive names none: it is the transfer before the pass.
     const bool tensor_parallel =
         t.kind == TaskKind::Collective && t.comm_class == CommClass::TpCollective && t.chunk >= 0;
-    const bool compute = t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || tensor_parallel;
+    // A backward pass begins with its activations' recompute.
+    const bool compute =
+        t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute || tensor_parallel;
     const bool average = t.kind == TaskKind::Collective && t.comm_class == CommClass::DpGradSync;
     // The optimizer step is a device kernel, or a host task when the optimizer state is offloaded (ZeRO-Offload).
     const bool apply = t.kind == TaskKind::Optimizer || t.kind == TaskKind::HostCompute;
