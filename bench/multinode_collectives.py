@@ -21,7 +21,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GPUS_PER_NODE = {"dgx-a100": 8, "dgx-h100": 8, "dgx-h200": 8}
+# The 8-GPU node presets of `placesim presets` (a point names one; gb200-nvl72 racks and selene are not offered).
+GPUS_PER_NODE = {"dgx-a100": 8, "dgx-b200": 8, "dgx-h100": 8, "hgx-h800": 8}
 
 
 def gpus_per_node(point):
