@@ -208,7 +208,7 @@ TEST_CASE("The 13B ZeRO sweep ranks ZeRO-3 slower than ZeRO-1/2 where its gather
     step[{row["point"]["strategy.dp"].get<int>(), row["point"]["strategy.preset"].get<std::string>()}] =
         row["simulation.step_time_s"].get<double>();
   }
-  for (int dp : {8, 16, 32, 64}) {
+  for (int dp : {8, 16, 32, 64, 128}) {
     INFO("dp " << dp);
     CHECK(step.at({dp, "zero3"}) > step.at({dp, "zero2"}));
     if (step.count({dp, "zero1"})) CHECK(step.at({dp, "zero3"}) > step.at({dp, "zero1"}));

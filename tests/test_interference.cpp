@@ -121,7 +121,8 @@ TEST_CASE("Interference: compute and a collective one after the other cost their
   CHECK(r.devices[0].interference_s == 0);
 }
 
-// Across nodes the profile measured nothing (inter_node off): the overlap is free; with factors given it is not.
+// Across nodes the profile measured nothing (inter_node off): a collective over NIC hops only (one GPU per node)
+// overlaps for free; with factors given it does not.
 TEST_CASE("Interference: across nodes only where the profile gives inter-node factors") {
   TaskGraph g = compute_beside(10e-3, gather(0));
   SimOptions o = at(Fidelity::Analytic);
@@ -135,6 +136,60 @@ TEST_CASE("Interference: inter-node factors apply to a collective across nodes")
   // Route: NIC latency twice and the NIC bandwidth: alone 1 us + 2 ms; slowed 1.6x, compute 2x while overlapping.
   const double alone = 1e-6 + 2e8 / 100e9, comm_end = 1.6 * alone;
   CHECK(r.step_time_s == Approx(comm_end + (10e-3 - comm_end / 2.0)).epsilon(1e-9));
+}
+
+// Two nodes of two GPUs: a ring over all four takes n - N = 2 of its 4 hops over NVLink, so half its transfer runs
+// where the intra-node factors were measured and half over the NICs (off here). The compute beside it runs
+// 1 + (1.5 - 1) x 0.5 = 1.25 times slower; the collective is paced by its NIC hops (factor 1), so it takes its time
+// alone, T: 3 steps of 1e8 bytes on the ring's slowest hop, 2 us (the NVLink hop's two links) + 1e8 / 100 GB/s
+// = 3.006 ms. The compute ends at T + (10 ms - T / 1.25).
+static SimResult spanning_run(bool inter, CollectiveOp op) {
+  ClusterSpec c = cluster(2, inter);
+  c.gpus_per_node = 2;
+  TaskGraph g;
+  g.devices = 4;
+  g.resident.assign(4, {0, 0, 0, 0});
+  Collective col = gather(g.add_group({0, 1, 2, 3}));
+  col.op = op;
+  if (op == CollectiveOp::AllToAll) {  // a dispatch of 100 tokens of 1,000 elements from each member to each other
+    col.elems = 1000;
+    col.split = static_cast<int>(g.a2a_tokens.size());
+    g.a2a_tokens.push_back({100, 100, 100, 100});
+  }
+  for (int x = 0; x < 4; ++x) g.add(Compute{TaskKind::Forward, x, 10e-3, 0}, 0);
+  g.add(col, 0);
+  return simulate(g, c, at(Fidelity::Analytic));
+}
+
+static const double spanning_alone = 3 * (2e-6 + 1e8 / 100e9);
+
+TEST_CASE("Interference: a ring spanning nodes slows compute by its NVLink share of the intra-node factor") {
+  SimResult r = spanning_run(false, CollectiveOp::AllGather);
+  CHECK(r.devices[0].busy_s(Stream::DpGather) == Approx(spanning_alone).epsilon(1e-9));
+  CHECK(r.step_time_s == Approx(spanning_alone + (10e-3 - spanning_alone / 1.25)).epsilon(1e-9));
+  REQUIRE(r.spanning_interference.size() == 1);
+  CHECK(r.spanning_interference[0].nvlink_share == 0.5);
+  CHECK(r.spanning_interference[0].compute_slowdown == 1.25);
+  CHECK(r.spanning_interference[0].comm_slowdown == 1);
+}
+
+// With NIC factors {2.0, 1.6} given, the compute takes both shares, 1 + 0.5 x 0.5 + 1.0 x 0.5 = 1.75, and the
+// collective the NICs' 1.6: it ends at 1.6 T, the compute at 1.6 T + (10 ms - 1.6 T / 1.75).
+TEST_CASE("Interference: a ring spanning nodes with NIC factors given takes both fabrics' shares") {
+  SimResult r = spanning_run(true, CollectiveOp::AllGather);
+  REQUIRE(r.spanning_interference.size() == 1);
+  CHECK(r.spanning_interference[0].compute_slowdown == 1.75);
+  CHECK(r.spanning_interference[0].comm_slowdown == 1.6);
+  CHECK(r.step_time_s == Approx(1.6 * spanning_alone + (10e-3 - 1.6 * spanning_alone / 1.75)).epsilon(1e-9));
+}
+
+// An all-to-all sends each member's one node peer of its three over NVLink: share 1/3, compute 1 + 0.5 / 3.
+TEST_CASE("Interference: an all-to-all spanning nodes takes its node peers' share") {
+  SimResult r = spanning_run(false, CollectiveOp::AllToAll);
+  REQUIRE(r.spanning_interference.size() == 1);
+  CHECK(r.spanning_interference[0].alltoall);
+  CHECK(r.spanning_interference[0].nvlink_share == Approx(1.0 / 3));
+  CHECK(r.spanning_interference[0].compute_slowdown == Approx(1 + 0.5 / 3));
 }
 
 // TP collectives are left to overlap_penalty (fitted on per-layer times), so the interference model ignores them.

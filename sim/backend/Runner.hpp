@@ -181,7 +181,7 @@ class Runner {
     double last = 0;  ///< when `remaining` was last brought up to date
     double begin = 0, base = 0;
     simgrid::kernel::timer::Timer* timer = nullptr;
-    int fabric = -1;       ///< transfers: 0 inside a node, 1 across nodes; compute: -1
+    int fabric = -1;       ///< transfers: their interference class (interference_); compute: -1
     int busy_members = 0;  ///< transfers: members computing now
     bool slowed = false;   ///< ran below rate 1 at some point
     bool compute = false;  ///< a compute task (else a collective)
@@ -189,8 +189,15 @@ class Runner {
     std::vector<int> nics;
     double share = 1;
   };
-  /// The fabric (0 intra-node, 1 inter-node) whose interference task `id` is subject to, or -1: none.
+  /// The interference class (an index into interference_) task `id` is subject to, or -1: none.
   int interfering_fabric(TaskId id);
+  /// Sets up the interference classes of the groups' collectives that span nodes (group_class_, interference_ from
+  /// index 2) and sizes transfers_on_. A ring over n members on N nodes takes n - N of its n hops over NVLink (NCCL
+  /// threads each ring through a node's members before its NIC hop); an all-to-all sends a member's k - 1 node peers
+  /// of its n - 1 over NVLink. That share of the transfer runs on the fabric whose interference was measured inside a
+  /// node; the rest crosses the NICs (inter_node, off unless measured). The compute beside it slows by the
+  /// share-weighted factor; the collective itself by the NIC hops' factor, which pace it.
+  void plan_interference();
   double compute_rate(int device) const;
   /// A transfer's rate on `fabric` while `busy_members` of its devices compute.
   double transfer_rate(int fabric, int busy_members) const {
@@ -234,12 +241,16 @@ class Runner {
   std::map<std::tuple<int, int, bool, std::int64_t, int>, double> alltoall_round_cache_;
   std::vector<OverlapMeter> nic_overlap_;       ///< analytic fidelity: per NIC, inter-node collectives sharing it
   std::vector<std::vector<TaskId>> nic_rings_;  ///< analytic fidelity: per NIC, the rings sharing it now
-  std::array<OverlapInterference, 2> interference_;
+  /// Interference classes: 0 inside a node, 1 across nodes (NIC hops only: point-to-point sends, rings with one member
+  /// per node), 2.. collectives that span nodes with NVLink hops too (plan_interference); spanning_ describes those.
+  std::vector<OverlapInterference> interference_;
+  std::vector<SpanningInterference> spanning_;
+  std::vector<std::array<int, 2>> group_class_;  ///< per group: its class for rings [0] and all-to-alls [1]
   bool interferes_ = false;
   std::unordered_map<TaskId, Stretch> stretches_;
   std::vector<int> computing_;                      ///< per device: compute tasks running
   std::vector<TaskId> compute_task_;                ///< per device: the running compute stretch
-  std::vector<std::array<int, 2>> transfers_on_;    ///< per device: interfering transfers in flight, per fabric
+  std::vector<int> transfers_on_;                   ///< [device * classes + class]: interfering transfers in flight
   std::vector<std::vector<TaskId>> device_delays_;  ///< per device: interfering exact-delay collectives in flight
   std::deque<TaskId> ready_;
   std::uint64_t finished_ = 0;

@@ -1,5 +1,6 @@
 #include "sim/backend/Simulator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <simgrid/kernel/Timer.hpp>
@@ -34,7 +35,7 @@ SimResult Runner::run() {
   if (interferes_) {
     computing_.assign(static_cast<std::size_t>(g_.devices), 0);
     compute_task_.assign(static_cast<std::size_t>(g_.devices), kNoStretch);
-    transfers_on_.assign(static_cast<std::size_t>(g_.devices), {0, 0});
+    plan_interference();
     device_delays_.assign(static_cast<std::size_t>(g_.devices), {});
   }
   waiting_.resize(g_.size());
@@ -341,12 +342,64 @@ void Runner::finish(TaskId id, double start, double end) {
   release_successors(id, end);
 }
 
+void Runner::plan_interference() {
+  const OverlapInterference intra = interference_[0], inter = interference_[1];
+  group_class_.assign(g_.groups.size(), {-1, -1});
+  std::map<std::pair<double, bool>, int> classes;  // (share, all-to-all) -> class
+  std::vector<int> per_node;
+  for (TaskId id = 0; id < g_.size(); ++id) {
+    const auto* c = std::get_if<Collective>(&g_[id].body);
+    if (c == nullptr || c->cls == CommClass::TpCollective) continue;
+    const bool alltoall = c->op == CollectiveOp::AllToAll;
+    int& cls = group_class_[static_cast<std::size_t>(c->group)][alltoall ? 1 : 0];
+    if (cls >= 0) continue;
+    const auto& m = g_.groups[static_cast<std::size_t>(c->group)];
+    per_node.clear();
+    for (int x : m) per_node.push_back(x / c_.gpus_per_node);
+    std::sort(per_node.begin(), per_node.end());
+    const double n = static_cast<double>(m.size());
+    double nodes = 0, pairs = 0;  // distinct nodes; ordered member pairs on one node
+    for (std::size_t i = 0; i < per_node.size();) {
+      std::size_t j = i;
+      while (j < per_node.size() && per_node[j] == per_node[i]) ++j;
+      const double k = static_cast<double>(j - i);
+      nodes += 1;
+      pairs += k * (k - 1);
+      i = j;
+    }
+    if (nodes <= 1) {
+      cls = 0;
+      continue;
+    }
+    const double share = alltoall ? pairs / (n * (n - 1)) : (n - nodes) / n;
+    if (share <= 0) {
+      cls = 1;
+      continue;
+    }
+    auto [it, added] = classes.try_emplace({share, alltoall}, static_cast<int>(interference_.size()));
+    if (added) {
+      // The compute beside the collective: each fabric's slowdown in proportion to the share of the transfer on it
+      // (an unmeasured fabric adds none); the collective: its NIC hops', which pace it.
+      const OverlapInterference f{1 + (intra.compute_slowdown - 1) * share + (inter.compute_slowdown - 1) * (1 - share),
+                                  inter.comm_slowdown};
+      interference_.push_back(f);
+      if (f.active()) spanning_.push_back({share, alltoall, f.compute_slowdown, f.comm_slowdown});
+    }
+    cls = it->second;
+  }
+  std::sort(spanning_.begin(), spanning_.end(), [](const SpanningInterference& a, const SpanningInterference& b) {
+    return std::pair{a.alltoall, a.nvlink_share} < std::pair{b.alltoall, b.nvlink_share};
+  });
+  result_.spanning_interference = spanning_;
+  transfers_on_.assign(static_cast<std::size_t>(g_.devices) * interference_.size(), 0);
+}
+
 int Runner::interfering_fabric(TaskId id) {
   const Task& t = g_[id];
   int fabric = -1;
   if (const auto* c = std::get_if<Collective>(&t.body)) {
     if (c->cls == CommClass::TpCollective) return -1;
-    fabric = group_ring(c->group).one_node ? 0 : 1;
+    fabric = group_class_[static_cast<std::size_t>(c->group)][c->op == CollectiveOp::AllToAll ? 1 : 0];
   } else if (const auto* p = std::get_if<P2P>(&t.body)) {
     fabric = p->src / c_.gpus_per_node == p->dst / c_.gpus_per_node ? 0 : 1;
   } else {
@@ -357,8 +410,9 @@ int Runner::interfering_fabric(TaskId id) {
 
 double Runner::compute_rate(int device) const {
   double slowdown = 1;
-  for (std::size_t f = 0; f < 2; ++f)
-    if (transfers_on_[static_cast<std::size_t>(device)][f] > 0)
+  const std::size_t classes = interference_.size();
+  for (std::size_t f = 0; f < classes; ++f)
+    if (transfers_on_[static_cast<std::size_t>(device) * classes + f] > 0)
       slowdown = std::max(slowdown, interference_[f].compute_slowdown);
   return 1.0 / slowdown;
 }
@@ -391,7 +445,7 @@ void Runner::retime(TaskId id, double rate) {
 }
 
 void Runner::transfer_on(int device, int fabric, int change) {
-  auto& on = transfers_on_[static_cast<std::size_t>(device)][static_cast<std::size_t>(fabric)];
+  auto& on = transfers_on_[static_cast<std::size_t>(device) * interference_.size() + static_cast<std::size_t>(fabric)];
   const double before = compute_rate(device);
   on += change;
   const TaskId task = compute_task_[static_cast<std::size_t>(device)];

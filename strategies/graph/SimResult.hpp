@@ -31,6 +31,14 @@ struct SimOptions {
   Folding folding;
 };
 
+/// The overlap interference of the collectives that span nodes and also hop over NVLink (Runner::plan_interference):
+/// `nvlink_share` of the transfer runs inside nodes, where the accelerator's intra_node factors were measured.
+struct SpanningInterference {
+  double nvlink_share = 0;
+  bool alltoall = false;  ///< an all-to-all's share (k - 1 node peers of n - 1), else a ring's ((n - N) / n)
+  double compute_slowdown = 1, comm_slowdown = 1;
+};
+
 struct SimResult {
   SimulationRecord record;
   std::vector<DeviceStats> devices;
@@ -47,6 +55,9 @@ struct SimResult {
   /// How the step was folded (Folding::active) or why not; set by simulate_experiment.
   Folding folding;
   bool symmetry = true;  ///< symmetry folding was allowed (false: --symmetry off)
+  /// Interference classes of the collectives that span nodes with NVLink hops, one per distinct share (empty when
+  /// interference is off or no such collective ran over an active class).
+  std::vector<SpanningInterference> spanning_interference;
 };
 
 /// Per device, DeviceStats::exposed_communication_s, computed once per representative of a folded step (the

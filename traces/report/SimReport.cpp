@@ -118,10 +118,31 @@ std::string interference_text(const OverlapInterference& i) {
   return text;
 }
 
+// The collectives that span nodes with NVLink hops: the share of their transfer inside nodes and their factors.
+std::string spanning_text(const SimResult& r) {
+  if (r.spanning_interference.empty()) return "";
+  std::string out = "; collectives spanning nodes, on the share of their transfer over NVLink:";
+  for (const SpanningInterference& sp : r.spanning_interference) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%s %s %.3g %% -> compute x%.3g, communication x%.3g",
+                  &sp == &r.spanning_interference.front() ? "" : ",", sp.alltoall ? "all-to-all" : "ring",
+                  100 * sp.nvlink_share, sp.compute_slowdown, sp.comm_slowdown);
+    out += text;
+  }
+  return out;
+}
+
 // The interference the simulation applied, as the profile gives it, and the compute time it cost.
 Json interference_json(const SimulatedStep& s) {
   const ComputeProfile& p = s.cluster.accelerator.profile;
   Json j = interference_to_json(p);
+  Json spanning = Json::array();
+  for (const SpanningInterference& sp : s.result.spanning_interference)
+    spanning.push_back({{"kind", sp.alltoall ? "all-to-all" : "ring"},
+                        {"nvlink_share", sp.nvlink_share},
+                        {"compute_slowdown", sp.compute_slowdown},
+                        {"comm_slowdown", sp.comm_slowdown}});
+  j["spanning_nodes"] = spanning;
   j["compute_time_lost_s"] = max_interference_s(s.result);
   return j;
 }
@@ -386,7 +407,8 @@ std::string simulation_summary(const SimulatedStep& s) {
   }
   const ComputeProfile& profile = acc.profile;
   out += "  overlap interference inside a node: " + interference_text(profile.intra_node_interference) +
-         "; across nodes: " + interference_text(profile.inter_node_interference) + "; compute time lost " +
+         (s.result.spanning_interference.empty() ? "; across nodes: " : "; across nodes (NIC hops): ") +
+         interference_text(profile.inter_node_interference) + spanning_text(s.result) + "; compute time lost " +
          format_seconds(max_interference_s(s.result)) + " (most of any GPU)\n";
   if (!s.experiment.model.opaque()) out += "  kernels: " + kernels_text(s.experiment) + "\n";
   if (!s.experiment.model.opaque() && s.experiment.training.attention_kernel == AttentionKernel::Triton &&
