@@ -191,7 +191,7 @@ TEST_CASE("End-to-end regression: Narayanan Table 1 18.4B on 256 GPUs stays at i
 
 // The least accurate row of both tables, closest to the 12% band.
 TEST_CASE("End-to-end regression: Narayanan Table 1 3.6B on 64 GPUs stays at its documented prediction") {
-  check_documented({"narayanan-gpt-3.6b", "hardware_tflops_per_gpu", 138, 153.15});
+  check_documented({"narayanan-gpt-3.6b", "hardware_tflops_per_gpu", 138, 152.47});
 }
 
 TEST_CASE("End-to-end regression: Narayanan Table 1 39.1B on 512 GPUs stays at its documented prediction") {
