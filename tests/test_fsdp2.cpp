@@ -190,6 +190,40 @@ TEST_CASE("ZeRO-2 and FSDP: the optimizer step waits for the last micro-batch's 
   }
 }
 
+// NCCL runs one collective at a time per communicator (NVIDIA/nccl#574), and FSDP2 issues its gathers and
+// reduce-scatters on one process group. In the backward, unit u's gather is issued by unit u + 1's pre-hook (prefetch
+// 1): after unit u + 2's reduce-scatter and before unit u + 1's. The next micro-batch's first gather follows the last
+// reduce-scatter.
+TEST_CASE("FSDP2 gathers and reduce-scatters are ordered as issued on their one communicator") {
+  TaskGraph g = expand(fsdp(), one_dgx());
+  auto holds = [&](TaskId id, int device) {
+    const auto& m = task_devices(g, g[id]);
+    return std::find(m.begin(), m.end(), device) != m.end();
+  };
+  auto edge = [&](TaskId a, TaskId b) { return boost::edge(a, b, g.graph).second; };
+  for (int device : {0, 3}) {
+    INFO("device " << device);
+    std::vector<TaskId> reduces, backward_gathers, next_gathers;  // in creation order: the backward's last unit first
+    for (TaskId id = 0; id < g.size(); ++id)
+      if (const auto* c = std::get_if<Collective>(&g[id].body); c && holds(id, device)) {
+        if (c->cls == CommClass::DpGradSync && c->microbatch == 0) reduces.push_back(id);
+        if (c->cls == CommClass::ZeroGather && c->backward && c->microbatch == 0) backward_gathers.push_back(id);
+        if (c->cls == CommClass::ZeroGather && !c->backward && c->microbatch == 1) next_gathers.push_back(id);
+      }
+    // One unit per layer (the embedding and the head with the first and last): each gathered again in the backward
+    // and reduce-scattered.
+    REQUIRE(reduces.size() == backward_gathers.size());
+    REQUIRE(reduces.size() == 4);
+    for (std::size_t k = 0; k < backward_gathers.size(); ++k) {
+      INFO("backward unit " << k << " from the last");
+      if (k >= 2) CHECK(edge(reduces[k - 2], backward_gathers[k]));
+      if (k >= 1) CHECK(edge(backward_gathers[k], reduces[k - 1]));
+    }
+    REQUIRE(!next_gathers.empty());
+    CHECK(edge(reduces.back(), next_gathers.front()));
+  }
+}
+
 // The README's ZeRO crossover (examples/sweeps/zero-13b-h100.json, each point simulated in its own process): with
 // 4-32 micro-batches per step ZeRO-3 gathers every unit twice per micro-batch, copies it out and (inside one node)
 // slows the compute it overlaps, so it is slower than ZeRO-1 and ZeRO-2 although it holds the least memory; with one

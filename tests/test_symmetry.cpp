@@ -355,7 +355,9 @@ TEST_CASE("A traced device outside block 0 has the trace it has unfolded", "[sym
 
 // Item 3: the analytic fidelity shares a NIC between the inter-node rings on it. Before, it gave each ring the whole
 // NIC and was 23-81 % optimistic on these steps (measured: 7.76 s vs flow's 41.22 s, 2.01 vs 2.62 s, 4.14 vs
-// 7.83 s); now it stays within 5 % of flow fidelity (they agree within 1.1 %).
+// 7.83 s); now it stays within 5 % of flow fidelity (they agree within 1.1 %). FSDP's gathers and reduce-scatters of
+// one group no longer share its NIC: their NCCL communicator runs one collective at a time, so fsdp-1-nic's take
+// turns and both fidelities give the same step.
 TEST_CASE("Analytic fidelity within 5 % of flow fidelity where rings share NICs", "[symmetry]") {
   for (const char* name : {"fsdp-tp-2-nics.json", "fsdp-1-nic.json", "megatron-1-nic.json"}) {
     INFO(name);
@@ -365,7 +367,10 @@ TEST_CASE("Analytic fidelity within 5 % of flow fidelity where rings share NICs"
     const double a = analytic["simulation"]["step_time_s"].get<double>();
     const double f = flow["simulation"]["step_time_s"].get<double>();
     CHECK(std::abs(a - f) <= 0.05 * f);
-    CHECK(analytic["simulation"]["analytic_nic_overlap_s"].get<double>() > 0.05 * a);  // the NICs were shared
+    if (std::string(name) == "fsdp-1-nic.json")
+      CHECK(analytic["simulation"]["analytic_nic_overlap_s"].get<double>() == 0);  // serialized: never shared
+    else
+      CHECK(analytic["simulation"]["analytic_nic_overlap_s"].get<double>() > 0.05 * a);  // the NICs were shared
     CHECK(analytic["simulation"]["bytes_sent"] == flow["simulation"]["bytes_sent"]);
   }
 }

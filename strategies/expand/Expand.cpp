@@ -354,6 +354,8 @@ void Expander::expand_stage(int s) {
   const std::size_t lanes = static_cast<std::size_t>(dl_ * tp_);
   gather_window_.assign(lanes, {});
   grad_window_.assign(lanes, {});
+  op_reduces_.assign(lanes, {});
+  reduce_before_op_.assign(lanes, {});
   activation_window_.assign(lanes, {});
   activation_copies_.clear();
   op_tail_.assign(lanes, {});
@@ -406,6 +408,10 @@ StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
   const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
   const int n = static_cast<int>(groups.size());
   frontier_.assign(static_cast<std::size_t>(dl_ * tp_), {});
+  for (std::size_t lane = 0; lane < op_reduces_.size(); ++lane) {
+    if (!op_reduces_[lane].empty()) reduce_before_op_[lane] = op_reduces_[lane].back();
+    op_reduces_[lane].clear();
+  }
   for (int k = 0; k < n; ++k) {
     int g = op.forward ? k : n - 1 - k;
     bool last_op_of_chunk = !op.forward && i == last_backward_op_[static_cast<std::size_t>(op.chunk)];

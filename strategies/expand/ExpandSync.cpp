@@ -69,12 +69,33 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
           else
             limit(d, t, first);
         }
-        if (!fetch) on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
+        if (!fetch) {
+          on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
+          order_gather(static_cast<std::size_t>(d * tp_ + t), task_of_member(coset.tasks.first, rank(d, t, s)),
+                       task_of_member(coset.tasks.last, rank(d, t, s)), op.forward, depth);
+        }
         gather_of_group_[static_cast<std::size_t>(d * tp_ + t)] = coset.tasks.last;
       }
       if (!on_start.empty()) set_member_memory(coset.tasks.first, on_start, true);
     }
   }
+}
+
+// FSDP's issue order on one communicator. The backward's pre-hook of unit u + depth prefetches unit u, after the
+// post-hook of unit u + depth + 1 reduce-scattered that unit's gradients and before its own post-hook reduce-scatters
+// unit u + depth's: RS(u + depth + 1), AG(u), RS(u + depth). A forward's gathers follow the last reduce-scatter of
+// the ops before it (the next micro-batch's first gather waits for the previous micro-batch's last reduce-scatter).
+void Expander::order_gather(std::size_t lane, TaskId gather_first, TaskId gather_last, bool forward,
+                            std::size_t depth) {
+  auto same_group = [&](TaskId a, TaskId b) {
+    return std::get<Collective>(g_[a].body).group == std::get<Collective>(g_[b].body).group;
+  };
+  const auto& issued = op_reduces_[lane];
+  const std::size_t n = forward ? 0 : issued.size();
+  const IssuedReduce before = n >= depth + 1 ? issued[n - depth - 1] : reduce_before_op_[lane];
+  if (before.last != kNoTask && same_group(before.last, gather_first)) g_.depend(before.last, gather_first);
+  if (!forward && depth >= 1 && n >= depth && same_group(issued[n - depth].first, gather_last))
+    g_.depend(gather_last, issued[n - depth].first);
 }
 
 void Expander::after_window(const std::vector<TaskId>& window, TaskId task, std::size_t ahead) {
@@ -196,6 +217,8 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
         const auto lane = static_cast<std::size_t>(d * tp_ + t);
         for (TaskId first : coset.tasks.first) g_.depend(compute_of_group_[lane], first);
         produced[lane] = {task_of_member(coset.tasks.last, rank(d, t, s))};
+        if (!offloaded)
+          op_reduces_[lane].push_back({task_of_member(coset.tasks.first, rank(d, t, s)), produced[lane].front()});
         // The step's update reads the reduced shard: it waits for the last micro-batch's reduce-scatter of every
         // group (earlier ones precede it on the same stream).
         if (last_backward && !offloaded)

@@ -205,6 +205,18 @@ class Expander {
   std::vector<std::vector<TaskId>> gather_window_;    // per (d, t): compute tasks of gathered groups, for the limit
   std::vector<std::vector<TaskId>> gather_of_group_;  // per (d, t): the gather tasks feeding the current group
   std::vector<std::vector<TaskId>> grad_window_;      // per (d, t): tasks releasing unsharded gradient buffers
+  // NCCL runs one collective at a time per communicator (NVIDIA/nccl#574), and FSDP issues a unit's gather and the
+  // gradient reduce-scatters on one process group. Per (d, t): the reduce-scatters of the current op in the order
+  // they were created (the backward's last unit first), their first and last task of the member; and the last one
+  // created before the op.
+  struct IssuedReduce {
+    TaskId first = kNoTask, last = kNoTask;
+  };
+  std::vector<std::vector<IssuedReduce>> op_reduces_;
+  std::vector<IssuedReduce> reduce_before_op_;
+  /// Orders gather task `gather` of lane (d, t) after the reduce-scatter FSDP issued just before it and before the
+  /// one it issued just after (serialize_on_communicator), when both run on the same group.
+  void order_gather(std::size_t lane, TaskId gather_first, TaskId gather_last, bool forward, std::size_t depth);
   // per (d, t): the tasks that free offloaded activations (copy out, or backward), in the order they were allocated
   std::vector<std::vector<TaskId>> activation_window_;
   std::map<std::tuple<int, int, int, int>, TaskId> activation_copies_;  // (lane, micro-batch, chunk, group) -> D2H
