@@ -242,9 +242,9 @@ class Runner {
   std::vector<OverlapMeter> nic_overlap_;       ///< analytic fidelity: per NIC, inter-node collectives sharing it
   std::vector<std::vector<TaskId>> nic_rings_;  ///< analytic fidelity: per NIC, the rings sharing it now
   /// Interference classes: 0 inside a node, 1 across nodes (NIC hops only: point-to-point sends, rings with one member
-  /// per node), 2.. collectives that span nodes with NVLink hops too (plan_interference); spanning_ describes those.
+  /// per node), 2.. collectives that span nodes with NVLink hops too (plan_interference; the active ones are
+  /// described in result_.spanning_interference).
   std::vector<OverlapInterference> interference_;
-  std::vector<SpanningInterference> spanning_;
   std::vector<std::array<int, 2>> group_class_;  ///< per group: its class for rings [0] and all-to-alls [1]
   bool interferes_ = false;
   std::unordered_map<TaskId, Stretch> stretches_;

@@ -383,14 +383,14 @@ void Runner::plan_interference() {
       const OverlapInterference f{1 + (intra.compute_slowdown - 1) * share + (inter.compute_slowdown - 1) * (1 - share),
                                   inter.comm_slowdown};
       interference_.push_back(f);
-      if (f.active()) spanning_.push_back({share, alltoall, f.compute_slowdown, f.comm_slowdown});
+      if (f.active()) result_.spanning_interference.push_back({share, alltoall, f.compute_slowdown, f.comm_slowdown});
     }
     cls = it->second;
   }
-  std::sort(spanning_.begin(), spanning_.end(), [](const SpanningInterference& a, const SpanningInterference& b) {
-    return std::pair{a.alltoall, a.nvlink_share} < std::pair{b.alltoall, b.nvlink_share};
-  });
-  result_.spanning_interference = spanning_;
+  std::sort(result_.spanning_interference.begin(), result_.spanning_interference.end(),
+            [](const SpanningInterference& a, const SpanningInterference& b) {
+              return std::pair{a.alltoall, a.nvlink_share} < std::pair{b.alltoall, b.nvlink_share};
+            });
   transfers_on_.assign(static_cast<std::size_t>(g_.devices) * interference_.size(), 0);
 }
 

@@ -217,16 +217,13 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
         const auto lane = static_cast<std::size_t>(d * tp_ + t);
         for (TaskId first : coset.tasks.first) g_.depend(compute_of_group_[lane], first);
         produced[lane] = {task_of_member(coset.tasks.last, rank(d, t, s))};
-        if (!offloaded)
-          op_reduces_[lane].push_back({task_of_member(coset.tasks.first, rank(d, t, s)), produced[lane].front()});
+        if (offloaded) continue;
+        op_reduces_[lane].push_back({task_of_member(coset.tasks.first, rank(d, t, s)), produced[lane].front()});
         // The step's update reads the reduced shard: it waits for the last micro-batch's reduce-scatter of every
         // group (earlier ones precede it on the same stream).
-        if (last_backward && !offloaded)
-          step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(produced[lane].front());
-        if (!offloaded) {
-          on_end.push_back({rank(d, t, s), State::Gradients, -static_cast<double>(lg.elems) * gb, true});
-          grad_window_[lane].push_back(produced[lane].front());
-        }
+        if (last_backward) step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(produced[lane].front());
+        on_end.push_back({rank(d, t, s), State::Gradients, -static_cast<double>(lg.elems) * gb, true});
+        grad_window_[lane].push_back(produced[lane].front());
       }
       set_member_memory(coset.tasks.last, on_end, false);
     }

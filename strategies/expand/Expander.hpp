@@ -214,8 +214,8 @@ class Expander {
   };
   std::vector<std::vector<IssuedReduce>> op_reduces_;
   std::vector<IssuedReduce> reduce_before_op_;
-  /// Orders gather task `gather` of lane (d, t) after the reduce-scatter FSDP issued just before it and before the
-  /// one it issued just after (serialize_on_communicator), when both run on the same group.
+  /// Orders the gather of lane (d, t) (its first and last task) after the reduce-scatter FSDP issued just before it
+  /// and before the one it issued just after, when both run on the same group.
   void order_gather(std::size_t lane, TaskId gather_first, TaskId gather_last, bool forward, std::size_t depth);
   // per (d, t): the tasks that free offloaded activations (copy out, or backward), in the order they were allocated
   std::vector<std::vector<TaskId>> activation_window_;
