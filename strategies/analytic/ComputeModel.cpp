@@ -228,18 +228,17 @@ double attention_core_backward_s(const LayerShape& L, const AcceleratorSpec& acc
 }
 
 // Flash attention: 4 d FLOPs per query-key pair and head forward; the backward recomputes the scores and does 2.5x
-// the forward's. A causal kernel skips the masked blocks: s^2 / 2 pairs per sequence (the profiles' efficiency is
-// fitted to causal measurements counted this way, strategies/calibrate/Calibration.cpp).
+// the forward's. A causal kernel skips the masked blocks: s^2 / 2 pairs per sequence (calibration counts a
+// measurement's FLOPs the same way, strategies/calibrate/Calibration.cpp).
 double flash_forward_flops(const LayerShape& L) {
   return 2.0 * L.heads * L.pairs * (L.qk + L.v);  // 4 d per pair and head when qk = v = d
 }
 
-// The fused attention kernel of L doing `flops`: the profile's kernel slowed to training.attention_kernel's measured
-// speed at this rank's sequence length and query-key head dimension.
+// The fused attention kernel of L doing `flops`: the profile's kernel at this rank's sequence length and query-key
+// head dimension (FlashAttention-2's measured curve), slowed to training.attention_kernel's measured speed there.
 double fused_attention_time_s(const LayerShape& L, double flops, const AcceleratorSpec& acc) {
   const double speed = attention_kernel_speed(L.attention_kernel, acc.name, L.s, L.qk);
-  return acc.profile.kernel_latency_s +
-         flops / (acc.peak_flops(L.dtype) * acc.profile.flash_attention_efficiency * speed);
+  return flash_attention_time_s(flops, L.dtype, acc, L.s, L.qk, speed);
 }
 
 double attention_forward_s(const LayerShape& L, const AcceleratorSpec& acc) {
@@ -363,6 +362,13 @@ double log_interpolate(const double* xs, const double* ys, int n, double x) {
   return ys[n - 1];
 }
 
+// FlashAttention-2's measured TFLOP/s at seq and head_dim between the head-dimension 64 and 128 curves.
+double fa2_tflops(const AttentionCurve& c64, const AttentionCurve& c128, double seq, double head_dim) {
+  const double xs[2] = {64, 128};
+  const double ys[2] = {log_interpolate(kCurveSeq, c64.fa2, 6, seq), log_interpolate(kCurveSeq, c128.fa2, 6, seq)};
+  return log_interpolate(xs, ys, 2, head_dim);
+}
+
 // The kernel's speed over FlashAttention-2's at seq on one curve.
 double curve_ratio(const AttentionCurve& c, AttentionKernel k, double seq) {
   double ratio[6];
@@ -397,8 +403,24 @@ double attention_kernel_speed(AttentionKernel k, const std::string& accelerator,
   return log_interpolate(xs, ys, 2, head_dim);
 }
 
-double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc) {
-  return acc.profile.kernel_latency_s + flops / (acc.peak_flops(dtype) * acc.profile.flash_attention_efficiency);
+double fused_attention_shape(const std::string& accelerator, double seq, double head_dim) {
+  const bool ampere = starts_with(accelerator, "a100");
+  if (!ampere && !hopper_attention_curves(accelerator)) return 1;
+  const AttentionCurve& c64 = ampere ? kA100Hd64 : kH100Hd64;
+  const AttentionCurve& c128 = ampere ? kA100Hd128 : kH100Hd128;
+  return fa2_tflops(c64, c128, seq, head_dim) /
+         fa2_tflops(c64, c128, kAttentionReferenceSeq, attention_reference_head_dim(accelerator));
+}
+
+double attention_reference_head_dim(const std::string& accelerator) {
+  return starts_with(accelerator, "a100") ? 64 : 128;
+}
+
+double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc, double seq, double head_dim,
+                              double speed) {
+  const double shape = fused_attention_shape(acc.name, seq, head_dim);
+  return acc.profile.kernel_latency_s +
+         flops / (acc.peak_flops(dtype) * acc.profile.flash_attention_efficiency * shape * speed);
 }
 
 double attention_forward_flops(const Experiment& e) {

@@ -50,8 +50,21 @@ double elementwise_time_s(double bytes, const AcceleratorSpec& acc);
 double attention_kernel_speed(AttentionKernel k, const std::string& accelerator, double seq, double head_dim);
 /// Hopper accelerators, whose attention_kernel_speed for triton is FlashAttention v1's.
 bool hopper_attention_curves(const std::string& accelerator);
-/// Time of a fused (flash) attention kernel doing `flops`.
-double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc);
+/// The sequence length at which a profile's flash_attention_efficiency holds, with attention_reference_head_dim.
+constexpr double kAttentionReferenceSeq = 8192;
+/// The head dimension at which a profile's flash_attention_efficiency holds: 64 on A100 (the built-in profile's
+/// measurement, Azure's 'Flash Attention 2.0' table), 128 otherwise (the H100, H200 and B200 measurements).
+double attention_reference_head_dim(const std::string& accelerator);
+/// FlashAttention-2's forward + backward throughput at `seq` and `head_dim` over its throughput at the reference point
+/// (kAttentionReferenceSeq, attention_reference_head_dim), from the same release benchmarks as attention_kernel_speed
+/// (causal, 16k tokens per batch; A100 curves for a100*, H100 curves for Hopper), interpolated and clamped alike: 155 /
+/// 165 at 2k and head dimension 128 on A100, 140 / 165 at 2k and 64. 1 on other accelerators (B200, GB200: no curve
+/// measured; their efficiency holds at every length).
+double fused_attention_shape(const std::string& accelerator, double seq, double head_dim);
+/// Time of a fused (flash) attention kernel doing `flops` at sequence length `seq` and head dimension `head_dim`:
+/// the profile's efficiency times fused_attention_shape, times `speed` (attention_kernel_speed of an older kernel).
+double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc, double seq, double head_dim,
+                              double speed = 1);
 
 /// Backward GEMM times of the two column-parallel linears of a layer (QKV and the first MLP matrix), against which
 /// Megatron-LM overlaps the tensor-parallel collectives of the backward pass.

@@ -156,8 +156,9 @@ std::vector<Point> attention_points(const Json& items, const std::string& field,
     p.measured = r.require_positive("tflops");
     r.finish();
     const double fwd = 4 * b * heads * s * s * d * (causal ? 0.5 : 1.0);
-    p.model = [fwd, both, dtype, &acc] {
-      double t = flash_attention_time_s(fwd, dtype, acc) + (both ? flash_attention_time_s(2.5 * fwd, dtype, acc) : 0);
+    p.model = [fwd, both, dtype, s, d, &acc] {
+      double t = flash_attention_time_s(fwd, dtype, acc, s, d) +
+                 (both ? flash_attention_time_s(2.5 * fwd, dtype, acc, s, d) : 0);
       return fwd * (both ? 3.5 : 1.0) / t / 1e12;
     };
     out.push_back(p);

@@ -41,7 +41,8 @@ struct Calibration {
 ///                  faster one)
 ///   memory      -> memory_efficiency
 ///   gemm        -> gemm_peak_efficiency, gemm_latency_s, gemm_k_overhead, gemm_roofline_p
-///   attention   -> flash_attention_efficiency
+///   attention   -> flash_attention_efficiency (at the reference sequence and head dimension: each point is modelled
+///                  with fused_attention_shape at its own, strategies/analytic/ComputeModel.hpp)
 ///   layers      -> memory_efficiency, kernel_latency_s, overlap_penalty (with the fabric's exposed TP collectives
 ///                  added, as Megatron-LM's measured layer times include them)
 ///   interference -> per fabric compute_slowdown and comm_slowdown: the geometric mean of overlapped / alone

@@ -22,7 +22,9 @@ namespace placesim {
 ///     tm = bytes(A, B, C) / (hbm_bw * memory_efficiency)
 ///     t  = gemm_latency_s + (tc^p + tm^p)^(1/p)               p = gemm_roofline_p (a soft roofline)
 ///   element-wise:  t = kernel_latency_s + bytes / (hbm_bw * memory_efficiency)
-///   fused (flash) attention:  t = FLOPs / (peak * flash_attention_efficiency)
+///   fused (flash) attention:  t = kernel_latency_s + FLOPs / (peak * flash_attention_efficiency * shape(seq, d)),
+///     shape = FlashAttention-2's measured throughput at the sequence length and head dimension over that at the
+///     reference point (8192; 64 on A100, 128 otherwise), 1 where no curve is measured (ComputeModel.hpp)
 ///   a collective of time c hidden behind a GEMM of time g costs max(0, c - g) + overlap_penalty * min(c, g)
 /// Overlap interference on one fabric, from component measurements (a GEMM timed alone and beside an NCCL
 /// collective; the collective timed alone and beside the GEMM): while a GPU runs compute and communication of this
@@ -44,10 +46,11 @@ struct ComputeProfile {
   /// the model with and without it equally well (docs/validation.md), so measurements at the shapes of interest
   /// should decide, through `placesim calibrate` with "gemm_sms".
   double gemm_sms = 0;
-  double gemm_roofline_p = 2;               ///< blend exponent of compute and memory time (large = hard max)
-  double memory_efficiency = 0.8;           ///< fraction of HBM bandwidth element-wise kernels sustain
-  double kernel_latency_s = 4e-6;           ///< fixed cost of one element-wise kernel
-  double flash_attention_efficiency = 0.5;  ///< fraction of peak a fused attention kernel sustains (fwd and bwd)
+  double gemm_roofline_p = 2;      ///< blend exponent of compute and memory time (large = hard max)
+  double memory_efficiency = 0.8;  ///< fraction of HBM bandwidth element-wise kernels sustain
+  double kernel_latency_s = 4e-6;  ///< fixed cost of one element-wise kernel
+  double flash_attention_efficiency =
+      0.5;  ///< fraction of peak fused attention sustains (fwd and bwd) at the reference
   /// Fraction of a collective's time that still lands on the critical path while it is hidden behind a GEMM: NCCL's
   /// kernels take SMs and HBM bandwidth from the GEMM they overlap.
   double overlap_penalty = 0.2;
