@@ -362,11 +362,25 @@ double log_interpolate(const double* xs, const double* ys, int n, double x) {
   return ys[n - 1];
 }
 
-// FlashAttention-2's measured TFLOP/s at seq and head_dim between the head-dimension 64 and 128 curves.
-double fa2_tflops(const AttentionCurve& c64, const AttentionCurve& c128, double seq, double head_dim) {
-  const double xs[2] = {64, 128};
-  const double ys[2] = {log_interpolate(kCurveSeq, c64.fa2, 6, seq), log_interpolate(kCurveSeq, c128.fa2, 6, seq)};
+// The two measured curves (head dimensions 64 and 128) of A100 or of Hopper.
+struct CurvePair {
+  const AttentionCurve& c64;
+  const AttentionCurve& c128;
+};
+CurvePair family_curves(bool ampere) {
+  return ampere ? CurvePair{kA100Hd64, kA100Hd128} : CurvePair{kH100Hd64, kH100Hd128};
+}
+
+// Linear in log2 of head_dim between a value on the head-dimension 64 curve and one on the 128 curve (clamped).
+double between_head_dims(double at64, double at128, double head_dim) {
+  const double xs[2] = {64, 128}, ys[2] = {at64, at128};
   return log_interpolate(xs, ys, 2, head_dim);
+}
+
+// FlashAttention-2's measured TFLOP/s at seq and head_dim.
+double fa2_tflops(const CurvePair& c, double seq, double head_dim) {
+  return between_head_dims(log_interpolate(kCurveSeq, c.c64.fa2, 6, seq),
+                           log_interpolate(kCurveSeq, c.c128.fa2, 6, seq), head_dim);
 }
 
 // The kernel's speed over FlashAttention-2's at seq on one curve.
@@ -397,19 +411,16 @@ double attention_kernel_speed(AttentionKernel k, const std::string& accelerator,
   // Hopper has no measurement of the Triton kernel; FlashAttention v1's CUDA kernel stands for it (on A100 the two
   // are within 10 % of each other at every measured length, causal, head dimension 128: 50-80 vs 55-83 TFLOP/s).
   if (hopper && k == AttentionKernel::Triton) k = AttentionKernel::Flash1;
-  const AttentionCurve& c64 = ampere ? kA100Hd64 : kH100Hd64;
-  const AttentionCurve& c128 = ampere ? kA100Hd128 : kH100Hd128;
-  const double xs[2] = {64, 128}, ys[2] = {curve_ratio(c64, k, seq), curve_ratio(c128, k, seq)};
-  return log_interpolate(xs, ys, 2, head_dim);
+  const CurvePair c = family_curves(ampere);
+  return between_head_dims(curve_ratio(c.c64, k, seq), curve_ratio(c.c128, k, seq), head_dim);
 }
 
 double fused_attention_shape(const std::string& accelerator, double seq, double head_dim) {
   const bool ampere = starts_with(accelerator, "a100");
   if (!ampere && !hopper_attention_curves(accelerator)) return 1;
-  const AttentionCurve& c64 = ampere ? kA100Hd64 : kH100Hd64;
-  const AttentionCurve& c128 = ampere ? kA100Hd128 : kH100Hd128;
-  return fa2_tflops(c64, c128, seq, head_dim) /
-         fa2_tflops(c64, c128, kAttentionReferenceSeq, attention_reference_head_dim(accelerator));
+  const CurvePair c = family_curves(ampere);
+  return fa2_tflops(c, seq, head_dim) /
+         fa2_tflops(c, kAttentionReferenceSeq, attention_reference_head_dim(accelerator));
 }
 
 double attention_reference_head_dim(const std::string& accelerator) {

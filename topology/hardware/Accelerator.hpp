@@ -46,11 +46,10 @@ struct ComputeProfile {
   /// the model with and without it equally well (docs/validation.md), so measurements at the shapes of interest
   /// should decide, through `placesim calibrate` with "gemm_sms".
   double gemm_sms = 0;
-  double gemm_roofline_p = 2;      ///< blend exponent of compute and memory time (large = hard max)
-  double memory_efficiency = 0.8;  ///< fraction of HBM bandwidth element-wise kernels sustain
-  double kernel_latency_s = 4e-6;  ///< fixed cost of one element-wise kernel
-  double flash_attention_efficiency =
-      0.5;  ///< fraction of peak fused attention sustains (fwd and bwd) at the reference
+  double gemm_roofline_p = 2;               ///< blend exponent of compute and memory time (large = hard max)
+  double memory_efficiency = 0.8;           ///< fraction of HBM bandwidth element-wise kernels sustain
+  double kernel_latency_s = 4e-6;           ///< fixed cost of one element-wise kernel
+  double flash_attention_efficiency = 0.5;  ///< fraction of peak fused attention sustains at the reference point
   /// Fraction of a collective's time that still lands on the critical path while it is hidden behind a GEMM: NCCL's
   /// kernels take SMs and HBM bandwidth from the GEMM they overlap.
   double overlap_penalty = 0.2;
