@@ -529,3 +529,91 @@ TEST_CASE("training.attention_kernel slows the fused attention and nothing else;
       Catch::Contains("training.attention_kernel=flash1") && Catch::Contains("model.flash_attention=false"));
   CHECK_THROWS_WITH(gpt("xformers"), Catch::Contains("training.attention_kernel") && Catch::Contains("xformers"));
 }
+
+// training.fp8: the linear GEMMs on FP8 tensor cores. The h100-sxm profile was fitted to Azure's FP8 cuBLASLt sweep
+// (topology/profiles/measurements/h100-sxm.json, peak 1,979 TFLOP/s); an FP8 GEMM is that fitted model, so at the
+// sweep's shapes it gives the fit recorded in topology/profiles/h100-sxm.json: 8192^3 1341.36 TFLOP/s (measured
+// 1290.1), 6144 x 12288 x 12288 1345.26 (measured 1351.4).
+TEST_CASE("FP8 GEMMs are the profile's GEMM model at the FP8 peak, as fitted to the FP8 cuBLASLt sweep") {
+  const AcceleratorSpec h100 = accelerator_preset("h100-sxm", "a");
+  CHECK(h100.peak_fp8_flops == 1979e12);
+  auto tflops = [&](const GemmShape& g) { return 2 * g.m * g.n * g.k / fp8_gemm_time_s(g, h100) / 1e12; };
+  // (the preset holds the fit's fields rounded to four digits: 1e-4)
+  CHECK(tflops({8192, 8192, 8192}) == Approx(1341.3558771744886).epsilon(1e-4));
+  CHECK(tflops({6144, 12288, 12288}) == Approx(1345.262688998149).epsilon(1e-4));
+  CHECK(tflops({8192, 8192, 8192}) == Approx(1290.1).epsilon(0.05));
+  // Twice the bf16 peak: a compute-bound GEMM takes about half the bf16 time (the memory term is the same).
+  const GemmShape big{16384, 16384, 16384};
+  CHECK(fp8_gemm_time_s(big, h100) / gemm_time_s(big, DType::BF16, h100) == Approx(0.5).epsilon(0.01));
+  // No FP8 tensor cores on A100: refused, naming the field.
+  const AcceleratorSpec a100 = accelerator_preset("a100-80gb", "a");
+  CHECK(a100.peak_fp8_flops == 0);
+  CHECK_THROWS_WITH(fp8_gemm_time_s(big, a100), Catch::Contains("training.fp8=true") && Catch::Contains("a100-80gb"));
+  // A power limit scales the FP8 peak with the others; a custom accelerator gives its own.
+  ClusterSpec capped = parse_cluster(Json::parse(
+      R"({"preset": "dgx-h100", "nodes": 1, "accelerator": {"preset": "h100-sxm", "power_limit_w": 500}})"));
+  CHECK(capped.accelerator.peak_fp8_flops == Approx(1979e12 * 500 / 700));
+  ClusterSpec custom = parse_cluster(Json::parse(
+      R"({"preset": "dgx-a100", "nodes": 1, "accelerator": {"preset": "a100-80gb", "peak_fp8_flops": "624TFLOPS"}})"));
+  CHECK(custom.accelerator.peak_fp8_flops == 624e12);
+}
+
+// A tiny Llama layer (h 256, 4 heads of 64, 2 KV heads, ffn 512 gated; T = 128 tokens; bf16; 4 micro-batches per
+// step, parameters on the device). Its linears (in x out): qkv 256 x 512, proj 256 x 256, fc1 256 x 1024, fc2 512 x
+// 256. Under FP8 each GEMM runs at the FP8 peak and the layer adds, per linear, bytes read + written by memory-bound
+// kernels: forward the input's cast with its transpose, 2 + 1 + 1 = 4 bytes per input element (T x in), and a
+// quarter of the weight's (4 bytes per in x out: cast on the first of 4 micro-batches, kept to the step's end);
+// backward the output gradient's, 4 bytes per T x out. Attention, norms and the SwiGLU are unchanged.
+TEST_CASE("FP8 linears: GEMMs at the FP8 peak plus their hand-counted casts, nothing else") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  auto tiny = [](bool fp8, const char* strategy) {
+    return test::experiment(std::string(R"({"model": {"family": "llama", "layers": 2, "hidden": 256, "heads": 4,
+        "kv_heads": 2, "ffn": 512, "vocab": 512, "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 4,
+        "fp8": )") + (fp8 ? "true" : "false") +
+                            R"(}, "strategy": )" + strategy + "}");
+  };
+  const double T = 128;
+  struct Lin {
+    double in, out;
+  };
+  const Lin lins[] = {{256, 512}, {256, 256}, {256, 1024}, {512, 256}};
+  auto cast = [&](double elems) { return elementwise_time_s(4 * elems, acc); };
+  auto expected = [&](double weight_share) {
+    double fwd = 0, bwd = 0;
+    for (const Lin& x : lins) {
+      fwd += fp8_gemm_time_s({T, x.out, x.in}, acc) - gemm_time_s({T, x.out, x.in}, DType::BF16, acc) + cast(T * x.in) +
+             weight_share * cast(x.in * x.out);
+      bwd += fp8_gemm_time_s({T, x.in, x.out}, acc) - gemm_time_s({T, x.in, x.out}, DType::BF16, acc) +
+             fp8_gemm_time_s({x.in, x.out, T}, acc, 8 * x.in * x.out) -
+             gemm_time_s({x.in, x.out, T}, DType::BF16, acc, 8 * x.in * x.out) + cast(T * x.out);
+    }
+    return std::pair{fwd, bwd};
+  };
+  const char* dp = R"({"preset": "dp", "dp": 1})";
+  PassTimes bf16 = layer_times(tiny(false, dp), acc), fp8 = layer_times(tiny(true, dp), acc);
+  auto [fwd, bwd] = expected(0.25);
+  CHECK(fp8.forward_s - bf16.forward_s == Approx(fwd).epsilon(1e-9));
+  CHECK(fp8.backward_s - bf16.backward_s == Approx(bwd).epsilon(1e-9));
+  CHECK(fp8.attention_forward_s == bf16.attention_forward_s);
+  // Gathered per use (FSDP, 2 ranks): the weight is cast again each micro-batch.
+  const char* fsdp = R"({"preset": "fsdp", "dp": 2})";
+  Experiment f16 = tiny(false, fsdp), f8 = tiny(true, fsdp);
+  f16.training.kernels = f8.training.kernels = Kernels::Fused;
+  auto [ffwd, fbwd] = expected(1.0);
+  CHECK(layer_times(f8, acc).forward_s - layer_times(f16, acc).forward_s == Approx(ffwd).epsilon(1e-9));
+  CHECK(layer_times(f8, acc).backward_s - layer_times(f16, acc).backward_s == Approx(fbwd).epsilon(1e-9));
+  // The output layer stays 16-bit.
+  CHECK(logit_times(tiny(true, dp), acc).forward_s == logit_times(tiny(false, dp), acc).forward_s);
+}
+
+TEST_CASE("training.fp8 is refused with fp32 training and dtype fp8 points to it; it is echoed and reported") {
+  CHECK_THROWS_WITH(test::experiment(R"({"model": "llama3-8b", "training": {"dtype": "fp32", "fp8": true},
+                                        "strategy": "dp"})"),
+                    Catch::Contains("training.fp8=true") && Catch::Contains("training.dtype=fp32"));
+  CHECK_THROWS_WITH(test::experiment(R"({"model": "llama3-8b", "training": {"dtype": "fp8"}, "strategy": "dp"})"),
+                    Catch::Contains("training.dtype=fp8") && Catch::Contains("\"fp8\": true"));
+  Experiment e = test::experiment(R"({"model": "llama3-8b", "training": {"fp8": true}, "strategy": "dp"})");
+  CHECK(e.training.fp8);
+  CHECK(training_to_json(e.training)["fp8"] == true);
+  CHECK_THAT(analysis_table(e, analyze(e)), Catch::Contains("FP8 linear layers (training.fp8)"));
+}

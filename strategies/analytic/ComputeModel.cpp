@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "strategies/analytic/DataPlan.hpp"
+
 namespace placesim {
 
 namespace {
@@ -27,6 +29,11 @@ struct LayerShape {
   bool repeat_kv = false;         // grouped keys and values (ModelSpec::grouped_kv)
   AttentionKernel attention_kernel = AttentionKernel::Fused;
   DType dtype = DType::BF16;
+  bool fp8 = false;  // training.fp8: the linears' GEMMs in FP8, with their casts
+  // Share of a weight's FP8 cast each forward pays: 1 when the parameters are gathered per use (a fresh 16-bit copy
+  // each micro-batch), else 1 / micro-batches (Transformer Engine casts on a step's first micro-batch and keeps the
+  // FP8 weight and its transpose until the step ends: Megatron-Core's is_first_microbatch).
+  double weight_cast_share = 1;
 };
 
 LayerShape shape_of(const Experiment& e) {
@@ -60,6 +67,10 @@ LayerShape shape_of(const Experiment& e) {
   L.unfused_rms_norm = decomposed_rms_norm(m, e.training);
   L.repeat_kv = m.grouped_kv();
   L.attention_kernel = e.training.attention_kernel;
+  L.fp8 = e.training.fp8;
+  L.weight_cast_share = holds_unit_buffer(e.strategy, State::Parameters)
+                            ? 1.0
+                            : 1.0 / static_cast<double>(std::max<std::int64_t>(1, e.strategy.microbatches));
   return L;
 }
 
@@ -101,18 +112,34 @@ LayerLinears linears_of(const LayerShape& L) {
   return lin;
 }
 
-double linear_forward_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
-  return gemm_time_s({L.T, x.out, x.in}, L.dtype, acc);
+// A GEMM of the layer's linears: in FP8 under training.fp8 (fp8_gemm_time_s), else in the training dtype.
+double linear_gemm_s(const GemmShape& g, const LayerShape& L, const AcceleratorSpec& acc, double extra_bytes = 0) {
+  return L.fp8 ? fp8_gemm_time_s(g, acc, extra_bytes) : gemm_time_s(g, L.dtype, acc, extra_bytes);
 }
+
+// Transformer Engine's fused cast-transpose (fp8_cast_transpose_fused) of `elems` 16-bit elements: reads them and
+// writes their FP8 copy and its FP8 transpose (the layout the other two GEMMs of the linear read), (el + 2) bytes an
+// element; 0 without training.fp8.
+double fp8_cast_s(double elems, const LayerShape& L, const AcceleratorSpec& acc) {
+  return L.fp8 ? elementwise_time_s((L.el + 2) * elems, acc) : 0;
+}
+
+// Forward: under FP8 the input is cast (with its transpose, for the weight gradient) and the weight's cast is
+// shared by the micro-batches that reuse it (weight_cast_share).
+double linear_forward_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
+  return linear_gemm_s({L.T, x.out, x.in}, L, acc) + fp8_cast_s(L.T * x.in, L, acc) +
+         L.weight_cast_share * fp8_cast_s(x.in * x.out, L, acc);
+}
+// Input gradient: under FP8 the output gradient is cast first (with its transpose, for the weight gradient).
 double linear_dgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
-  return gemm_time_s({L.T, x.in, x.out}, L.dtype, acc);
+  return linear_gemm_s({L.T, x.in, x.out}, L, acc) + fp8_cast_s(L.T * x.out, L, acc);
 }
 // The weight gradient accumulates into an fp32 main-grad buffer (read and written once per micro-batch) inside the
 // GEMM; without that fusion the GEMM writes a fresh gradient and an add kernel reads it and the buffer and writes the
 // buffer back.
 double linear_wgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
-  if (L.fused_accumulation) return gemm_time_s({x.in, x.out, L.T}, L.dtype, acc, 8.0 * x.in * x.out);
-  return gemm_time_s({x.in, x.out, L.T}, L.dtype, acc) + elementwise_time_s((L.el + 2 * L.gb) * x.in * x.out, acc);
+  if (L.fused_accumulation) return linear_gemm_s({x.in, x.out, L.T}, L, acc, 8.0 * x.in * x.out);
+  return linear_gemm_s({x.in, x.out, L.T}, L, acc) + elementwise_time_s((L.el + 2 * L.gb) * x.in * x.out, acc);
 }
 
 // Eager PyTorch kernels, each a memory-bound pass (bytes read + written; `rows` = tokens, whose per-row scalars are
@@ -312,7 +339,10 @@ LayerKernels layer_kernels(const LayerShape& L) {
 
 }  // namespace
 
-double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, double extra_bytes) {
+namespace {
+
+// The GEMM model of ComputeProfile at `peak`, with `el` bytes per element of A, B and C.
+double gemm_time_at(const GemmShape& g, double peak, double el, const AcceleratorSpec& acc, double extra_bytes) {
   require_memory_bandwidth(acc);
   const ComputeProfile& p = acc.profile;
   const double tile = p.gemm_tile;
@@ -322,13 +352,26 @@ double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, 
     const double tiles = std::ceil(g.m / tile) * std::ceil(g.n / tile) * g.batch;
     quantization *= tiles / (std::ceil(tiles / p.gemm_sms) * p.gemm_sms);
   }
-  const double rate = acc.peak_flops(dtype) * p.gemm_peak_efficiency * quantization * g.k / (g.k + p.gemm_k_overhead);
-  const double el = dtype == DType::FP32 ? 4 : 2;
+  const double rate = peak * p.gemm_peak_efficiency * quantization * g.k / (g.k + p.gemm_k_overhead);
   const double compute = 2 * g.m * g.n * g.k * g.batch / rate;
   const double memory =
       (el * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) + extra_bytes) / (acc.hbm_bw_Bps * p.memory_efficiency);
   const double q = p.gemm_roofline_p;
   return p.gemm_latency_s + std::pow(std::pow(compute, q) + std::pow(memory, q), 1 / q);
+}
+
+}  // namespace
+
+double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, double extra_bytes) {
+  return gemm_time_at(g, acc.peak_flops(dtype), dtype == DType::FP32 ? 4 : 2, acc, extra_bytes);
+}
+
+double fp8_gemm_time_s(const GemmShape& g, const AcceleratorSpec& acc, double extra_bytes) {
+  if (!(acc.peak_fp8_flops > 0))
+    throw InputError("training.fp8=true runs the linear layers on FP8 tensor cores, but accelerator " + acc.name +
+                     " has none (no peak_fp8_flops: A100 has no FP8 tensor cores); set training.fp8=false, or give "
+                     "cluster.accelerator.peak_fp8_flops for a custom accelerator");
+  return gemm_time_at(g, acc.peak_fp8_flops, 2, acc, extra_bytes);
 }
 
 double elementwise_time_s(double bytes, const AcceleratorSpec& acc) {
@@ -500,6 +543,7 @@ PassTimes moe_dense_times(const Experiment& e, const AcceleratorSpec& acc) {
   // The router scores each rank's own tokens (its sequence-parallel share): a GEMM to the experts, replicated weights.
   LayerShape router = L;
   router.T = L.norm_tokens;
+  router.fp8 = false;  // Transformer Engine's FP8 covers the experts' and the layer's linears, not the router
   PassTimes t = layer_times_of(e, L, {}, acc);
   const Linear gate{L.h, static_cast<double>(m.experts)};
   t.forward_s += linear_forward_s(gate, router, acc);
@@ -523,14 +567,18 @@ PassTimes expert_times(const Experiment& e, const AcceleratorSpec& acc, double p
   const double fused = L.fused_accumulation ? 8.0 * local : 0;  // the fp32 main grads read and written in place
   const double permute = 2 * L.el * pairs * L.h;
   PassTimes t;
-  t.forward_s = gemm_time_s(fc1, L.dtype, acc) + gemm_time_s(fc2, L.dtype, acc) +
+  // Under FP8 (Transformer Engine's grouped linear) each matrix's input and output gradient are cast with their
+  // transposes, and the rank's expert weights once per step (or per micro-batch when gathered).
+  const double weights = local * L.h * (up + fe);
+  t.forward_s = linear_gemm_s(fc1, L, acc) + linear_gemm_s(fc2, L, acc) +
                 elementwise_time_s((m.gated_mlp ? 3 : 2) * L.el * pairs * fe, acc) +
-                2 * elementwise_time_s(permute, acc) + elementwise_time_s(3 * L.el * pairs * L.h, acc);
-  t.backward_s = gemm_time_s(fc1_dgrad, L.dtype, acc) + gemm_time_s(fc2_dgrad, L.dtype, acc) +
-                 gemm_time_s(fc1_wgrad, L.dtype, acc, fused * L.h * up) +
-                 gemm_time_s(fc2_wgrad, L.dtype, acc, fused * fe * L.h) +
-                 elementwise_time_s((m.gated_mlp ? 5 : 3) * L.el * pairs * fe, acc) +
-                 2 * elementwise_time_s(permute, acc) + elementwise_time_s(3 * L.el * pairs * L.h, acc);
+                2 * elementwise_time_s(permute, acc) + elementwise_time_s(3 * L.el * pairs * L.h, acc) +
+                fp8_cast_s(pairs * (L.h + fe), L, acc) + L.weight_cast_share * fp8_cast_s(weights, L, acc);
+  t.backward_s =
+      linear_gemm_s(fc1_dgrad, L, acc) + linear_gemm_s(fc2_dgrad, L, acc) +
+      linear_gemm_s(fc1_wgrad, L, acc, fused * L.h * up) + linear_gemm_s(fc2_wgrad, L, acc, fused * fe * L.h) +
+      elementwise_time_s((m.gated_mlp ? 5 : 3) * L.el * pairs * fe, acc) + 2 * elementwise_time_s(permute, acc) +
+      elementwise_time_s(3 * L.el * pairs * L.h, acc) + fp8_cast_s(pairs * (up + L.h), L, acc);
   if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
   return t;
 }
@@ -545,7 +593,8 @@ ColumnLinearBackward column_linear_backward(const Experiment& e, const Accelerat
 
 PassTimes logit_times(const Experiment& e, const AcceleratorSpec& acc) {
   if (e.model.opaque()) return {};
-  const LayerShape L = shape_of(e);
+  LayerShape L = shape_of(e);
+  L.fp8 = false;  // the output layer stays 16-bit under FP8 (Megatron-Core's and torchtitan's recipes)
   const Linear head{L.h, static_cast<double>(e.model.vocab) / L.tp};
   const double logits = L.T * head.out;
   PassTimes t;

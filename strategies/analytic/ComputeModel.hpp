@@ -39,6 +39,12 @@ struct GemmShape {
 /// Time of one GEMM under acc.profile (see ComputeProfile). `extra_bytes` adds memory traffic the kernel also moves
 /// (an fp32 gradient accumulated in place).
 double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, double extra_bytes = 0);
+/// The same GEMM on FP8 tensor cores (training.fp8): the profile's model at acc.peak_fp8_flops, bytes counted as for
+/// 16-bit operands. The built-in Hopper profiles were fitted to FP8 cuBLASLt sweeps at the FP8 peak with this same
+/// model (topology/profiles/measurements/h100-sxm.json, h200.json), so it reproduces them; B200's was fitted to bf16
+/// and is applied to FP8 (no FP8 sweep found). An InputError naming training.fp8 when the accelerator has no FP8
+/// peak.
+double fp8_gemm_time_s(const GemmShape& g, const AcceleratorSpec& acc, double extra_bytes = 0);
 /// Time of a memory-bound kernel moving `bytes` (read + written).
 double elementwise_time_s(double bytes, const AcceleratorSpec& acc);
 /// Speed of training.attention_kernel `k` over FlashAttention-2's on `accelerator` at sequence length `seq` and head

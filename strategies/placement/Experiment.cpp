@@ -309,6 +309,7 @@ Json training_to_json(const TrainingSpec& t) {
   j["kernels"] = to_string(t.kernels);
   if (t.fused_norm) j["fused_norm"] = true;
   if (t.attention_kernel != AttentionKernel::Fused) j["attention_kernel"] = to_string(t.attention_kernel);
+  if (t.fp8) j["fp8"] = true;
   if (t.master_weights == MasterWeights::Parameters) j["master_weights"] = to_string(t.master_weights);
   if (t.loss_kernel_given) j["loss_kernel"] = to_string(t.loss_kernel);
   return j;

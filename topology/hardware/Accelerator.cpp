@@ -16,9 +16,10 @@ struct Preset {
   std::string description;
 };
 
-AcceleratorSpec make(const std::string& name, double peak, double fp32, double hbm_bytes, double hbm_bw_Bps,
+AcceleratorSpec make(const std::string& name, double peak, double fp32, double fp8, double hbm_bytes, double hbm_bw_Bps,
                      const ComputeProfile& profile, double tdp_w) {
   AcceleratorSpec a;
+  a.peak_fp8_flops = fp8;
   a.tdp_w = tdp_w;
   a.name = name;
   a.peak_bf16_flops = a.peak_fp16_flops = peak;
@@ -38,29 +39,31 @@ AcceleratorSpec make(const std::string& name, double peak, double fp32, double h
 // 2.5 PFLOP/s per GPU; 186 GB HBM3e (MLPerf system files); 8 TB/s; 1,200 W): the Blackwell die of B200 at a higher
 // power limit, so the b200 profile (fitted at 1,000 W) applied to GB200's own peak.
 // docs/research/issue17-accelerators.md lists the sources. Memory as reported by the driver (GiB) where NVIDIA quotes
-// "80GB". The compute profiles are the fits of topology/profiles/measurements/*.json by `placesim calibrate` (see
-// topology/hardware/CalibratedProfiles.cpp).
+// "80GB". Dense FP8 peaks from the same data sheets: none on A100; 1,979 TFLOP/s on H100 SXM5, H200 and H800 (twice
+// bf16); B200 4.5 PFLOP/s and GB200 5 PFLOP/s per GPU (twice bf16). The compute profiles are the fits of
+// topology/profiles/measurements/*.json by `placesim calibrate` (see topology/hardware/CalibratedProfiles.cpp).
 const std::map<std::string, Preset>& presets() {
   static const std::map<std::string, Preset> table = {
       {"a100-40gb",
-       {make("a100-40gb", 312e12, 19.5e12, 40.0 * (1ull << 30), 1555e9, calibrated_profile("a100-40gb"), 400),
+       {make("a100-40gb", 312e12, 19.5e12, 0, 40.0 * (1ull << 30), 1555e9, calibrated_profile("a100-40gb"), 400),
         "NVIDIA A100 SXM4 40GB"}},
       {"a100-80gb",
-       {make("a100-80gb", 312e12, 19.5e12, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb"), 400),
+       {make("a100-80gb", 312e12, 19.5e12, 0, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb"), 400),
         "NVIDIA A100 SXM4 80GB"}},
       {"h100-sxm",
-       {make("h100-sxm", 989.4e12, 66.9e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"), 700),
+       {make("h100-sxm", 989.4e12, 66.9e12, 1979e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"), 700),
         "NVIDIA H100 SXM5 80GB"}},
       {"h200",
-       {make("h200", 989.4e12, 66.9e12, 141e9, 4800e9, calibrated_profile("h200"), 700), "NVIDIA H200 SXM 141GB"}},
+       {make("h200", 989.4e12, 66.9e12, 1979e12, 141e9, 4800e9, calibrated_profile("h200"), 700),
+        "NVIDIA H200 SXM 141GB"}},
       {"h800",
-       {make("h800", 989.4e12, 66.9e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"), 700),
+       {make("h800", 989.4e12, 66.9e12, 1979e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"), 700),
         "NVIDIA H800 SXM5 80GB (H100 die, NVLink 400 GB/s bidirectional; h100-sxm profile)"}},
       {"b200",
-       {make("b200", 2250e12, 80e12, 180e9, 8000e9, calibrated_profile("b200"), 1000),
+       {make("b200", 2250e12, 80e12, 4500e12, 180e9, 8000e9, calibrated_profile("b200"), 1000),
         "NVIDIA B200 (DGX B200, 180GB usable)"}},
       {"gb200",
-       {make("gb200", 2500e12, 80e12, 186e9, 8000e9, calibrated_profile("b200"), 1200),
+       {make("gb200", 2500e12, 80e12, 5000e12, 186e9, 8000e9, calibrated_profile("b200"), 1200),
         "NVIDIA GB200 GPU (NVL72, 1,200 W, 186GB; b200 profile on its own peak)"}},
   };
   return table;
@@ -104,6 +107,7 @@ AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, c
   a.peak_bf16_flops = r.get_positive("peak_bf16_flops", a.peak_bf16_flops, parse_flops);
   a.peak_fp16_flops = r.get_positive("peak_fp16_flops", a.peak_fp16_flops, parse_flops);
   a.peak_fp32_flops = r.get_positive("peak_fp32_flops", a.peak_fp32_flops, parse_flops);
+  a.peak_fp8_flops = r.get_positive("peak_fp8_flops", a.peak_fp8_flops, parse_flops);
   a.hbm_bytes = r.get_positive("hbm_bytes", a.hbm_bytes, parse_bytes);
   a.hbm_bw_Bps = r.get_positive("hbm_bw", a.hbm_bw_Bps, parse_bandwidth);
   a.gemm_efficiency = r.get_fraction("gemm_efficiency", a.gemm_efficiency);
@@ -123,6 +127,7 @@ AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, c
     a.peak_bf16_flops *= a.compute_scale;
     a.peak_fp16_flops *= a.compute_scale;
     a.peak_fp32_flops *= a.compute_scale;
+    a.peak_fp8_flops *= a.compute_scale;
   }
   if (const Json* i = r.child("interference")) parse_interference(*i, r.field("interference"), a.profile);
   r.finish();

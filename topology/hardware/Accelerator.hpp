@@ -66,6 +66,8 @@ struct AcceleratorSpec {
   double peak_bf16_flops = 0;
   double peak_fp16_flops = 0;
   double peak_fp32_flops = 0;
+  /// Dense FP8 tensor-core peak (training.fp8's linear GEMMs); 0 = the accelerator has no FP8 tensor cores (A100).
+  double peak_fp8_flops = 0;
   double hbm_bytes = 0;
   double hbm_bw_Bps = 0;
   /// Fraction of peak the simulator's FLOPs / rate fallback uses for opaque models (no layer shapes); the presets set

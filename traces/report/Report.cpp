@@ -261,7 +261,8 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
                                                      : "the " + e.strategy.preset + " preset's default: PyTorch FSDP") +
                     ")"
               : std::string())
-      << "), recompute " << to_string(e.training.recompute);
+      << "), recompute " << to_string(e.training.recompute)
+      << (e.training.fp8 ? ", FP8 linear layers (training.fp8)" : "");
   if (!e.model.opaque())
     out << "; seq " << e.model.seq_len
         << (e.model.seq_len_source.empty() ? std::string() : " (" + e.model.seq_len_source + ")") << ", "

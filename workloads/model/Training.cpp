@@ -84,6 +84,13 @@ TrainingSpec parse_training(const Json& value) {
   ObjectReader r(value, "training");
   t.global_batch = r.get_positive_int("global_batch", 0);
   t.micro_batch = r.get_positive_int("micro_batch", 1);
+  if (value.is_object() && value.contains("dtype") && value["dtype"].is_string()) {
+    const std::string d = value["dtype"].get<std::string>();
+    if (d == "fp8" || d == "float8" || d == "e4m3")
+      throw InputError(r.field("dtype") + "=" + d +
+                       ": FP8 training keeps 16-bit weights and runs the linear layers in FP8; write "
+                       "\"dtype\": \"bf16\" with \"fp8\": true");
+  }
   t.dtype = parse_dtype(r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16"));
   t.grad_dtype =
       parse_dtype(r.get_choice("grad_dtype", {"bf16", "fp16", "fp32"}, t.dtype == DType::FP16 ? "fp16" : "fp32"));
@@ -124,6 +131,11 @@ TrainingSpec parse_training(const Json& value) {
   t.attention_kernel = attention == "flash1"   ? AttentionKernel::Flash1
                        : attention == "triton" ? AttentionKernel::Triton
                                                : AttentionKernel::Fused;
+  t.fp8 = r.get_bool("fp8", false);
+  if (t.fp8 && t.dtype == DType::FP32)
+    throw InputError(r.field("fp8") +
+                     "=true runs the linear layers in FP8 beside 16-bit training, but training.dtype=fp32: set "
+                     "training.dtype to bf16 (Transformer Engine's and torchao's FP8 recipes keep bf16 weights)");
   t.loss_kernel_given = r.has("loss_kernel");
   const std::string loss = r.get_choice("loss_kernel", {"vocab-parallel", "pytorch", "fused"}, "vocab-parallel");
   t.loss_kernel = loss == "pytorch" ? LossKernel::PyTorch
