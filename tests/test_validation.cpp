@@ -208,3 +208,19 @@ TEST_CASE(
     "prediction") {
   check_documented({"korthikanti-175b-full", "step_time_s", 18.13, 17.60});
 }
+
+// docs/validation.md §3: NeMo's Llama 3.1 70B recipe on 64 H100 (NVIDIA/dgxc-benchmarking 35a9aec,
+// llama3.1/README_70b.md), its BF16 table (14.72 s) and its FP8 table (11.01 s, training.fp8), at analytic fidelity.
+// Either prediction moving by more than 1 % must update the table; the published FP8 speed-up is 14.72 / 11.01 =
+// 1.337, placesim's 15.16 / 10.63 = 1.43.
+TEST_CASE("End-to-end regression: NeMo Llama 3.1 70B on 64 H100 in BF16 and FP8 stays at its documented prediction") {
+  const double published[2] = {14.72, 11.01}, predicted[2] = {15.16, 10.63};
+  const char* files[2] = {"nemo-llama31-70b-64gpu", "nemo-llama31-70b-64gpu-fp8"};
+  for (int i = 0; i < 2; ++i) {
+    Json report =
+        simulate_report(std::string("examples/validation2024/") + files[i] + ".json --fidelity analytic", files[i]);
+    const double step = report["simulation"]["step_time_s"].get<double>();
+    CHECK(step == Approx(predicted[i]).epsilon(0.01));
+    CHECK(std::abs(step / published[i] - 1) <= 0.08);
+  }
+}
