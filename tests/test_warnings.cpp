@@ -40,6 +40,21 @@ TEST_CASE("MFU below 5 % or above 75 % is a warning", "[warnings]") {
   CHECK(w[0].rfind("MFU 80.0 % is above 75.0 %", 0) == 0);
 }
 
+// Under training.fp8 the linears run against twice the bf16 peak: 80 % of the bf16 peak is 40 % of the FP8 one
+// (NeMo's FP8 runs report 35-42 %), 160 % is 80 %.
+TEST_CASE("Under FP8 the MFU ceiling is judged on the FP8 peak", "[warnings]") {
+  SimulatedStep s = quiet_step();
+  s.experiment.training.fp8 = true;
+  s.cluster.accelerator.peak_bf16_flops = 989.4e12;
+  s.cluster.accelerator.peak_fp8_flops = 1978.8e12;
+  s.figures.mfu = 0.80;
+  CHECK(simulation_warnings(s).empty());
+  s.figures.mfu = 1.60;
+  auto w = simulation_warnings(s);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].rfind("MFU of the FP8 peak 80.0 % is above 75.0 %", 0) == 0);
+}
+
 TEST_CASE("a link below 1 GB/s is a warning naming the field", "[warnings]") {
   SimulatedStep s = quiet_step();
   s.cluster.nic_bw_Bps = 0.5e9;  // "4Gbps" typed as "4GBps"/8 and the like

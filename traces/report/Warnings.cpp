@@ -51,8 +51,13 @@ std::vector<std::string> simulation_warnings(const SimulatedStep& s, const Warni
   if (f.step_time_s > 0 && f.mfu < limits.mfu_min)
     w.push_back("MFU " + percent(f.mfu) + " is below " + percent(limits.mfu_min) +
                 ": the devices mostly wait (communication, bubbles or a too small model for the mesh)");
-  if (f.mfu > limits.mfu_max)
-    w.push_back("MFU " + percent(f.mfu) + " is above " + percent(limits.mfu_max) +
+  // Under FP8 the linears run against twice the peak: judge the MFU of the FP8 peak (NeMo's FP8 MFU).
+  const AcceleratorSpec& acc = s.cluster.accelerator;
+  const bool fp8 = s.experiment.training.fp8 && acc.peak_fp8_flops > 0;
+  const double ceiling_mfu = fp8 ? f.mfu * acc.peak_flops(s.experiment.training.dtype) / acc.peak_fp8_flops : f.mfu;
+  if (ceiling_mfu > limits.mfu_max)
+    w.push_back(std::string(fp8 ? "MFU of the FP8 peak " : "MFU ") + percent(ceiling_mfu) + " is above " +
+                percent(limits.mfu_max) +
                 ", more than measured training reaches (check the accelerator's peak FLOP/s)");
   if (f.step_time_s > limits.step_time_max_s)
     w.push_back("step time " + format_seconds(f.step_time_s) + " is over " + format_seconds(limits.step_time_max_s));
