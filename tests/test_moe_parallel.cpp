@@ -222,3 +222,28 @@ TEST_CASE("Interleaved chunks of dense and MoE layers: simulated activation peak
   for (const Json& row : r["validation"])
     if (row["figure"] == "memory.activations_bytes") CHECK(row["difference"].get<double>() == 0);
 }
+
+// training.fp8 on the routed experts (Transformer Engine's grouped linear): 4 experts over ep 2 = 2 local, each on
+// pairs / 2 token-expert pairs; hidden 64, moe_ffn 32 gated (up 64). Forward: the two grouped GEMMs at the FP8 peak,
+// the inputs' cast-transposes (pairs x (64 + 32) elements, 4 bytes each) and a quarter of the local weights'
+// (2 x 64 x (64 + 32), cast on the first of 4 micro-batches); backward: the four GEMMs at the FP8 peak and the output
+// gradients' cast-transposes (pairs x (64 + 64)). The router and the permutes stay 16-bit.
+TEST_CASE("FP8 experts: grouped GEMMs at the FP8 peak plus their hand-counted casts") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  const char* strategy = R"({"preset": "dp", "dp": 2, "ep": 2})";
+  const Experiment bf16 = moe(strategy), fp8 = moe(strategy, R"({"global_batch": 8, "micro_batch": 1, "fp8": true})");
+  REQUIRE(fp8.strategy.microbatches == 4);
+  const double pairs = 256, local = 2, per = pairs / local, h = 64, fe = 32, up = 64;
+  auto both = [&](const GemmShape& g, double extra = 0) {
+    return fp8_gemm_time_s(g, acc, extra) - gemm_time_s(g, DType::BF16, acc, extra);
+  };
+  auto cast = [&](double elems) { return elementwise_time_s(4 * elems, acc); };
+  const double fwd = both({per, up, h, local}) + both({per, h, fe, local}) + cast(pairs * (h + fe)) +
+                     0.25 * cast(local * h * (up + fe));
+  const double bwd = both({per, h, up, local}) + both({per, fe, h, local}) +
+                     both({h, up, per, local}, 8 * local * h * up) + both({fe, h, per, local}, 8 * local * fe * h) +
+                     cast(pairs * (up + h));
+  const PassTimes a = expert_times(bf16, acc, pairs), b = expert_times(fp8, acc, pairs);
+  CHECK(b.forward_s - a.forward_s == Approx(fwd).epsilon(1e-9));
+  CHECK(b.backward_s - a.backward_s == Approx(bwd).epsilon(1e-9));
+}
