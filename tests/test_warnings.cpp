@@ -2,6 +2,7 @@
 // per check, on hand-made analyses and simulated steps.
 #include <catch2/catch.hpp>
 
+#include "tests/Helpers.hpp"
 #include "traces/report/Warnings.hpp"
 
 using namespace placesim;
@@ -108,4 +109,18 @@ TEST_CASE("simulate: simulated peak memory over the device is a warning", "[warn
 
 TEST_CASE("warning lines: one 'warning: ' line each", "[warnings]") {
   CHECK(warning_lines({"a", "b"}) == "warning: a\nwarning: b\n");
+}
+
+// PyTorch FSDP under a pipeline runs differently from what placesim models (torchtitan keeps units gathered and
+// reduces once per step): said once; DeepSpeed's ZeRO-3 preset, which placesim models as it runs, says nothing.
+TEST_CASE("FSDP under a pipeline warns that torchtitan's default is not what is modelled", "[warnings]") {
+  auto with = [](const char* preset) {
+    const Experiment e = test::experiment(std::string(R"({"model": "llama3-8b", "training": {"global_batch": 8},
+        "strategy": {"preset": ")") + preset + R"(", "dp": 2, "pp": 2}})");
+    return analysis_warnings(e, analyze(e), nullptr);
+  };
+  const auto fsdp = with("fsdp");
+  REQUIRE(fsdp.size() == 1);
+  CHECK(fsdp[0].rfind("FSDP under a pipeline (pp=2): placesim gathers each unit for every micro-batch", 0) == 0);
+  CHECK(with("zero3").empty());
 }

@@ -28,6 +28,20 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
   if (e.device_memory_bytes > 0 && a.total_bytes > e.device_memory_bytes)
     w.push_back("memory: a device needs " + format_bytes(a.total_bytes) + " but device memory is " +
                 format_bytes(e.device_memory_bytes));
+  // PyTorch FSDP (its presets) under a pipeline: what placesim runs is not torchtitan's default
+  // (reshard_after_forward=false with pp > 1 is refused: not modelled).
+  const std::string& preset = e.strategy.preset;
+  const bool pytorch_fsdp = preset == "fsdp" || preset == "hsdp" || preset == "fsdp-tp";
+  if (pytorch_fsdp && e.strategy.pp > 1 &&
+      e.strategy.placement.mode(State::Parameters, kShardAxis) == Mode::ShardedWithGather &&
+      e.strategy.degree(kShardAxis) > 1)
+    w.push_back(
+        "FSDP under a pipeline (pp=" + std::to_string(e.strategy.pp) +
+        "): placesim gathers each unit for every micro-batch's forward and backward and reduce-scatters its "
+        "gradients after every backward (ZeRO-3 as DeepSpeed runs it); torchtitan's default under a pipeline keeps "
+        "units gathered and reduces once per step (reshard_after_forward=false, gradient sync on the last "
+        "micro-batch), fewer bytes and more memory (the gathered stage and its unsharded gradients), which is not "
+        "modelled");
   if (cluster == nullptr) return w;
   for (auto [field, bw] :
        {std::pair{"cluster.nvlink_bw", cluster->nvlink_bw_Bps}, std::pair{"cluster.pcie_bw", cluster->pcie_bw_Bps},
