@@ -408,8 +408,9 @@ std::string simulation_summary(const SimulatedStep& s) {
   if (s.experiment.training.fp8 && !s.experiment.model.opaque()) {
     std::snprintf(line, sizeof line,
                   "  FP8                  the layers' linear GEMMs at the FP8 peak (%.0f TFLOP/s) with their casts "
-                  "(training.fp8); attention, norms, output layer and collectives in %s; the weights' FP8 copies are "
-                  "not in the memory figures; MFU is of the %s peak (an FP8 MFU, NeMo's, divides by the FP8 peak)\n",
+                  "(training.fp8); attention, norms and the output layer in %s, every collective as without FP8; the "
+                  "weights' FP8 copies are not in the memory figures; MFU is of the %s peak (an FP8 MFU, NeMo's, "
+                  "divides by the FP8 peak)\n",
                   acc.peak_fp8_flops / 1e12, to_string(s.experiment.training.dtype).c_str(),
                   to_string(s.experiment.training.dtype).c_str());
     out += line;

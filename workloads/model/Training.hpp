@@ -96,8 +96,9 @@ struct TrainingSpec {
   /// (torchtitan `float8`) run them beside 16-bit training: the transformer layers' linear GEMMs (forward, input
   /// gradient and weight gradient; the experts' too) at the accelerator's FP8 peak, each input and each output
   /// gradient cast to FP8 with its transpose by a memory-bound kernel, the weights once per step (per micro-batch when
-  /// they are gathered per use). Attention, norms, the output layer, the router, parameters, gradients and every
-  /// collective stay in `dtype`, and the memory figures leave out the weights' FP8 copies (ComputeModel's linear_*_s).
+  /// they are gathered per use). Attention, norms, the output layer and the router stay in `dtype`; parameters,
+  /// gradients and every collective are as without FP8, and the memory figures leave out the weights' FP8 copies
+  /// (ComputeModel's linear_*_s).
   bool fp8 = false;
   LossKernel loss_kernel = LossKernel::VocabParallel;
   bool loss_kernel_given = false;  ///< training.loss_kernel was written (else training.kernels decides)
