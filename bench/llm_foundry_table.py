@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Predicted vs published throughput for every bf16 row of MosaicML llm-foundry's benchmark tables.
+"""Predicted vs published throughput for the bf16 and FP8 rows of MosaicML llm-foundry's benchmark tables.
 
 The rows are examples/validation2024/llm-foundry-table.csv: the tables 'H100 80GB BF16 (Large Scale, >= 128 GPUs)',
-'H100 80GB BF16' and 'A100 80GB with 1600 Gbps node-node interconnect (RoCE)' of mosaicml/llm-foundry
+'H100 80GB BF16', 'A100 80GB with 1600 Gbps node-node interconnect (RoCE)' and 'H100 80GB FP8' of mosaicml/llm-foundry
 scripts/train/benchmarking/README.md at commit 5e85bd6 (2024-01-06), copied column by column. Each row becomes an
 experiment the way a user would write it from the table and the repository of that commit:
 
@@ -15,6 +15,8 @@ experiment the way a user would write it from the table and the repository of th
 - attention: attn_impl triton, submit_benchmarks.py's default, set into every run (training.attention_kernel triton);
 - the loss: ComposerMPTCausalLM's default loss_fn fused_crossentropy, flash-attn's CrossEntropyLoss on the 16-bit
   logits (llmfoundry/models/mpt/modeling_mpt.py; training.loss_kernel fused);
+- FP8 (precision amp_fp8): submit_benchmarks.py runs Transformer Engine's linears (model fc_type te, TE v0.10) with
+  the same Triton attention: training.fp8;
 - the cluster: DGX H100 nodes (the H100 tables name no interconnect: assumed) or DGX A100 nodes with 8 x 200 Gb/s
   RoCE (the A100 table's 1600 Gbps node-node interconnect).
 
@@ -50,10 +52,13 @@ def experiment(row, attention_kernel):
                 "attention_kernel": attention_kernel, "loss_kernel": "fused"}
     if row["mp_mode"] == "PURE":
         training["grad_dtype"] = "bf16"
+    if row["precision"] == "amp_fp8":
+        training["fp8"] = True
     cluster = {"preset": "dgx-a100" if a100 else "dgx-h100", "nodes": max(1, gpus // 8)}
     if a100:
         cluster["comm"] = {"inter_node": "roce-200g"}
-    return {"name": f"mpt-{row['model']}-{row['seq_len']}-{gpus}x{'a100' if a100 else 'h100'}",
+    fp8 = "-fp8" if row["precision"] == "amp_fp8" else ""
+    return {"name": f"mpt-{row['model']}-{row['seq_len']}-{gpus}x{'a100' if a100 else 'h100'}{fp8}",
             "model": {"family": "gpt", "layers": layers, "hidden": hidden, "heads": heads, "vocab": 50368,
                       "seq_len": int(row["seq_len"]), "dropout": False},
             "training": training,
@@ -99,14 +104,16 @@ def main(argv):
                   f"{e['training']['recompute']} | {int(published):,} | refused | - |")
             continue
         err = 100 * (predicted[i] / published - 1)
-        table = "H100" if r["gpu"].startswith("h100") else "A100"
-        for key in (table, f"{table} {band(int(r['seq_len']))}", "all rows"):
+        fp8 = r["precision"] == "amp_fp8"
+        table = ("H100" if r["gpu"].startswith("h100") else "A100") + (" FP8" if fp8 else "")
+        for key in (table, f"{table} {band(int(r['seq_len']))}", "all rows") + (() if fp8 else ("all bf16 rows",)):
             groups.setdefault(key, []).append(err)
         print(f"| {e['name']} | {r['table']} | {r['gpus']} | {r['micro_batch']} x {r['grad_accum']} | "
               f"{e['training']['recompute']} | {int(published):,} | {predicted[i]:,.0f} | {err:+.1f}% |")
     print()
     bands = ["seq <= 1k", "seq 2k-4k", "seq 8k-16k", "seq 32k-64k"]
-    keys = [k for t in ("H100", "A100") for k in [t] + [f"{t} {b}" for b in bands] if k in groups] + ["all rows"]
+    keys = [k for t in ("H100", "A100", "H100 FP8") for k in [t] + [f"{t} {b}" for b in bands] if k in groups]
+    keys += [k for k in ("all bf16 rows", "all rows") if k in groups]
     for key in keys:
         errs = groups[key]
         mean = sum(abs(x) for x in errs) / len(errs)

@@ -47,9 +47,15 @@ class LlmFoundryTable(unittest.TestCase):
         self.assertEqual(len(found), 1, (title, model, seq, gpus))
         return found[0]
 
-    def test_the_table_holds_every_bf16_row(self):
-        # 18 + 52 + 61 rows under the three titles of the README at commit 5e85bd6 (its FP8 and A100 40GB tables apart).
-        self.assertEqual(len(self.rows), 131)
+    def test_the_table_holds_every_bf16_and_fp8_row(self):
+        # 18 + 52 + 61 bf16 rows under the three titles of the README at commit 5e85bd6 and the 7 of its H100 FP8 table
+        # (its A100 40GB table apart); the FP8 rows run with training.fp8.
+        self.assertEqual(len(self.rows), 138)
+        fp8 = [r for r in self.rows if r["precision"] == "amp_fp8"]
+        self.assertEqual(len(fp8), 7)
+        self.assertTrue(all(r["table"] == "H100 80GB FP8" for r in fp8))
+        self.assertTrue(all(table.experiment(r, "triton")["training"].get("fp8") for r in fp8))
+        self.assertFalse(any(table.experiment(r, "triton")["training"].get("fp8") for r in self.rows if r not in fp8))
         self.assertEqual(sum(r["sharding"] == "SHARD_GRAD_OP" for r in self.rows), 6)
 
     def test_generated_experiments_match_the_hand_written_files(self):
