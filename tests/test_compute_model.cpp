@@ -604,6 +604,12 @@ TEST_CASE("FP8 linears: GEMMs at the FP8 peak plus their hand-counted casts, not
   CHECK(layer_times(f8, acc).backward_s - layer_times(f16, acc).backward_s == Approx(fbwd).epsilon(1e-9));
   // The output layer stays 16-bit.
   CHECK(logit_times(tiny(true, dp), acc).forward_s == logit_times(tiny(false, dp), acc).forward_s);
+  // Host-bound (training.launch_overhead 50 us): the four cast kernels each way join the layer's 12 forward and 16
+  // backward kernels.
+  Experiment host = tiny(true, dp);
+  host.training.launch_overhead_s = 50e-6;
+  CHECK(layer_times(host, acc).forward_s == Approx(16 * 50e-6));
+  CHECK(layer_times(host, acc).backward_s == Approx(20 * 50e-6));
 }
 
 TEST_CASE("training.fp8 is refused with fp32 training and dtype fp8 points to it; it is echoed and reported") {

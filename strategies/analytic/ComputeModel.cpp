@@ -334,6 +334,12 @@ LayerKernels layer_kernels(const LayerShape& L) {
   const double attention_backward = L.flash ? 1 : 5 + (L.dropout ? 1 : 0);
   k.backward =
       8 + (L.fused_accumulation ? 0 : 4) + attention_backward + 1 + 2 + 2 + 1 + (L.rotary ? 1 : 0) + (L.bias ? 4 : 0);
+  // FP8: a cast-transpose before each linear forward (its input) and backward (its output gradient); the weights'
+  // casts, once per step, are not counted.
+  if (L.fp8) {
+    k.forward += 4;
+    k.backward += 4;
+  }
   return k;
 }
 
