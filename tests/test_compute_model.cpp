@@ -618,6 +618,8 @@ TEST_CASE("training.fp8 is refused with fp32 training and dtype fp8 points to it
                     Catch::Contains("training.fp8=true") && Catch::Contains("training.dtype=fp32"));
   CHECK_THROWS_WITH(test::experiment(R"({"model": "llama3-8b", "training": {"dtype": "fp8"}, "strategy": "dp"})"),
                     Catch::Contains("training.dtype=fp8") && Catch::Contains("\"fp8\": true"));
+  CHECK_THROWS_WITH(test::experiment(R"({"model": {"parameters": 1e9}, "training": {"fp8": true}, "strategy": "dp"})"),
+                    Catch::Contains("training.fp8=true") && Catch::Contains("opaque"));
   Experiment e = test::experiment(R"({"model": "llama3-8b", "training": {"fp8": true}, "strategy": "dp"})");
   CHECK(e.training.fp8);
   CHECK(training_to_json(e.training)["fp8"] == true);

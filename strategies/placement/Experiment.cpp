@@ -181,6 +181,10 @@ void resolve(Experiment& e) {
     throw InputError("training.fused_norm=true has no meaning with training.kernels=" + to_string(t.kernels) +
                      (t.kernels_given ? "" : " (the " + s.preset + " preset's default)") +
                      ": fused and compiled kernels fuse every norm already");
+  if (t.fp8 && e.model.opaque())
+    throw InputError(
+        "training.fp8=true runs the layers' linear GEMMs in FP8, but the model is opaque (model.parameters, no "
+        "layer shapes): describe it by its shape (family, layers, hidden, heads, ...) or a preset for FP8 to apply");
   if (t.attention_kernel != AttentionKernel::Fused && !e.model.flash_attention)
     throw InputError("training.attention_kernel=" + to_string(t.attention_kernel) +
                      " names a fused attention kernel, but model.flash_attention=false (scores stored)");
