@@ -109,7 +109,7 @@ void resolve_master_weights(Experiment& e) {
   if (s.pp > 1 && (s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW))
     copies = "schedule=" + to_string(s.schedule) + "'s stashed weight versions";
   if (!t.master_weights_given)
-    t.master_weights = t.dtype != DType::FP32 && eager_by_default(s.preset) && copies.empty()
+    t.master_weights = t.dtype != DType::FP32 && pytorch_fsdp_preset(s.preset) && copies.empty()
                            ? MasterWeights::Parameters
                            : MasterWeights::Optimizer;
   else if (t.master_weights == MasterWeights::Parameters && !copies.empty())
@@ -190,11 +190,15 @@ void resolve(Experiment& e) {
                      " names a fused attention kernel, but model.flash_attention=false (scores stored)");
 }
 
+bool pytorch_fsdp_preset(const std::string& preset) {
+  return preset == "fsdp" || preset == "hsdp" || preset == "fsdp-tp";
+}
+
 bool eager_by_default(const std::string& preset) {
   // PyTorch FSDP's presets: their reference trainer, torchtitan, ships its configs with compile = false, and Hugging
   // Face models under FSDP run eager. Megatron's presets, DeepSpeed's ZeRO stages (Megatron-DeepSpeed or Hugging
   // Face: either) and custom placements keep fused kernels.
-  return preset == "fsdp" || preset == "hsdp" || preset == "fsdp-tp";
+  return pytorch_fsdp_preset(preset);
 }
 
 namespace {

@@ -405,7 +405,7 @@ std::string simulation_summary(const SimulatedStep& s) {
                   acc.power_limit_w, acc.tdp_w, acc.compute_scale);
     out += line;
   }
-  if (s.experiment.training.fp8 && !s.experiment.model.opaque()) {
+  if (s.experiment.training.fp8) {  // refused on opaque models (resolve)
     std::snprintf(line, sizeof line,
                   "  FP8                  the layers' linear GEMMs at the FP8 peak (%.0f TFLOP/s) with their casts "
                   "(training.fp8); attention, norms and the output layer in %s, every collective as without FP8; the "

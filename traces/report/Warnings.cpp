@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "strategies/analytic/DataPlan.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -30,11 +31,7 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
                 format_bytes(e.device_memory_bytes));
   // PyTorch FSDP (its presets) under a pipeline: what placesim runs is not torchtitan's default
   // (reshard_after_forward=false with pp > 1 is refused: not modelled).
-  const std::string& preset = e.strategy.preset;
-  const bool pytorch_fsdp = preset == "fsdp" || preset == "hsdp" || preset == "fsdp-tp";
-  if (pytorch_fsdp && e.strategy.pp > 1 &&
-      e.strategy.placement.mode(State::Parameters, kShardAxis) == Mode::ShardedWithGather &&
-      e.strategy.degree(kShardAxis) > 1)
+  if (pytorch_fsdp_preset(e.strategy.preset) && e.strategy.pp > 1 && holds_unit_buffer(e.strategy, State::Parameters))
     w.push_back(
         "FSDP under a pipeline (pp=" + std::to_string(e.strategy.pp) +
         "): placesim gathers each unit for every micro-batch's forward and backward and reduce-scatters its "
