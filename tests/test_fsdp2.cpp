@@ -123,8 +123,15 @@ TEST_CASE("FSDP2 options are checked with the field named") {
                     Catch::Contains("strategy.prefetch_backward=9") && Catch::Contains("0 (no prefetch"));
   CHECK_THROWS_WITH(check_validity(test::experiment(R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024,
           "seq_len": 256}, "training": {"global_batch": 16, "micro_batch": 1},
-          "strategy": {"preset": "fsdp", "dp": 4, "pp": 2, "reshard_after_forward": false}})")),
-                    Catch::Contains("strategy.reshard_after_forward=false with pp=2 is not modelled"));
+          "strategy": {"preset": "fsdp", "dp": 4, "pp": 2, "reshard_after_forward": false, "schedule": "pipedream"}})")),
+                    Catch::Contains("strategy.reshard_after_forward=false with pp=2 and schedule=pipedream is not "
+                                    "modelled"));
+  CHECK_THROWS_WITH(check_validity(test::experiment(R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024,
+          "seq_len": 256}, "training": {"global_batch": 16, "micro_batch": 1},
+          "strategy": {"preset": "fsdp", "dp": 4, "pp": 2, "reshard_after_forward": false, "placement": {"parameters":
+          "sharded-with-gather", "optimizer": "sharded", "gradients": "offloaded", "activations": "replicated"}}})")),
+                    Catch::Contains("strategy.reshard_after_forward=false with pp=2 accumulates each unit's gradients "
+                                    "on the device for the step, but strategy.placement.gradients is offloaded"));
   CHECK_THROWS_WITH(check_validity(fsdp(R"(, "reshard_after_forward": false, "schedule": "gpipe")")),
                     Catch::Contains("schedule=gpipe and 2 micro-batches is not modelled"));
   CHECK_THROWS_WITH(check_validity(fsdp(R"(, "reshard_after_forward": false, "placement": {"parameters": "offloaded",
@@ -140,6 +147,73 @@ TEST_CASE("FSDP2 reshard_after_forward=false simulates with the analytic bytes")
   SimResult r = simulate(g, one_dgx(), {});
   CHECK(r.devices[3].bytes_sent[static_cast<std::size_t>(CommClass::ZeroGather)] == zero_gather_bytes(analyze(e)));
   CHECK(r.step_time_s > 0);
+}
+
+// FSDP under a pipeline as torch.distributed.pipelining runs it (the fsdp preset's default with pp > 1, torchtitan's):
+// 4 layers of h 512 on pp 2 x dp 4, 4 micro-batches of 1. Each unit is gathered before micro-batch 0's forward and
+// kept; its gradients accumulate unsharded (fp32) and are reduce-scattered once, after the stage's last backward.
+TEST_CASE("FSDP under a pipeline gathers once per step and reduce-scatters after the last backward") {
+  auto piped = [](const std::string& extra) {
+    return test::experiment(R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024, "seq_len": 256},
+        "training": {"global_batch": 16, "micro_batch": 1}, "strategy": {"preset": "fsdp", "dp": 4, "pp": 2)" +
+                            extra + "}}");
+  };
+  Experiment once = piped(""), each = piped(R"(, "reshard_after_forward": true)");
+  REQUIRE(!once.strategy.reshard_after_forward);
+  REQUIRE(once.strategy.gathers_once_per_step());
+  REQUIRE(once.strategy.microbatches == 4);
+  REQUIRE(once.training.param_bytes() == 2);
+  REQUIRE(once.training.grad_bytes() == 4);
+  const Analysis a = analyze(once), b = analyze(each);
+  const double padded = static_cast<double>(stage_layouts(once)[0].padded_elems(4));
+  const auto sent = [](const Analysis& x, CommClass c) {
+    return x.stages[0].comm.by_class[static_cast<std::size_t>(c)];
+  };
+  // One all-gather per step (3/4 of the padded stage in bf16) and one reduce-scatter (3/4 in fp32); resharding per
+  // micro-batch gathers twice per micro-batch (8 times the bytes) and reduce-scatters per micro-batch (4 times).
+  CHECK(sent(a, CommClass::ZeroGather) == 3 * (padded / 4) * 2);
+  CHECK(sent(a, CommClass::DpGradSync) == 3 * (padded / 4) * 4);
+  CHECK(sent(b, CommClass::ZeroGather) == 8 * sent(a, CommClass::ZeroGather));
+  CHECK(sent(b, CommClass::DpGradSync) == 4 * sent(a, CommClass::DpGradSync));
+  // Buffers: the whole stage gathered (bf16) and its unsharded gradients (fp32).
+  CHECK(a.stages[0].memory.buffers == padded * 2 + padded * 4);
+
+  TaskGraph g = expand(once, one_dgx());
+  TaskId last_backward = ~TaskId(0);
+  for (TaskId id = 0; id < g.size(); ++id)
+    if (const auto* c = std::get_if<Compute>(&g[id].body))
+      if (c->device == 0 && c->kind == TaskKind::Backward) last_backward = id;
+  REQUIRE(last_backward != ~TaskId(0));
+  REQUIRE(std::get<Compute>(g[last_backward].body).microbatch == 3);
+  int gathers = 0, reductions = 0;
+  for (TaskId id = 0; id < g.size(); ++id) {
+    const auto* c = std::get_if<Collective>(&g[id].body);
+    if (c == nullptr) continue;
+    const auto& m = task_devices(g, g[id]);
+    if (std::find(m.begin(), m.end(), 0) == m.end()) continue;
+    if (c->cls == CommClass::ZeroGather) {
+      ++gathers;
+      CHECK(c->microbatch == 0);
+      CHECK(!c->backward);
+    }
+    if (c->cls == CommClass::DpGradSync) {
+      ++reductions;
+      CHECK(c->microbatch == 3);
+      // Issued after the stage's whole backward of the last micro-batch.
+      const auto p = predecessors(g, id);
+      CHECK(std::find(p.begin(), p.end(), last_backward) != p.end());
+    }
+  }
+  // Stage 0's groups: the first layer with the embedding, and the second layer; one gather and one reduce-scatter
+  // each per step.
+  CHECK(gathers == 2);
+  CHECK(reductions == 2);
+
+  SimResult r = simulate(g, one_dgx(), {});
+  CHECK(r.devices[0].bytes_sent[static_cast<std::size_t>(CommClass::ZeroGather)] == sent(a, CommClass::ZeroGather));
+  CHECK(r.devices[0].bytes_sent[static_cast<std::size_t>(CommClass::DpGradSync)] == sent(a, CommClass::DpGradSync));
+  // The gathered stage and its unsharded gradients are held together at the last backward's end.
+  CHECK(r.devices[0].peak_buffers == Approx(a.stages[0].memory.buffers).epsilon(0.01));
 }
 
 // Sharded gradients are reduce-scattered after each micro-batch's backward; the step's update reads the reduced

@@ -113,14 +113,20 @@ TEST_CASE("warning lines: one 'warning: ' line each", "[warnings]") {
 
 // PyTorch FSDP under a pipeline runs differently from what placesim models (torchtitan keeps units gathered and
 // reduces once per step): said once; DeepSpeed's ZeRO-3 preset, which placesim models as it runs, says nothing.
-TEST_CASE("FSDP under a pipeline warns that torchtitan's default is not what is modelled", "[warnings]") {
-  auto with = [](const char* preset) {
+TEST_CASE("FSDP under a pipeline warns when it reshards per micro-batch, not modelled as pipelining runs it",
+          "[warnings]") {
+  auto with = [](const char* preset, const char* extra) {
     const Experiment e = test::experiment(std::string(R"({"model": "llama3-8b", "training": {"global_batch": 8},
-        "strategy": {"preset": ")") + preset + R"(", "dp": 2, "pp": 2}})");
+        "strategy": {"preset": ")") + preset +
+                                          R"(", "dp": 2, "pp": 2)" + extra + "}}");
     return analysis_warnings(e, analyze(e), nullptr);
   };
-  const auto fsdp = with("fsdp");
-  REQUIRE(fsdp.size() == 1);
-  CHECK(fsdp[0].rfind("FSDP under a pipeline (pp=2): placesim gathers each unit for every micro-batch", 0) == 0);
-  CHECK(with("zero3").empty());
+  const auto resharding = with("fsdp", R"(, "reshard_after_forward": true)");
+  REQUIRE(resharding.size() == 1);
+  CHECK(resharding[0].rfind("FSDP under a pipeline (pp=2) with reshard_after_forward=true: placesim gathers each unit "
+                            "for every micro-batch",
+                            0) == 0);
+  // The preset's default under a pipeline (units kept gathered for the step) is modelled: no warning.
+  CHECK(with("fsdp", "").empty());
+  CHECK(with("zero3", "").empty());
 }

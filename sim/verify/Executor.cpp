@@ -313,6 +313,17 @@ class SyncRun {
       for (auto& v : out) v = mesh_.read(mesh_.whole(theta0(u)));
       return out;
     }
+    // Kept for the step (gathers_once_per_step): gathered before the unit's first forward, read by every forward
+    // and backward of the step; apply() drops it.
+    if (when != DataWhen::FirstForward &&
+        plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, DataWhen::FirstForward)) {
+      if (dev(stage, 0).kept.count({u, -1}) == 0) {
+        const std::vector<Vec> gathered = parameters(stage, u, -1, DataWhen::FirstForward);
+        for (int q = 0; q < n; ++q) dev(stage, q).kept[{u, -1}] = gathered[static_cast<std::size_t>(q)];
+      }
+      for (int q = 0; q < n; ++q) out[static_cast<std::size_t>(q)] = dev(stage, q).kept.at({u, -1});
+      return out;
+    }
     const auto fwd = plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, DataWhen::Forward);
     const auto entry = plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, when);
     if (when == DataWhen::Backward && !s_.reshard_after_forward && fwd) {
@@ -599,8 +610,11 @@ class SyncRun {
     const double count = static_cast<double>(n) * m_;
     for (int u : units_of_stage(stage)) {
       // 1. The step's gradient collectives, in the plan's order.
+      // Kept for the step, the unit is resharded now; its accumulated gradients are reduce-scattered first
+      // (LastBackward, before the Step collectives in plan order).
+      for (int q = 0; q < n; ++q) dev(stage, q).kept.erase({u, -1});
       for (const DataCollective& c : plan_) {
-        if (c.state != State::Gradients || c.when != DataWhen::Step) continue;
+        if (c.state != State::Gradients || (c.when != DataWhen::Step && c.when != DataWhen::LastBackward)) continue;
         std::vector<Vec> in;
         for (int q = 0; q < n; ++q) in.push_back(mesh_.read(dev(stage, q).G[u]));
         gradient_collective(stage, c, in, [&](int p) -> Store& { return dev(stage, p).G[u]; });

@@ -78,7 +78,12 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
     mem.buffers += s.reshard_after_forward || pl.parameters == Mode::Offloaded
                        ? d(1 + std::max(s.prefetch_forward, s.prefetch_backward)) * unit * pb
                        : d(st.padded_elems(s.data_ranks())) * pb;
-  if (holds_unit_buffer(s, State::Gradients)) mem.buffers += 2 * unit * gb;
+  // Under a pipeline without resharding (gathers_once_per_step) the stage's gradients accumulate unsharded until
+  // the reduce-scatter after its last backward.
+  if (holds_unit_buffer(s, State::Gradients))
+    mem.buffers += s.gathers_once_per_step() && pl.gradients != Mode::Offloaded
+                       ? d(st.padded_elems(s.data_ranks())) * gb
+                       : 2 * unit * gb;
   // Context parallelism: one layer's K/V blocks in flight during its attention, the larger pass.
   mem.buffers += std::max(cp_buffer_bytes(e, false), cp_buffer_bytes(e, true));
   const double shard = d(st.sharded_elems(s.data_ranks()));
@@ -120,7 +125,7 @@ void data_parallel_comm(const Experiment& e, const StageLayout& st, const std::v
     DataCollectiveBytes b;
     b.plan = dc;
     b.group_size = s.degree(dc.group);
-    b.runs = dc.when == DataWhen::Forward || dc.when == DataWhen::Backward ? d(m) : 1;
+    b.runs = per_microbatch(dc.when) ? d(m) : 1;
     b.bytes_per_run =
         data_collective_elems_sent(s, dc, d(st.padded_elems(n))) * (dc.state == State::Parameters ? pb : gb);
     at(c, dc.cls) += b.bytes();

@@ -8,8 +8,13 @@
 namespace placesim {
 
 /// When a data-parallel collective runs: per micro-batch before a unit's forward or after its backward, or once per
-/// step before or after the optimizer.
-enum class DataWhen { Forward, Backward, Step, AfterStep };
+/// step before or after the optimizer; FirstForward and LastBackward: once per step per unit, before its first
+/// forward and after the last backward of its chunk (FSDP under a pipeline, StrategySpec::gathers_once_per_step).
+enum class DataWhen { Forward, Backward, Step, AfterStep, FirstForward, LastBackward };
+/// Whether `w` runs once per micro-batch (Forward, Backward) rather than once per step.
+inline bool per_microbatch(DataWhen w) {
+  return w == DataWhen::Forward || w == DataWhen::Backward;
+}
 const char* to_string(DataWhen w);
 
 /// One collective the placement implies along the data-parallel axes, for every gather unit (layer, embedding,
@@ -30,8 +35,11 @@ struct DataCollective {
 /// axes of degree 1. The rules, per data axis:
 /// - parameters sharded-with-gather along axes A: all-gathered over A before each forward and each backward (with
 ///   hpZ's secondary shard the backward gathers over dp_shard only; with strategy.reshard_after_forward=false only
-///   before the forward: the units stay gathered for the backward);
-/// - gradients sharded (or offloaded) along axes G: reduce-scattered over G after each backward; along the other
+///   before the forward: the units stay gathered for the backward; with it under a pipeline (pp > 1) only before
+///   the step's first forward of the unit: the units stay gathered for the whole step, FirstForward);
+/// - gradients sharded (or offloaded) along axes G: reduce-scattered over G after each backward (with
+///   reshard_after_forward=false under a pipeline: accumulated unsharded and reduce-scattered once, after the last
+///   backward of the unit's chunk, LastBackward); along the other
 ///   axes they accumulate over the micro-batches and are synchronised once per step: reduce-scattered over those
 ///   where the optimizer is sharded, then all-reduced over those where it is replicated (DDP, HSDP's replicas);
 /// - parameters replicated where the optimizer is sharded: the updated shards are all-gathered after the step.

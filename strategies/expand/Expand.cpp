@@ -348,9 +348,17 @@ TaskGraph Expander::run() {
 void Expander::expand_stage(int s) {
   const auto& order = schedule_.order[static_cast<std::size_t>(s)];
   last_backward_op_.assign(static_cast<std::size_t>(v_), -1);
-  for (int i = 0; i < static_cast<int>(order.size()); ++i)
-    if (order[static_cast<std::size_t>(i)].kind == PipeOpKind::Backward)
-      last_backward_op_[static_cast<std::size_t>(order[static_cast<std::size_t>(i)].chunk)] = i;
+  first_forward_op_.assign(static_cast<std::size_t>(v_), -1);
+  first_backward_op_.assign(static_cast<std::size_t>(v_), -1);
+  for (int i = 0; i < static_cast<int>(order.size()); ++i) {
+    const PipeOp& op = order[static_cast<std::size_t>(i)];
+    const auto chunk = static_cast<std::size_t>(op.chunk);
+    if (op.kind == PipeOpKind::Backward) {
+      last_backward_op_[chunk] = i;
+      if (first_backward_op_[chunk] < 0) first_backward_op_[chunk] = i;
+    }
+    if (op.kind == PipeOpKind::Forward && first_forward_op_[chunk] < 0) first_forward_op_[chunk] = i;
+  }
   const std::size_t lanes = static_cast<std::size_t>(dl_ * tp_);
   gather_window_.assign(lanes, {});
   grad_window_.assign(lanes, {});
@@ -412,11 +420,21 @@ StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
     if (!op_reduces_[lane].empty()) reduce_before_op_[lane] = op_reduces_[lane].back();
     op_reduces_[lane].clear();
   }
+  const auto chunk = static_cast<std::size_t>(op.chunk);
+  const bool last_op_of_chunk = !op.forward && i == last_backward_op_[chunk];
+  op_first_forward_ = op.forward && i == first_forward_op_[chunk];
+  op_first_backward_ = !op.forward && i == first_backward_op_[chunk];
+  op_last_backward_ = last_op_of_chunk;
+  // Kept gathered for the step, the units' gradients are reduce-scattered after the chunk's last backward, in the
+  // units' order (torch.distributed.pipelining runs FSDP's post-backward of every unit then).
+  defer_sync_ = last_op_of_chunk && e_.strategy.gathers_once_per_step();
   for (int k = 0; k < n; ++k) {
     int g = op.forward ? k : n - 1 - k;
-    bool last_op_of_chunk = !op.forward && i == last_backward_op_[static_cast<std::size_t>(op.chunk)];
     expand_group(s, op, g, last_op_of_chunk, k == n - 1 ? stash : 0);
   }
+  if (defer_sync_)
+    for (int g = 0; g < n; ++g) sync_gradients(s, op, g, true);
+  defer_sync_ = false;
   op_tail_ = frontier_;
   return op;
 }

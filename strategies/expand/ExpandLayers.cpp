@@ -26,7 +26,7 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
     if (offload)
       for (std::size_t lane = 0; lane < compute_of_group_.size(); ++lane)
         activation_window_[lane].push_back(compute_of_group_[lane]);  // the backward frees them
-    sync_gradients(s, op, g, last_backward);
+    if (!defer_sync_) sync_gradients(s, op, g, last_backward);
   }
   if (last_backward && (lg.has_embedding || lg.has_head))
     for (int d = 0; d < dl_; ++d)
@@ -154,8 +154,8 @@ double Expander::gather_copy_s(const LayerGroup& lg, bool forward) const {
   if (!e_.strategy.gather_copies || lg.elems == 0) return 0;
   const double elems = static_cast<double>(lg.elems), pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
   double bytes = 0;
-  if (planned(State::Parameters, forward ? DataWhen::Forward : DataWhen::Backward)) bytes += 2 * elems * pb;
-  if (!forward && planned(State::Gradients, DataWhen::Backward)) bytes += elems * (pb + gb);
+  if (param_gather(forward)) bytes += 2 * elems * pb;
+  if (!forward && grad_reduce()) bytes += elems * (pb + gb);
   return bytes > 0 ? elementwise_time_s(bytes, c_.accelerator) : 0;
 }
 
@@ -185,6 +185,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
   std::vector<std::vector<MemDelta>> deferred;
   const bool grad_buffer = holds_unit_buffer(e_.strategy, State::Gradients);
   const bool param_buffer = holds_unit_buffer(e_.strategy, State::Parameters);
+  const bool once = e_.strategy.gathers_once_per_step();
   compute_of_group_.assign(static_cast<std::size_t>(dl_ * tp_), kNoTask);
   before_compute_.assign(static_cast<std::size_t>(dl_ * tp_), {});
   for (int d = 0; d < dl_; ++d) {
@@ -195,10 +196,13 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
       const double act = activation_bytes(lg, lane);
       if (closes) {
         if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
-        // Without resharding after the forward the unit stays gathered until its backward closes.
-        if (param_buffer && (!op.forward || e_.strategy.reshard_after_forward))
+        // Without resharding after the forward the unit stays gathered until its backward closes; kept for the
+        // step (once), until the reduce-scatter after its last backward, or that backward when there is none.
+        if (param_buffer && (once ? !op.forward && op_last_backward_ && !grad_reduce()
+                                  : !op.forward || e_.strategy.reshard_after_forward))
           on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
-        if (!op.forward && grad_buffer)
+        // Kept for the step, the unsharded gradients accumulate from the chunk's first backward.
+        if (!op.forward && grad_buffer && (!once || op_first_backward_))
           on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
         if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
       }
@@ -226,7 +230,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
         for (TaskId gather : gather_of_group_[lane]) g_.depend(gather, id);
       // Double-buffered unsharded gradients (as DeepSpeed's reduce buckets): a backward waits until the buffer
       // filled two groups back has been reduce-scattered or copied out.
-      if (kind == TaskKind::Backward && grad_buffer) after_window(grad_window_[lane], id);
+      if (kind == TaskKind::Backward && grad_buffer && !once) after_window(grad_window_[lane], id);
       before_compute_[lane] = frontier_[lane];
       frontier_[lane] = {id};
       compute_of_group_[lane] = id;

@@ -22,6 +22,17 @@ const DataCollective* Expander::planned(State state, DataWhen when) const {
   return nullptr;
 }
 
+const DataCollective* Expander::param_gather(bool forward) const {
+  if (!forward) return planned(State::Parameters, DataWhen::Backward);
+  if (const DataCollective* dc = planned(State::Parameters, DataWhen::Forward)) return dc;
+  return op_first_forward_ ? planned(State::Parameters, DataWhen::FirstForward) : nullptr;
+}
+
+const DataCollective* Expander::grad_reduce() const {
+  if (const DataCollective* dc = planned(State::Gradients, DataWhen::Backward)) return dc;
+  return op_last_backward_ ? planned(State::Gradients, DataWhen::LastBackward) : nullptr;
+}
+
 double Expander::held(State state, const LayerGroup& lg) const {
   return static_cast<double>(held_share(e_.strategy, state, lg.elems, sharded(lg, dp_) * dp_));
 }
@@ -29,7 +40,7 @@ double Expander::held(State state, const LayerGroup& lg) const {
 void Expander::gather_params(int s, const StageOp& op, int g) {
   const auto& pl = e_.strategy.placement;
   gather_of_group_.assign(static_cast<std::size_t>(dl_ * tp_), {});
-  const DataCollective* gather = planned(State::Parameters, op.forward ? DataWhen::Forward : DataWhen::Backward);
+  const DataCollective* gather = param_gather(op.forward);
   const bool fetch = pl.parameters == Mode::Offloaded;
   if (!gather && !fetch) return;
   const LayerGroup& lg =
@@ -197,8 +208,11 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
   const LayerGroup& lg =
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   const double gb = e_.training.grad_bytes();
-  const DataCollective* reduce = planned(State::Gradients, DataWhen::Backward);
+  const DataCollective* reduce = grad_reduce();
   const bool offloaded = pl.gradients == Mode::Offloaded;
+  // Kept gathered for the step (gathers_once_per_step): the unit is resharded once its gradients are reduced.
+  const bool reshard =
+      reduce && reduce->when == DataWhen::LastBackward && holds_unit_buffer(e_.strategy, State::Parameters);
   // Sharded (or offloaded) gradients: reduce-scattered after every micro-batch into the owner's shard; per data
   // index, the task after which its shard is complete.
   std::vector<std::vector<TaskId>> produced(static_cast<std::size_t>(dp_ * tp_));
@@ -223,6 +237,9 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
         // group (earlier ones precede it on the same stream).
         if (last_backward) step_end_deps_[static_cast<std::size_t>(rank(d, t, s))].push_back(produced[lane].front());
         on_end.push_back({rank(d, t, s), State::Gradients, -static_cast<double>(lg.elems) * gb, true});
+        if (reshard)
+          on_end.push_back(
+              {rank(d, t, s), State::Parameters, -static_cast<double>(lg.elems) * e_.training.param_bytes(), true});
         grad_window_[lane].push_back(produced[lane].front());
       }
       set_member_memory(coset.tasks.last, on_end, false);

@@ -142,6 +142,10 @@ class Expander {
                              int microbatch) const;
   /// The plan's collective of `state` that runs `when`, or null.
   const DataCollective* planned(State state, DataWhen when) const;
+  /// The op's parameter all-gather and gradient reduce-scatter of a unit, or null: per micro-batch, or once per step
+  /// in the chunk's first forward and last backward (gathers_once_per_step).
+  const DataCollective* param_gather(bool forward) const;
+  const DataCollective* grad_reduce() const;
   /// The transfers of op's output to the next virtual stage, one per (d, t) lane (kNoTask where none), after the
   /// lane's frontier.
   std::vector<TaskId> send_boundary(int s, const StageOp& op);
@@ -235,9 +239,14 @@ class Expander {
     std::vector<std::vector<TaskId>> producers;  ///< per data index
   };
   std::map<std::pair<int, int>, Bucket> buckets_;
-  std::vector<std::vector<TaskId>> step_end_deps_;  // per device: tasks the optimizer step waits for
-  std::vector<TaskId> first_backward_;              // per device: the last stage-0 group backward (embedding)
-  std::vector<int> last_backward_op_;               // per chunk of the stage: index of its last backward op
+  std::vector<std::vector<TaskId>> step_end_deps_;         // per device: tasks the optimizer step waits for
+  std::vector<TaskId> first_backward_;                     // per device: the last stage-0 group backward (embedding)
+  std::vector<int> last_backward_op_;                      // per chunk of the stage: index of its last backward op
+  std::vector<int> first_forward_op_, first_backward_op_;  // per chunk of the stage: index of its first of each
+  // The op being expanded: its chunk's first forward, first backward, last backward (gathers_once_per_step uses
+  // them: the gather before the first forward, the unsharded gradients from the first backward, the reduce-scatter
+  // after the last backward); defer_sync_: the last backward's reduce-scatters wait for the chunk's whole backward.
+  bool op_first_forward_ = false, op_first_backward_ = false, op_last_backward_ = false, defer_sync_ = false;
   int ep_ = 1;
   ExpertRouting routing_;                          ///< how each rank's tokens spread over its ep group
   int dispatch_split_ = -1;                        ///< TaskGraph::a2a_tokens entry of the routing

@@ -79,12 +79,12 @@ void check_experts(const Experiment& e) {
                          "=offloaded is not modelled for mixture-of-experts models (the routed experts' host copies "
                          "are not derived yet)");
   for (const DataCollective& c : expert_plan(s))
-    if (c.when == DataWhen::Forward || c.when == DataWhen::Backward)
+    if (c.when != DataWhen::Step && c.when != DataWhen::AfterStep)
       throw InputError("strategy.placement (" + short_form(s.placement) + ") with strategy.ep=" + std::to_string(s.ep) +
                        " leaves " + std::to_string(s.edp()) +
                        " ranks holding the same experts (edp = tp x cp x dp / ep), over which the routed experts' " +
-                       c.purpose +
-                       " would run per micro-batch: not modelled yet. Use ep = tp x cp x dp (edp 1), or a placement "
+                       c.purpose + " would run " + to_string(c.when) +
+                       ", per unit: not modelled yet. Use ep = tp x cp x dp (edp 1), or a placement "
                        "that shards only the optimizer (Megatron's distributed optimizer, ZeRO-1) or nothing (DDP)");
   if (s.placement.activations == Mode::Offloaded)
     throw InputError(
@@ -188,10 +188,6 @@ void resolve(Experiment& e) {
   if (t.attention_kernel != AttentionKernel::Fused && !e.model.flash_attention)
     throw InputError("training.attention_kernel=" + to_string(t.attention_kernel) +
                      " names a fused attention kernel, but model.flash_attention=false (scores stored)");
-}
-
-bool pytorch_fsdp_preset(const std::string& preset) {
-  return preset == "fsdp" || preset == "hsdp" || preset == "fsdp-tp";
 }
 
 bool eager_by_default(const std::string& preset) {

@@ -35,8 +35,6 @@ Experiment parse_experiment(const Json& value, const std::string& base_dir);
 Experiment load_experiment(const std::string& path);
 /// Fills the derived fields and checks the batch arithmetic; throws InputError naming the fields.
 void resolve(Experiment& e);
-/// The strategy presets of PyTorch's FSDP (fsdp, hsdp, fsdp-tp), as torchtitan runs it; zero3 is DeepSpeed's.
-bool pytorch_fsdp_preset(const std::string& preset);
 /// Whether a strategy preset's framework runs its element-wise kernels eagerly when training.kernels is not given
 /// (PyTorch's FSDP presets, as torchtitan ships them).
 bool eager_by_default(const std::string& preset);

@@ -265,6 +265,7 @@ StrategySpec read_strategy_object(const Json& object) {
     throw InputError(r.field("local_steps") + "=" + std::to_string(s.local_steps) + " must be at least 1");
   s.bucket_bytes = r.get_positive("bucket_bytes", 25e6);
   s.reshard_after_forward = r.get_bool("reshard_after_forward", true);
+  const bool reshard_given = r.has("reshard_after_forward");
   for (auto [key, target] :
        {std::pair{"prefetch_forward", &s.prefetch_forward}, {"prefetch_backward", &s.prefetch_backward}}) {
     *target = r.get_int(key, 1);
@@ -286,11 +287,21 @@ StrategySpec read_strategy_object(const Json& object) {
       s.sp = *sequence_parallel;
     }
   }
+  // PyTorch FSDP under a pipeline keeps its units gathered for the step unless told otherwise (torchtitan's
+  // fsdp_reshard_after_forward "default": reshard_after_forward = not pp_enabled), where that can be modelled.
+  if (!reshard_given && pytorch_fsdp_preset(s.preset) && s.pp > 1 &&
+      s.placement.parameters == Mode::ShardedWithGather && !s.placement.secondary &&
+      (s.schedule == Schedule::GPipe || s.schedule == Schedule::OneFOneB || s.schedule == Schedule::Interleaved))
+    s.reshard_after_forward = false;
   r.finish();
   return s;
 }
 
 }  // namespace
+
+bool pytorch_fsdp_preset(const std::string& preset) {
+  return preset == "fsdp" || preset == "hsdp" || preset == "fsdp-tp";
+}
 
 StrategySpec parse_strategy(const Json& value) {
   if (value.is_string()) {

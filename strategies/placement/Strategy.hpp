@@ -83,6 +83,12 @@ struct StrategySpec {
   Placement placement;
 
   std::int64_t devices() const { return dp * cp * tp * pp; }
+  /// FSDP under a pipeline schedule as torch.distributed.pipelining runs it (torchtitan's default with pp > 1:
+  /// reshard_after_forward=false; the stage calls set_reshard_after_backward(False) and
+  /// set_requires_gradient_sync(False) for every backward and reduces after the last): each gathered unit is
+  /// all-gathered before the step's first forward and kept until its chunk's last backward, its gradients accumulate
+  /// unsharded and are reduce-scattered once, after that backward.
+  bool gathers_once_per_step() const { return !reshard_after_forward && pp > 1; }
   /// The interleaved schedule's micro-batch group N: microbatch_group, or pp when it is not given.
   std::int64_t interleave_group() const { return microbatch_group > 0 ? microbatch_group : pp; }
   /// The ranks over which data-parallel states are placed: dp x cp (cp counts with dp_shard).
@@ -122,5 +128,8 @@ std::string to_string(PipelineP2P p);
 std::string to_string(CollectiveScheme c);
 std::string to_string(CpComm c);
 std::vector<std::pair<std::string, std::string>> strategy_preset_list();
+
+/// The strategy presets of PyTorch's FSDP (fsdp, hsdp, fsdp-tp), as torchtitan runs it; zero3 is DeepSpeed's.
+bool pytorch_fsdp_preset(const std::string& preset);
 
 }  // namespace placesim

@@ -214,7 +214,9 @@ void check_preset_mesh(const StrategySpec& s) {
 }  // namespace
 
 // FSDP2's reshard_after_forward=false as modelled: one forward and one backward per unit and micro-batch without a
-// pipeline; gathered parameters, not offloaded ones, and no hpZ secondary shard (it serves the backward gather).
+// pipeline; under a pipeline (pp > 1) the units stay gathered for the whole step (gathers_once_per_step), which a
+// synchronous schedule allows; gathered parameters, not offloaded ones, and no hpZ secondary shard (it serves the
+// backward gather).
 void check_reshard(const Experiment& e) {
   const StrategySpec& s = e.strategy;
   if (s.reshard_after_forward) return;
@@ -226,10 +228,17 @@ void check_reshard(const Experiment& e) {
     throw InputError(field +
                      " contradicts the hpZ secondary shard (strategy.placement.parameters.secondary), which "
                      "exists to serve the backward gather");
-  if (s.pp > 1)
-    throw InputError(field + " with pp=" + std::to_string(s.pp) +
-                     " is not modelled (FSDP2 under a pipeline schedule keeps units gathered across micro-batches); "
-                     "use reshard_after_forward=true or pp=1");
+  if (s.pp > 1) {
+    if (s.schedule != Schedule::GPipe && s.schedule != Schedule::OneFOneB && s.schedule != Schedule::Interleaved)
+      throw InputError(field + " with pp=" + std::to_string(s.pp) + " and schedule=" + to_string(s.schedule) +
+                       " is not modelled (units kept gathered for a step need a synchronous schedule: one update "
+                       "per step); use gpipe, 1f1b or interleaved");
+    if (s.placement.gradients == Mode::Offloaded)
+      throw InputError(field + " with pp=" + std::to_string(s.pp) +
+                       " accumulates each unit's gradients on the device for the step, but "
+                       "strategy.placement.gradients is offloaded");
+    return;
+  }
   // Every forward before any backward (gpipe, or an asynchronous schedule) would hold one gathered copy per
   // micro-batch in flight where FSDP2 keeps one.
   if (s.schedule != Schedule::OneFOneB && s.microbatches > 1)

@@ -252,6 +252,10 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   out << "placesim analyze: " << e.model.name << " (" << format_count(a.parameters) << " parameters), strategy "
       << s.preset << " " << short_form(s.placement) << " (P/O/G/A)\n";
   out << "  mesh " << mesh_string(s) << " = " << s.devices() << " devices" << (s.sp ? ", sequence parallel" : "")
+      << (s.gathers_once_per_step() && holds_unit_buffer(s, State::Parameters)
+              ? ", units gathered once per step and gradients reduce-scattered after the last backward "
+                "(reshard_after_forward=false under the pipeline; torchtitan's default with pp > 1)"
+              : "")
       << "; " << to_string(s.schedule) << ", " << s.microbatches << " micro-batches of " << e.training.micro_batch
       << ", global batch " << e.training.global_batch << "; " << to_string(e.training.dtype) << " "
       << to_string(e.training.optimizer) << " (" << to_string(e.training.grad_dtype) << " gradients"

@@ -29,16 +29,17 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
   if (e.device_memory_bytes > 0 && a.total_bytes > e.device_memory_bytes)
     w.push_back("memory: a device needs " + format_bytes(a.total_bytes) + " but device memory is " +
                 format_bytes(e.device_memory_bytes));
-  // PyTorch FSDP (its presets) under a pipeline: what placesim runs is not torchtitan's default
-  // (reshard_after_forward=false with pp > 1 is refused: not modelled).
-  if (pytorch_fsdp_preset(e.strategy.preset) && e.strategy.pp > 1 && holds_unit_buffer(e.strategy, State::Parameters))
+  // PyTorch FSDP (its presets) under a pipeline, resharding per micro-batch: not what torch.distributed.pipelining
+  // runs (with reshard_after_forward=false, these presets' default under a pipeline, it is modelled).
+  if (pytorch_fsdp_preset(e.strategy.preset) && e.strategy.pp > 1 && e.strategy.reshard_after_forward &&
+      holds_unit_buffer(e.strategy, State::Parameters))
     w.push_back(
         "FSDP under a pipeline (pp=" + std::to_string(e.strategy.pp) +
-        "): placesim gathers each unit for every micro-batch's forward and backward and reduce-scatters its "
-        "gradients after every backward (ZeRO-3 as DeepSpeed runs it); torchtitan's default under a pipeline keeps "
-        "units gathered and reduces once per step (reshard_after_forward=false, gradient sync on the last "
-        "micro-batch), fewer bytes and more memory (the gathered stage and its unsharded gradients), which is not "
-        "modelled");
+        ") with reshard_after_forward=true: placesim gathers each unit for every micro-batch's forward and backward "
+        "and reduce-scatters its gradients after every backward (ZeRO-3 as DeepSpeed runs it); "
+        "torch.distributed.pipelining instead keeps units gathered after their first backward and reduces once per "
+        "step, which is not modelled for this setting. torchtitan's default under a pipeline, "
+        "reshard_after_forward=false (these presets' default with pp > 1 on a synchronous schedule), is");
   if (cluster == nullptr) return w;
   for (auto [field, bw] :
        {std::pair{"cluster.nvlink_bw", cluster->nvlink_bw_Bps}, std::pair{"cluster.pcie_bw", cluster->pcie_bw_Bps},
