@@ -128,5 +128,22 @@ TEST_CASE("FSDP under a pipeline warns when it reshards per micro-batch, not mod
                             0) == 0);
   // The preset's default under a pipeline (units kept gathered for the step) is modelled: no warning.
   CHECK(with("fsdp", "").empty());
-  CHECK(with("zero3", "").empty());
+}
+
+TEST_CASE("DeepSpeed's ZeRO-2/3 presets under a pipeline warn that DeepSpeed refuses them", "[warnings]") {
+  auto with = [](const char* preset, int pp) {
+    const Experiment e = test::experiment(std::string(R"({"model": "llama3-8b", "training": {"global_batch": 8},
+        "strategy": {"preset": ")") + preset +
+                                          R"(", "dp": 2, "pp": )" + std::to_string(pp) + "}}");
+    return analysis_warnings(e, analyze(e), nullptr);
+  };
+  for (const char* preset : {"zero2", "zero3", "zero-offload"}) {
+    INFO(preset);
+    const auto w = with(preset, 2);
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].rfind(std::string("strategy.preset=") + preset + " with pp=2: DeepSpeed's pipeline engine refuses", 0) ==
+          0);
+    CHECK(with(preset, 1).empty());
+  }
+  CHECK(with("zero1", 2).empty());
 }

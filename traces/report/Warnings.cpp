@@ -40,6 +40,15 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
         "torch.distributed.pipelining instead keeps units gathered after their first backward and reduces once per "
         "step, which is not modelled for this setting. torchtitan's default under a pipeline, "
         "reshard_after_forward=false (these presets' default with pp > 1 on a synchronous schedule), is");
+  // DeepSpeed's ZeRO-2/3 presets (and ZeRO-Offload, a stage 2) under a pipeline: DeepSpeed's PipelineEngine asserts
+  // zero_optimization_stage() < 2 (deepspeed/runtime/pipe/engine.py).
+  const std::string& preset = e.strategy.preset;
+  if (e.strategy.pp > 1 && (preset == "zero2" || preset == "zero3" || preset == "zero++" || preset == "zero-offload"))
+    w.push_back("strategy.preset=" + preset + " with pp=" + std::to_string(e.strategy.pp) +
+                ": DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3 (deepspeed/runtime/pipe/engine.py: "
+                "\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"), so no DeepSpeed run executes this "
+                "plan; placesim costs the placement as written. With a pipeline DeepSpeed runs zero1; PyTorch FSDP "
+                "under a pipeline is the fsdp preset");
   if (cluster == nullptr) return w;
   for (auto [field, bw] :
        {std::pair{"cluster.nvlink_bw", cluster->nvlink_bw_Bps}, std::pair{"cluster.pcie_bw", cluster->pcie_bw_Bps},
