@@ -243,6 +243,27 @@ TEST_CASE("The miniature of an experiment and what the executor refuses") {
   CHECK(m.spec.strategy.pp == 2);
   CHECK(m.spec.layers == 4);
   CHECK(m.changes.size() >= 3);
+  // fsdp-tp needs tp > 1: the miniature runs its data-axis placement as fsdp, which the checker accepts (until
+  // 2026-12 the checker refused the miniature and verify reported a disagreement for every fsdp-tp experiment).
+  CHECK(m.spec.strategy.preset == "fsdp");
+  CHECK(short_form(m.spec.strategy.placement) == short_form(e.strategy.placement));
+  const Judgement j = judge(m.spec);
+  CHECK(j.checker_valid);
+  CHECK(j.agree);
+  // Under an asynchronous schedule the miniature runs one data rank: hsdp and zero++ (both data axes > 1) become
+  // fsdp and zero3, and the checker judges the schedule, not the collapsed mesh.
+  for (const char* preset : {"hsdp", "zero++"}) {
+    INFO(preset);
+    const Miniature a = miniature_of(test::experiment(
+        std::string(R"({"model": "llama3-8b", "training": {"global_batch": 64, "micro_batch": 1}, "strategy": )") +
+        R"({"preset": ")" + preset +
+        R"(", "mesh": {"dp_replicate": 2, "dp_shard": 4}, "pp": 2, "schedule": "pipedream"}})"));
+    CHECK(a.spec.strategy.preset == (std::string(preset) == "hsdp" ? "fsdp" : "zero3"));
+    const Judgement ja = judge(a.spec);
+    CHECK(ja.checker_valid);
+    CHECK(!ja.equivalent);
+    CHECK(ja.agree);
+  }
   ExecutorSpec bad = two_by_two();
   bad.strategy.tp = 2;
   CHECK_THROWS_WITH(execute_placement(bad), Catch::Contains("strategy.tp"));

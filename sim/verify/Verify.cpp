@@ -39,6 +39,11 @@ Miniature miniature_of(const Experiment& e) {
   if (s.sp) out.changes.push_back("strategy.sp true -> false (no tensor parallelism in the miniature)");
   m.sp = false;
   change("strategy.tp", s.tp, 1, "tensor parallelism places states by construction");
+  // The 2-D preset needs tp > 1; without tensor parallelism its placement along the data axes is fsdp's.
+  if (m.preset == "fsdp-tp") {
+    m.preset = "fsdp";
+    out.changes.push_back("strategy.preset fsdp-tp -> fsdp (its placement along the data axes, without tp)");
+  }
   change("strategy.ep", s.ep, 1, "the miniature has no experts");
   const std::int64_t shard = s.degree(kShardAxis);
   m.dp_shard = async ? 1 : std::min<std::int64_t>(shard, 2);
@@ -65,6 +70,13 @@ Miniature miniature_of(const Experiment& e) {
   if (m.placement.secondary && (m.dp_shard == 1 || m.dp_replicate == 1)) {
     out.changes.push_back("strategy.placement.parameters.secondary dp_shard -> none (" + data_why + ")");
     m.placement.secondary = false;
+  }
+  // The 2-D data presets need both data axes; with one collapsed, the same framework's 1-D preset (its placement
+  // is kept as it is).
+  if ((m.preset == "hsdp" || m.preset == "zero++") && (m.dp_shard == 1 || m.dp_replicate == 1)) {
+    const std::string to = m.preset == "hsdp" ? "fsdp" : "zero3";
+    out.changes.push_back("strategy.preset " + m.preset + " -> " + to + " (a data axis of 1 in the miniature)");
+    m.preset = to;
   }
   out.spec.strategy = m;
   out.spec.layers = static_cast<int>(m.pp * m.chunks * 2);
