@@ -33,7 +33,7 @@ const std::map<std::string, Preset>& presets() {
         R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
       {"fsdp",
        {"PyTorch FSDP full sharding, same placement as ZeRO-3 (SG/S/S/R); eager kernels unless training.kernels says "
-        "otherwise",
+        "otherwise; with pp > 1 units gathered once per step (reshard_after_forward false)",
         R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
       {"zero-offload",
        {"ZeRO-Offload: optimizer and gradients in host memory, CPU Adam (R/Off/Off/R)",
@@ -46,7 +46,8 @@ const std::map<std::string, Preset>& presets() {
       // gradients reduce-scattered inside the group and their shards all-reduced across replicas.
       {"hsdp",
        {"hybrid-sharded data parallel (FSDP HYBRID_SHARD): SG/S/S/R along dp_shard, R/R/R/R along dp_replicate; "
-        "needs strategy.mesh.dp_replicate > 1; eager kernels unless training.kernels says otherwise",
+        "needs strategy.mesh.dp_replicate > 1; eager kernels unless training.kernels says otherwise; with pp > 1 "
+        "units gathered once per step (reshard_after_forward false)",
         R"({"placement":{"parameters":{"dp_shard":"sharded-with-gather","dp_replicate":"replicated"},"optimizer":{"dp_shard":"sharded","dp_replicate":"replicated"},"gradients":{"dp_shard":"sharded","dp_replicate":"replicated"},"activations":"replicated"}})"}},
       // torchtitan's 2-D parallelism: FSDP2 over dp_shard composed with Megatron-style tensor and sequence
       // parallelism (its TP plan shards norms' activations with SequenceParallel). Its vanilla (DTensor) TP leaves the
@@ -56,7 +57,7 @@ const std::map<std::string, Preset>& presets() {
       {"fsdp-tp",
        {"2-D FSDP + tensor parallel (torchtitan): SG/S/S/R along the data axes, tp shards each layer, sequence "
         "parallel, vanilla TP (backward collectives not overlapped); needs strategy.tp > 1; eager kernels unless "
-        "training.kernels says otherwise",
+        "training.kernels says otherwise; with pp > 1 units gathered once per step (reshard_after_forward false)",
         R"({"sp":true,"tp_overlap":false,"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
       // ZeRO++ (Wang et al., arXiv 2306.10209) hierarchical partitioning hpZ: ZeRO-3 over every data rank plus a
       // secondary parameter shard inside each dp_shard group (a node), so the backward gathers inside the node.
