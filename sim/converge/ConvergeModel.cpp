@@ -106,8 +106,7 @@ DerivedPipeline derive_pipeline(const Experiment& e) {
     throw InputError("the simulated step of " + e.name +
                      " recorded no forward or backward compute to derive a pipeline from");
   p.times.p2p_s = t.p2p_count > 0 ? t.p2p_sum_s / t.p2p_count : 0;
-  const bool synchronous = p.shape.schedule == Schedule::GPipe || p.shape.schedule == Schedule::OneFOneB ||
-                           p.shape.schedule == Schedule::Interleaved;
+  const bool synchronous = synchronous_schedule(p.shape.schedule);
   const double step = out.result.step_time_s;
   p.times.apply_s = synchronous ? std::max(0.0, step - makespan(p)) : optimizer / applies_per_step(p.shape);
   d.derivation = Json{{"method", "abstract pipeline with the op times of one step simulated with SimGrid"},

@@ -33,8 +33,7 @@ Miniature miniature_of(const Experiment& e) {
     if (from != to)
       out.changes.push_back(field + " " + std::to_string(from) + " -> " + std::to_string(to) + " (" + why + ")");
   };
-  const bool async =
-      s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW || s.schedule == Schedule::LocalSGD;
+  const bool async = !synchronous_schedule(s.schedule);
   m.tp = m.cp = m.ep = 1;
   if (s.sp) out.changes.push_back("strategy.sp true -> false (no tensor parallelism in the miniature)");
   m.sp = false;

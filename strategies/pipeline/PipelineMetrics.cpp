@@ -281,10 +281,6 @@ PipelineMetrics measure_pipeline(const PipelineSchedule& schedule, const Simulat
   return measure(schedule, pipeline_timeline(schedule, record), busy);
 }
 
-bool synchronous_schedule(Schedule schedule) {
-  return schedule == Schedule::GPipe || schedule == Schedule::OneFOneB || schedule == Schedule::Interleaved;
-}
-
 double stage_mean(const std::vector<double>& per_stage) {
   double sum = 0;
   for (double x : per_stage) sum += x;

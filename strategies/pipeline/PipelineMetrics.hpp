@@ -96,9 +96,6 @@ struct PipelineMetrics {
   std::vector<DelayStats> version_lag_per_stage;
 };
 
-/// True for the schedules that make one synchronous SGD step per step (gpipe, 1f1b, interleaved).
-bool synchronous_schedule(Schedule schedule);
-
 /// Measures an evaluated pipeline: the busy time of a stage is the time its ops run.
 PipelineMetrics measure_pipeline(const PipelineSchedule& schedule, const PipelineTimeline& timeline);
 

@@ -291,14 +291,17 @@ StrategySpec read_strategy_object(const Json& object) {
   // PyTorch FSDP under a pipeline keeps its units gathered for the step unless told otherwise (torchtitan's
   // fsdp_reshard_after_forward "default": reshard_after_forward = not pp_enabled), where that can be modelled.
   if (!reshard_given && pytorch_fsdp_preset(s.preset) && s.pp > 1 &&
-      s.placement.parameters == Mode::ShardedWithGather && !s.placement.secondary &&
-      (s.schedule == Schedule::GPipe || s.schedule == Schedule::OneFOneB || s.schedule == Schedule::Interleaved))
+      s.placement.parameters == Mode::ShardedWithGather && !s.placement.secondary && synchronous_schedule(s.schedule))
     s.reshard_after_forward = false;
   r.finish();
   return s;
 }
 
 }  // namespace
+
+bool synchronous_schedule(Schedule schedule) {
+  return schedule == Schedule::GPipe || schedule == Schedule::OneFOneB || schedule == Schedule::Interleaved;
+}
 
 bool pytorch_fsdp_preset(const std::string& preset) {
   return preset == "fsdp" || preset == "hsdp" || preset == "fsdp-tp";

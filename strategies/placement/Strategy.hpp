@@ -129,6 +129,8 @@ std::string to_string(CollectiveScheme c);
 std::string to_string(CpComm c);
 std::vector<std::pair<std::string, std::string>> strategy_preset_list();
 
+/// True for the schedules that make one synchronous SGD step per step (gpipe, 1f1b, interleaved).
+bool synchronous_schedule(Schedule schedule);
 /// The strategy presets of PyTorch's FSDP (fsdp, hsdp, fsdp-tp), as torchtitan runs it; zero3 is DeepSpeed's.
 bool pytorch_fsdp_preset(const std::string& preset);
 

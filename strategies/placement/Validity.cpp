@@ -229,7 +229,7 @@ void check_reshard(const Experiment& e) {
                      " contradicts the hpZ secondary shard (strategy.placement.parameters.secondary), which "
                      "exists to serve the backward gather");
   if (s.pp > 1) {
-    if (s.schedule != Schedule::GPipe && s.schedule != Schedule::OneFOneB && s.schedule != Schedule::Interleaved)
+    if (!synchronous_schedule(s.schedule))
       throw InputError(field + " with pp=" + std::to_string(s.pp) + " and schedule=" + to_string(s.schedule) +
                        " is not modelled (units kept gathered for a step need a synchronous schedule: one update "
                        "per step); use gpipe, 1f1b or interleaved");
