@@ -126,6 +126,10 @@ TEST_CASE("FSDP under a pipeline warns when it reshards per micro-batch, not mod
   CHECK(resharding[0].rfind("FSDP under a pipeline (pp=2) with reshard_after_forward=true: placesim gathers each unit "
                             "for every micro-batch",
                             0) == 0);
+  // The warning's last sentence ends (it was once cut off after "is").
+  const std::string tail = "on a synchronous schedule), is modelled";
+  REQUIRE(resharding[0].size() > tail.size());
+  CHECK(resharding[0].substr(resharding[0].size() - tail.size()) == tail);
   // The preset's default under a pipeline (units kept gathered for the step) is modelled: no warning.
   CHECK(with("fsdp", "").empty());
 }

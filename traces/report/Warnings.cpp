@@ -39,7 +39,7 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
         "and reduce-scatters its gradients after every backward (ZeRO-3 as DeepSpeed runs it); "
         "torch.distributed.pipelining instead keeps units gathered after their first backward and reduces once per "
         "step, which is not modelled for this setting. torchtitan's default under a pipeline, "
-        "reshard_after_forward=false (these presets' default with pp > 1 on a synchronous schedule), is");
+        "reshard_after_forward=false (these presets' default with pp > 1 on a synchronous schedule), is modelled");
   // DeepSpeed's ZeRO-2/3 presets (and ZeRO-Offload, a stage 2) under a pipeline: DeepSpeed's PipelineEngine asserts
   // zero_optimization_stage() < 2 (deepspeed/runtime/pipe/engine.py).
   const std::string& preset = e.strategy.preset;
