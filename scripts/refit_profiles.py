@@ -105,6 +105,9 @@ def main(argv):
 
     # Variants without measurements of their own take a measured die's profile.
     for variant, base, why in [
+            ("a800", "a100-80gb", "A800 SXM4 80GB is the A100 SXM4 80GB die and memory with NVLink cut to 400 GB/s "
+                                  "bidirectional (NVIDIA's statement to Reuters, 2022-11-08): the a100-80gb fit applies "
+                                  "(NVLink enters through the cluster)"),
             ("h800", "h100-sxm", "H800 SXM5 is the H100 SXM5 die and memory with NVLink cut to 400 GB/s "
                                  "bidirectional: the h100-sxm fit applies (NVLink enters through the cluster)"),
             ("gb200", "b200", "GB200's GPU is the B200 die at a 1,200 W power limit instead of 1,000 W: the b200 fit "

@@ -104,13 +104,14 @@ TEST_CASE("cluster_to_json echoes SI numbers that parse back to the same cluster
 
 TEST_CASE("the preset list names every cluster preset") {
   auto list = cluster_preset_list();
-  REQUIRE(list.size() == 6);
+  REQUIRE(list.size() == 7);
   CHECK(list[0].first == "dgx-a100");
   CHECK(list[1].first == "dgx-b200");
   CHECK(list[2].first == "dgx-h100");
   CHECK(list[3].first == "gb200-nvl72");
-  CHECK(list[4].first == "hgx-h800");
-  CHECK(list[5].first == "selene");
+  CHECK(list[4].first == "hgx-a800");
+  CHECK(list[5].first == "hgx-h800");
+  CHECK(list[6].first == "selene");
   for (const auto& [name, description] : list) CHECK_NOTHROW(parse_cluster(Json(name)));
 }
 
@@ -318,6 +319,26 @@ TEST_CASE("hgx-h800 is a DGX H100 node with H800s and NVLink at 200 GB/s per dir
   // The preset spelled as an object keeps the cut, and the report's echo parses back.
   ClusterSpec object = cluster(R"({"preset": "hgx-h800", "nodes": 2})");
   CHECK(object.nvlink_bw_Bps == 200e9);
+  CHECK(parse_cluster(cluster_to_json(object)).nvlink_bw_Bps == 200e9);
+}
+
+TEST_CASE("hgx-a800 is a DGX A100 node with A800s and NVLink at 200 GB/s per direction") {
+  ClusterSpec c = cluster(R"("hgx-a800")");
+  ClusterSpec a100 = cluster(R"("dgx-a100")");
+  CHECK(c.accelerator.name == "a800");
+  CHECK(c.accelerator.peak_bf16_flops == 312e12);
+  CHECK(c.accelerator.hbm_bytes == a100.accelerator.hbm_bytes);
+  CHECK(c.accelerator.hbm_bw_Bps == 2039e9);
+  CHECK(c.nvlink_bw_Bps == 200e9);  // dgx-a100: 300e9
+  CHECK(a100.nvlink_bw_Bps == 300e9);
+  CHECK(c.comm.intra_node.name == "nvlink3-a800");
+  CHECK(c.comm.intra_node.link_bw_Bps == 200e9);
+  CHECK(c.comm.intra_node.bus_efficiency == fabric_preset("nvlink3", "a").bus_efficiency);
+  CHECK(c.comm.inter_node.name == a100.comm.inter_node.name);
+  CHECK(c.nics_per_node == a100.nics_per_node);
+  CHECK(c.nic_bw_Bps == a100.nic_bw_Bps);
+  ClusterSpec object = cluster(R"({"preset": "hgx-a800", "nodes": 4})");
+  CHECK(object.nodes == 4);
   CHECK(parse_cluster(cluster_to_json(object)).nvlink_bw_Bps == 200e9);
 }
 

@@ -452,6 +452,7 @@ TEST_CASE("Older attention kernels run at their measured speed over FlashAttenti
   CHECK(attention_kernel_speed(AttentionKernel::Fused, "b200", 2048, 128) == 1);
   CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-80gb", 2048, 128) == Approx(68.0 / 155).epsilon(1e-12));
   CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-40gb", 2048, 64) == Approx(79.0 / 140).epsilon(1e-12));
+  CHECK(attention_kernel_speed(AttentionKernel::Triton, "a800", 2048, 128) == Approx(68.0 / 155).epsilon(1e-12));
   // Head dimension 96: log2(96) = 6.585 of the way from 64 to 128.
   const double f = std::log2(96.0) - 6;
   CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-80gb", 2048, 96) ==
@@ -482,6 +483,9 @@ TEST_CASE("Fused attention follows FlashAttention-2's measured curve over sequen
   CHECK(fused_attention_shape("h100-sxm", 8192, 128) == 1);
   CHECK(fused_attention_shape("h100-sxm", 4096, 128) == Approx(294.0 / 308).epsilon(1e-12));
   CHECK(fused_attention_shape("h800", 8192, 64) == Approx(273.0 / 308).epsilon(1e-12));
+  // A800 is the A100 die: A100's curve, at A100's reference head dimension 64.
+  CHECK(fused_attention_shape("a800", 2048, 96) == Approx((140 + 15 * (std::log2(96.0) - 6)) / 165).epsilon(1e-12));
+  CHECK(attention_reference_head_dim("a800") == 64);
   CHECK(fused_attention_shape("h200", 2048, 128) == Approx(265.0 / 308).epsilon(1e-12));
   // Sequence 3000: linear in log2 between 2048 (265) and 4096 (294).
   CHECK(fused_attention_shape("h100-sxm", 3000, 128) ==

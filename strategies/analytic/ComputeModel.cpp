@@ -445,18 +445,22 @@ bool starts_with(const std::string& s, const char* prefix) {
 
 }  // namespace
 
+bool ampere_attention_curves(const std::string& accelerator) {
+  return starts_with(accelerator, "a100") || accelerator == "a800";
+}
+
 bool hopper_attention_curves(const std::string& accelerator) {
   return starts_with(accelerator, "h100") || starts_with(accelerator, "h200") || starts_with(accelerator, "h800");
 }
 
 double attention_kernel_speed(AttentionKernel k, const std::string& accelerator, double seq, double head_dim) {
   if (k == AttentionKernel::Fused) return 1;
-  const bool ampere = starts_with(accelerator, "a100");
+  const bool ampere = ampere_attention_curves(accelerator);
   const bool hopper = hopper_attention_curves(accelerator);
   if (!ampere && !hopper)
     throw InputError("training.attention_kernel=" + to_string(k) +
                      ": that kernel's speed is measured on A100 and H100 " +
-                     "only (accelerators a100-*, h100-*, h200, h800), not on accelerator " + accelerator);
+                     "only (accelerators a100-*, a800, h100-*, h200, h800), not on accelerator " + accelerator);
   // Hopper has no measurement of the Triton kernel; FlashAttention v1's CUDA kernel stands for it (on A100 the two
   // are within 10 % of each other at every measured length, causal, head dimension 128: 50-80 vs 55-83 TFLOP/s).
   if (hopper && k == AttentionKernel::Triton) k = AttentionKernel::Flash1;
@@ -465,7 +469,7 @@ double attention_kernel_speed(AttentionKernel k, const std::string& accelerator,
 }
 
 double fused_attention_shape(const std::string& accelerator, double seq, double head_dim) {
-  const bool ampere = starts_with(accelerator, "a100");
+  const bool ampere = ampere_attention_curves(accelerator);
   if (!ampere && !hopper_attention_curves(accelerator)) return 1;
   const CurvePair c = family_curves(ampere);
   return fa2_tflops(c, seq, head_dim) /
@@ -473,7 +477,7 @@ double fused_attention_shape(const std::string& accelerator, double seq, double 
 }
 
 double attention_reference_head_dim(const std::string& accelerator) {
-  return starts_with(accelerator, "a100") ? 64 : 128;
+  return ampere_attention_curves(accelerator) ? 64 : 128;
 }
 
 double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc, double seq, double head_dim,

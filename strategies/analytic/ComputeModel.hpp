@@ -54,6 +54,8 @@ double elementwise_time_s(double bytes, const AcceleratorSpec& acc);
 /// was measured on A100 only: on Hopper (h100*, h200, h800) FlashAttention v1's measured speed stands for it. Other
 /// accelerators: an InputError naming the field.
 double attention_kernel_speed(AttentionKernel k, const std::string& accelerator, double seq, double head_dim);
+/// Ampere accelerators (a100-*, a800: the GA100 die), whose attention follows the A100 measurements.
+bool ampere_attention_curves(const std::string& accelerator);
 /// Hopper accelerators, whose attention_kernel_speed for triton is FlashAttention v1's.
 bool hopper_attention_curves(const std::string& accelerator);
 /// The sequence length at which a profile's flash_attention_efficiency holds, with attention_reference_head_dim.

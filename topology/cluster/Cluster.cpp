@@ -97,6 +97,17 @@ ClusterSpec gb200_nvl72() {
   return c;
 }
 
+// HGX A800: the DGX A100 node with A800 GPUs, whose NVLink is cut to 400 GB/s bidirectional = 200 GB/s per direction
+// (NVIDIA's statement to Reuters, 2022-11-08); 8x HDR 200 Gb/s rails as dgx-a100 (the servers of Chinese clusters
+// built on A800 vary: give nics_per_node and nic_bw when they differ).
+ClusterSpec hgx_a800() {
+  ClusterSpec c = dgx_a100();
+  c.name = "hgx-a800";
+  c.accelerator = accelerator_preset("a800", "cluster.accelerator");
+  c.nvlink_bw_Bps = 200e9;
+  return c;
+}
+
 // HGX H800: the DGX H100 node with H800 GPUs, whose NVLink is cut to 400 GB/s bidirectional = 200 GB/s per direction
 // (the figure papers' testbeds give, e.g. DeepSeek-V3's; no NVIDIA document found); 8x 400 Gb/s NICs as DeepSeek-V3
 // describes its cluster.
@@ -132,6 +143,8 @@ const std::map<std::string, Preset>& presets() {
        {gb200_nvl72,
         "NVIDIA GB200 NVL72 racks: 72 GB200 GPUs in one NVLink5 domain, 900 GB/s, 72x NDR 400 Gb/s rails (1 rack); "
         "the b200 profile on GB200's peak (no GB200 measurements exist)"}},
+      {"hgx-a800",
+       {hgx_a800, "HGX A800 nodes: 8x A800 80GB, NVLink 200 GB/s per direction, 8x HDR 200 Gb/s rails (1 node)"}},
       {"hgx-h800",
        {hgx_h800, "HGX H800 nodes: 8x H800, NVLink 200 GB/s per direction, 8x NDR 400 Gb/s rails (1 node)"}},
       {"selene", {selene, "NVIDIA Selene SuperPOD: 560 DGX A100, rail-optimized full-bisection HDR fat-tree"}},
@@ -143,7 +156,7 @@ ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
   auto it = presets().find(name);
   if (it != presets().end()) return it->second.make();
   refuse_name(field, name, "a known cluster", names_of(presets()),
-              " (known: dgx-a100, dgx-b200, dgx-h100, gb200-nvl72, hgx-h800, selene)");
+              " (known: dgx-a100, dgx-b200, dgx-h100, gb200-nvl72, hgx-a800, hgx-h800, selene)");
 }
 
 void read_node(ObjectReader& r, ClusterSpec& c) {

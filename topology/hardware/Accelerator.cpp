@@ -35,7 +35,10 @@ AcceleratorSpec make(const std::string& name, double peak, double fp32, double f
 // TF32, 400 W), H100 SXM5 (989.4, 700 W), H200 (989.4, 141 GB HBM3e at 4.8 TB/s, 700 W), B200 (2.25 PFLOP/s bf16
 // dense, 8 TB/s, 1,000 W). H800 SXM5: the H100 SXM5 die and memory with NVLink cut to 400 GB/s bidirectional (989
 // TFLOP/s dense: deepseek-ai/FlashMLA#75; NVLink 400 GB/s as papers' testbeds state it, no NVIDIA document found);
-// its profile is h100-sxm's. GB200 (NVL72 product page: 360 PFLOP/s bf16 per 72 GPUs with sparsity, dense one half =
+// its profile is h100-sxm's. A800 SXM4 80GB: the A100 SXM4 80GB with NVLink cut from 600 to 400 GB/s bidirectional
+// and nothing else changed (NVIDIA's statement to Reuters, 2022-11-08, "Nvidia offers new advanced chip for China
+// that meets U.S. export controls"; the distributors' data sheets it cites list the A100's compute, memory and 400 W);
+// its profile is a100-80gb's. GB200 (NVL72 product page: 360 PFLOP/s bf16 per 72 GPUs with sparsity, dense one half =
 // 2.5 PFLOP/s per GPU; 186 GB HBM3e (MLPerf system files); 8 TB/s; 1,200 W): the Blackwell die of B200 at a higher
 // power limit, so the b200 profile (fitted at 1,000 W) applied to GB200's own peak.
 // docs/research/issue17-accelerators.md lists the sources. Memory as reported by the driver (GiB) where NVIDIA quotes
@@ -50,6 +53,9 @@ const std::map<std::string, Preset>& presets() {
       {"a100-80gb",
        {make("a100-80gb", 312e12, 19.5e12, 0, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb"), 400),
         "NVIDIA A100 SXM4 80GB"}},
+      {"a800",
+       {make("a800", 312e12, 19.5e12, 0, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb"), 400),
+        "NVIDIA A800 SXM4 80GB (A100 die, NVLink 400 GB/s bidirectional; a100-80gb profile)"}},
       {"h100-sxm",
        {make("h100-sxm", 989.4e12, 66.9e12, 1979e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"), 700),
         "NVIDIA H100 SXM5 80GB"}},
@@ -81,7 +87,7 @@ AcceleratorSpec accelerator_preset(const std::string& name, const std::string& f
   auto it = presets().find(name);
   if (it == presets().end())
     refuse_name(field, name, "a known accelerator", names_of(presets()),
-                " (known: a100-40gb, a100-80gb, b200, gb200, h100-sxm, h200, h800)");
+                " (known: a100-40gb, a100-80gb, a800, b200, gb200, h100-sxm, h200, h800)");
   return it->second.spec;
 }
 

@@ -119,6 +119,13 @@ std::vector<std::pair<std::string, std::string>> fabric_preset_list() {
 CommProfile default_comm_profile(const std::string& accelerator, const std::string& field) {
   if (accelerator == "a100-40gb" || accelerator == "a100-80gb")
     return {fabric_preset("nvlink3", field), fabric_preset("ib-hdr", field)};
+  if (accelerator == "a800") {
+    // The A100 die's NVLink3 cut to 400 GB/s bidirectional: NVLink3's NCCL efficiencies at 200 GB/s per direction.
+    FabricProfile nvlink = fabric_preset("nvlink3", field);
+    nvlink.name = "nvlink3-a800";
+    nvlink.link_bw_Bps = 200e9;
+    return {nvlink, fabric_preset("ib-hdr", field)};
+  }
   if (accelerator == "h100-sxm" || accelerator == "h200")
     return {fabric_preset("nvlink4", field), fabric_preset("ib-ndr", field)};
   if (accelerator == "h800") {
