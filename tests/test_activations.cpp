@@ -60,6 +60,20 @@ TEST_CASE("Fused attention is the default of every family and stores no attentio
   CHECK_THAT(analysis_table(e, analyze(e)), Catch::Contains("seq 8192, fused attention"));
 }
 
+TEST_CASE("The summary says when the recompute comes from the placement, not training.recompute") {
+  const std::string note = "recompute full (training.recompute not given: the placement's activations are materialized";
+  Experiment preset = test::experiment(R"({"model": "gpt-22b", "strategy": {"preset": "megatron-3d", "tp": 8}})");
+  CHECK(preset.training.recompute == Recompute::Full);
+  CHECK_THAT(analysis_table(preset, analyze(preset)), Catch::Contains(note));
+  Experiment given = test::experiment(
+      R"({"model": "gpt-22b", "training": {"recompute": "full"}, "strategy": {"preset": "megatron-3d", "tp": 8}})");
+  CHECK_THAT(analysis_table(given, analyze(given)), Catch::Contains("recompute full;"));
+  CHECK_THAT(analysis_table(given, analyze(given)), !Catch::Contains("not given"));
+  Experiment none = test::experiment(R"({"model": "gpt-22b", "strategy": {"preset": "megatron-3d", "tp": 8},
+                                        "training": {"recompute": "none"}})");
+  CHECK_THAT(analysis_table(none, analyze(none)), Catch::Contains("recompute none;"));
+}
+
 TEST_CASE("1F1B holds at most p micro-batches on the first stage and GPipe holds m") {
   auto first_stage = [](const char* schedule) {
     Experiment e = test::experiment(

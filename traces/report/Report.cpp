@@ -266,6 +266,10 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
                     ")"
               : std::string())
       << "), recompute " << to_string(e.training.recompute)
+      << (!e.training.recompute_given && e.training.recompute != Recompute::None
+              ? " (training.recompute not given: the placement's activations are materialized, i.e. recomputed in "
+                "the backward; set training.recompute to choose)"
+              : "")
       << (e.training.fp8 ? ", FP8 linear layers (training.fp8)" : "");
   if (!e.model.opaque())
     out << "; seq " << e.model.seq_len
