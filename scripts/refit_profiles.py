@@ -103,7 +103,9 @@ def main(argv):
     write("a100-40gb", a100)
     fitted["a100-40gb"] = a100
 
-    # Variants without measurements of their own take a measured die's profile.
+    # Variants without measurements of their own take a measured die's profile; the NVLink-cut ones carry their
+    # cut in the fabric too (200 GB/s per direction), so that the file used as an accelerator's `profile` keeps it.
+    nvlink_cut = {"a800": ("nvlink3-a800", 200e9), "h800": ("nvlink4-h800", 200e9)}
     for variant, base, why in [
             ("a800", "a100-80gb", "A800 SXM4 80GB is the A100 SXM4 80GB die and memory with NVLink cut to 400 GB/s "
                                   "bidirectional (NVIDIA's statement to Reuters, 2022-11-08): the a100-80gb fit applies "
@@ -115,6 +117,8 @@ def main(argv):
         copy = json.loads(json.dumps(fitted[base]))
         copy["accelerator"] = variant
         copy["sources"].append(why)
+        if variant in nvlink_cut and "intra_node" in copy.get("comm", {}):
+            copy["comm"]["intra_node"]["name"], copy["comm"]["intra_node"]["link_bw"] = nvlink_cut[variant]
         write(variant, copy)
 
     print("topology/hardware/CalibratedProfiles.cpp:")

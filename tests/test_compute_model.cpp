@@ -251,6 +251,18 @@ TEST_CASE("A profile file's fitted fabrics run the cluster's collectives unless 
                     Catch::Contains("comm.fabric: a profile's fabric names where it runs, intra_node or inter_node"));
 }
 
+TEST_CASE("The NVLink-cut variants' profile files keep the cut when an accelerator loads them") {
+  for (const auto& [variant, cluster_preset] : {std::pair{"a800", "hgx-a800"}, std::pair{"h800", "hgx-h800"}}) {
+    INFO(variant);
+    const std::string path = std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/" + variant + ".json";
+    ClusterSpec c =
+        parse_cluster(Json{{"preset", cluster_preset}, {"accelerator", {{"preset", variant}, {"profile", path}}}});
+    CHECK(c.comm.intra_node.link_bw_Bps == 200e9);
+    CHECK(c.nvlink_bw_Bps == 200e9);
+    CHECK(c.comm.intra_node.name == std::string(variant == std::string("a800") ? "nvlink3-a800" : "nvlink4-h800"));
+  }
+}
+
 TEST_CASE("A profile file with a missing field is refused naming the field") {
   Json p = read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/a100-80gb.json");
   p["compute"].erase("memory_efficiency");

@@ -36,9 +36,10 @@ AcceleratorSpec make(const std::string& name, double peak, double fp32, double f
 // dense, 8 TB/s, 1,000 W). H800 SXM5: the H100 SXM5 die and memory with NVLink cut to 400 GB/s bidirectional (989
 // TFLOP/s dense: deepseek-ai/FlashMLA#75; NVLink 400 GB/s as papers' testbeds state it, no NVIDIA document found);
 // its profile is h100-sxm's. A800 SXM4 80GB: the A100 SXM4 80GB with NVLink cut from 600 to 400 GB/s bidirectional
-// and nothing else changed (NVIDIA's statement to Reuters, 2022-11-08, "Nvidia offers new advanced chip for China
-// that meets U.S. export controls"; the distributors' data sheets it cites list the A100's compute, memory and 400 W);
-// its profile is a100-80gb's. GB200 (NVL72 product page: 360 PFLOP/s bf16 per 72 GPUs with sparsity, dense one half =
+// (Reuters, 2022-11-08, "Nvidia offers new advanced chip for China that meets U.S. export controls": NVIDIA's
+// statement, and a Chinese distributor's data sheet giving 400 GB/s chip to chip against the A100's 600); compute,
+// 80 GB HBM2e and the 400 W SXM TDP as the A100's (Tweakers, 2022-11, from the same data sheets); its profile is
+// a100-80gb's. GB200 (NVL72 product page: 360 PFLOP/s bf16 per 72 GPUs with sparsity, dense one half =
 // 2.5 PFLOP/s per GPU; 186 GB HBM3e (MLPerf system files); 8 TB/s; 1,200 W): the Blackwell die of B200 at a higher
 // power limit, so the b200 profile (fitted at 1,000 W) applied to GB200's own peak.
 // docs/research/issue17-accelerators.md lists the sources. Memory as reported by the driver (GiB) where NVIDIA quotes
