@@ -118,6 +118,27 @@ TEST_CASE("FSDP2 copies: the forward's layer compute carries the copy-out of its
         Approx(elementwise_time_s(2 * elems * 2 + elems * (2 + 4), c.accelerator)));
 }
 
+TEST_CASE("reshard_after_backward is refused where it is not modelled, with the field named") {
+  auto with = [](const std::string& strategy) {
+    return test::experiment(R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024, "seq_len": 256},
+        "training": {"global_batch": 16, "micro_batch": 1}, "strategy": )" +
+                            strategy + "}");
+  };
+  CHECK_THROWS_WITH(
+      check_validity(with(R"({"preset": "fsdp", "dp": 8, "reshard_after_backward": true})")),
+      Catch::Contains("strategy.reshard_after_backward=true is modelled for FSDP under a pipeline only "
+                      "(pp > 1 with reshard_after_forward=false; here pp=1, reshard_after_forward=true)"));
+  CHECK_THROWS_WITH(check_validity(with(R"({"preset": "fsdp", "dp": 4, "pp": 2, "reshard_after_forward": true,
+                                             "reshard_after_backward": true})")),
+                    Catch::Contains("here pp=2, reshard_after_forward=true"));
+  CHECK_NOTHROW(check_validity(with(R"({"preset": "fsdp", "dp": 4, "pp": 2, "reshard_after_backward": false})")));
+  // The report's strategy echoes it when set, and the echo parses back.
+  const Experiment e = with(R"({"preset": "fsdp", "dp": 4, "pp": 2, "reshard_after_backward": true})");
+  CHECK(strategy_to_json(e.strategy)["reshard_after_backward"] == true);
+  CHECK_FALSE(
+      strategy_to_json(with(R"({"preset": "fsdp", "dp": 4, "pp": 2})").strategy).contains("reshard_after_backward"));
+}
+
 TEST_CASE("FSDP2 options are checked with the field named") {
   CHECK_THROWS_WITH(check_validity(fsdp(R"(, "prefetch_backward": 9)")),
                     Catch::Contains("strategy.prefetch_backward=9") && Catch::Contains("0 (no prefetch"));
@@ -214,6 +235,47 @@ TEST_CASE("FSDP under a pipeline gathers once per step and reduce-scatters after
   CHECK(r.devices[0].bytes_sent[static_cast<std::size_t>(CommClass::DpGradSync)] == sent(a, CommClass::DpGradSync));
   // The gathered stage and its unsharded gradients are held together at the last backward's end.
   CHECK(r.devices[0].peak_buffers == Approx(a.stages[0].memory.buffers).epsilon(0.01));
+}
+
+TEST_CASE("FSDP under a pipeline resharded after every backward gathers at each op that follows a backward") {
+  const Experiment e = test::experiment(
+      R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024, "seq_len": 256},
+          "training": {"global_batch": 16, "micro_batch": 1},
+          "strategy": {"preset": "fsdp", "dp": 4, "pp": 2, "reshard_after_backward": true}})");
+  const Experiment once = test::experiment(
+      R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024, "seq_len": 256},
+          "training": {"global_batch": 16, "micro_batch": 1}, "strategy": {"preset": "fsdp", "dp": 4, "pp": 2}})");
+  REQUIRE(e.strategy.regathers_after_backward());
+  REQUIRE_FALSE(e.strategy.gathers_once_per_step());
+  REQUIRE(e.strategy.microbatches == 4);
+  const Analysis a = analyze(e), b = analyze(once);
+  const auto sent = [](const Analysis& x, CommClass c) {
+    return x.stages[0].comm.by_class[static_cast<std::size_t>(c)];
+  };
+  // m = 4 gathers per step instead of one; the same reduce-scatter and the same buffers (the stage gathered, its
+  // gradients unsharded).
+  CHECK(sent(a, CommClass::ZeroGather) == 4 * sent(b, CommClass::ZeroGather));
+  CHECK(sent(a, CommClass::DpGradSync) == sent(b, CommClass::DpGradSync));
+  CHECK(a.stages[0].memory.buffers == b.stages[0].memory.buffers);
+
+  // Stage 0 runs 1F1B as F0 F1 B0 F2 B1 F3 B2 B3: its units are gathered before F0 (the first op), F2 and F3 (each
+  // after a backward) and B3 (after B2), once per layer group (the expansion takes one layer a group here).
+  TaskGraph g = expand(e, one_dgx());
+  std::map<std::pair<int, bool>, int> gathers;  // (micro-batch, backward) -> gathers on device 0
+  for (TaskId id = 0; id < g.size(); ++id)
+    if (const auto* c = std::get_if<Collective>(&g[id].body))
+      if (c->cls == CommClass::ZeroGather) {
+        const auto& m = task_devices(g, g[id]);
+        if (std::find(m.begin(), m.end(), 0) != m.end()) ++gathers[{c->microbatch, c->backward}];
+      }
+  const std::map<std::pair<int, bool>, int> expected{{{0, false}, 2}, {{2, false}, 2}, {{3, false}, 2}, {{3, true}, 2}};
+  CHECK(gathers == expected);
+
+  SimResult r = simulate(g, one_dgx(), {});
+  CHECK(r.devices[0].bytes_sent[static_cast<std::size_t>(CommClass::ZeroGather)] == sent(a, CommClass::ZeroGather));
+  CHECK(r.devices[0].bytes_sent[static_cast<std::size_t>(CommClass::DpGradSync)] == sent(a, CommClass::DpGradSync));
+  CHECK(r.devices[0].peak_buffers <= a.stages[0].memory.buffers * 1.01);
+  CHECK(r.devices[0].peak_buffers > 0);
 }
 
 // Sharded gradients are reduce-scattered after each micro-batch's backward; the step's update reads the reduced

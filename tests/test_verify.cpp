@@ -147,6 +147,26 @@ TEST_CASE("The executor's collectives move exactly the analytic volumes of the m
   CHECK_FALSE(kept.diverged);
   CHECK(kept.traffic[0].gather == 2 * 2 * 24.0);
   CHECK(matches_analytic(kept, miniature_experiment(keep)));
+  // FSDP under a pipeline: gathered once per step, or (reshard_after_backward) at each of the m = 4 micro-batches'
+  // first op of a chunk after a backward; the same gradient reduce-scatter after the last backward, the same model.
+  const ExecutorSpec once = spec(2, 2, 2, kFsdp, R"(, "reshard_after_forward": false)");
+  const ExecutorSpec again =
+      spec(2, 2, 2, kFsdp, R"(, "reshard_after_forward": false, "reshard_after_backward": true)");
+  REQUIRE(miniature_experiment(again).strategy.regathers_after_backward());
+  REQUIRE(miniature_experiment(again).strategy.microbatches == 4);
+  const ExecutorResult r_once = execute_placement(once), r_again = execute_placement(again);
+  CHECK_FALSE(r_again.diverged);
+  // The executed traffic is the analytic (the resident gradients are not compared: in both modes they accumulate
+  // unsharded, which the analytic memory counts as buffers, not as the gradients' shard).
+  const std::vector<ExecutedTraffic> analytic_again = analytic_traffic(miniature_experiment(again));
+  REQUIRE(analytic_again.size() == 2);
+  for (std::size_t s = 0; s < 2; ++s) {
+    CHECK(r_once.traffic[s].gather > 0);
+    CHECK(r_again.traffic[s].gather == 4 * r_once.traffic[s].gather);
+    CHECK(r_again.traffic[s].grad_sync == r_once.traffic[s].grad_sync);
+    CHECK(r_again.traffic[s].gather == analytic_again[s].gather);
+    CHECK(r_again.traffic[s].grad_sync == analytic_again[s].grad_sync);
+  }
   // DDP: one all-reduce of the accumulated gradients per step, 2 x 24 per unit.
   CHECK(execute_placement(spec(2, 2, 1, "{}")).traffic[0].grad_sync == 2 * 2 * 24.0);
 }

@@ -324,6 +324,20 @@ class SyncRun {
       for (int q = 0; q < n; ++q) out[static_cast<std::size_t>(q)] = dev(stage, q).kept.at({u, -1});
       return out;
     }
+    // Resharded after every backward (regathers_after_backward): gathered at the chunk's first op and again at each op
+    // after a backward; the backward drops it. The executor runs each stage's ops in schedule order.
+    if (when != DataWhen::AfterBackward &&
+        plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, DataWhen::AfterBackward)) {
+      if (dev(stage, 0).kept.count({u, -1}) == 0) {
+        const std::vector<Vec> gathered = parameters(stage, u, -1, DataWhen::AfterBackward);
+        for (int q = 0; q < n; ++q) dev(stage, q).kept[{u, -1}] = gathered[static_cast<std::size_t>(q)];
+      }
+      for (int q = 0; q < n; ++q) {
+        out[static_cast<std::size_t>(q)] = dev(stage, q).kept.at({u, -1});
+        if (when == DataWhen::Backward) dev(stage, q).kept.erase({u, -1});
+      }
+      return out;
+    }
     const auto fwd = plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, DataWhen::Forward);
     const auto entry = plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, when);
     if (when == DataWhen::Backward && !s_.reshard_after_forward && fwd) {

@@ -81,7 +81,7 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   // Under a pipeline without resharding (gathers_once_per_step; offloaded gradients are refused with it) the
   // stage's gradients accumulate unsharded until the reduce-scatter after its last backward.
   if (holds_unit_buffer(s, State::Gradients))
-    mem.buffers += s.gathers_once_per_step() ? d(st.padded_elems(s.data_ranks())) * gb : 2 * unit * gb;
+    mem.buffers += s.defers_grad_sync() ? d(st.padded_elems(s.data_ranks())) * gb : 2 * unit * gb;
   // Context parallelism: one layer's K/V blocks in flight during its attention, the larger pass.
   mem.buffers += std::max(cp_buffer_bytes(e, false), cp_buffer_bytes(e, true));
   const double shard = d(st.sharded_elems(s.data_ranks()));

@@ -16,6 +16,8 @@ const char* to_string(DataWhen w) {
       return "per step, before the unit's first forward";
     case DataWhen::LastBackward:
       return "per step, after the chunk's last backward";
+    case DataWhen::AfterBackward:
+      return "per micro-batch, before the chunk's first op and each op after a backward";
   }
   return "?";
 }
@@ -51,10 +53,14 @@ std::vector<DataCollective> data_plan(const StrategySpec& s) {
   // shard of a unit over PCIe and the group all-gathers the unit.
   const AxisSet gathered =
       axes_where(p, State::Parameters, Mode::ShardedWithGather) | axes_where(p, State::Parameters, Mode::Offloaded);
-  const bool once = s.gathers_once_per_step();
+  const bool once = s.gathers_once_per_step(), regather = s.regathers_after_backward();
   add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather, gathered, kNoAxes,
-      once ? DataWhen::FirstForward : DataWhen::Forward,
-      once ? "parameter all-gather (first forward of the step)" : "parameter all-gather (forward)");
+      once       ? DataWhen::FirstForward
+      : regather ? DataWhen::AfterBackward
+                 : DataWhen::Forward,
+      once       ? "parameter all-gather (first forward of the step)"
+      : regather ? "parameter all-gather (the chunk's first op and each op after a backward)"
+                 : "parameter all-gather (forward)");
   // reshard_after_forward=false: the forward's gathered units stay for the backward.
   if (s.reshard_after_forward)
     add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather,
@@ -62,9 +68,10 @@ std::vector<DataCollective> data_plan(const StrategySpec& s) {
         p.secondary ? "parameter all-gather (backward, from the secondary shard)" : "parameter all-gather (backward)");
   const AxisSet grad_sharded = p.sharded_axes(State::Gradients);
   const AxisSet opt_sharded = p.sharded_axes(State::Optimizer);
+  const bool deferred = s.defers_grad_sync();
   add(State::Gradients, CollectiveOp::ReduceScatter, CommClass::DpGradSync, grad_sharded, kNoAxes,
-      once ? DataWhen::LastBackward : DataWhen::Backward,
-      once ? "accumulated gradient reduce-scatter (after the last backward)" : "gradient reduce-scatter");
+      deferred ? DataWhen::LastBackward : DataWhen::Backward,
+      deferred ? "accumulated gradient reduce-scatter (after the last backward)" : "gradient reduce-scatter");
   const AxisSet accumulated = kDataAxes & ~grad_sharded;
   add(State::Gradients, CollectiveOp::ReduceScatter, CommClass::DpGradSync, accumulated & opt_sharded, grad_sharded,
       DataWhen::Step, "accumulated gradient reduce-scatter");

@@ -10,10 +10,13 @@ namespace placesim {
 /// When a data-parallel collective runs: per micro-batch before a unit's forward or after its backward, or once per
 /// step before or after the optimizer; FirstForward and LastBackward: once per step per unit, before its first
 /// forward and after the last backward of its chunk (FSDP under a pipeline, StrategySpec::gathers_once_per_step).
-enum class DataWhen { Forward, Backward, Step, AfterStep, FirstForward, LastBackward };
-/// Whether `w` runs once per micro-batch (Forward, Backward) rather than once per step.
+/// AfterBackward: before the chunk's first op and before each op that follows one of its backwards
+/// (StrategySpec::regathers_after_backward): m times per step, as each of the chunk's m backwards but the last is
+/// followed by another op of the chunk.
+enum class DataWhen { Forward, Backward, Step, AfterStep, FirstForward, LastBackward, AfterBackward };
+/// Whether `w` runs once per micro-batch (Forward, Backward, AfterBackward) rather than once per step.
 inline bool per_microbatch(DataWhen w) {
-  return w == DataWhen::Forward || w == DataWhen::Backward;
+  return w == DataWhen::Forward || w == DataWhen::Backward || w == DataWhen::AfterBackward;
 }
 const char* to_string(DataWhen w);
 

@@ -39,6 +39,9 @@ int layer_group_size(const Experiment& e, const ExpandOptions& o) {
   // Offloaded activations move layer by layer (offloaded_activation_layers): one layer per compute task. MoE layers
   // exchange their tokens in the middle of each layer: one layer per group.
   if (e.strategy.placement.activations == Mode::Offloaded || e.model.moe()) return 1;
+  // Resharded after every backward, a chunk's op gathers its first unit (one layer, FSDP2's unit) before any compute
+  // can start: a group of g layers would expose g layers' gather at every op.
+  if (e.strategy.regathers_after_backward() && o.layer_group <= 0) return 1;
   if (o.layer_group > 0) {
     const std::vector<std::int64_t> counts = chunk_layer_counts(e);
     return static_cast<int>(std::min<std::int64_t>(o.layer_group, *std::max_element(counts.begin(), counts.end())));
@@ -350,6 +353,7 @@ void Expander::expand_stage(int s) {
   last_backward_op_.assign(static_cast<std::size_t>(v_), -1);
   first_forward_op_.assign(static_cast<std::size_t>(v_), -1);
   first_backward_op_.assign(static_cast<std::size_t>(v_), -1);
+  chunk_resharded_.assign(static_cast<std::size_t>(v_), true);
   for (int i = 0; i < static_cast<int>(order.size()); ++i) {
     const PipeOp& op = order[static_cast<std::size_t>(i)];
     const auto chunk = static_cast<std::size_t>(op.chunk);
@@ -425,9 +429,12 @@ StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
   op_first_forward_ = op.forward && i == first_forward_op_[chunk];
   op_first_backward_ = !op.forward && i == first_backward_op_[chunk];
   op_last_backward_ = last_op_of_chunk;
+  // reshard_after_backward: the chunk's units are gathered again after each of its backwards (and at its first op).
+  op_regather_ = e_.strategy.regathers_after_backward() && chunk_resharded_[chunk];
+  chunk_resharded_[chunk] = !op.forward;
   // Kept gathered for the step, the units' gradients are reduce-scattered after the chunk's last backward, in the
   // units' order (torch.distributed.pipelining runs FSDP's post-backward of every unit then).
-  defer_sync_ = last_op_of_chunk && e_.strategy.gathers_once_per_step();
+  defer_sync_ = last_op_of_chunk && e_.strategy.defers_grad_sync();
   for (int k = 0; k < n; ++k) {
     int g = op.forward ? k : n - 1 - k;
     expand_group(s, op, g, last_op_of_chunk, k == n - 1 ? stash : 0);

@@ -202,7 +202,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
                                   : !op.forward || e_.strategy.reshard_after_forward))
           on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
         // Kept for the step, the unsharded gradients accumulate from the chunk's first backward.
-        if (!op.forward && grad_buffer && (!once || op_first_backward_))
+        if (!op.forward && grad_buffer && (!e_.strategy.defers_grad_sync() || op_first_backward_))
           on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
         if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
       }

@@ -23,6 +23,8 @@ const DataCollective* Expander::planned(State state, DataWhen when) const {
 }
 
 const DataCollective* Expander::param_gather(bool forward) const {
+  if (e_.strategy.regathers_after_backward())
+    return op_regather_ ? planned(State::Parameters, DataWhen::AfterBackward) : nullptr;
   if (!forward) return planned(State::Parameters, DataWhen::Backward);
   if (const DataCollective* dc = planned(State::Parameters, DataWhen::Forward)) return dc;
   return op_first_forward_ ? planned(State::Parameters, DataWhen::FirstForward) : nullptr;
@@ -79,6 +81,10 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
             g_.depend(fetched[static_cast<std::size_t>(d)], first);
           else
             limit(d, t, first);
+          // Resharded after the previous op's backward, the unit is gathered again by this op's own hooks: after
+          // the previous op has ended, never beside it.
+          if (op_regather_)
+            for (TaskId dep : op_tail_[static_cast<std::size_t>(d * tp_ + t)]) g_.depend(dep, first);
         }
         if (!fetch) {
           on_start.push_back({rank(d, t, s), State::Parameters, static_cast<double>(lg.elems) * pb, true});
@@ -211,8 +217,8 @@ void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backwar
   const DataCollective* reduce = grad_reduce();
   const bool offloaded = pl.gradients == Mode::Offloaded;
   // Kept gathered for the step (gathers_once_per_step): the unit is resharded once its gradients are reduced.
-  const bool reshard =
-      reduce && reduce->when == DataWhen::LastBackward && holds_unit_buffer(e_.strategy, State::Parameters);
+  const bool reshard = reduce && reduce->when == DataWhen::LastBackward && e_.strategy.gathers_once_per_step() &&
+                       holds_unit_buffer(e_.strategy, State::Parameters);
   // Sharded (or offloaded) gradients: reduce-scattered after every micro-batch into the owner's shard; per data
   // index, the task after which its shard is complete.
   std::vector<std::vector<TaskId>> produced(static_cast<std::size_t>(dp_ * tp_));

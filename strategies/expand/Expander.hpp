@@ -247,6 +247,8 @@ class Expander {
   // them: the gather before the first forward, the unsharded gradients from the first backward, the reduce-scatter
   // after the last backward); defer_sync_: the last backward's reduce-scatters wait for the chunk's whole backward.
   bool op_first_forward_ = false, op_first_backward_ = false, op_last_backward_ = false, defer_sync_ = false;
+  bool op_regather_ = false;           // reshard_after_backward: this op gathers its chunk's units again
+  std::vector<bool> chunk_resharded_;  // per chunk of the stage: resharded (no op yet, or its last op a backward)
   int ep_ = 1;
   ExpertRouting routing_;                          ///< how each rank's tokens spread over its ep group
   int dispatch_split_ = -1;                        ///< TaskGraph::a2a_tokens entry of the routing

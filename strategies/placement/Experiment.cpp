@@ -235,6 +235,7 @@ Json strategy_to_json(const StrategySpec& s) {
   if (s.schedule == Schedule::Interleaved) j["microbatch_group"] = s.interleave_group();
   // FSDP2's settings for parameters gathered per unit (no effect on other placements).
   j["reshard_after_forward"] = s.reshard_after_forward;
+  if (s.reshard_after_backward) j["reshard_after_backward"] = true;
   j["prefetch_forward"] = s.prefetch_forward;
   j["prefetch_backward"] = s.prefetch_backward;
   j["gather_copies"] = s.gather_copies;

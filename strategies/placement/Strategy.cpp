@@ -267,6 +267,7 @@ StrategySpec read_strategy_object(const Json& object) {
   s.bucket_bytes = r.get_positive("bucket_bytes", 25e6);
   s.reshard_after_forward = r.get_bool("reshard_after_forward", true);
   const bool reshard_given = r.has("reshard_after_forward");
+  s.reshard_after_backward = r.get_bool("reshard_after_backward", false);
   for (auto [key, target] :
        {std::pair{"prefetch_forward", &s.prefetch_forward}, {"prefetch_backward", &s.prefetch_backward}}) {
     *target = r.get_int(key, 1);

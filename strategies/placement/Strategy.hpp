@@ -77,6 +77,11 @@ struct StrategySpec {
   /// byte) and the copy-in of its gradients for the reduce-scatter (chunk_cat, cast to the reduce dtype) run on the
   /// compute stream.
   bool reshard_after_forward = true;
+  /// FSDP under a pipeline (reshard_after_forward=false, pp > 1) as torch.distributed.pipelining ran it before its
+  /// stage called set_reshard_after_backward(False) (the torch of torchtitan's December 2024 benchmarks): each unit
+  /// resharded after every backward and gathered again before the chunk's next op, m gathers per step instead of one;
+  /// gradients still accumulated unsharded and reduce-scattered after the chunk's last backward. false: gathered once.
+  bool reshard_after_backward = false;
   std::int64_t prefetch_forward = 1, prefetch_backward = 1;
   bool gather_copies = true;
   CollectiveScheme collective = CollectiveScheme::Ring;
@@ -88,7 +93,12 @@ struct StrategySpec {
   /// set_requires_gradient_sync(False) for every backward and reduces after the last): each gathered unit is
   /// all-gathered before the step's first forward and kept until its chunk's last backward, its gradients accumulate
   /// unsharded and are reduce-scattered once, after that backward.
-  bool gathers_once_per_step() const { return !reshard_after_forward && pp > 1; }
+  bool gathers_once_per_step() const { return defers_grad_sync() && !reshard_after_backward; }
+  /// The same with reshard_after_backward=true: gathered before the chunk's first op and before each op that follows
+  /// one of its backwards (m gathers per step), resharded after every backward.
+  bool regathers_after_backward() const { return defers_grad_sync() && reshard_after_backward; }
+  /// FSDP under a pipeline, either way: gradients accumulated unsharded, reduce-scattered after the last backward.
+  bool defers_grad_sync() const { return !reshard_after_forward && pp > 1; }
   /// The interleaved schedule's micro-batch group N: microbatch_group, or pp when it is not given.
   std::int64_t interleave_group() const { return microbatch_group > 0 ? microbatch_group : pp; }
   /// The ranks over which data-parallel states are placed: dp x cp (cp counts with dp_shard).

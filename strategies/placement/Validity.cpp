@@ -219,6 +219,12 @@ void check_preset_mesh(const StrategySpec& s) {
 // backward gather).
 void check_reshard(const Experiment& e) {
   const StrategySpec& s = e.strategy;
+  if (s.reshard_after_backward && !s.defers_grad_sync())
+    throw InputError(
+        "strategy.reshard_after_backward=true is modelled for FSDP under a pipeline only (pp > 1 with "
+        "reshard_after_forward=false; here pp=" +
+        std::to_string(s.pp) + ", reshard_after_forward=" + (s.reshard_after_forward ? "true" : "false") +
+        "); without it every unit is already resharded after each backward");
   if (s.reshard_after_forward) return;
   const std::string field = "strategy.reshard_after_forward=false";
   if (s.placement.parameters == Mode::Offloaded)

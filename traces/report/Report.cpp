@@ -255,6 +255,9 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
       << (s.gathers_once_per_step() && holds_unit_buffer(s, State::Parameters)
               ? ", units gathered once per step and gradients reduce-scattered after the last backward "
                 "(reshard_after_forward=false under the pipeline; torchtitan's default with pp > 1)"
+          : s.regathers_after_backward() && holds_unit_buffer(s, State::Parameters)
+              ? ", units resharded after every backward and gathered again before the chunk's next op, gradients "
+                "reduce-scattered after the last backward (reshard_after_backward=true under the pipeline)"
               : "")
       << "; " << to_string(s.schedule) << ", " << s.microbatches << " micro-batches of " << e.training.micro_batch
       << ", global batch " << e.training.global_batch << "; " << to_string(e.training.dtype) << " "
