@@ -97,26 +97,26 @@ ClusterSpec gb200_nvl72() {
   return c;
 }
 
-// HGX A800: the DGX A100 node with A800 GPUs, whose NVLink is cut to 400 GB/s bidirectional = 200 GB/s per direction
-// (NVIDIA's statement to Reuters, 2022-11-08); 8x HDR 200 Gb/s rails as dgx-a100 (the servers of Chinese clusters
-// built on A800 vary: give nics_per_node and nic_bw when they differ).
-ClusterSpec hgx_a800() {
-  ClusterSpec c = dgx_a100();
-  c.name = "hgx-a800";
-  c.accelerator = accelerator_preset("a800", "cluster.accelerator");
+// The export variants of a DGX node: `base` with `accelerator`, whose NVLink is cut to 400 GB/s bidirectional =
+// 200 GB/s per direction, and nothing else changed.
+ClusterSpec nvlink_cut_node(ClusterSpec c, const char* name, const char* accelerator) {
+  c.name = name;
+  c.accelerator = accelerator_preset(accelerator, "cluster.accelerator");
   c.nvlink_bw_Bps = 200e9;
   return c;
 }
 
-// HGX H800: the DGX H100 node with H800 GPUs, whose NVLink is cut to 400 GB/s bidirectional = 200 GB/s per direction
-// (the figure papers' testbeds give, e.g. DeepSeek-V3's; no NVIDIA document found); 8x 400 Gb/s NICs as DeepSeek-V3
-// describes its cluster.
+// HGX A800: the DGX A100 node with A800 GPUs (the cut: NVIDIA's statement to Reuters, 2022-11-08); 8x HDR 200 Gb/s
+// rails as dgx-a100 (the servers of Chinese clusters built on A800 vary: give nics_per_node and nic_bw when they
+// differ).
+ClusterSpec hgx_a800() {
+  return nvlink_cut_node(dgx_a100(), "hgx-a800", "a800");
+}
+
+// HGX H800: the DGX H100 node with H800 GPUs (the cut: the figure papers' testbeds give, e.g. DeepSeek-V3's; no
+// NVIDIA document found); 8x 400 Gb/s NICs as DeepSeek-V3 describes its cluster.
 ClusterSpec hgx_h800() {
-  ClusterSpec c = dgx_h100();
-  c.name = "hgx-h800";
-  c.accelerator = accelerator_preset("h800", "cluster.accelerator");
-  c.nvlink_bw_Bps = 200e9;
-  return c;
+  return nvlink_cut_node(dgx_h100(), "hgx-h800", "h800");
 }
 
 // Selene, NVIDIA's DGX SuperPOD (TOP500 November 2020: 560 DGX A100 nodes, 4,480 A100 GPUs, HDR InfiniBand).
