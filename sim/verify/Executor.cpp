@@ -313,28 +313,18 @@ class SyncRun {
       for (auto& v : out) v = mesh_.read(mesh_.whole(theta0(u)));
       return out;
     }
-    // Kept for the step (gathers_once_per_step): gathered before the unit's first forward, read by every forward
-    // and backward of the step; apply() drops it.
-    if (when != DataWhen::FirstForward &&
-        plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, DataWhen::FirstForward)) {
+    // Kept across ops: for the step (gathers_once_per_step: gathered before the unit's first forward; apply() drops
+    // it), or until the next backward (regathers_after_backward: gathered at the chunk's first op and again at each op
+    // after a backward, which drops it; the executor runs each stage's ops in schedule order).
+    for (DataWhen keep : {DataWhen::FirstForward, DataWhen::AfterBackward}) {
+      if (when == keep || !plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, keep)) continue;
       if (dev(stage, 0).kept.count({u, -1}) == 0) {
-        const std::vector<Vec> gathered = parameters(stage, u, -1, DataWhen::FirstForward);
-        for (int q = 0; q < n; ++q) dev(stage, q).kept[{u, -1}] = gathered[static_cast<std::size_t>(q)];
-      }
-      for (int q = 0; q < n; ++q) out[static_cast<std::size_t>(q)] = dev(stage, q).kept.at({u, -1});
-      return out;
-    }
-    // Resharded after every backward (regathers_after_backward): gathered at the chunk's first op and again at each op
-    // after a backward; the backward drops it. The executor runs each stage's ops in schedule order.
-    if (when != DataWhen::AfterBackward &&
-        plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, DataWhen::AfterBackward)) {
-      if (dev(stage, 0).kept.count({u, -1}) == 0) {
-        const std::vector<Vec> gathered = parameters(stage, u, -1, DataWhen::AfterBackward);
+        const std::vector<Vec> gathered = parameters(stage, u, -1, keep);
         for (int q = 0; q < n; ++q) dev(stage, q).kept[{u, -1}] = gathered[static_cast<std::size_t>(q)];
       }
       for (int q = 0; q < n; ++q) {
         out[static_cast<std::size_t>(q)] = dev(stage, q).kept.at({u, -1});
-        if (when == DataWhen::Backward) dev(stage, q).kept.erase({u, -1});
+        if (keep == DataWhen::AfterBackward && when == DataWhen::Backward) dev(stage, q).kept.erase({u, -1});
       }
       return out;
     }

@@ -78,8 +78,8 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
     mem.buffers += s.reshard_after_forward || pl.parameters == Mode::Offloaded
                        ? d(1 + std::max(s.prefetch_forward, s.prefetch_backward)) * unit * pb
                        : d(st.padded_elems(s.data_ranks())) * pb;
-  // Under a pipeline without resharding (gathers_once_per_step; offloaded gradients are refused with it) the
-  // stage's gradients accumulate unsharded until the reduce-scatter after its last backward.
+  // FSDP under a pipeline (defers_grad_sync, whether gathered once or after each backward; offloaded gradients are
+  // refused with it): the stage's gradients accumulate unsharded until the reduce-scatter after its last backward.
   if (holds_unit_buffer(s, State::Gradients))
     mem.buffers += s.defers_grad_sync() ? d(st.padded_elems(s.data_ranks())) * gb : 2 * unit * gb;
   // Context parallelism: one layer's K/V blocks in flight during its attention, the larger pass.

@@ -23,8 +23,7 @@ const DataCollective* Expander::planned(State state, DataWhen when) const {
 }
 
 const DataCollective* Expander::param_gather(bool forward) const {
-  if (e_.strategy.regathers_after_backward())
-    return op_regather_ ? planned(State::Parameters, DataWhen::AfterBackward) : nullptr;
+  if (op_regather_) return planned(State::Parameters, DataWhen::AfterBackward);
   if (!forward) return planned(State::Parameters, DataWhen::Backward);
   if (const DataCollective* dc = planned(State::Parameters, DataWhen::Forward)) return dc;
   return op_first_forward_ ? planned(State::Parameters, DataWhen::FirstForward) : nullptr;

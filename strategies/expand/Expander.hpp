@@ -243,9 +243,10 @@ class Expander {
   std::vector<TaskId> first_backward_;                     // per device: the last stage-0 group backward (embedding)
   std::vector<int> last_backward_op_;                      // per chunk of the stage: index of its last backward op
   std::vector<int> first_forward_op_, first_backward_op_;  // per chunk of the stage: index of its first of each
-  // The op being expanded: its chunk's first forward, first backward, last backward (gathers_once_per_step uses
-  // them: the gather before the first forward, the unsharded gradients from the first backward, the reduce-scatter
-  // after the last backward); defer_sync_: the last backward's reduce-scatters wait for the chunk's whole backward.
+  // The op being expanded: its chunk's first forward, first backward, last backward (FSDP under a pipeline uses
+  // them: gathers_once_per_step's gather before the first forward, defers_grad_sync's unsharded gradients from the
+  // first backward and reduce-scatter after the last backward); defer_sync_: the last backward's reduce-scatters wait
+  // for the chunk's whole backward.
   bool op_first_forward_ = false, op_first_backward_ = false, op_last_backward_ = false, defer_sync_ = false;
   bool op_regather_ = false;           // reshard_after_backward: this op gathers its chunk's units again
   std::vector<bool> chunk_resharded_;  // per chunk of the stage: resharded (no op yet, or its last op a backward)
