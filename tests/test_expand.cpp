@@ -6,6 +6,7 @@
 #include <set>
 
 #include "strategies/analytic/Analytic.hpp"
+#include "strategies/analytic/Costs.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "strategies/placement/Mesh.hpp"
 #include "strategies/placement/Validity.hpp"
@@ -125,7 +126,11 @@ TEST_CASE("Bytes in the graph equal the analytic bytes for uneven pipelines, int
         R"({"preset": "megatron-3d", "dp": 1, "tp": 4, "pp": 2, "sp": true, "schedule": "interleaved",
                "layers_per_stage": [2, 2, 3, 1]})",
         R"({"preset": "fsdp", "dp": 4, "pp": 2, "schedule": "interleaved", "layers_per_stage": [1, 3, 3, 1]})",
-        R"({"preset": "zero1", "dp": 2, "tp": 2, "pp": 4, "layers_per_stage": [1, 3, 3, 1], "schedule": "gpipe"})"}) {
+        R"({"preset": "zero1", "dp": 2, "tp": 2, "pp": 4, "layers_per_stage": [1, 3, 3, 1], "schedule": "gpipe"})",
+        // The ends without layers (the embedding alone on the first virtual stage, the head on the last).
+        R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 2, "sp": true, "schedule": "interleaved", "chunks": 5})",
+        R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "layers_per_stage": [0, 4, 4, 0]})",
+        R"({"preset": "fsdp", "dp": 4, "pp": 2, "schedule": "interleaved", "layers_per_stage": [0, 4, 4, 0]})"}) {
     INFO(strategy);
     const Experiment e = small(strategy);
     REQUIRE_NOTHROW(check_validity(e));
@@ -205,6 +210,47 @@ TEST_CASE("An uneven interleaved pipeline runs each chunk's own layers, in model
   CHECK(layers[{1, 0}] == std::set<int>{3});
   CHECK(layers[{0, 1}] == std::set<int>{4});
   CHECK(layers[{1, 1}] == std::set<int>{5, 6, 7});
+}
+
+TEST_CASE("A virtual stage without layers runs its embedding or head alone") {
+  // 8 layers on pp 2 x 5 chunks: virtual stages [0, 1 x 8, 0]; stage 0's chunk 0 is the embedding alone, stage 1's
+  // chunk 4 the output layer and loss alone.
+  const Experiment e = small(R"({"preset": "megatron-3d", "tp": 2, "pp": 2, "schedule": "interleaved", "chunks": 5})");
+  REQUIRE(virtual_stage_layers(e) == std::vector<std::int64_t>{0, 1, 1, 1, 1, 1, 1, 1, 1, 0});
+  const TaskGraph g = expand(e, two_dgx());
+  std::map<std::pair<int, int>, std::set<int>> layers;  // (stage, chunk) -> layers of its forward tasks
+  std::map<std::pair<int, int>, std::set<ModelPart>> parts;
+  std::map<std::pair<int, int>, double> seconds;  // one micro-batch's forward on device 0 or its stage's first
+  std::map<std::pair<int, int>, int> tp_layer_collectives;
+  for (TaskId id = 0; id < g.size(); ++id) {
+    const Task& t = g[id];
+    if (const auto* c = std::get_if<Compute>(&t.body); c && c->kind == TaskKind::Forward) {
+      parts[{t.stage, c->chunk}].insert(c->part);
+      for (int l = c->layer; l >= 0 && l < c->layer + c->layers; ++l) layers[{t.stage, c->chunk}].insert(l);
+      if (c->microbatch == 0 && (c->device == 0 || c->device == 2)) seconds[{t.stage, c->chunk}] += c->seconds;
+    }
+    if (const auto* c = std::get_if<Collective>(&t.body); c && c->cls == CommClass::TpCollective && c->layer >= 0)
+      ++tp_layer_collectives[{t.stage, c->chunk}];
+  }
+  CHECK(layers[{0, 0}].empty());
+  CHECK(layers[{1, 4}].empty());
+  CHECK(layers[{1, 0}] == std::set<int>{0});
+  CHECK(layers[{0, 4}] == std::set<int>{7});
+  CHECK(parts[{0, 0}] == std::set<ModelPart>{ModelPart::Embedding, ModelPart::Layers});  // the layers' task: 0 s
+  CHECK(parts[{1, 4}] == std::set<ModelPart>{ModelPart::Layers, ModelPart::Head});
+  CHECK(tp_layer_collectives[{0, 0}] == 0);
+  CHECK(tp_layer_collectives[{1, 4}] == 0);
+  CHECK(tp_layer_collectives[{0, 1}] > 0);
+  // Stage 0's chunk 0 is the embedding's forward alone; its chunk 1 one layer; stage 1's chunk 4 the head alone.
+  const std::vector<StageLayout> st = stage_layouts(e);
+  const StageCosts k0 = stage_costs(e, two_dgx(), st[0]), k1 = stage_costs(e, two_dgx(), st[1]);
+  CHECK(k0.embed_forward_s > 0);
+  CHECK(seconds[{0, 0}] == k0.embed_forward_s);
+  CHECK(seconds[{0, 1}] == k0.layer_forward_s);
+  CHECK(seconds[{1, 4}] == k1.extra_forward_s);
+  check_bytes_match_analytic(e);
+  std::vector<TaskId> order;
+  CHECK_NOTHROW(boost::topological_sort(g.graph, std::back_inserter(order)));
 }
 
 TEST_CASE("A hierarchical all-reduce becomes intra-node, inter-node and intra-node phases") {

@@ -130,6 +130,54 @@ TEST_CASE("Llama 3 405B: 126 layers on 16 ranks interleaved, first and last stag
   CHECK(st[15].chunk_layers == std::vector<std::int64_t>{4, 3});
 }
 
+TEST_CASE("Llama 3's ends: the first virtual stage holds the embedding alone, the last the output layer and loss") {
+  // arXiv 2407.21783 section 3.3.2: one layer less on the first and the last stage, "the first model chunk on the
+  // first stage has only the embedding, and the last model chunk on the last stage has only output projection and
+  // loss calculation". 10 layers on 4 ranks with 3 chunks: 12 virtual stages, ceil(10/12) = 1 layer each less the
+  // surplus of 2, taken from virtual stages 0 and 11.
+  const Experiment e = ten_layers(R"({"pp": 4, "schedule": "interleaved", "chunks": 3})", 4);
+  REQUIRE_NOTHROW(check_validity(e));
+  CHECK(virtual_stage_layers(e) == std::vector<std::int64_t>{0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0});
+  const std::vector<StageLayout> st = stage_layouts(e);
+  CHECK(st[0].chunk_layers == std::vector<std::int64_t>{0, 1, 1});  // virtual stages 0, 4, 8
+  CHECK(st[3].chunk_layers == std::vector<std::int64_t>{1, 1, 0});  // 3, 7, 11
+  CHECK(st[0].chunk_first == std::vector<std::int64_t>{0, 3, 7});
+  CHECK(st[3].chunk_first == std::vector<std::int64_t>{2, 6, 10});
+  CHECK(st[0].n_layers == 2);
+  CHECK(st[3].n_layers == 2);
+  CHECK(st[0].embed_elems > 0);
+  CHECK(st[3].head_elems > 0);
+  // Activation peaks, 4 micro-batches in one group (12 chunk-forwards a stage; forwards k = 0..3 chunk 0, 4..7
+  // chunk 1, 8..11 chunk 2; warm-up 2(3 - s) + 8). Stage 0: all 12 forwards warm up, chunk 0's hold nothing: 8.
+  // Stage 1: 12 forwards of a layer each. Stage 2: warm-up 10, then F (11) before the first backward (chunk 2's).
+  // Stage 3: warm-up 8 (chunks 0 and 1), then chunk 2's forwards and backwards hold nothing: 8.
+  CHECK(activation_layers(e) == std::vector<double>{8, 12, 11, 8});
+  // Given as a list, the same.
+  const Experiment g = ten_layers(
+      R"({"pp": 4, "schedule": "interleaved", "chunks": 3, "layers_per_stage": [0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0]})",
+      4);
+  REQUIRE_NOTHROW(check_validity(g));
+  CHECK(activation_layers(g) == std::vector<double>{8, 12, 11, 8});
+}
+
+TEST_CASE("Llama 3 405B as the paper ran it: 8 chunks of one layer, the ends without layers") {
+  // 126 layers + the two missing ones = 128 = 16 ranks x 8 chunks of one layer.
+  const Experiment e = test::experiment(
+      R"({"model": "llama3-405b", "training": {"micro_batch": 1, "global_batch": 32},
+          "strategy": {"tp": 8, "pp": 16, "schedule": "interleaved", "chunks": 8}})");
+  REQUIRE_NOTHROW(check_validity(e));
+  const std::vector<StageLayout> st = stage_layouts(e);
+  CHECK(st[0].chunk_layers == std::vector<std::int64_t>{0, 1, 1, 1, 1, 1, 1, 1});
+  CHECK(st[15].chunk_layers == std::vector<std::int64_t>{1, 1, 1, 1, 1, 1, 1, 0});
+  for (int s = 1; s < 15; ++s) CHECK(st[static_cast<std::size_t>(s)].n_layers == 8);
+  // Megatron's warm-up on rank r: 2(15 - r) + 7 x 16 chunk-forwards, plus the steady state's. Rank 0: 143, the
+  // first group's 8 x 16 and 15 of the second group's chunk 0; chunk 0 holds no layer: 128 - 16 = 112, and each
+  // later forward of chunk 1 comes with a backward. Rank 1: 141, a layer each.
+  const std::vector<double> peak = activation_layers(e);
+  CHECK(peak[0] == 112);
+  CHECK(peak[1] == 141);
+}
+
 TEST_CASE("Refusals name strategy.layers_per_stage, microbatch_group and the interleaved shape") {
   const std::string model = std::string(R"({"model": )") + kTenLayers + R"(, "training": {"global_batch": 8}, )";
   CHECK(refusal(model + R"("strategy": {"pp": 4, "schedule": "interleaved", "layers_per_stage": [5, 5]}})") ==
@@ -137,12 +185,20 @@ TEST_CASE("Refusals name strategy.layers_per_stage, microbatch_group and the int
         "x 2 = 8 virtual stages (one entry per virtual stage, in model order)");
   CHECK(refusal(model + R"("strategy": {"pp": 2, "layers_per_stage": [5, 6]}})") ==
         "invalid strategy: strategy.layers_per_stage adds up to 11 layers but model.layers=10");
-  CHECK(refusal(model + R"("strategy": {"pp": 2, "layers_per_stage": [10, 0]}})") ==
-        "strategy.layers_per_stage[1]=0 must be a positive integer number of layers (each virtual stage carries at "
-        "least one layer)");
-  CHECK(refusal(model + R"("strategy": {"pp": 4, "schedule": "interleaved", "chunks": 3}})") ==
-        "invalid strategy: model.layers=10 is fewer than the strategy.pp x strategy.chunks = 4 x 3 = 12 virtual "
-        "stages: every one needs a layer");
+  CHECK(refusal(model + R"("strategy": {"pp": 2, "layers_per_stage": [10, -1]}})") ==
+        "strategy.layers_per_stage[1]=-1 must be a non-negative integer number of layers (0 only for the first "
+        "virtual stage, which then holds the embedding alone, or the last, the output layer and loss alone)");
+  CHECK(refusal(model + R"("strategy": {"pp": 4, "layers_per_stage": [5, 0, 5, 0]}})") ==
+        "invalid strategy: strategy.layers_per_stage[1]=0: only the first and the last virtual stage (which hold the "
+        "embedding and the output layer) may go without layers");
+  CHECK(refusal(model + R"("strategy": {"pp": 4, "schedule": "interleaved", "chunks": 4}})") ==
+        "invalid strategy: model.layers=10 is fewer than the strategy.pp x strategy.chunks = 4 x 4 = 16 virtual "
+        "stages less the two end ones: every virtual stage but the first and the last needs a layer");
+  // One stage: no end may go without layers.
+  CHECK(refusal(std::string(R"({"model": {"layers": 1, "hidden": 512, "heads": 8, "vocab": 1000, "seq_len": 256},
+                                 "training": {"global_batch": 8}, "strategy": {"pp": 1, "layers_per_stage": [0]}})")) ==
+        "invalid strategy: strategy.layers_per_stage[0]=0: only the first and the last virtual stage (which hold the "
+        "embedding and the output layer) may go without layers");
   CHECK(refusal(model + R"("strategy": {"pp": 4, "microbatch_group": 4}})") ==
         "strategy.microbatch_group=4 is only meaningful with strategy.schedule=interleaved (got 1f1b)");
   CHECK(refusal(model + R"("strategy": {"pp": 4, "schedule": "interleaved", "microbatch_group": 2}})") ==

@@ -9,7 +9,7 @@ namespace placesim {
 namespace {
 
 std::string layers(int first, int count) {
-  if (first < 0) return "";
+  if (first < 0 || count == 0) return "";  // count 0: a virtual stage's embedding or head alone
   return count <= 1 ? " L" + std::to_string(first)
                     : " L" + std::to_string(first) + "-" + std::to_string(first + count - 1);
 }

@@ -14,7 +14,10 @@ int layers_per_chunk(const Experiment& e) {
   if (e.model.opaque())
     return static_cast<int>(
         std::max<std::int64_t>(1, std::max<std::int64_t>(1, e.model.opaque_layers / s.pp) / s.chunks));
-  return static_cast<int>(std::max<std::int64_t>(1, virtual_stage_layers(e).front()));
+  // The first virtual stage may hold the embedding alone: its first one with layers.
+  for (std::int64_t n : virtual_stage_layers(e))
+    if (n > 0) return static_cast<int>(n);
+  return 1;
 }
 
 // Compute tasks per layer group: every device runs each pass of each micro-batch on each chunk (with context
@@ -289,7 +292,7 @@ Collective Expander::tp_group_collective(int d, int s, CollectiveOp op, std::int
 
 std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
   const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
-  const int per_chunk = static_cast<int>(std::max<std::int64_t>(1, st.chunk_layers[static_cast<std::size_t>(chunk)]));
+  const int per_chunk = static_cast<int>(st.chunk_layers[static_cast<std::size_t>(chunk)]);
   const int first = static_cast<int>(st.chunk_first[static_cast<std::size_t>(chunk)]);
   std::vector<LayerGroup> out;
   if (st.bucket_elems > 0) {
@@ -310,6 +313,14 @@ std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
     g.layers = std::min(group_size_, per_chunk - l);
     for (int k = 0; k < g.layers; ++k)
       g.units.push_back(is_moe_layer(e_.model, g.first_layer + k) ? st.moe_layer_elems : st.layer_elems);
+    out.push_back(std::move(g));
+  }
+  // A virtual stage without layers (the first holding the embedding alone, the last the output layer and loss): one
+  // group of no layers carries them.
+  if (out.empty()) {
+    LayerGroup g;
+    g.first_layer = first;
+    g.layers = 0;
     out.push_back(std::move(g));
   }
   if (s == 0 && chunk == 0 && st.embed_elems > 0) {

@@ -172,7 +172,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
   const bool layers = part == ModelPart::Layers;
   // Context parallelism: the attention runs as tasks of its own after the layers' other work.
   // A recompute re-runs the attention only under full recompute (selective-op saves the attention's output).
-  const bool cp_split = layers && cp_ > 1 && !e_.model.opaque() &&
+  const bool cp_split = layers && lg.layers > 0 && cp_ > 1 && !e_.model.opaque() &&
                         (kind != TaskKind::Recompute || e_.training.recompute == Recompute::Full);
   if (cp_split) {
     const StageCosts& k = costs_[static_cast<std::size_t>(s)];
@@ -215,9 +215,16 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
         on_start.push_back({x, State::Activations, loss_transient_, false});
         on_end.push_back({x, State::Activations, -(loss_saved_ + loss_transient_), false});
       }
-      Compute c{
-          kind,          x,        cost.seconds,      cost.flops, layers ? lg.first_layer : -1, layers ? lg.layers : 0,
-          op.microbatch, op.chunk, op.weight_version, part};
+      Compute c{kind,
+                x,
+                cost.seconds,
+                cost.flops,
+                layers && lg.layers > 0 ? lg.first_layer : -1,
+                layers ? lg.layers : 0,
+                op.microbatch,
+                op.chunk,
+                op.weight_version,
+                part};
       TaskId id = add_single(c, s, x, Stream::Compute);
       g_.set_memory(id, on_start, cp_split ? std::vector<MemDelta>{} : on_end);
       if (cp_split) {
@@ -357,7 +364,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
 void Expander::tp_collective(int s, const StageOp& op, int g, int ops, bool hidden) {
   const auto& lg =
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
-  if (ops == 0) return;
+  if (ops == 0 || lg.layers == 0) return;
   // An MoE layer without shared experts has no tensor-parallel MLP: its attention's collectives only.
   if (moe_group(lg) && e_.model.shared_experts == 0) ops /= 2;
   add_tp_collective(s, op, g, e_.strategy.sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, ops * lg.layers, true,

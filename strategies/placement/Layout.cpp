@@ -338,7 +338,10 @@ double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighte
 }
 
 double offloaded_activation_layers(const Experiment& e, const StageLayout& st) {
-  return std::max(0.0, static_cast<double>(st.n_layers - virtual_chunks(e)));
+  if (e.model.opaque()) return std::max(0.0, static_cast<double>(st.n_layers - virtual_chunks(e)));
+  double out = 0;  // every chunk keeps its last layer (a chunk without layers keeps none)
+  for (std::int64_t n : st.chunk_layers) out += static_cast<double>(std::max<std::int64_t>(0, n - 1));
+  return out;
 }
 
 double kept_activation_layers(const Experiment& e, const StageLayout& st) {

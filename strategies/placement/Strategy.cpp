@@ -174,9 +174,10 @@ std::vector<std::int64_t> parse_layers_per_stage(const Json& list) {
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const Json& v = list[i];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > kMaxModelDim)
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxModelDim)
       throw InputError(field + "[" + std::to_string(i) + "]=" + show(v) +
-                       " must be a positive integer number of layers (each virtual stage carries at least one layer)");
+                       " must be a non-negative integer number of layers (0 only for the first virtual stage, which "
+                       "then holds the embedding alone, or the last, the output layer and loss alone)");
     out.push_back(v.get<std::int64_t>());
   }
   return out;

@@ -22,7 +22,10 @@ void require_divides(std::int64_t degree, const char* degree_field, std::int64_t
     refuse(std::string(degree_field) + "=" + str(degree) + " does not divide " + value_field + "=" + str(value));
 }
 
-// strategy.layers_per_stage, or the rule's split over the virtual stages: at least one layer each, all layers placed.
+// strategy.layers_per_stage, or the rule's split over the virtual stages: all layers placed, at least one layer on
+// every virtual stage but the first and the last, which may hold the embedding or the output layer and loss alone
+// (Llama 3's pipeline, arXiv 2407.21783 section 3.3.2: "the first model chunk on the first stage has only the
+// embedding, and the last model chunk on the last stage has only output projection and loss calculation").
 void check_layers_per_stage(const Experiment& e) {
   const auto& s = e.strategy;
   const bool interleaved = s.schedule == Schedule::Interleaved;
@@ -33,16 +36,27 @@ void check_layers_per_stage(const Experiment& e) {
   const std::string what = interleaved ? "strategy.pp x strategy.chunks = " + str(s.pp) + " x " + str(s.chunks) +
                                              " = " + str(virtual_stages) + " virtual stages"
                                        : "strategy.pp=" + str(s.pp) + " stages";
+  // The ends may go without layers only when there are two ends: one stage must carry the layers.
+  const std::int64_t empty_ends = virtual_stages >= 2 ? 2 : 0;
   if (s.layers_per_stage.empty()) {
-    if (e.model.layers < virtual_stages)
-      refuse("model.layers=" + str(e.model.layers) + " is fewer than the " + what + ": every one needs a layer");
+    if (e.model.layers < virtual_stages - empty_ends)
+      refuse("model.layers=" + str(e.model.layers) + " is fewer than the " + what +
+             " less the two end ones: every virtual stage but the first and the last needs a layer");
     return;
   }
   if (static_cast<std::int64_t>(s.layers_per_stage.size()) != virtual_stages)
     refuse("strategy.layers_per_stage has " + str(static_cast<std::int64_t>(s.layers_per_stage.size())) +
            " entries but there are " + what + " (one entry per virtual stage, in model order)");
   std::int64_t sum = 0;
-  for (std::int64_t n : s.layers_per_stage) sum += n;
+  for (std::size_t k = 0; k < s.layers_per_stage.size(); ++k) {
+    const std::int64_t n = s.layers_per_stage[k];
+    const bool end = empty_ends > 0 && (k == 0 || k + 1 == s.layers_per_stage.size());
+    if (n == 0 && !end)
+      refuse("strategy.layers_per_stage[" + str(static_cast<std::int64_t>(k)) +
+             "]=0: only the first and the last virtual stage (which hold the embedding and the output layer) may go "
+             "without layers");
+    sum += n;
+  }
   if (sum != e.model.layers)
     refuse("strategy.layers_per_stage adds up to " + str(sum) + " layers but model.layers=" + str(e.model.layers));
 }
