@@ -65,9 +65,18 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   }
   // The loss on the stage with the output head: its saved softmax for every micro-batch whose head forward waits for
   // its backward (all of them under GPipe, one otherwise), and the backward's gradients of one.
+  // Under the interleaved schedule with uneven chunks the peak of the layers need not meet a live loss (a last chunk
+  // without layers, or a lighter one): the op order is walked with both.
   if (st.stage == s.pp - 1) {
+    const std::optional<double> walked = pl.activations == Mode::Offloaded
+                                             ? std::nullopt
+                                             : interleaved_peak_with_loss(e, st, chunk_activation_bytes(e, st),
+                                                                          loss_saved_bytes(e), loss_transient_bytes(e));
     const double in_flight = s.schedule == Schedule::GPipe && s.pp > 1 ? d(s.microbatches) : 1.0;
-    mem.activations += in_flight * loss_saved_bytes(e) + loss_transient_bytes(e);
+    if (walked)
+      mem.activations = *walked;
+    else
+      mem.activations += in_flight * loss_saved_bytes(e) + loss_transient_bytes(e);
   }
   const double unit = d(st.max_unit_elems());
   // Transient: a gathered unit and the next one prefetched; unsharded gradients of a unit, double-buffered while
@@ -253,17 +262,22 @@ double stage_hardware_flops(const Experiment& e, const StageLayout& st, const Ex
 
 }  // namespace
 
+std::vector<double> chunk_activation_bytes(const Experiment& e, const StageLayout& s) {
+  const double dense = layer_activation_bytes(e);
+  const double moe = s.moe_layers > 0 ? moe_layer_activation_bytes(e, expert_routing(e).busiest()) : 0;
+  std::vector<double> chunk;
+  for (std::size_t c = 0; c < s.chunk_layers.size(); ++c) {
+    const double k = d(moe_layers_in(e.model, s.chunk_first[c], s.chunk_layers[c]));
+    chunk.push_back((d(s.chunk_layers[c]) - k) * dense + k * moe);
+  }
+  return chunk;
+}
+
 double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
   if (s.moe_layers > 0 && s.moe_layers < s.n_layers && e.strategy.schedule == Schedule::Interleaved &&
       e.strategy.pp > 1) {
     // Chunks of dense and MoE layers hold different bytes: the op order walked with each chunk's own.
-    const double dense = layer_activation_bytes(e);
-    const double moe = moe_layer_activation_bytes(e, expert_routing(e).busiest());
-    std::vector<double> chunk;
-    for (std::size_t c = 0; c < s.chunk_layers.size(); ++c) {
-      const double k = d(moe_layers_in(e.model, s.chunk_first[c], s.chunk_layers[c]));
-      chunk.push_back((d(s.chunk_layers[c]) - k) * dense + k * moe);
-    }
+    const std::vector<double> chunk = chunk_activation_bytes(e, s);
     return interleaved_peak(e, s, true, &chunk);
   }
   return stage_layer_activation_bytes(e, s) * activation_layer_equivalents(e, s);

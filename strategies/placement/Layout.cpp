@@ -300,40 +300,85 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
   return layers;
 }
 
-double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted,
-                        const std::vector<double>* chunk_weights) {
+namespace {
+
+// The interleaved schedule's op order on stage st: visit(chunk, forward) for each chunk-forward and chunk-backward,
+// warm-up forwards first, then a forward and a backward in turn.
+template <class Visit>
+void walk_interleaved(const Experiment& e, const StageLayout& st, Visit&& visit) {
   const auto& s = e.strategy;
-  // Even chunks: the warm-up's chunk-forwards plus the one of the steady state, each a chunk's layers.
-  const bool even = !chunk_weights && std::all_of(st.chunk_layers.begin(), st.chunk_layers.end(),
-                                                  [&](std::int64_t n) { return n == st.chunk_layers.front(); });
-  if (even && s.microbatches <= kMaxMicrobatches / s.chunks) {
-    const std::int64_t total = s.microbatches * s.chunks;
-    const std::int64_t warm = 2 * (s.pp - st.stage - 1) + (s.chunks - 1) * s.interleave_group();
-    const double passes = static_cast<double>(std::min(warm + 1, total));
-    return weighted ? passes * static_cast<double>(st.chunk_layers.front()) : passes;
-  }
   const std::int64_t total = s.microbatches * s.chunks;
   if (total > kMaxInterleavedPasses)
     throw InputError("strategy.microbatches x strategy.chunks = " + std::to_string(s.microbatches) + " x " +
                      std::to_string(s.chunks) + " chunk-forwards per step is more than the " +
                      std::to_string(kMaxInterleavedPasses) + " the interleaved schedule is evaluated for");
-  // The stage's op order walked: warm-up forwards, then a forward and a backward in turn; a chunk-forward holds its
-  // chunk's layers until its backward.
   const int m = static_cast<int>(s.microbatches), v = static_cast<int>(s.chunks), n = static_cast<int>(total);
   const int group = static_cast<int>(s.interleave_group());
   const int warm = interleaved_warmup(st.stage, static_cast<int>(s.pp), m, v, group);
-  auto load = [&](int k, bool forward) {
-    const InterleavedSlot x = interleaved_slot(k, m, v, group);
-    const int chunk = forward ? x.chunk : v - 1 - x.chunk;
+  auto chunk = [&](int k, bool forward) {
+    const int c = interleaved_slot(k, m, v, group).chunk;
+    return forward ? c : v - 1 - c;
+  };
+  for (int k = 0; k < warm; ++k) visit(chunk(k, true), true);
+  for (int k = 0; k < n; ++k) {
+    if (warm + k < n) visit(chunk(warm + k, true), true);
+    visit(chunk(k, false), false);
+  }
+}
+
+bool even_chunks(const StageLayout& st) {
+  return std::all_of(st.chunk_layers.begin(), st.chunk_layers.end(),
+                     [&](std::int64_t n) { return n == st.chunk_layers.front(); });
+}
+
+}  // namespace
+
+double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted,
+                        const std::vector<double>* chunk_weights) {
+  const auto& s = e.strategy;
+  // Even chunks: the warm-up's chunk-forwards plus the one of the steady state, each a chunk's layers.
+  if (!chunk_weights && even_chunks(st) && s.microbatches <= kMaxMicrobatches / s.chunks) {
+    const std::int64_t total = s.microbatches * s.chunks;
+    const std::int64_t warm = 2 * (s.pp - st.stage - 1) + (s.chunks - 1) * s.interleave_group();
+    const double passes = static_cast<double>(std::min(warm + 1, total));
+    return weighted ? passes * static_cast<double>(st.chunk_layers.front()) : passes;
+  }
+  // A chunk-forward holds its chunk's layers until its backward.
+  auto load = [&](int chunk) {
     if (chunk_weights) return (*chunk_weights)[static_cast<std::size_t>(chunk)];
     return weighted ? static_cast<double>(st.chunk_layers[static_cast<std::size_t>(chunk)]) : 1.0;
   };
   double level = 0, peak = 0;
-  for (int k = 0; k < warm; ++k) peak = std::max(peak, level += load(k, true));
-  for (int k = 0; k < n; ++k) {
-    if (warm + k < n) peak = std::max(peak, level += load(warm + k, true));
-    level -= load(k, false);
-  }
+  walk_interleaved(e, st, [&](int chunk, bool forward) {
+    if (forward)
+      peak = std::max(peak, level += load(chunk));
+    else
+      level -= load(chunk);
+  });
+  return peak;
+}
+
+std::optional<double> interleaved_peak_with_loss(const Experiment& e, const StageLayout& st,
+                                                 const std::vector<double>& chunk_bytes, double saved,
+                                                 double transient) {
+  const auto& s = e.strategy;
+  if (s.schedule != Schedule::Interleaved || s.pp == 1 || st.stage != s.pp - 1 || even_chunks(st)) return std::nullopt;
+  // The head sits in the last chunk: its forward leaves the loss's saved tensors until the chunk's backward, whose
+  // head part adds the transient gradients while the chunk's layers are still held.
+  const int head = static_cast<int>(s.chunks) - 1;
+  double level = 0, peak = 0;
+  int losses = 0;
+  walk_interleaved(e, st, [&](int chunk, bool forward) {
+    const double layers = chunk_bytes[static_cast<std::size_t>(chunk)];
+    if (forward) {
+      level += layers;
+      if (chunk == head) ++losses;
+      peak = std::max(peak, level + losses * saved);
+    } else {
+      if (chunk == head) peak = std::max(peak, level + losses * saved + transient), --losses;
+      level -= layers;
+    }
+  });
   return peak;
 }
 

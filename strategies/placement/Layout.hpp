@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "strategies/placement/Experiment.hpp"
@@ -127,6 +128,14 @@ inline constexpr std::int64_t kMaxInterleavedPasses = 50'000'000;
 /// `chunk_weights`: per chunk, the load a chunk-forward holds (bytes of its layers), instead of layers or 1.
 double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted,
                         const std::vector<double>* chunk_weights = nullptr);
+
+/// The last stage's activation peak under the interleaved schedule with uneven chunks, the loss walked with the
+/// layers: chunk_bytes[c] held by each forward of chunk c until its backward, `saved` from each head forward (the
+/// last chunk) to its backward, `transient` during that backward. Empty elsewhere, and with even chunks, where the
+/// peak of the layers and a live loss coincide (the last stage's first steady-state forward is of the last chunk).
+std::optional<double> interleaved_peak_with_loss(const Experiment& e, const StageLayout& st,
+                                                 const std::vector<double>& chunk_bytes, double saved,
+                                                 double transient);
 
 /// Layer-equivalents of activations a device of `stage` holds at its peak under the schedule (in-flight micro-batches
 /// times layers, or the interleaved schedule's chunk count).
