@@ -375,7 +375,10 @@ std::optional<double> interleaved_peak_with_loss(const Experiment& e, const Stag
       if (chunk == head) ++losses;
       peak = std::max(peak, level + losses * saved);
     } else {
-      if (chunk == head) peak = std::max(peak, level + losses * saved + transient), --losses;
+      if (chunk == head) {
+        peak = std::max(peak, level + losses * saved + transient);
+        --losses;
+      }
       level -= layers;
     }
   });
