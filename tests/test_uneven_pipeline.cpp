@@ -28,6 +28,15 @@ std::vector<double> activation_layers(const Experiment& e) {
   return out;
 }
 
+// Llama 3 405B (126 layers) on tp 8 x pp 16, interleaved with `chunks` model chunks per rank; checked valid.
+Experiment llama3_405b_interleaved(int chunks, int global_batch) {
+  const Experiment e = test::experiment(
+      R"({"model": "llama3-405b", "training": {"micro_batch": 1, "global_batch": )" + std::to_string(global_batch) +
+      R"(}, "strategy": {"tp": 8, "pp": 16, "schedule": "interleaved", "chunks": )" + std::to_string(chunks) + "}}");
+  CHECK_NOTHROW(check_validity(e));
+  return e;
+}
+
 std::string refusal(const std::string& text) {
   try {
     check_validity(test::experiment(text));
@@ -125,10 +134,7 @@ TEST_CASE("strategy.layers_per_stage places the layers of every virtual stage") 
 }
 
 TEST_CASE("Llama 3 405B: 126 layers on 16 ranks interleaved, first and last stage one layer lighter") {
-  const Experiment e = test::experiment(
-      R"({"model": "llama3-405b", "training": {"micro_batch": 1, "global_batch": 16},
-          "strategy": {"tp": 8, "pp": 16, "schedule": "interleaved", "chunks": 2}})");
-  CHECK_NOTHROW(check_validity(e));
+  const Experiment e = llama3_405b_interleaved(2, 16);
   const std::vector<StageLayout> st = stage_layouts(e);
   CHECK(st[0].n_layers == 7);
   CHECK(st[15].n_layers == 7);
@@ -169,10 +175,7 @@ TEST_CASE("Llama 3's ends: the first virtual stage holds the embedding alone, th
 
 TEST_CASE("Llama 3 405B as the paper ran it: 8 chunks of one layer, the ends without layers") {
   // 126 layers + the two missing ones = 128 = 16 ranks x 8 chunks of one layer.
-  const Experiment e = test::experiment(
-      R"({"model": "llama3-405b", "training": {"micro_batch": 1, "global_batch": 32},
-          "strategy": {"tp": 8, "pp": 16, "schedule": "interleaved", "chunks": 8}})");
-  REQUIRE_NOTHROW(check_validity(e));
+  const Experiment e = llama3_405b_interleaved(8, 32);
   const std::vector<StageLayout> st = stage_layouts(e);
   CHECK(st[0].chunk_layers == std::vector<std::int64_t>{0, 1, 1, 1, 1, 1, 1, 1});
   CHECK(st[15].chunk_layers == std::vector<std::int64_t>{1, 1, 1, 1, 1, 1, 1, 0});
