@@ -156,8 +156,11 @@ TEST_CASE("The executor's collectives move exactly the analytic volumes of the m
   REQUIRE(miniature_experiment(again).strategy.microbatches == 4);
   const ExecutorResult r_once = execute_placement(once), r_again = execute_placement(again);
   CHECK_FALSE(r_again.diverged);
-  // The executed traffic is the analytic (the resident gradients are not compared: in both modes they accumulate
-  // unsharded, which the analytic memory counts as buffers, not as the gradients' shard).
+  // The executed traffic and resident states are the analytic (the gradients accumulated unsharded, in both modes:
+  // the analytic memory's gradient buffer).
+  CHECK(matches_analytic(r_once, miniature_experiment(once)));
+  CHECK(matches_analytic(r_again, miniature_experiment(again)));
+  CHECK(r_once.resident == analytic_resident(miniature_experiment(once)));
   const std::vector<ExecutedTraffic> analytic_again = analytic_traffic(miniature_experiment(again));
   REQUIRE(analytic_again.size() == 2);
   for (std::size_t s = 0; s < 2; ++s) {

@@ -215,10 +215,19 @@ std::vector<ExecutedTraffic> traffic_of(const Experiment& miniature, const Analy
 
 std::vector<std::array<double, 3>> resident_of(const Experiment& miniature, const Analysis& a) {
   const TrainingSpec& t = miniature.training;
+  const StrategySpec& s = miniature.strategy;
+  const std::vector<StageLayout> layouts = stage_layouts(miniature);
   std::vector<std::array<double, 3>> out;
-  for (const StageAnalysis& st : a.stages)
-    out.push_back({st.memory.parameters / t.held_param_bytes(), st.memory.gradients / t.grad_bytes(),
-                   st.memory.optimizer / t.optimizer_bytes_per_param});
+  for (const StageAnalysis& st : a.stages) {
+    double gradients = st.memory.gradients / t.grad_bytes();
+    // FSDP under a pipeline accumulates the stage's gradients unsharded (whole units, as torch's param.grad) until
+    // the reduce-scatter after its last backward: the analytic memory counts that as a buffer beside the gradients'
+    // shard (padded, as the reduce-scatter's input), the executor as what its devices held of the gradients at once.
+    if (s.defers_grad_sync())
+      gradients = std::max(gradients, static_cast<double>(layouts[static_cast<std::size_t>(st.stage)].elems()));
+    out.push_back(
+        {st.memory.parameters / t.held_param_bytes(), gradients, st.memory.optimizer / t.optimizer_bytes_per_param});
+  }
   return out;
 }
 
