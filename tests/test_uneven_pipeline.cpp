@@ -171,6 +171,18 @@ TEST_CASE("Llama 3's ends: the first virtual stage holds the embedding alone, th
       4);
   REQUIRE_NOTHROW(check_validity(g));
   CHECK(activation_layers(g) == std::vector<double>{8, 12, 11, 8});
+  // Offloaded activations: every chunk keeps its last layer on the device and sends the others to the host; a chunk
+  // without layers keeps none. Stage 0 of [0, 3 | 3, 2 | 2, 0] on 2 ranks x 3 chunks holds chunks {0, 3, 2}: 0 + 2 +
+  // 1 = 3 layers offloaded (its 5 layers less one per chunk would say 2).
+  const Experiment o = ten_layers(
+      R"({"pp": 2, "schedule": "interleaved", "chunks": 3, "layers_per_stage": [0, 3, 3, 2, 2, 0],
+          "placement": {"activations": "offloaded"}})",
+      4);
+  REQUIRE_NOTHROW(check_validity(o));
+  const std::vector<StageLayout> lo = stage_layouts(o);
+  REQUIRE(lo[0].chunk_layers == std::vector<std::int64_t>{0, 3, 2});
+  CHECK(offloaded_activation_layers(o, lo[0]) == 3);
+  CHECK(offloaded_activation_layers(o, lo[1]) == 2 + 1 + 0);
 }
 
 TEST_CASE("Llama 3 405B as the paper ran it: 8 chunks of one layer, the ends without layers") {
