@@ -216,7 +216,8 @@ std::vector<ExecutedTraffic> traffic_of(const Experiment& miniature, const Analy
 std::vector<std::array<double, 3>> resident_of(const Experiment& miniature, const Analysis& a) {
   const TrainingSpec& t = miniature.training;
   const StrategySpec& s = miniature.strategy;
-  const std::vector<StageLayout> layouts = stage_layouts(miniature);
+  // Only FSDP under a pipeline needs the layouts (the exhaustive agreement sweep calls this for every placement).
+  const std::vector<StageLayout> layouts = s.defers_grad_sync() ? stage_layouts(miniature) : std::vector<StageLayout>{};
   std::vector<std::array<double, 3>> out;
   for (const StageAnalysis& st : a.stages) {
     double gradients = st.memory.gradients / t.grad_bytes();

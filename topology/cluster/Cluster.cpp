@@ -97,12 +97,12 @@ ClusterSpec gb200_nvl72() {
   return c;
 }
 
-// The export variants of a DGX node: `base` with `accelerator`, whose NVLink is cut to 400 GB/s bidirectional =
-// 200 GB/s per direction, and nothing else changed.
+// The export variants of a DGX node: `base` with `accelerator`, whose NVLink is cut to 400 GB/s bidirectional
+// (kNvlinkCutBps per direction), and nothing else changed.
 ClusterSpec nvlink_cut_node(ClusterSpec c, const char* name, const char* accelerator) {
   c.name = name;
   c.accelerator = accelerator_preset(accelerator, "cluster.accelerator");
-  c.nvlink_bw_Bps = 200e9;
+  c.nvlink_bw_Bps = kNvlinkCutBps;
   return c;
 }
 

@@ -116,25 +116,25 @@ std::vector<std::pair<std::string, std::string>> fabric_preset_list() {
   return out;
 }
 
+namespace {
+
+// An export variant's NVLink: the die's own NVLink preset (its NCCL efficiencies) cut to kNvlinkCutBps.
+FabricProfile cut_nvlink(const char* preset, const char* name, const std::string& field) {
+  FabricProfile nvlink = fabric_preset(preset, field);
+  nvlink.name = name;
+  nvlink.link_bw_Bps = kNvlinkCutBps;
+  return nvlink;
+}
+
+}  // namespace
+
 CommProfile default_comm_profile(const std::string& accelerator, const std::string& field) {
   if (accelerator == "a100-40gb" || accelerator == "a100-80gb")
     return {fabric_preset("nvlink3", field), fabric_preset("ib-hdr", field)};
-  if (accelerator == "a800") {
-    // The A100 die's NVLink3 cut to 400 GB/s bidirectional: NVLink3's NCCL efficiencies at 200 GB/s per direction.
-    FabricProfile nvlink = fabric_preset("nvlink3", field);
-    nvlink.name = "nvlink3-a800";
-    nvlink.link_bw_Bps = 200e9;
-    return {nvlink, fabric_preset("ib-hdr", field)};
-  }
+  if (accelerator == "a800") return {cut_nvlink("nvlink3", "nvlink3-a800", field), fabric_preset("ib-hdr", field)};
   if (accelerator == "h100-sxm" || accelerator == "h200")
     return {fabric_preset("nvlink4", field), fabric_preset("ib-ndr", field)};
-  if (accelerator == "h800") {
-    // The H100 die's NVLink4 cut to 400 GB/s bidirectional: NVLink4's NCCL efficiencies at 200 GB/s per direction.
-    FabricProfile nvlink = fabric_preset("nvlink4", field);
-    nvlink.name = "nvlink4-h800";
-    nvlink.link_bw_Bps = 200e9;
-    return {nvlink, fabric_preset("ib-ndr", field)};
-  }
+  if (accelerator == "h800") return {cut_nvlink("nvlink4", "nvlink4-h800", field), fabric_preset("ib-ndr", field)};
   if (accelerator == "b200" || accelerator == "gb200")
     return {fabric_preset("nvlink5", field), fabric_preset("ib-ndr", field)};
   throw InputError(field + "=" + accelerator + " has no default fabrics; give the comm profile explicitly");

@@ -47,6 +47,8 @@ struct CommProfile {
 /// InfiniBand), ib-ndr (400 Gb/s), roce-100g, roce-200g, roce-400g. Unknown names name `field` and the nearest one.
 FabricProfile fabric_preset(const std::string& name, const std::string& field);
 std::vector<std::pair<std::string, std::string>> fabric_preset_list();
+/// NVLink of the export variants (A800, H800): cut to 400 GB/s bidirectional, 200 GB/s per direction.
+inline constexpr double kNvlinkCutBps = 200e9;
 /// The fabrics of the reference system of an accelerator preset: DGX A100 (nvlink3 + ib-hdr), DGX H100/H200
 /// (nvlink4 + ib-ndr), DGX B200 (nvlink5 + ib-ndr). Unknown accelerators get the A100 fabrics' shape with no data:
 /// an InputError naming `field`.
