@@ -143,9 +143,10 @@ TEST_CASE("Interference: inter-node factors apply to a collective across nodes")
 // 1 + (1.5 - 1) x 0.5 = 1.25 times slower; the collective is paced by its NIC hops (factor 1), so it takes its time
 // alone, T: 3 steps of 1e8 bytes on the ring's slowest hop, 2 us (the NVLink hop's two links) + 1e8 / 100 GB/s
 // = 3.006 ms. The compute ends at T + (10 ms - T / 1.25).
-static SimResult spanning_run(bool inter, CollectiveOp op) {
+static SimResult spanning_run(bool inter, CollectiveOp op, double nic_bw = 100e9, double compute_s = 10e-3) {
   ClusterSpec c = cluster(2, inter);
   c.gpus_per_node = 2;
+  c.nic_bw_Bps = nic_bw;
   TaskGraph g;
   g.devices = 4;
   g.resident.assign(4, {0, 0, 0, 0});
@@ -156,7 +157,7 @@ static SimResult spanning_run(bool inter, CollectiveOp op) {
     col.split = static_cast<int>(g.a2a_tokens.size());
     g.a2a_tokens.push_back({100, 100, 100, 100});
   }
-  for (int x = 0; x < 4; ++x) g.add(Compute{TaskKind::Forward, x, 10e-3, 0}, 0);
+  for (int x = 0; x < 4; ++x) g.add(Compute{TaskKind::Forward, x, compute_s, 0}, 0);
   g.add(col, 0);
   return simulate(g, c, at(Fidelity::Analytic));
 }
@@ -169,8 +170,27 @@ TEST_CASE("Interference: a ring spanning nodes slows compute by its NVLink share
   CHECK(r.step_time_s == Approx(spanning_alone + (10e-3 - spanning_alone / 1.25)).epsilon(1e-9));
   REQUIRE(r.spanning_interference.size() == 1);
   CHECK(r.spanning_interference[0].nvlink_share == 0.5);
+  CHECK(r.spanning_interference[0].pace == 1);  // the NIC as fast as NVLink
   CHECK(r.spanning_interference[0].compute_slowdown == 1.25);
   CHECK(r.spanning_interference[0].comm_slowdown == 1);
+}
+
+// The same ring with its node's one NIC at 25 GB/s: the ring leaves each node through the NIC of its two members
+// (2 x 1 / 2 = one NIC), so it runs at 25 of NVLink's 100 GB/s, pace 0.25, and its NVLink hops stream the bytes
+// through HBM at a quarter of the rate the factor was measured at: compute 1 + (1.5 - 1) x 0.5 x 0.25 = 1.0625.
+// Alone the ring takes 3 steps of the ring's largest hop latency, 2 us (the NVLink hop's two links), and 1e8 bytes on
+// its slowest hop, 1e8 / 25 GB/s: T = 3 x 4.002 ms = 12.006 ms; the 20 ms of compute end at T + (20 ms - T / 1.0625).
+// Before the pace (x1.25 throughout) they ended at T + (20 ms - T / 1.25), 1.8 ms later: a slower network made the GPU
+// compute slower.
+TEST_CASE("Interference: a ring its NICs hold below NVLink's bandwidth slows compute at its pace") {
+  SimResult r = spanning_run(false, CollectiveOp::AllGather, 25e9, 20e-3);
+  const double alone = 3 * (2e-6 + 1e8 / 25e9);
+  CHECK(r.devices[0].busy_s(Stream::DpGather) == Approx(alone).epsilon(1e-9));
+  REQUIRE(r.spanning_interference.size() == 1);
+  CHECK(r.spanning_interference[0].nvlink_share == 0.5);
+  CHECK(r.spanning_interference[0].pace == 0.25);
+  CHECK(r.spanning_interference[0].compute_slowdown == 1.0625);
+  CHECK(r.step_time_s == Approx(alone + (20e-3 - alone / 1.0625)).epsilon(1e-9));
 }
 
 // With NIC factors {2.0, 1.6} given, the compute takes both shares, 1 + 0.5 x 0.5 + 1.0 x 0.5 = 1.75, and the

@@ -5,6 +5,7 @@
 #include <deque>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
+#include <tuple>
 #include <unordered_map>
 
 #include "sim/backend/Platform.hpp"
@@ -342,10 +343,20 @@ void Runner::finish(TaskId id, double start, double end) {
   release_successors(id, end);
 }
 
+// A ring over `per_node` members of each of its nodes leaves a node through the NICs of those members (one per
+// channel ring, NCCL): its bus bandwidth is theirs, per_node x nics_per_node / gpus_per_node NICs, unless NVLink is
+// slower. Its pace is that bandwidth over NVLink's, where the intra-node factors were measured: the NVLink hops move
+// the ring's bytes through HBM only as fast as the NICs let the ring go.
+double Runner::ring_pace(double per_node) const {
+  if (c_.nvlink_bw_Bps <= 0) return 1;
+  const double nics = per_node * c_.nics_per_node / c_.gpus_per_node;
+  return std::min(1.0, nics * c_.nic_bw_Bps / c_.nvlink_bw_Bps);
+}
+
 void Runner::plan_interference() {
   const OverlapInterference intra = interference_[0], inter = interference_[1];
   group_class_.assign(g_.groups.size(), {-1, -1});
-  std::map<std::pair<double, bool>, int> classes;  // (share, all-to-all) -> class
+  std::map<std::tuple<double, double, bool>, int> classes;  // (share, pace, all-to-all) -> class
   std::vector<int> per_node;
   for (TaskId id = 0; id < g_.size(); ++id) {
     const auto* c = std::get_if<Collective>(&g_[id].body);
@@ -376,20 +387,24 @@ void Runner::plan_interference() {
       cls = 1;
       continue;
     }
-    auto [it, added] = classes.try_emplace({share, alltoall}, static_cast<int>(interference_.size()));
+    const double pace = alltoall ? 1 : ring_pace(n / nodes);
+    auto [it, added] = classes.try_emplace({share, pace, alltoall}, static_cast<int>(interference_.size()));
     if (added) {
       // The compute beside the collective: each fabric's slowdown in proportion to the share of the transfer on it
-      // (an unmeasured fabric adds none); the collective: its NIC hops', which pace it.
-      const OverlapInterference f{1 + (intra.compute_slowdown - 1) * share + (inter.compute_slowdown - 1) * (1 - share),
-                                  inter.comm_slowdown};
+      // (an unmeasured fabric adds none), the NVLink share's at the pace its NIC hops allow it; the collective: its
+      // NIC hops', which pace it.
+      const OverlapInterference f{
+          1 + (intra.compute_slowdown - 1) * share * pace + (inter.compute_slowdown - 1) * (1 - share),
+          inter.comm_slowdown};
       interference_.push_back(f);
-      if (f.active()) result_.spanning_interference.push_back({share, alltoall, f.compute_slowdown, f.comm_slowdown});
+      if (f.active())
+        result_.spanning_interference.push_back({share, pace, alltoall, f.compute_slowdown, f.comm_slowdown});
     }
     cls = it->second;
   }
   std::sort(result_.spanning_interference.begin(), result_.spanning_interference.end(),
             [](const SpanningInterference& a, const SpanningInterference& b) {
-              return std::pair{a.alltoall, a.nvlink_share} < std::pair{b.alltoall, b.nvlink_share};
+              return std::tuple{a.alltoall, a.nvlink_share, a.pace} < std::tuple{b.alltoall, b.nvlink_share, b.pace};
             });
   transfers_on_.assign(static_cast<std::size_t>(g_.devices) * interference_.size(), 0);
 }

@@ -35,6 +35,9 @@ struct SimOptions {
 /// `nvlink_share` of the transfer runs inside nodes, where the accelerator's intra_node factors were measured.
 struct SpanningInterference {
   double nvlink_share = 0;
+  /// A ring's NIC-bound bus bandwidth over NVLink's (capped at 1): its NVLink share slows the compute beside it in
+  /// proportion. An all-to-all's node peers move at NVLink's own pace: 1.
+  double pace = 1;
   bool alltoall = false;  ///< an all-to-all's share (k - 1 node peers of n - 1), else a ring's ((n - N) / n)
   double compute_slowdown = 1, comm_slowdown = 1;
 };

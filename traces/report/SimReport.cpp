@@ -123,10 +123,12 @@ std::string spanning_text(const SimResult& r) {
   if (r.spanning_interference.empty()) return "";
   std::string out = "; collectives spanning nodes, on the share of their transfer over NVLink:";
   for (const SpanningInterference& sp : r.spanning_interference) {
-    char text[160];
-    std::snprintf(text, sizeof text, "%s %s %.3g %% -> compute x%.3g, communication x%.3g",
+    char pace[64] = "";
+    if (sp.pace < 1) std::snprintf(pace, sizeof pace, " at %.3g %% of NVLink's pace", 100 * sp.pace);
+    char text[224];
+    std::snprintf(text, sizeof text, "%s %s %.3g %%%s -> compute x%.3g, communication x%.3g",
                   &sp == &r.spanning_interference.front() ? "" : ",", sp.alltoall ? "all-to-all" : "ring",
-                  100 * sp.nvlink_share, sp.compute_slowdown, sp.comm_slowdown);
+                  100 * sp.nvlink_share, pace, sp.compute_slowdown, sp.comm_slowdown);
     out += text;
   }
   return out;
@@ -140,6 +142,7 @@ Json interference_json(const SimulatedStep& s) {
   for (const SpanningInterference& sp : s.result.spanning_interference)
     spanning.push_back({{"kind", sp.alltoall ? "all-to-all" : "ring"},
                         {"nvlink_share", sp.nvlink_share},
+                        {"pace", sp.pace},
                         {"compute_slowdown", sp.compute_slowdown},
                         {"comm_slowdown", sp.comm_slowdown}});
   j["spanning_nodes"] = spanning;
