@@ -180,7 +180,7 @@ TEST_CASE("Interference: a ring spanning nodes slows compute by its NVLink share
 // through HBM at a quarter of the rate the factor was measured at: compute 1 + (1.5 - 1) x 0.5 x 0.25 = 1.0625.
 // Alone the ring takes 3 steps of the ring's largest hop latency, 2 us (the NVLink hop's two links), and 1e8 bytes on
 // its slowest hop, 1e8 / 25 GB/s: T = 3 x 4.002 ms = 12.006 ms; the 20 ms of compute end at T + (20 ms - T / 1.0625).
-// Before the pace (x1.25 throughout) they ended at T + (20 ms - T / 1.25), 1.8 ms later: a slower network made the GPU
+// Before the pace (x1.25 throughout) they ended at T + (20 ms - T / 1.25), 1.7 ms later: a slower network made the GPU
 // compute slower.
 TEST_CASE("Interference: a ring its NICs hold below NVLink's bandwidth slows compute at its pace") {
   SimResult r = spanning_run(false, CollectiveOp::AllGather, 25e9, 20e-3);

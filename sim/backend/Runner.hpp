@@ -200,8 +200,8 @@ class Runner {
   /// of NVLink's bandwidth streams its bytes through HBM that much slower); the collective itself by the NIC hops'
   /// factor, which pace it.
   void plan_interference();
-  /// The pace of a ring spanning nodes with `per_node` members on each: its NIC-bound bus bandwidth over NVLink's (<=
-  /// 1).
+  /// The pace of a ring spanning nodes with `per_node` members on each: its NIC-bound bus bandwidth over NVLink's,
+  /// at most 1.
   double ring_pace(double per_node) const;
   double compute_rate(int device) const;
   /// A transfer's rate on `fabric` while `busy_members` of its devices compute.
