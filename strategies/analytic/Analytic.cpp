@@ -100,22 +100,20 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   return mem;
 }
 
-// Tensor-parallel collectives of one layer for one micro-batch, in elements sent by one rank.
-double tp_layer_elems(const Experiment& e) {
+// Tensor-parallel collectives of one layer for one micro-batch, in elements sent by one rank: its forward and
+// backward, or (recompute) those a full recompute of its forward adds.
+double tp_layer_elems(const Experiment& e, bool recompute) {
   const auto& s = e.strategy;
   const auto& m = e.model;
   if (s.tp == 1 || m.opaque()) return 0;
   const std::int64_t x = local_seq_len(e) * e.training.micro_batch * m.hidden;
-  const bool recompute_full = e.training.recompute == Recompute::Full;
   if (!s.sp) {
     // Two all-reduces forward (attention and MLP outputs), two backward, two more when the forward is recomputed.
-    double ops = 4 + (recompute_full ? 2 : 0);
-    return ops * d(ring_allreduce_elems_sent(x, s.tp));
+    return (recompute ? 2 : 4) * d(ring_allreduce_elems_sent(x, s.tp));
   }
   // Sequence parallel: forward 2 all-gathers + 2 reduce-scatters; backward the 2 + 2 transposes plus the
   // re-gather of the column-parallel inputs (kept sharded to save memory); recompute repeats the forward's 4.
-  double ops = 4 + 6 + (recompute_full ? 4 : 0);
-  return ops * d(ring_gather_elems_sent(x, s.tp));
+  return (recompute ? 4 : 4 + 6) * d(ring_gather_elems_sent(x, s.tp));
 }
 
 // Bytes of the data-parallel axes and of offloading: gradient synchronisation, ZeRO gathers, host copies.
@@ -162,7 +160,12 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
   const double m = d(s.microbatches), el = t.activation_bytes();
   // An MoE layer without shared experts has no tensor-parallel MLP: only its attention's collectives (half).
   const double tp_layers = d(st.n_layers - st.moe_layers) + d(st.moe_layers) * (e.model.shared_experts > 0 ? 1.0 : 0.5);
-  at(c, CommClass::TpCollective) = m * tp_layers * tp_layer_elems(e) * el;
+  // Under a full recompute every layer's forward runs twice; with training.recompute_layers only those layers'.
+  const double recomputed = partial_recompute(e)                      ? d(stage_recomputed_layers(e, st))
+                            : e.training.recompute == Recompute::Full ? tp_layers
+                                                                      : 0.0;
+  at(c, CommClass::TpCollective) =
+      m * (tp_layers * tp_layer_elems(e, false) + recomputed * tp_layer_elems(e, true)) * el;
   if (e.model.opaque()) return;
   // Context parallelism's K/V: forward, backward, and the forward again under a full recompute.
   const double cp_passes =
@@ -242,7 +245,10 @@ double stage_hardware_flops(const Experiment& e, const StageLayout& st, const Ex
   const auto& s = e.strategy;
   double tokens = d(local_seq_len(e)) * d(e.training.micro_batch) * d(s.microbatches);
   double layer = layer_forward_flops_per_token(m);
-  double per_token = d(st.n_layers - st.moe_layers) * (3 * layer + recompute_flops_per_token(m, e.training.recompute));
+  const double dense_layers = d(st.n_layers - st.moe_layers);
+  double per_token =
+      dense_layers * 3 * layer + (partial_recompute(e) ? d(stage_recomputed_layers(e, st)) : dense_layers) *
+                                     recompute_flops_per_token(m, e.training.recompute);
   const bool full = e.training.recompute == Recompute::Full;
   if (st.moe_layers > 0) {
     const double dense = moe_dense_forward_flops_per_token(m);
@@ -263,9 +269,13 @@ double stage_hardware_flops(const Experiment& e, const StageLayout& st, const Ex
 }  // namespace
 
 std::vector<double> chunk_activation_bytes(const Experiment& e, const StageLayout& s) {
+  std::vector<double> chunk;
+  if (partial_recompute(e)) {  // dense layers only (resolve refuses MoE)
+    for (std::int64_t n : s.chunk_layers) chunk.push_back(chunk_layers_activation_bytes(e, n));
+    return chunk;
+  }
   const double dense = layer_activation_bytes(e);
   const double moe = s.moe_layers > 0 ? moe_layer_activation_bytes(e, expert_routing(e).busiest()) : 0;
-  std::vector<double> chunk;
   for (std::size_t c = 0; c < s.chunk_layers.size(); ++c) {
     const double k = d(moe_layers_in(e.model, s.chunk_first[c], s.chunk_layers[c]));
     chunk.push_back((d(s.chunk_layers[c]) - k) * dense + k * moe);
@@ -274,9 +284,10 @@ std::vector<double> chunk_activation_bytes(const Experiment& e, const StageLayou
 }
 
 double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
-  if (s.moe_layers > 0 && s.moe_layers < s.n_layers && e.strategy.schedule == Schedule::Interleaved &&
-      e.strategy.pp > 1) {
-    // Chunks of dense and MoE layers hold different bytes: the op order walked with each chunk's own.
+  if (((s.moe_layers > 0 && s.moe_layers < s.n_layers) || partial_recompute(e)) &&
+      e.strategy.schedule == Schedule::Interleaved && e.strategy.pp > 1) {
+    // Chunks of dense and MoE layers, or of recomputed and kept layers, hold different bytes: the op order walked
+    // with each chunk's own.
     const std::vector<double> chunk = chunk_activation_bytes(e, s);
     return interleaved_peak(e, s, true, &chunk);
   }

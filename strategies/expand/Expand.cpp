@@ -307,14 +307,18 @@ std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
     }
     return out;
   }
-  for (int l = 0; l < per_chunk; l += group_size_) {
-    LayerGroup g;
-    g.first_layer = first + l;
-    g.layers = std::min(group_size_, per_chunk - l);
-    for (int k = 0; k < g.layers; ++k)
-      g.units.push_back(is_moe_layer(e_.model, g.first_layer + k) ? st.moe_layer_elems : st.layer_elems);
-    out.push_back(std::move(g));
-  }
+  // With training.recompute_layers the chunk's first layers are recomputed and the rest are not: no group mixes them.
+  const int recomputed = partial_recompute(e_) ? static_cast<int>(recomputed_layers(e_, per_chunk)) : per_chunk;
+  for (const auto& [from, to] : {std::pair{0, recomputed}, std::pair{recomputed, per_chunk}})
+    for (int l = from; l < to; l += group_size_) {
+      LayerGroup g;
+      g.first_layer = first + l;
+      g.layers = std::min(group_size_, to - l);
+      g.recomputed = from == 0;
+      for (int k = 0; k < g.layers; ++k)
+        g.units.push_back(is_moe_layer(e_.model, g.first_layer + k) ? st.moe_layer_elems : st.layer_elems);
+      out.push_back(std::move(g));
+    }
   // A virtual stage without layers (the first holding the embedding alone, the last the output layer and loss): one
   // group of no layers carries them.
   if (out.empty()) {
@@ -337,7 +341,7 @@ std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
 }
 
 double Expander::activation_bytes(const LayerGroup& g) const {
-  return g.layers * layer_activation_bytes(e_);
+  return g.layers * (g.recomputed ? layer_activation_bytes(e_) : kept_layer_activation_bytes(e_));
 }
 
 double Expander::activation_bytes(const LayerGroup& g, std::size_t lane) const {

@@ -104,10 +104,11 @@ void Expander::backward_group(int s, const StageOp& op, int g, double stash_delt
     vocab_collective(s, op, g, sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, e_.strategy.tp_overlap);
   }
   const StageCosts& k = costs_[static_cast<std::size_t>(s)];
-  if ((moe_group(lg) ? k.moe_recompute_s : k.layer_recompute_s) > 0)
+  if (lg.recomputed && (moe_group(lg) ? k.moe_recompute_s : k.layer_recompute_s) > 0)
     compute_tasks(s, op, g, TaskKind::Recompute, ModelPart::Layers, false, 0);
-  if (moe_group(lg) && e_.training.recompute == Recompute::Full) expert_block(s, op, g, TaskKind::Recompute);
-  tp_collective(s, op, g, (sp ? 2 : 0) + (e_.training.recompute == Recompute::Full ? (sp ? 4 : 2) : 0), false);
+  const bool full = e_.training.recompute == Recompute::Full && lg.recomputed;
+  if (moe_group(lg) && full) expert_block(s, op, g, TaskKind::Recompute);
+  tp_collective(s, op, g, (sp ? 2 : 0) + (full ? (sp ? 4 : 2) : 0), false);
   if (moe_group(lg)) expert_block(s, op, g, TaskKind::Backward);
   compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
   tp_collective(s, op, g, sp ? 4 : 2, e_.strategy.tp_overlap);

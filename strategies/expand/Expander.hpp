@@ -30,6 +30,9 @@ struct LayerGroup {
   std::int64_t elems = 0;           ///< parameters on one device (after tp)
   std::vector<std::int64_t> units;  ///< element counts of the units (each padded on its own when sharded)
   bool has_embedding = false, has_head = false;
+  /// Its layers are recomputed under a full recompute (false: training.recompute_layers leaves them out, and they
+  /// keep every activation).
+  bool recomputed = true;
 };
 
 /// The pipeline schedule of one step of `e` (strategies/pipeline/PipelineSchedule).

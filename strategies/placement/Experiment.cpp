@@ -173,6 +173,19 @@ void resolve(Experiment& e) {
         std::to_string(e.model.kv_lora_rank) +
         "): which of its projections torchtitan's op-level AC keeps is not defined here; use full, "
         "selective or none");
+  if (t.recompute_layers > 0) {
+    const std::string what = "training.recompute_layers=" + std::to_string(t.recompute_layers);
+    if (t.recompute != Recompute::Full)
+      throw InputError(what + " needs training.recompute=full (the " + s.preset + " preset's activations make it " +
+                       to_string(t.recompute) + ")");
+    if (e.model.opaque() || e.model.moe())
+      throw InputError(what + " is modelled for dense transformer layers only" +
+                       std::string(e.model.moe() ? " (this model has MoE layers)" : " (this model is opaque)"));
+    if (s.cp > 1)
+      throw InputError(what + " with strategy.cp=" + std::to_string(s.cp) + " is not modelled; recompute every layer");
+    if (s.placement.activations == Mode::Offloaded)
+      throw InputError(what + " with offloaded activations is not modelled");
+  }
   if (!t.kernels_given) t.kernels = eager_by_default(s.preset) ? Kernels::Eager : Kernels::Fused;
   if (!t.loss_kernel_given)
     t.loss_kernel = t.kernels == Kernels::Fused ? LossKernel::VocabParallel : LossKernel::PyTorch;
@@ -310,6 +323,7 @@ Json training_to_json(const TrainingSpec& t) {
          {"optimizer", to_string(t.optimizer)}, {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
          {"recompute", to_string(t.recompute)}, {"grad_accumulation_fusion", t.grad_accumulation_fusion},
          {"grad_clipping", t.grad_clipping}};
+  if (t.recompute_layers > 0) j["recompute_layers"] = t.recompute_layers;
   if (t.launch_overhead_s > 0) j["launch_overhead"] = t.launch_overhead_s;
   j["kernels"] = to_string(t.kernels);
   if (t.fused_norm) j["fused_norm"] = true;

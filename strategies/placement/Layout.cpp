@@ -190,9 +190,10 @@ double selective_op_bytes(const Experiment& e, double sbh, double sb, double f) 
 
 // A layer's stored activations with an MLP of inner size f (tp-sharded; 0: none) and `routed` token-expert pairs
 // through experts of moe_ffn (not tp-sharded).
-double activation_bytes_of(const Experiment& e, double f, double routed) {
+double activation_bytes_of(const Experiment& e, double f, double routed, Recompute recompute) {
   const ModelSpec& m = e.model;
-  const auto& t = e.training;
+  TrainingSpec t = e.training;
+  t.recompute = recompute;
   const double tp = static_cast<double>(e.strategy.tp);
   const double el = t.activation_bytes();
   // Context parallelism: each rank holds its 1/cp of the sequence.
@@ -263,10 +264,42 @@ double loss_transient_bytes(const Experiment& e) {
 
 double layer_activation_bytes(const Experiment& e) {
   if (e.model.opaque()) return 0;
-  return activation_bytes_of(e, static_cast<double>(e.model.ffn), 0);
+  return activation_bytes_of(e, static_cast<double>(e.model.ffn), 0, e.training.recompute);
+}
+
+double kept_layer_activation_bytes(const Experiment& e) {
+  if (e.model.opaque()) return 0;
+  return activation_bytes_of(e, static_cast<double>(e.model.ffn), 0, Recompute::None);
+}
+
+bool partial_recompute(const Experiment& e) {
+  return e.training.recompute == Recompute::Full && e.training.recompute_layers > 0;
+}
+
+std::int64_t recomputed_layers(const Experiment& e, std::int64_t chunk_layers) {
+  if (e.training.recompute != Recompute::Full) return 0;
+  if (e.training.recompute_layers == 0) return chunk_layers;
+  return std::min(chunk_layers, e.training.recompute_layers);
+}
+
+std::int64_t stage_recomputed_layers(const Experiment& e, const StageLayout& st) {
+  std::int64_t n = 0;
+  for (std::int64_t c : st.chunk_layers) n += recomputed_layers(e, c);
+  return n;
+}
+
+double chunk_layers_activation_bytes(const Experiment& e, std::int64_t chunk_layers) {
+  const double r = static_cast<double>(recomputed_layers(e, chunk_layers));
+  if (!partial_recompute(e)) return static_cast<double>(chunk_layers) * layer_activation_bytes(e);
+  return r * layer_activation_bytes(e) + (static_cast<double>(chunk_layers) - r) * kept_layer_activation_bytes(e);
 }
 
 double stage_layer_activation_bytes(const Experiment& e, const StageLayout& st) {
+  if (partial_recompute(e) && st.n_layers > 0) {  // dense layers only (resolve refuses MoE)
+    double sum = 0;
+    for (std::int64_t c : st.chunk_layers) sum += chunk_layers_activation_bytes(e, c);
+    return sum / static_cast<double>(st.n_layers);
+  }
   if (st.moe_layers == 0 || st.n_layers == 0) return layer_activation_bytes(e);
   const std::int64_t most = expert_routing(e).busiest();
   const double dense = static_cast<double>(st.n_layers - st.moe_layers) * layer_activation_bytes(e);
@@ -276,7 +309,8 @@ double stage_layer_activation_bytes(const Experiment& e, const StageLayout& st) 
 
 double moe_layer_activation_bytes(const Experiment& e, std::int64_t routed) {
   const ModelSpec& m = e.model;
-  return activation_bytes_of(e, static_cast<double>(m.shared_experts * m.shared_ffn), static_cast<double>(routed));
+  return activation_bytes_of(e, static_cast<double>(m.shared_experts * m.shared_ffn), static_cast<double>(routed),
+                             e.training.recompute);
 }
 
 double activation_layer_equivalents(const Experiment& e, const StageLayout& st) {

@@ -96,6 +96,18 @@ double cp_buffer_bytes(const Experiment& e, bool backward);
 /// Activation bytes one layer stores for one micro-batch on one device (Korthikanti et al., arXiv 2205.05198,
 /// generalised to GQA, gated MLPs, no dropout and flash attention). A dense layer.
 double layer_activation_bytes(const Experiment& e);
+/// The same for a layer that keeps every activation (recompute none): the layers training.recompute_layers leaves
+/// out of a full recompute.
+double kept_layer_activation_bytes(const Experiment& e);
+/// training.recompute full of only the first recompute_layers layers of each model chunk (Megatron's block method).
+bool partial_recompute(const Experiment& e);
+/// Of a model chunk of `chunk_layers` layers, those fully recomputed: all under recompute full (with
+/// training.recompute_layers, at most that many), none under the other modes.
+std::int64_t recomputed_layers(const Experiment& e, std::int64_t chunk_layers);
+/// The same summed over the stage's chunks.
+std::int64_t stage_recomputed_layers(const Experiment& e, const StageLayout& st);
+/// Activation bytes the layers of a dense model chunk of `chunk_layers` layers store for one micro-batch.
+double chunk_layers_activation_bytes(const Experiment& e, std::int64_t chunk_layers);
 /// The loss over the output head's logits, one micro-batch on a rank holding the head: its logits are
 /// local sequence x micro-batch x vocab / tp (vocab-parallel). By training.loss_kernel (LossKernel), saved from the
 /// forward to the backward: the fp32 softmax (vocab-parallel: Megatron's cross entropy keeps exp(logits) in fp32)

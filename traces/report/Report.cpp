@@ -42,11 +42,25 @@ Json by_class_json(const CommBytes& c, bool moe) {
 
 namespace {
 
-// The bubble of the stage plan in units of one layer's forward: backward 2 (3 with a full recompute).
+// The share of the model's layers a full recompute runs again: 1, or with training.recompute_layers the chunks'
+// first layers; 0 without a full recompute.
+double recomputed_share(const Experiment& e) {
+  if (e.training.recompute != Recompute::Full) return 0;
+  if (!partial_recompute(e)) return 1;
+  std::int64_t n = 0, r = 0;
+  for (std::int64_t c : virtual_stage_layers(e)) {
+    n += c;
+    r += recomputed_layers(e, c);
+  }
+  return n > 0 ? static_cast<double>(r) / static_cast<double>(n) : 0;
+}
+
+// The bubble of the stage plan in units of one layer's forward: backward 2, plus 1 for each recomputed layer (on
+// average over the layers).
 std::vector<StagePlan> unit_stage_plan(const Experiment& e) {
   StageWork w;
   w.layer_forward_s = 1;
-  w.layer_backward_s = e.training.recompute == Recompute::Full ? 3 : 2;
+  w.layer_backward_s = 2 + recomputed_share(e);
   return stage_plan(e, w);
 }
 
@@ -55,8 +69,15 @@ bool has_stage_plan(const Experiment& e) {
 }
 
 std::string stage_plan_basis(const Experiment& e) {
+  const double share = recomputed_share(e);
+  char backward[64];
+  std::snprintf(backward, sizeof backward, "%.4g (recompute of %.4g %% of the layers included)", 2 + share,
+                100 * share);
   return std::string("the schedule timed with each layer's forward 1 and backward ") +
-         (e.training.recompute == Recompute::Full ? "3 (recompute included)" : "2") + ", communication free";
+         (share == 1   ? "3 (recompute included)"
+          : share == 0 ? "2"
+                       : backward) +
+         ", communication free";
 }
 
 }  // namespace
@@ -158,14 +179,13 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
     Json stages = Json::array();
     const std::vector<StageLayout> layouts = stage_layouts(e);
     for (const StagePlan& p : unit_stage_plan(e))
-      stages.push_back(Json{
-          {"stage", p.stage},
-          {"chunk_layers", p.chunk_layers},
-          {"inflight_chunk_passes", number(p.inflight_passes)},
-          {"activation_layers", number(p.activation_layers)},
-          {"activation_bytes",
-           number(p.activation_layers * stage_layer_activation_bytes(e, layouts[static_cast<std::size_t>(p.stage)]))},
-          {"bubble_fraction", number(p.bubble_fraction)}});
+      stages.push_back(
+          Json{{"stage", p.stage},
+               {"chunk_layers", p.chunk_layers},
+               {"inflight_chunk_passes", number(p.inflight_passes)},
+               {"activation_layers", number(p.activation_layers)},
+               {"activation_bytes", number(stage_activation_bytes(e, layouts[static_cast<std::size_t>(p.stage)]))},
+               {"bubble_fraction", number(p.bubble_fraction)}});
     report["pipeline_stages"] = Json{{"bubble_basis", stage_plan_basis(e)}, {"stages", stages}};
   }
   if (e.model.moe()) report["experts"] = experts_json(e, a);
@@ -269,6 +289,10 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
                     ")"
               : std::string())
       << "), recompute " << to_string(e.training.recompute)
+      << (partial_recompute(e) ? " of the first " + std::to_string(e.training.recompute_layers) +
+                                     " layers of each model chunk (training.recompute_layers; the others keep every "
+                                     "activation)"
+                               : std::string())
       << (!e.training.recompute_given && e.training.recompute != Recompute::None
               ? " (training.recompute not given: the placement's activations are materialized, i.e. recomputed in "
                 "the backward; set training.recompute to choose)"
@@ -352,9 +376,7 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
       char inflight[32];
       std::snprintf(inflight, sizeof inflight, "%g", p.inflight_passes);
       out << "  " << cell(std::to_string(p.stage), 5) << "  " << cell(layers, 22) << cell(inflight, 10)
-          << cell(format_bytes(p.activation_layers *
-                               stage_layer_activation_bytes(e, layouts[static_cast<std::size_t>(p.stage)])),
-                  14)
+          << cell(format_bytes(stage_activation_bytes(e, layouts[static_cast<std::size_t>(p.stage)])), 14)
           << cell(bubble, 9) << "\n";
     }
   }

@@ -75,6 +75,9 @@ struct TrainingSpec {
   bool master_weights_given = false;  ///< training.master_weights was written (else the strategy preset decides)
   Recompute recompute = Recompute::None;
   bool recompute_given = false;  ///< training.recompute was written by the user (it then wins over a preset)
+  /// With recompute full: the first this many layers of each model chunk (virtual pipeline stage) are recomputed and
+  /// the others keep every activation, as Megatron-LM's --recompute-method block --recompute-num-layers N; 0 = all.
+  std::int64_t recompute_layers = 0;
   /// Weight-gradient GEMMs accumulate into the gradient buffer themselves (Megatron-LM since 2022-02,
   /// --gradient-accumulation-fusion); false: each writes a fresh gradient that a separate kernel adds in (earlier
   /// Megatron-LM, e.g. the April 2021 code of Narayanan et al.; plain PyTorch autograd)
