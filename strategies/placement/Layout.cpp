@@ -189,11 +189,11 @@ double selective_op_bytes(const Experiment& e, double sbh, double sb, double f) 
 }
 
 // A layer's stored activations with an MLP of inner size f (tp-sharded; 0: none) and `routed` token-expert pairs
-// through experts of moe_ffn (not tp-sharded).
+// through experts of moe_ffn (not tp-sharded), the layer recomputed as `recompute` says (training.recompute_layers
+// leaves some layers of a full recompute keeping everything: none).
 double activation_bytes_of(const Experiment& e, double f, double routed, Recompute recompute) {
   const ModelSpec& m = e.model;
-  TrainingSpec t = e.training;
-  t.recompute = recompute;
+  const auto& t = e.training;
   const double tp = static_cast<double>(e.strategy.tp);
   const double el = t.activation_bytes();
   // Context parallelism: each rank holds its 1/cp of the sequence.
@@ -206,8 +206,8 @@ double activation_bytes_of(const Experiment& e, double f, double routed, Recompu
                             : 2.0 * static_cast<double>(m.kv_heads * m.head_dim());
   const double o = static_cast<double>(m.heads * m.v_dim());
   const double sp_div = e.strategy.sp ? tp : 1.0;
-  if (t.recompute == Recompute::Full) return el * sbh / sp_div;  // only each layer's input is kept
-  if (t.recompute == Recompute::SelectiveOp) return selective_op_bytes(e, sbh, sb, f);
+  if (recompute == Recompute::Full) return el * sbh / sp_div;  // only each layer's input is kept
+  if (recompute == Recompute::SelectiveOp) return selective_op_bytes(e, sbh, sb, f);
   // Kept whole by every tp rank unless sequence-parallel: two norm inputs, QKV input, MLP input, dropout masks.
   double replicated = 4.0 * el * sbh + (m.dropout ? 2.0 * sbh : 0.0);
   // Split over tp: Q, K, V, the attention projection's input, the MLP activation's input(s) and fc2's input.
@@ -217,7 +217,7 @@ double activation_bytes_of(const Experiment& e, double f, double routed, Recompu
   const double experts = el * routed * (static_cast<double>(m.hidden) + fe * (m.gated_mlp ? 3.0 : 2.0));
   // Attention scores: softmax output, and with dropout its mask and output (5as^2b for GPT).
   double scores = 0;
-  if (t.recompute == Recompute::None && !m.flash_attention) {
+  if (recompute == Recompute::None && !m.flash_attention) {
     double as2b = static_cast<double>(m.heads) * static_cast<double>(m.seq_len) * sb;
     scores = m.dropout ? (2.0 * el + 1.0) * as2b : el * as2b;
   }
@@ -226,7 +226,7 @@ double activation_bytes_of(const Experiment& e, double f, double routed, Recompu
   // output before the weight (saved by the weight product) where a fused norm keeps its 16-bit input; grouped K and V
   // copied to every query head (saved by the attention); SwiGLU's SiLU output (saved by the gate product).
   const bool eager_saves =
-      t.kernels == Kernels::Eager && (t.recompute == Recompute::None || t.recompute == Recompute::Selective);
+      t.kernels == Kernels::Eager && (recompute == Recompute::None || recompute == Recompute::Selective);
   if (eager_saves) {
     if (decomposed_rms_norm(m, t)) replicated += 2 * 4.0 * sbh;  // (4 + el - el) bytes; fp32: (4 + 4 - 4)
     if (m.grouped_kv()) sharded += 2.0 * el * sb * static_cast<double>((m.heads - m.kv_heads) * m.head_dim());
