@@ -1,9 +1,13 @@
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdio>
+#include <fstream>
 
 #include "tests/Helpers.hpp"
+#include "workloads/json/JsonReader.hpp"
 
 namespace placesim::test {
 
@@ -18,6 +22,20 @@ int run_placesim(const std::string& arguments, std::string* output) {
   int status = pclose(pipe);
   if (output) *output = text;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+Json simulate_exact(const std::string& name, const std::string& experiment) {
+  const std::string path = "/tmp/placesim-" + name + "-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << experiment;
+  std::string out;
+  const int rc = run_placesim("simulate " + path + " --report " + path + ".report", &out);
+  INFO(out.substr(0, 3000));
+  REQUIRE(rc == 0);
+  CHECK_THAT(out, Catch::Contains("14 of 14 exact figures identical"));
+  Json report = read_json_file(path + ".report");
+  for (const auto& row : report["validation"])
+    if (row["figure"].get<std::string>().find("bound") == std::string::npos) CHECK(row["difference"] == 0);
+  return report;
 }
 
 }  // namespace placesim::test

@@ -96,19 +96,11 @@ TEST_CASE("recompute_layers: the simulation agrees with the analytic figures, 1F
                                R"({"preset": "megatron-3d", "pp": 2, "dp": 4, "schedule": "interleaved", "chunks": 3})",
                                R"({"preset": "fsdp", "dp": 8})"}) {
     INFO(strategy);
-    const std::string path = "/tmp/placesim-recompute-layers-" + std::to_string(::getpid()) + ".json";
-    std::ofstream(path)
-        << R"({"model": {"layers": 10, "hidden": 512, "heads": 8, "vocab": 1000, "seq_len": 256}, "training": )"
-        << R"({"global_batch": 16, "micro_batch": 1, "recompute": "full", "recompute_layers": 1}, "strategy": )"
-        << strategy << R"(, "cluster": {"preset": "dgx-h100", "nodes": 1}})";
-    std::string out;
-    const int rc = test::run_placesim("simulate " + path + " --report " + path + ".report", &out);
-    INFO(out.substr(0, 3000));
-    REQUIRE(rc == 0);
-    CHECK_THAT(out, Catch::Contains("14 of 14 exact figures identical"));
-    const Json report = read_json_file(path + ".report");
-    for (const auto& row : report["validation"])
-      if (row["figure"].get<std::string>().find("bound") == std::string::npos) CHECK(row["difference"] == 0);
+    const Json report = test::simulate_exact(
+        "recompute-layers",
+        std::string(R"({"model": {"layers": 10, "hidden": 512, "heads": 8, "vocab": 1000, "seq_len": 256}, )") +
+            R"("training": {"global_batch": 16, "micro_batch": 1, "recompute": "full", "recompute_layers": 1}, )" +
+            R"("strategy": )" + strategy + R"(, "cluster": {"preset": "dgx-h100", "nodes": 1}})");
     CHECK(report["training"]["recompute_layers"] == 1);
   }
 }

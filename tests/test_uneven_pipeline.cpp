@@ -253,17 +253,8 @@ TEST_CASE("The simulated activation peak of an uneven last stage equals the walk
        {R"({"preset": "megatron-3d", "pp": 4, "dp": 2, "schedule": "interleaved", "chunks": 2})",
         R"({"preset": "megatron-3d", "pp": 2, "dp": 4, "schedule": "interleaved", "chunks": 6})"}) {
     INFO(strategy);
-    const std::string path = "/tmp/placesim-uneven-" + std::to_string(::getpid()) + ".json";
-    std::ofstream(path) << R"({"model": )" << kTenLayers
-                        << R"(, "training": {"global_batch": 16, "micro_batch": 1}, "strategy": )" << strategy
-                        << R"(, "cluster": {"preset": "dgx-h100", "nodes": 1}})";
-    std::string out;
-    const int rc = test::run_placesim("simulate " + path + " --report " + path + ".report", &out);
-    INFO(out.substr(0, 3000));
-    REQUIRE(rc == 0);
-    CHECK_THAT(out, Catch::Contains("14 of 14 exact figures identical"));
-    const Json report = read_json_file(path + ".report");
-    for (const auto& row : report["validation"])
-      if (row["figure"].get<std::string>().find("bound") == std::string::npos) CHECK(row["difference"] == 0);
+    test::simulate_exact("uneven", std::string(R"({"model": )") + kTenLayers +
+                                       R"(, "training": {"global_batch": 16, "micro_batch": 1}, "strategy": )" +
+                                       strategy + R"(, "cluster": {"preset": "dgx-h100", "nodes": 1}})");
   }
 }
