@@ -71,7 +71,8 @@ Analysis analyze(const Experiment& e);
 
 /// Activation bytes one device of `stage` holds at its peak.
 double stage_activation_bytes(const Experiment& e, const StageLayout& s);
-/// Activation bytes one forward of each chunk of stage s holds on a device (its dense and MoE layers).
+/// Activation bytes one forward of each chunk of stage s holds on a device (its dense and MoE layers, or its recomputed
+/// and kept layers under training.recompute_layers).
 std::vector<double> chunk_activation_bytes(const Experiment& e, const StageLayout& s);
 
 }  // namespace placesim

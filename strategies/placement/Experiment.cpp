@@ -176,8 +176,10 @@ void resolve(Experiment& e) {
   if (t.recompute_layers > 0) {
     const std::string what = "training.recompute_layers=" + std::to_string(t.recompute_layers);
     if (t.recompute != Recompute::Full)
-      throw InputError(what + " needs training.recompute=full (the " + s.preset + " preset's activations make it " +
-                       to_string(t.recompute) + ")");
+      throw InputError(what + " needs training.recompute=full (it is " + to_string(t.recompute) +
+                       (t.recompute_given ? "" : ", from the " + s.preset + " preset's activations") +
+                       "): it is the number of layers of each model chunk fully recomputed, the others keeping every "
+                       "activation");
     if (e.model.opaque() || e.model.moe())
       throw InputError(what + " is modelled for dense transformer layers only" +
                        std::string(e.model.moe() ? " (this model has MoE layers)" : " (this model is opaque)"));

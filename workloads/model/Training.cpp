@@ -118,14 +118,7 @@ TrainingSpec parse_training(const Json& value) {
                 : rc == "selective"    ? Recompute::Selective
                 : rc == "selective-op" ? Recompute::SelectiveOp
                                        : Recompute::Full;
-  if (r.has("recompute_layers")) {
-    t.recompute_layers = r.get_positive_int("recompute_layers", 0);
-    if (t.recompute_given && t.recompute != Recompute::Full)
-      throw InputError(r.field("recompute_layers") + "=" + std::to_string(t.recompute_layers) +
-                       " needs training.recompute=full (it is " + rc +
-                       "): it is the number of layers of each model chunk fully recomputed, the others keeping "
-                       "every activation");
-  }
+  if (r.has("recompute_layers")) t.recompute_layers = r.get_positive_int("recompute_layers", 0);
   t.grad_accumulation_fusion = r.get_bool("grad_accumulation_fusion", true);
   t.grad_clipping = r.get_bool("grad_clipping", true);
   t.launch_overhead_s = r.get_non_negative("launch_overhead", 0, parse_time);
