@@ -252,3 +252,30 @@ TEST_CASE("FSDP presets hold the fp32 master weights as the parameters; ZeRO and
                                     "is not modelled") &&
                         Catch::Contains("use training.master_weights=optimizer"));
 }
+
+// Megatron-Core as Megatron-LM and NeMo run it: the distributed optimizer shards the optimizer state over the data
+// ranks (R/S/R/R), the gradients (fp32 main grads, Megatron-LM's bf16 default) are reduce-scattered and the updated
+// bf16 parameters all-gathered once per step; no recompute; sequence parallelism wherever tp > 1.
+TEST_CASE("The megatron-core preset: distributed optimizer, no recompute, sequence parallel with tp") {
+  Experiment e = experiment(opaque(R"({"preset": "megatron-core", "dp": 64})"));
+  check_validity(e);
+  CHECK(e.training.recompute == Recompute::None);
+  CHECK(!e.strategy.sp);  // tp 1: nothing to shard the sequence over
+  CHECK(e.strategy.schedule == Schedule::OneFOneB);
+  Analysis a = analyze(e);
+  // 2^33 parameters: bf16 2 bytes = 16 GiB, fp32 gradients 32 GiB, Adam's 12 bytes over 64 ranks = 1.5 GiB.
+  CHECK(a.memory.parameters == 16.0 * kGiB);
+  CHECK(a.memory.gradients == 32.0 * kGiB);
+  CHECK(a.memory.optimizer == 1.5 * kGiB);
+  // Per step: the fp32 gradients reduce-scattered (63/64 x 32 GiB), the bf16 parameters all-gathered (63/64 x 16 GiB).
+  CHECK(cls(a, CommClass::DpGradSync) == 63.0 / 64 * 32 * kGiB);
+  CHECK(cls(a, CommClass::ZeroGather) == 63.0 / 64 * 16 * kGiB);
+  // With tp > 1 the preset turns sequence parallelism on; a written sp wins, in either spelling.
+  const std::string llama = R"({"model": "llama3-8b", "training": {"global_batch": 64, "micro_batch": 1},
+      "strategy": {"preset": "megatron-core", "dp": 8, "tp": 4)";
+  CHECK(experiment(llama + "}}").strategy.sp);
+  CHECK(!experiment(llama + R"(, "sp": false}})").strategy.sp);
+  CHECK(!experiment(llama + R"(, "placement": {"activations": {"dp_shard": "R", "dp_replicate": "R", "tp": "R"}}}})")
+             .strategy.sp);
+  CHECK(experiment(llama + "}}").training.recompute == Recompute::None);
+}

@@ -41,6 +41,15 @@ const std::map<std::string, Preset>& presets() {
       {"megatron-3d",
        {"Megatron-LM 3D: dp x tp x pp, 1F1B, Megatron pipeline exchange, activation recomputation (R/R/R/M)",
         R"({"schedule":"1f1b","placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"materialized"}})"}},
+      // Megatron-Core as Megatron-LM and NeMo run it since 2023: the distributed optimizer
+      // (--use-distributed-optimizer, NeMo's distributed_fused_adam) shards the optimizer state over the data axes, so
+      // the gradients are reduce-scattered and the updated parameters all-gathered (R/S/R/R, ZeRO-1's placement); no
+      // activation recompute (Megatron-Core's recompute_granularity defaults to none); sequence parallelism with tp > 1
+      // (set in read_strategy_object: the preset cannot say "only with tp > 1" as a field).
+      {"megatron-core",
+       {"Megatron-Core (Megatron-LM, NeMo): dp x tp x pp (x cp), distributed optimizer (R/S/R/R), sequence "
+        "parallel when tp > 1, no activation recompute, 1F1B",
+        R"({"schedule":"1f1b","placement":{"parameters":"replicated","optimizer":"sharded","gradients":"replicated","activations":"replicated"}})"}},
       // PyTorch FSDP's HYBRID_SHARD / FSDP2 with a 2-D mesh (docs.pytorch.org/docs/stable/fsdp.html,
       // ShardingStrategy.HYBRID_SHARD): full sharding inside each dp_shard group, replicas across dp_replicate,
       // gradients reduce-scattered inside the group and their shards all-reduced across replicas.
@@ -281,15 +290,20 @@ StrategySpec read_strategy_object(const Json& object) {
   s.collective = r.get_choice("collective", {"ring", "hierarchical"}, "ring") == "hierarchical"
                      ? CollectiveScheme::Hierarchical
                      : CollectiveScheme::Ring;
+  bool sp_written = object.contains("sp");
   if (const Json* p = r.child("placement")) {
     std::optional<bool> sequence_parallel;
     s.placement = parse_placement(*p, sequence_parallel);
     if (sequence_parallel) {
+      sp_written = true;
       if (object.contains("sp") && s.sp != *sequence_parallel)
         throw InputError("strategy.placement.activations.tp contradicts strategy.sp=" + show(object["sp"]));
       s.sp = *sequence_parallel;
     }
   }
+  // Megatron-Core runs with sequence parallelism wherever it has tensor parallelism (NeMo's recipes set
+  // sequence_parallel with every tp > 1); written sp wins.
+  if (s.preset == "megatron-core" && !sp_written && s.tp > 1) s.sp = true;
   // PyTorch FSDP under a pipeline keeps its units gathered for the step unless told otherwise (torchtitan's
   // fsdp_reshard_after_forward "default": reshard_after_forward = not pp_enabled), where that can be modelled.
   if (!reshard_given && pytorch_fsdp_preset(s.preset) && s.pp > 1 &&
