@@ -203,13 +203,25 @@ TEST_CASE("Interference: a ring spanning nodes with NIC factors given takes both
   CHECK(r.step_time_s == Approx(1.6 * spanning_alone + (10e-3 - 1.6 * spanning_alone / 1.75)).epsilon(1e-9));
 }
 
-// An all-to-all sends each member's one node peer of its three over NVLink: share 1/3, compute 1 + 0.5 / 3.
-TEST_CASE("Interference: an all-to-all spanning nodes takes its node peers' share") {
+// An all-to-all sends each member's one node peer of its three over NVLink: share 1/3. The other 2/3 leave through
+// the node's one NIC, shared by its two members: 50 GB/s each, so the NIC bytes take (2/3) B / 50 GB/s while the
+// NVLink bytes would need (1/3) B / 100 GB/s, a quarter of that; they stream at a quarter of NVLink's rate, which is
+// the share's rate (1/3 of NVLink's) times pace 0.75 = 50 / ((1 - 1/3) x 100). Compute 1 + 0.5 x 1/3 x 0.75 = 1.125.
+// With a NIC of 400 GB/s (200 per member) the NVLink bytes hold the all-to-all (pace capped at 1): 1 + 0.5 / 3.
+TEST_CASE("Interference: an all-to-all spanning nodes takes its node peers' share at its NICs' pace") {
   SimResult r = spanning_run(false, CollectiveOp::AllToAll);
   REQUIRE(r.spanning_interference.size() == 1);
   CHECK(r.spanning_interference[0].alltoall);
   CHECK(r.spanning_interference[0].nvlink_share == Approx(1.0 / 3));
-  CHECK(r.spanning_interference[0].compute_slowdown == Approx(1 + 0.5 / 3));
+  CHECK(r.spanning_interference[0].pace == Approx(0.75));
+  CHECK(r.spanning_interference[0].compute_slowdown == Approx(1.125));
+}
+
+TEST_CASE("Interference: an all-to-all its NVLink bytes hold runs at NVLink's pace") {
+  SimResult fast = spanning_run(false, CollectiveOp::AllToAll, 400e9);
+  REQUIRE(fast.spanning_interference.size() == 1);
+  CHECK(fast.spanning_interference[0].pace == 1);
+  CHECK(fast.spanning_interference[0].compute_slowdown == Approx(1 + 0.5 / 3));
 }
 
 // TP collectives are left to overlap_penalty (fitted on per-layer times), so the interference model ignores them.

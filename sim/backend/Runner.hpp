@@ -196,13 +196,16 @@ class Runner {
   /// threads each ring through a node's members before its NIC hop); an all-to-all sends a member's k - 1 node peers
   /// of its n - 1 over NVLink. That share of the transfer runs on the fabric whose interference was measured inside a
   /// node; the rest crosses the NICs (inter_node, off unless measured). The compute beside it slows by the
-  /// share-weighted factor, a ring's NVLink share scaled by its pace (ring_pace: a ring its NICs hold to a fraction
-  /// of NVLink's bandwidth streams its bytes through HBM that much slower); the collective itself by the NIC hops'
-  /// factor, which pace it.
+  /// share-weighted factor, the NVLink share scaled by its pace (ring_pace, alltoall_pace: a collective its NICs hold
+  /// longer than its NVLink bytes need streams them through HBM that much slower); the collective itself by the NIC
+  /// hops' factor, which pace it.
   void plan_interference();
   /// The pace of a ring spanning nodes with `per_node` members on each: its NIC-bound bus bandwidth over NVLink's,
   /// at most 1.
   double ring_pace(double per_node) const;
+  /// The pace of an all-to-all spanning nodes that sends `share` of its bytes over NVLink: its NVLink bytes' rate over
+  /// the NIC-bound time, relative to share x NVLink's bandwidth, at most 1.
+  double alltoall_pace(double share) const;
   double compute_rate(int device) const;
   /// A transfer's rate on `fabric` while `busy_members` of its devices compute.
   double transfer_rate(int fabric, int busy_members) const {

@@ -353,6 +353,17 @@ double Runner::ring_pace(double per_node) const {
   return std::min(1.0, nics * c_.nic_bw_Bps / c_.nvlink_bw_Bps);
 }
 
+// An all-to-all spanning nodes sends `share` of each member's bytes to its node peers over NVLink and the rest over
+// the NICs, both at once (NCCL's grouped sends). Each member crosses at its part of its node's NICs, nics_per_node /
+// gpus_per_node of one; where that holds the all-to-all longer than its NVLink part, the NVLink bytes stream through
+// HBM over the NIC-bound time: at (share / (1 - share)) x nic / nvlink of NVLink's rate, which is share x pace with
+// pace = nic / ((1 - share) x nvlink), at most 1 (an all-to-all its NVLink part holds runs at NVLink's pace).
+double Runner::alltoall_pace(double share) const {
+  if (c_.nvlink_bw_Bps <= 0 || share >= 1) return 1;
+  const double nic = c_.nics_per_node * c_.nic_bw_Bps / c_.gpus_per_node;
+  return std::min(1.0, nic / ((1 - share) * c_.nvlink_bw_Bps));
+}
+
 void Runner::plan_interference() {
   const OverlapInterference intra = interference_[0], inter = interference_[1];
   group_class_.assign(g_.groups.size(), {-1, -1});
@@ -387,7 +398,7 @@ void Runner::plan_interference() {
       cls = 1;
       continue;
     }
-    const double pace = alltoall ? 1 : ring_pace(n / nodes);
+    const double pace = alltoall ? alltoall_pace(share) : ring_pace(n / nodes);
     auto [it, added] = classes.try_emplace({share, pace, alltoall}, static_cast<int>(interference_.size()));
     if (added) {
       // The compute beside the collective: each fabric's slowdown in proportion to the share of the transfer on it

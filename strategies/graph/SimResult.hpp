@@ -36,7 +36,8 @@ struct SimOptions {
 struct SpanningInterference {
   double nvlink_share = 0;
   /// A ring's NIC-bound bus bandwidth over NVLink's (capped at 1): its NVLink share slows the compute beside it in
-  /// proportion. An all-to-all's node peers move at NVLink's own pace: 1.
+  /// proportion. An all-to-all's: its NVLink bytes spread over the time its NIC bytes take, per member nics_per_node /
+  /// gpus_per_node NICs: nic / ((1 - share) x nvlink), capped at 1.
   double pace = 1;
   bool alltoall = false;  ///< an all-to-all's share (k - 1 node peers of n - 1), else a ring's ((n - N) / n)
   double compute_slowdown = 1, comm_slowdown = 1;
