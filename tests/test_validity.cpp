@@ -17,7 +17,7 @@ void check(const std::string& text) {
 }  // namespace
 
 TEST_CASE("Valid strategies pass the checker") {
-  for (const char* preset : {"dp", "zero1", "zero2", "zero3", "fsdp", "zero-offload", "megatron-3d"})
+  for (const char* preset : {"dp", "zero1", "zero2", "zero3", "fsdp", "zero-offload", "megatron-3d", "megatron-core"})
     CHECK_NOTHROW(check(R"({"model": "gpt-7.5b", "strategy": {"preset": ")" + std::string(preset) + R"(", "dp": 8}})"));
   CHECK_NOTHROW(
       check(R"({"model": "gpt3-175b", "training": {"global_batch": 1536, "micro_batch": 1, "recompute": "selective"},

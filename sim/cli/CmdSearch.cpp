@@ -17,7 +17,7 @@ search EXPERIMENT.json [--top K] [--out RESULTS.jsonl] [--mode analyze|simulate]
 find the fastest valid strategy: meshes x presets x micro-batch sizes, ranked (top-k table + JSONL)
 --gpus N                  GPU count when the experiment has no cluster section
 --gpus-per-node N         with --gpus: GPUs per node, the largest tp (default 8)
---presets LIST            strategy presets to try (default megatron-3d,zero1,zero2,zero3,zero-offload)
+--presets LIST            strategy presets to try (default megatron-3d,megatron-core,zero1,zero2,zero3,zero-offload)
 --micro-batches LIST      micro-batch sizes to try (default 1,2,4,8)
 --mode MODE               simulate (default: one simulator process per candidate, ranked by step time) or
                           analyze (instant, but it has no step time: ranked by bytes sent, a proxy)

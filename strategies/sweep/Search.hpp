@@ -21,7 +21,7 @@ std::vector<CandidateMesh> enumerate_meshes(std::int64_t devices, std::int64_t g
 struct SearchSpace {
   std::int64_t devices = 0;
   std::int64_t gpus_per_node = 8;
-  std::vector<std::string> presets = {"megatron-3d", "zero1", "zero2", "zero3", "zero-offload"};
+  std::vector<std::string> presets = {"megatron-3d", "megatron-core", "zero1", "zero2", "zero3", "zero-offload"};
   std::vector<std::int64_t> micro_batches = {1, 2, 4, 8};
   SweepMode mode = SweepMode::Simulate;  ///< simulate ranks by step time; analyze only by a proxy (bytes)
   Fidelity fidelity = Fidelity::Flow;
