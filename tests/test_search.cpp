@@ -76,7 +76,7 @@ TEST_CASE("The search sweep needs a fixed global batch and a free micro-batch co
              Catch::Contains("strategy.microbatches must not be fixed"));
   SweepSpec s = search_sweep(
       Json::parse(R"({"model": "gpt-1.7b", "training": {"global_batch": 64}, "strategy": "dp"})"), "", space);
-  CHECK(s.points() == 14 * 5 * 4);
+  CHECK(s.points() == 14 * 6 * 4);  // 14 meshes x 6 default presets x 4 micro-batch sizes
   CHECK(s.paths() == std::vector<std::string>{"strategy.dp", "strategy.tp", "strategy.pp", "strategy.preset",
                                               "training.micro_batch"});
   // Its rows name the search as a sweep file's rows name the file: the same inputs give the same hash, other
@@ -139,7 +139,7 @@ TEST_CASE("placesim search prints the best valid candidates and writes every can
   const std::vector<Json>& rows = run.rows;
   INFO(output);
   REQUIRE(run.rc == 0);
-  REQUIRE(rows.size() == 14 * 5 * 4);
+  REQUIRE(rows.size() == 14 * 6 * 4);
   double best = 1e300;
   const Json* winner = nullptr;
   for (const auto& r : rows)
@@ -148,7 +148,7 @@ TEST_CASE("placesim search prints the best valid candidates and writes every can
       winner = &r;
     }
   REQUIRE(winner);
-  CHECK_THAT(output, Catch::Contains("16 GPUs (8 per node), 280 points"));
+  CHECK_THAT(output, Catch::Contains("16 GPUs (8 per node), 336 points"));
   CHECK_THAT(output, Catch::Contains("ranked by communication.bytes_per_step (lowest first): a proxy"));
   // The first table row is the winner: rank 1, its preset and mesh.
   std::istringstream table(output.substr(output.find("rank ")));
@@ -220,11 +220,11 @@ TEST_CASE("A search over an MoE model adds every expert-parallel degree the expe
   SearchSpace space;
   space.devices = 4;
   space.gpus_per_node = 4;
-  const SweepSpec s = search_sweep(
-      Json::parse(R"({"model": {"family": "llama", "layers": 2, "hidden": 64, "heads": 4, "vocab": 256,
+  const SweepSpec s =
+      search_sweep(Json::parse(R"({"model": {"family": "llama", "layers": 2, "hidden": 64, "heads": 4, "vocab": 256,
                      "seq_len": 128, "experts": 4, "top_k": 2, "moe_ffn": 32},
                      "training": {"global_batch": 16}, "strategy": "dp"})"),
-      "", space);
+                   "", space);
   const SweepAxis& mesh = s.axes.front();
   CHECK(mesh.paths ==
         std::vector<std::string>{"strategy.dp", "strategy.tp", "strategy.pp", "strategy.ep", "strategy.sp"});
@@ -234,9 +234,18 @@ TEST_CASE("A search over an MoE model adds every expert-parallel degree the expe
   for (const auto& v : mesh.values)
     got.push_back({v[0].get<std::int64_t>(), v[1].get<std::int64_t>(), v[2].get<std::int64_t>(),
                    v[3].get<std::int64_t>(), v[4].get<bool>() ? 1 : 0});
-  CHECK(got == std::vector<std::vector<std::int64_t>>{{4, 1, 1, 1, 0}, {4, 1, 1, 2, 0}, {4, 1, 1, 4, 0},
-                                                      {2, 1, 2, 1, 0}, {2, 1, 2, 2, 0}, {1, 1, 4, 1, 0},
-                                                      {2, 2, 1, 1, 1}, {2, 2, 1, 2, 1}, {2, 2, 1, 4, 1},
-                                                      {1, 2, 2, 1, 1}, {1, 2, 2, 2, 1}, {1, 4, 1, 1, 1},
-                                                      {1, 4, 1, 2, 1}, {1, 4, 1, 4, 1}});
+  CHECK(got == std::vector<std::vector<std::int64_t>>{{4, 1, 1, 1, 0},
+                                                      {4, 1, 1, 2, 0},
+                                                      {4, 1, 1, 4, 0},
+                                                      {2, 1, 2, 1, 0},
+                                                      {2, 1, 2, 2, 0},
+                                                      {1, 1, 4, 1, 0},
+                                                      {2, 2, 1, 1, 1},
+                                                      {2, 2, 1, 2, 1},
+                                                      {2, 2, 1, 4, 1},
+                                                      {1, 2, 2, 1, 1},
+                                                      {1, 2, 2, 2, 1},
+                                                      {1, 4, 1, 1, 1},
+                                                      {1, 4, 1, 2, 1},
+                                                      {1, 4, 1, 4, 1}});
 }
