@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "tests/Helpers.hpp"
+#include "workloads/json/Units.hpp"
 
 using placesim::test::run_placesim;
 
@@ -279,4 +280,36 @@ TEST_CASE("check: one-stage PipeDream-2BW is gradient accumulation; one-stage Pi
                      "--set strategy.dp=8",
                      &out) == 3);
   CHECK_THAT(out, Catch::Contains("updates the weights after every micro-batch instead of once per global batch"));
+}
+
+// A refusal for memory says which one-field change would fit, judged by the changed experiment's analytic bound.
+TEST_CASE("A plan that does not fit is refused with the one-field changes that would fit") {
+  std::string out;
+  // 7.5e9 parameters over dp 64 with bf16 Adam: replicated, 2 + 4 + 12 = 18 bytes a parameter (135 GB); with the
+  // optimizer sharded, 2 + 4 + 12/64 = 6.1875 bytes (46.40625 GB), which fits 80 GiB.
+  std::string path =
+      write_temp("fit-hint.json", R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "dp", "dp": 64}})");
+  CHECK(run_placesim("analyze " + path + " --device-memory 80GiB", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("a device needs 135 GB") &&
+                      Catch::Contains("; it fits with strategy.placement.optimizer=sharded (analytic bound 46.4 GB)"));
+  CHECK(run_placesim("check " + path + " --device-memory 80GiB", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("it fits with strategy.placement.optimizer=sharded (analytic bound 46.4 GB)"));
+  // One data rank: nothing to shard over, and an opaque model has no recompute to change: no hint.
+  path = write_temp("fit-none.json", R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "dp", "dp": 1}})");
+  CHECK(run_placesim("analyze " + path + " --device-memory 80GiB", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("a device needs 135 GB") && !Catch::Contains("it fits with"));
+  // Neither change alone fits Llama 3 8B at 8k with micro-batch 2 on 8 data ranks, both together do; the bound named
+  // is the changed experiment's own.
+  const std::string llama =
+      " --model llama3-8b --strategy megatron-3d --set strategy.dp=8 --set training.global_batch=16 "
+      "--set training.micro_batch=2 --set model.seq_len=8192";
+  std::string both;
+  REQUIRE(run_placesim("analyze" + llama + " --set training.recompute=full --set strategy.placement.optimizer=sharded",
+                       &both) == 0);
+  const placesim::Json report = placesim::Json::parse(both.substr(both.find('{')));
+  const std::string bound = placesim::format_bytes(report["memory"]["total_bytes"].get<double>());
+  CHECK(run_placesim("analyze" + llama + " --set training.recompute=none --device-memory 80GiB", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("; it fits with training.recompute=full and strategy.placement.optimizer=sharded "
+                                  "together (analytic bound " +
+                                  bound + ")"));
 }

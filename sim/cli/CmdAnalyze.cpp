@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "sim/cli/Commands.hpp"
+#include "sim/cli/FitHint.hpp"
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/pipeline/Equivalence.hpp"
 #include "strategies/placement/ClusterFit.hpp"
@@ -62,7 +63,7 @@ int run_analyze(const Args& args) {
   try {
     check_fits(e, a);
   } catch (const DoesNotFit& error) {
-    refusal = error;
+    refusal = with_fit_hint(error, e, args, true);
   }
   std::ostream& text = args.has("--table") ? std::cout : std::cerr;
   if (args.has("--table") || refusal) text << analysis_table(e, a);
@@ -80,7 +81,11 @@ int run_analyze(const Args& args) {
 int run_check(const Args& args) {
   Experiment e = experiment_from_args(args, false);
   check_with_cluster(e);
-  check_fits(e, analyze(e));
+  try {
+    check_fits(e, analyze(e));
+  } catch (const DoesNotFit& error) {
+    throw with_fit_hint(error, e, args, false);
+  }
   const Equivalence eq = training_equivalence(e.strategy);
   if (!eq.equivalent) {
     char delay[256];

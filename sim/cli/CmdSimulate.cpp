@@ -2,6 +2,7 @@
 
 #include "sim/backend/Simulate.hpp"
 #include "sim/cli/Commands.hpp"
+#include "sim/cli/FitHint.hpp"
 #include "strategies/pipeline/AbstractPipeline.hpp"
 #include "strategies/placement/Validity.hpp"
 #include "traces/chrome/ChromeTrace.hpp"
@@ -125,10 +126,11 @@ int run(const Args& args) {
   const SimulatedStep step = [&] {
     try {
       return simulate_experiment(in, settings);
-    } catch (const DoesNotFit&) {
-      // Refused for memory: the breakdown first, as analyze prints it (the experiment is valid by then).
+    } catch (const DoesNotFit& error) {
+      // Refused for memory: the breakdown first, as analyze prints it (the experiment is valid by then), then the
+      // refusal with the one-field changes that would fit.
       if (!args.has("--quiet")) std::cerr << analysis_table(in.experiment, analyze(in.experiment)) << "\n";
-      throw;
+      throw with_fit_hint(error, in.experiment, args, true);
     }
   }();
   write_pictures(args, step.result.record, options, in.experiment.name, step.result.step_time_s, svg);

@@ -1,0 +1,82 @@
+#include "sim/cli/FitHint.hpp"
+
+#include <optional>
+#include <vector>
+
+#include "strategies/analytic/Analytic.hpp"
+#include "workloads/json/Units.hpp"
+
+namespace placesim {
+
+namespace {
+
+struct Change {
+  std::string field, value;
+};
+
+// The experiment JSON with `changes` written into it, or nullopt where a section is written in a form the change
+// cannot be added to (a preset name stays a preset: it becomes {"preset": name}).
+std::optional<Json> with_changes(Json j, const std::vector<Change>& changes) {
+  for (const Change& c : changes) {
+    const std::string section = c.field.substr(0, c.field.find('.'));
+    if (!j.contains(section)) j[section] = Json::object();
+    if (j[section].is_string()) j[section] = Json{{"preset", j[section]}};
+    if (!j[section].is_object()) return std::nullopt;
+    Json& s = j[section];
+    if (c.field == "training.recompute") {
+      s["recompute"] = c.value;
+    } else {  // strategy.placement.optimizer
+      if (!s.contains("placement")) s["placement"] = Json::object();
+      if (!s["placement"].is_object() ||
+          (s["placement"].contains("optimizer") && !s["placement"]["optimizer"].is_string()))
+        return std::nullopt;
+      s["placement"]["optimizer"] = c.value;
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
+DoesNotFit with_fit_hint(const DoesNotFit& refusal, const Experiment& e, const Args& args, bool allow_default) {
+  const double memory = e.device_memory_bytes;
+  if (!(memory > 0)) return refusal;
+  std::vector<Change> single;
+  if (e.training.recompute != Recompute::Full && !e.model.opaque()) single.push_back({"training.recompute", "full"});
+  const Mode optimizer = e.strategy.placement.mode(State::Optimizer, kShardAxis);
+  if (e.strategy.dp > 1 && (optimizer == Mode::Replicated || optimizer == Mode::Materialized))
+    single.push_back({"strategy.placement.optimizer", "sharded"});
+  if (single.empty()) return refusal;
+  std::string base_dir;
+  const Json base = experiment_json_from_args(args, allow_default, &base_dir);
+  // The analytic bound of the experiment with `changes`, or nullopt when it is not valid or not written so.
+  auto bound = [&](const std::vector<Change>& changes) -> std::optional<double> {
+    const std::optional<Json> j = with_changes(base, changes);
+    if (!j) return std::nullopt;
+    try {
+      Experiment x = parse_experiment(*j, base_dir);
+      check_validity(x);
+      return analyze(x).total_bytes;
+    } catch (const InputError&) {
+      return std::nullopt;
+    }
+  };
+  auto named = [](const std::vector<Change>& changes) {
+    std::string text;
+    for (const Change& c : changes) text += (text.empty() ? "" : " and ") + c.field + "=" + c.value;
+    return text;
+  };
+  std::vector<std::string> fits;
+  for (const Change& c : single)
+    if (auto b = bound({c}); b && *b <= memory)
+      fits.push_back(named({c}) + " (analytic bound " + format_bytes(*b) + ")");
+  if (fits.empty() && single.size() > 1)
+    if (auto b = bound(single); b && *b <= memory)
+      fits.push_back(named(single) + " together (analytic bound " + format_bytes(*b) + ")");
+  if (fits.empty()) return refusal;
+  std::string hint = "; it fits with ";
+  for (std::size_t i = 0; i < fits.size(); ++i) hint += (i == 0 ? "" : ", or with ") + fits[i];
+  return DoesNotFit(std::string(refusal.what()) + hint);
+}
+
+}  // namespace placesim
