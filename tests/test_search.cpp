@@ -220,11 +220,11 @@ TEST_CASE("A search over an MoE model adds every expert-parallel degree the expe
   SearchSpace space;
   space.devices = 4;
   space.gpus_per_node = 4;
-  const SweepSpec s =
-      search_sweep(Json::parse(R"({"model": {"family": "llama", "layers": 2, "hidden": 64, "heads": 4, "vocab": 256,
+  const SweepSpec s = search_sweep(
+      Json::parse(R"({"model": {"family": "llama", "layers": 2, "hidden": 64, "heads": 4, "vocab": 256,
                      "seq_len": 128, "experts": 4, "top_k": 2, "moe_ffn": 32},
                      "training": {"global_batch": 16}, "strategy": "dp"})"),
-                   "", space);
+      "", space);
   const SweepAxis& mesh = s.axes.front();
   CHECK(mesh.paths ==
         std::vector<std::string>{"strategy.dp", "strategy.tp", "strategy.pp", "strategy.ep", "strategy.sp"});
@@ -234,18 +234,9 @@ TEST_CASE("A search over an MoE model adds every expert-parallel degree the expe
   for (const auto& v : mesh.values)
     got.push_back({v[0].get<std::int64_t>(), v[1].get<std::int64_t>(), v[2].get<std::int64_t>(),
                    v[3].get<std::int64_t>(), v[4].get<bool>() ? 1 : 0});
-  CHECK(got == std::vector<std::vector<std::int64_t>>{{4, 1, 1, 1, 0},
-                                                      {4, 1, 1, 2, 0},
-                                                      {4, 1, 1, 4, 0},
-                                                      {2, 1, 2, 1, 0},
-                                                      {2, 1, 2, 2, 0},
-                                                      {1, 1, 4, 1, 0},
-                                                      {2, 2, 1, 1, 1},
-                                                      {2, 2, 1, 2, 1},
-                                                      {2, 2, 1, 4, 1},
-                                                      {1, 2, 2, 1, 1},
-                                                      {1, 2, 2, 2, 1},
-                                                      {1, 4, 1, 1, 1},
-                                                      {1, 4, 1, 2, 1},
-                                                      {1, 4, 1, 4, 1}});
+  CHECK(got == std::vector<std::vector<std::int64_t>>{{4, 1, 1, 1, 0}, {4, 1, 1, 2, 0}, {4, 1, 1, 4, 0},
+                                                      {2, 1, 2, 1, 0}, {2, 1, 2, 2, 0}, {1, 1, 4, 1, 0},
+                                                      {2, 2, 1, 1, 1}, {2, 2, 1, 2, 1}, {2, 2, 1, 4, 1},
+                                                      {1, 2, 2, 1, 1}, {1, 2, 2, 2, 1}, {1, 4, 1, 1, 1},
+                                                      {1, 4, 1, 2, 1}, {1, 4, 1, 4, 1}});
 }
