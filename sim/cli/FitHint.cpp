@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "strategies/analytic/Analytic.hpp"
+#include "workloads/json/JsonReader.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -13,28 +14,6 @@ namespace {
 struct Change {
   std::string field, value;
 };
-
-// The experiment JSON with `changes` written into it, or nullopt where a section is written in a form the change
-// cannot be added to (a preset name stays a preset: it becomes {"preset": name}).
-std::optional<Json> with_changes(Json j, const std::vector<Change>& changes) {
-  for (const Change& c : changes) {
-    const std::string section = c.field.substr(0, c.field.find('.'));
-    if (!j.contains(section)) j[section] = Json::object();
-    if (j[section].is_string()) j[section] = Json{{"preset", j[section]}};
-    if (!j[section].is_object()) return std::nullopt;
-    Json& s = j[section];
-    if (c.field == "training.recompute") {
-      s["recompute"] = c.value;
-    } else {  // strategy.placement.optimizer
-      if (!s.contains("placement")) s["placement"] = Json::object();
-      if (!s["placement"].is_object() ||
-          (s["placement"].contains("optimizer") && !s["placement"]["optimizer"].is_string()))
-        return std::nullopt;
-      s["placement"]["optimizer"] = c.value;
-    }
-  }
-  return j;
-}
 
 }  // namespace
 
@@ -49,12 +28,12 @@ DoesNotFit with_fit_hint(const DoesNotFit& refusal, const Experiment& e, const A
   if (single.empty()) return refusal;
   std::string base_dir;
   const Json base = experiment_json_from_args(args, allow_default, &base_dir);
-  // The analytic bound of the experiment with `changes`, or nullopt when it is not valid or not written so.
+  // The analytic bound of the experiment with `changes` set as --set sets them, or nullopt when it is not valid.
   auto bound = [&](const std::vector<Change>& changes) -> std::optional<double> {
-    const std::optional<Json> j = with_changes(base, changes);
-    if (!j) return std::nullopt;
     try {
-      Experiment x = parse_experiment(*j, base_dir);
+      Json j = base;
+      for (const Change& c : changes) set_path(j, c.field, c.value);
+      Experiment x = parse_experiment(j, base_dir);
       check_validity(x);
       return analyze(x).total_bytes;
     } catch (const InputError&) {
