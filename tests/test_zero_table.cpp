@@ -115,6 +115,8 @@ TEST_CASE("An opaque model without layers is gathered and reduced in buckets of 
   CHECK(buffers(R"({"preset": "zero1", "dp": 64})") == 0);
   // 5e7 / 2 = 25,000,000 elements = 64 x 390,625: already a multiple of dp.
   CHECK(buffers(R"({"preset": "zero3", "dp": 64, "bucket_bytes": 5e7})") == 4 * 25000000.0 * 2);
+  // The size may carry its unit, as every other byte field: "50MB" is 5e7 bytes.
+  CHECK(buffers(R"({"preset": "zero3", "dp": 64, "bucket_bytes": "50MB"})") == 4 * 25000000.0 * 2);
   // Declared layers are the gather units, as before: 7.5e9 / 10 = 750 M elements, 2 x 1.5 GB + 2 x 1.5 GB.
   CHECK(
       analyze(

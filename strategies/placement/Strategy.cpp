@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 
+#include "workloads/json/Units.hpp"
 #include "workloads/model/Model.hpp"
 
 namespace placesim {
@@ -274,7 +275,7 @@ StrategySpec read_strategy_object(const Json& object) {
   s.local_steps = r.get_int("local_steps", 1);
   if (s.local_steps < 1)
     throw InputError(r.field("local_steps") + "=" + std::to_string(s.local_steps) + " must be at least 1");
-  s.bucket_bytes = r.get_positive("bucket_bytes", 25e6);
+  s.bucket_bytes = r.get_positive("bucket_bytes", 25e6, parse_bytes);
   s.reshard_after_forward = r.get_bool("reshard_after_forward", true);
   const bool reshard_given = r.has("reshard_after_forward");
   s.reshard_after_backward = r.get_bool("reshard_after_backward", false);
