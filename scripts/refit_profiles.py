@@ -81,6 +81,8 @@ def main(argv):
     for name in ORDER:
         p = calibrate(placesim, name)
         p["compute"] = {k: round4(v) for k, v in p["compute"].items()}
+        for scale in p["compute"].get("power_scales", []):
+            scale["compute_scale"] = round4(scale["compute_scale"])
         interference = p["compute"].get("interference", {})
         for scope, factors in interference.items():
             if isinstance(factors, dict):
@@ -129,6 +131,12 @@ def main(argv):
             values += [factors["compute_slowdown"], factors["comm_slowdown"]] if isinstance(factors, dict) else [1.0, 1.0]
         values = ", ".join(repr(v) for v in values)
         print(f'      {{"{name}", {{{values}}}}},')
+    print("topology/hardware/CalibratedProfiles.cpp, measured power limits (power_limit_w, compute_scale):")
+    for name in ["a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200"]:
+        scales = fitted[name]["compute"].get("power_scales", [])
+        if scales:
+            print(f'      {{"{name}", {{' + ", ".join(f"{{{s['power_limit_w']!r}, {s['compute_scale']!r}}}" for s in scales)
+                  + "}},")
     print("topology/hardware/CommProfile.cpp (fabric of each accelerator's reference system):")
     for name in ORDER:
         fabric = fitted[name].get("comm", {}).get("intra_node", {})

@@ -200,3 +200,49 @@ TEST_CASE("The README's calibration example fits every point within 10 percent a
                              profile + "\"}'",
                          &output) == 0);
 }
+
+// GEMMs timed under a power limit: the compute scale on the rated peaks that the rated profile needs to give them. The
+// points are the A100 80GB preset's GEMM model with its peaks times 0.8 at 300 W (of its rated 400 W): the fit
+// recovers 0.8, the profile file carries it, and a power limit of 300 W then applies it as measured.
+TEST_CASE("Calibrate fits a measured power limit's compute scale from GEMMs timed under it") {
+  AcceleratorSpec capped = accelerator_preset("a100-80gb", "test");
+  REQUIRE(capped.tdp_w == 400);
+  for (double* peak : {&capped.peak_bf16_flops, &capped.peak_fp16_flops, &capped.peak_fp32_flops}) *peak *= 0.8;
+  Json m{{"accelerator", "a100-80gb"}};
+  for (const GemmShape& g : {GemmShape{8192, 8192, 8192}, GemmShape{4096, 4096, 4096}, GemmShape{2048, 8192, 1024}})
+    m["power_limited_gemm"].push_back(
+        Json{{"power_limit_w", 300},
+             {"m", g.m},
+             {"n", g.n},
+             {"k", g.k},
+             {"tflops", 2 * g.m * g.n * g.k / gemm_time_s(g, DType::BF16, capped) / 1e12}});
+  Calibration c = calibrate(m, "");
+  REQUIRE(c.accelerator.profile.power_scales.size() == 1);
+  CHECK(c.accelerator.profile.power_scales[0].power_limit_w == 300);
+  CHECK(c.accelerator.profile.power_scales[0].compute_scale == Approx(0.8).epsilon(1e-6));
+  for (const auto& row : c.residuals) CHECK(std::fabs(row.error_percent()) < 1e-4);
+  const std::string path = std::string(PLACESIM_BINARY) + ".power-profile.json";
+  std::ofstream(path) << calibration_profile_json(c).dump();
+  AcceleratorSpec a = parse_accelerator(Json{{"preset", "a100-80gb"}, {"profile", path}, {"power_limit_w", 300}}, "acc");
+  CHECK(a.compute_scale == Approx(0.8).epsilon(1e-6));
+  CHECK(a.compute_scale_basis == "measured");
+  // A limit at or above the rated power is not a power-limited point.
+  m["power_limited_gemm"][0]["power_limit_w"] = 400;
+  CHECK_THROWS_WITH(calibrate(m, ""),
+                    Catch::Contains("measured.power_limited_gemm[0].power_limit_w") && Catch::Contains("rated 400 W"));
+}
+
+TEST_CASE("A profile file's power_scales must be ascending and at most 1") {
+  Json p = read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/h100-sxm.json");
+  REQUIRE(p["compute"]["power_scales"].size() == 1);
+  const std::string path = std::string(PLACESIM_BINARY) + ".power-scales.json";
+  p["compute"]["power_scales"][0]["compute_scale"] = 1.2;
+  std::ofstream(path) << p.dump();
+  CHECK_THROWS_WITH(load_profile_file(path),
+                    Catch::Contains("compute.power_scales[0].compute_scale") && Catch::Contains("(0, 1]"));
+  p["compute"]["power_scales"] = Json::array({Json{{"power_limit_w", 500}, {"compute_scale", 0.8}},
+                                              Json{{"power_limit_w", 400}, {"compute_scale", 0.7}}});
+  std::ofstream(path, std::ios::trunc) << p.dump();
+  CHECK_THROWS_WITH(load_profile_file(path),
+                    Catch::Contains("compute.power_scales[1].power_limit_w") && Catch::Contains("ascending"));
+}

@@ -357,19 +357,25 @@ TEST_CASE("MFU under a power limit counts against the rated peak") {
   CHECK(sim_figures(e, rated, a, r).mfu == Approx(a.model_flops_per_step / (2.0 * 8 * 989.4e12)));
 }
 
-// A 500 W limit on a 700 W H100: peaks x 500/700 (the linear clock model), HBM unchanged; the report's cluster echo
-// holds the rated peaks and the limit, so it parses back to the same accelerator.
-TEST_CASE("A power limit scales an accelerator's peaks by limit / rated power and round-trips") {
+// A 500 W limit on a 700 W H100: the h100-sxm profile's measured scale at 500 W (0.8442, fitted to FBGEMM's GEMMs at
+// 500 W), HBM unchanged; the report's cluster echo holds the rated peaks and the limit.
+TEST_CASE("A power limit scales an accelerator's peaks by its measured scale and round-trips") {
   ClusterSpec c = cluster(R"({"preset": "dgx-h100", "accelerator": {"preset": "h100-sxm", "power_limit_w": 500,
                                                                     "hbm_bytes": "96GB", "hbm_bw": "2.4TB/s"}})");
-  CHECK(c.accelerator.peak_bf16_flops == Approx(989.4e12 * 500 / 700));
-  CHECK(c.accelerator.peak_fp32_flops == Approx(66.9e12 * 500 / 700));
+  CHECK(c.accelerator.compute_scale == 0.8442);
+  CHECK(c.accelerator.compute_scale_basis == "measured");
+  CHECK(c.accelerator.peak_bf16_flops == Approx(989.4e12 * 0.8442));
+  CHECK(c.accelerator.peak_fp32_flops == Approx(66.9e12 * 0.8442));
   CHECK(c.accelerator.hbm_bw_Bps == 2.4e12);
-  CHECK(c.accelerator.compute_scale == Approx(500.0 / 700));
   Json echoed = cluster_to_json(c);
   CHECK(echoed["accelerator"]["power_limit_w"] == 500);
   CHECK(echoed["accelerator"]["peak_bf16_flops"].get<double>() == Approx(989.4e12));
-  CHECK(parse_cluster(echoed).accelerator.peak_bf16_flops == Approx(c.accelerator.peak_bf16_flops));
+  // The echo names no preset (a custom accelerator, without the preset's profile): it keeps the rated peaks and the
+  // limit through a parse.
+  const Json again = cluster_to_json(parse_cluster(echoed))["accelerator"];
+  CHECK(again["peak_bf16_flops"].get<double>() == Approx(989.4e12));
+  CHECK(again["peak_fp8_flops"].get<double>() == Approx(1979e12));
+  CHECK(again["power_limit_w"] == 500);
   CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-h100", "accelerator": {"preset": "h100-sxm", "power_limit_w": 800}})"),
                     Catch::Contains("cluster.accelerator.power_limit_w") && Catch::Contains("rated 700 W"));
   CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-h100", "accelerator": {"preset": "h100-sxm", "power_limit_w": 150}})"),
@@ -377,4 +383,31 @@ TEST_CASE("A power limit scales an accelerator's peaks by limit / rated power an
   CHECK_THROWS_WITH(cluster(R"({"preset": "dgx-h100", "accelerator": {"peak_bf16_flops": "500TFLOP/s",
                                  "hbm_bytes": "80GB", "power_limit_w": 300}})"),
                     Catch::Contains("needs the rated power"));
+}
+
+// Between the measured 500 W and the rated 700 W (scale 1) the scale is interpolated: at 600 W, 0.8442 + 0.1558 / 2 =
+// 0.9221. Below 500 W it is the measured scale times the limit over 500 W: at 400 W, 0.8442 x 0.8 = 0.67536. An
+// accelerator without measured limits (H200) keeps the linear estimate: 500 / 700.
+TEST_CASE("Power limits between and below the measured ones, and without any") {
+  auto at = [](const char* preset, int w) {
+    return cluster(std::string(R"({"preset": "dgx-h100", "accelerator": {"preset": ")") + preset +
+                   R"(", "power_limit_w": )" + std::to_string(w) + "}}")
+        .accelerator;
+  };
+  CHECK(at("h100-sxm", 600).compute_scale == Approx(0.9221).epsilon(1e-12));
+  CHECK(at("h100-sxm", 600).compute_scale_basis == "interpolated");
+  CHECK(at("h100-sxm", 400).compute_scale == Approx(0.67536).epsilon(1e-12));
+  CHECK(at("h100-sxm", 400).compute_scale_basis == "below the measured");
+  CHECK(at("h200", 500).compute_scale == Approx(500.0 / 700).epsilon(1e-12));
+  CHECK(at("h200", 500).compute_scale_basis == "linear");
+  CHECK(at("h100-sxm", 700).compute_scale == 1);
+  // Two measured limits: interpolated between them.
+  ComputeProfile p;
+  p.power_scales = {{400, 0.6}, {500, 0.8}};
+  std::string basis;
+  CHECK(power_limited_scale(p, 700, 450, &basis) == Approx(0.7).epsilon(1e-12));
+  CHECK(basis == "interpolated");
+  CHECK(power_limited_scale(p, 700, 400, &basis) == 0.6);
+  CHECK(basis == "measured");
+  CHECK(power_limited_scale(p, 700, 300, &basis) == Approx(0.45).epsilon(1e-12));
 }

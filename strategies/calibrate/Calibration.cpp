@@ -71,6 +71,49 @@ std::vector<Point> gemm_points(const Json& items, const std::string& field, cons
   return out;
 }
 
+// GEMMs timed under a power limit below the rated power ("power_limit_w"): one compute scale per limit, the factor
+// on the rated peaks that makes the fitted GEMM model match them (fitted after the rated GEMM points). `scales`
+// holds the fitted values, shared with the points' models (which outlive this group's fit: the residual table);
+// `watts` receives each point's limit.
+std::vector<Point> power_limited_gemm_points(const Json& items, const std::string& field, const AcceleratorSpec& acc,
+                                             const std::shared_ptr<std::map<double, double>>& scales,
+                                             std::vector<double>& watts) {
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
+    const double w = r.require_positive("power_limit_w");
+    if (!(acc.tdp_w > 0))
+      throw InputError(r.field("power_limit_w") + ": the accelerator has no rated power (tdp_w) to scale from");
+    r.check(w < acc.tdp_w, "power_limit_w",
+            "must be below the rated " + format_significant(acc.tdp_w, 4) + " W (tdp_w) the other points hold at");
+    GemmShape g{r.require_positive("m"), r.require_positive("n"), r.require_positive("k"), r.get_positive("batch", 1)};
+    std::string dt = r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16");
+    DType dtype = dt == "fp32" ? DType::FP32 : dt == "fp16" ? DType::FP16 : DType::BF16;
+    Point p{"power_limited_gemm",
+            format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k) + " at " +
+                format_significant(w, 4) + " W",
+            "TFLOP/s",
+            0,
+            {}};
+    measured_value(r, "tflops", p);
+    r.skip("source");
+    r.finish();
+    const double flops = 2 * g.m * g.n * g.k * g.batch;
+    const bool time = p.unit == "s";
+    scales->try_emplace(w, w / acc.tdp_w);
+    watts.push_back(w);
+    p.model = [g, dtype, &acc, flops, time, scales, w] {
+      AcceleratorSpec a = acc;
+      const double scale = scales->at(w);
+      for (double* peak : {&a.peak_bf16_flops, &a.peak_fp16_flops, &a.peak_fp32_flops}) *peak *= scale;
+      double t = gemm_time_s(g, dtype, a);
+      return time ? t : flops / t / 1e12;
+    };
+    out.push_back(p);
+  }
+  return out;
+}
+
 std::vector<Point> memory_points(const Json& items, const std::string& field, const AcceleratorSpec& acc) {
   std::vector<Point> out;
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -309,6 +352,8 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   // parameters trade off along a flat valley, so a fit started from its own result would drift, and refitting a
   // preset's measurements would not reproduce the preset.
   const ComputeProfile fresh;
+  // Measured power limits come from this file's power_limited_gemm points alone, not from the base accelerator.
+  p.power_scales.clear();
   // The SM count for the GEMM model's wave quantization is the hardware's, given rather than fitted.
   if (r.has("gemm_sms")) {
     const double sms = r.get_number("gemm_sms", 0);
@@ -356,6 +401,25 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
         group, c);
     all.insert(all.end(), group.begin(), group.end());
   }
+  if (const Json* items = take("power_limited_gemm")) {
+    // After the rated GEMM points: the scale is relative to the GEMM model they fitted.
+    auto scales = std::make_shared<std::map<double, double>>();
+    std::vector<double> watts;
+    group = power_limited_gemm_points(*items, r.field("power_limited_gemm"), c.accelerator, scales, watts);
+    for (auto& [w, slot] : *scales) {
+      std::vector<Point> at;
+      for (std::size_t i = 0; i < group.size(); ++i)
+        if (watts[i] == w) at.push_back(group[i]);
+      const std::string name = "compute_scale at " + format_significant(w, 4) + " W";
+      fit_group("power_limited_gemm", {{name.c_str(), &slot, slot}}, at, c);
+      if (!(slot > 0 && slot <= 1))
+        throw InputError(r.field("power_limited_gemm") + ": the points at " + format_significant(w, 4) +
+                         " W give a compute scale of " + format_significant(slot, 4) +
+                         ", outside (0, 1]: faster than the rated profile");
+    }
+    for (const auto& [w, slot] : *scales) p.power_scales.push_back({w, slot});
+    all.insert(all.end(), group.begin(), group.end());
+  }
   if (const Json* items = take("interference")) {
     group = interference_points(*items, r.field("interference"), p, &c.fitted_parameters);
     all.insert(all.end(), group.begin(), group.end());
@@ -363,7 +427,8 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   r.skip("description");
   r.finish();
   if (all.empty())
-    throw InputError("measured: no points (give gemm, memory, attention, collectives, layers or interference)");
+    throw InputError(
+        "measured: no points (give gemm, memory, attention, collectives, layers, power_limited_gemm or interference)");
   c.accelerator.gemm_efficiency = std::min(1.0, p.gemm_peak_efficiency);
   for (const auto& point : all)
     c.residuals.push_back({point.group, point.name, point.measured, point.model(), point.unit});

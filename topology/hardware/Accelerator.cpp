@@ -92,6 +92,36 @@ AcceleratorSpec accelerator_preset(const std::string& name, const std::string& f
   return it->second.spec;
 }
 
+double power_limited_scale(const ComputeProfile& profile, double tdp_w, double w, std::string* basis) {
+  auto say = [basis](const char* b) {
+    if (basis) *basis = b;
+  };
+  const std::vector<PowerScale>& m = profile.power_scales;
+  if (m.empty() || !(tdp_w > 0)) {
+    say("linear");
+    return w / tdp_w;
+  }
+  if (w < m.front().power_limit_w) {
+    say("below the measured");
+    return m.front().compute_scale * w / m.front().power_limit_w;
+  }
+  // Between measured limits, and from the highest one to the rated power (scale 1), linearly.
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (w == m[i].power_limit_w) {
+      say("measured");
+      return m[i].compute_scale;
+    }
+    const double hi_w = i + 1 < m.size() ? m[i + 1].power_limit_w : tdp_w;
+    const double hi_s = i + 1 < m.size() ? m[i + 1].compute_scale : 1.0;
+    if (w < hi_w) {
+      say("interpolated");
+      return m[i].compute_scale + (hi_s - m[i].compute_scale) * (w - m[i].power_limit_w) / (hi_w - m[i].power_limit_w);
+    }
+  }
+  say("measured");
+  return 1.0;
+}
+
 std::vector<std::pair<std::string, std::string>> accelerator_preset_list() {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [name, p] : presets()) out.emplace_back(name, p.description);
@@ -129,8 +159,13 @@ AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, c
     r.check(w >= 0.25 * a.tdp_w, "power_limit_w",
             "below a quarter of the rated " + format_significant(a.tdp_w, 4) +
                 " W: the linear clock model is not supported by any measurement there");
+    for (const PowerScale& m : a.profile.power_scales)
+      if (!(m.power_limit_w < a.tdp_w))
+        throw InputError(r.field("power_limit_w") + ": the profile's measured power limit " +
+                         format_significant(m.power_limit_w, 4) + " W is not below the rated " +
+                         format_significant(a.tdp_w, 4) + " W (tdp_w) it scales from");
     a.power_limit_w = w == a.tdp_w ? 0 : w;
-    a.compute_scale = w / a.tdp_w;
+    a.compute_scale = w == a.tdp_w ? 1.0 : power_limited_scale(a.profile, a.tdp_w, w, &a.compute_scale_basis);
     a.peak_bf16_flops *= a.compute_scale;
     a.peak_fp16_flops *= a.compute_scale;
     a.peak_fp32_flops *= a.compute_scale;

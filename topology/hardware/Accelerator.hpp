@@ -36,6 +36,13 @@ struct OverlapInterference {
   bool active() const { return compute_slowdown > 1 || comm_slowdown > 1; }
 };
 
+/// A measured power limit: the accelerator's GEMMs at `power_limit_w` run at `compute_scale` of the rated profile's
+/// throughput (fitted by `placesim calibrate` from GEMM points timed under that limit, "power_limited_gemm").
+struct PowerScale {
+  double power_limit_w = 0;
+  double compute_scale = 1;
+};
+
 struct ComputeProfile {
   double gemm_peak_efficiency = 0.8;  ///< fraction of peak a large square GEMM sustains
   double gemm_latency_s = 8e-6;       ///< fixed cost of one GEMM: launch, pipeline fill, partial last wave
@@ -57,6 +64,9 @@ struct ComputeProfile {
   /// (the collective's: the NVLink domain when its group is inside a node, the network otherwise). TP collectives
   /// hidden behind GEMMs are covered by overlap_penalty (fitted on per-layer times), not by these.
   OverlapInterference intra_node_interference, inter_node_interference;
+  /// Measured power limits below the rated power, ascending; empty = none measured (a power limit then scales the
+  /// peaks linearly, an estimate). See AcceleratorSpec::power_limit_w.
+  std::vector<PowerScale> power_scales;
   std::vector<std::string> sources;  ///< where the numbers come from (paper, table, figure)
 };
 
@@ -75,13 +85,17 @@ struct AcceleratorSpec {
   double gemm_efficiency = 0.6;
   /// Rated board power (W) the peaks and the calibrated profile hold at; 0 = unknown (no power_limit_w).
   double tdp_w = 0;
-  /// A power limit below tdp_w (accelerator "power_limit_w"): the peaks above are the rated ones times compute_scale =
-  /// power_limit_w / tdp_w. A GPU running GEMMs sits at its power limit and its sustained clock follows it about
-  /// linearly (a GB300 capped at 500 of 1,400 W runs GEMMs at 0.28-0.39 of its rated rate, facebookexperimental/triton
-  /// #2023, power ratio 0.36; an H200 at its rated 700 W sustains ~1,450 MHz, stas00/ml-engineering): an estimate,
-  /// stated in the report; HBM bandwidth is not scaled. 0 = rated power.
+  /// A power limit below tdp_w (accelerator "power_limit_w"): the peaks above are the rated ones times compute_scale
+  /// (power_limited_scale). Where the profile has measured power limits (power_scales) the scale follows them: the
+  /// measured scale at a measured limit, linear interpolation between measured limits and the rated power (scale 1),
+  /// and below the lowest measured limit that scale times power_limit_w / that limit. Without measurements it is
+  /// power_limit_w / tdp_w: a GPU running GEMMs sits at its power limit and its sustained clock follows it about
+  /// linearly at deep limits (a GB300 capped at 500 of 1,400 W runs GEMMs at 0.28-0.39 of its rated rate,
+  /// facebookexperimental/triton #2023, power ratio 0.36), an estimate. compute_scale_basis says which applied; the
+  /// report states it. HBM bandwidth is not scaled. 0 = rated power.
   double power_limit_w = 0;
   double compute_scale = 1;
+  std::string compute_scale_basis;
   ComputeProfile profile;
   /// Fabrics fitted together with a profile file (its "comm" section); a cluster runs its collectives on them unless
   /// it gives "comm" itself. Empty for the presets, whose reference fabrics come from default_comm_profile.
@@ -91,6 +105,10 @@ struct AcceleratorSpec {
     return dtype == DType::BF16 ? peak_bf16_flops : dtype == DType::FP16 ? peak_fp16_flops : peak_fp32_flops;
   }
 };
+
+/// The compute scale of `profile` at power limit `w` below the rated `tdp_w` (see AcceleratorSpec::power_limit_w);
+/// `basis`, if given, receives how it was found: "measured", "interpolated", "below the measured" or "linear".
+double power_limited_scale(const ComputeProfile& profile, double tdp_w, double w, std::string* basis = nullptr);
 
 /// A built-in accelerator (a100-40gb, a100-80gb, h100-sxm, h200, h800, b200, gb200) with its calibrated profile;
 /// unknown names are an InputError naming `field` and the nearest known accelerator.

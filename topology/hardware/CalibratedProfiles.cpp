@@ -28,6 +28,15 @@ const std::map<std::string, Fitted>& fitted() {
   return table;
 }
 
+// Measured power limits (power_limit_w, compute_scale), from the same refit: the power_limited_gemm points of
+// topology/profiles/measurements/<name>.json.
+const std::map<std::string, std::vector<PowerScale>>& power_scales() {
+  static const std::map<std::string, std::vector<PowerScale>> table = {
+      {"h100-sxm", {{500.0, 0.8442}}},
+  };
+  return table;
+}
+
 }  // namespace
 
 ComputeProfile calibrated_profile(const std::string& name) {
@@ -44,6 +53,7 @@ ComputeProfile calibrated_profile(const std::string& name) {
   p.overlap_penalty = v[8];
   p.intra_node_interference = {v[9], v[10]};
   p.inter_node_interference = {v[11], v[12]};
+  if (auto it = power_scales().find(name); it != power_scales().end()) p.power_scales = it->second;
   p.sources = {"topology/profiles/" + name + ".json"};
   return p;
 }

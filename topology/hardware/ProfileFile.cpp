@@ -25,6 +25,21 @@ ComputeProfile parse_compute_profile(const Json& value, const std::string& field
   p.overlap_penalty = r.require_non_negative("overlap_penalty");
   // Optional: profiles without interference measurements model none.
   if (const Json* i = r.child("interference")) parse_interference(*i, r.field("interference"), p);
+  // Optional: measured power limits (calibrate's power_limited_gemm group), ascending.
+  if (const Json* list = r.child("power_scales")) {
+    const std::string at = r.field("power_scales");
+    if (!list->is_array()) throw InputError(at + " must be a list of {power_limit_w, compute_scale}");
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      ObjectReader e((*list)[i], at + "[" + std::to_string(i) + "]");
+      PowerScale m{e.require_positive("power_limit_w"), e.require_positive("compute_scale")};
+      e.check(m.compute_scale <= 1, "compute_scale", "must be in (0, 1]: a power limit below the rated power");
+      if (!p.power_scales.empty())
+        e.check(m.power_limit_w > p.power_scales.back().power_limit_w, "power_limit_w",
+                "must be above the previous entry's (ascending, one entry per limit)");
+      e.finish();
+      p.power_scales.push_back(m);
+    }
+  }
   r.finish();
   return p;
 }
@@ -94,7 +109,7 @@ ProfileFile load_profile_file(const std::string& path) {
 }
 
 Json compute_profile_to_json(const ComputeProfile& p) {
-  return Json{{"gemm_peak_efficiency", p.gemm_peak_efficiency},
+  Json j{{"gemm_peak_efficiency", p.gemm_peak_efficiency},
               {"gemm_latency_s", p.gemm_latency_s},
               {"gemm_k_overhead", p.gemm_k_overhead},
               {"gemm_tile", p.gemm_tile},
@@ -105,6 +120,13 @@ Json compute_profile_to_json(const ComputeProfile& p) {
               {"flash_attention_efficiency", p.flash_attention_efficiency},
               {"overlap_penalty", p.overlap_penalty},
               {"interference", interference_to_json(p)}};
+  if (!p.power_scales.empty()) {
+    Json scales = Json::array();
+    for (const PowerScale& m : p.power_scales)
+      scales.push_back(Json{{"power_limit_w", m.power_limit_w}, {"compute_scale", m.compute_scale}});
+    j["power_scales"] = scales;
+  }
+  return j;
 }
 
 }  // namespace placesim

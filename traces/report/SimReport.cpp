@@ -402,10 +402,16 @@ std::string simulation_summary(const SimulatedStep& s) {
   out += line;
   const AcceleratorSpec& acc = s.cluster.accelerator;
   if (acc.power_limit_w > 0) {
+    const std::string& b = acc.compute_scale_basis;
+    const char* why = b == "measured"       ? "the profile's GEMMs measured at this limit"
+                      : b == "interpolated" ? "interpolated between the profile's measured limits and the rated power"
+                      : b == "below the measured"
+                          ? "the lowest measured limit's scale, proportional to the limit below it: an estimate"
+                          : "sustained clock taken as proportional to the limit, an estimate";
     std::snprintf(line, sizeof line,
-                  "  power limit          %.0f W of the rated %.0f W: compute peaks x%.3f (sustained clock taken as "
-                  "proportional to the limit, an estimate; HBM bandwidth unchanged)\n",
-                  acc.power_limit_w, acc.tdp_w, acc.compute_scale);
+                  "  power limit          %.0f W of the rated %.0f W: compute peaks x%.3f (%s; HBM bandwidth "
+                  "unchanged)\n",
+                  acc.power_limit_w, acc.tdp_w, acc.compute_scale, why);
     out += line;
   }
   if (s.experiment.training.fp8) {  // refused on opaque models (resolve)
