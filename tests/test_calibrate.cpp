@@ -223,7 +223,8 @@ TEST_CASE("Calibrate fits a measured power limit's compute scale from GEMMs time
   for (const auto& row : c.residuals) CHECK(std::fabs(row.error_percent()) < 1e-4);
   const std::string path = std::string(PLACESIM_BINARY) + ".power-profile.json";
   std::ofstream(path) << calibration_profile_json(c).dump();
-  AcceleratorSpec a = parse_accelerator(Json{{"preset", "a100-80gb"}, {"profile", path}, {"power_limit_w", 300}}, "acc");
+  AcceleratorSpec a =
+      parse_accelerator(Json{{"preset", "a100-80gb"}, {"profile", path}, {"power_limit_w", 300}}, "acc");
   CHECK(a.compute_scale == Approx(0.8).epsilon(1e-6));
   CHECK(a.compute_scale_basis == "measured");
   // A limit at or above the rated power is not a power-limited point.
@@ -240,8 +241,8 @@ TEST_CASE("A profile file's power_scales must be ascending and at most 1") {
   std::ofstream(path) << p.dump();
   CHECK_THROWS_WITH(load_profile_file(path),
                     Catch::Contains("compute.power_scales[0].compute_scale") && Catch::Contains("(0, 1]"));
-  p["compute"]["power_scales"] = Json::array({Json{{"power_limit_w", 500}, {"compute_scale", 0.8}},
-                                              Json{{"power_limit_w", 400}, {"compute_scale", 0.7}}});
+  p["compute"]["power_scales"] = Json::array(
+      {Json{{"power_limit_w", 500}, {"compute_scale", 0.8}}, Json{{"power_limit_w", 400}, {"compute_scale", 0.7}}});
   std::ofstream(path, std::ios::trunc) << p.dump();
   CHECK_THROWS_WITH(load_profile_file(path),
                     Catch::Contains("compute.power_scales[1].power_limit_w") && Catch::Contains("ascending"));

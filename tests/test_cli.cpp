@@ -313,3 +313,24 @@ TEST_CASE("A plan that does not fit is refused with the one-field changes that w
                                   "together (analytic bound " +
                                   bound + ")"));
 }
+
+// The summary says how a power limit's compute scale was found: h100-sxm has a measured 500 W scale (0.8442), h200
+// none (the linear estimate 500 / 700 = 0.714).
+TEST_CASE("The simulate summary states a power limit's scale and where it comes from") {
+  auto summary = [](const char* accelerator) {
+    std::string out;
+    const std::string path = write_temp(std::string("power-") + accelerator + ".json",
+                                        std::string(R"({"model": {"family": "llama", "layers": 2, "hidden": 256,
+        "heads": 4, "ffn": 512, "vocab": 512, "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 8},
+        "strategy": {"preset": "fsdp", "dp": 8}, "cluster": {"preset": "dgx-h100", "nodes": 1,
+        "accelerator": {"preset": ")") + accelerator +
+                                            R"(", "power_limit_w": 500}}})");
+    CHECK(run_placesim("simulate --quiet " + path, &out) == 0);
+    return out;
+  };
+  CHECK_THAT(summary("h100-sxm"),
+             Catch::Contains("500 W of the rated 700 W: compute peaks x0.844 (the profile's GEMMs measured at this "
+                             "limit; HBM bandwidth unchanged)"));
+  CHECK_THAT(summary("h200"), Catch::Contains("500 W of the rated 700 W: compute peaks x0.714 (sustained clock taken "
+                                              "as proportional to the limit, an estimate; HBM bandwidth unchanged)"));
+}

@@ -110,16 +110,16 @@ ProfileFile load_profile_file(const std::string& path) {
 
 Json compute_profile_to_json(const ComputeProfile& p) {
   Json j{{"gemm_peak_efficiency", p.gemm_peak_efficiency},
-              {"gemm_latency_s", p.gemm_latency_s},
-              {"gemm_k_overhead", p.gemm_k_overhead},
-              {"gemm_tile", p.gemm_tile},
-              {"gemm_sms", p.gemm_sms},
-              {"gemm_roofline_p", p.gemm_roofline_p},
-              {"memory_efficiency", p.memory_efficiency},
-              {"kernel_latency_s", p.kernel_latency_s},
-              {"flash_attention_efficiency", p.flash_attention_efficiency},
-              {"overlap_penalty", p.overlap_penalty},
-              {"interference", interference_to_json(p)}};
+         {"gemm_latency_s", p.gemm_latency_s},
+         {"gemm_k_overhead", p.gemm_k_overhead},
+         {"gemm_tile", p.gemm_tile},
+         {"gemm_sms", p.gemm_sms},
+         {"gemm_roofline_p", p.gemm_roofline_p},
+         {"memory_efficiency", p.memory_efficiency},
+         {"kernel_latency_s", p.kernel_latency_s},
+         {"flash_attention_efficiency", p.flash_attention_efficiency},
+         {"overlap_penalty", p.overlap_penalty},
+         {"interference", interference_to_json(p)}};
   if (!p.power_scales.empty()) {
     Json scales = Json::array();
     for (const PowerScale& m : p.power_scales)
