@@ -42,31 +42,45 @@ const Json& list(ObjectReader& r, const char* key) {
   return v;
 }
 
+// A GEMM point's shape, dtype and measured value (TFLOP/s, or time_s), named m x n x k; the caller reads its own keys,
+// finishes `r` and sets the point's model.
+struct GemmPoint {
+  GemmShape shape;
+  DType dtype = DType::BF16;
+  Point point;
+};
+
+GemmPoint read_gemm_point(ObjectReader& r, const std::string& group) {
+  GemmShape g{r.require_positive("m"), r.require_positive("n"), r.require_positive("k"), r.get_positive("batch", 1)};
+  std::string dt = r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16");
+  DType dtype = dt == "fp32" ? DType::FP32 : dt == "fp16" ? DType::FP16 : DType::BF16;
+  Point p{
+      group, format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k), "TFLOP/s", 0, {}};
+  measured_value(r, "tflops", p);
+  return {g, dtype, p};
+}
+
+// The model's value of a GEMM point on accelerator `a`: its time, or its TFLOP/s when it was measured as a rate.
+double gemm_point_value(const GemmPoint& m, const AcceleratorSpec& a) {
+  const GemmShape& g = m.shape;
+  const double t = gemm_time_s(g, m.dtype, a);
+  return m.point.unit == "s" ? t : 2 * g.m * g.n * g.k * g.batch / t / 1e12;
+}
+
 std::vector<Point> gemm_points(const Json& items, const std::string& field, const AcceleratorSpec& acc) {
   std::vector<Point> out;
   for (std::size_t i = 0; i < items.size(); ++i) {
     ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
-    GemmShape g{r.require_positive("m"), r.require_positive("n"), r.require_positive("k"), r.get_positive("batch", 1)};
-    std::string dt = r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16");
-    DType dtype = dt == "fp32" ? DType::FP32 : dt == "fp16" ? DType::FP16 : DType::BF16;
+    GemmPoint m = read_gemm_point(r, "gemm");
     // A sweep measured in another precision (FP8) carries its own peak: the fit then uses its efficiency curve.
     double peak = r.get_positive("peak_tflops", 0) * 1e12;
-    Point p{"gemm",
-            format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k),
-            "TFLOP/s",
-            0,
-            {}};
-    measured_value(r, "tflops", p);
     r.finish();
-    const double flops = 2 * g.m * g.n * g.k * g.batch;
-    bool time = p.unit == "s";
-    p.model = [g, dtype, &acc, flops, time, peak] {
+    m.point.model = [m, &acc, peak] {
       AcceleratorSpec a = acc;
       if (peak > 0) a.peak_bf16_flops = a.peak_fp16_flops = a.peak_fp32_flops = peak;
-      double t = gemm_time_s(g, dtype, a);
-      return time ? t : flops / t / 1e12;
+      return gemm_point_value(m, a);
     };
-    out.push_back(p);
+    out.push_back(m.point);
   }
   return out;
 }
@@ -86,30 +100,19 @@ std::vector<Point> power_limited_gemm_points(const Json& items, const std::strin
       throw InputError(r.field("power_limit_w") + ": the accelerator has no rated power (tdp_w) to scale from");
     r.check(w < acc.tdp_w, "power_limit_w",
             "must be below the rated " + format_significant(acc.tdp_w, 4) + " W (tdp_w) the other points hold at");
-    GemmShape g{r.require_positive("m"), r.require_positive("n"), r.require_positive("k"), r.get_positive("batch", 1)};
-    std::string dt = r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16");
-    DType dtype = dt == "fp32" ? DType::FP32 : dt == "fp16" ? DType::FP16 : DType::BF16;
-    Point p{"power_limited_gemm",
-            format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k) + " at " +
-                format_significant(w, 4) + " W",
-            "TFLOP/s",
-            0,
-            {}};
-    measured_value(r, "tflops", p);
+    GemmPoint m = read_gemm_point(r, "power_limited_gemm");
+    m.point.name += " at " + format_significant(w, 4) + " W";
     r.skip("source");
     r.finish();
-    const double flops = 2 * g.m * g.n * g.k * g.batch;
-    const bool time = p.unit == "s";
     scales->try_emplace(w, w / acc.tdp_w);
     watts.push_back(w);
-    p.model = [g, dtype, &acc, flops, time, scales, w] {
+    m.point.model = [m, &acc, scales, w] {
       AcceleratorSpec a = acc;
       const double scale = scales->at(w);
       for (double* peak : {&a.peak_bf16_flops, &a.peak_fp16_flops, &a.peak_fp32_flops}) *peak *= scale;
-      double t = gemm_time_s(g, dtype, a);
-      return time ? t : flops / t / 1e12;
+      return gemm_point_value(m, a);
     };
-    out.push_back(p);
+    out.push_back(m.point);
   }
   return out;
 }
