@@ -226,7 +226,7 @@ TEST_CASE("Calibrate fits a measured power limit's compute scale from GEMMs time
   AcceleratorSpec a =
       parse_accelerator(Json{{"preset", "a100-80gb"}, {"profile", path}, {"power_limit_w", 300}}, "acc");
   CHECK(a.compute_scale == Approx(0.8).epsilon(1e-6));
-  CHECK(a.compute_scale_basis == "measured");
+  CHECK(a.compute_scale_basis == ScaleBasis::Measured);
   // A limit at or above the rated power is not a power-limited point.
   m["power_limited_gemm"][0]["power_limit_w"] = 400;
   CHECK_THROWS_WITH(calibrate(m, ""),

@@ -363,7 +363,7 @@ TEST_CASE("A power limit scales an accelerator's peaks by its measured scale and
   ClusterSpec c = cluster(R"({"preset": "dgx-h100", "accelerator": {"preset": "h100-sxm", "power_limit_w": 500,
                                                                     "hbm_bytes": "96GB", "hbm_bw": "2.4TB/s"}})");
   CHECK(c.accelerator.compute_scale == 0.8442);
-  CHECK(c.accelerator.compute_scale_basis == "measured");
+  CHECK(c.accelerator.compute_scale_basis == ScaleBasis::Measured);
   CHECK(c.accelerator.peak_bf16_flops == Approx(989.4e12 * 0.8442));
   CHECK(c.accelerator.peak_fp32_flops == Approx(66.9e12 * 0.8442));
   CHECK(c.accelerator.hbm_bw_Bps == 2.4e12);
@@ -395,19 +395,19 @@ TEST_CASE("Power limits between and below the measured ones, and without any") {
         .accelerator;
   };
   CHECK(at("h100-sxm", 600).compute_scale == Approx(0.9221).epsilon(1e-12));
-  CHECK(at("h100-sxm", 600).compute_scale_basis == "interpolated");
+  CHECK(at("h100-sxm", 600).compute_scale_basis == ScaleBasis::Interpolated);
   CHECK(at("h100-sxm", 400).compute_scale == Approx(0.67536).epsilon(1e-12));
-  CHECK(at("h100-sxm", 400).compute_scale_basis == "below the measured");
+  CHECK(at("h100-sxm", 400).compute_scale_basis == ScaleBasis::BelowMeasured);
   CHECK(at("h200", 500).compute_scale == Approx(500.0 / 700).epsilon(1e-12));
-  CHECK(at("h200", 500).compute_scale_basis == "linear");
+  CHECK(at("h200", 500).compute_scale_basis == ScaleBasis::Linear);
   CHECK(at("h100-sxm", 700).compute_scale == 1);
   // Two measured limits: interpolated between them.
   ComputeProfile p;
   p.power_scales = {{400, 0.6}, {500, 0.8}};
-  std::string basis;
+  ScaleBasis basis = ScaleBasis::Rated;
   CHECK(power_limited_scale(p, 700, 450, &basis) == Approx(0.7).epsilon(1e-12));
-  CHECK(basis == "interpolated");
+  CHECK(basis == ScaleBasis::Interpolated);
   CHECK(power_limited_scale(p, 700, 400, &basis) == 0.6);
-  CHECK(basis == "measured");
+  CHECK(basis == ScaleBasis::Measured);
   CHECK(power_limited_scale(p, 700, 300, &basis) == Approx(0.45).epsilon(1e-12));
 }

@@ -92,33 +92,33 @@ AcceleratorSpec accelerator_preset(const std::string& name, const std::string& f
   return it->second.spec;
 }
 
-double power_limited_scale(const ComputeProfile& profile, double tdp_w, double w, std::string* basis) {
-  auto say = [basis](const char* b) {
+double power_limited_scale(const ComputeProfile& profile, double tdp_w, double w, ScaleBasis* basis) {
+  auto say = [basis](ScaleBasis b) {
     if (basis) *basis = b;
   };
   const std::vector<PowerScale>& m = profile.power_scales;
   if (m.empty() || !(tdp_w > 0)) {
-    say("linear");
+    say(ScaleBasis::Linear);
     return w / tdp_w;
   }
   if (w < m.front().power_limit_w) {
-    say("below the measured");
+    say(ScaleBasis::BelowMeasured);
     return m.front().compute_scale * w / m.front().power_limit_w;
   }
   // Between measured limits, and from the highest one to the rated power (scale 1), linearly.
   for (std::size_t i = 0; i < m.size(); ++i) {
     if (w == m[i].power_limit_w) {
-      say("measured");
+      say(ScaleBasis::Measured);
       return m[i].compute_scale;
     }
     const double hi_w = i + 1 < m.size() ? m[i + 1].power_limit_w : tdp_w;
     const double hi_s = i + 1 < m.size() ? m[i + 1].compute_scale : 1.0;
     if (w < hi_w) {
-      say("interpolated");
+      say(ScaleBasis::Interpolated);
       return m[i].compute_scale + (hi_s - m[i].compute_scale) * (w - m[i].power_limit_w) / (hi_w - m[i].power_limit_w);
     }
   }
-  say("measured");
+  say(ScaleBasis::Rated);
   return 1.0;
 }
 

@@ -36,6 +36,11 @@ struct OverlapInterference {
   bool active() const { return compute_slowdown > 1 || comm_slowdown > 1; }
 };
 
+/// How a power limit's compute scale was found (AcceleratorSpec::power_limit_w): none applies (rated power), a
+/// measured limit's scale, interpolated between measured limits and the rated power, the lowest measured limit's scale
+/// proportional to the limit below it, or the linear estimate (no measured limit).
+enum class ScaleBasis { Rated, Measured, Interpolated, BelowMeasured, Linear };
+
 /// A measured power limit: the accelerator's GEMMs at `power_limit_w` run at `compute_scale` of the rated profile's
 /// throughput (fitted by `placesim calibrate` from GEMM points timed under that limit, "power_limited_gemm").
 struct PowerScale {
@@ -95,7 +100,7 @@ struct AcceleratorSpec {
   /// report states it. HBM bandwidth is not scaled. 0 = rated power.
   double power_limit_w = 0;
   double compute_scale = 1;
-  std::string compute_scale_basis;
+  ScaleBasis compute_scale_basis = ScaleBasis::Rated;
   ComputeProfile profile;
   /// Fabrics fitted together with a profile file (its "comm" section); a cluster runs its collectives on them unless
   /// it gives "comm" itself. Empty for the presets, whose reference fabrics come from default_comm_profile.
@@ -107,8 +112,8 @@ struct AcceleratorSpec {
 };
 
 /// The compute scale of `profile` at power limit `w` below the rated `tdp_w` (see AcceleratorSpec::power_limit_w);
-/// `basis`, if given, receives how it was found: "measured", "interpolated", "below the measured" or "linear".
-double power_limited_scale(const ComputeProfile& profile, double tdp_w, double w, std::string* basis = nullptr);
+/// `basis`, if given, receives how it was found.
+double power_limited_scale(const ComputeProfile& profile, double tdp_w, double w, ScaleBasis* basis = nullptr);
 
 /// A built-in accelerator (a100-40gb, a100-80gb, h100-sxm, h200, h800, b200, gb200) with its calibrated profile;
 /// unknown names are an InputError naming `field` and the nearest known accelerator.

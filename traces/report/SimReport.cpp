@@ -402,12 +402,21 @@ std::string simulation_summary(const SimulatedStep& s) {
   out += line;
   const AcceleratorSpec& acc = s.cluster.accelerator;
   if (acc.power_limit_w > 0) {
-    const std::string& b = acc.compute_scale_basis;
-    const char* why = b == "measured"       ? "the profile's GEMMs measured at this limit"
-                      : b == "interpolated" ? "interpolated between the profile's measured limits and the rated power"
-                      : b == "below the measured"
-                          ? "the lowest measured limit's scale, proportional to the limit below it: an estimate"
-                          : "sustained clock taken as proportional to the limit, an estimate";
+    const char* why = "sustained clock taken as proportional to the limit, an estimate";
+    switch (acc.compute_scale_basis) {
+      case ScaleBasis::Measured:
+        why = "the profile's GEMMs measured at this limit";
+        break;
+      case ScaleBasis::Interpolated:
+        why = "interpolated between the profile's measured limits and the rated power";
+        break;
+      case ScaleBasis::BelowMeasured:
+        why = "the lowest measured limit's scale, proportional to the limit below it: an estimate";
+        break;
+      case ScaleBasis::Linear:
+      case ScaleBasis::Rated:
+        break;
+    }
     std::snprintf(line, sizeof line,
                   "  power limit          %.0f W of the rated %.0f W: compute peaks x%.3f (%s; HBM bandwidth "
                   "unchanged)\n",
