@@ -611,10 +611,12 @@ TEST_CASE("FP8 linears: GEMMs at the FP8 peak plus their hand-counted casts, not
   CHECK(fp8.forward_s - bf16.forward_s == Approx(fwd).epsilon(1e-9));
   CHECK(fp8.backward_s - bf16.backward_s == Approx(bwd).epsilon(1e-9));
   CHECK(fp8.attention_forward_s == bf16.attention_forward_s);
+  CHECK(tiny(true, dp).training.fp8_scaling == Fp8Scaling::Delayed);  // the dp preset's default: TE's
   // Gathered per use (FSDP, 2 ranks): the weight is cast again each micro-batch.
   const char* fsdp = R"({"preset": "fsdp", "dp": 2})";
   Experiment f16 = tiny(false, fsdp), f8 = tiny(true, fsdp);
   f16.training.kernels = f8.training.kernels = Kernels::Fused;
+  f8.training.fp8_scaling = Fp8Scaling::Delayed;  // (the fsdp preset's default is tensorwise, the next case)
   auto [ffwd, fbwd] = expected(1.0);
   CHECK(layer_times(f8, acc).forward_s - layer_times(f16, acc).forward_s == Approx(ffwd).epsilon(1e-9));
   CHECK(layer_times(f8, acc).backward_s - layer_times(f16, acc).backward_s == Approx(fbwd).epsilon(1e-9));
@@ -628,6 +630,67 @@ TEST_CASE("FP8 linears: GEMMs at the FP8 peak plus their hand-counted casts, not
   CHECK(layer_times(host, acc).backward_s == Approx(20 * 50e-6));
 }
 
+// The same tiny layer under torchao's tensorwise scaling (torchao eab345c, float8_linear.py and float8_ops.py), per
+// linear in x out: forward the input's amax read and cast (2 + 2 + 1 = 5 bytes per T x in) and the weight's, every
+// micro-batch (5 per in x out); input gradient: the output gradient's amax and cast (5 per T x out) and the FP8
+// weight copied column-major (1 + 1 = 2 per in x out); weight gradient: the FP8 output gradient and the saved FP8
+// input copied into the GEMM's layouts (2 per T x out and 2 per T x in). Compiled, each cast and copy is one launch.
+TEST_CASE("FP8 tensorwise (torchao): amax, cast and layout copies, hand-counted; the PyTorch presets' default") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  auto tiny = [](bool fp8, const char* strategy, const char* extra = "") {
+    return test::experiment(std::string(R"({"model": {"family": "llama", "layers": 2, "hidden": 256, "heads": 4,
+        "kv_heads": 2, "ffn": 512, "vocab": 512, "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 4,
+        "kernels": "compiled", "fp8": )") +
+                            (fp8 ? "true" : "false") + extra + R"(}, "strategy": )" + strategy + "}");
+  };
+  const double T = 128;
+  struct Lin {
+    double in, out;
+  };
+  const Lin lins[] = {{256, 512}, {256, 256}, {256, 1024}, {512, 256}};
+  auto pass = [&](double bytes) { return elementwise_time_s(bytes, acc); };
+  double fwd = 0, bwd = 0;
+  for (const Lin& x : lins) {
+    fwd += fp8_gemm_time_s({T, x.out, x.in}, acc) - gemm_time_s({T, x.out, x.in}, DType::BF16, acc) +
+           pass(5 * T * x.in) + pass(5 * x.in * x.out);
+    bwd += fp8_gemm_time_s({T, x.in, x.out}, acc) - gemm_time_s({T, x.in, x.out}, DType::BF16, acc) +
+           pass(5 * T * x.out) + pass(2 * x.in * x.out) + fp8_gemm_time_s({x.in, x.out, T}, acc, 8 * x.in * x.out) -
+           gemm_time_s({x.in, x.out, T}, DType::BF16, acc, 8 * x.in * x.out) + pass(2 * T * x.out) + pass(2 * T * x.in);
+  }
+  const char* fsdp = R"({"preset": "fsdp", "dp": 2})";
+  const Experiment f16 = tiny(false, fsdp), f8 = tiny(true, fsdp);
+  CHECK(f8.training.fp8_scaling == Fp8Scaling::Tensorwise);
+  CHECK_FALSE(f8.training.fp8_scaling_given);
+  CHECK(layer_times(f8, acc).forward_s - layer_times(f16, acc).forward_s == Approx(fwd).epsilon(1e-9));
+  CHECK(layer_times(f8, acc).backward_s - layer_times(f16, acc).backward_s == Approx(bwd).epsilon(1e-9));
+  // Written on the dp preset, whose parameters stay on the device: torchao still casts the weight every forward.
+  const char* dp = R"({"preset": "dp", "dp": 1})";
+  const Experiment d16 = tiny(false, dp), d8 = tiny(true, dp, R"(, "fp8_scaling": "tensorwise")");
+  CHECK(d8.training.fp8_scaling_given);
+  CHECK(layer_times(d8, acc).forward_s - layer_times(d16, acc).forward_s == Approx(fwd).epsilon(1e-9));
+  // Host-bound (50 us a launch): the fused layer's 12 forward and 16 backward kernels, plus per linear 2 casts
+  // forward, and a cast and 3 copies backward.
+  Experiment host = f8;
+  host.training.launch_overhead_s = 50e-6;
+  CHECK(layer_times(host, acc).forward_s == Approx(20 * 50e-6));
+  CHECK(layer_times(host, acc).backward_s == Approx(32 * 50e-6));
+  // Megatron's presets keep Transformer Engine's delayed scaling; the echo carries the scaling.
+  const Experiment mega = test::experiment(R"({"model": "llama3-8b", "training": {"fp8": true},
+      "strategy": {"preset": "megatron-3d", "tp": 2}})");
+  CHECK(mega.training.fp8_scaling == Fp8Scaling::Delayed);
+  CHECK(training_to_json(f8.training)["fp8_scaling"] == "tensorwise");
+  CHECK(training_to_json(mega.training)["fp8_scaling"] == "delayed");
+  CHECK_THAT(analysis_table(f8, analyze(f8)), Catch::Contains("FP8 linear layers (training.fp8, tensorwise scaling)"));
+  // Without FP8 it is refused, naming the field; so is tensorwise on a model with experts.
+  CHECK_THROWS_WITH(
+      test::experiment(R"({"model": "llama3-8b", "training": {"fp8_scaling": "tensorwise"}, "strategy": "dp"})"),
+      Catch::Contains("training.fp8_scaling=tensorwise") && Catch::Contains("training.fp8=true"));
+  CHECK_THROWS_WITH(
+      test::experiment(
+          R"({"model": "llama3-8b", "training": {"fp8": true, "fp8_scaling": "rowwise"}, "strategy": "dp"})"),
+      Catch::Contains("training.fp8_scaling"));
+}
+
 TEST_CASE("training.fp8 is refused with fp32 training and dtype fp8 points to it; it is echoed and reported") {
   CHECK_THROWS_WITH(test::experiment(R"({"model": "llama3-8b", "training": {"dtype": "fp32", "fp8": true},
                                         "strategy": "dp"})"),
@@ -639,5 +702,5 @@ TEST_CASE("training.fp8 is refused with fp32 training and dtype fp8 points to it
   Experiment e = test::experiment(R"({"model": "llama3-8b", "training": {"fp8": true}, "strategy": "dp"})");
   CHECK(e.training.fp8);
   CHECK(training_to_json(e.training)["fp8"] == true);
-  CHECK_THAT(analysis_table(e, analyze(e)), Catch::Contains("FP8 linear layers (training.fp8)"));
+  CHECK_THAT(analysis_table(e, analyze(e)), Catch::Contains("FP8 linear layers (training.fp8, delayed scaling)"));
 }

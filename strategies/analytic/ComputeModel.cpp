@@ -29,7 +29,8 @@ struct LayerShape {
   bool repeat_kv = false;         // grouped keys and values (ModelSpec::grouped_kv)
   AttentionKernel attention_kernel = AttentionKernel::Fused;
   DType dtype = DType::BF16;
-  bool fp8 = false;  // training.fp8: the linears' GEMMs in FP8, with their casts
+  bool fp8 = false;             // training.fp8: the linears' GEMMs in FP8, with their casts
+  bool fp8_tensorwise = false;  // training.fp8_scaling = tensorwise: torchao's dynamic casts (fp8_cast_s)
   // Share of a weight's FP8 cast each forward pays: 1 when the parameters are gathered per use (a fresh 16-bit copy
   // each micro-batch), else 1 / micro-batches (Transformer Engine casts on a step's first micro-batch and keeps the
   // FP8 weight and its transpose until the step ends: Megatron-Core's is_first_microbatch).
@@ -68,7 +69,8 @@ LayerShape shape_of(const Experiment& e) {
   L.repeat_kv = m.grouped_kv();
   L.attention_kernel = e.training.attention_kernel;
   L.fp8 = e.training.fp8;
-  L.weight_cast_share = holds_unit_buffer(e.strategy, State::Parameters)
+  L.fp8_tensorwise = L.fp8 && e.training.fp8_scaling == Fp8Scaling::Tensorwise;
+  L.weight_cast_share = holds_unit_buffer(e.strategy, State::Parameters) || L.fp8_tensorwise
                             ? 1.0
                             : 1.0 / static_cast<double>(std::max<std::int64_t>(1, e.strategy.microbatches));
   return L;
@@ -117,29 +119,48 @@ double linear_gemm_s(const GemmShape& g, const LayerShape& L, const AcceleratorS
   return L.fp8 ? fp8_gemm_time_s(g, acc, extra_bytes) : gemm_time_s(g, L.dtype, acc, extra_bytes);
 }
 
-// Transformer Engine's fused cast-transpose (fp8_cast_transpose_fused) of `elems` 16-bit elements: reads them and
-// writes their FP8 copy and its FP8 transpose (the layout the other two GEMMs of the linear read), (el + 2) bytes an
-// element; 0 without training.fp8.
+// The cast of `elems` 16-bit elements to FP8; 0 without training.fp8.
+// - delayed (Transformer Engine's fused cast-transpose, fp8_cast_transpose_fused): one kernel reads them and writes
+//   their FP8 copy and its FP8 transpose (the layout the linear's other two GEMMs read), (el + 2) bytes an element;
+// - tensorwise (torchao's hp_tensor_to_float8_dynamic): the amax reduction reads them (el bytes), then the scaled cast
+//   reads them again and writes the FP8 copy (el + 1), and the transposes are separate (fp8_relayout_s). Eager, each
+//   pass is a kernel of its own; compiled, the two count as one launch. (torchao measured a compiled Float8Linear,
+//   forward and backward, at 0.80 times bf16's speed at M, K, N = 1024, 2048, 1024, where launches dominate: this
+//   model gives 0.56 on the h100-sxm profile, a launch per pass 0.48; docs/validation.md, 'Float8 casts'.)
 double fp8_cast_s(double elems, const LayerShape& L, const AcceleratorSpec& acc) {
-  return L.fp8 ? elementwise_time_s((L.el + 2) * elems, acc) : 0;
+  if (!L.fp8) return 0;
+  if (L.fp8_tensorwise)
+    return elementwise_time_s((2 * L.el + 1) * elems, acc) + (L.eager ? acc.profile.kernel_latency_s : 0);
+  return elementwise_time_s((L.el + 2) * elems, acc);
+}
+// torchao's FP8 operand copied into the layout torch._scaled_mm takes (preprocess_addmm: a.contiguous() of the row
+// operand, b.t().contiguous().t() of the column one): a read and a write of one byte an element, a launch of its own.
+// Only under tensorwise scaling: Transformer Engine's cast wrote the transpose already.
+double fp8_relayout_s(double elems, const LayerShape& L, const AcceleratorSpec& acc) {
+  return L.fp8_tensorwise ? elementwise_time_s(2 * elems, acc) : 0;
 }
 
-// Forward: under FP8 the input is cast (with its transpose, for the weight gradient) and the weight's cast is
-// shared by the micro-batches that reuse it (weight_cast_share).
+// Forward: under FP8 the input is cast (with its transpose, for the weight gradient, under delayed scaling) and the
+// weight's cast is shared by the micro-batches that reuse it (weight_cast_share; torchao casts it every forward).
 double linear_forward_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
   return linear_gemm_s({L.T, x.out, x.in}, L, acc) + fp8_cast_s(L.T * x.in, L, acc) +
          L.weight_cast_share * fp8_cast_s(x.in * x.out, L, acc);
 }
-// Input gradient: under FP8 the output gradient is cast first (with its transpose, for the weight gradient).
+// Input gradient: under FP8 the output gradient is cast first (with its transpose, for the weight gradient, under
+// delayed scaling); torchao copies the FP8 weight into column-major order for this GEMM.
 double linear_dgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
-  return linear_gemm_s({L.T, x.in, x.out}, L, acc) + fp8_cast_s(L.T * x.out, L, acc);
+  return linear_gemm_s({L.T, x.in, x.out}, L, acc) + fp8_cast_s(L.T * x.out, L, acc) +
+         fp8_relayout_s(x.in * x.out, L, acc);
 }
 // The weight gradient accumulates into an fp32 main-grad buffer (read and written once per micro-batch) inside the
 // GEMM; without that fusion the GEMM writes a fresh gradient and an add kernel reads it and the buffer and writes the
-// buffer back.
+// buffer back. torchao (tensorwise FP8) first copies the FP8 output gradient and the saved FP8 input into the layouts
+// this GEMM takes.
 double linear_wgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
-  if (L.fused_accumulation) return linear_gemm_s({x.in, x.out, L.T}, L, acc, 8.0 * x.in * x.out);
-  return linear_gemm_s({x.in, x.out, L.T}, L, acc) + elementwise_time_s((L.el + 2 * L.gb) * x.in * x.out, acc);
+  const double relayout = fp8_relayout_s(L.T * x.out, L, acc) + fp8_relayout_s(L.T * x.in, L, acc);
+  if (L.fused_accumulation) return relayout + linear_gemm_s({x.in, x.out, L.T}, L, acc, 8.0 * x.in * x.out);
+  return relayout + linear_gemm_s({x.in, x.out, L.T}, L, acc) +
+         elementwise_time_s((L.el + 2 * L.gb) * x.in * x.out, acc);
 }
 
 // Eager PyTorch kernels, each a memory-bound pass (bytes read + written; `rows` = tokens, whose per-row scalars are
@@ -323,6 +344,10 @@ LayerKernels layer_kernels(const LayerShape& L) {
       k.forward += 2;
       k.backward += 2;
     }
+    if (L.fp8_tensorwise) {  // each cast's amax reduction a kernel of its own
+      k.forward += 4 * 2;
+      k.backward += 4;
+    }
     return k;
   }
   // Forward: 4 linears, the attention (1 fused kernel; 2 GEMMs, softmax and dropout unfused), its layout copy, 2 norms,
@@ -334,9 +359,14 @@ LayerKernels layer_kernels(const LayerShape& L) {
   const double attention_backward = L.flash ? 1 : 5 + (L.dropout ? 1 : 0);
   k.backward =
       8 + (L.fused_accumulation ? 0 : 4) + attention_backward + 1 + 2 + 2 + 1 + (L.rotary ? 1 : 0) + (L.bias ? 4 : 0);
-  // FP8: a cast-transpose before each linear forward (its input) and backward (its output gradient); the weights'
-  // casts, once per step, are not counted.
-  if (L.fp8) {
+  // FP8, delayed: a cast-transpose before each linear forward (its input) and backward (its output gradient); the
+  // weights' casts, once per step, are not counted. Tensorwise (torchao): per linear, forward the casts of the input
+  // and of the weight; backward the output gradient's cast and three operand copies (fp8_relayout_s); compiled, a
+  // cast is one launch (eager adds the amax kernels above).
+  if (L.fp8_tensorwise) {
+    k.forward += 4 * 2;
+    k.backward += 4 * 4;
+  } else if (L.fp8) {
     k.forward += 4;
     k.backward += 4;
   }

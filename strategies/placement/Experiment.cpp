@@ -200,6 +200,16 @@ void resolve(Experiment& e) {
     throw InputError(
         "training.fp8=true runs the layers' linear GEMMs in FP8, but the model is opaque (model.parameters, no "
         "layer shapes): describe it by its shape (family, layers, hidden, heads, ...) or a preset for FP8 to apply");
+  // FP8 casts as the preset's framework scales them: PyTorch's presets run torchao's Float8Linear (tensorwise, as
+  // torchtitan and OLMo-core configure it), the others Transformer Engine's delayed scaling.
+  if (t.fp8 && !t.fp8_scaling_given)
+    t.fp8_scaling = pytorch_fsdp_preset(s.preset) ? Fp8Scaling::Tensorwise : Fp8Scaling::Delayed;
+  if (t.fp8 && t.fp8_scaling == Fp8Scaling::Tensorwise && e.model.moe())
+    throw InputError("training.fp8_scaling=tensorwise" +
+                     std::string(t.fp8_scaling_given ? "" : " (the " + s.preset + " preset's default)") +
+                     " is torchao's Float8Linear, which does not run the experts' grouped GEMMs; this model has MoE "
+                     "layers: set training.fp8_scaling=delayed (Transformer Engine's grouped linear) or training.fp8 "
+                     "false");
   if (t.attention_kernel != AttentionKernel::Fused && !e.model.flash_attention)
     throw InputError("training.attention_kernel=" + to_string(t.attention_kernel) +
                      " names a fused attention kernel, but model.flash_attention=false (scores stored)");
@@ -330,7 +340,10 @@ Json training_to_json(const TrainingSpec& t) {
   j["kernels"] = to_string(t.kernels);
   if (t.fused_norm) j["fused_norm"] = true;
   if (t.attention_kernel != AttentionKernel::Fused) j["attention_kernel"] = to_string(t.attention_kernel);
-  if (t.fp8) j["fp8"] = true;
+  if (t.fp8) {
+    j["fp8"] = true;
+    j["fp8_scaling"] = to_string(t.fp8_scaling);
+  }
   if (t.master_weights == MasterWeights::Parameters) j["master_weights"] = to_string(t.master_weights);
   if (t.loss_kernel_given) j["loss_kernel"] = to_string(t.loss_kernel);
   return j;

@@ -297,7 +297,8 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
               ? " (training.recompute not given: the placement's activations are materialized, i.e. recomputed in "
                 "the backward; set training.recompute to choose)"
               : "")
-      << (e.training.fp8 ? ", FP8 linear layers (training.fp8)" : "");
+      << (e.training.fp8 ? ", FP8 linear layers (training.fp8, " + to_string(e.training.fp8_scaling) + " scaling)"
+                         : std::string());
   if (!e.model.opaque())
     out << "; seq " << e.model.seq_len
         << (e.model.seq_len_source.empty() ? std::string() : " (" + e.model.seq_len_source + ")") << ", "

@@ -424,13 +424,21 @@ std::string simulation_summary(const SimulatedStep& s) {
     out += line;
   }
   if (s.experiment.training.fp8) {  // refused on opaque models (resolve)
+    const TrainingSpec& t = s.experiment.training;
+    const std::string scaling =
+        (t.fp8_scaling == Fp8Scaling::Tensorwise
+             ? "tensorwise scaling, torchao's Float8Linear: amax and cast passes, the weights cast every forward, "
+               "operand copies for the backward GEMMs"
+             : "delayed scaling, Transformer Engine's: fused cast-transposes, the weights cast once per step") +
+        std::string(t.fp8_scaling_given ? " (training.fp8_scaling)"
+                                        : " (training.fp8_scaling not given: the " + s.experiment.strategy.preset +
+                                              " preset's framework)");
     std::snprintf(line, sizeof line,
                   "  FP8                  the layers' linear GEMMs at the FP8 peak (%.0f TFLOP/s) with their casts "
-                  "(training.fp8); attention, norms and the output layer in %s, every collective as without FP8; the "
-                  "weights' FP8 copies are not in the memory figures; MFU is of the %s peak (an FP8 MFU, NeMo's, "
+                  "(training.fp8; %s); attention, norms and the output layer in %s, every collective as without FP8; "
+                  "the weights' FP8 copies are not in the memory figures; MFU is of the %s peak (an FP8 MFU, NeMo's, "
                   "divides by the FP8 peak)\n",
-                  acc.peak_fp8_flops / 1e12, to_string(s.experiment.training.dtype).c_str(),
-                  to_string(s.experiment.training.dtype).c_str());
+                  acc.peak_fp8_flops / 1e12, scaling.c_str(), to_string(t.dtype).c_str(), to_string(t.dtype).c_str());
     out += line;
   }
   const ComputeProfile& profile = acc.profile;

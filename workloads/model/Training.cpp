@@ -137,6 +137,14 @@ TrainingSpec parse_training(const Json& value) {
     throw InputError(r.field("fp8") +
                      "=true runs the linear layers in FP8 beside 16-bit training, but training.dtype=fp32: set "
                      "training.dtype to bf16 (Transformer Engine's and torchao's FP8 recipes keep bf16 weights)");
+  t.fp8_scaling_given = r.has("fp8_scaling");
+  t.fp8_scaling = r.get_choice("fp8_scaling", {"delayed", "tensorwise"}, "delayed") == "tensorwise"
+                      ? Fp8Scaling::Tensorwise
+                      : Fp8Scaling::Delayed;
+  if (t.fp8_scaling_given && !t.fp8)
+    throw InputError(r.field("fp8_scaling") + "=" + to_string(t.fp8_scaling) +
+                     " without training.fp8=true: it says how FP8 linears scale their casts; set \"fp8\": true or "
+                     "leave it out");
   t.loss_kernel_given = r.has("loss_kernel");
   const std::string loss = r.get_choice("loss_kernel", {"vocab-parallel", "pytorch", "fused"}, "vocab-parallel");
   t.loss_kernel = loss == "pytorch" ? LossKernel::PyTorch
@@ -168,6 +176,9 @@ std::string to_string(MasterWeights m) {
 }
 std::string to_string(LossKernel k) {
   return k == LossKernel::PyTorch ? "pytorch" : k == LossKernel::Fused ? "fused" : "vocab-parallel";
+}
+std::string to_string(Fp8Scaling s) {
+  return s == Fp8Scaling::Tensorwise ? "tensorwise" : "delayed";
 }
 std::string to_string(AttentionKernel k) {
   return k == AttentionKernel::Flash1 ? "flash1" : k == AttentionKernel::Triton ? "triton" : "fused";

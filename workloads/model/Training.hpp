@@ -43,6 +43,15 @@ enum class MasterWeights { Optimizer, Parameters };
 ///   writes the 16-bit gradient (2); forward two reads of the logits (max, sum of exponentials), backward one read and
 ///   one write.
 enum class LossKernel { VocabParallel, PyTorch, Fused };
+/// How FP8 linears scale their casts (training.fp8_scaling), which decides the memory-bound passes around each GEMM:
+/// - delayed: Transformer Engine's delayed scaling (NeMo and Megatron-Core `fp8`): each cast takes its scale from
+///   earlier steps' amax, so one fused cast-transpose reads a 16-bit tensor and writes its FP8 copy and transpose;
+///   a step casts its weights once and keeps them while its micro-batches reuse them;
+/// - tensorwise: torchao's Float8Linear with dynamic tensorwise scaling (torchtitan's and OLMo-core's `float8`): each
+///   cast first reduces the tensor's amax (a read), then casts (a read and an FP8 write), every forward casts the
+///   weight afresh, and the backward's GEMMs copy three FP8 operands into the layout torch._scaled_mm takes (the
+///   weight, the output gradient and the saved input, a read and a write of one byte each).
+enum class Fp8Scaling { Delayed, Tensorwise };
 
 /// Skewed routing of a mixture-of-experts model, a what-if (placesim does not train a router): every source rank
 /// routes alike, in every MoE layer and micro-batch. Expert i takes a share p_i of the token-expert assignments:
@@ -103,6 +112,8 @@ struct TrainingSpec {
   /// gradients and every collective are as without FP8, and the memory figures leave out the weights' FP8 copies
   /// (ComputeModel's linear_*_s).
   bool fp8 = false;
+  Fp8Scaling fp8_scaling = Fp8Scaling::Delayed;
+  bool fp8_scaling_given = false;  ///< training.fp8_scaling was written (else the strategy preset's framework decides)
   LossKernel loss_kernel = LossKernel::VocabParallel;
   bool loss_kernel_given = false;  ///< training.loss_kernel was written (else training.kernels decides)
   RoutingSpec routing;             ///< mixture-of-experts models: how tokens spread over the experts
@@ -144,5 +155,6 @@ std::string to_string(Kernels k);
 std::string to_string(AttentionKernel k);
 std::string to_string(MasterWeights m);
 std::string to_string(LossKernel k);
+std::string to_string(Fp8Scaling s);
 
 }  // namespace placesim
