@@ -16,7 +16,8 @@ experiment the way a user would write it from the table and the repository of th
 - the loss: ComposerMPTCausalLM's default loss_fn fused_crossentropy, flash-attn's CrossEntropyLoss on the 16-bit
   logits (llmfoundry/models/mpt/modeling_mpt.py; training.loss_kernel fused);
 - FP8 (precision amp_fp8): submit_benchmarks.py runs Transformer Engine's linears (model fc_type te, TE v0.10) with
-  the same Triton attention: training.fp8;
+  the same Triton attention: training.fp8 with Transformer Engine's delayed scaling (training.fp8_scaling delayed;
+  the fsdp preset's default is torchao's tensorwise);
 - the cluster: DGX H100 nodes (the H100 tables name no interconnect: assumed) or DGX A100 nodes with 8 x 200 Gb/s
   RoCE (the A100 table's 1600 Gbps node-node interconnect).
 
@@ -54,6 +55,7 @@ def experiment(row, attention_kernel):
         training["grad_dtype"] = "bf16"
     if row["precision"] == "amp_fp8":
         training["fp8"] = True
+        training["fp8_scaling"] = "delayed"
     cluster = {"preset": "dgx-a100" if a100 else "dgx-h100", "nodes": max(1, gpus // 8)}
     if a100:
         cluster["comm"] = {"inter_node": "roce-200g"}
