@@ -334,3 +334,25 @@ TEST_CASE("The simulate summary states a power limit's scale and where it comes 
   CHECK_THAT(summary("h200"), Catch::Contains("500 W of the rated 700 W: compute peaks x0.714 (sustained clock taken "
                                               "as proportional to the limit, an estimate; HBM bandwidth unchanged)"));
 }
+
+// The simulate summary's FP8 line says how the casts were costed and whether the scaling was written or the preset's
+// (training.fp8_scaling).
+TEST_CASE("The simulate summary states the FP8 scaling and where it comes from") {
+  auto summary = [](const char* name, const char* training, const char* strategy) {
+    std::string out;
+    const std::string path = write_temp(std::string("fp8-") + name + ".json",
+                                        std::string(R"({"model": {"family": "llama", "layers": 2, "hidden": 256,
+        "heads": 4, "ffn": 512, "vocab": 512, "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 8,
+        "fp8": true)") + training + R"(}, "strategy": )" +
+                                            strategy + R"(, "cluster": {"preset": "dgx-h100", "nodes": 1}})");
+    CHECK(run_placesim("simulate --quiet " + path, &out) == 0);
+    return out;
+  };
+  CHECK_THAT(summary("fsdp", "", R"({"preset": "fsdp", "dp": 8})"),
+             Catch::Contains("(training.fp8; tensorwise scaling, torchao's Float8Linear: amax and cast passes, the "
+                             "weights cast every forward, operand copies for the backward GEMMs (training.fp8_scaling "
+                             "not given: the fsdp preset's framework))"));
+  CHECK_THAT(summary("written", R"(, "fp8_scaling": "delayed")", R"({"preset": "fsdp", "dp": 8})"),
+             Catch::Contains("(training.fp8; delayed scaling, Transformer Engine's: fused cast-transposes, the weights "
+                             "cast once per step (training.fp8_scaling))"));
+}
