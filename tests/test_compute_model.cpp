@@ -137,6 +137,51 @@ TEST_CASE("The optimizer step moves the bytes of Megatron-LM's mixed-precision s
   CHECK(optimizer_step_bytes(training(R"({"optimizer":"sgd"})")) == 34);
 }
 
+// torch.optim's foreach step (_multi_tensor_adamw, _multi_tensor_sgd), one pass per op, on fp32 parameters with fp32
+// gradients. AdamW: parameter x (1 - lr wd) 4 + 4; lerp of m 4 + 4 + 4; v x beta2 4 + 4; addcmul into v 4 + 4 + 4;
+// sqrt of v into a temporary 4 + 4; its division 4 + 4 and eps 4 + 4; addcdiv into the parameter 4 + 4 + 4 + 4: 80.
+// clip_grad_norm_: the norm's read 4 and the scaling 4 + 4; the gradient made ready for the next step 4. 96.
+TEST_CASE("The foreach optimizer step: one pass per op, hand-counted; the PyTorch presets' default") {
+  auto training = [](const char* json) { return parse_training(Json::parse(json)); };
+  CHECK(optimizer_step_bytes(training(R"({"master_weights":"parameters","optimizer_kernel":"foreach"})")) == 96);
+  CHECK(optimizer_step_bytes(
+            training(R"({"master_weights":"parameters","optimizer_kernel":"foreach","grad_clipping":false})")) == 84);
+  // SGD with momentum: buffer x momentum 4 + 4, + gradient 4 + 4 + 4, parameter - lr buffer 4 + 4 + 4: 32; + 12 + 4.
+  CHECK(optimizer_step_bytes(training(R"({"optimizer":"sgd","dtype":"fp32","optimizer_kernel":"foreach"})")) == 48);
+  // Defaults: the fsdp preset (fp32 master weights as the parameters) steps foreach; Megatron's fused; the fsdp
+  // preset with the master weights in the state, or another state size, fused.
+  const Experiment fsdp = test::experiment(R"({"model": "llama3-8b", "strategy": {"preset": "fsdp", "dp": 8}})");
+  CHECK(fsdp.training.optimizer_kernel == OptimizerKernel::Foreach);
+  CHECK_FALSE(fsdp.training.optimizer_kernel_given);
+  CHECK(training_to_json(fsdp.training)["optimizer_kernel"] == "foreach");
+  CHECK_THAT(analysis_table(fsdp, analyze(fsdp)),
+             Catch::Contains("torch.optim's foreach step (the fsdp preset's default)"));
+  CHECK(test::experiment(R"({"model": "llama3-8b", "strategy": {"preset": "megatron-3d", "tp": 8}})")
+            .training.optimizer_kernel == OptimizerKernel::Fused);
+  CHECK(test::experiment(R"({"model": "llama3-8b", "training": {"master_weights": "optimizer"},
+      "strategy": {"preset": "fsdp", "dp": 8}})")
+            .training.optimizer_kernel == OptimizerKernel::Fused);
+  CHECK(test::experiment(R"({"model": "llama3-8b", "training": {"optimizer_bytes_per_param": 2},
+      "strategy": {"preset": "fsdp", "dp": 8}})")
+            .training.optimizer_kernel == OptimizerKernel::Fused);
+  // Its step is 96 - 36 = 60 bytes a parameter slower than the fused one on the same experiment.
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  Experiment fused = fsdp;
+  fused.training.optimizer_kernel = OptimizerKernel::Fused;
+  CHECK(optimizer_step_s(1e9, fsdp, acc) - optimizer_step_s(1e9, fused, acc) ==
+        Approx(1e9 * 60 / (acc.hbm_bw_Bps * acc.profile.memory_efficiency)));
+  // Written where it cannot run: refused, naming the field.
+  CHECK_THROWS_WITH(test::experiment(R"({"model": "llama3-8b", "training": {"optimizer_kernel": "foreach"},
+      "strategy": {"preset": "megatron-3d", "tp": 8}})"),
+                    Catch::Contains("training.optimizer_kernel=foreach") &&
+                        Catch::Contains("training.master_weights=optimizer, the megatron-3d preset's default"));
+  CHECK_THROWS_WITH(
+      test::experiment(R"({"model": "llama3-8b", "training": {"optimizer_kernel": "foreach",
+      "optimizer_bytes_per_param": 2}, "strategy": {"preset": "fsdp", "dp": 8}})"),
+      Catch::Contains("training.optimizer_kernel=foreach") && Catch::Contains("optimizer_bytes_per_param"));
+  CHECK_THROWS_WITH(training(R"({"optimizer_kernel": "apex"})"), Catch::Contains("training.optimizer_kernel"));
+}
+
 TEST_CASE("With gemm_sms a GEMM's output tiles run in whole waves over the SMs") {
   // Peak 1 PFLOP/s at efficiency 1, no latency, no K overhead, memory time negligible: a 256 x 256 x 1024 GEMM has
   // 4 tiles of 128 x 128; over 3 SMs they take 2 waves of 3, so the rate is 4/6 of peak. Two of them batched: 8 tiles

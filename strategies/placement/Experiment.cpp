@@ -118,6 +118,26 @@ void resolve_master_weights(Experiment& e) {
                      "state); use training.master_weights=optimizer");
   if (!t.optimizer_bytes_given)
     t.optimizer_bytes_per_param = default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights);
+  // torch.optim's multi-tensor step steps fp32 parameters in place: PyTorch's presets run it by default wherever the
+  // parameters are the master weights; 16-bit parameters with master weights in the state are a fused kernel's layout.
+  const bool in_place = t.dtype == DType::FP32 || t.master_weights == MasterWeights::Parameters;
+  const bool own_state = t.optimizer_bytes_per_param == default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights);
+  if (!t.optimizer_kernel_given)
+    t.optimizer_kernel =
+        pytorch_fsdp_preset(s.preset) && in_place && own_state ? OptimizerKernel::Foreach : OptimizerKernel::Fused;
+  else if (t.optimizer_kernel == OptimizerKernel::Foreach && !in_place)
+    throw InputError(
+        "training.optimizer_kernel=foreach is torch.optim's multi-tensor step on fp32 parameters, but "
+        "the master weights are in the optimizer state (training.master_weights=optimizer" +
+        std::string(t.master_weights_given ? "" : ", the " + s.preset + " preset's default") +
+        "): set training.master_weights=parameters, or optimizer_kernel=fused");
+  else if (t.optimizer_kernel == OptimizerKernel::Foreach && !own_state)
+    throw InputError(
+        "training.optimizer_kernel=foreach counts torch.optim's passes over its own state (Adam's two fp32 "
+        "moments, SGD's momentum: " +
+        std::to_string(static_cast<int>(default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights))) +
+        " bytes a parameter), but training.optimizer_bytes_per_param sets another size: leave one of "
+        "them out");
 }
 
 }  // namespace
@@ -330,10 +350,15 @@ Json model_to_json(const ModelSpec& m) {
 }
 
 Json training_to_json(const TrainingSpec& t) {
-  Json j{{"global_batch", t.global_batch},      {"micro_batch", t.micro_batch},
-         {"dtype", to_string(t.dtype)},         {"grad_dtype", to_string(t.grad_dtype)},
-         {"optimizer", to_string(t.optimizer)}, {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
-         {"recompute", to_string(t.recompute)}, {"grad_accumulation_fusion", t.grad_accumulation_fusion},
+  Json j{{"global_batch", t.global_batch},
+         {"micro_batch", t.micro_batch},
+         {"dtype", to_string(t.dtype)},
+         {"grad_dtype", to_string(t.grad_dtype)},
+         {"optimizer", to_string(t.optimizer)},
+         {"optimizer_kernel", to_string(t.optimizer_kernel)},
+         {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
+         {"recompute", to_string(t.recompute)},
+         {"grad_accumulation_fusion", t.grad_accumulation_fusion},
          {"grad_clipping", t.grad_clipping}};
   if (t.recompute_layers > 0) j["recompute_layers"] = t.recompute_layers;
   if (t.launch_overhead_s > 0) j["launch_overhead"] = t.launch_overhead_s;

@@ -288,6 +288,12 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
                                                      : "the " + e.strategy.preset + " preset's default: PyTorch FSDP") +
                     ")"
               : std::string())
+      << (e.training.optimizer_kernel == OptimizerKernel::Foreach
+              ? std::string(", torch.optim's foreach step (") +
+                    (e.training.optimizer_kernel_given ? "training.optimizer_kernel"
+                                                       : "the " + e.strategy.preset + " preset's default") +
+                    ")"
+              : std::string())
       << "), recompute " << to_string(e.training.recompute)
       << (partial_recompute(e) ? " of the first " + std::to_string(e.training.recompute_layers) +
                                      " layers of each model chunk (training.recompute_layers; the others keep every "

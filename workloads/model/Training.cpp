@@ -15,8 +15,10 @@ double default_optimizer_bytes(Optimizer optimizer, DType dtype, MasterWeights m
 double optimizer_step_bytes(const TrainingSpec& t) {
   const bool mixed = t.dtype != DType::FP32;
   const bool copy16 = mixed && t.master_weights == MasterWeights::Optimizer;
-  double bytes = 2 * t.optimizer_bytes_per_param + (copy16 ? 0 : 2 * 4) + 4;
-  if (t.grad_clipping) bytes += 4;
+  const bool foreach = t.optimizer_kernel == OptimizerKernel::Foreach;
+  double bytes =
+      foreach ? (t.optimizer == Optimizer::Adam ? 80 : 32) : 2 * t.optimizer_bytes_per_param + (copy16 ? 0 : 2 * 4) + 4;
+  if (t.grad_clipping) bytes += foreach ? 4 + 8 : 4;
   if (t.dtype == DType::FP16) bytes += 8;
   if (copy16) bytes += 4 + t.param_bytes();
   const bool fp32_grads = t.grad_dtype == DType::FP32;
@@ -106,6 +108,10 @@ TrainingSpec parse_training(const Json& value) {
   if (t.master_weights_given && t.dtype == DType::FP32)
     throw InputError(r.field("master_weights") + "=" + to_string(t.master_weights) +
                      " with training.dtype=fp32: fp32 training has no master weights");
+  t.optimizer_kernel_given = r.has("optimizer_kernel");
+  t.optimizer_kernel = r.get_choice("optimizer_kernel", {"fused", "foreach"}, "fused") == "foreach"
+                           ? OptimizerKernel::Foreach
+                           : OptimizerKernel::Fused;
   t.optimizer_bytes_given = r.has("optimizer_bytes_per_param");
   t.optimizer_bytes_per_param =
       r.get_number("optimizer_bytes_per_param", default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights));
@@ -157,6 +163,9 @@ TrainingSpec parse_training(const Json& value) {
 
 std::string to_string(DType d) {
   return d == DType::BF16 ? "bf16" : d == DType::FP16 ? "fp16" : "fp32";
+}
+std::string to_string(OptimizerKernel k) {
+  return k == OptimizerKernel::Foreach ? "foreach" : "fused";
 }
 std::string to_string(Optimizer o) {
   return o == Optimizer::Adam ? "adam" : "sgd";

@@ -30,6 +30,13 @@ enum class AttentionKernel { Fused, Flash1, Triton };
 /// (PyTorch FSDP's MixedPrecision/MixedPrecisionPolicy: the sharded fp32 parameter is what the optimizer updates;
 /// 4 + 8 bytes with Adam, 16-bit copies only gathered).
 enum class MasterWeights { Optimizer, Parameters };
+/// How the optimizer step runs on the device (training.optimizer_kernel; optimizer_step_bytes):
+/// - fused: one kernel reads and writes each parameter's state once (apex FusedAdam in Megatron-LM and DeepSpeed,
+///   torch.optim.AdamW(fused=True));
+/// - foreach: torch.optim's multi-tensor step, its default on CUDA (torchtitan's and most PyTorch trainers'): one
+///   pass over memory per arithmetic op of the update (_multi_tensor_adamw, _multi_tensor_sgd). Only for the fp32
+///   parameters stepped in place (master_weights = parameters, or fp32 training) with the default state size.
+enum class OptimizerKernel { Fused, Foreach };
 /// The cross entropy over the output head's logits (see loss_saved_bytes/loss_transient_bytes and logit_times):
 /// - vocab-parallel: Megatron-LM's vocab-parallel cross entropy in fp32 (megatron/core/tensor_parallel/
 ///   cross_entropy.py): keeps the fp32 softmax (4 bytes a logit), its backward scales it in place and casts the
@@ -82,6 +89,8 @@ struct TrainingSpec {
   bool optimizer_bytes_given = false;     ///< training.optimizer_bytes_per_param was written
   MasterWeights master_weights = MasterWeights::Optimizer;
   bool master_weights_given = false;  ///< training.master_weights was written (else the strategy preset decides)
+  OptimizerKernel optimizer_kernel = OptimizerKernel::Fused;
+  bool optimizer_kernel_given = false;  ///< training.optimizer_kernel was written (else the preset's framework)
   Recompute recompute = Recompute::None;
   bool recompute_given = false;  ///< training.recompute was written by the user (it then wins over a preset)
   /// With recompute full: the first this many layers of each model chunk (virtual pipeline stage) are recomputed and
@@ -138,6 +147,12 @@ struct TrainingSpec {
 ///   read in place and the buffer is zeroed (4); 16-bit gradients are first copied to fp32 (2 + 4) and their buffer
 ///   is zeroed (2), with or without fused accumulation (Float16OptimizerWithFloat16Params copies main_grad.float()).
 /// Mixed-precision Adam: bf16 42 (fp32 gradients), fp16 54 (fp16 gradients); fp32 Adam 36.
+/// With optimizer_kernel = foreach (torch.optim's multi-tensor step on fp32 parameters) the kernel's 2K + 8 + 4 become
+/// one pass per op: AdamW 80 (weight decay's scale of the parameter 8; lerp of the first moment toward the gradient
+/// 12; the second moment scaled 8 and the squared gradient added 12; its square root into a temporary 8, divided by
+/// the bias correction 8, plus eps 8; addcdiv into the parameter 16), SGD with momentum 32 (the buffer scaled 8, the
+/// gradient added 12, the parameter stepped 12); and torch's clip_grad_norm_ scales every gradient by the clip
+/// coefficient after reading them for the norm (4 + 8, where Megatron scales only when it clips).
 double optimizer_step_bytes(const TrainingSpec& t);
 
 /// Optimizer state bytes per parameter: Adam 12 (mixed) / 8 (fp32, or mixed with the master weights as the
@@ -150,6 +165,7 @@ std::string to_string(DType d);
 /// "balanced", "zipf 1.2 (seed 1)", "hot 2 experts x 10% (seed 1)".
 std::string to_string(const RoutingSpec& r);
 std::string to_string(Optimizer o);
+std::string to_string(OptimizerKernel k);
 std::string to_string(Recompute r);
 std::string to_string(Kernels k);
 std::string to_string(AttentionKernel k);
