@@ -26,6 +26,21 @@ double rate(const GemmShape& g, const AcceleratorSpec& acc) {
   return 2 * g.m * g.n * g.k * g.batch / gemm_time_s(g, DType::BF16, acc);
 }
 
+// A tiny Llama layer (h 256, 4 heads of 64, 2 KV heads, ffn 512 gated; T = 128 tokens; bf16; 4 micro-batches per
+// step) under `strategy`, with or without FP8; `extra` adds training fields (",\"key\": value"). Its linears (in x
+// out): qkv 256 x 512, proj 256 x 256, fc1 256 x 1024, fc2 512 x 256.
+Experiment tiny_fp8_layer(bool fp8, const std::string& strategy, const std::string& extra = "") {
+  return test::experiment(std::string(R"({"model": {"family": "llama", "layers": 2, "hidden": 256, "heads": 4,
+      "kv_heads": 2, "ffn": 512, "vocab": 512, "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 4,
+      "fp8": )") + (fp8 ? "true" : "false") +
+                          extra + R"(}, "strategy": )" + strategy + "}");
+}
+struct TinyLinear {
+  double in, out;
+};
+constexpr double kTinyTokens = 128;
+constexpr TinyLinear kTinyLinears[] = {{256, 512}, {256, 256}, {256, 1024}, {512, 256}};
+
 std::string write_temp(const std::string& name, const std::string& text) {
   std::string path = std::string(PLACESIM_BINARY) + "." + name;
   std::ofstream(path) << text;
@@ -619,29 +634,19 @@ TEST_CASE("FP8 GEMMs are the profile's GEMM model at the FP8 peak, as fitted to 
   CHECK(custom.accelerator.peak_fp8_flops == 624e12);
 }
 
-// A tiny Llama layer (h 256, 4 heads of 64, 2 KV heads, ffn 512 gated; T = 128 tokens; bf16; 4 micro-batches per
-// step, parameters on the device). Its linears (in x out): qkv 256 x 512, proj 256 x 256, fc1 256 x 1024, fc2 512 x
-// 256. Under FP8 each GEMM runs at the FP8 peak and the layer adds, per linear, bytes read + written by memory-bound
-// kernels: forward the input's cast with its transpose, 2 + 1 + 1 = 4 bytes per input element (T x in), and a
-// quarter of the weight's (4 bytes per in x out: cast on the first of 4 micro-batches, kept to the step's end);
-// backward the output gradient's, 4 bytes per T x out. Attention, norms and the SwiGLU are unchanged.
+// The tiny Llama layer (tiny_fp8_layer; parameters on the device). Under FP8 each GEMM runs at the FP8 peak and the
+// layer adds, per linear, bytes read + written by memory-bound kernels: forward the input's cast with its transpose,
+// 2 + 1 + 1 = 4 bytes per input element (T x in), and a quarter of the weight's (4 bytes per in x out: cast on the
+// first of 4 micro-batches, kept to the step's end); backward the output gradient's, 4 bytes per T x out. Attention,
+// norms and the SwiGLU are unchanged.
 TEST_CASE("FP8 linears: GEMMs at the FP8 peak plus their hand-counted casts, nothing else") {
   const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
-  auto tiny = [](bool fp8, const char* strategy) {
-    return test::experiment(std::string(R"({"model": {"family": "llama", "layers": 2, "hidden": 256, "heads": 4,
-        "kv_heads": 2, "ffn": 512, "vocab": 512, "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 4,
-        "fp8": )") + (fp8 ? "true" : "false") +
-                            R"(}, "strategy": )" + strategy + "}");
-  };
-  const double T = 128;
-  struct Lin {
-    double in, out;
-  };
-  const Lin lins[] = {{256, 512}, {256, 256}, {256, 1024}, {512, 256}};
+  auto tiny = [](bool fp8, const char* strategy) { return tiny_fp8_layer(fp8, strategy); };
+  const double T = kTinyTokens;
   auto cast = [&](double elems) { return elementwise_time_s(4 * elems, acc); };
   auto expected = [&](double weight_share) {
     double fwd = 0, bwd = 0;
-    for (const Lin& x : lins) {
+    for (const TinyLinear& x : kTinyLinears) {
       fwd += fp8_gemm_time_s({T, x.out, x.in}, acc) - gemm_time_s({T, x.out, x.in}, DType::BF16, acc) + cast(T * x.in) +
              weight_share * cast(x.in * x.out);
       bwd += fp8_gemm_time_s({T, x.in, x.out}, acc) - gemm_time_s({T, x.in, x.out}, DType::BF16, acc) +
@@ -682,20 +687,13 @@ TEST_CASE("FP8 linears: GEMMs at the FP8 peak plus their hand-counted casts, not
 // input copied into the GEMM's layouts (2 per T x out and 2 per T x in). Compiled, each cast and copy is one launch.
 TEST_CASE("FP8 tensorwise (torchao): amax, cast and layout copies, hand-counted; the PyTorch presets' default") {
   const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
-  auto tiny = [](bool fp8, const char* strategy, const char* extra = "") {
-    return test::experiment(std::string(R"({"model": {"family": "llama", "layers": 2, "hidden": 256, "heads": 4,
-        "kv_heads": 2, "ffn": 512, "vocab": 512, "seq_len": 128}, "training": {"micro_batch": 1, "global_batch": 4,
-        "kernels": "compiled", "fp8": )") +
-                            (fp8 ? "true" : "false") + extra + R"(}, "strategy": )" + strategy + "}");
+  auto tiny = [](bool fp8, const char* strategy, const std::string& extra = "") {
+    return tiny_fp8_layer(fp8, strategy, R"(, "kernels": "compiled")" + extra);
   };
-  const double T = 128;
-  struct Lin {
-    double in, out;
-  };
-  const Lin lins[] = {{256, 512}, {256, 256}, {256, 1024}, {512, 256}};
+  const double T = kTinyTokens;
   auto pass = [&](double bytes) { return elementwise_time_s(bytes, acc); };
   double fwd = 0, bwd = 0;
-  for (const Lin& x : lins) {
+  for (const TinyLinear& x : kTinyLinears) {
     fwd += fp8_gemm_time_s({T, x.out, x.in}, acc) - gemm_time_s({T, x.out, x.in}, DType::BF16, acc) +
            pass(5 * T * x.in) + pass(5 * x.in * x.out);
     bwd += fp8_gemm_time_s({T, x.in, x.out}, acc) - gemm_time_s({T, x.in, x.out}, DType::BF16, acc) +
