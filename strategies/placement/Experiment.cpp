@@ -118,10 +118,17 @@ void resolve_master_weights(Experiment& e) {
                      "state); use training.master_weights=optimizer");
   if (!t.optimizer_bytes_given)
     t.optimizer_bytes_per_param = default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights);
-  // torch.optim's multi-tensor step steps fp32 parameters in place: PyTorch's presets run it by default wherever the
-  // parameters are the master weights; 16-bit parameters with master weights in the state are a fused kernel's layout.
+}
+
+// The optimizer step's kernel (training.optimizer_kernel), once the master weights and the state size are resolved:
+// torch.optim's multi-tensor step steps fp32 parameters in place, so PyTorch's presets run it by default wherever the
+// parameters are the master weights; 16-bit parameters with master weights in the state are a fused kernel's layout.
+void resolve_optimizer_kernel(Experiment& e) {
+  const StrategySpec& s = e.strategy;
+  TrainingSpec& t = e.training;
   const bool in_place = t.dtype == DType::FP32 || t.master_weights == MasterWeights::Parameters;
-  const bool own_state = t.optimizer_bytes_per_param == default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights);
+  const double own_bytes = default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights);
+  const bool own_state = t.optimizer_bytes_per_param == own_bytes;
   if (!t.optimizer_kernel_given)
     t.optimizer_kernel =
         pytorch_fsdp_preset(s.preset) && in_place && own_state ? OptimizerKernel::Foreach : OptimizerKernel::Fused;
@@ -135,7 +142,7 @@ void resolve_master_weights(Experiment& e) {
     throw InputError(
         "training.optimizer_kernel=foreach counts torch.optim's passes over its own state (Adam's two fp32 "
         "moments, SGD's momentum: " +
-        std::to_string(static_cast<int>(default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights))) +
+        std::to_string(static_cast<int>(own_bytes)) +
         " bytes a parameter), but training.optimizer_bytes_per_param sets another size: leave one of "
         "them out");
 }
@@ -212,6 +219,7 @@ void resolve(Experiment& e) {
   if (!t.loss_kernel_given)
     t.loss_kernel = t.kernels == Kernels::Fused ? LossKernel::VocabParallel : LossKernel::PyTorch;
   resolve_master_weights(e);
+  resolve_optimizer_kernel(e);
   if (t.fused_norm && t.kernels != Kernels::Eager)
     throw InputError("training.fused_norm=true has no meaning with training.kernels=" + to_string(t.kernels) +
                      (t.kernels_given ? "" : " (the " + s.preset + " preset's default)") +
