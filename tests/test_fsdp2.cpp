@@ -118,6 +118,48 @@ TEST_CASE("FSDP2 copies: the forward's layer compute carries the copy-out of its
         Approx(elementwise_time_s(2 * elems * 2 + elems * (2 + 4), c.accelerator)));
 }
 
+// FSDP1's flat parameters (strategy.flat_params): the gathered buffer is used in place, so the forward pays no
+// copy; the backward concatenates the gradients in bf16 (read and write, 4 bytes an element) and, with fp32 reduction
+// (the fsdp preset's grad_dtype), casts them in a pass of their own (2 + 4 bytes): 10 bytes an element against FSDP2's
+// 4 (the re-gathered unit's copy-out) + 6 (copy-in cast to fp32). With bf16 reduction only the concatenation, 4.
+TEST_CASE("FSDP1's flat parameters: no copy-out, the gradients concatenated and cast before the reduce-scatter") {
+  ClusterSpec c = one_dgx();
+  auto layer_s = [&](const Experiment& e, bool backward) {
+    TaskGraph g = expand(e, c);
+    for (TaskId id = 0; id < g.size(); ++id)
+      if (const auto* t = std::get_if<Compute>(&g[id].body))
+        if (t->device == 0 && t->part == ModelPart::Layers && t->layer == 1 &&
+            t->kind == (backward ? TaskKind::Backward : TaskKind::Forward)) {
+          REQUIRE(t->layers == 1);
+          return t->seconds;
+        }
+    return 0.0;
+  };
+  const double elems = 12.0 * 512 * 512 + 13 * 512;  // one layer, h 512 (the copies test above)
+  const Experiment none = fsdp(R"(, "gather_copies": false)"), flat = fsdp(R"(, "flat_params": true)");
+  CHECK(layer_s(flat, false) == layer_s(none, false));
+  CHECK(layer_s(flat, true) - layer_s(none, true) == Approx(elementwise_time_s(10 * elems, c.accelerator)));
+  // FSDP2's copies on the same layer: 4 + 6 bytes too, but split between the copy-out and the copy-in.
+  CHECK(layer_s(fsdp(), true) - layer_s(none, true) == Approx(elementwise_time_s(10 * elems, c.accelerator)));
+  CHECK(layer_s(fsdp(), false) - layer_s(none, false) == Approx(elementwise_time_s(4 * elems, c.accelerator)));
+  // bf16 reduction: the concatenation alone.
+  const Experiment flat16 = test::experiment(R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024,
+      "seq_len": 256}, "training": {"global_batch": 16, "micro_batch": 1, "grad_dtype": "bf16"},
+      "strategy": {"preset": "fsdp", "dp": 8, "flat_params": true}})");
+  Experiment none16 = flat16;
+  none16.strategy.flat_params = false;
+  none16.strategy.gather_copies = false;
+  CHECK(layer_s(flat16, true) - layer_s(none16, true) == Approx(elementwise_time_s(4 * elems, c.accelerator)));
+  // No byte of communication moves.
+  CHECK(zero_gather_bytes(analyze(flat)) == zero_gather_bytes(analyze(fsdp())));
+  // The echo says so, and the setting is refused where it would cost nothing.
+  CHECK(strategy_to_json(flat.strategy)["flat_params"] == true);
+  CHECK_FALSE(strategy_to_json(fsdp().strategy).contains("flat_params"));
+  CHECK_THROWS_WITH(fsdp(R"(, "gather_copies": false, "flat_params": true)"),
+                    Catch::Contains("strategy.flat_params=true changes what gather_copies costs") &&
+                        Catch::Contains("strategy.gather_copies=false costs no copies"));
+}
+
 TEST_CASE("reshard_after_backward is refused where it is not modelled, with the field named") {
   auto with = [](const std::string& strategy) {
     return test::experiment(R"({"model": {"layers": 4, "hidden": 512, "heads": 8, "vocab": 1024, "seq_len": 256},

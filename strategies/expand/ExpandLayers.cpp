@@ -150,13 +150,17 @@ PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, Mod
 // FSDP2's copies on the compute stream (strategy.gather_copies): a gathered unit is copied out of the all-gather's
 // output into the parameters (split_with_sizes_copy: read and write the unit), and before the reduce-scatter the
 // unit's gradients are copied into its input, cast to the reduce dtype (chunk_cat: read in the parameters' dtype,
-// write in the gradients'). Element-wise, memory-bound kernels.
+// write in the gradients'). FSDP1's flat parameters (strategy.flat_params) use the gathered buffer in place (no
+// copy-out) and concatenate the gradients in the parameters' dtype (split's backward), then cast them to the reduce
+// dtype in a pass of their own when it differs. Element-wise, memory-bound kernels.
 double Expander::gather_copy_s(const LayerGroup& lg, bool forward) const {
   if (!e_.strategy.gather_copies || lg.elems == 0) return 0;
   const double elems = static_cast<double>(lg.elems), pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
+  const bool flat = e_.strategy.flat_params;
   double bytes = 0;
-  if (param_gather(forward)) bytes += 2 * elems * pb;
-  if (!forward && grad_reduce()) bytes += elems * (pb + gb);
+  if (param_gather(forward) && !flat) bytes += 2 * elems * pb;
+  if (!forward && grad_reduce())
+    bytes += flat ? 2 * elems * pb + (gb != pb ? elems * (pb + gb) : 0) : elems * (pb + gb);
   return bytes > 0 ? elementwise_time_s(bytes, c_.accelerator) : 0;
 }
 

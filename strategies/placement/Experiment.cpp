@@ -292,6 +292,7 @@ Json strategy_to_json(const StrategySpec& s) {
   j["prefetch_forward"] = s.prefetch_forward;
   j["prefetch_backward"] = s.prefetch_backward;
   j["gather_copies"] = s.gather_copies;
+  if (s.flat_params) j["flat_params"] = true;
   if (!s.layers_per_stage.empty()) j["layers_per_stage"] = s.layers_per_stage;
   // The split data axis appears only when it is split, so one-axis reports read as before.
   if (s.dp_replicate > 1)

@@ -287,6 +287,12 @@ StrategySpec read_strategy_object(const Json& object) {
                        " must be 0 (no prefetch: each gather waits for the previous unit) to 8 units");
   }
   s.gather_copies = r.get_bool("gather_copies", true);
+  s.flat_params = r.get_bool("flat_params", false);
+  if (s.flat_params && !s.gather_copies)
+    throw InputError(r.field("flat_params") +
+                     "=true changes what gather_copies costs (FSDP1's gradient copy-in "
+                     "instead of FSDP2's copy-out and copy-in), but " +
+                     r.field("gather_copies") + "=false costs no copies: set one or the other");
   // Both algorithms send 2(N-1)/N of an all-reduce's buffer per device, so the analytic volumes hold for either.
   s.collective = r.get_choice("collective", {"ring", "hierarchical"}, "ring") == "hierarchical"
                      ? CollectiveScheme::Hierarchical

@@ -84,6 +84,12 @@ struct StrategySpec {
   bool reshard_after_backward = false;
   std::int64_t prefetch_forward = 1, prefetch_backward = 1;
   bool gather_copies = true;
+  /// FSDP1's FlatParameter (torch.distributed.fsdp.FullyShardedDataParallel: llm-foundry, fms-fsdp): a unit is
+  /// all-gathered into one flat buffer whose views are its parameters (_flat_param.py, _use_unsharded_flat_param), so
+  /// there is no copy-out; in the backward autograd's split backward concatenates the parameters' gradients into the
+  /// flat gradient (read and written in the parameters' dtype), then casts it to the reduce dtype when that differs.
+  /// Changes only what gather_copies costs.
+  bool flat_params = false;
   CollectiveScheme collective = CollectiveScheme::Ring;
   Placement placement;
 
