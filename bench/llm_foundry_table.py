@@ -11,7 +11,9 @@ experiment the way a user would write it from the table and the repository of th
   without dropout, at the row's sequence length;
 - micro-batch, global batch (GradAccum x MicroBatchSize x GPUs when the table's global batch is not a multiple),
   activation checkpointing (recompute full), MP mode (DEFAULT: gradients reduced in fp32, placesim's default; PURE:
-  bf16), sharding (FULL_SHARD: the fsdp preset; SHARD_GRAD_OP: zero2, parameters gathered once per step);
+  bf16), sharding (FULL_SHARD: the fsdp preset; SHARD_GRAD_OP: zero2, parameters gathered once per step), and
+  Composer's FSDP being PyTorch's FSDP1 (strategy.flat_params: the gathered flat buffer used in place, the gradients
+  concatenated into the flat gradient before the reduce-scatter);
 - attention: attn_impl triton, submit_benchmarks.py's default, set into every run (training.attention_kernel triton);
 - the loss: ComposerMPTCausalLM's default loss_fn fused_crossentropy, flash-attn's CrossEntropyLoss on the 16-bit
   logits (llmfoundry/models/mpt/modeling_mpt.py; training.loss_kernel fused);
@@ -64,7 +66,8 @@ def experiment(row, attention_kernel):
             "model": {"family": "gpt", "layers": layers, "hidden": hidden, "heads": heads, "vocab": 50368,
                       "seq_len": int(row["seq_len"]), "dropout": False},
             "training": training,
-            "strategy": {"preset": "fsdp" if row["sharding"] == "FULL_SHARD" else "zero2", "dp": gpus},
+            "strategy": {"preset": "fsdp" if row["sharding"] == "FULL_SHARD" else "zero2", "dp": gpus,
+                         "flat_params": True},
             "cluster": cluster}
 
 
