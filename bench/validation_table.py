@@ -57,7 +57,8 @@ def main(argv):
     for stack, errs in list(by_stack.items()) + [("all rows", every)]:
         mean = sum(abs(e) for e in errs) / len(errs)
         worst = max(errs, key=abs)
-        print(f"{stack}: {len(errs)} rows, mean absolute error {mean:.1f}%, worst {worst:+.1f}%")
+        within = sum(1 for e in errs if abs(e) <= 20)
+        print(f"{stack}: {len(errs)} rows, mean absolute error {mean:.1f}%, worst {worst:+.1f}%, {within} within 20%")
 
 
 if __name__ == "__main__":
