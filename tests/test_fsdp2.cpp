@@ -36,6 +36,16 @@ double zero_gather_bytes(const Analysis& a) {
   return a.stages[0].comm.by_class[static_cast<std::size_t>(CommClass::ZeroGather)];
 }
 
+// Device 0's compute task of layer 1 (forward or backward): its seconds and the layers its group holds.
+std::pair<double, double> layer1_compute(const TaskGraph& g, bool backward) {
+  for (TaskId id = 0; id < g.size(); ++id)
+    if (const auto* t = std::get_if<Compute>(&g[id].body))
+      if (t->device == 0 && t->part == ModelPart::Layers && t->layer == 1 &&
+          t->kind == (backward ? TaskKind::Backward : TaskKind::Forward))
+        return {t->seconds, static_cast<double>(t->layers)};
+  return {0.0, 0.0};
+}
+
 std::vector<TaskId> forward_gathers(const TaskGraph& g, int device) {
   std::vector<TaskId> out;
   for (TaskId id = 0; id < g.size(); ++id)
@@ -99,22 +109,14 @@ TEST_CASE("FSDP2 copies: the forward's layer compute carries the copy-out of its
   Experiment with = fsdp(), without = fsdp(R"(, "gather_copies": false)");
   ClusterSpec c = one_dgx();
   TaskGraph g1 = expand(with, c), g0 = expand(without, c);
-  auto forward_layer_s = [](const TaskGraph& g, bool backward) {
-    for (TaskId id = 0; id < g.size(); ++id)
-      if (const auto* t = std::get_if<Compute>(&g[id].body))
-        if (t->device == 0 && t->part == ModelPart::Layers && t->layer == 1 &&
-            t->kind == (backward ? TaskKind::Backward : TaskKind::Forward))
-          return std::pair{t->seconds, static_cast<double>(t->layers)};
-    return std::pair{0.0, 0.0};
-  };
   // Layer groups of one layer (h 512: 12 h^2 + 13 h = 3,152,384 elements, bf16): copy-out reads and writes the unit.
   const double elems = 12.0 * 512 * 512 + 13 * 512;
-  auto [f1, layers] = forward_layer_s(g1, false);
-  auto [f0, layers0] = forward_layer_s(g0, false);
+  auto [f1, layers] = layer1_compute(g1, false);
+  auto [f0, layers0] = layer1_compute(g0, false);
   REQUIRE(layers == 1);
   CHECK(f1 - f0 == Approx(elementwise_time_s(2 * elems * 2, c.accelerator)));
   // Backward: the re-gathered unit's copy-out plus the gradients' copy-in, bf16 read and fp32 written.
-  CHECK(forward_layer_s(g1, true).first - forward_layer_s(g0, true).first ==
+  CHECK(layer1_compute(g1, true).first - layer1_compute(g0, true).first ==
         Approx(elementwise_time_s(2 * elems * 2 + elems * (2 + 4), c.accelerator)));
 }
 
@@ -125,15 +127,9 @@ TEST_CASE("FSDP2 copies: the forward's layer compute carries the copy-out of its
 TEST_CASE("FSDP1's flat parameters: no copy-out, the gradients concatenated and cast before the reduce-scatter") {
   ClusterSpec c = one_dgx();
   auto layer_s = [&](const Experiment& e, bool backward) {
-    TaskGraph g = expand(e, c);
-    for (TaskId id = 0; id < g.size(); ++id)
-      if (const auto* t = std::get_if<Compute>(&g[id].body))
-        if (t->device == 0 && t->part == ModelPart::Layers && t->layer == 1 &&
-            t->kind == (backward ? TaskKind::Backward : TaskKind::Forward)) {
-          REQUIRE(t->layers == 1);
-          return t->seconds;
-        }
-    return 0.0;
+    const auto [seconds, layers] = layer1_compute(expand(e, c), backward);
+    REQUIRE(layers == 1);
+    return seconds;
   };
   const double elems = 12.0 * 512 * 512 + 13 * 512;  // one layer, h 512 (the copies test above)
   const Experiment none = fsdp(R"(, "gather_copies": false)"), flat = fsdp(R"(, "flat_params": true)");
