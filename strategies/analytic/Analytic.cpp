@@ -4,6 +4,7 @@
 
 #include "strategies/analytic/DataPlan.hpp"
 #include "strategies/analytic/Routing.hpp"
+#include "strategies/analytic/TpLayerTimes.hpp"
 
 namespace placesim {
 
@@ -102,18 +103,21 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
 
 // Tensor-parallel collectives of one layer for one micro-batch, in elements sent by one rank: its forward and
 // backward, or (recompute) those a full recompute of its forward adds.
-double tp_layer_elems(const Experiment& e, bool recompute) {
+double tp_layer_bytes(const Experiment& e, bool recompute) {
   const auto& s = e.strategy;
   const auto& m = e.model;
   if (s.tp == 1 || m.opaque()) return 0;
   const std::int64_t x = local_seq_len(e) * e.training.micro_batch * m.hidden;
+  const double el = e.training.activation_bytes();
   if (!s.sp) {
     // Two all-reduces forward (attention and MLP outputs), two backward, two more when the forward is recomputed.
-    return (recompute ? 2 : 4) * d(ring_allreduce_elems_sent(x, s.tp));
+    return (recompute ? 2 : 4) * d(ring_allreduce_elems_sent(x, s.tp)) * el;
   }
   // Sequence parallel: forward 2 all-gathers + 2 reduce-scatters; backward the 2 + 2 transposes plus the
   // re-gather of the column-parallel inputs (kept sharded to save memory); recompute repeats the forward's 4.
-  return (recompute ? 4 : 4 + 6) * d(ring_gather_elems_sent(x, s.tp));
+  // The all-gathers move tp_gather_elem_bytes an element (FP8 under torchao's Float8 TP plan).
+  const double gathers = recompute ? 2 : 2 + 2 + 2, scatters = recompute ? 2 : 2 + 2;
+  return (gathers * tp_gather_elem_bytes(e) + scatters * el) * d(ring_gather_elems_sent(x, s.tp));
 }
 
 // Bytes of the data-parallel axes and of offloading: gradient synchronisation, ZeRO gathers, host copies.
@@ -164,8 +168,7 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
   const double recomputed = partial_recompute(e)                      ? d(stage_recomputed_layers(e, st))
                             : e.training.recompute == Recompute::Full ? tp_layers
                                                                       : 0.0;
-  at(c, CommClass::TpCollective) =
-      m * (tp_layers * tp_layer_elems(e, false) + recomputed * tp_layer_elems(e, true)) * el;
+  at(c, CommClass::TpCollective) = m * (tp_layers * tp_layer_bytes(e, false) + recomputed * tp_layer_bytes(e, true));
   if (e.model.opaque()) return;
   // Context parallelism's K/V: forward, backward, and the forward again under a full recompute.
   const double cp_passes =

@@ -27,8 +27,14 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
   // The collectives Megatron overlaps with the backward's GEMMs run beside the compute in the graph; what they cost
   // the critical path (their excess over their own GEMM, which Megatron waits for, and their SM and HBM contention)
   // is added to the compute, as Megatron-LM's layer timers measure it (Korthikanti et al. §4.2, calibrated).
-  k.layer_backward_s = layer.backward_s + tp_exposure(e, acc, c.comm.intra_node).backward_hidden_s;
+  const TpExposure tp_x = tp_exposure(e, acc, c.comm.intra_node);
+  k.layer_backward_s = layer.backward_s + tp_x.backward_hidden_s;
   k.layer_recompute_s = layer.recompute_s;
+  // PyTorch's copies around the sequence-parallel collectives (strategy.tp_copies) are compute-stream kernels of the
+  // layer: the backward takes the re-gathers' and its own collectives' copies, a full recompute its forward's.
+  k.layer_forward_s += tp_x.copies_forward_s;
+  k.layer_backward_s += tp_x.copies_backward_s;
+  k.layer_recompute_s += tp_x.copies_recompute_s;
   if (e.training.recompute == Recompute::Selective) {
     // The attention core is re-run inside the backward kernel sequence: one task, not two.
     k.layer_backward_s += k.layer_recompute_s;
@@ -43,8 +49,14 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
     k.moe_forward_s = moe.forward_s;
     k.moe_attention_forward_s = moe.attention_forward_s;
     k.moe_attention_backward_s = moe.attention_backward_s;
-    k.moe_backward_s = moe.backward_s + tp_exposure(e, acc, c.comm.intra_node).backward_hidden_s;
+    k.moe_backward_s = moe.backward_s + tp_x.backward_hidden_s;
     k.moe_recompute_s = moe.recompute_s;
+    // Without shared experts an MoE layer's MLP is not tensor-parallel: its attention's collectives only (as the
+    // expansion counts them).
+    const double half = m.shared_experts == 0 ? 0.5 : 1.0;
+    k.moe_forward_s += half * tp_x.copies_forward_s;
+    k.moe_backward_s += half * tp_x.copies_backward_s;
+    k.moe_recompute_s += half * tp_x.copies_recompute_s;
     if (e.training.recompute == Recompute::Full) k.moe_recompute_flops = k.moe_forward_flops;
     if (e.training.recompute == Recompute::Selective) {  // the attention core, inside the backward (as above)
       k.moe_recompute_flops = attention_core_flops_per_token(m) * tokens / tp;

@@ -10,8 +10,16 @@ TpExposure tp_exposure(const Experiment& e, const AcceleratorSpec& acc, const Fa
   TpExposure x;
   x.bytes =
       static_cast<double>(e.training.micro_batch * local_seq_len(e) * e.model.hidden) * e.training.activation_bytes();
+  x.gather_bytes = x.bytes * tp_gather_elem_bytes(e) / e.training.activation_bytes();
+  if (e.strategy.costs_tp_copies()) {
+    const double gather = elementwise_time_s(2 * x.gather_bytes, acc), scatter = elementwise_time_s(2 * x.bytes, acc);
+    x.copies_forward_s = 2 * gather + 2 * scatter;
+    x.copies_backward_s = 4 * gather + 2 * scatter;
+    if (e.training.recompute == Recompute::Full) x.copies_recompute_s = x.copies_forward_s;
+  }
   const auto time = [&](CollectiveKind kind, CollectiveAlgorithm algorithm) {
-    return collective_time_s(kind, algorithm, x.bytes, tp, tp_fabric);
+    return collective_time_s(kind, algorithm, kind == CollectiveKind::AllGather ? x.gather_bytes : x.bytes, tp,
+                             tp_fabric);
   };
   const ColumnLinearBackward col = column_linear_backward(e, acc);
   const double penalty = acc.profile.overlap_penalty;
@@ -39,12 +47,16 @@ TpExposure tp_exposure(const Experiment& e, const AcceleratorSpec& acc, const Fa
   return x;
 }
 
+double tp_gather_elem_bytes(const Experiment& e) {
+  return e.strategy.tp_fp8_gather ? 1.0 : static_cast<double>(e.training.activation_bytes());
+}
+
 PassTimes layer_times_with_tp_comm(const Experiment& e, const AcceleratorSpec& acc, const FabricProfile& tp_fabric) {
   PassTimes t = layer_times(e, acc);
   const TpExposure x = tp_exposure(e, acc, tp_fabric);
-  t.forward_s += x.forward_s;
-  t.backward_s += x.backward_s;
-  if (e.training.recompute == Recompute::Full) t.recompute_s += x.forward_s;
+  t.forward_s += x.forward_s + x.copies_forward_s;
+  t.backward_s += x.backward_s + x.copies_backward_s;
+  if (e.training.recompute == Recompute::Full) t.recompute_s += x.forward_s + x.copies_recompute_s;
   return t;
 }
 

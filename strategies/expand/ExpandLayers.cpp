@@ -86,7 +86,7 @@ void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta
     vocab_collective(s, op, g, CollectiveOp::AllReduce, false);
   }
   compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Layers, !lg.has_head, stash_delta);
-  tp_collective(s, op, g, sp ? 4 : 2, false);
+  tp_collective(s, op, g, sp ? 4 : 2, sp ? 2 : 0, false);
   if (moe_group(lg)) expert_block(s, op, g, TaskKind::Forward);
   if (lg.has_head) {
     if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
@@ -108,10 +108,10 @@ void Expander::backward_group(int s, const StageOp& op, int g, double stash_delt
     compute_tasks(s, op, g, TaskKind::Recompute, ModelPart::Layers, false, 0);
   const bool full = e_.training.recompute == Recompute::Full && lg.recomputed;
   if (moe_group(lg) && full) expert_block(s, op, g, TaskKind::Recompute);
-  tp_collective(s, op, g, (sp ? 2 : 0) + (full ? (sp ? 4 : 2) : 0), false);
+  tp_collective(s, op, g, (sp ? 2 : 0) + (full ? (sp ? 4 : 2) : 0), sp ? 2 + (full ? 2 : 0) : 0, false);
   if (moe_group(lg)) expert_block(s, op, g, TaskKind::Backward);
   compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
-  tp_collective(s, op, g, sp ? 4 : 2, e_.strategy.tp_overlap);
+  tp_collective(s, op, g, sp ? 4 : 2, sp ? 2 : 0, e_.strategy.tp_overlap);
   if (lg.has_embedding) {
     if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
     compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Embedding, true, stash_delta);
@@ -366,22 +366,29 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
   }
 }
 
-void Expander::tp_collective(int s, const StageOp& op, int g, int ops, bool hidden) {
+void Expander::tp_collective(int s, const StageOp& op, int g, int ops, int gathers, bool hidden) {
   const auto& lg =
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   if (ops == 0 || lg.layers == 0) return;
   // An MoE layer without shared experts has no tensor-parallel MLP: its attention's collectives only.
-  if (moe_group(lg) && e_.model.shared_experts == 0) ops /= 2;
-  add_tp_collective(s, op, g, e_.strategy.sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, ops * lg.layers, true,
-                    hidden);
+  if (moe_group(lg) && e_.model.shared_experts == 0) {
+    ops /= 2;
+    gathers /= 2;
+  }
+  const CollectiveOp kind = e_.strategy.sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce;
+  const int el = e_.training.activation_bytes();
+  // FP8 all-gathers (strategy.tp_fp8_gather) are collectives of their own, before the phase's reduce-scatters.
+  const int fp8_gathers = e_.strategy.tp_fp8_gather ? gathers : 0;
+  if (fp8_gathers > 0) add_tp_collective(s, op, g, kind, fp8_gathers * lg.layers, true, hidden, 1);
+  if (ops > fp8_gathers) add_tp_collective(s, op, g, kind, (ops - fp8_gathers) * lg.layers, true, hidden, el);
 }
 
 void Expander::vocab_collective(int s, const StageOp& op, int g, CollectiveOp kind, bool hidden) {
-  add_tp_collective(s, op, g, kind, 1, false, hidden);
+  add_tp_collective(s, op, g, kind, 1, false, hidden, e_.training.activation_bytes());
 }
 
 void Expander::add_tp_collective(int s, const StageOp& op, int g, CollectiveOp kind, int repeat, bool per_layer,
-                                 bool hidden) {
+                                 bool hidden, int elem_bytes) {
   if (tp_ == 1 || e_.model.opaque()) return;
   const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
   const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
@@ -390,7 +397,7 @@ void Expander::add_tp_collective(int s, const StageOp& op, int g, CollectiveOp k
   const bool first_of_op = first_group && (hidden ? before_compute_.front().empty() : frontier_.front().empty());
   const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
   for (int d = 0; d < dl_; ++d) {
-    Collective c = tp_group_collective(d, s, kind, x, e_.training.activation_bytes());
+    Collective c = tp_group_collective(d, s, kind, x, elem_bytes);
     c.repeat = repeat;
     c.layer = per_layer ? lg.first_layer : -1;
     c.layers = per_layer ? lg.layers : 0;

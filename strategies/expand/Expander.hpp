@@ -97,9 +97,10 @@ class Expander {
   const std::vector<TaskId>& preceding(std::size_t lane, const std::vector<TaskId>& frontier) const;
   void apply_inline(int s, const PipeOp& op);
   double stash_change(int s, const PipeOp& op);
-  /// A TP collective of `ops` per layer over each (d, s) TP group; `hidden` ones run beside the compute that follows
-  /// the current frontier instead of after it (Megatron overlaps them with weight-gradient GEMMs).
-  void tp_collective(int s, const StageOp& op, int g, int ops, bool hidden);
+  /// A TP collective of `ops` per layer over each (d, s) TP group, `gathers` of them all-gathers (which move FP8 under
+  /// strategy.tp_fp8_gather); `hidden` ones run beside the compute that follows the current frontier instead of after
+  /// it (Megatron overlaps them with weight-gradient GEMMs).
+  void tp_collective(int s, const StageOp& op, int g, int ops, int gathers, bool hidden);
   /// Context parallelism: the attention of group g after its other work (`body`, per lane), as cp ring steps (a
   /// compute step and a K/V transfer to the ring's next rank each) or all-gathered K/V (and reduce-scattered
   /// gradients in the backward). The last attention compute of each lane closes the group with `on_end`.
@@ -109,7 +110,8 @@ class Expander {
   int cp_group(int d, int t, int s);
   /// Megatron-LM's TP collective around the vocabulary-parallel embedding or output layer of group g (one per op).
   void vocab_collective(int s, const StageOp& op, int g, CollectiveOp kind, bool hidden);
-  void add_tp_collective(int s, const StageOp& op, int g, CollectiveOp kind, int repeat, bool per_layer, bool hidden);
+  void add_tp_collective(int s, const StageOp& op, int g, CollectiveOp kind, int repeat, bool per_layer, bool hidden,
+                         int elem_bytes);
   void gather_params(int s, const StageOp& op, int g);
   /// Seconds of FSDP2's copy-out of group lg's gathered parameters and (backward) copy-in of its gradients for the
   /// reduce-scatter, added to the group's layer compute (strategy.gather_copies).

@@ -232,6 +232,18 @@ void resolve(Experiment& e) {
   // torchtitan and OLMo-core configure it), the others Transformer Engine's delayed scaling.
   if (t.fp8 && !t.fp8_scaling_given)
     t.fp8_scaling = pytorch_fsdp_preset(s.preset) ? Fp8Scaling::Tensorwise : Fp8Scaling::Delayed;
+  // torchao's Float8 TP plan: torchtitan gathers the linear layers' inputs in FP8 whenever tensorwise Float8 meets
+  // its (DTensor, sequence-parallel) TP.
+  if (!s.tp_fp8_gather_given)
+    s.tp_fp8_gather = t.fp8 && t.fp8_scaling == Fp8Scaling::Tensorwise && s.tp_copies && s.sp && s.tp > 1;
+  else if (s.tp_fp8_gather && !t.fp8)
+    throw InputError(
+        "strategy.tp_fp8_gather=true all-gathers the linear layers' FP8 inputs (torchao's Float8 TP "
+        "plan), but training.fp8=false: set training.fp8=true or drop strategy.tp_fp8_gather");
+  else if (s.tp_fp8_gather && (!s.sp || s.tp == 1))
+    throw InputError("strategy.tp_fp8_gather=true changes the bytes of the sequence-parallel all-gathers, but " +
+                     std::string(s.tp == 1 ? "strategy.tp=1 has none" : "strategy.sp=false (all-reduces) has none") +
+                     ": set strategy.sp=true with tp > 1, or drop strategy.tp_fp8_gather");
   if (t.fp8 && t.fp8_scaling == Fp8Scaling::Tensorwise && e.model.moe())
     throw InputError("training.fp8_scaling=tensorwise" +
                      std::string(t.fp8_scaling_given ? "" : " (the " + s.preset + " preset's default)") +
@@ -293,6 +305,8 @@ Json strategy_to_json(const StrategySpec& s) {
   j["prefetch_backward"] = s.prefetch_backward;
   j["gather_copies"] = s.gather_copies;
   if (s.flat_params) j["flat_params"] = true;
+  if (s.tp_copies) j["tp_copies"] = true;
+  if (s.tp_fp8_gather) j["tp_fp8_gather"] = true;
   if (!s.layers_per_stage.empty()) j["layers_per_stage"] = s.layers_per_stage;
   // The split data axis appears only when it is split, so one-axis reports read as before.
   if (s.dp_replicate > 1)

@@ -63,12 +63,15 @@ const std::map<std::string, Preset>& presets() {
       // parallelism (its TP plan shards norms' activations with SequenceParallel). Its vanilla (DTensor) TP leaves the
       // backward's collectives exposed: autograd's matmul node computes the input and the weight gradients together,
       // and the reduce-scatter (the all-gather's backward) runs after it, waited for by the norm's backward; there is
-      // no weight-gradient GEMM left to hide it behind (Megatron splits them to overlap). tp_overlap false.
+      // no weight-gradient GEMM left to hide it behind (Megatron splits them to overlap). tp_overlap false. Its
+      // activations are batch-first ([batch, seq, hidden], SequenceParallel's Shard(1)), so funcol copies the buffer
+      // of every sequence-parallel collective (tp_copies).
       {"fsdp-tp",
        {"2-D FSDP + tensor parallel (torchtitan): SG/S/S/R along the data axes, tp shards each layer, sequence "
         "parallel, vanilla TP (backward collectives not overlapped); needs strategy.tp > 1; eager kernels unless "
-        "training.kernels says otherwise; with pp > 1 units gathered once per step (reshard_after_forward false)",
-        R"({"sp":true,"tp_overlap":false,"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
+        "training.kernels says otherwise; with pp > 1 units gathered once per step (reshard_after_forward false); "
+        "batch-first activations: the copies around its sequence-parallel collectives (tp_copies)",
+        R"({"sp":true,"tp_overlap":false,"tp_copies":true,"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
       // ZeRO++ (Wang et al., arXiv 2306.10209) hierarchical partitioning hpZ: ZeRO-3 over every data rank plus a
       // secondary parameter shard inside each dp_shard group (a node), so the backward gathers inside the node.
       // Its quantized gathers and reductions (qwZ, qgZ) are not modelled: every collective moves full-precision bytes.
@@ -252,6 +255,11 @@ StrategySpec read_strategy_object(const Json& object) {
     s.cp_comm = comm == "all-gather" || comm == "all_gather" ? CpComm::AllGather : CpComm::Ring;
   }
   s.tp_overlap = r.get_bool("tp_overlap", true);
+  s.tp_copies = r.get_bool("tp_copies", false);
+  if (r.has("tp_fp8_gather")) {
+    s.tp_fp8_gather = r.get_bool("tp_fp8_gather", false);
+    s.tp_fp8_gather_given = true;
+  }
   s.schedule = parse_schedule(
       r.get_choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
   s.p2p =

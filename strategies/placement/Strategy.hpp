@@ -55,6 +55,20 @@ struct StrategySpec {
   /// measured by Korthikanti et al.); false: they run exposed, after the backward compute of their layer, as in the
   /// April 2021 code of Narayanan et al. (arXiv 2104.04473)
   bool tp_overlap = true;
+  /// PyTorch's DTensor TP on batch-first activations ([batch, seq, hidden], sequence parallel as Shard(1): torchtitan):
+  /// funcol's all_gather_tensor(gather_dim=1) gathers along dim 0 and then copies the gathered buffer into place
+  /// (torch.cat of its chunks), reduce_scatter_tensor(scatter_dim=1) copies its input into rank order first; each copy
+  /// reads and writes the full buffer on the compute stream. Costed only with sp and without tp_overlap: async TP's
+  /// fused all-gather-matmul and matmul-reduce-scatter (torch/_inductor/fx_passes/micro_pipeline_tp.py matches the
+  /// all-gather with its split + cat) absorb them. Megatron's [seq, batch, hidden] gathers along dim 0: no copies.
+  bool tp_copies = false;
+  /// torchao's Float8 TP plan (torchao/float8/float8_tensor_parallel.py: Float8ColwiseParallel, Float8RowwiseParallel,
+  /// PrepareFloat8ModuleInput; torchtitan applies it with tensorwise Float8 and TP): the linear layers' inputs are cast
+  /// to FP8 before their sequence-parallel all-gather, and the output gradients before theirs (the backward's
+  /// all-gathers), so every per-layer all-gather moves 1 byte an element (and its copy, tp_copies, too); the
+  /// reduce-scatters stay in the activations' dtype. Not given: on with training.fp8, fp8_scaling tensorwise, sp and
+  /// tp_copies (PyTorch's DTensor TP), as torchtitan runs it.
+  bool tp_fp8_gather = false, tp_fp8_gather_given = false;
   Schedule schedule = Schedule::OneFOneB;
   PipelineP2P p2p = PipelineP2P::Megatron;
   std::int64_t microbatches = 0;  ///< per step per pipeline; 0 = global_batch / (micro_batch * dp)
@@ -94,6 +108,8 @@ struct StrategySpec {
   Placement placement;
 
   std::int64_t devices() const { return dp * cp * tp * pp; }
+  /// tp_copies as costed: sequence-parallel collectives not fused into async TP's matmuls.
+  bool costs_tp_copies() const { return tp_copies && sp && tp > 1 && !tp_overlap; }
   /// FSDP under a pipeline schedule as torch.distributed.pipelining runs it (torchtitan's default with pp > 1:
   /// reshard_after_forward=false; the stage calls set_reshard_after_backward(False) and
   /// set_requires_gradient_sync(False) for every backward and reduces after the last): each gathered unit is

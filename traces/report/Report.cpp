@@ -272,6 +272,13 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   out << "placesim analyze: " << e.model.name << " (" << format_count(a.parameters) << " parameters), strategy "
       << s.preset << " " << short_form(s.placement) << " (P/O/G/A)\n";
   out << "  mesh " << mesh_string(s) << " = " << s.devices() << " devices" << (s.sp ? ", sequence parallel" : "")
+      << (s.costs_tp_copies()
+              ? ", batch-first TP activations (each sequence-parallel collective's buffer copied on the "
+                "compute stream: strategy.tp_copies)"
+              : "")
+      << (s.tp_fp8_gather ? std::string(", TP all-gathers in FP8 (torchao's Float8 TP plan: strategy.tp_fp8_gather") +
+                                (s.tp_fp8_gather_given ? "" : ", on with tensorwise Float8 and PyTorch's TP") + ")"
+                          : std::string())
       << (s.gathers_once_per_step() && holds_unit_buffer(s, State::Parameters)
               ? ", units gathered once per step and gradients reduce-scattered after the last backward "
                 "(reshard_after_forward=false under the pipeline; torchtitan's default with pp > 1)"
