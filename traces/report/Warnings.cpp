@@ -59,7 +59,7 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
         "strategy.cp=" + std::to_string(e.strategy.cp) +
         " with cp_comm=all-gather on a PyTorch stack (PyTorch's context_parallel): torchtitan's published runs at cp "
         "2, 4 and 8 took 1.14x, 1.53x and 1.60x the step time placesim gives (Llama 3.1 8B at 64K-256K on 8 H100; "
-        "1.20x at 32K without CP) and 1.29x, 1.32x and 1.55x (Llama 3.1 405B, 4-D, at 64K-256K on 512 H100; 1.05x "
+        "1.20x at 32K without CP) and 1.33x, 1.35x and 1.57x (Llama 3.1 405B, 4-D, at 64K-256K on 512 H100; 1.10x "
         "at 32K without CP); PyTorch's fp32 merge of each block's output and its K/V gradients passed around the "
         "ring in fp32 are not modelled (cp_kv counts one 16-bit reduce-scatter) and do not explain most of the gap. "
         "Treat this step time as optimistic (docs/validation.md section 3)");
