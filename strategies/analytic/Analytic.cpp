@@ -101,7 +101,7 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   return mem;
 }
 
-// Tensor-parallel collectives of one layer for one micro-batch, in elements sent by one rank: its forward and
+// Tensor-parallel collectives of one layer for one micro-batch, in bytes sent by one rank: its forward and
 // backward, or (recompute) those a full recompute of its forward adds.
 double tp_layer_bytes(const Experiment& e, bool recompute) {
   const auto& s = e.strategy;
