@@ -1,5 +1,6 @@
 // The forward and backward passes of a layer group: compute tasks and Megatron-LM's TP collectives around them.
 #include "strategies/analytic/ComputeModel.hpp"
+#include "strategies/analytic/TpLayerTimes.hpp"
 #include "strategies/expand/Expander.hpp"
 
 namespace placesim::detail {
@@ -377,10 +378,12 @@ void Expander::tp_collective(int s, const StageOp& op, int g, int ops, int gathe
   }
   const CollectiveOp kind = e_.strategy.sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce;
   const int el = e_.training.activation_bytes();
-  // FP8 all-gathers (strategy.tp_fp8_gather) are collectives of their own, before the phase's reduce-scatters.
-  const int fp8_gathers = e_.strategy.tp_fp8_gather ? gathers : 0;
-  if (fp8_gathers > 0) add_tp_collective(s, op, g, kind, fp8_gathers * lg.layers, true, hidden, 1);
-  if (ops > fp8_gathers) add_tp_collective(s, op, g, kind, (ops - fp8_gathers) * lg.layers, true, hidden, el);
+  // All-gathers of another element size than the activations' (FP8 under strategy.tp_fp8_gather: the analytic
+  // model's tp_gather_elem_bytes) are collectives of their own, before the phase's reduce-scatters.
+  const int gather_el = static_cast<int>(tp_gather_elem_bytes(e_));
+  const int own = gather_el != el ? gathers : 0;
+  if (own > 0) add_tp_collective(s, op, g, kind, own * lg.layers, true, hidden, gather_el);
+  if (ops > own) add_tp_collective(s, op, g, kind, (ops - own) * lg.layers, true, hidden, el);
 }
 
 void Expander::vocab_collective(int s, const StageOp& op, int g, CollectiveOp kind, bool hidden) {
