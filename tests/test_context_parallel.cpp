@@ -191,3 +191,114 @@ TEST_CASE("Ring CP: transfers slower than the attention steps are exposed, cp - 
   // The first step starts at once; step i (i >= 1) waits for i transfers: a + 3 t.
   CHECK(ring_span(e, node(bw)) == Approx(a + 3 * t).epsilon(1e-9));
 }
+
+TEST_CASE("PyTorch's CP: the default on PyTorch's presets, K/V at the query heads, fp32 gradients around the ring") {
+  // Not given, strategy.cp_impl follows the preset: PyTorch's context_parallel for fsdp, hsdp and fsdp-tp
+  // (torchtitan), TransformerEngine's for the others.
+  CHECK(llama8b(8192, 4).strategy.cp_impl == CpImpl::TransformerEngine);
+  CHECK(test::experiment(R"({"model": "llama3-8b", "strategy": {"preset": "fsdp", "dp": 2, "cp": 4}})")
+            .strategy.cp_impl == CpImpl::PyTorch);
+  CHECK(test::experiment(R"({"model": "llama3-8b", "strategy": {"preset": "fsdp", "dp": 2, "cp": 4,
+                                                                 "cp_impl": "te"}})")
+            .strategy.cp_impl == CpImpl::TransformerEngine);
+  CHECK(refusal(R"({"cp": 2, "cp_impl": "torch"})") ==
+        "strategy.cp_impl=torch is not one of: te pytorch (did you mean 'pytorch'?)");
+  // Llama 3 8B at 8192 over cp 4: 2048 tokens a rank. torchtitan repeats K/V to the 32 query heads before SDPA, so
+  // the exchanged K and V are 2 x 2048 x 32 x 128 = 16,777,216 elements (4 x GQA's 4,194,304), the output
+  // 2048 x 32 x 128 = 8,388,608.
+  const Experiment e = llama8b(8192, 4, R"(, "cp_impl": "pytorch", "cp_comm": "all-gather")");
+  CHECK(cp_kv_elems(e) == 16777216);
+  CHECK(cp_out_elems(e) == 8388608);
+  // Forward: 3 blocks of 2 bytes; backward: the 3 blocks again and 4 sends of the K/V gradients in fp32.
+  CHECK(cp_layer_bytes(e, false) == 100663296.0);
+  CHECK(cp_layer_bytes(e, true) == 100663296.0 + 4 * 4 * 16777216.0);
+  // Buffers: the 4 gathered blocks, and forward the fp32 merged and block outputs (2 x 4 x 8,388,608); backward the
+  // query's fp32 gradient and 3 fp32 K/V gradients (sum, received, sent).
+  CHECK(cp_buffer_bytes(e, false) == 4 * 33554432.0 + 8 * 8388608.0);
+  CHECK(cp_buffer_bytes(e, true) == 4 * 33554432.0 + 4 * 8388608.0 + 12 * 16777216.0);
+  // The all-to-all rotater holds 2 blocks.
+  CHECK(cp_buffer_bytes(llama8b(8192, 4, R"(, "cp_impl": "pytorch")"), false) == 2 * 33554432.0 + 8 * 8388608.0);
+}
+
+TEST_CASE("PyTorch's CP: element-wise work of the fp32 merge and gradient accumulation, by hand") {
+  // cp 4, bf16 (el 2); n = 8,388,608 output elements, k = 16,777,216 K/V elements; (cp - 1) / 2 = 1.5 partial and
+  // 1.5 full steps per rank on average.
+  const Experiment e = llama8b(8192, 4, R"(, "cp_impl": "pytorch", "cp_comm": "all-gather")");
+  const CpMergeWork f = cp_merge_work(e, false);
+  // K/V: contiguous() and 3 cats, 4 bytes an element each: 16 k. Output: step 0's cast to fp32 and results()' cast
+  // back (2 x 6); a full merge 2 + 4 + 12 + 8 + 12 = 38, a partial one 19 + the fp32 cat 8 = 27:
+  // 12 + 1.5 x 38 + 1.5 x 27 = 109.5 n.
+  CHECK(f.bytes == 16 * 16777216.0 + 109.5 * 8388608.0);
+  CHECK(f.bytes == 1186988032.0);
+  // 2 contiguous + 3 cats + 2 casts + 1.5 x 9 + 1.5 x 11 + 2 casts = 39 kernels.
+  CHECK(f.kernels == 39);
+  const CpMergeWork b = cp_merge_work(e, true);
+  // zeros (4 n + 4 k), contiguous and 3 cats (16 k); K/V gradients: step 0's add 10 k, 1.5 x 10 full and
+  // 1.5 x (5 + 8) partial, 4 fp32 cats 32 k; the query's: 2.5 x 10 full and 1.5 x 13 partial adds; the casts back
+  // 6 (n + k): n (4 + 25 + 19.5 + 6) = 54.5 n, k (4 + 16 + 10 + 15 + 19.5 + 32 + 6) = 102.5 k.
+  CHECK(b.bytes == 54.5 * 8388608.0 + 102.5 * 16777216.0);
+  CHECK(b.bytes == 2176843776.0);
+  // 3 zeros + 2 contiguous + 3 cats + 2 + 1.5 x 2 + 1.5 x 4 adds + 4 cats + 2.5 + 1.5 x 2 adds + 2 casts = 30.5.
+  CHECK(b.kernels == 30.5);
+  // TransformerEngine merges in its kernels: none.
+  CHECK(cp_merge_work(llama8b(8192, 4), false).bytes == 0);
+  // On an A100 80GB (2039 GB/s at the profile's element-wise efficiency 0.8275, 4 us a kernel) the layer's forward
+  // gains 1,186,988,032 / (2039e9 x 0.8275) s + 39 x 4 us, the backward 2,176,843,776 / ... + 30.5 x 4 us; a full
+  // recompute repeats the forward's, op-level selective AC (the attention's output kept) does not.
+  const ClusterSpec c = test::nodes_of("a100-80gb", 1);
+  const Experiment te = llama8b(8192, 4, R"(, "cp_impl": "te", "cp_comm": "all-gather")");
+  const StageCosts kp = stage_costs(e, c, stage_layouts(e)[0]), kt = stage_costs(te, c, stage_layouts(te)[0]);
+  CHECK(kp.layer_forward_s - kt.layer_forward_s == Approx(1186988032.0 / (2039e9 * 0.8275) + 39 * 4e-6));
+  CHECK(kp.layer_backward_s - kt.layer_backward_s == Approx(2176843776.0 / (2039e9 * 0.8275) + 30.5 * 4e-6));
+  CHECK(kp.layer_recompute_s == kt.layer_recompute_s);  // no recompute
+  auto with = [](const std::string& strategy_tail, const std::string& recompute) {
+    return test::experiment(R"({"model": {"preset": "llama3-8b", "seq_len": 8192}, "training": {"global_batch": 1,
+        "micro_batch": 1, "recompute": ")" +
+                            recompute + R"("}, "strategy": {"preset": "dp", "cp": 4)" + strategy_tail + "}}");
+  };
+  for (const char* recompute : {"full", "selective-op"}) {
+    INFO(recompute);
+    const Experiment p = with(R"(, "cp_impl": "pytorch")", recompute), t = with(R"(, "cp_impl": "te")", recompute);
+    const double extra = stage_costs(p, c, stage_layouts(p)[0]).layer_recompute_s -
+                         stage_costs(t, c, stage_layouts(t)[0]).layer_recompute_s;
+    CHECK(extra ==
+          Approx(std::string(recompute) == "full" ? kp.layer_forward_s - kt.layer_forward_s : 0.0).margin(1e-12));
+  }
+}
+
+TEST_CASE("PyTorch's CP in the graph: a forward of 2 blocks beside the all-gather, a backward of cp blocks and sends") {
+  // 2 layers, cp 4, one micro-batch, dp preset: per device and layer the forward runs the first block and then
+  // the other three as one task; the backward runs 4 blocks and sends 4 fp32 K/V gradients (and, with the ring,
+  // 3 K/V blocks in each pass).
+  for (const char* comm : {"all-gather", "ring"}) {
+    INFO(comm);
+    const Experiment e = test::experiment(
+        R"({"model": {"layers": 2, "hidden": 512, "heads": 4, "kv_heads": 1, "vocab": 1000, "seq_len": 16384},
+            "training": {"global_batch": 1, "micro_batch": 1},
+            "strategy": {"preset": "dp", "cp": 4, "cp_impl": "pytorch", "cp_comm": ")" +
+        std::string(comm) + "\"}}");
+    ExpandOptions o;
+    o.layer_group = 1;
+    const TaskGraph g = expand(e, node(100e9), o);
+    int forward = 0, backward = 0, grad_sends = 0, kv_sends = 0;
+    // K/V: 2 x 4096 x 4 heads x 128 = 4,194,304 elements (repeated from 1 key-value head).
+    for (TaskId id = 0; id < g.size(); ++id) {
+      if (const auto* c = std::get_if<Compute>(&g[id].body)) {
+        if (c->device != 0 || c->layer != 0) continue;
+        forward += c->kind == TaskKind::Forward;
+        backward += c->kind == TaskKind::Backward;
+      }
+      if (const auto* p = std::get_if<P2P>(&g[id].body))
+        if (p->src == 0 && p->cls == CommClass::CpKv) {
+          grad_sends += p->backward && p->bytes == 4 * 4194304.0;
+          kv_sends += p->bytes == 2 * 4194304.0;
+        }
+    }
+    const bool ring = std::string(comm) == "ring";
+    CHECK(forward == (ring ? 5 : 3));  // the layer's other work, then the blocks
+    CHECK(backward == 5);
+    CHECK(grad_sends == 2 * 4);  // both layers
+    CHECK(kv_sends == (ring ? 2 * 6 : 0));
+    check_validity(e);
+  }
+}

@@ -3,8 +3,21 @@
 #include "strategies/analytic/ComputeModel.hpp"
 #include "strategies/analytic/Routing.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
+#include "strategies/placement/Layout.hpp"
 
 namespace placesim {
+
+namespace {
+
+// PyTorch's context parallelism's element-wise kernels of one layer and pass (cp_merge_work): each launched kernel's
+// latency and the bytes at the memory-bound rate.
+double cp_merge_s(const Experiment& e, const AcceleratorSpec& acc, bool backward) {
+  const CpMergeWork w = cp_merge_work(e, backward);
+  if (w.kernels <= 0) return 0;
+  return elementwise_time_s(w.bytes, acc) + (w.kernels - 1) * acc.profile.kernel_latency_s;
+}
+
+}  // namespace
 
 StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLayout& st) {
   StageCosts k;
@@ -35,6 +48,14 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
   k.layer_forward_s += tp_x.copies_forward_s;
   k.layer_backward_s += tp_x.copies_backward_s;
   k.layer_recompute_s += tp_x.copies_recompute_s;
+  // PyTorch's context parallelism merges the blocks' outputs and accumulates their gradients with element-wise kernels
+  // on the compute stream (a layer's work, in its task); a full recompute runs the forward's merges again (op-level
+  // selective AC keeps the attention's output).
+  const double cp_merge_forward = cp_merge_s(e, acc, false), cp_merge_backward = cp_merge_s(e, acc, true);
+  const double cp_merge_recompute = e.training.recompute == Recompute::Full ? cp_merge_forward : 0;
+  k.layer_forward_s += cp_merge_forward;
+  k.layer_backward_s += cp_merge_backward;
+  k.layer_recompute_s += cp_merge_recompute;
   if (e.training.recompute == Recompute::Selective) {
     // The attention core is re-run inside the backward kernel sequence: one task, not two.
     k.layer_backward_s += k.layer_recompute_s;
@@ -57,6 +78,9 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
     k.moe_forward_s += half * tp_x.copies_forward_s;
     k.moe_backward_s += half * tp_x.copies_backward_s;
     k.moe_recompute_s += half * tp_x.copies_recompute_s;
+    k.moe_forward_s += cp_merge_forward;
+    k.moe_backward_s += cp_merge_backward;
+    k.moe_recompute_s += cp_merge_recompute;
     if (e.training.recompute == Recompute::Full) k.moe_recompute_flops = k.moe_forward_flops;
     if (e.training.recompute == Recompute::Selective) {  // the attention core, inside the backward (as above)
       k.moe_recompute_flops = attention_core_flops_per_token(m) * tokens / tp;

@@ -25,7 +25,7 @@ int layers_per_chunk(const Experiment& e) {
 double passes_per_group(const Experiment& e) {
   const auto& s = e.strategy;
   double passes = e.training.recompute == Recompute::None ? 2 : 3;
-  if (s.cp > 1) passes *= s.cp_comm == CpComm::Ring ? 1 + static_cast<double>(s.cp) : 2;
+  if (s.cp > 1) passes *= s.cp_comm == CpComm::Ring || s.cp_impl == CpImpl::PyTorch ? 1 + static_cast<double>(s.cp) : 2;
   return static_cast<double>(s.devices()) * static_cast<double>(s.microbatches * s.chunks) * passes;
 }
 
@@ -81,10 +81,11 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c, Fidelity fidelit
                std::to_string(gpn) + " GPUs";
     return f;
   }
-  // Ring context parallelism sends between the cp ranks of a group: whole groups per block. Its all-gather variant
-  // is a collective, which folds like any other.
+  // Ring context parallelism sends between the cp ranks of a group: whole groups per block; so does PyTorch's, whose
+  // K/V gradients go around the ring. TransformerEngine's all-gather variant is a collective, which folds like any
+  // other.
   int lanes = gpn / std::gcd(gpn, f.tp);
-  if (s.cp_comm == CpComm::Ring) lanes = std::lcm(lanes, static_cast<int>(s.cp));
+  if (s.cp_comm == CpComm::Ring || s.cp_impl == CpImpl::PyTorch) lanes = std::lcm(lanes, static_cast<int>(s.cp));
   // Expert parallelism's all-to-alls stay inside a block: whole ep groups (ep consecutive ranks of the stage) per
   // block.
   if (s.ep > 1) lanes = std::lcm(lanes, static_cast<int>(s.ep / std::gcd(s.ep, s.tp)));

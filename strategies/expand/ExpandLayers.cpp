@@ -259,7 +259,8 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
 // the K/V for the next step and the K/V gradient accumulated through step i - 1: K/V alone at step 0, both in the
 // middle, the gradient alone at step cp - 1, which brings each rank its own block's full gradient.
 // All-gather (Llama 3): K and V all-gathered before the attention (again in the backward), their gradients
-// reduce-scattered after it; exposed.
+// reduce-scattered after it; exposed. PyTorch's (strategy.cp_impl): see its branch below; its forward ring is the one
+// above.
 void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, const std::vector<TaskId>& body,
                             std::vector<std::vector<MemDelta>>& on_end, bool closes) {
   const LayerGroup& lg =
@@ -284,7 +285,8 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
   };
   std::vector<TaskId> first(lanes, kNoTask), last(lanes, kNoTask);
   std::vector<std::vector<TaskId>> tail(lanes);
-  if (e_.strategy.cp_comm == CpComm::Ring) {
+  const bool pytorch = e_.strategy.cp_impl == CpImpl::PyTorch;
+  if (e_.strategy.cp_comm == CpComm::Ring && !(pytorch && backward)) {
     std::vector<TaskId> sent(lanes, kNoTask), computed(body);
     const int transfers = backward ? cp_ : cp_ - 1;
     for (int i = 0; i < cp_; ++i) {
@@ -314,6 +316,79 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         tail[lane] = {computed[lane]};
         if (backward) tail[lane].push_back(sent[lane_of(pred(d), t)]);  // its own block's K/V gradient is back
       }
+  } else if (pytorch) {
+    // PyTorch (_templated_ring_attention and its backward): the K/V all-gathered once, beside the first block (the
+    // rank's own K/V, the causal one), or rotated around the ring as above; the blocks run as cp tasks. Backward: after
+    // each block the K/V gradients summed so far go to the next rank in fp32 (the all-to-all rotater), where the next
+    // step adds its block's; the pass ends when the rank's own block's sum has come back (the last send).
+    const bool gathered = e_.strategy.cp_comm == CpComm::AllGather;
+    std::vector<TaskId> kv_ready(lanes, kNoTask);
+    if (gathered)
+      for (int d = 0; d < dl_; d += cp_)
+        for (int t = 0; t < tp_; ++t) {
+          Collective c;
+          c.op = CollectiveOp::AllGather;
+          c.cls = CommClass::CpKv;
+          c.stream = Stream::CpComm;
+          c.group = cp_group(d, t, s);
+          c.elems = kv_elems * cp_;
+          c.elem_bytes = el;
+          c.repeat = lg.layers;
+          c.layer = lg.first_layer;
+          c.layers = lg.layers;
+          c.microbatch = op.microbatch;
+          c.backward = backward;
+          const TaskId gather = add_collective(c, s);
+          for (int j = d; j < std::min(d + cp_, dl_); ++j) {
+            g_.depend(body[lane_of(j, t)], gather);
+            kv_ready[lane_of(j, t)] = gather;
+          }
+        }
+    if (!backward) {
+      for (int d = 0; d < dl_; ++d)
+        for (int t = 0; t < tp_; ++t) {
+          const std::size_t lane = lane_of(d, t);
+          first[lane] = attention_task(d, t, attention / cp_);
+          last[lane] = attention_task(d, t, attention * (cp_ - 1) / cp_);
+          g_.depend(kv_ready[lane], last[lane]);
+          tail[lane] = {last[lane]};
+        }
+    } else {
+      const double grad_bytes = static_cast<double>(lg.layers) * static_cast<double>(kv_elems) * 4;
+      std::vector<TaskId> kv_sent(lanes, kNoTask), grad_sent(lanes, kNoTask), computed(lanes, kNoTask);
+      for (int i = 0; i < cp_; ++i) {
+        std::vector<TaskId> kv_send(lanes, kNoTask), grad_send(lanes, kNoTask);
+        for (int d = 0; d < dl_; ++d)
+          for (int t = 0; t < tp_; ++t) {
+            const std::size_t lane = lane_of(d, t);
+            const int x = rank(d, t, s);
+            // The ring's K/V for the next step leave before this step's block.
+            if (!gathered && i < cp_ - 1) {
+              kv_send[lane] =
+                  add_single(P2P{x, rank(succ(d), t, s), kv_bytes, CommClass::CpKv, op.microbatch, op.chunk, backward},
+                             s, x, Stream::CpComm);
+              g_.depend(i == 0 ? body[lane] : kv_sent[lane_of(pred(d), t)], kv_send[lane]);
+            }
+            const TaskId step = attention_task(d, t, attention / cp_);
+            if (i == 0) first[lane] = step;
+            if (i > 0) g_.depend(gathered ? kv_ready[lane] : kv_sent[lane_of(pred(d), t)], step);
+            grad_send[lane] =
+                add_single(P2P{x, rank(succ(d), t, s), grad_bytes, CommClass::CpKv, op.microbatch, op.chunk, backward},
+                           s, x, Stream::CpComm);
+            g_.depend(step, grad_send[lane]);
+            if (i > 0) g_.depend(grad_sent[lane_of(pred(d), t)], grad_send[lane]);
+            computed[lane] = step;
+          }
+        kv_sent = kv_send;
+        grad_sent = grad_send;
+      }
+      for (int d = 0; d < dl_; ++d)
+        for (int t = 0; t < tp_; ++t) {
+          const std::size_t lane = lane_of(d, t);
+          last[lane] = computed[lane];
+          tail[lane] = {computed[lane], grad_sent[lane_of(pred(d), t)]};
+        }
+    }
   } else {
     for (int d = 0; d < dl_; d += cp_)
       for (int t = 0; t < tp_; ++t) {

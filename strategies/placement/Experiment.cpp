@@ -318,6 +318,7 @@ Json strategy_to_json(const StrategySpec& s) {
   if (s.cp > 1) {
     j["cp"] = s.cp;
     j["cp_comm"] = to_string(s.cp_comm);
+    j["cp_impl"] = to_string(s.cp_impl);
     if (j.contains("mesh")) j["mesh"]["cp"] = s.cp;
   }
   return j;

@@ -146,24 +146,74 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
 
 std::int64_t cp_kv_elems(const Experiment& e) {
   const ModelSpec& m = e.model;
-  // MLA: every head's K (head_dim + rope) and V (v_head_dim).
-  const std::int64_t kv = m.mla() ? m.heads * (m.qk_head_dim() + m.v_dim()) : 2 * m.kv_heads * m.head_dim();
+  // MLA: every head's K (head_dim + rope) and V (v_head_dim). PyTorch's CP exchanges SDPA's inputs, which torchtitan
+  // has repeated to the query heads (repeat_kv): every head's K and V.
+  const std::int64_t heads = e.strategy.cp_impl == CpImpl::PyTorch ? m.heads : m.kv_heads;
+  const std::int64_t kv = m.mla() ? m.heads * (m.qk_head_dim() + m.v_dim()) : 2 * heads * m.head_dim();
   return local_seq_len(e) * e.training.micro_batch * (kv / e.strategy.tp);
+}
+
+std::int64_t cp_out_elems(const Experiment& e) {
+  const ModelSpec& m = e.model;
+  return local_seq_len(e) * e.training.micro_batch * (m.heads * m.v_dim() / e.strategy.tp);
 }
 
 double cp_layer_bytes(const Experiment& e, bool backward) {
   if (e.strategy.cp == 1 || e.model.opaque()) return 0;
-  const double forward =
-      static_cast<double>(e.strategy.cp - 1) * static_cast<double>(cp_kv_elems(e)) * e.training.activation_bytes();
-  return backward ? 2 * forward : forward;
+  const double block = static_cast<double>(cp_kv_elems(e)) * e.training.activation_bytes();
+  const double forward = static_cast<double>(e.strategy.cp - 1) * block;
+  if (!backward) return forward;
+  // PyTorch: the K/V again, and the K/V gradients' cp fp32 sends around the ring.
+  if (e.strategy.cp_impl == CpImpl::PyTorch)
+    return forward + static_cast<double>(e.strategy.cp) * 4 * static_cast<double>(cp_kv_elems(e));
+  return 2 * forward;
 }
 
 double cp_buffer_bytes(const Experiment& e, bool backward) {
   if (e.strategy.cp == 1 || e.model.opaque()) return 0;
   const double block = static_cast<double>(cp_kv_elems(e)) * e.training.activation_bytes();
   const double cp = static_cast<double>(e.strategy.cp);
+  if (e.strategy.cp_impl == CpImpl::PyTorch) {
+    const double kv = static_cast<double>(cp_kv_elems(e)), out = static_cast<double>(cp_out_elems(e));
+    const double blocks = (e.strategy.cp_comm == CpComm::AllGather ? cp : 2) * block;
+    // Forward: the merged output and the block's output in fp32; backward: the query's gradient in fp32, the K/V
+    // gradients accumulated in fp32, the one received and the concatenated one sent.
+    return blocks + (backward ? 4 * out + 3 * 4 * kv : 2 * 4 * out);
+  }
   if (e.strategy.cp_comm == CpComm::Ring) return (backward ? 4 : cp - 1) * block;
   return (backward ? 2 * cp : cp) * block;
+}
+
+CpMergeWork cp_merge_work(const Experiment& e, bool backward) {
+  CpMergeWork w;
+  if (e.strategy.cp == 1 || e.model.opaque() || e.strategy.cp_impl != CpImpl::PyTorch) return w;
+  const double cp = static_cast<double>(e.strategy.cp), el = e.training.activation_bytes();
+  const double n = static_cast<double>(cp_out_elems(e)), k = static_cast<double>(cp_kv_elems(e));
+  // Rank r's steps i = 1 .. cp - 1 are partial (its second query chunk alone) for i > r: cp - 1 - r of them, r full
+  // ones; averaged over the ranks (cp - 1) / 2 of each. A partial step does half the arithmetic and then copies the
+  // whole fp32 tensor back together (_partial_update: torch.cat of its chunks, 4 bytes read and written).
+  const double half = (cp - 1) / 2;
+  if (!backward) {
+    // key/value.contiguous() and torch.cat([K, V]) before each of the cp - 1 exchanges: 2 el a K/V element each.
+    w.bytes = 2 * el * k * cp;
+    // Step 0 keeps the block's output in fp32 (el + 4); each later step casts its block to fp32 (el + 4), then
+    // out - block (12), sigmoid(lse difference) x that (8), out - that (12); results() casts back (4 + el).
+    const double full = el + 4 + 32;
+    w.bytes += n * (2 * (el + 4) + half * full + half * (full / 2 + 8));
+    w.kernels = 2 + (cp - 1) + 2 + half * 9 + half * 11 + 2;
+    return w;
+  }
+  // zeros_like for the query's and K/V's fp32 gradients (4 bytes written each); key/value.contiguous() and the K/V
+  // cat before each of the cp - 1 exchanges (2 el each).
+  w.bytes = 4 * n + 4 * k + 2 * el * k * cp;
+  // K/V gradients: step 0 adds its block's (bf16 into fp32: 8 + el); steps 1 .. cp - 1 add into the received sum,
+  // a half block then the cat for i <= r; each step concatenates the fp32 K and V gradients to send them (8).
+  w.bytes += k * ((8 + el) + half * (8 + el) + half * ((8 + el) / 2 + 8) + 8 * cp);
+  // The query's gradient: full adds at steps i <= r ((cp + 1) / 2 of them on average), half adds and the cat after;
+  // the casts back to el at the end (4 + el for the query's and K/V's gradients).
+  w.bytes += n * ((cp + 1) / 2 * (8 + el) + half * ((8 + el) / 2 + 8)) + (n + k) * (4 + el);
+  w.kernels = 3 + 2 + (cp - 1) + 2 + half * 2 + half * 4 + cp + (cp + 1) / 2 + half * 2 + 2;
+  return w;
 }
 
 namespace {

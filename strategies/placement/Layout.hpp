@@ -81,17 +81,34 @@ std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout
 
 /// Context parallelism: elements of K and V one rank holds of one layer and micro-batch, its tokens and its tp share
 /// of the key-value heads (GQA: kv_heads, not heads): 2 x seq_len / cp x micro_batch x kv_heads x head_dim / tp.
+/// PyTorch's CP (strategy.cp_impl) exchanges SDPA's inputs, repeated to the query heads by torchtitan: heads.
 std::int64_t cp_kv_elems(const Experiment& e);
+/// The attention output's elements on one rank, one layer and micro-batch: seq_len / cp x micro_batch x heads x
+/// the value head dimension / tp.
+std::int64_t cp_out_elems(const Experiment& e);
 /// Bytes one rank sends for context parallelism per layer and micro-batch, in one pass: forward (cp - 1) blocks of
 /// K/V (ring steps, or its share of the all-gather); backward twice that (ring: K/V and their gradients; all-gather:
-/// the re-gather and the gradients' reduce-scatter); a full recompute repeats the forward's.
+/// the re-gather and the gradients' reduce-scatter); a full recompute repeats the forward's. PyTorch's backward: the
+/// K/V's cp - 1 blocks again and cp sends of the K/V gradients in fp32 (4 bytes an element).
 double cp_layer_bytes(const Experiment& e, bool backward);
 
 /// Context parallelism's transient K/V buffers during one layer's attention on a rank, per pass: the ring holds the
 /// cp - 1 blocks it receives in the forward (TransformerEngine allocates one per step) and K/V with their gradients
 /// double-buffered in the backward (4 blocks); the all-gather holds the gathered K/V (cp blocks) in the forward and
-/// them and their gathered gradients (2 cp) in the backward.
+/// them and their gathered gradients (2 cp) in the backward. PyTorch: the gathered K/V (cp blocks; 2 rotated by
+/// the all-to-all rotater) and its fp32 tensors: the merged and the block's output forward; the query's gradient,
+/// the K/V gradients' sum, the received one and the one sent backward.
 double cp_buffer_bytes(const Experiment& e, bool backward);
+
+/// PyTorch's context parallelism (torch/distributed/tensor/experimental/_attention.py): the element-wise kernels
+/// around one layer's block attention kernels on one rank and micro-batch, in one pass -- the K/V copies before each
+/// exchange, the fp32 merge of each block's output (_SDPAMerger) forward, the fp32 accumulation of the query's and
+/// K/V gradients backward -- as bytes read and written and kernels launched, averaged over the cp ranks (which
+/// steps are partial depends on the rank). Zero for TransformerEngine's CP, whose kernels merge in-kernel.
+struct CpMergeWork {
+  double bytes = 0, kernels = 0;
+};
+CpMergeWork cp_merge_work(const Experiment& e, bool backward);
 
 /// Activation bytes one layer stores for one micro-batch on one device (Korthikanti et al., arXiv 2205.05198,
 /// generalised to GQA, gated MLPs, no dropout and flash attention). A dense layer.

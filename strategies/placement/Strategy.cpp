@@ -254,6 +254,9 @@ StrategySpec read_strategy_object(const Json& object) {
     const std::string comm = r.get_choice("cp_comm", {"ring", "p2p", "all-gather", "all_gather"}, "ring");
     s.cp_comm = comm == "all-gather" || comm == "all_gather" ? CpComm::AllGather : CpComm::Ring;
   }
+  // PyTorch's context_parallel on PyTorch's FSDP presets (torchtitan), TransformerEngine's elsewhere.
+  const std::string impl = r.get_choice("cp_impl", {"te", "pytorch"}, pytorch_fsdp_preset(s.preset) ? "pytorch" : "te");
+  s.cp_impl = impl == "pytorch" ? CpImpl::PyTorch : CpImpl::TransformerEngine;
   s.tp_overlap = r.get_bool("tp_overlap", true);
   s.tp_copies = r.get_bool("tp_copies", false);
   if (r.has("tp_fp8_gather")) {
@@ -365,8 +368,9 @@ std::string mesh_string(const StrategySpec& s) {
   std::string dp = "dp " + std::to_string(s.dp);
   if (s.dp_replicate > 1)
     dp += " (dp_replicate " + std::to_string(s.dp_replicate) + " x dp_shard " + std::to_string(s.dp_shard) + ")";
-  return dp + (s.cp > 1 ? " x cp " + std::to_string(s.cp) + " (" + to_string(s.cp_comm) + ")" : std::string()) +
-         " x tp " + std::to_string(s.tp) + " x pp " + std::to_string(s.pp) +
+  const std::string cp = " x cp " + std::to_string(s.cp) + " (" + to_string(s.cp_comm) +
+                         (s.cp_impl == CpImpl::PyTorch ? ", PyTorch" : "") + ")";
+  return dp + (s.cp > 1 ? cp : std::string()) + " x tp " + std::to_string(s.tp) + " x pp " + std::to_string(s.pp) +
          (s.ep > 1 ? " (experts: ep " + std::to_string(s.ep) + " x edp " + std::to_string(s.edp()) + ")"
                    : std::string());
 }
@@ -377,6 +381,10 @@ std::string to_string(PipelineP2P p) {
 
 std::string to_string(CpComm c) {
   return c == CpComm::AllGather ? "all-gather" : "ring";
+}
+
+std::string to_string(CpImpl c) {
+  return c == CpImpl::PyTorch ? "pytorch" : "te";
 }
 
 std::string to_string(CollectiveScheme c) {

@@ -31,6 +31,17 @@ enum class CollectiveScheme { Ring, Hierarchical };
 ///   the backward), their gradients reduce-scattered; exposed, small with GQA.
 enum class CpComm { Ring, AllGather };
 
+/// Whose context parallelism runs the attention (strategy.cp_impl):
+/// - TransformerEngine (Megatron-Core, NeMo): fused attention kernels per block that merge their partial results
+///   in-kernel; K/V at the key-value head count (GQA); the exchange as CpComm says.
+/// - PyTorch (torch.distributed.tensor.experimental.context_parallel, torchtitan): each block is an SDPA kernel on
+///   the model's own K/V -- torchtitan repeats them to the query heads before SDPA (repeat_kv) -- whose outputs are
+///   merged in fp32 by element-wise kernels (_SDPAMerger); the backward accumulates the gradients in fp32 and passes
+///   the K/V gradients around the ring in fp32 (an all-to-all rotater, cp sends). The K/V themselves: all-gathered
+///   once beside the first (local) block (CpComm::AllGather, torchtitan's default rotate method 'allgather'), or
+///   rotated around the ring (CpComm::Ring, rotate method 'alltoall').
+enum class CpImpl { TransformerEngine, PyTorch };
+
 /// A device mesh (dp_replicate x dp_shard x cp x tp x pp; dp = dp_replicate x dp_shard) plus the placement of each
 /// state along each data-parallel axis, the pipeline schedule and the knobs of the collectives. Ranks follow
 /// Megatron-LM's order with the data axis split: tp fastest, then cp, dp_shard, dp_replicate, pp.
@@ -43,6 +54,7 @@ struct StrategySpec {
   /// group with cp, torchtitan's dp_shard_cp mesh): gradients are synchronised over dp x cp.
   std::int64_t cp = 1;
   CpComm cp_comm = CpComm::Ring;
+  CpImpl cp_impl = CpImpl::TransformerEngine;   ///< not given: PyTorch for the fsdp, hsdp and fsdp-tp presets
   std::int64_t dp_replicate = 1, dp_shard = 1;  ///< the data-parallel axes (strategy.mesh); dp is their product
   /// Expert parallelism (mixture-of-experts models): the routed experts of every MoE layer are split over ep ranks.
   /// The ep groups reshape the tp x cp x dp ranks of each pipeline stage (Megatron-Core's expert generator with
@@ -159,6 +171,7 @@ std::string to_string(Schedule s);
 std::string to_string(PipelineP2P p);
 std::string to_string(CollectiveScheme c);
 std::string to_string(CpComm c);
+std::string to_string(CpImpl c);
 std::vector<std::pair<std::string, std::string>> strategy_preset_list();
 
 /// True for the schedules that make one synchronous SGD step per step (gpipe, 1f1b, interleaved).

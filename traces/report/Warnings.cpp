@@ -49,19 +49,17 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
                 "\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"), so no DeepSpeed run executes this "
                 "plan; placesim costs the placement as written. With a pipeline DeepSpeed runs zero1; PyTorch FSDP "
                 "under a pipeline is the fsdp preset");
-  // PyTorch's context_parallel (a PyTorch stack: its presets or its kernels) with the all-gather rotate method at
-  // cp >= 2: torchtitan's published runs there took up to 1.6x the step time placesim gives (docs/validation.md §3),
-  // and what PyTorch adds is only partly known (torch/distributed/tensor/experimental/_attention.py: fp32 merges of
-  // each block's output, the K/V gradients passed around the ring in fp32).
-  const bool pytorch_stack = pytorch_fsdp_preset(e.strategy.preset) || e.training.kernels != Kernels::Fused;
-  if (e.strategy.cp >= 2 && e.strategy.cp_comm == CpComm::AllGather && pytorch_stack)
+  // PyTorch's context_parallel (strategy.cp_impl) at cp >= 2: torchtitan's published runs there took up to 1.5x the
+  // step time placesim gives (docs/validation.md section 3) with its merges, fp32 gradient ring and repeated K/V
+  // costed (torch/distributed/tensor/experimental/_attention.py); the rest of the gap is not identified.
+  if (e.strategy.cp >= 2 && e.strategy.cp_impl == CpImpl::PyTorch)
     w.push_back(
         "strategy.cp=" + std::to_string(e.strategy.cp) +
-        " with cp_comm=all-gather on a PyTorch stack (PyTorch's context_parallel): torchtitan's published runs at cp "
-        "2, 4 and 8 took 1.14x, 1.53x and 1.60x the step time placesim gives (Llama 3.1 8B at 64K-256K on 8 H100; "
-        "1.20x at 32K without CP) and 1.33x, 1.35x and 1.57x (Llama 3.1 405B, 4-D, at 64K-256K on 512 H100; 1.10x "
-        "at 32K without CP); PyTorch's fp32 merge of each block's output and its K/V gradients passed around the "
-        "ring in fp32 are not modelled (cp_kv counts one 16-bit reduce-scatter) and do not explain most of the gap. "
+        " with PyTorch's context_parallel (strategy.cp_impl=pytorch): torchtitan's published runs (rotate method "
+        "allgather) at cp 2, 4 and 8 took 1.08x, 1.44x and 1.50x the step time placesim gives (Llama 3.1 8B at "
+        "64K-256K on 8 H100; 1.20x at 32K without CP) and 1.25x, 1.26x and 1.40x (Llama 3.1 405B, 4-D, at 64K-256K "
+        "on 512 H100; 1.10x at 32K without CP). placesim costs PyTorch's fp32 merges of the blocks' outputs, the K/V "
+        "gradients' fp32 ring and K/V exchanged at the query heads; what else these runs paid is not identified. "
         "Treat this step time as optimistic (docs/validation.md section 3)");
   if (cluster == nullptr) return w;
   for (auto [field, bw] :
