@@ -314,6 +314,25 @@ TEST_CASE("A plan that does not fit is refused with the one-field changes that w
                                   bound + ")"));
 }
 
+// Korthikanti's "selective" (the attention core, free with fused attention) saves nothing for Llama 3 8B at micro-batch
+// 2 on 96 GB; torchtitan's op-level selective AC fits and is named first, then full recompute, each with its bound.
+TEST_CASE("A refusal for memory names torchtitan's op-level selective AC before full recompute") {
+  const std::string llama =
+      " --model llama3-8b --strategy fsdp --set strategy.dp=8 --set training.global_batch=16 "
+      "--set training.micro_batch=2 --set model.seq_len=8192";
+  auto bound_of = [&](const std::string& recompute) {
+    std::string out;
+    REQUIRE(run_placesim("analyze" + llama + " --set training.recompute=" + recompute, &out) == 0);
+    const placesim::Json report = placesim::Json::parse(out.substr(out.find('{')));
+    return placesim::format_bytes(report["memory"]["total_bytes"].get<double>());
+  };
+  const std::string op = bound_of("selective-op"), full = bound_of("full");
+  std::string out;
+  CHECK(run_placesim("analyze" + llama + " --set training.recompute=selective --device-memory 96GB", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("; it fits with training.recompute=selective-op (analytic bound " + op +
+                                  "), or with training.recompute=full (analytic bound " + full + ")"));
+}
+
 // The summary says how a power limit's compute scale was found: h100-sxm has a measured 500 W scale (0.8442), h200
 // none (the linear estimate 500 / 700 = 0.714).
 TEST_CASE("The simulate summary states a power limit's scale and where it comes from") {

@@ -21,7 +21,11 @@ DoesNotFit with_fit_hint(const DoesNotFit& refusal, const Experiment& e, const A
   const double memory = e.device_memory_bytes;
   if (!(memory > 0)) return refusal;
   std::vector<Change> single;
-  if (e.training.recompute != Recompute::Full && !e.model.opaque()) single.push_back({"training.recompute", "full"});
+  // torchtitan's op-level selective AC first (it recomputes less), where it differs from what is written.
+  const Recompute rc = e.training.recompute;
+  if ((rc == Recompute::None || rc == Recompute::Selective) && !e.model.opaque() && !e.model.mla())
+    single.push_back({"training.recompute", "selective-op"});
+  if (rc != Recompute::Full && !e.model.opaque()) single.push_back({"training.recompute", "full"});
   const Mode optimizer = e.strategy.placement.mode(State::Optimizer, kShardAxis);
   if (e.strategy.dp > 1 && (optimizer == Mode::Replicated || optimizer == Mode::Materialized))
     single.push_back({"strategy.placement.optimizer", "sharded"});
@@ -49,9 +53,13 @@ DoesNotFit with_fit_hint(const DoesNotFit& refusal, const Experiment& e, const A
   for (const Change& c : single)
     if (auto b = bound({c}); b && *b <= memory)
       fits.push_back(named({c}) + " (analytic bound " + format_bytes(*b) + ")");
-  if (fits.empty() && single.size() > 1)
-    if (auto b = bound(single); b && *b <= memory)
-      fits.push_back(named(single) + " together (analytic bound " + format_bytes(*b) + ")");
+  // Together: the largest saving of each field (full recompute, not selective-op, with the sharded optimizer).
+  std::vector<Change> together;
+  for (const Change& c : single)
+    if (c.value != "selective-op") together.push_back(c);
+  if (fits.empty() && together.size() > 1)
+    if (auto b = bound(together); b && *b <= memory)
+      fits.push_back(named(together) + " together (analytic bound " + format_bytes(*b) + ")");
   if (fits.empty()) return refusal;
   std::string hint = "; it fits with ";
   for (std::size_t i = 0; i < fits.size(); ++i) hint += (i == 0 ? "" : ", or with ") + fits[i];
