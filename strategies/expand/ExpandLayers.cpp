@@ -283,6 +283,28 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         kind, x, seconds, 0, lg.first_layer, lg.layers, op.microbatch, op.chunk, op.weight_version, ModelPart::Layers};
     return add_single(c, s, x, Stream::Compute);
   };
+  // A transfer from lane d's rank to the next of its cp ring, on the CP stream.
+  auto ring_send = [&](int d, int t, double bytes) {
+    const int x = rank(d, t, s);
+    return add_single(P2P{x, rank(succ(d), t, s), bytes, CommClass::CpKv, op.microbatch, op.chunk, backward}, s, x,
+                      Stream::CpComm);
+  };
+  // The all-gather of a cp group's K/V blocks (group of lane d's cp ranks, tp rank t), one per layer of the group.
+  auto kv_gather = [&](int d, int t) {
+    Collective c;
+    c.op = CollectiveOp::AllGather;
+    c.cls = CommClass::CpKv;
+    c.stream = Stream::CpComm;
+    c.group = cp_group(d, t, s);
+    c.elems = kv_elems * cp_;
+    c.elem_bytes = el;
+    c.repeat = lg.layers;
+    c.layer = lg.first_layer;
+    c.layers = lg.layers;
+    c.microbatch = op.microbatch;
+    c.backward = backward;
+    return c;
+  };
   std::vector<TaskId> first(lanes, kNoTask), last(lanes, kNoTask);
   std::vector<std::vector<TaskId>> tail(lanes);
   const bool pytorch = e_.strategy.cp_impl == CpImpl::PyTorch;
@@ -299,10 +321,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
           if (i > 0) g_.depend(sent[lane_of(pred(d), t)], step[lane]);
           if (i >= transfers) continue;
           const double bytes = !backward || i == 0 || i == cp_ - 1 ? kv_bytes : 2 * kv_bytes;
-          const int x = rank(d, t, s);
-          send[lane] =
-              add_single(P2P{x, rank(succ(d), t, s), bytes, CommClass::CpKv, op.microbatch, op.chunk, backward}, s, x,
-                         Stream::CpComm);
+          send[lane] = ring_send(d, t, bytes);
           g_.depend(i == 0 ? body[lane] : sent[lane_of(pred(d), t)], send[lane]);
           if (backward && i > 0) g_.depend(computed[lane], send[lane]);  // the gradient of step i - 1
         }
@@ -326,19 +345,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
     if (gathered)
       for (int d = 0; d < dl_; d += cp_)
         for (int t = 0; t < tp_; ++t) {
-          Collective c;
-          c.op = CollectiveOp::AllGather;
-          c.cls = CommClass::CpKv;
-          c.stream = Stream::CpComm;
-          c.group = cp_group(d, t, s);
-          c.elems = kv_elems * cp_;
-          c.elem_bytes = el;
-          c.repeat = lg.layers;
-          c.layer = lg.first_layer;
-          c.layers = lg.layers;
-          c.microbatch = op.microbatch;
-          c.backward = backward;
-          const TaskId gather = add_collective(c, s);
+          const TaskId gather = add_collective(kv_gather(d, t), s);
           for (int j = d; j < std::min(d + cp_, dl_); ++j) {
             g_.depend(body[lane_of(j, t)], gather);
             kv_ready[lane_of(j, t)] = gather;
@@ -361,20 +368,15 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         for (int d = 0; d < dl_; ++d)
           for (int t = 0; t < tp_; ++t) {
             const std::size_t lane = lane_of(d, t);
-            const int x = rank(d, t, s);
             // The ring's K/V for the next step leave before this step's block.
             if (!gathered && i < cp_ - 1) {
-              kv_send[lane] =
-                  add_single(P2P{x, rank(succ(d), t, s), kv_bytes, CommClass::CpKv, op.microbatch, op.chunk, backward},
-                             s, x, Stream::CpComm);
+              kv_send[lane] = ring_send(d, t, kv_bytes);
               g_.depend(i == 0 ? body[lane] : kv_sent[lane_of(pred(d), t)], kv_send[lane]);
             }
             const TaskId step = attention_task(d, t, attention / cp_);
             if (i == 0) first[lane] = step;
             if (i > 0) g_.depend(gathered ? kv_ready[lane] : kv_sent[lane_of(pred(d), t)], step);
-            grad_send[lane] =
-                add_single(P2P{x, rank(succ(d), t, s), grad_bytes, CommClass::CpKv, op.microbatch, op.chunk, backward},
-                           s, x, Stream::CpComm);
+            grad_send[lane] = ring_send(d, t, grad_bytes);
             g_.depend(step, grad_send[lane]);
             if (i > 0) g_.depend(grad_sent[lane_of(pred(d), t)], grad_send[lane]);
             computed[lane] = step;
@@ -392,18 +394,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
   } else {
     for (int d = 0; d < dl_; d += cp_)
       for (int t = 0; t < tp_; ++t) {
-        Collective c;
-        c.op = CollectiveOp::AllGather;
-        c.cls = CommClass::CpKv;
-        c.stream = Stream::CpComm;
-        c.group = cp_group(d, t, s);
-        c.elems = kv_elems * cp_;
-        c.elem_bytes = el;
-        c.repeat = lg.layers;
-        c.layer = lg.first_layer;
-        c.layers = lg.layers;
-        c.microbatch = op.microbatch;
-        c.backward = backward;
+        Collective c = kv_gather(d, t);
         const TaskId gather = add_collective(c, s);
         std::vector<TaskId> kernels;
         for (int j = d; j < std::min(d + cp_, dl_); ++j) {
