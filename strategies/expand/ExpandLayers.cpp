@@ -307,6 +307,17 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
   };
   std::vector<TaskId> first(lanes, kNoTask), last(lanes, kNoTask);
   std::vector<std::vector<TaskId>> tail(lanes);
+  // A ring pass ends with its last block; a backward one also waits until its own block's K/V gradient, the last
+  // of `returned` its predecessor sent, is back.
+  auto close_ring = [&](const std::vector<TaskId>& computed, const std::vector<TaskId>& returned) {
+    for (int d = 0; d < dl_; ++d)
+      for (int t = 0; t < tp_; ++t) {
+        const std::size_t lane = lane_of(d, t);
+        last[lane] = computed[lane];
+        tail[lane] = {computed[lane]};
+        if (!returned.empty()) tail[lane].push_back(returned[lane_of(pred(d), t)]);
+      }
+  };
   const bool pytorch = e_.strategy.cp_impl == CpImpl::PyTorch;
   if (e_.strategy.cp_comm == CpComm::Ring && !(pytorch && backward)) {
     std::vector<TaskId> sent(lanes, kNoTask), computed(body);
@@ -328,13 +339,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
       computed = step;
       sent = send;
     }
-    for (int d = 0; d < dl_; ++d)
-      for (int t = 0; t < tp_; ++t) {
-        const std::size_t lane = lane_of(d, t);
-        last[lane] = computed[lane];
-        tail[lane] = {computed[lane]};
-        if (backward) tail[lane].push_back(sent[lane_of(pred(d), t)]);  // its own block's K/V gradient is back
-      }
+    close_ring(computed, backward ? sent : std::vector<TaskId>{});
   } else if (pytorch) {
     // PyTorch (_templated_ring_attention and its backward): the K/V all-gathered once, beside the first block (the
     // rank's own K/V, the causal one), or rotated around the ring as above; the blocks run as cp tasks. Backward: after
@@ -361,7 +366,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
           tail[lane] = {last[lane]};
         }
     } else {
-      const double grad_bytes = static_cast<double>(lg.layers) * static_cast<double>(kv_elems) * 4;
+      const double grad_bytes = static_cast<double>(lg.layers) * cp_grad_send_bytes(e_);
       std::vector<TaskId> kv_sent(lanes, kNoTask), grad_sent(lanes, kNoTask), computed(lanes, kNoTask);
       for (int i = 0; i < cp_; ++i) {
         std::vector<TaskId> kv_send(lanes, kNoTask), grad_send(lanes, kNoTask);
@@ -384,12 +389,7 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
         kv_sent = kv_send;
         grad_sent = grad_send;
       }
-      for (int d = 0; d < dl_; ++d)
-        for (int t = 0; t < tp_; ++t) {
-          const std::size_t lane = lane_of(d, t);
-          last[lane] = computed[lane];
-          tail[lane] = {computed[lane], grad_sent[lane_of(pred(d), t)]};
-        }
+      close_ring(computed, grad_sent);
     }
   } else {
     for (int d = 0; d < dl_; d += cp_)

@@ -158,6 +158,10 @@ std::int64_t cp_out_elems(const Experiment& e) {
   return local_seq_len(e) * e.training.micro_batch * (m.heads * m.v_dim() / e.strategy.tp);
 }
 
+double cp_grad_send_bytes(const Experiment& e) {
+  return 4 * static_cast<double>(cp_kv_elems(e));
+}
+
 double cp_layer_bytes(const Experiment& e, bool backward) {
   if (e.strategy.cp == 1 || e.model.opaque()) return 0;
   const double block = static_cast<double>(cp_kv_elems(e)) * e.training.activation_bytes();
@@ -165,7 +169,7 @@ double cp_layer_bytes(const Experiment& e, bool backward) {
   if (!backward) return forward;
   // PyTorch: the K/V again, and the K/V gradients' cp fp32 sends around the ring.
   if (e.strategy.cp_impl == CpImpl::PyTorch)
-    return forward + static_cast<double>(e.strategy.cp) * 4 * static_cast<double>(cp_kv_elems(e));
+    return forward + static_cast<double>(e.strategy.cp) * cp_grad_send_bytes(e);
   return 2 * forward;
 }
 

@@ -86,6 +86,9 @@ std::int64_t cp_kv_elems(const Experiment& e);
 /// The attention output's elements on one rank, one layer and micro-batch: seq_len / cp x micro_batch x heads x
 /// the value head dimension / tp.
 std::int64_t cp_out_elems(const Experiment& e);
+/// PyTorch's CP: bytes of one send of a layer's K/V gradient sum around the ring (fp32, 4 bytes a K/V element; cp
+/// sends a backward pass).
+double cp_grad_send_bytes(const Experiment& e);
 /// Bytes one rank sends for context parallelism per layer and micro-batch, in one pass: forward (cp - 1) blocks of
 /// K/V (ring steps, or its share of the all-gather); backward twice that (ring: K/V and their gradients; all-gather:
 /// the re-gather and the gradients' reduce-scatter); a full recompute repeats the forward's. PyTorch's backward: the
