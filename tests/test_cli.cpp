@@ -125,6 +125,26 @@ TEST_CASE("zero-offload with pipeline stages simulates: the host optimizer step 
   CHECK(out.find("step time") != std::string::npos);
 }
 
+// Transformer Engine (Megatron-Core, NeMo) selects cuDNN's fused attention on Hopper; placesim's default costs
+// FlashAttention-2's speed, and the summary of a Megatron run on H100 says so and names the setting that costs cuDNN's.
+TEST_CASE("A Megatron run on H100 states its attention speed and names training.attention_kernel=cudnn") {
+  const std::string nemo = "simulate examples/validation2024/nemo-llama31-8b-8gpu.json --quiet";
+  const std::string line =
+      "attention: FlashAttention-2's measured speed (training.attention_kernel=fused); "
+      "Transformer Engine selects cuDNN's fused attention on Hopper";
+  std::string fused, cudnn, fsdp;
+  REQUIRE(run_placesim(nemo, &fused) == 0);
+  REQUIRE(run_placesim(nemo + " --set training.attention_kernel=cudnn", &cudnn) == 0);
+  REQUIRE(run_placesim("simulate examples/llama3-8b-fsdp.json --quiet", &fsdp) == 0);
+  CHECK(fused.find(line) != std::string::npos);
+  CHECK(cudnn.find(line) == std::string::npos);
+  CHECK(fsdp.find(line) == std::string::npos);
+  std::string a100;
+  CHECK(run_placesim(nemo + " --set training.attention_kernel=cudnn --set cluster.preset=dgx-a100", &a100) == 2);
+  CHECK(a100.find("training.attention_kernel=cudnn: that kernel's speed is measured on H100 only") !=
+        std::string::npos);
+}
+
 // Issue 14, item 3: `--set cluster.nic_bw=400` was read as 400 B/s and gave a step of 29,407,695 s, exit 0.
 TEST_CASE("A bare bandwidth too small for bytes/s is refused naming the field and suggesting units") {
   std::string out;

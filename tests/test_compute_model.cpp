@@ -541,6 +541,33 @@ TEST_CASE("Older attention kernels run at their measured speed over FlashAttenti
                     Catch::Contains("training.attention_kernel=triton") && Catch::Contains("b200"));
 }
 
+// FlashAttention-3 paper (arXiv 2407.08608), Figures 5 and 6, H100 80GB SXM5, BF16 (TFLOP/s). Head dimension 128 at
+// 8k: FlashAttention-2 forward (causal) 333, backward 318; cuDNN 529 and 518. Head dimension 64 at 2k: FlashAttention-2
+// forward 318, backward 264; FlashAttention-3 460 and 422. The passes' times per forward FLOP: 1/fwd + 2.5/bwd.
+TEST_CASE("cuDNN's and FlashAttention-3's attention run at their measured speed over FlashAttention-2 on Hopper") {
+  const double cudnn_8k = (1 / 333.0 + 2.5 / 318) / (1 / 529.0 + 2.5 / 518);  // 1.6176
+  CHECK(cudnn_8k == Approx(1.6176).margin(1e-4));
+  CHECK(attention_kernel_speed(AttentionKernel::Cudnn, "h100-sxm", 8192, 128) == Approx(cudnn_8k).epsilon(1e-12));
+  CHECK(attention_kernel_speed(AttentionKernel::Cudnn, "h200", 8192, 128) == Approx(cudnn_8k).epsilon(1e-12));
+  const double fa3_2k_hd64 = (1 / 318.0 + 2.5 / 264) / (1 / 460.0 + 2.5 / 422);  // 1.5577
+  CHECK(fa3_2k_hd64 == Approx(1.5577).margin(1e-4));
+  CHECK(attention_kernel_speed(AttentionKernel::Fa3, "h800", 2048, 64) == Approx(fa3_2k_hd64).epsilon(1e-12));
+  // Clamped beyond 16k: the 16k points (cuDNN, head dimension 128: 335/322 against 539/516).
+  CHECK(attention_kernel_speed(AttentionKernel::Cudnn, "h100-sxm", 131072, 128) ==
+        Approx((1 / 335.0 + 2.5 / 322) / (1 / 539.0 + 2.5 / 516)).epsilon(1e-12));
+  CHECK_THROWS_WITH(attention_kernel_speed(AttentionKernel::Cudnn, "a100-80gb", 2048, 128),
+                    Catch::Contains("training.attention_kernel=cudnn") && Catch::Contains("H100 only") &&
+                        Catch::Contains("a100-80gb"));
+  CHECK_THROWS_WITH(attention_kernel_speed(AttentionKernel::Fa3, "b200", 2048, 128),
+                    Catch::Contains("training.attention_kernel=fa3") && Catch::Contains("Hopper only"));
+  const Experiment cudnn = test::experiment(
+      R"({"model": "gpt-1.7b", "training": {"attention_kernel": "cudnn"}, "strategy": "dp",
+          "cluster": {"preset": "dgx-h100", "nodes": 1}})");
+  CHECK(training_to_json(cudnn.training)["attention_kernel"] == "cudnn");
+  CHECK(attention_text(cudnn) ==
+        "fused attention (cuDNN's, at its measured speed relative to FlashAttention-2: training.attention_kernel)");
+}
+
 TEST_CASE("Fused attention follows FlashAttention-2's measured curve over sequence length and head dimension") {
   // Release benchmark points (causal, fwd + bwd TFLOP/s), over the reference point: A100 (8192, 64) = 165,
   // Hopper (8192, 128) = 308.

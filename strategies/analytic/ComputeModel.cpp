@@ -430,6 +430,24 @@ constexpr AttentionCurve kA100Hd128{{99, 133, 155, 173, 182, 189}, {55, 62, 69, 
 constexpr AttentionCurve kH100Hd64{{141, 192, 232, 257, 273, 284}, {104, 123, 136, 138, 149, 156}, {0, 0, 0, 0, 0, 0}};
 constexpr AttentionCurve kH100Hd128{{163, 221, 265, 294, 308, 328}, {98, 109, 108, 126, 135, 137}, {0, 0, 0, 0, 0, 0}};
 
+// Forward and backward TFLOP/s on H100 80GB SXM5 (BF16; batch x sequence = 16k tokens, hidden 2048) of
+// FlashAttention-2, cuDNN's fused attention and FlashAttention-3 at sequence lengths 512 to 16k, as the bars' labels
+// of Shah et al., "FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision" (arXiv 2407.08608,
+// 2024), Figure 5 (forward) and Figure 6 (backward) read. Head dimension 128: the forward panel with the causal mask;
+// head dimension 64: the forward panel without it (the causal one was not read); backward: the panels without the
+// mask. Each kernel is set against FlashAttention-2 of the same panel, so the runs share their setup.
+struct PassCurves {
+  double fa2_fwd[6], fa2_bwd[6], cudnn_fwd[6], cudnn_bwd[6], fa3_fwd[6], fa3_bwd[6];
+};
+constexpr PassCurves kH100PassesHd64{{282, 306, 318, 321, 322, 324}, {198, 238, 264, 279, 287, 291},
+                                     {335, 373, 395, 408, 412, 413}, {266, 348, 395, 417, 432, 433},
+                                     {333, 392, 460, 476, 496, 497}, {272, 363, 422, 453, 472, 474}};
+constexpr PassCurves kH100PassesHd128{{191, 260, 298, 319, 333, 335}, {214, 260, 291, 310, 318, 322},
+                                      {315, 410, 484, 518, 529, 539}, {305, 408, 465, 499, 518, 516},
+                                      {292, 423, 521, 579, 602, 616}, {316, 424, 501, 542, 559, 561}};
+// The backward's FLOPs over the forward's, as these benchmarks count them (FlashAttention's benchmark scripts).
+constexpr double kAttentionBackwardFlopsRatio = 2.5;
+
 // Linear in log2 of x over the points xs (clamped at the ends).
 double log_interpolate(const double* xs, const double* ys, int n, double x) {
   const double lx = std::log2(std::clamp(x, xs[0], xs[n - 1]));
@@ -469,6 +487,19 @@ double curve_ratio(const AttentionCurve& c, AttentionKernel k, double seq) {
   return log_interpolate(kCurveSeq, ratio, 6, seq);
 }
 
+// The kernel's forward + backward speed over FlashAttention-2's at seq: the two passes' times per forward FLOP,
+// 1/forward + 2.5/backward, of FlashAttention-2 over the kernel's, at each measured length.
+double pass_ratio(const PassCurves& c, AttentionKernel k, double seq) {
+  const bool cudnn = k == AttentionKernel::Cudnn;
+  double ratio[6];
+  for (int i = 0; i < 6; ++i) {
+    const double fwd = cudnn ? c.cudnn_fwd[i] : c.fa3_fwd[i], bwd = cudnn ? c.cudnn_bwd[i] : c.fa3_bwd[i];
+    ratio[i] = (1 / c.fa2_fwd[i] + kAttentionBackwardFlopsRatio / c.fa2_bwd[i]) /
+               (1 / fwd + kAttentionBackwardFlopsRatio / bwd);
+  }
+  return log_interpolate(kCurveSeq, ratio, 6, seq);
+}
+
 bool starts_with(const std::string& s, const char* prefix) {
   return s.rfind(prefix, 0) == 0;
 }
@@ -487,6 +518,14 @@ double attention_kernel_speed(AttentionKernel k, const std::string& accelerator,
   if (k == AttentionKernel::Fused) return 1;
   const bool ampere = ampere_attention_curves(accelerator);
   const bool hopper = hopper_attention_curves(accelerator);
+  if (k == AttentionKernel::Cudnn || k == AttentionKernel::Fa3) {
+    if (!hopper)
+      throw InputError("training.attention_kernel=" + to_string(k) + ": that kernel's speed is measured on H100 only " +
+                       "(accelerators h100-*, h200, h800), not on accelerator " + accelerator +
+                       (k == AttentionKernel::Fa3 ? " (FlashAttention-3 runs on Hopper only)"
+                                                  : "; use fused (FlashAttention-2's speed)"));
+    return between_head_dims(pass_ratio(kH100PassesHd64, k, seq), pass_ratio(kH100PassesHd128, k, seq), head_dim);
+  }
   if (!ampere && !hopper)
     throw InputError("training.attention_kernel=" + to_string(k) +
                      ": that kernel's speed is measured on A100 and H100 " +

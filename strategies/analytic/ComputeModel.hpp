@@ -51,8 +51,10 @@ double elementwise_time_s(double bytes, const AcceleratorSpec& acc);
 /// dimension `head_dim` (1 for fused: the profile's kernel): measured forward + backward throughput of causal attention
 /// (FlashAttention-2 release benchmarks, A100 and H100; head dimensions 64 and 128, sequences 512 to 16k), linear in
 /// log2 of the sequence length and of the head dimension between the points, clamped outside them. The Triton kernel
-/// was measured on A100 only: on Hopper (h100*, h200, h800) FlashAttention v1's measured speed stands for it. Other
-/// accelerators: an InputError naming the field.
+/// was measured on A100 only: on Hopper (h100*, h200, h800) FlashAttention v1's measured speed stands for it. cudnn
+/// and fa3 (Hopper only): the FlashAttention-3 paper's forward and backward panels on H100, set against its own
+/// FlashAttention-2 bars, the passes' times weighted 1 : 2.5 by FLOPs. Other accelerators: an InputError naming the
+/// field.
 double attention_kernel_speed(AttentionKernel k, const std::string& accelerator, double seq, double head_dim);
 /// Ampere accelerators (a100-*, a800: the GA100 die), whose attention follows the A100 measurements.
 bool ampere_attention_curves(const std::string& accelerator);

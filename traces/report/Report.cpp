@@ -260,6 +260,12 @@ std::string attention_text(const Experiment& e) {
     case AttentionKernel::Triton:
       return "fused attention (FlashAttention's Triton kernel at its measured speed relative to FlashAttention-2: "
              "training.attention_kernel)";
+    case AttentionKernel::Cudnn:
+      return "fused attention (cuDNN's, at its measured speed relative to FlashAttention-2: "
+             "training.attention_kernel)";
+    case AttentionKernel::Fa3:
+      return "fused attention (FlashAttention-3, at its measured speed relative to FlashAttention-2: "
+             "training.attention_kernel)";
     case AttentionKernel::Fused:
       break;
   }

@@ -452,6 +452,12 @@ std::string simulation_summary(const SimulatedStep& s) {
     out +=
         "  attention: the Triton kernel was measured on A100 only; on " + acc.name +
         " FlashAttention v1's measured speed stands for it (on A100 at head dimension 128 the two are within 10 %)\n";
+  if (!s.experiment.model.opaque() && s.experiment.model.flash_attention &&
+      s.experiment.training.attention_kernel == AttentionKernel::Fused && hopper_attention_curves(acc.name) &&
+      (s.experiment.strategy.preset == "megatron-core" || s.experiment.strategy.preset == "megatron-3d"))
+    out +=
+        "  attention: FlashAttention-2's measured speed (training.attention_kernel=fused); Transformer Engine selects "
+        "cuDNN's fused attention on Hopper, costed with training.attention_kernel=cudnn (docs/validation.md)\n";
   out += "  host launch overhead " +
          (s.experiment.training.launch_overhead_s > 0
               ? format_seconds(s.experiment.training.launch_overhead_s) +

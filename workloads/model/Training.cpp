@@ -134,9 +134,12 @@ TrainingSpec parse_training(const Json& value) {
   const std::string kernels = r.get_choice("kernels", {"fused", "compiled", "eager"}, "fused");
   t.kernels = kernels == "eager" ? Kernels::Eager : kernels == "compiled" ? Kernels::Compiled : Kernels::Fused;
   t.fused_norm = r.get_bool("fused_norm", false);
-  const std::string attention = r.get_choice("attention_kernel", {"fused", "flash1", "triton"}, "fused");
+  const std::string attention =
+      r.get_choice("attention_kernel", {"fused", "flash1", "triton", "cudnn", "fa3"}, "fused");
   t.attention_kernel = attention == "flash1"   ? AttentionKernel::Flash1
                        : attention == "triton" ? AttentionKernel::Triton
+                       : attention == "cudnn"  ? AttentionKernel::Cudnn
+                       : attention == "fa3"    ? AttentionKernel::Fa3
                                                : AttentionKernel::Fused;
   t.fp8 = r.get_bool("fp8", false);
   if (t.fp8 && t.dtype == DType::FP32)
@@ -190,7 +193,19 @@ std::string to_string(Fp8Scaling s) {
   return s == Fp8Scaling::Tensorwise ? "tensorwise" : "delayed";
 }
 std::string to_string(AttentionKernel k) {
-  return k == AttentionKernel::Flash1 ? "flash1" : k == AttentionKernel::Triton ? "triton" : "fused";
+  switch (k) {
+    case AttentionKernel::Flash1:
+      return "flash1";
+    case AttentionKernel::Triton:
+      return "triton";
+    case AttentionKernel::Cudnn:
+      return "cudnn";
+    case AttentionKernel::Fa3:
+      return "fa3";
+    case AttentionKernel::Fused:
+      break;
+  }
+  return "fused";
 }
 
 }  // namespace placesim

@@ -22,9 +22,10 @@ enum class Kernels { Fused, Compiled, Eager };
 /// The fused-attention kernel (model.flash_attention): fused = the accelerator profile's calibrated kernel
 /// (FlashAttention-2 for the built-in A100 and H100 profiles, measured at sequence 8192); flash1 = FlashAttention v1's
 /// CUDA kernels (flash-attn < 2.0); triton = FlashAttention's Triton implementation (flash_attn_triton.py, which
-/// MosaicML llm-foundry runs as attn_impl: triton). flash1 and triton run at their measured speed relative to
-/// FlashAttention-2 at the same sequence length and head dimension (ComputeModel's attention_kernel_speed).
-enum class AttentionKernel { Fused, Flash1, Triton };
+/// MosaicML llm-foundry runs as attn_impl: triton); cudnn = cuDNN's fused attention (what Transformer Engine selects on
+/// Hopper); fa3 = FlashAttention-3 (Hopper only). Each runs at its measured speed relative to FlashAttention-2 at the
+/// same sequence length and head dimension (ComputeModel's attention_kernel_speed).
+enum class AttentionKernel { Fused, Flash1, Triton, Cudnn, Fa3 };
 /// Where mixed precision keeps its fp32 master weights: in the optimizer state beside 16-bit parameters (Megatron-LM,
 /// DeepSpeed: 2 + 12 bytes per parameter with Adam), or as the parameters themselves, cast to 16 bits when used
 /// (PyTorch FSDP's MixedPrecision/MixedPrecisionPolicy: the sharded fp32 parameter is what the optimizer updates;
