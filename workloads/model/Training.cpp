@@ -33,6 +33,10 @@ DType parse_dtype(const std::string& name) {
   return name == "bf16" ? DType::BF16 : name == "fp16" ? DType::FP16 : DType::FP32;
 }
 
+// Every training.attention_kernel, in the order the field's error lists them; their spellings are to_string's.
+constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::Fused, AttentionKernel::Flash1,
+                                                 AttentionKernel::Triton, AttentionKernel::Cudnn, AttentionKernel::Fa3};
+
 }  // namespace
 
 namespace {
@@ -134,13 +138,11 @@ TrainingSpec parse_training(const Json& value) {
   const std::string kernels = r.get_choice("kernels", {"fused", "compiled", "eager"}, "fused");
   t.kernels = kernels == "eager" ? Kernels::Eager : kernels == "compiled" ? Kernels::Compiled : Kernels::Fused;
   t.fused_norm = r.get_bool("fused_norm", false);
-  const std::string attention =
-      r.get_choice("attention_kernel", {"fused", "flash1", "triton", "cudnn", "fa3"}, "fused");
-  t.attention_kernel = attention == "flash1"   ? AttentionKernel::Flash1
-                       : attention == "triton" ? AttentionKernel::Triton
-                       : attention == "cudnn"  ? AttentionKernel::Cudnn
-                       : attention == "fa3"    ? AttentionKernel::Fa3
-                                               : AttentionKernel::Fused;
+  std::vector<std::string> attention_kernels;
+  for (AttentionKernel k : kAttentionKernels) attention_kernels.push_back(to_string(k));
+  const std::string attention = r.get_choice("attention_kernel", attention_kernels, "fused");
+  for (AttentionKernel k : kAttentionKernels)
+    if (to_string(k) == attention) t.attention_kernel = k;
   t.fp8 = r.get_bool("fp8", false);
   if (t.fp8 && t.dtype == DType::FP32)
     throw InputError(r.field("fp8") +
