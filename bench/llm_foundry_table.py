@@ -25,7 +25,8 @@ experiment the way a user would write it from the table and the repository of th
 
 Nothing is fitted to these rows. Runs `placesim simulate --fidelity analytic` for each (two at a time), prints a
 Markdown table with the signed error (positive: placesim predicts more tokens/s than published), then the mean
-absolute and worst error per table, per sequence-length band and over all rows.
+absolute and worst error per table, per sequence-length band and over all rows, then, over the runs published on both
+H100 and A100 (same model, sequence and GPU count), how far placesim's H100/A100 per-GPU ratio is from the published.
 
 Usage: bench/llm_foundry_table.py [build/placesim] [--only SUBSTRING] [--attention-kernel fused|flash1|triton]
 (--attention-kernel: what-if with another attention kernel than the one the runs used).
@@ -87,6 +88,40 @@ def band(seq):
         "seq 32k-64k"
 
 
+def pairs(rows, chosen, predicted):
+    """The same run on H100 and on A100: 16-bit rows of equal model, sequence and GPU count, one in an H100 table and
+    one in the A100 table (a key with more than one row on a GPU is skipped). The software, model and parallelism
+    cancel in the ratio of per-GPU tokens/s, which leaves the two accelerators' profiles; printed is how far
+    placesim's ratio is from the published one (positive: placesim puts H100 further ahead)."""
+    by_key = {}
+    for i in chosen:
+        r = rows[i]
+        if r["precision"] == "amp_fp8" or isinstance(predicted[i], str):
+            continue
+        gpu = "h100" if r["gpu"].startswith("h100") else "a100"
+        by_key.setdefault((r["model"], int(r["seq_len"]), int(r["gpus"])), {}).setdefault(gpu, []).append(i)
+    found = []
+    for (model, seq, gpus), on in by_key.items():
+        if len(on.get("h100", [])) != 1 or len(on.get("a100", [])) != 1:
+            continue
+        h, a = on["h100"][0], on["a100"][0]
+        published = float(rows[h]["tokens_per_s"]) / float(rows[a]["tokens_per_s"])
+        found.append((seq, 100 * (predicted[h] / predicted[a] / published - 1)))
+    if not found:
+        return
+    print()
+    for label, sel in (("every pair", lambda seq: True), ("seq <= 2k", lambda seq: seq <= 2048),
+                       ("seq >= 4k", lambda seq: seq >= 4096)):
+        devs = sorted(d for seq, d in found if sel(seq))
+        if not devs:
+            continue
+        mean = sum(devs) / len(devs)
+        mean_abs = sum(abs(d) for d in devs) / len(devs)
+        print(f"H100 / A100 per-GPU ratio, same run on both ({label}): {len(devs)} pairs, placesim's ratio "
+              f"{mean:+.1f}% from the published on average (mean absolute {mean_abs:.1f}%, {devs[0]:+.1f}% to "
+              f"{devs[-1]:+.1f}%)")
+
+
 def main(argv):
     placesim = next((a for a in argv if a.endswith("placesim")), os.path.join(ROOT, "build", "placesim"))
     only = argv[argv.index("--only") + 1] if "--only" in argv else ""
@@ -126,6 +161,7 @@ def main(argv):
         within = sum(1 for x in errs if abs(x) <= 20)
         print(f"{key}: {len(errs)} rows, mean absolute error {mean:.1f}%, worst {worst:+.1f}%, "
               f"{within} within 20%")
+    pairs(rows, chosen, predicted)
     if refused:
         print(f"\n{len(refused)} rows refused (counted in no mean above):")
         for line in refused:
