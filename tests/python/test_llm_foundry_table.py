@@ -2,8 +2,10 @@
 ones written by hand for the nine llm-foundry rows of examples/validation2024 (the same settings, field by field), and
 it simulates and prints them. Run from the repository root with the binary in PLACESIM_BIN (CTest sets it) or built in
 build/:  PLACESIM_BIN=build/placesim /usr/bin/python3 -m unittest -v tests/python/test_llm_foundry_table.py"""
+import contextlib
 import csv
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -80,6 +82,32 @@ class LlmFoundryTable(unittest.TestCase):
             with open(report.name) as f:
                 tokens = json.load(f)["simulation"]["tokens_per_s"]
         self.assertEqual(lines[0].split(" | ")[6], f"{tokens:,.0f}")
+        # The 7B run at 2K on 8 GPUs is published on both GPUs: one pair.
+        self.assertIn("same run on both (every pair): 1 pairs", out)
+
+    def test_pairs_compare_the_h100_to_a100_ratios(self):
+        def row(model, seq, gpu, tokens, precision="amp_bf16"):
+            return {"model": model, "seq_len": str(seq), "gpus": "8", "gpu": gpu, "tokens_per_s": str(tokens),
+                    "precision": precision}
+        rows = [row("7b", 2048, "h100_80gb", 200), row("7b", 2048, "a100_80gb", 100),   # published 2.0
+                row("1b", 4096, "h100_80gb", 300), row("1b", 4096, "a100_80gb", 100),   # published 3.0
+                row("3b", 2048, "h100_80gb", 100), row("3b", 2048, "a100_80gb", 50),    # two A100 rows: skipped
+                row("3b", 2048, "a100_80gb", 60),
+                row("13b", 2048, "h100_80gb", 100, "amp_fp8"), row("13b", 2048, "a100_80gb", 50)]  # FP8: not a pair
+        # placesim 2.2 (+10 %) and 2.7 (-10 %); the skipped ones would move the mean if counted.
+        predicted = {0: 220.0, 1: 100.0, 2: 270.0, 3: 100.0, 4: 500.0, 5: 50.0, 6: 60.0, 7: 500.0, 8: 50.0}
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            table.pairs(rows, list(range(len(rows))), predicted)
+        lines = out.getvalue().strip().splitlines()
+        self.assertEqual(lines, [
+            "H100 / A100 per-GPU ratio, same run on both (every pair): 2 pairs, placesim's ratio +0.0% from the "
+            "published on average (mean absolute 10.0%, -10.0% to +10.0%)",
+            "H100 / A100 per-GPU ratio, same run on both (seq <= 2k): 1 pairs, placesim's ratio +10.0% from the "
+            "published on average (mean absolute 10.0%, +10.0% to +10.0%)",
+            "H100 / A100 per-GPU ratio, same run on both (seq >= 4k): 1 pairs, placesim's ratio -10.0% from the "
+            "published on average (mean absolute 10.0%, -10.0% to -10.0%)"])
+
 
 if __name__ == "__main__":
     unittest.main()
