@@ -2,8 +2,10 @@
 """Predicted vs published end-to-end figures for every row of examples/validation/published.json.
 
 Runs `placesim simulate <file> --fidelity analytic` for each row and prints a Markdown table with the signed error of
-the prediction (positive: placesim predicts faster than published), then mean absolute and worst error per software
-stack and over all rows. Usage: bench/validation_table.py [build/placesim] [--table DIR] [--only SUBSTRING] [--set PATH=VALUE ...]
+the prediction (positive: placesim predicts faster than published) and the step time the prediction misses (published
+step minus placesim's, in seconds and per micro-batch of a data-parallel rank in ms: a gap of about the same size
+across runs that differ only in their kernels is a cost outside the kernels, one that scales with the step is their
+speed), then mean absolute and worst error per software stack and over all rows. Usage: bench/validation_table.py [build/placesim] [--table DIR] [--only SUBSTRING] [--set PATH=VALUE ...]
 (--table: the folder of a published.json and its experiment files, default examples/validation, the 2021-22 Megatron-LM
 set; examples/validation2024 holds the 2023-25 stacks; each --set is passed to every simulate, e.g. to try another
 accelerator profile file).
@@ -23,7 +25,7 @@ def simulate(placesim, path, sets):
         # --force: the 530B and 1T rows exceed simulate's default size estimate (they need 7-10 GB, see docs).
         subprocess.run([placesim, "simulate", path, "--fidelity", "analytic", "--force", "--report", report.name] + extra,
                        check=True, stdout=subprocess.DEVNULL)
-        return json.load(open(report.name))["simulation"]
+        return json.load(open(report.name))
 
 
 def error_percent(metric, predicted, published):
@@ -31,6 +33,15 @@ def error_percent(metric, predicted, published):
     if metric == "step_time_s":
         return 100 * (published / predicted - 1)
     return 100 * (predicted / published - 1)
+
+
+def published_step(metric, report, published):
+    """The published run's step time: given, or placesim's step scaled by the throughput ratio (a throughput metric
+    is inversely proportional to the step at the same work per step)."""
+    sim = report["simulation"]
+    if metric == "step_time_s":
+        return published
+    return sim["step_time_s"] * sim[metric] / published
 
 
 def main(argv):
@@ -41,17 +52,20 @@ def main(argv):
     folder = argv[argv.index("--table") + 1] if "--table" in argv else os.path.join("examples", "validation")
     folder = folder if os.path.isabs(folder) else os.path.join(ROOT, folder)
     table = json.load(open(os.path.join(folder, "published.json")))
-    print("| experiment file | software stack | metric | published | predicted | error |")
-    print("|---|---|---|---|---|---|")
+    print("| experiment file | software stack | metric | published | predicted | error | step missed (s) | per micro-batch (ms) |")
+    print("|---|---|---|---|---|---|---|---|")
     by_stack = {}
     for row in table["rows"]:
         if only not in row["file"]:
             continue
-        sim = simulate(placesim, os.path.join(folder, row["file"]), sets)
-        predicted = sim[row["metric"]]
+        report = simulate(placesim, os.path.join(folder, row["file"]), sets)
+        predicted = report["simulation"][row["metric"]]
         err = error_percent(row["metric"], predicted, row["published"])
         by_stack.setdefault(row["stack"], []).append(err)
-        print(f"| {row['file']} | {row['stack']} | {row['metric']} | {row['published']} | {predicted:.2f} | {err:+.1f}% |")
+        missed = published_step(row["metric"], report, row["published"]) - report["simulation"]["step_time_s"]
+        per_microbatch = 1000 * missed / report["strategy"]["microbatches"]
+        print(f"| {row['file']} | {row['stack']} | {row['metric']} | {row['published']} | {predicted:.2f} | {err:+.1f}% "
+              f"| {missed:+.3f} | {per_microbatch:+.1f} |")
     every = [e for errs in by_stack.values() for e in errs]
     print()
     for stack, errs in list(by_stack.items()) + [("all rows", every)]:
