@@ -145,6 +145,25 @@ TEST_CASE("A Megatron run on H100 states its attention speed and names training.
         std::string::npos);
 }
 
+// docs/validation.md section 3: the published PyTorch FSDP2 runs miss about the same time per step whichever their
+// kernels (host time outside them); the summary of an FSDP2 run on a PyTorch FSDP preset says so, an FSDP1 run's
+// (flat parameters) and a Megatron run's do not.
+TEST_CASE("An FSDP2 run's summary says host time outside the kernels is not costed, FSDP1 and Megatron runs' do not") {
+  const std::string line =
+      "host time outside the kernels: not costed; published PyTorch FSDP2 runs took about the "
+      "same time longer than placesim gives whatever their kernels";
+  const std::string fms = "simulate examples/validation2024/fms-fsdp-llama2-7b-hsdp-128xa100.json --quiet";
+  std::string fsdp, hsdp2, hsdp1, megatron;
+  REQUIRE(run_placesim("simulate examples/llama3-8b-fsdp.json --quiet", &fsdp) == 0);
+  REQUIRE(run_placesim(fms + " --set strategy.flat_params=false", &hsdp2) == 0);
+  REQUIRE(run_placesim(fms, &hsdp1) == 0);
+  REQUIRE(run_placesim("simulate examples/validation2024/nemo-llama31-8b-8gpu.json --quiet", &megatron) == 0);
+  CHECK(fsdp.find(line) != std::string::npos);
+  CHECK(hsdp2.find(line) != std::string::npos);
+  CHECK(hsdp1.find(line) == std::string::npos);
+  CHECK(megatron.find(line) == std::string::npos);
+}
+
 // Issue 14, item 3: `--set cluster.nic_bw=400` was read as 400 B/s and gave a step of 29,407,695 s, exit 0.
 TEST_CASE("A bare bandwidth too small for bytes/s is refused naming the field and suggesting units") {
   std::string out;
