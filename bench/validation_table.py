@@ -5,7 +5,8 @@ Runs `placesim simulate <file> --fidelity analytic` for each row and prints a Ma
 the prediction (positive: placesim predicts faster than published) and the step time the prediction misses (published
 step minus placesim's, in seconds and per micro-batch of a data-parallel rank in ms: a gap of about the same size
 across runs that differ only in their kernels is a cost outside the kernels, one that scales with the step is their
-speed), then mean absolute and worst error per software stack and over all rows. Usage: bench/validation_table.py [build/placesim] [--table DIR] [--only SUBSTRING] [--set PATH=VALUE ...]
+speed), then mean absolute and worst error per software stack and over all rows.
+Usage: bench/validation_table.py [build/placesim] [--table DIR] [--only SUBSTRING] [--set PATH=VALUE ...]
 (--table: the folder of a published.json and its experiment files, default examples/validation, the 2021-22 Megatron-LM
 set; examples/validation2024 holds the 2023-25 stacks; each --set is passed to every simulate, e.g. to try another
 accelerator profile file).
@@ -52,7 +53,8 @@ def main(argv):
     folder = argv[argv.index("--table") + 1] if "--table" in argv else os.path.join("examples", "validation")
     folder = folder if os.path.isabs(folder) else os.path.join(ROOT, folder)
     table = json.load(open(os.path.join(folder, "published.json")))
-    print("| experiment file | software stack | metric | published | predicted | error | step missed (s) | per micro-batch (ms) |")
+    print("| experiment file | software stack | metric | published | predicted | error | step missed (s) "
+          "| per micro-batch (ms) |")
     print("|---|---|---|---|---|---|---|---|")
     by_stack = {}
     for row in table["rows"]:
@@ -64,8 +66,8 @@ def main(argv):
         by_stack.setdefault(row["stack"], []).append(err)
         missed = published_step(row["metric"], report, row["published"]) - report["simulation"]["step_time_s"]
         per_microbatch = 1000 * missed / report["strategy"]["microbatches"]
-        print(f"| {row['file']} | {row['stack']} | {row['metric']} | {row['published']} | {predicted:.2f} | {err:+.1f}% "
-              f"| {missed:+.3f} | {per_microbatch:+.1f} |")
+        print(f"| {row['file']} | {row['stack']} | {row['metric']} | {row['published']} | {predicted:.2f} "
+              f"| {err:+.1f}% | {missed:+.3f} | {per_microbatch:+.1f} |")
     every = [e for errs in by_stack.values() for e in errs]
     print()
     for stack, errs in list(by_stack.items()) + [("all rows", every)]:
