@@ -162,6 +162,20 @@ TEST_CASE("An FSDP2 run's summary says host time outside the kernels is not cost
   CHECK(hsdp2.find(line) != std::string::npos);
   CHECK(hsdp1.find(line) == std::string::npos);
   CHECK(megatron.find(line) == std::string::npos);
+  CHECK(fsdp.find("training.host_time_per_step and host_time_per_microbatch cost one you measured") !=
+        std::string::npos);
+}
+
+TEST_CASE("A run given host time states it in the summary, in place of the FSDP2 note") {
+  std::string out;
+  REQUIRE(run_placesim("simulate examples/llama3-8b-fsdp.json --quiet --set training.host_time_per_microbatch=80ms "
+                       "--set training.host_time_per_step=0.2s",
+                       &out) == 0);
+  CHECK_THAT(out, Catch::Contains("host time outside the kernels: 80.000 ms per micro-batch (before its first forward) "
+                                  "and 200.000 ms per step (at its start) on every GPU, whose compute waits for it"));
+  CHECK(out.find("not costed") == std::string::npos);
+  CHECK(run_placesim("simulate examples/llama3-8b-fsdp.json --quiet --set training.host_time_per_step=-1s", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("training.host_time_per_step"));
 }
 
 // Issue 14, item 3: `--set cluster.nic_bw=400` was read as 400 B/s and gave a step of 29,407,695 s, exit 0.

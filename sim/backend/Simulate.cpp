@@ -138,7 +138,7 @@ SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c,
           } else if constexpr (std::is_same_v<B, HostCompute>) {
             est.timers += 1;
             events += recorded(b.device);
-            compute(b.seconds, "host optimizer step");
+            compute(b.seconds, b.wait ? "host time" : "host optimizer step");
           } else if constexpr (std::is_same_v<B, P2P>) {
             est.flows += 1;
             events += recorded(b.src);  // recorded on the sender

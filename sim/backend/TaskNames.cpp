@@ -89,7 +89,9 @@ struct Describer {
   }
   void operator()(const HostCompute& h) const {
     r.kind = TaskKind::HostCompute;
-    r.name = "cpu optimizer step";
+    r.name = !h.wait                 ? std::string("cpu optimizer step")
+             : h.wait_microbatch < 0 ? std::string("host time (step)")
+                                     : "host time mb" + std::to_string(h.wait_microbatch);
     r.flops = h.flops;
     r.microbatch = h.microbatch;
   }

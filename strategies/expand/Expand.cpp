@@ -402,8 +402,11 @@ void Expander::expand_stage(int s) {
     all_warmup_ = !forward_after;
   }
   if (blocking_p2p_) post_receives(s, order, 0);
+  host_wait(s, e_.training.host_time_per_step_s, -1);
   for (int i = 0; i < static_cast<int>(order.size()); ++i) {
     const PipeOp& pop = order[static_cast<std::size_t>(i)];
+    if (pop.kind == PipeOpKind::Forward && pop.chunk == 0)
+      host_wait(s, e_.training.host_time_per_microbatch_s, pop.microbatch);
     if (pop.kind == PipeOpKind::Apply) {
       if (synchronous_)
         apply_microbatch_[static_cast<std::size_t>(s)] = pop.microbatch;
@@ -492,6 +495,20 @@ void Expander::apply_inline(int s, const PipeOp& op) {
                                      -1, op.weight_version},
                              s, x, Stream::Compute);
       if (stash) g_.set_memory(id, {}, {{x, State::Parameters, stashed * e_.training.param_bytes(), false}});
+    }
+}
+
+void Expander::host_wait(int s, double seconds, int microbatch) {
+  if (seconds <= 0) return;
+  for (int d = 0; d < dl_; ++d)
+    for (int t = 0; t < tp_; ++t) {
+      const int x = rank(d, t, s);
+      HostCompute h{x, seconds, 0, -1, true, microbatch};
+      TaskId& compute = last_[static_cast<std::size_t>(x)][static_cast<std::size_t>(Stream::Compute)];
+      const TaskId before = compute;
+      const TaskId id = g_.add(h, s);  // on the host, ordered by the device's compute stream alone
+      if (before != kNoTask) g_.depend(before, id);
+      compute = id;  // the device's next compute task waits for it
     }
 }
 

@@ -96,6 +96,9 @@ class Expander {
   /// The tasks the next task of the op on `lane` follows: the op's frontier, or at the op's start the previous op's.
   const std::vector<TaskId>& preceding(std::size_t lane, const std::vector<TaskId>& frontier) const;
   void apply_inline(int s, const PipeOp& op);
+  /// training.host_time_*: on every device of stage s, `seconds` of host time after the device's last compute and
+  /// before its next (microbatch -1: the step's own).
+  void host_wait(int s, double seconds, int microbatch);
   double stash_change(int s, const PipeOp& op);
   /// A TP collective of `ops` per layer over each (d, s) TP group, `gathers` of them all-gathers (which move FP8 under
   /// strategy.tp_fp8_gather); `hidden` ones run beside the compute that follows the current frontier instead of after

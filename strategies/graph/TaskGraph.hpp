@@ -72,12 +72,15 @@ struct Offload {
   State state = State::Gradients;
 };
 
-/// Work on the host CPU on behalf of one device (the offloaded optimizer step).
+/// Work on the host CPU on behalf of one device: the offloaded optimizer step, or (wait) host time the device's
+/// compute stream waits for (training.host_time_per_microbatch and host_time_per_step).
 struct HostCompute {
   int device = 0;
   double seconds = 0;
   double flops = 0;
-  int microbatch = -1;  ///< the optimizer step on the host: the micro-batch after which the stage applies it
+  int microbatch = -1;       ///< the optimizer step on the host: the micro-batch after which the stage applies it
+  bool wait = false;         ///< host time before the device's next compute: not an optimizer step
+  int wait_microbatch = -1;  ///< wait: the micro-batch it comes before (-1: the step's own host time)
 };
 
 using TaskBody = std::variant<Compute, Collective, P2P, Offload, HostCompute>;

@@ -386,6 +386,8 @@ Json training_to_json(const TrainingSpec& t) {
          {"grad_clipping", t.grad_clipping}};
   if (t.recompute_layers > 0) j["recompute_layers"] = t.recompute_layers;
   if (t.launch_overhead_s > 0) j["launch_overhead"] = t.launch_overhead_s;
+  if (t.host_time_per_microbatch_s > 0) j["host_time_per_microbatch"] = t.host_time_per_microbatch_s;
+  if (t.host_time_per_step_s > 0) j["host_time_per_step"] = t.host_time_per_step_s;
   j["kernels"] = to_string(t.kernels);
   if (t.fused_norm) j["fused_norm"] = true;
   if (t.attention_kernel != AttentionKernel::Fused) j["attention_kernel"] = to_string(t.attention_kernel);

@@ -467,11 +467,25 @@ std::string simulation_summary(const SimulatedStep& s) {
   // docs/validation.md section 3, "The FSDP2 rows' missing time is additive": the published PyTorch FSDP2 runs miss
   // about the same time per step whichever their kernels, so a cost outside them that placesim does not model. FSDP1
   // (flat_params: llm-foundry, fms-fsdp) is not what that evidence is about.
-  if (pytorch_fsdp_preset(s.experiment.strategy.preset) && !s.experiment.strategy.flat_params)
+  const TrainingSpec& tr = s.experiment.training;
+  if (tr.host_time_per_microbatch_s > 0 || tr.host_time_per_step_s > 0) {
+    std::string given;
+    if (tr.host_time_per_microbatch_s > 0)
+      given = format_seconds(tr.host_time_per_microbatch_s) + " per micro-batch (before its first forward)";
+    if (tr.host_time_per_step_s > 0)
+      given += (given.empty() ? "" : " and ") + format_seconds(tr.host_time_per_step_s) + " per step (at its start)";
+    out += "  host time outside the kernels: " + given +
+           " on every GPU, whose compute waits for it (training.host_time_per_microbatch, host_time_per_step)" +
+           (s.pipeline ? "; the pipeline idle below spans first to last compute: it leaves out the step's and the "
+                         "first micro-batch's and counts the others under imbalance and waiting\n"
+                       : "\n");
+  } else if (pytorch_fsdp_preset(s.experiment.strategy.preset) && !s.experiment.strategy.flat_params) {
     out +=
         "  host time outside the kernels: not costed; published PyTorch FSDP2 runs took about the same time longer "
         "than placesim gives whatever their kernels (torchtitan's Llama 3.1 8B 0.15-0.28 s per step, OLMo-core "
-        "75-165 ms per micro-batch; docs/validation.md section 3)\n";
+        "75-165 ms per micro-batch; docs/validation.md section 3); training.host_time_per_step and "
+        "host_time_per_microbatch cost one you measured\n";
+  }
   if (s.pipeline) {
     const PipelineMetrics& m = *s.pipeline;
     auto share = [&m](const std::vector<double>& seconds) {

@@ -134,6 +134,12 @@ TrainingSpec parse_training(const Json& value) {
   t.launch_overhead_s = r.get_non_negative("launch_overhead", 0, parse_time);
   r.check(t.launch_overhead_s <= 1e-3, "launch_overhead",
           "is host time per kernel launch: at most 1 ms (e.g. \"10us\"); larger values are not a launch");
+  t.host_time_per_microbatch_s = r.get_non_negative("host_time_per_microbatch", 0, parse_time);
+  r.check(t.host_time_per_microbatch_s <= 10, "host_time_per_microbatch",
+          "is the time a GPU waits for its host per micro-batch: at most 10 s (e.g. \"80ms\")");
+  t.host_time_per_step_s = r.get_non_negative("host_time_per_step", 0, parse_time);
+  r.check(t.host_time_per_step_s <= 60, "host_time_per_step",
+          "is the time a GPU waits for its host per step: at most 60 s (e.g. \"0.2s\")");
   t.kernels_given = r.has("kernels");
   const std::string kernels = r.get_choice("kernels", {"fused", "compiled", "eager"}, "fused");
   t.kernels = kernels == "eager" ? Kernels::Eager : kernels == "compiled" ? Kernels::Compiled : Kernels::Fused;

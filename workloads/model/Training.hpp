@@ -108,6 +108,12 @@ struct TrainingSpec {
   /// kernels x this: a CPU that cannot issue kernels as fast as the GPU runs them leaves the GPU idle (eager mode with
   /// small kernels; CUDA graphs and torch.compile cut it).
   double launch_overhead_s = 0;
+  /// Host time the GPUs wait for, seconds; 0 = not modelled (the default: no component measurement of it is built
+  /// in). Per micro-batch: before each micro-batch's first forward on a device, after that device's previous work
+  /// (data loading, a host synchronisation, framework work outside the kernels that the GPU cannot run ahead of).
+  /// Per step: once at the start of the step on every device. For a user who measured their own stack's gaps.
+  double host_time_per_microbatch_s = 0;
+  double host_time_per_step_s = 0;
   Kernels kernels = Kernels::Fused;
   bool kernels_given = false;  ///< training.kernels was written (else the strategy preset's framework decides)
   /// Under eager kernels, the RMSNorm is one fused kernel each way all the same (torchtitan's norm_type =
