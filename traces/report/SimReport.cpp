@@ -464,9 +464,6 @@ std::string simulation_summary(const SimulatedStep& s) {
               ? format_seconds(s.experiment.training.launch_overhead_s) +
                     " per kernel (a layer's pass lasts at least its kernels x this)\n"
               : std::string("off (training.launch_overhead not given: no measurement is built in)\n"));
-  // docs/validation.md section 3, "The FSDP2 rows' missing time is additive": the published PyTorch FSDP2 runs miss
-  // about the same time per step whichever their kernels, so a cost outside them that placesim does not model. FSDP1
-  // (flat_params: llm-foundry, fms-fsdp) is not what that evidence is about.
   const TrainingSpec& tr = s.experiment.training;
   if (tr.host_time_per_microbatch_s > 0 || tr.host_time_per_step_s > 0) {
     std::string given;
@@ -480,6 +477,9 @@ std::string simulation_summary(const SimulatedStep& s) {
                          "first micro-batch's and counts the others under imbalance and waiting\n"
                        : "\n");
   } else if (pytorch_fsdp_preset(s.experiment.strategy.preset) && !s.experiment.strategy.flat_params) {
+    // docs/validation.md section 3, "The FSDP2 rows' missing time is additive": the published PyTorch FSDP2 runs miss
+    // about the same time per step whichever their kernels, so a cost outside them that placesim does not model. FSDP1
+    // (flat_params: llm-foundry, fms-fsdp) is not what that evidence is about.
     out +=
         "  host time outside the kernels: not costed; published PyTorch FSDP2 runs took about the same time longer "
         "than placesim gives whatever their kernels (torchtitan's Llama 3.1 8B 0.15-0.28 s per step, OLMo-core "
