@@ -6,6 +6,7 @@
 #include "sim/verify/TinyMlp.hpp"
 #include "strategies/pipeline/Equivalence.hpp"
 #include "strategies/placement/Enumerate.hpp"
+#include "strategies/placement/Presets.hpp"
 #include "strategies/placement/Validity.hpp"
 
 namespace placesim {
@@ -38,11 +39,6 @@ Miniature miniature_of(const Experiment& e) {
   if (s.sp) out.changes.push_back("strategy.sp true -> false (no tensor parallelism in the miniature)");
   m.sp = false;
   change("strategy.tp", s.tp, 1, "tensor parallelism places states by construction");
-  // The 2-D preset needs tp > 1; without tensor parallelism its placement along the data axes is fsdp's.
-  if (m.preset == "fsdp-tp") {
-    m.preset = "fsdp";
-    out.changes.push_back("strategy.preset fsdp-tp -> fsdp (its placement along the data axes, without tp)");
-  }
   change("strategy.ep", s.ep, 1, "the miniature has no experts");
   const std::int64_t shard = s.degree(kShardAxis);
   m.dp_shard = async ? 1 : std::min<std::int64_t>(shard, 2);
@@ -70,11 +66,14 @@ Miniature miniature_of(const Experiment& e) {
     out.changes.push_back("strategy.placement.parameters.secondary dp_shard -> none (" + data_why + ")");
     m.placement.secondary = false;
   }
-  // The 2-D data presets need both data axes; with one collapsed, the same framework's 1-D preset (its placement
-  // is kept as it is).
-  if ((m.preset == "hsdp" || m.preset == "zero++") && (m.dp_shard == 1 || m.dp_replicate == 1)) {
-    const std::string to = m.preset == "hsdp" ? "fsdp" : "zero3";
-    out.changes.push_back("strategy.preset " + m.preset + " -> " + to + " (a data axis of 1 in the miniature)");
+  // A preset whose name promises an axis the miniature lacks (fsdp-tp's tp, hsdp's two data axes) becomes the
+  // preset its file names for that layout; the placement is kept as it is.
+  auto preset = strategy_presets().find(m.preset);
+  if (preset != strategy_presets().end() && preset->second.requirement &&
+      !preset->second.requirement->rule.holds(m, e.training)) {
+    const std::string to = preset->second.requirement->otherwise;
+    out.changes.push_back("strategy.preset " + m.preset + " -> " + to + " (the miniature's mesh lacks what " +
+                          preset->second.requirement->rule.text() + " asks)");
     m.preset = to;
   }
   out.spec.strategy = m;

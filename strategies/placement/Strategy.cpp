@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 
+#include "strategies/placement/Presets.hpp"
 #include "workloads/json/Units.hpp"
 #include "workloads/model/Model.hpp"
 
@@ -10,84 +11,8 @@ namespace placesim {
 
 namespace {
 
-struct Preset {
-  const char* description;
-  const char* fields;
-};
-
-// DESIGN §1, written P/O/G/A: DP = R/R/R/R, ZeRO-1 = R/S/R/R, ZeRO-2 = R/S/S/R, ZeRO-3 = FSDP = SG/S/S/R,
-// ZeRO-Offload = R/Off/Off/R. Megatron-3D is DP along the data axis composed with TP and PP (1F1B), with activations
-// recomputed as in Narayanan et al. (arXiv 2104.04473), which GPT-3 on 80 GB A100s needs.
-const std::map<std::string, Preset>& presets() {
-  static const std::map<std::string, Preset> table = {
-      {"dp",
-       {"data parallel, all states replicated (R/R/R/R)",
-        R"({"placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"replicated"}})"}},
-      {"zero1",
-       {"ZeRO stage 1: optimizer sharded (R/S/R/R)",
-        R"({"placement":{"parameters":"replicated","optimizer":"sharded","gradients":"replicated","activations":"replicated"}})"}},
-      {"zero2",
-       {"ZeRO stage 2: optimizer and gradients sharded (R/S/S/R)",
-        R"({"placement":{"parameters":"replicated","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
-      {"zero3",
-       {"ZeRO stage 3: parameters gathered per layer, all sharded (SG/S/S/R)",
-        R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
-      {"fsdp",
-       {"PyTorch FSDP full sharding, same placement as ZeRO-3 (SG/S/S/R); eager kernels unless training.kernels says "
-        "otherwise; with pp > 1 units gathered once per step (reshard_after_forward false)",
-        R"({"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
-      {"zero-offload",
-       {"ZeRO-Offload: optimizer and gradients in host memory, CPU Adam (R/Off/Off/R)",
-        R"({"placement":{"parameters":"replicated","optimizer":"offloaded","gradients":"offloaded","activations":"replicated"}})"}},
-      {"megatron-3d",
-       {"Megatron-LM 3D: dp x tp x pp, 1F1B, Megatron pipeline exchange, activation recomputation (R/R/R/M)",
-        R"({"schedule":"1f1b","placement":{"parameters":"replicated","optimizer":"replicated","gradients":"replicated","activations":"materialized"}})"}},
-      // Megatron-Core as Megatron-LM and NeMo run it since 2023: the distributed optimizer
-      // (--use-distributed-optimizer, NeMo's distributed_fused_adam) shards the optimizer state over the data axes, so
-      // the gradients are reduce-scattered and the updated parameters all-gathered (R/S/R/R, ZeRO-1's placement); no
-      // activation recompute (Megatron-Core's recompute_granularity defaults to none); sequence parallelism with tp > 1
-      // (set in read_strategy_object: the preset cannot say "only with tp > 1" as a field).
-      {"megatron-core",
-       {"Megatron-Core (Megatron-LM, NeMo): dp x tp x pp (x cp), distributed optimizer (R/S/R/R), sequence "
-        "parallel when tp > 1, no activation recompute, 1F1B",
-        R"({"schedule":"1f1b","placement":{"parameters":"replicated","optimizer":"sharded","gradients":"replicated","activations":"replicated"}})"}},
-      // PyTorch FSDP's HYBRID_SHARD / FSDP2 with a 2-D mesh (docs.pytorch.org/docs/stable/fsdp.html,
-      // ShardingStrategy.HYBRID_SHARD): full sharding inside each dp_shard group, replicas across dp_replicate,
-      // gradients reduce-scattered inside the group and their shards all-reduced across replicas.
-      {"hsdp",
-       {"hybrid-sharded data parallel (FSDP HYBRID_SHARD): SG/S/S/R along dp_shard, R/R/R/R along dp_replicate; "
-        "needs strategy.mesh.dp_replicate > 1; eager kernels unless training.kernels says otherwise; with pp > 1 "
-        "units gathered once per step (reshard_after_forward false)",
-        R"({"placement":{"parameters":{"dp_shard":"sharded-with-gather","dp_replicate":"replicated"},"optimizer":{"dp_shard":"sharded","dp_replicate":"replicated"},"gradients":{"dp_shard":"sharded","dp_replicate":"replicated"},"activations":"replicated"}})"}},
-      // torchtitan's 2-D parallelism: FSDP2 over dp_shard composed with Megatron-style tensor and sequence
-      // parallelism (its TP plan shards norms' activations with SequenceParallel). Its vanilla (DTensor) TP leaves the
-      // backward's collectives exposed: autograd's matmul node computes the input and the weight gradients together,
-      // and the reduce-scatter (the all-gather's backward) runs after it, waited for by the norm's backward; there is
-      // no weight-gradient GEMM left to hide it behind (Megatron splits them to overlap). tp_overlap false. Its
-      // activations are batch-first ([batch, seq, hidden], SequenceParallel's Shard(1)), so funcol copies the buffer
-      // of every sequence-parallel collective (tp_copies).
-      {"fsdp-tp",
-       {"2-D FSDP + tensor parallel (torchtitan): SG/S/S/R along the data axes, tp shards each layer, sequence "
-        "parallel, vanilla TP (backward collectives not overlapped); needs strategy.tp > 1; eager kernels unless "
-        "training.kernels says otherwise; with pp > 1 units gathered once per step (reshard_after_forward false); "
-        "batch-first activations: the copies around its sequence-parallel collectives (tp_copies)",
-        R"({"sp":true,"tp_overlap":false,"tp_copies":true,"placement":{"parameters":"sharded-with-gather","optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
-      // ZeRO++ (Wang et al., arXiv 2306.10209) hierarchical partitioning hpZ: ZeRO-3 over every data rank plus a
-      // secondary parameter shard inside each dp_shard group (a node), so the backward gathers inside the node.
-      // Its quantized gathers and reductions (qwZ, qgZ) are not modelled: every collective moves full-precision bytes.
-      {"zero++",
-       {"ZeRO++ hpZ: ZeRO-3 (SG/S/S/R) along both data axes plus a secondary parameter shard along dp_shard for the "
-        "backward gather; needs strategy.mesh.dp_replicate > 1; qwZ/qgZ quantization not modelled",
-        R"({"placement":{"parameters":{"dp_shard":"sharded-with-gather","dp_replicate":"sharded-with-gather","secondary":"dp_shard"},"optimizer":"sharded","gradients":"sharded","activations":"replicated"}})"}},
-  };
-  return table;
-}
-
 Json preset_json(const std::string& name, const std::string& field) {
-  auto it = presets().find(name);
-  if (it == presets().end())
-    refuse_name(field, name, "a strategy preset", names_of(presets()), " (see `placesim presets`)");
-  return Json::parse(it->second.fields);
+  return strategy_preset(name, field).strategy;
 }
 
 Schedule parse_schedule(const std::string& s) {
@@ -411,7 +336,7 @@ std::string to_string(Schedule s) {
 
 std::vector<PresetTable> strategy_preset_tables() {
   std::vector<PresetTable> out;
-  for (const auto& [name, preset] : presets()) {
+  for (const auto& [name, preset] : strategy_presets()) {
     StrategySpec s = parse_strategy(Json(name));
     PresetTable t{name, preset.description, {}};
     for (State state : {State::Parameters, State::Gradients, State::Optimizer, State::Activations}) {
@@ -427,7 +352,7 @@ std::vector<PresetTable> strategy_preset_tables() {
 
 std::vector<std::pair<std::string, std::string>> strategy_preset_list() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [name, p] : presets()) out.emplace_back(name, p.description);
+  for (const auto& [name, p] : strategy_presets()) out.emplace_back(name, p.description);
   return out;
 }
 

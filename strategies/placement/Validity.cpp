@@ -3,6 +3,7 @@
 #include <string>
 
 #include "strategies/pipeline/PipelineSchedule.hpp"
+#include "strategies/placement/Presets.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -212,17 +213,14 @@ void check_placement(const Experiment& e, const std::string& disabled) {
 }
 
 // Presets whose name promises an axis the mesh lacks would silently be another strategy.
-void check_preset_mesh(const StrategySpec& s) {
-  if ((s.preset == "hsdp" || s.preset == "zero++") && (s.dp_replicate == 1 || s.dp_shard == 1))
-    refuse("strategy.preset=" + s.preset +
-           " needs strategy.mesh.dp_replicate > 1 (replicas across nodes) and dp_shard > 1 (the ranks of a shard "
-           "group), e.g. \"mesh\": {\"dp_replicate\": 8, \"dp_shard\": 8} (got " +
-           str(s.dp_replicate) + " x " + str(s.dp_shard) + "); with either 1 it is another preset (" +
-           (s.preset == "hsdp" ? "fsdp or dp" : "zero3 with a degenerate secondary shard") + ")");
-  if (s.preset == "fsdp-tp" && s.tp == 1)
-    refuse(
-        "strategy.preset=fsdp-tp needs strategy.tp > 1 (2-D: FSDP over the data axes, tensor parallel inside); "
-        "with tp = 1 it is fsdp");
+void check_preset_mesh(const Experiment& e) {
+  const StrategySpec& s = e.strategy;
+  auto it = strategy_presets().find(s.preset);
+  if (it == strategy_presets().end() || !it->second.requirement) return;
+  const StrategyPreset::Requirement& need = *it->second.requirement;
+  if (need.rule.holds(s, e.training)) return;
+  refuse("strategy.preset=" + s.preset + " needs " + need.needs + " (got dp_replicate " + str(s.dp_replicate) +
+         " x dp_shard " + str(s.dp_shard) + ", tp " + str(s.tp) + "); " + need.otherwise_text);
 }
 
 }  // namespace
@@ -271,7 +269,7 @@ void check_validity(const Experiment& e, const std::string& disabled_rule) {
   check_reshard(e);
   check_mesh(e);
   check_schedule(e);
-  check_preset_mesh(e.strategy);
+  check_preset_mesh(e);
   check_placement(e, disabled_rule);
 }
 
