@@ -167,10 +167,10 @@ TEST_CASE("The foreach optimizer step: one pass per op, hand-counted; the PyTorc
   // preset with the master weights in the state, or another state size, fused.
   const Experiment fsdp = test::experiment(R"({"model": "llama3-8b", "strategy": {"preset": "fsdp", "dp": 8}})");
   CHECK(fsdp.training.optimizer_kernel == OptimizerKernel::Foreach);
-  CHECK_FALSE(fsdp.training.optimizer_kernel_given);
+  CHECK(fsdp.provenance.find("training.optimizer_kernel")->origin == Provenance::Origin::Stack);
   CHECK(training_to_json(fsdp.training)["optimizer_kernel"] == "foreach");
   CHECK_THAT(analysis_table(fsdp, analyze(fsdp)),
-             Catch::Contains("torch.optim's foreach step (the fsdp preset's default)"));
+             Catch::Contains("torch.optim's foreach step (the torchtitan-2024-12 stack's default)"));
   CHECK(test::experiment(R"({"model": "llama3-8b", "strategy": {"preset": "megatron-3d", "tp": 8}})")
             .training.optimizer_kernel == OptimizerKernel::Fused);
   CHECK(test::experiment(R"({"model": "llama3-8b", "training": {"master_weights": "optimizer"},
@@ -189,7 +189,7 @@ TEST_CASE("The foreach optimizer step: one pass per op, hand-counted; the PyTorc
   CHECK_THROWS_WITH(test::experiment(R"({"model": "llama3-8b", "training": {"optimizer_kernel": "foreach"},
       "strategy": {"preset": "megatron-3d", "tp": 8}})"),
                     Catch::Contains("training.optimizer_kernel=foreach") &&
-                        Catch::Contains("training.master_weights=optimizer, the megatron-3d preset's default"));
+                        Catch::Contains("training.master_weights=optimizer, the megatron-lm-2022 stack's default"));
   CHECK_THROWS_WITH(
       test::experiment(R"({"model": "llama3-8b", "training": {"optimizer_kernel": "foreach",
       "optimizer_bytes_per_param": 2}, "strategy": {"preset": "fsdp", "dp": 8}})"),
@@ -257,8 +257,8 @@ TEST_CASE("Logit and embedding layers split the vocabulary over tp") {
   // The loss kernel is echoed when written (a sweep's rows and the report's input echo re-parse it), not otherwise.
   const Experiment written =
       test::experiment(R"({"model":"gpt-22b","training":{"loss_kernel":"fused"},"strategy":"dp"})");
-  CHECK(training_to_json(written.training)["loss_kernel"] == "fused");
-  CHECK(parse_training(training_to_json(written.training)).loss_kernel == LossKernel::Fused);
+  CHECK(training_to_json(written.training, written.provenance)["loss_kernel"] == "fused");
+  CHECK(parse_training(training_to_json(written.training, written.provenance)).loss_kernel == LossKernel::Fused);
   CHECK_FALSE(
       training_to_json(test::experiment(R"({"model":"gpt-22b","strategy":"dp"})").training).contains("loss_kernel"));
 }
@@ -455,7 +455,7 @@ TEST_CASE("The FSDP presets default to eager kernels, the others to fused; train
   CHECK(training_to_json(compiled.training)["kernels"] == "compiled");
   CHECK(kernels_text(compiled) == "compiled element-wise kernels, costed as fused (training.kernels)");
   CHECK(kernels_text(with(R"({"preset": "fsdp", "dp": 8})", "")) ==
-        "eager element-wise kernels (the fsdp preset's default: PyTorch eager, as torchtitan ships)");
+        "eager element-wise kernels (the torchtitan-2024-12 stack's default)");
   CHECK_THROWS_WITH(with(R"({"preset": "fsdp", "dp": 8})", R"(, "kernels": "jit")"),
                     Catch::Contains("training.kernels") && Catch::Contains("jit"));
 }
@@ -513,7 +513,8 @@ TEST_CASE("fused_norm keeps eager's other decompositions and drops the norm's") 
   CHECK(kernels_text(e) == "eager element-wise kernels with a fused RMSNorm (training.kernels)");
   CHECK(training_to_json(e.training)["fused_norm"] == true);
   CHECK_THROWS_WITH(tiny(R"(, "fused_norm": true)"),
-                    "training.fused_norm=true has no meaning with training.kernels=fused (the dp preset's default): "
+                    "training.fused_norm=true has no meaning with training.kernels=fused (the megatron-lm-2022 stack's "
+                    "default): "
                     "fused and compiled kernels fuse every norm already");
 }
 
@@ -730,13 +731,13 @@ TEST_CASE("FP8 tensorwise (torchao): amax, cast and layout copies, hand-counted;
   const char* fsdp = R"({"preset": "fsdp", "dp": 2})";
   const Experiment f16 = tiny(false, fsdp), f8 = tiny(true, fsdp);
   CHECK(f8.training.fp8_scaling == Fp8Scaling::Tensorwise);
-  CHECK_FALSE(f8.training.fp8_scaling_given);
+  CHECK_FALSE(f8.provenance.written("training.fp8_scaling"));
   CHECK(layer_times(f8, acc).forward_s - layer_times(f16, acc).forward_s == Approx(fwd).epsilon(1e-9));
   CHECK(layer_times(f8, acc).backward_s - layer_times(f16, acc).backward_s == Approx(bwd).epsilon(1e-9));
   // Written on the dp preset, whose parameters stay on the device: torchao still casts the weight every forward.
   const char* dp = R"({"preset": "dp", "dp": 1})";
   const Experiment d16 = tiny(false, dp), d8 = tiny(true, dp, R"(, "fp8_scaling": "tensorwise")");
-  CHECK(d8.training.fp8_scaling_given);
+  CHECK(d8.provenance.written("training.fp8_scaling"));
   CHECK(layer_times(d8, acc).forward_s - layer_times(d16, acc).forward_s == Approx(fwd).epsilon(1e-9));
   // Host-bound (50 us a launch): the fused layer's 12 forward and 16 backward kernels, plus per linear 2 casts
   // forward, and a cast and 3 copies backward.

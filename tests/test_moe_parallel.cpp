@@ -246,10 +246,11 @@ TEST_CASE("FP8 experts: grouped GEMMs at the FP8 peak plus their hand-counted ca
   const PassTimes a = expert_times(bf16, acc, pairs), b = expert_times(fp8, acc, pairs);
   CHECK(b.forward_s - a.forward_s == Approx(fwd).epsilon(1e-9));
   CHECK(b.backward_s - a.backward_s == Approx(bwd).epsilon(1e-9));
-  // torchao's tensorwise Float8Linear does not run grouped expert GEMMs: refused, written or as the fsdp default.
+  // torchao's tensorwise Float8Linear does not run grouped expert GEMMs: refused, written or as the fsdp preset's
+  // stack's default.
   CHECK_THROWS_WITH(moe(strategy, R"({"global_batch": 8, "micro_batch": 1, "fp8": true, "fp8_scaling": "tensorwise"})"),
                     Catch::Contains("training.fp8_scaling=tensorwise") && Catch::Contains("MoE"));
   CHECK_THROWS_WITH(
       moe(R"({"preset": "fsdp", "dp": 2, "ep": 2})", R"({"global_batch": 8, "micro_batch": 1, "fp8": true})"),
-      Catch::Contains("the fsdp preset's default") && Catch::Contains("fp8_scaling=delayed"));
+      Catch::Contains("the torchtitan-2024-12 stack's default") && Catch::Contains("fp8_scaling=delayed"));
 }

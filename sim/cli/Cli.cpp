@@ -125,6 +125,7 @@ std::vector<FlagSpec> experiment_flags() {
 --model NAME              use this model preset instead of the file's model
 --model-hf CONFIG.json    use a Hugging Face config.json as the model
 --strategy PRESET         use this strategy preset (the file's strategy fields still override it)
+--stack NAME              run with this training stack's defaults (placesim stacks; or a stack file .json)
 --set PATH=VALUE          set any experiment field, e.g. --set strategy.dp=64 (repeatable)
 --device-memory SIZE      device memory to check the plan against, e.g. 80GiB
 )");
@@ -167,6 +168,7 @@ Json experiment_json_from_args(const Args& args, bool allow_default, std::string
   if (auto m = args.value("--model")) j["model"] = *m;
   if (auto hf = args.value("--model-hf")) j["model"] = Json{{"hf_config", *hf}};
   if (auto s = args.value("--strategy")) set_path(j, "strategy.preset", *s);
+  if (auto s = args.value("--stack")) j["stack"] = *s;
   for (const auto& assignment : args.values("--set")) {
     auto eq = assignment.find('=');
     if (eq == std::string::npos) throw InputError("--set " + assignment + ": expected PATH=VALUE");
@@ -223,9 +225,9 @@ std::ostream& summary_stream(const std::string& path) {
 }
 
 std::vector<Command> all_commands() {
-  return {command_analyze(),   command_check(),          command_simulate(), command_sweep(),
-          command_search(),    command_pipeline_sweep(), command_converge(), command_converge_sweep(),
-          command_verify(),    command_calibrate(), command_presets()};
+  return {command_analyze(), command_check(),          command_simulate(), command_sweep(),
+          command_search(),  command_pipeline_sweep(), command_converge(), command_converge_sweep(),
+          command_verify(),  command_calibrate(),      command_presets(),  command_stacks()};
 }
 
 namespace {

@@ -9,6 +9,7 @@ Command command_analyze();
 Command command_calibrate();
 Command command_check();
 Command command_presets();
+Command command_stacks();
 Command command_simulate();
 Command command_pipeline_sweep();
 Command command_search();

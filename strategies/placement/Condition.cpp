@@ -9,12 +9,8 @@ namespace {
 
 const std::vector<std::string>& predicates() {
   static const std::vector<std::string> names = {"interleaved",      "synchronous",        "gathered parameters",
-                                                 "no weight copies", "in-place optimizer", "fp8"};
-  return names;
-}
-
-const std::vector<std::string>& degrees() {
-  static const std::vector<std::string> names = {"dp", "dp_shard", "dp_replicate", "tp", "pp", "cp", "ep"};
+                                                 "no weight copies", "in-place optimizer", "fp8",
+                                                 "16-bit",           "sharded gradients"};
   return names;
 }
 
@@ -32,6 +28,9 @@ bool predicate(const std::string& name, const StrategySpec& s, const TrainingSpe
   if (name == "synchronous") return synchronous_schedule(s.schedule);
   if (name == "gathered parameters") return s.placement.parameters == Mode::ShardedWithGather && !s.placement.secondary;
   if (name == "fp8") return t.fp8;
+  if (name == "16-bit") return t.dtype != DType::FP32;
+  if (name == "sharded gradients")
+    return s.placement.gradients != Mode::Replicated || s.placement.replicate.gradients != Mode::Replicated;
   if (name == "no weight copies") {
     const bool stashed = s.pp > 1 && (s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW);
     return t.dtype != DType::FP32 && s.placement.parameters != Mode::Offloaded &&
@@ -45,13 +44,17 @@ bool predicate(const std::string& name, const StrategySpec& s, const TrainingSpe
 }  // namespace
 
 long long mesh_degree(const StrategySpec& s, const std::string& name) {
-  if (name == "dp") return s.dp;
-  if (name == "dp_shard") return s.dp_shard;
-  if (name == "dp_replicate") return s.dp_replicate;
-  if (name == "tp") return s.tp;
-  if (name == "pp") return s.pp;
-  if (name == "cp") return s.cp;
-  if (name == "ep") return s.ep;
+  // The degrees by their field names (a table: these words are mesh axes, not preset names).
+  static const std::vector<std::pair<std::string, std::int64_t StrategySpec::*>> axes = {
+      {"dp", &StrategySpec::dp},
+      {"dp_shard", &StrategySpec::dp_shard},
+      {"dp_replicate", &StrategySpec::dp_replicate},
+      {"tp", &StrategySpec::tp},
+      {"pp", &StrategySpec::pp},
+      {"cp", &StrategySpec::cp},
+      {"ep", &StrategySpec::ep}};
+  for (const auto& [axis, member] : axes)
+    if (axis == name) return s.*member;
   return -1;
 }
 
@@ -68,20 +71,21 @@ Condition::Condition(const std::string& text, const std::string& field) : text_(
     std::istringstream in(term);
     Term t;
     std::string extra;
-    if (!(in >> t.name >> t.op >> t.value) || (in >> extra) ||
-        std::find(degrees().begin(), degrees().end(), t.name) == degrees().end() ||
+    if (!(in >> t.name >> t.op >> t.value) || (in >> extra) || mesh_degree(StrategySpec{}, t.name) < 0 ||
         (t.op != ">" && t.op != ">=" && t.op != "<" && t.op != "<=" && t.op != "==" && t.op != "!="))
       throw InputError(field + "=\"" + text + "\": the term \"" + term +
                        "\" is neither a comparison of a mesh degree (dp, dp_shard, dp_replicate, tp, pp, cp, ep) "
                        "with a number, such as \"tp > 1\", nor one of: interleaved, synchronous, gathered "
-                       "parameters, no weight copies, in-place optimizer, fp8 (terms are joined by \" and \")");
+                       "parameters, no weight copies, in-place optimizer, fp8, 16-bit, sharded gradients (terms are "
+                       "joined by \" and \")");
     terms_.push_back(t);
   }
 }
 
 bool Condition::holds(const StrategySpec& s, const TrainingSpec& t) const {
   for (const Term& term : terms_) {
-    const bool ok = term.op.empty() ? predicate(term.name, s, t) : compare(mesh_degree(s, term.name), term.op, term.value);
+    const bool ok =
+        term.op.empty() ? predicate(term.name, s, t) : compare(mesh_degree(s, term.name), term.op, term.value);
     if (!ok) return false;
   }
   return true;

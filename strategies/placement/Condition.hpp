@@ -18,6 +18,8 @@ namespace placesim {
 ///   in-place optimizer   the optimizer steps fp32 parameters in place (fp32 training, or master weights as the
 ///                        parameters) with its own state size
 ///   fp8                  training.fp8
+///   16-bit               training.dtype is bf16 or fp16
+///   sharded gradients    gradients sharded or offloaded along a data axis (ZeRO stage 2 and up)
 /// Parsed once at load: an unknown term is refused naming `field`.
 class Condition {
  public:

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "strategies/analytic/DataPlan.hpp"
+#include "strategies/placement/StackApply.hpp"
 
 namespace placesim {
 
@@ -20,11 +21,18 @@ Experiment parse_experiment(const Json& value, const std::string& base_dir) {
   } else if (!abstract) {
     throw InputError("model is required but missing (a preset name such as \"gpt3-175b\" or an object)");
   }
-  if (const Json* t = r.child("training")) e.training = parse_training(*t);
-  if (const Json* s = r.child("strategy")) {
-    e.strategy = parse_strategy(*s);
-  } else if (!abstract) {
+  const Json* training = r.child("training");
+  const Json* strategy = r.child("strategy");
+  const Json* stack = r.child("stack");
+  if (strategy == nullptr && !abstract)
     throw InputError("strategy is required but missing (a preset name such as \"zero3\" or an object)");
+  if (strategy != nullptr || training != nullptr) {
+    RunSections run = parse_run_sections(training, strategy, stack, base_dir);
+    e.training = std::move(run.training);
+    if (strategy != nullptr) e.strategy = std::move(run.strategy);
+    e.stack = std::move(run.stack);
+    e.stack_from = std::move(run.stack_from);
+    e.provenance = std::move(run.provenance);
   }
   r.finish();
   if (!abstract) resolve(e);
@@ -95,12 +103,13 @@ void check_experts(const Experiment& e) {
                      " is more than model.experts=" + std::to_string(m.experts));
 }
 
-// PyTorch FSDP's presets keep the fp32 master weights as the sharded parameters, except where placesim models the
-// weights' copies as DeepSpeed or PipeDream make them (16-bit parameters offloaded and copied in, hpZ's secondary
-// shard, stashed versions): there the default stays with the optimizer and an explicit "parameters" is refused.
-void resolve_master_weights(Experiment& e) {
+// Master weights as the parameters (PyTorch FSDP's stacks) with a layout that copies 16-bit weights (offloaded
+// parameters or optimizer, hpZ's secondary shard, stashed versions) is not modelled. A stack applies them only where
+// there are no such copies ("no weight copies"), so only a written value reaches this refusal.
+void check_master_weights(const Experiment& e) {
   const StrategySpec& s = e.strategy;
-  TrainingSpec& t = e.training;
+  const TrainingSpec& t = e.training;
+  if (t.master_weights != MasterWeights::Parameters) return;
   std::string copies;
   if (s.placement.parameters == Mode::Offloaded) copies = "strategy.placement.parameters=offloaded";
   if (s.placement.optimizer == Mode::Offloaded)
@@ -108,37 +117,26 @@ void resolve_master_weights(Experiment& e) {
   if (s.placement.secondary) copies = "the hpZ secondary shard (strategy.placement.parameters.secondary)";
   if (s.pp > 1 && (s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW))
     copies = "schedule=" + to_string(s.schedule) + "'s stashed weight versions";
-  if (!t.master_weights_given)
-    t.master_weights = t.dtype != DType::FP32 && pytorch_fsdp_preset(s.preset) && copies.empty()
-                           ? MasterWeights::Parameters
-                           : MasterWeights::Optimizer;
-  else if (t.master_weights == MasterWeights::Parameters && !copies.empty())
+  if (!copies.empty())
     throw InputError("training.master_weights=parameters with " + copies +
                      " is not modelled (their copies are 16-bit parameters with the master weights in the optimizer "
                      "state); use training.master_weights=optimizer");
-  if (!t.optimizer_bytes_given)
-    t.optimizer_bytes_per_param = default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights);
 }
 
-// The optimizer step's kernel (training.optimizer_kernel), once the master weights and the state size are resolved:
-// torch.optim's multi-tensor step steps fp32 parameters in place, so PyTorch's presets run it by default wherever the
-// parameters are the master weights; 16-bit parameters with master weights in the state are a fused kernel's layout.
-void resolve_optimizer_kernel(Experiment& e) {
-  const StrategySpec& s = e.strategy;
-  TrainingSpec& t = e.training;
+// torch.optim's multi-tensor step (optimizer_kernel=foreach) steps fp32 parameters in place with its own state.
+void check_optimizer_kernel(const Experiment& e) {
+  const TrainingSpec& t = e.training;
+  if (t.optimizer_kernel != OptimizerKernel::Foreach) return;
   const bool in_place = t.dtype == DType::FP32 || t.master_weights == MasterWeights::Parameters;
   const double own_bytes = default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights);
-  const bool own_state = t.optimizer_bytes_per_param == own_bytes;
-  if (!t.optimizer_kernel_given)
-    t.optimizer_kernel =
-        pytorch_fsdp_preset(s.preset) && in_place && own_state ? OptimizerKernel::Foreach : OptimizerKernel::Fused;
-  else if (t.optimizer_kernel == OptimizerKernel::Foreach && !in_place)
+  if (!in_place)
     throw InputError(
         "training.optimizer_kernel=foreach is torch.optim's multi-tensor step on fp32 parameters, but "
         "the master weights are in the optimizer state (training.master_weights=optimizer" +
-        std::string(t.master_weights_given ? "" : ", the " + s.preset + " preset's default") +
+        std::string(
+            e.provenance.written("training.master_weights") ? "" : ", " + e.provenance.who("training.master_weights")) +
         "): set training.master_weights=parameters, or optimizer_kernel=fused");
-  else if (t.optimizer_kernel == OptimizerKernel::Foreach && !own_state)
+  if (t.optimizer_bytes_per_param != own_bytes)
     throw InputError(
         "training.optimizer_kernel=foreach counts torch.optim's passes over its own state (Adam's two fp32 "
         "moments, SGD's momentum: " +
@@ -189,7 +187,9 @@ void resolve(Experiment& e) {
   check_experts(e);
   // Recompute and the activation placement say the same thing twice; make them agree. An explicit
   // training.recompute wins over the placement (which may come from a preset such as megatron-3d).
-  if (t.recompute_given && t.recompute == Recompute::None && s.placement.activations == Mode::Materialized)
+  const Provenance& given = e.provenance;
+  if (given.present("training.recompute") && t.recompute == Recompute::None &&
+      s.placement.activations == Mode::Materialized)
     s.placement.activations = Mode::Replicated;
   if (t.recompute != Recompute::None && s.placement.activations == Mode::Replicated)
     s.placement.activations = Mode::Materialized;
@@ -204,7 +204,7 @@ void resolve(Experiment& e) {
     const std::string what = "training.recompute_layers=" + std::to_string(t.recompute_layers);
     if (t.recompute != Recompute::Full)
       throw InputError(what + " needs training.recompute=full (it is " + to_string(t.recompute) +
-                       (t.recompute_given ? "" : ", from the " + s.preset + " preset's activations") +
+                       (given.present("training.recompute") ? "" : ", from the " + s.preset + " preset's activations") +
                        "): it is the number of layers of each model chunk fully recomputed, the others keeping every "
                        "activation");
     if (e.model.opaque() || e.model.moe())
@@ -215,26 +215,21 @@ void resolve(Experiment& e) {
     if (s.placement.activations == Mode::Offloaded)
       throw InputError(what + " with offloaded activations is not modelled");
   }
-  if (!t.kernels_given) t.kernels = eager_by_default(s.preset) ? Kernels::Eager : Kernels::Fused;
-  if (!t.loss_kernel_given)
+  if (!given.present("training.loss_kernel"))
     t.loss_kernel = t.kernels == Kernels::Fused ? LossKernel::VocabParallel : LossKernel::PyTorch;
-  resolve_master_weights(e);
-  resolve_optimizer_kernel(e);
+  check_master_weights(e);
+  check_optimizer_kernel(e);
   if (t.fused_norm && t.kernels != Kernels::Eager)
     throw InputError("training.fused_norm=true has no meaning with training.kernels=" + to_string(t.kernels) +
-                     (t.kernels_given ? "" : " (the " + s.preset + " preset's default)") +
+                     (given.written("training.kernels") ? "" : " (" + given.who("training.kernels") + ")") +
                      ": fused and compiled kernels fuse every norm already");
   if (t.fp8 && e.model.opaque())
     throw InputError(
         "training.fp8=true runs the layers' linear GEMMs in FP8, but the model is opaque (model.parameters, no "
         "layer shapes): describe it by its shape (family, layers, hidden, heads, ...) or a preset for FP8 to apply");
-  // FP8 casts as the preset's framework scales them: PyTorch's presets run torchao's Float8Linear (tensorwise, as
-  // torchtitan and OLMo-core configure it), the others Transformer Engine's delayed scaling.
-  if (t.fp8 && !t.fp8_scaling_given)
-    t.fp8_scaling = pytorch_fsdp_preset(s.preset) ? Fp8Scaling::Tensorwise : Fp8Scaling::Delayed;
   // torchao's Float8 TP plan: torchtitan gathers the linear layers' inputs in FP8 whenever tensorwise Float8 meets
   // its (DTensor, sequence-parallel) TP.
-  if (!s.tp_fp8_gather_given)
+  if (!given.present("strategy.tp_fp8_gather"))
     s.tp_fp8_gather = t.fp8 && t.fp8_scaling == Fp8Scaling::Tensorwise && s.tp_copies && s.sp && s.tp > 1;
   else if (s.tp_fp8_gather && !t.fp8)
     throw InputError(
@@ -245,21 +240,15 @@ void resolve(Experiment& e) {
                      std::string(s.tp == 1 ? "strategy.tp=1 has none" : "strategy.sp=false (all-reduces) has none") +
                      ": set strategy.sp=true with tp > 1, or drop strategy.tp_fp8_gather");
   if (t.fp8 && t.fp8_scaling == Fp8Scaling::Tensorwise && e.model.moe())
-    throw InputError("training.fp8_scaling=tensorwise" +
-                     std::string(t.fp8_scaling_given ? "" : " (the " + s.preset + " preset's default)") +
-                     " is torchao's Float8Linear, which does not run the experts' grouped GEMMs; this model has MoE "
-                     "layers: set training.fp8_scaling=delayed (Transformer Engine's grouped linear) or training.fp8 "
-                     "false");
+    throw InputError(
+        "training.fp8_scaling=tensorwise" +
+        std::string(given.written("training.fp8_scaling") ? "" : " (" + given.who("training.fp8_scaling") + ")") +
+        " is torchao's Float8Linear, which does not run the experts' grouped GEMMs; this model has MoE "
+        "layers: set training.fp8_scaling=delayed (Transformer Engine's grouped linear) or training.fp8 "
+        "false");
   if (t.attention_kernel != AttentionKernel::Fused && !e.model.flash_attention)
     throw InputError("training.attention_kernel=" + to_string(t.attention_kernel) +
                      " names a fused attention kernel, but model.flash_attention=false (scores stored)");
-}
-
-bool eager_by_default(const std::string& preset) {
-  // PyTorch FSDP's presets: their reference trainer, torchtitan, ships its configs with compile = false, and Hugging
-  // Face models under FSDP run eager. Megatron's presets, DeepSpeed's ZeRO stages (Megatron-DeepSpeed or Hugging
-  // Face: either) and custom placements keep fused kernels.
-  return pytorch_fsdp_preset(preset);
 }
 
 namespace {
@@ -373,7 +362,7 @@ Json model_to_json(const ModelSpec& m) {
   return j;
 }
 
-Json training_to_json(const TrainingSpec& t) {
+Json training_to_json(const TrainingSpec& t, const Provenance& given) {
   Json j{{"global_batch", t.global_batch},
          {"micro_batch", t.micro_batch},
          {"dtype", to_string(t.dtype)},
@@ -396,7 +385,7 @@ Json training_to_json(const TrainingSpec& t) {
     j["fp8_scaling"] = to_string(t.fp8_scaling);
   }
   if (t.master_weights == MasterWeights::Parameters) j["master_weights"] = to_string(t.master_weights);
-  if (t.loss_kernel_given) j["loss_kernel"] = to_string(t.loss_kernel);
+  if (given.present("training.loss_kernel")) j["loss_kernel"] = to_string(t.loss_kernel);
   return j;
 }
 

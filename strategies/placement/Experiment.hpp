@@ -1,11 +1,14 @@
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "strategies/placement/Provenance.hpp"
 #include "strategies/placement/Strategy.hpp"
 #include "workloads/model/Model.hpp"
 #include "workloads/model/Training.hpp"
 #include "workloads/objective/ConvergenceSpec.hpp"
+#include "workloads/stack/Stack.hpp"
 
 namespace placesim {
 
@@ -22,6 +25,12 @@ struct Experiment {
   /// "convergence" section: the objective `placesim converge` optimizes with the pipeline's updates; absent when
   /// the experiment has none (the command then uses the ConvergenceSpec defaults).
   std::optional<ConvergenceSpec> convergence;
+  /// The training stack whose defaults the experiment runs with (null for an experiment built in code, which then
+  /// runs with the fields as set) and how it was chosen: "experiment", "preset" or "default".
+  std::shared_ptr<const StackSpec> stack;
+  std::string stack_from;
+  /// Where each training and strategy field came from (empty for an experiment built in code).
+  Provenance provenance;
 };
 
 /// Tokens of one sequence a device holds: model.seq_len / strategy.cp (context parallelism splits the sequence).
@@ -35,12 +44,10 @@ Experiment parse_experiment(const Json& value, const std::string& base_dir);
 Experiment load_experiment(const std::string& path);
 /// Fills the derived fields and checks the batch arithmetic; throws InputError naming the fields.
 void resolve(Experiment& e);
-/// Whether a strategy preset's framework runs its element-wise kernels eagerly when training.kernels is not given
-/// (PyTorch's FSDP presets, as torchtitan ships them).
-bool eager_by_default(const std::string& preset);
 /// The experiment as JSON (the resolved form a report echoes).
 Json strategy_to_json(const StrategySpec& s);
 Json model_to_json(const ModelSpec& m);
-Json training_to_json(const TrainingSpec& t);
+/// The loss kernel is echoed only when some origin gave it (else it follows the kernels).
+Json training_to_json(const TrainingSpec& t, const Provenance& given = {});
 
 }  // namespace placesim

@@ -179,15 +179,11 @@ StrategySpec read_strategy_object(const Json& object) {
     const std::string comm = r.get_choice("cp_comm", {"ring", "p2p", "all-gather", "all_gather"}, "ring");
     s.cp_comm = comm == "all-gather" || comm == "all_gather" ? CpComm::AllGather : CpComm::Ring;
   }
-  // PyTorch's context_parallel on PyTorch's FSDP presets (torchtitan), TransformerEngine's elsewhere.
-  const std::string impl = r.get_choice("cp_impl", {"te", "pytorch"}, pytorch_fsdp_preset(s.preset) ? "pytorch" : "te");
+  const std::string impl = r.get_choice("cp_impl", {"te", "pytorch"}, "te");
   s.cp_impl = impl == "pytorch" ? CpImpl::PyTorch : CpImpl::TransformerEngine;
   s.tp_overlap = r.get_bool("tp_overlap", true);
   s.tp_copies = r.get_bool("tp_copies", false);
-  if (r.has("tp_fp8_gather")) {
-    s.tp_fp8_gather = r.get_bool("tp_fp8_gather", false);
-    s.tp_fp8_gather_given = true;
-  }
+  s.tp_fp8_gather = r.get_bool("tp_fp8_gather", false);
   s.schedule = parse_schedule(
       r.get_choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
   s.p2p =
@@ -213,7 +209,6 @@ StrategySpec read_strategy_object(const Json& object) {
     throw InputError(r.field("local_steps") + "=" + std::to_string(s.local_steps) + " must be at least 1");
   s.bucket_bytes = r.get_positive("bucket_bytes", 25e6, parse_bytes);
   s.reshard_after_forward = r.get_bool("reshard_after_forward", true);
-  const bool reshard_given = r.has("reshard_after_forward");
   s.reshard_after_backward = r.get_bool("reshard_after_backward", false);
   for (auto [key, target] :
        {std::pair{"prefetch_forward", &s.prefetch_forward}, {"prefetch_backward", &s.prefetch_backward}}) {
@@ -233,25 +228,15 @@ StrategySpec read_strategy_object(const Json& object) {
   s.collective = r.get_choice("collective", {"ring", "hierarchical"}, "ring") == "hierarchical"
                      ? CollectiveScheme::Hierarchical
                      : CollectiveScheme::Ring;
-  bool sp_written = object.contains("sp");
   if (const Json* p = r.child("placement")) {
     std::optional<bool> sequence_parallel;
     s.placement = parse_placement(*p, sequence_parallel);
     if (sequence_parallel) {
-      sp_written = true;
       if (object.contains("sp") && s.sp != *sequence_parallel)
         throw InputError("strategy.placement.activations.tp contradicts strategy.sp=" + show(object["sp"]));
       s.sp = *sequence_parallel;
     }
   }
-  // Megatron-Core runs with sequence parallelism wherever it has tensor parallelism (NeMo's recipes set
-  // sequence_parallel with every tp > 1); written sp wins.
-  if (s.preset == "megatron-core" && !sp_written && s.tp > 1) s.sp = true;
-  // PyTorch FSDP under a pipeline keeps its units gathered for the step unless told otherwise (torchtitan's
-  // fsdp_reshard_after_forward "default": reshard_after_forward = not pp_enabled), where that can be modelled.
-  if (!reshard_given && pytorch_fsdp_preset(s.preset) && s.pp > 1 &&
-      s.placement.parameters == Mode::ShardedWithGather && !s.placement.secondary && synchronous_schedule(s.schedule))
-    s.reshard_after_forward = false;
   r.finish();
   return s;
 }
@@ -260,10 +245,6 @@ StrategySpec read_strategy_object(const Json& object) {
 
 bool synchronous_schedule(Schedule schedule) {
   return schedule == Schedule::GPipe || schedule == Schedule::OneFOneB || schedule == Schedule::Interleaved;
-}
-
-bool pytorch_fsdp_preset(const std::string& preset) {
-  return preset == "fsdp" || preset == "hsdp" || preset == "fsdp-tp";
 }
 
 StrategySpec parse_strategy(const Json& value) {

@@ -54,7 +54,7 @@ struct StrategySpec {
   /// group with cp, torchtitan's dp_shard_cp mesh): gradients are synchronised over dp x cp.
   std::int64_t cp = 1;
   CpComm cp_comm = CpComm::Ring;
-  CpImpl cp_impl = CpImpl::TransformerEngine;   ///< not given: PyTorch for the fsdp, hsdp and fsdp-tp presets
+  CpImpl cp_impl = CpImpl::TransformerEngine;   ///< the stack's (PyTorch for torchtitan's) unless written
   std::int64_t dp_replicate = 1, dp_shard = 1;  ///< the data-parallel axes (strategy.mesh); dp is their product
   /// Expert parallelism (mixture-of-experts models): the routed experts of every MoE layer are split over ep ranks.
   /// The ep groups reshape the tp x cp x dp ranks of each pipeline stage (Megatron-Core's expert generator with
@@ -78,9 +78,9 @@ struct StrategySpec {
   /// PrepareFloat8ModuleInput; torchtitan applies it with tensorwise Float8 and TP): the linear layers' inputs are cast
   /// to FP8 before their sequence-parallel all-gather, and the output gradients before theirs (the backward's
   /// all-gathers), so every per-layer all-gather moves 1 byte an element (and its copy, tp_copies, too); the
-  /// reduce-scatters stay in the activations' dtype. Not given: on with training.fp8, fp8_scaling tensorwise, sp and
-  /// tp_copies (PyTorch's DTensor TP), as torchtitan runs it.
-  bool tp_fp8_gather = false, tp_fp8_gather_given = false;
+  /// reduce-scatters stay in the activations' dtype. Not given by anyone: on with training.fp8, fp8_scaling
+  /// tensorwise, sp and tp_copies (PyTorch's DTensor TP), as torchtitan runs it.
+  bool tp_fp8_gather = false;
   Schedule schedule = Schedule::OneFOneB;
   PipelineP2P p2p = PipelineP2P::Megatron;
   std::int64_t microbatches = 0;  ///< per step per pipeline; 0 = global_batch / (micro_batch * dp)
@@ -176,7 +176,5 @@ std::vector<std::pair<std::string, std::string>> strategy_preset_list();
 
 /// True for the schedules that make one synchronous SGD step per step (gpipe, 1f1b, interleaved).
 bool synchronous_schedule(Schedule schedule);
-/// The strategy presets of PyTorch's FSDP (fsdp, hsdp, fsdp-tp), as torchtitan runs it; zero3 is DeepSpeed's.
-bool pytorch_fsdp_preset(const std::string& preset);
 
 }  // namespace placesim

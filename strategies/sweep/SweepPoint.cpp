@@ -1,9 +1,11 @@
 #include "strategies/sweep/SweepPoint.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <functional>
 #include <unordered_map>
 
+#include "strategies/placement/StackApply.hpp"
 #include "strategies/placement/Validity.hpp"
 
 namespace placesim {
@@ -31,17 +33,18 @@ std::string section_of(const std::string& path) {
   return path.substr(0, path.find('.'));
 }
 
-// The parsed form of one experiment section for each combination of the values of the axes that touch it.
-// Errors are kept and rethrown so that a cached point fails exactly as a parsed one.
+// The parsed form of one or more experiment sections (read together: training, strategy and stack resolve as one)
+// for each combination of the values of the axes that touch them. Errors are kept and rethrown so that a cached point
+// fails exactly as a parsed one.
 template <class Value>
 class SectionCache {
  public:
-  /// `parse` gets the section's JSON, or null when the point has no such section.
-  SectionCache(const SweepSpec& spec, const std::string& section, std::function<Value(const Json*)> parse)
-      : spec_(spec), section_(section), parse_(std::move(parse)) {
+  /// `parse` gets an object holding the point's values of `sections` (a section the point lacks is absent).
+  SectionCache(const SweepSpec& spec, std::vector<std::string> sections, std::function<Value(const Json&)> parse)
+      : spec_(spec), sections_(std::move(sections)), parse_(std::move(parse)) {
     std::uint64_t combinations = 1;
     for (auto [a, p] : application_order(spec))
-      if (section_of(spec.axes[a].paths[p]) == section) positions_.emplace_back(a, p);
+      if (mine(section_of(spec.axes[a].paths[p]))) positions_.emplace_back(a, p);
     for (std::size_t a = spec.axes.size(); a-- > 0;) {
       bool touches = false;
       for (auto [pa, pp] : positions_) touches = touches || pa == a;
@@ -53,7 +56,7 @@ class SectionCache {
   }
 
   struct Entry {
-    Json json;  ///< the section as the point's JSON has it (null when absent)
+    Json json;  ///< the sections as the point's JSON has them
     Value value{};
     std::exception_ptr error;
   };
@@ -68,15 +71,19 @@ class SectionCache {
   }
 
  private:
+  bool mine(const std::string& section) const {
+    return std::find(sections_.begin(), sections_.end(), section) != sections_.end();
+  }
+
   Entry make(const std::vector<std::size_t>& coords) const {
     Json root = Json::object();
-    if (spec_.base.contains(section_)) root[section_] = spec_.base[section_];
+    for (const std::string& section : sections_)
+      if (spec_.base.contains(section)) root[section] = spec_.base[section];
     for (auto [a, p] : positions_) set_path(root, spec_.axes[a].paths[p], spec_.axes[a].values[coords[a]][p]);
     Entry e;
-    bool present = root.contains(section_);
-    if (present) e.json = root[section_];
+    e.json = root;
     try {
-      e.value = parse_(present ? &e.json : nullptr);
+      e.value = parse_(e.json);
     } catch (...) {
       e.error = std::current_exception();
     }
@@ -84,8 +91,8 @@ class SectionCache {
   }
 
   const SweepSpec& spec_;
-  std::string section_;
-  std::function<Value(const Json*)> parse_;
+  std::vector<std::string> sections_;
+  std::function<Value(const Json&)> parse_;
   std::vector<std::pair<std::size_t, std::size_t>> positions_;
   std::vector<std::pair<std::size_t, std::uint64_t>> strides_;
   bool cached_ = true;
@@ -107,12 +114,12 @@ bool sections_apply(const SweepSpec& spec) {
   // Any other top-level key (a typo such as "treining", or a convergence section) is the whole parser's to judge.
   for (const auto& [key, value] : base.items())
     if (key != "name" && key != "description" && key != "model" && key != "training" && key != "strategy" &&
-        key != "cluster")
+        key != "cluster" && key != "stack")
       return false;
   std::vector<std::string> swept;
   for (const auto& path : spec.paths()) swept.push_back(section_of(path));
   for (const auto& s : swept)
-    if (s != "model" && s != "training" && s != "strategy" && s != "cluster") return false;
+    if (s != "model" && s != "training" && s != "strategy" && s != "cluster" && s != "stack") return false;
   for (const char* required : {"model", "strategy"}) {
     bool given = base.contains(required) || std::find(swept.begin(), swept.end(), required) != swept.end();
     if (!given) return false;  // the parser's "required but missing" message stays the parser's
@@ -122,21 +129,28 @@ bool sections_apply(const SweepSpec& spec) {
 
 }  // namespace
 
+// A section of `root`, or null when the point has none.
+const Json* section(const Json& root, const char* name) {
+  return root.contains(name) ? &root[name] : nullptr;
+}
+
 struct PointEvaluator::Sections {
   explicit Sections(const SweepSpec& spec)
-      : model(spec, "model", [dir = spec.base_dir](const Json* v) { return parse_model(*v, dir); }),
-        training(spec, "training", [](const Json* v) { return v ? parse_training(*v) : TrainingSpec{}; }),
-        strategy(spec, "strategy", [](const Json* v) { return parse_strategy(*v); }),
-        cluster(spec, "cluster",
-                [](const Json* v) {
+      : model(spec, {"model"}, [dir = spec.base_dir](const Json& v) { return parse_model(v["model"], dir); }),
+        run(spec, {"training", "strategy", "stack"},
+            [dir = spec.base_dir](const Json& v) {
+              return parse_run_sections(section(v, "training"), section(v, "strategy"), section(v, "stack"), dir);
+            }),
+        cluster(spec, {"cluster"},
+                [](const Json& v) {
                   // As build_whole(): a null cluster is no cluster.
-                  return !v || v->is_null() ? std::optional<ClusterFit>{} : std::optional<ClusterFit>{cluster_fit(*v)};
+                  const Json* c = section(v, "cluster");
+                  return !c || c->is_null() ? std::optional<ClusterFit>{} : std::optional<ClusterFit>{cluster_fit(*c)};
                 }),
         name(spec.base.contains("name") ? spec.base["name"].get<std::string>() : "experiment") {}
 
   SectionCache<ModelSpec> model;
-  SectionCache<TrainingSpec> training;
-  SectionCache<StrategySpec> strategy;
+  SectionCache<RunSections> run;
   SectionCache<std::optional<ClusterFit>> cluster;
   std::string name;
 };
@@ -173,8 +187,12 @@ std::optional<ClusterFit> PointEvaluator::build_from_sections() {
   // The order of parse_experiment(): model, training, strategy, then resolve(); the cluster is read after it.
   const auto& model = s.model.get(coords_);
   experiment_.model = checked<ModelSpec>(model);
-  experiment_.training = checked<TrainingSpec>(s.training.get(coords_));
-  experiment_.strategy = checked<StrategySpec>(s.strategy.get(coords_));
+  const RunSections& run = checked<RunSections>(s.run.get(coords_));
+  experiment_.training = run.training;
+  experiment_.strategy = run.strategy;
+  experiment_.stack = run.stack;
+  experiment_.stack_from = run.stack_from;
+  experiment_.provenance = run.provenance;
   const auto& cluster = s.cluster.get(coords_);
   experiment_.name = s.name;
   experiment_.cluster = cluster.json;

@@ -6,6 +6,7 @@
 
 #include "strategies/analytic/Routing.hpp"
 #include "strategies/pipeline/StagePlan.hpp"
+#include "traces/report/StackReport.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -140,8 +141,9 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
   report["placesim_version"] = PLACESIM_VERSION;
   report["experiment"] = e.name;
   report["model"] = model_to_json(e.model);
-  report["training"] = training_to_json(e.training);
+  report["training"] = training_to_json(e.training, e.provenance);
   report["strategy"] = strategy_to_json(e.strategy);
+  if (e.stack) report["stack"] = stack_json(e);
   Json memory = memory_json(a.memory);
   memory["model_states_bytes"] = number(a.model_states_bytes);
   memory["total_bytes"] = number(a.total_bytes);
@@ -213,9 +215,10 @@ std::string format_flops(double v) {
   return format_scaled(v, {{1e18, 1e18, "%.2f EFLOP"}, {1e15, 1e15, "%.2f PFLOP"}, {0, 1e12, "%.2f TFLOP"}});
 }
 
-// The loss kernel when written; the default follows the kernels (vocab-parallel when fused, else pytorch).
-std::string loss_text(const TrainingSpec& t) {
-  if (!t.loss_kernel_given) return "";
+// The loss kernel when an origin gave it; the default follows the kernels (vocab-parallel when fused, else pytorch).
+std::string loss_text(const Experiment& e) {
+  const TrainingSpec& t = e.training;
+  if (!e.provenance.present("training.loss_kernel")) return "";
   switch (t.loss_kernel) {
     case LossKernel::Fused:
       return "; loss: a fused cross-entropy kernel on the 16-bit logits (training.loss_kernel)";
@@ -229,10 +232,9 @@ std::string loss_text(const TrainingSpec& t) {
 
 std::string kernels_only_text(const Experiment& e) {
   const TrainingSpec& t = e.training;
-  const std::string origin = t.kernels_given ? "training.kernels"
-                             : t.kernels == Kernels::Eager
-                                 ? "the " + e.strategy.preset + " preset's default: PyTorch eager, as torchtitan ships"
-                                 : "default";
+  const std::string origin = e.provenance.written("training.kernels")   ? "training.kernels"
+                             : e.provenance.present("training.kernels") ? e.provenance.who("training.kernels")
+                                                                        : "default";
   switch (t.kernels) {
     case Kernels::Eager:
       return "eager element-wise kernels" + std::string(t.fused_norm ? " with a fused RMSNorm" : "") + " (" + origin +
@@ -248,7 +250,7 @@ std::string kernels_only_text(const Experiment& e) {
 }  // namespace
 
 std::string kernels_text(const Experiment& e) {
-  return kernels_only_text(e) + loss_text(e.training);
+  return kernels_only_text(e) + loss_text(e);
 }
 
 std::string attention_text(const Experiment& e) {
@@ -282,9 +284,12 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
               ? ", batch-first TP activations (each sequence-parallel collective's buffer copied on the "
                 "compute stream: strategy.tp_copies)"
               : "")
-      << (s.tp_fp8_gather ? std::string(", TP all-gathers in FP8 (torchao's Float8 TP plan: strategy.tp_fp8_gather") +
-                                (s.tp_fp8_gather_given ? "" : ", on with tensorwise Float8 and PyTorch's TP") + ")"
-                          : std::string())
+      << (s.tp_fp8_gather
+              ? std::string(", TP all-gathers in FP8 (torchao's Float8 TP plan: strategy.tp_fp8_gather") +
+                    (e.provenance.present("strategy.tp_fp8_gather") ? ""
+                                                                    : ", on with tensorwise Float8 and PyTorch's TP") +
+                    ")"
+              : std::string())
       << (s.gathers_once_per_step() && holds_unit_buffer(s, State::Parameters)
               ? ", units gathered once per step and gradients reduce-scattered after the last backward "
                 "(reshard_after_forward=false under the pipeline; torchtitan's default with pp > 1)"
@@ -297,14 +302,15 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
       << to_string(e.training.optimizer) << " (" << to_string(e.training.grad_dtype) << " gradients"
       << (e.training.master_weights == MasterWeights::Parameters
               ? std::string(", fp32 master weights as the parameters (") +
-                    (e.training.master_weights_given ? "training.master_weights"
-                                                     : "the " + e.strategy.preset + " preset's default: PyTorch FSDP") +
+                    (e.provenance.written("training.master_weights") ? "training.master_weights"
+                                                                     : e.provenance.who("training.master_weights")) +
                     ")"
               : std::string())
       << (e.training.optimizer_kernel == OptimizerKernel::Foreach
               ? std::string(", torch.optim's foreach step (") +
-                    (e.training.optimizer_kernel_given ? "training.optimizer_kernel"
-                                                       : "the " + e.strategy.preset + " preset's default") +
+                    (e.provenance.written("training.optimizer_kernel")
+                         ? "training.optimizer_kernel"
+                         : e.provenance.who("training.optimizer_kernel")) +
                     ")"
               : std::string())
       << "), recompute " << to_string(e.training.recompute)
@@ -312,7 +318,7 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
                                      " layers of each model chunk (training.recompute_layers; the others keep every "
                                      "activation)"
                                : std::string())
-      << (!e.training.recompute_given && e.training.recompute != Recompute::None
+      << (!e.provenance.present("training.recompute") && e.training.recompute != Recompute::None
               ? " (training.recompute not given: the placement's activations are materialized, i.e. recomputed in "
                 "the backward; set training.recompute to choose)"
               : "")
@@ -322,7 +328,7 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
     out << "; seq " << e.model.seq_len
         << (e.model.seq_len_source.empty() ? std::string() : " (" + e.model.seq_len_source + ")") << ", "
         << attention_text(e) << ", " << kernels_text(e);
-  out << "\n\n";
+  out << "\n" << stack_summary(e) << "\n";
   // Columns: the first and the last stage (they differ by embedding/head and in-flight micro-batches) and the max.
   std::vector<const StageAnalysis*> cols = {&a.stages.front()};
   if (a.stages.size() > 1) cols.push_back(&a.stages.back());

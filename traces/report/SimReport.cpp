@@ -10,6 +10,7 @@
 #include "strategies/placement/Mesh.hpp"
 #include "strategies/placement/Strategy.hpp"
 #include "traces/report/Report.hpp"
+#include "traces/report/StackReport.hpp"
 #include "traces/report/Warnings.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -393,7 +394,7 @@ std::string summary_validation(const std::vector<ValidationRow>& rows) {
 
 std::string simulation_summary(const SimulatedStep& s) {
   const SimFigures& f = s.figures;
-  std::string out = summary_heading(s.experiment, s.cluster);
+  std::string out = summary_heading(s.experiment, s.cluster) + stack_summary(s.experiment);
   char line[1024];
   std::snprintf(line, sizeof line,
                 "  step time            %s\n  MFU                  %.1f %%\n  model TFLOP/s / GPU  %.1f (hardware, "
@@ -431,9 +432,10 @@ std::string simulation_summary(const SimulatedStep& s) {
              ? "tensorwise scaling, torchao's Float8Linear: amax and cast passes, the weights cast every forward, "
                "operand copies for the backward GEMMs"
              : "delayed scaling, Transformer Engine's: fused cast-transposes, the weights cast once per step") +
-        std::string(t.fp8_scaling_given ? " (training.fp8_scaling)"
-                                        : " (training.fp8_scaling not given: the " + s.experiment.strategy.preset +
-                                              " preset's framework)");
+        std::string(s.experiment.provenance.written("training.fp8_scaling")
+                        ? " (training.fp8_scaling)"
+                        : " (training.fp8_scaling not given: " + s.experiment.provenance.who("training.fp8_scaling") +
+                              ")");
     std::snprintf(line, sizeof line,
                   "  FP8                  the layers' linear GEMMs at the FP8 peak (%.0f TFLOP/s) with their casts "
                   "(training.fp8; %s); attention, norms and the output layer in %s, every collective as without FP8; "
@@ -454,8 +456,7 @@ std::string simulation_summary(const SimulatedStep& s) {
         "  attention: the Triton kernel was measured on A100 only; on " + acc.name +
         " FlashAttention v1's measured speed stands for it (on A100 at head dimension 128 the two are within 10 %)\n";
   if (!s.experiment.model.opaque() && s.experiment.model.flash_attention &&
-      s.experiment.training.attention_kernel == AttentionKernel::Fused && hopper_attention_curves(acc.name) &&
-      (s.experiment.strategy.preset == "megatron-core" || s.experiment.strategy.preset == "megatron-3d"))
+      s.experiment.training.attention_kernel == AttentionKernel::Fused && hopper_attention_curves(acc.name))
     out +=
         "  attention: FlashAttention-2's measured speed (training.attention_kernel=fused); Transformer Engine selects "
         "cuDNN's fused attention on Hopper, costed with training.attention_kernel=cudnn (docs/validation.md)\n";
@@ -476,15 +477,6 @@ std::string simulation_summary(const SimulatedStep& s) {
            (s.pipeline ? "; the pipeline idle below spans first to last compute: it leaves out the step's and the "
                          "first micro-batch's and counts the others under imbalance and waiting\n"
                        : "\n");
-  } else if (pytorch_fsdp_preset(s.experiment.strategy.preset) && !s.experiment.strategy.flat_params) {
-    // docs/validation.md section 3, "The FSDP2 rows' missing time is additive": the published PyTorch FSDP2 runs miss
-    // about the same time per step whichever their kernels, so a cost outside them that placesim does not model. FSDP1
-    // (flat_params: llm-foundry, fms-fsdp) is not what that evidence is about.
-    out +=
-        "  host time outside the kernels: not costed; published PyTorch FSDP2 runs took about the same time longer "
-        "than placesim gives whatever their kernels (torchtitan's Llama 3.1 8B 0.15-0.28 s per step, OLMo-core "
-        "75-165 ms per micro-batch; docs/validation.md section 3); training.host_time_per_step and "
-        "host_time_per_microbatch cost one you measured\n";
   }
   if (s.pipeline) {
     const PipelineMetrics& m = *s.pipeline;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "strategies/analytic/DataPlan.hpp"
+#include "strategies/placement/Condition.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -29,38 +30,35 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
   if (e.device_memory_bytes > 0 && a.total_bytes > e.device_memory_bytes)
     w.push_back("memory: a device needs " + format_bytes(a.total_bytes) + " but device memory is " +
                 format_bytes(e.device_memory_bytes));
-  // PyTorch FSDP (its presets) under a pipeline, resharding per micro-batch: not what torch.distributed.pipelining
-  // runs (with reshard_after_forward=false, these presets' default under a pipeline, it is modelled).
-  if (pytorch_fsdp_preset(e.strategy.preset) && e.strategy.pp > 1 && e.strategy.reshard_after_forward &&
+  // FSDP under a pipeline, resharding per micro-batch, on a stack that keeps units gathered under a pipeline
+  // (torchtitan's: its reshard_after_forward setting applies with pp > 1): not what torch.distributed.pipelining runs.
+  if (e.stack && e.strategy.pp > 1 && e.strategy.reshard_after_forward &&
       holds_unit_buffer(e.strategy, State::Parameters))
-    w.push_back(
-        "FSDP under a pipeline (pp=" + std::to_string(e.strategy.pp) +
-        ") with reshard_after_forward=true: placesim gathers each unit for every micro-batch's forward and backward "
-        "and reduce-scatters its gradients after every backward (ZeRO-3 as DeepSpeed runs it); "
-        "torch.distributed.pipelining instead keeps units gathered after their first backward and reduces once per "
-        "step, which is not modelled for this setting. torchtitan's default under a pipeline, "
-        "reshard_after_forward=false (these presets' default with pp > 1 on a synchronous schedule), is modelled");
-  // DeepSpeed's ZeRO-2/3 presets (and ZeRO-Offload, a stage 2) under a pipeline: DeepSpeed's PipelineEngine asserts
-  // zero_optimization_stage() < 2 (deepspeed/runtime/pipe/engine.py).
-  const std::string& preset = e.strategy.preset;
-  if (e.strategy.pp > 1 && (preset == "zero2" || preset == "zero3" || preset == "zero++" || preset == "zero-offload"))
-    w.push_back("strategy.preset=" + preset + " with pp=" + std::to_string(e.strategy.pp) +
-                ": DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3 (deepspeed/runtime/pipe/engine.py: "
-                "\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"), so no DeepSpeed run executes this "
-                "plan; placesim costs the placement as written. With a pipeline DeepSpeed runs zero1; PyTorch FSDP "
-                "under a pipeline is the fsdp preset");
+    for (const StackSetting& set : e.stack->settings)
+      if (set.field == "strategy.reshard_after_forward" && set.value == Json(false))
+        w.push_back(
+            "FSDP under a pipeline (pp=" + std::to_string(e.strategy.pp) +
+            ") with reshard_after_forward=true: placesim gathers each unit for every micro-batch's forward and "
+            "backward and reduce-scatters its gradients after every backward (ZeRO-3 as DeepSpeed runs it); "
+            "torch.distributed.pipelining instead keeps units gathered after their first backward and reduces once "
+            "per step, which is not modelled for this setting. The " +
+            e.stack->name + " stack's default under a pipeline, reshard_after_forward=false (" + set.when +
+            "), is modelled");
+  // What the stack cannot run (its data's cannot_run): placesim costs the plan as written.
+  if (e.stack)
+    for (const StackLimit& limit : e.stack->cannot_run)
+      if (Condition(limit.when, e.stack->file + " cannot_run").holds(e.strategy, e.training))
+        w.push_back("the " + e.stack->name + " stack cannot run this plan (" + limit.when + "): " + limit.why +
+                    "; placesim costs the placement as written");
   // PyTorch's context_parallel (strategy.cp_impl) at cp >= 2: torchtitan's published runs there took up to 1.5x the
   // step time placesim gives (docs/validation.md section 3) with its merges, fp32 gradient ring and repeated K/V
   // costed (torch/distributed/tensor/experimental/_attention.py); the rest of the gap is not identified.
   if (e.strategy.cp >= 2 && e.strategy.cp_impl == CpImpl::PyTorch)
-    w.push_back(
-        "strategy.cp=" + std::to_string(e.strategy.cp) +
-        " with PyTorch's context_parallel (strategy.cp_impl=pytorch): torchtitan's published runs (rotate method "
-        "allgather) at cp 2, 4 and 8 took 1.08x, 1.44x and 1.50x the step time placesim gives (Llama 3.1 8B at "
-        "64K-256K on 8 H100; 1.20x at 32K without CP) and 1.25x, 1.26x and 1.40x (Llama 3.1 405B, 4-D, at 64K-256K "
-        "on 512 H100; 1.10x at 32K without CP). placesim costs PyTorch's fp32 merges of the blocks' outputs, the K/V "
-        "gradients' fp32 ring and K/V exchanged at the query heads; what else these runs paid is not identified. "
-        "Treat this step time as optimistic (docs/validation.md section 3)");
+    w.push_back("strategy.cp=" + std::to_string(e.strategy.cp) +
+                " with PyTorch's context_parallel (strategy.cp_impl=pytorch): published torchtitan runs with it took "
+                "longer than placesim gives with its merges, fp32 gradient ring and repeated K/V costed, and what else "
+                "they paid is not identified (docs/validation.md, section 3, has the runs). Treat this step time as "
+                "optimistic");
   if (cluster == nullptr) return w;
   for (auto [field, bw] :
        {std::pair{"cluster.nvlink_bw", cluster->nvlink_bw_Bps}, std::pair{"cluster.pcie_bw", cluster->pcie_bw_Bps},

@@ -105,24 +105,21 @@ TrainingSpec parse_training(const Json& value) {
                      " with training.dtype=fp32: fp32 training has fp32 gradients");
   std::string opt = r.get_choice("optimizer", {"adam", "sgd"}, "adam");
   t.optimizer = opt == "adam" ? Optimizer::Adam : Optimizer::SGD;
-  t.master_weights_given = r.has("master_weights");
+  const bool master_weights_given = r.has("master_weights");
   t.master_weights = r.get_choice("master_weights", {"optimizer", "parameters"}, "optimizer") == "parameters"
                          ? MasterWeights::Parameters
                          : MasterWeights::Optimizer;
-  if (t.master_weights_given && t.dtype == DType::FP32)
+  if (master_weights_given && t.dtype == DType::FP32)
     throw InputError(r.field("master_weights") + "=" + to_string(t.master_weights) +
                      " with training.dtype=fp32: fp32 training has no master weights");
-  t.optimizer_kernel_given = r.has("optimizer_kernel");
   t.optimizer_kernel = r.get_choice("optimizer_kernel", {"fused", "foreach"}, "fused") == "foreach"
                            ? OptimizerKernel::Foreach
                            : OptimizerKernel::Fused;
-  t.optimizer_bytes_given = r.has("optimizer_bytes_per_param");
   t.optimizer_bytes_per_param =
       r.get_number("optimizer_bytes_per_param", default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights));
   if (t.optimizer_bytes_per_param < 0)
     throw InputError(r.field("optimizer_bytes_per_param") + "=" + show(value["optimizer_bytes_per_param"]) +
                      " must not be negative");
-  t.recompute_given = r.has("recompute");
   std::string rc = r.get_choice("recompute", {"none", "selective", "selective-op", "full"}, "none");
   t.recompute = rc == "none"           ? Recompute::None
                 : rc == "selective"    ? Recompute::Selective
@@ -140,7 +137,6 @@ TrainingSpec parse_training(const Json& value) {
   t.host_time_per_step_s = r.get_non_negative("host_time_per_step", 0, parse_time);
   r.check(t.host_time_per_step_s <= 60, "host_time_per_step",
           "is the time a GPU waits for its host per step: at most 60 s (e.g. \"0.2s\")");
-  t.kernels_given = r.has("kernels");
   const std::string kernels = r.get_choice("kernels", {"fused", "compiled", "eager"}, "fused");
   t.kernels = kernels == "eager" ? Kernels::Eager : kernels == "compiled" ? Kernels::Compiled : Kernels::Fused;
   t.fused_norm = r.get_bool("fused_norm", false);
@@ -154,15 +150,14 @@ TrainingSpec parse_training(const Json& value) {
     throw InputError(r.field("fp8") +
                      "=true runs the linear layers in FP8 beside 16-bit training, but training.dtype=fp32: set "
                      "training.dtype to bf16 (Transformer Engine's and torchao's FP8 recipes keep bf16 weights)");
-  t.fp8_scaling_given = r.has("fp8_scaling");
+  const bool fp8_scaling_given = r.has("fp8_scaling");
   t.fp8_scaling = r.get_choice("fp8_scaling", {"delayed", "tensorwise"}, "delayed") == "tensorwise"
                       ? Fp8Scaling::Tensorwise
                       : Fp8Scaling::Delayed;
-  if (t.fp8_scaling_given && !t.fp8)
+  if (fp8_scaling_given && !t.fp8)
     throw InputError(r.field("fp8_scaling") + "=" + to_string(t.fp8_scaling) +
                      " without training.fp8=true: it says how FP8 linears scale their casts; set \"fp8\": true or "
                      "leave it out");
-  t.loss_kernel_given = r.has("loss_kernel");
   const std::string loss = r.get_choice("loss_kernel", {"vocab-parallel", "pytorch", "fused"}, "vocab-parallel");
   t.loss_kernel = loss == "pytorch" ? LossKernel::PyTorch
                   : loss == "fused" ? LossKernel::Fused

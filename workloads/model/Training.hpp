@@ -87,13 +87,9 @@ struct TrainingSpec {
   DType grad_dtype = DType::FP32;  ///< gradient memory, gradient collectives and offload copies
   Optimizer optimizer = Optimizer::Adam;
   double optimizer_bytes_per_param = 12;  ///< K of the ZeRO paper
-  bool optimizer_bytes_given = false;     ///< training.optimizer_bytes_per_param was written
   MasterWeights master_weights = MasterWeights::Optimizer;
-  bool master_weights_given = false;  ///< training.master_weights was written (else the strategy preset decides)
   OptimizerKernel optimizer_kernel = OptimizerKernel::Fused;
-  bool optimizer_kernel_given = false;  ///< training.optimizer_kernel was written (else the preset's framework)
   Recompute recompute = Recompute::None;
-  bool recompute_given = false;  ///< training.recompute was written by the user (it then wins over a preset)
   /// With recompute full: the first this many layers of each model chunk (virtual pipeline stage) are recomputed and
   /// the others keep every activation, as Megatron-LM's --recompute-method block --recompute-num-layers N; 0 = all.
   std::int64_t recompute_layers = 0;
@@ -115,7 +111,6 @@ struct TrainingSpec {
   double host_time_per_microbatch_s = 0;
   double host_time_per_step_s = 0;
   Kernels kernels = Kernels::Fused;
-  bool kernels_given = false;  ///< training.kernels was written (else the strategy preset's framework decides)
   /// Under eager kernels, the RMSNorm is one fused kernel each way all the same (torchtitan's norm_type =
   /// "fused_rmsnorm", a Triton kernel; Apex's or Transformer Engine's norm).
   bool fused_norm = false;
@@ -129,10 +124,8 @@ struct TrainingSpec {
   /// (ComputeModel's linear_*_s).
   bool fp8 = false;
   Fp8Scaling fp8_scaling = Fp8Scaling::Delayed;
-  bool fp8_scaling_given = false;  ///< training.fp8_scaling was written (else the strategy preset's framework decides)
   LossKernel loss_kernel = LossKernel::VocabParallel;
-  bool loss_kernel_given = false;  ///< training.loss_kernel was written (else training.kernels decides)
-  RoutingSpec routing;             ///< mixture-of-experts models: how tokens spread over the experts
+  RoutingSpec routing;  ///< mixture-of-experts models: how tokens spread over the experts
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
   /// Bytes of a parameter element held between steps (a shard or a replica): fp32 when it is the master weight.
