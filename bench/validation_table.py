@@ -6,6 +6,8 @@ the prediction (positive: placesim predicts faster than published) and the step 
 step minus placesim's, in seconds and per micro-batch of a data-parallel rank in ms: a gap of about the same size
 across runs that differ only in their kernels is a cost outside the kernels, one that scales with the step is their
 speed), then mean absolute and worst error per software stack and over all rows.
+A row placesim refuses (memory, say) is printed with the refusal and counted apart. A table whose rows carry "frozen"
+(the test table, examples/validation-test) also prints each row's error as it was when the row was collected.
 Usage: bench/validation_table.py [build/placesim] [--table DIR] [--only SUBSTRING] [--set PATH=VALUE ...]
 (--table: the folder of a published.json and its experiment files, default examples/validation, the 2021-22 Megatron-LM
 set; examples/validation2024 holds the 2023-25 stacks; each --set is passed to every simulate, e.g. to try another
@@ -21,11 +23,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def simulate(placesim, path, sets):
+    """placesim's report for one experiment file, or the refusal it printed (a string)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
         extra = [arg for s in sets for arg in ("--set", s)]
         # --force: the 530B and 1T rows exceed simulate's default size estimate (they need 7-10 GB, see docs).
-        subprocess.run([placesim, "simulate", path, "--fidelity", "analytic", "--force", "--report", report.name] + extra,
-                       check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run([placesim, "simulate", path, "--fidelity", "analytic", "--force", "--report", report.name]
+                              + extra, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
         return json.load(open(report.name))
 
 
@@ -45,6 +50,15 @@ def published_step(metric, report, published):
     return sim["step_time_s"] * sim[metric] / published
 
 
+def summary(label, errs, refused=0):
+    mean = sum(abs(e) for e in errs) / len(errs) if errs else float("nan")
+    worst = max(errs, key=abs) if errs else float("nan")
+    within = sum(1 for e in errs if abs(e) <= 20)
+    refusals = f", {refused} refused" if refused else ""
+    return (f"{label}: {len(errs)} rows, mean absolute error {mean:.1f}%, worst {worst:+.1f}%, {within} within 20%"
+            f"{refusals}")
+
+
 def main(argv):
     placesim = next((a for a in argv if a.endswith("placesim") and "=" not in a and not a.endswith("validation")),
                     os.path.join(ROOT, "build", "placesim"))
@@ -53,28 +67,51 @@ def main(argv):
     folder = argv[argv.index("--table") + 1] if "--table" in argv else os.path.join("examples", "validation")
     folder = folder if os.path.isabs(folder) else os.path.join(ROOT, folder)
     table = json.load(open(os.path.join(folder, "published.json")))
+    frozen = any("frozen" in row for row in table["rows"])
     print("| experiment file | software stack | metric | published | predicted | error | step missed (s) "
-          "| per micro-batch (ms) |")
-    print("|---|---|---|---|---|---|---|---|")
-    by_stack = {}
+          "| per micro-batch (ms) |" + (" error when collected |" if frozen else ""))
+    print("|---|---|---|---|---|---|---|---|" + ("---|" if frozen else ""))
+    by_stack, refused, by_family, before = {}, {}, {}, []
     for row in table["rows"]:
         if only not in row["file"]:
             continue
         report = simulate(placesim, os.path.join(folder, row["file"]), sets)
+        then = row.get("frozen", {})
+        then_cell = ""
+        if frozen:
+            then_cell = (" refused |" if then.get("refused") else f" {then['error_percent']:+.1f}% |"
+                         if then.get("error_percent") is not None else " |")
+            if then.get("error_percent") is not None:
+                before.append(then["error_percent"])
+        family = row.get("stack_id", row["stack"]).split(":")[0]
+        if isinstance(report, str):
+            refused[row["stack"]] = refused.get(row["stack"], 0) + 1
+            by_family.setdefault(family, ([], []))[1].append(row["file"])
+            print(f"| {row['file']} | {row['stack']} | {row['metric']} | {row['published']} | refused: {report} "
+                  f"| | | |{then_cell}")
+            continue
         predicted = report["simulation"][row["metric"]]
         err = error_percent(row["metric"], predicted, row["published"])
         by_stack.setdefault(row["stack"], []).append(err)
+        by_family.setdefault(family, ([], []))[0].append(err)
         missed = published_step(row["metric"], report, row["published"]) - report["simulation"]["step_time_s"]
         per_microbatch = 1000 * missed / report["strategy"]["microbatches"]
         print(f"| {row['file']} | {row['stack']} | {row['metric']} | {row['published']} | {predicted:.2f} "
-              f"| {err:+.1f}% | {missed:+.3f} | {per_microbatch:+.1f} |")
+              f"| {err:+.1f}% | {missed:+.3f} | {per_microbatch:+.1f} |{then_cell}")
     every = [e for errs in by_stack.values() for e in errs]
     print()
-    for stack, errs in list(by_stack.items()) + [("all rows", every)]:
-        mean = sum(abs(e) for e in errs) / len(errs)
-        worst = max(errs, key=abs)
-        within = sum(1 for e in errs if abs(e) <= 20)
-        print(f"{stack}: {len(errs)} rows, mean absolute error {mean:.1f}%, worst {worst:+.1f}%, {within} within 20%")
+    for stack, errs in by_stack.items():
+        print(summary(stack, errs, refused.get(stack, 0)))
+    for stack, count in refused.items():
+        if stack not in by_stack:
+            print(f"{stack}: 0 rows simulated, {count} refused")
+    if any("stack_id" in row for row in table["rows"]):
+        for family, (errs, files) in sorted(by_family.items()):
+            print(summary("family " + family, errs, len(files)))
+    print(summary("all rows", every, sum(refused.values())))
+    if frozen:
+        print(summary("all rows when collected (" + table["rows"][0]["frozen"]["commit"] + ")", before,
+                      sum(1 for row in table["rows"] if row.get("frozen", {}).get("refused"))))
 
 
 if __name__ == "__main__":
