@@ -219,7 +219,7 @@ std::vector<std::array<double, 3>> resident_of(const Experiment& miniature, cons
   const std::vector<StageLayout> layouts = s.defers_grad_sync() ? stage_layouts(miniature) : std::vector<StageLayout>{};
   std::vector<std::array<double, 3>> out;
   for (const StageAnalysis& st : a.stages) {
-    double gradients = st.memory.gradients / t.grad_bytes();
+    double gradients = st.memory.gradients / t.held_grad_bytes();
     // FSDP under a pipeline accumulates the stage's gradients unsharded (whole units, as torch's param.grad) until
     // the reduce-scatter after its last backward: the analytic memory counts that as a buffer beside the gradients'
     // shard (padded, as the reduce-scatter's input), the executor as what its devices held of the gradients at once.

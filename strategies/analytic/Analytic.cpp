@@ -44,14 +44,14 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   // hpZ: the secondary shard over dp_shard, cut from each forward gather and read by the backward's.
   mem.parameters += d(secondary_share(s, st.padded_elems(s.data_ranks()))) * pb;
   mem.parameters += extra_weight_versions(e, st) * d(stashed_version_elems(e, st)) * pb;
-  mem.gradients = d(st.held_elems(s, State::Gradients)) * gb;
+  mem.gradients = d(st.held_elems(s, State::Gradients)) * t.held_grad_bytes();
   mem.optimizer = d(st.held_elems(s, State::Optimizer)) * k;
   if (st.moe_layers > 0) {
     // The routed experts, placed along their expert-data-parallel group (expert_view).
     const StrategySpec v = expert_view(s);
     const std::int64_t whole = st.expert_total(), padded = st.expert_padded(s.edp());
     mem.parameters += d(held_share(v, State::Parameters, whole, padded)) * hpb;
-    mem.gradients += d(held_share(v, State::Gradients, whole, padded)) * gb;
+    mem.gradients += d(held_share(v, State::Gradients, whole, padded)) * t.held_grad_bytes();
     mem.optimizer += d(held_share(v, State::Optimizer, whole, padded)) * k;
   }
   const double act = stage_activation_bytes(e, st);
@@ -189,14 +189,17 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
           d(ring_allreduce_elems_sent(sequence_parallel_grad_elems(e, st), s.tp)) * t.grad_bytes();
   }
   if (s.pp == 1) return;
-  // Megatron-LM's scatter-gather without sp: each TP rank sends 1/tp of the activation and the receiving TP group
-  // all-gathers it; every stage receives as many boundaries as it sends.
-  const bool scatter_gather = s.p2p == PipelineP2P::Megatron && !s.sp && s.tp > 1;
+  // Megatron-LM's scatter-gather without sp (and DeepSpeed's partitioned tensors): each TP rank sends 1/tp of the
+  // activation and the receiving TP group all-gathers it; every stage receives as many boundaries as it sends.
+  const bool scatter_gather = s.scatter_gather();
   const double msg = d(s.sp || scatter_gather ? shard_elems(x, s.tp) : x) * el;
   const std::int64_t v = s.schedule == Schedule::Interleaved ? s.chunks : 1;
   const double sends = m * (d(v - (last ? 1 : 0)) + d(v - (first ? 1 : 0)));  // activations forward, gradients back
   at(c, CommClass::PpP2P) = sends * msg;
   if (scatter_gather) at(c, CommClass::TpCollective) += sends * d(ring_gather_elems_sent(x, s.tp)) * el;
+  // DeepSpeed gathers each sent output again over the TP group before its backward.
+  if (scatter_gather && s.p2p == PipelineP2P::DeepSpeed && !last)
+    at(c, CommClass::TpCollective) += m * d(v) * d(ring_gather_elems_sent(x, s.tp)) * el;
 }
 
 // Expert parallelism: the all-to-alls of the stage's MoE layers per ep rank (dispatch and combine in the forward,

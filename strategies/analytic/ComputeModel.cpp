@@ -24,6 +24,7 @@ struct LayerShape {
   double el = 2;  // bytes per activation element
   double gb = 2;  // bytes per gradient element
   bool gated = false, dropout = true, rotary = false, flash = false, bias = true, fused_accumulation = true;
+  bool cast_accumulation = false;
   bool eager = false;             // training.kernels = eager: PyTorch eager's unfused element-wise kernels
   bool unfused_rms_norm = false;  // eager kernels decompose the RMSNorm (decomposed_rms_norm)
   bool repeat_kv = false;         // grouped keys and values (ModelSpec::grouped_kv)
@@ -58,6 +59,7 @@ LayerShape shape_of(const Experiment& e) {
   L.el = e.training.activation_bytes();
   L.gb = e.training.grad_bytes();
   L.fused_accumulation = e.training.grad_accumulation_fusion;
+  L.cast_accumulation = e.training.grad_accumulation_cast;
   L.gated = m.gated_mlp;
   L.dropout = m.dropout;
   L.rotary = !m.learned_positions;
@@ -159,8 +161,9 @@ double linear_dgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpe
 double linear_wgrad_s(const Linear& x, const LayerShape& L, const AcceleratorSpec& acc) {
   const double relayout = fp8_relayout_s(L.T * x.out, L, acc) + fp8_relayout_s(L.T * x.in, L, acc);
   if (L.fused_accumulation) return relayout + linear_gemm_s({x.in, x.out, L.T}, L, acc, 8.0 * x.in * x.out);
-  return relayout + linear_gemm_s({x.in, x.out, L.T}, L, acc) +
-         elementwise_time_s((L.el + 2 * L.gb) * x.in * x.out, acc);
+  // DeepSpeed's BF16_Optimizer first casts the 16-bit gradient to an fp32 temporary (read 2, write 4), then adds it.
+  const double accumulate = L.cast_accumulation ? (L.el + 4) + 3 * L.gb : L.el + 2 * L.gb;
+  return relayout + linear_gemm_s({x.in, x.out, L.T}, L, acc) + elementwise_time_s(accumulate * x.in * x.out, acc);
 }
 
 // Eager PyTorch kernels, each a memory-bound pass (bytes read + written; `rows` = tokens, whose per-row scalars are

@@ -174,9 +174,10 @@ Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOption
   schedule_ = step_schedule(e);
   synchronous_ = e.strategy.schedule == Schedule::GPipe || e.strategy.schedule == Schedule::OneFOneB ||
                  e.strategy.schedule == Schedule::Interleaved;
-  const bool megatron_p2p = e.strategy.p2p == PipelineP2P::Megatron && pp_ > 1 && !e.model.opaque();
-  blocking_p2p_ = megatron_p2p && synchronous_;
-  scatter_gather_ = megatron_p2p && !e.strategy.sp && tp_ > 1;
+  const bool blocking_p2p = e.strategy.p2p != PipelineP2P::Async && pp_ > 1 && !e.model.opaque();
+  blocking_p2p_ = blocking_p2p && synchronous_;
+  scatter_gather_ = blocking_p2p && e.strategy.scatter_gather();
+  deepspeed_p2p_ = blocking_p2p_ && e.strategy.p2p == PipelineP2P::DeepSpeed;
   apply_microbatch_.assign(static_cast<std::size_t>(pp_), -1);
   for (int s = 0; s < pp_; ++s) {
     groups_.emplace_back();

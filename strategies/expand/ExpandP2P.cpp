@@ -95,7 +95,7 @@ bool Expander::ends_call(const std::vector<PipeOp>& order, int i) const {
            order[static_cast<std::size_t>(next)].kind == PipeOpKind::Backward);
 }
 
-void Expander::p2p_call(int s, const std::vector<PipeOp>& order, int i, std::vector<StageOp>& unsent) {
+std::vector<std::vector<TaskId>> Expander::send_unsent(int s, std::vector<StageOp>& unsent) {
   std::vector<std::vector<TaskId>> sends(static_cast<std::size_t>(dl_ * tp_));
   for (const StageOp& op : unsent) {
     std::vector<TaskId> ids = send_boundary(s, op);
@@ -103,15 +103,80 @@ void Expander::p2p_call(int s, const std::vector<PipeOp>& order, int i, std::vec
       if (ids[lane] != kNoTask) sends[lane].push_back(ids[lane]);
   }
   unsent.clear();
+  return sends;
+}
+
+void Expander::p2p_call(int s, const std::vector<PipeOp>& order, int i, std::vector<StageOp>& unsent) {
+  if (deepspeed_p2p_) {
+    deepspeed_exchange(s, order, i, unsent);
+    return;
+  }
+  const std::vector<std::vector<TaskId>> sends = send_unsent(s, unsent);
   post_receives(s, order, i + 1);
   // Blocking: what follows the exchange waits for its sends too.
   for (std::size_t lane = 0; lane < sends.size(); ++lane)
     op_tail_[lane].insert(op_tail_[lane].end(), sends[lane].begin(), sends[lane].end());
 }
 
+// DeepSpeed's slots: a forward slot runs RecvActivation, SendGrad, ForwardPass; a backward slot SendActivation,
+// RecvGrad, BackwardPass; each call blocks alone. Between op i and the next op the stage therefore receives first
+// only when a backward is followed by a forward; the received pieces are all-gathered inside the next op's pass
+// (after the send), and a backward first gathers again the output the stage sent for it.
+void Expander::deepspeed_exchange(int s, const std::vector<PipeOp>& order, int i, std::vector<StageOp>& unsent) {
+  int next = i + 1;
+  const int n = static_cast<int>(order.size());
+  while (next < n && order[static_cast<std::size_t>(next)].kind != PipeOpKind::Forward &&
+         order[static_cast<std::size_t>(next)].kind != PipeOpKind::Backward)
+    ++next;
+  const bool receive_first = order[static_cast<std::size_t>(i)].kind == PipeOpKind::Backward && next < n &&
+                             order[static_cast<std::size_t>(next)].kind == PipeOpKind::Forward;
+  std::vector<std::vector<TaskId>> sends;
+  if (receive_first) {
+    post_receives(s, order, i + 1, false);
+    sends = send_unsent(s, unsent);
+    // The send is issued once the receive has returned: it waits for the incoming transfer.
+    for (int d = 0; d < dl_; ++d)
+      for (int t = 0; t < tp_; ++t) {
+        const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
+        for (TaskId send : sends[lane])
+          for (const BoundaryKey& key : call_recvs_[lane])
+            link_boundary(std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key),
+                          send, false);
+      }
+    for (std::size_t lane = 0; lane < sends.size(); ++lane)
+      op_tail_[lane].insert(op_tail_[lane].end(), sends[lane].begin(), sends[lane].end());
+    if (scatter_gather_ && next < n && has_input(s, order[static_cast<std::size_t>(next)]))
+      receive_gather(s, order[static_cast<std::size_t>(next)]);
+  } else {
+    sends = send_unsent(s, unsent);
+    for (std::size_t lane = 0; lane < sends.size(); ++lane)
+      op_tail_[lane].insert(op_tail_[lane].end(), sends[lane].begin(), sends[lane].end());
+    post_receives(s, order, i + 1);
+  }
+  if (next < n && order[static_cast<std::size_t>(next)].kind == PipeOpKind::Backward)
+    regather_output(s, order[static_cast<std::size_t>(next)]);
+}
+
+void Expander::regather_output(int s, const PipeOp& op) {
+  const int vstage = op.chunk * pp_ + s;
+  if (!scatter_gather_ || vstage == pp_ * v_ - 1) return;
+  const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
+  for (int d = 0; d < dl_; ++d) {
+    Collective c = tp_group_collective(d, s, CollectiveOp::AllGather, x, e_.training.activation_bytes());
+    c.microbatch = op.microbatch;
+    c.backward = true;
+    TaskId id = add_collective(c, s);
+    for (int t = 0; t < tp_; ++t) {
+      const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
+      for (TaskId dep : op_tail_[lane]) g_.depend(dep, id);
+      op_tail_[lane].push_back(id);
+    }
+  }
+}
+
 // The exchange posts the receives of the ops up to the next exchange once the device's tail is done; the first of
 // those ops waits for all of them (and for their all-gathers with scatter-gather).
-void Expander::post_receives(int s, const std::vector<PipeOp>& order, int first) {
+void Expander::post_receives(int s, const std::vector<PipeOp>& order, int first, bool gather) {
   for (auto& keys : call_recvs_) keys.clear();
   const std::vector<std::vector<TaskId>> tail = op_tail_;
   for (int k = first; k < static_cast<int>(order.size()); ++k) {
@@ -127,7 +192,7 @@ void Expander::post_receives(int s, const std::vector<PipeOp>& order, int first)
           post_boundary(key, tail[lane]);
           call_recvs_[lane].push_back(key);
         }
-      if (scatter_gather_) receive_gather(s, op);
+      if (scatter_gather_ && gather) receive_gather(s, op);
     }
     if (ends_call(order, k)) break;
   }

@@ -420,7 +420,7 @@ void Expander::finish_step(int s) {
 }
 
 void Expander::set_resident_memory() {
-  const double pb = e_.training.param_bytes(), hpb = e_.training.held_param_bytes(), gb = e_.training.grad_bytes(),
+  const double pb = e_.training.param_bytes(), hpb = e_.training.held_param_bytes(), gb = e_.training.held_grad_bytes(),
                ob = e_.training.optimizer_bytes_per_param;
   // PipeDream-2BW double-buffers its weights for the whole run; hpZ's secondary shard is one copy whatever the
   // versions.

@@ -172,7 +172,14 @@ class Expander {
   bool ends_call(const std::vector<PipeOp>& order, int i) const;
   /// The exchange after op i: the sends of `unsent`, and the receives of the ops up to the next exchange.
   void p2p_call(int s, const std::vector<PipeOp>& order, int i, std::vector<StageOp>& unsent);
-  void post_receives(int s, const std::vector<PipeOp>& order, int first);
+  /// The sends of `unsent` (per lane), which it empties.
+  std::vector<std::vector<TaskId>> send_unsent(int s, std::vector<StageOp>& unsent);
+  /// strategy.p2p=deepspeed: p2p_call as DeepSpeed's slots order it (one blocking call at a time).
+  void deepspeed_exchange(int s, const std::vector<PipeOp>& order, int i, std::vector<StageOp>& unsent);
+  /// strategy.p2p=deepspeed with tp > 1: the TP all-gather of the output a backward's stage sent, before that backward.
+  void regather_output(int s, const PipeOp& op);
+  /// Posts the receives of the ops from `first` up to the next exchange; `gather`: and their scatter-gather.
+  void post_receives(int s, const std::vector<PipeOp>& order, int first, bool gather = true);
   void finish_step(int s);
   void embedding_sync();
   void sequence_parallel_grad_sync(int s);
@@ -239,7 +246,8 @@ class Expander {
   std::map<BoundaryKey, Boundary> boundaries_;
   bool blocking_p2p_ = false;                         // strategy.p2p=megatron on a flush schedule
   bool all_warmup_ = false;                           // the stage being expanded runs every forward first
-  bool scatter_gather_ = false;                       // strategy.p2p=megatron without sp, tp > 1
+  bool scatter_gather_ = false;                       // strategy.p2p=megatron or deepspeed without sp, tp > 1
+  bool deepspeed_p2p_ = false;                        // strategy.p2p=deepspeed: one blocking call at a time
   std::vector<std::vector<BoundaryKey>> call_recvs_;  // per (d, t): the inputs the last exchange received
   // DP gradient buckets per (t, s)
   struct Bucket {

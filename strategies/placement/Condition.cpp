@@ -8,9 +8,10 @@ namespace placesim {
 namespace {
 
 const std::vector<std::string>& predicates() {
-  static const std::vector<std::string> names = {"interleaved",      "synchronous",        "gathered parameters",
-                                                 "no weight copies", "in-place optimizer", "fp8",
-                                                 "16-bit",           "sharded gradients"};
+  static const std::vector<std::string> names = {
+      "interleaved", "synchronous", "gathered parameters", "no weight copies",     "in-place optimizer",
+      "fp8",         "16-bit",      "sharded gradients",   "replicated gradients", "bf16",
+      "1f1b"};
   return names;
 }
 
@@ -29,6 +30,10 @@ bool predicate(const std::string& name, const StrategySpec& s, const TrainingSpe
   if (name == "gathered parameters") return s.placement.parameters == Mode::ShardedWithGather && !s.placement.secondary;
   if (name == "fp8") return t.fp8;
   if (name == "16-bit") return t.dtype != DType::FP32;
+  if (name == "bf16") return t.dtype == DType::BF16;
+  if (name == "1f1b") return s.schedule == Schedule::OneFOneB;
+  if (name == "replicated gradients")
+    return s.placement.gradients == Mode::Replicated && s.placement.replicate.gradients == Mode::Replicated;
   if (name == "sharded gradients")
     return s.placement.gradients != Mode::Replicated || s.placement.replicate.gradients != Mode::Replicated;
   if (name == "no weight copies") {
@@ -64,8 +69,10 @@ Condition::Condition(const std::string& text, const std::string& field) : text_(
     const std::size_t cut = rest.find(" and ");
     const std::string term = rest.substr(0, cut);
     rest = cut == std::string::npos ? "" : rest.substr(cut + 5);
-    if (std::find(predicates().begin(), predicates().end(), term) != predicates().end()) {
-      terms_.push_back({term, "", 0});
+    const bool negated = term.rfind("not ", 0) == 0;
+    const std::string named = negated ? term.substr(4) : term;
+    if (std::find(predicates().begin(), predicates().end(), named) != predicates().end()) {
+      terms_.push_back({named, negated ? "not" : "", 0});
       continue;
     }
     std::istringstream in(term);
@@ -76,7 +83,8 @@ Condition::Condition(const std::string& text, const std::string& field) : text_(
       throw InputError(field + "=\"" + text + "\": the term \"" + term +
                        "\" is neither a comparison of a mesh degree (dp, dp_shard, dp_replicate, tp, pp, cp, ep) "
                        "with a number, such as \"tp > 1\", nor one of: interleaved, synchronous, gathered "
-                       "parameters, no weight copies, in-place optimizer, fp8, 16-bit, sharded gradients (terms are "
+                       "parameters, no weight copies, in-place optimizer, fp8, 16-bit, bf16, 1f1b, sharded gradients, "
+                       "replicated gradients, each maybe after \"not \" (terms are "
                        "joined by \" and \")");
     terms_.push_back(t);
   }
@@ -84,8 +92,9 @@ Condition::Condition(const std::string& text, const std::string& field) : text_(
 
 bool Condition::holds(const StrategySpec& s, const TrainingSpec& t) const {
   for (const Term& term : terms_) {
-    const bool ok =
-        term.op.empty() ? predicate(term.name, s, t) : compare(mesh_degree(s, term.name), term.op, term.value);
+    const bool ok = term.op.empty()    ? predicate(term.name, s, t)
+                    : term.op == "not" ? !predicate(term.name, s, t)
+                                       : compare(mesh_degree(s, term.name), term.op, term.value);
     if (!ok) return false;
   }
   return true;

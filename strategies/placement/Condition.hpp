@@ -19,7 +19,11 @@ namespace placesim {
 ///                        parameters) with its own state size
 ///   fp8                  training.fp8
 ///   16-bit               training.dtype is bf16 or fp16
+///   bf16                 training.dtype is bf16
 ///   sharded gradients    gradients sharded or offloaded along a data axis (ZeRO stage 2 and up)
+///   replicated gradients gradients replicated along both data axes
+///   1f1b                 strategy.schedule is 1f1b
+/// A predicate may follow "not " ("not interleaved").
 /// Parsed once at load: an unknown term is refused naming `field`.
 class Condition {
  public:
@@ -34,7 +38,7 @@ class Condition {
  private:
   struct Term {
     std::string name;  ///< a degree or a predicate
-    std::string op;    ///< empty for a predicate
+    std::string op;    ///< empty for a predicate, "not" for a negated one
     long long value = 0;
   };
   std::string text_;

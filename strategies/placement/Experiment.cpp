@@ -219,6 +219,12 @@ void resolve(Experiment& e) {
     t.loss_kernel = t.kernels == Kernels::Fused ? LossKernel::VocabParallel : LossKernel::PyTorch;
   check_master_weights(e);
   check_optimizer_kernel(e);
+  if (t.grad_accumulation_cast &&
+      (s.placement.gradients != Mode::Replicated || s.placement.replicate.gradients != Mode::Replicated))
+    throw InputError(
+        "training.grad_accumulation_cast=true is DeepSpeed's BF16_Optimizer, which keeps the whole fp32 "
+        "gradient on every data-parallel rank (ZeRO stage 0 or 1); strategy.placement.gradients is " +
+        to_string(s.placement.gradients) + ": replicate the gradients or drop the field");
   if (t.fused_norm && t.kernels != Kernels::Eager)
     throw InputError("training.fused_norm=true has no meaning with training.kernels=" + to_string(t.kernels) +
                      (given.written("training.kernels") ? "" : " (" + given.who("training.kernels") + ")") +
@@ -374,6 +380,7 @@ Json training_to_json(const TrainingSpec& t, const Provenance& given) {
          {"grad_accumulation_fusion", t.grad_accumulation_fusion},
          {"grad_clipping", t.grad_clipping}};
   if (t.recompute_layers > 0) j["recompute_layers"] = t.recompute_layers;
+  if (t.grad_accumulation_cast) j["grad_accumulation_cast"] = true;
   if (t.launch_overhead_s > 0) j["launch_overhead"] = t.launch_overhead_s;
   if (t.host_time_per_microbatch_s > 0) j["host_time_per_microbatch"] = t.host_time_per_microbatch_s;
   if (t.host_time_per_step_s > 0) j["host_time_per_step"] = t.host_time_per_step_s;

@@ -186,8 +186,8 @@ StrategySpec read_strategy_object(const Json& object) {
   s.tp_fp8_gather = r.get_bool("tp_fp8_gather", false);
   s.schedule = parse_schedule(
       r.get_choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
-  s.p2p =
-      r.get_choice("p2p", {"async", "megatron"}, "megatron") == "megatron" ? PipelineP2P::Megatron : PipelineP2P::Async;
+  const std::string p2p = r.get_choice("p2p", {"async", "megatron", "deepspeed"}, "megatron");
+  s.p2p = p2p == "megatron" ? PipelineP2P::Megatron : p2p == "deepspeed" ? PipelineP2P::DeepSpeed : PipelineP2P::Async;
   s.microbatches = r.get_positive_int("microbatches", 0);
   // The interleaved schedule without chunks would be 1F1B under another name: it gets 2 chunks, as pipeline-sweep.
   s.chunks = r.get_positive_int("chunks", s.schedule == Schedule::Interleaved ? 2 : 1);
@@ -282,7 +282,7 @@ std::string mesh_string(const StrategySpec& s) {
 }
 
 std::string to_string(PipelineP2P p) {
-  return p == PipelineP2P::Megatron ? "megatron" : "async";
+  return p == PipelineP2P::Megatron ? "megatron" : p == PipelineP2P::DeepSpeed ? "deepspeed" : "async";
 }
 
 std::string to_string(CpComm c) {

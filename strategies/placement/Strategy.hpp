@@ -18,7 +18,14 @@ enum class Schedule { GPipe, OneFOneB, Interleaved, PipeDream, PipeDream2BW, Loc
 ///   receives the inputs of the next ops; a transfer starts when both sides have posted it and the device goes on
 ///   when all transfers of the call are done. Without sp each TP rank sends 1/tp of the activation and the receiving
 ///   TP group all-gathers it over its links (scatter_gather_tensors_in_pipeline).
-enum class PipelineP2P { Async, Megatron };
+/// - DeepSpeed: as DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py, schedule.py TrainSchedule, v0.7):
+/// 1F1B
+///   in lockstep slots whose sends and receives are separate blocking calls, one at a time and never beside compute:
+///   between two ops a stage sends its pending output, then receives the next op's input, except between a backward
+///   and a forward, where it receives first (the forward slot's RecvActivation before SendGrad). With tp > 1 each rank
+///   sends 1/tp of the tensor and the receiving TP group all-gathers it (PartitionedTensor), and before each backward
+///   of a stage that sent its output the stage all-gathers that output again over its TP group (_exec_backward_pass).
+enum class PipelineP2P { Async, Megatron, DeepSpeed };
 
 /// How a data-parallel collective runs: one ring over the group, or Hierarchical (intra-node reduce-scatter,
 /// inter-node ring, intra-node all-gather) when every node holds the same number (> 1) of its members.
@@ -122,6 +129,9 @@ struct StrategySpec {
   std::int64_t devices() const { return dp * cp * tp * pp; }
   /// tp_copies as costed: sequence-parallel collectives not fused into async TP's matmuls.
   bool costs_tp_copies() const { return tp_copies && sp && tp > 1 && !tp_overlap; }
+  /// Pipeline boundaries sent as 1/tp pieces that the receiving TP group all-gathers (Megatron-LM's scatter-gather
+  /// without sp, DeepSpeed's PartitionedTensor).
+  bool scatter_gather() const { return p2p != PipelineP2P::Async && !sp && tp > 1; }
   /// FSDP under a pipeline schedule as torch.distributed.pipelining runs it (torchtitan's default with pp > 1:
   /// reshard_after_forward=false; the stage calls set_reshard_after_backward(False) and
   /// set_requires_gradient_sync(False) for every backward and reduces after the last): each gathered unit is

@@ -105,6 +105,11 @@ void check_schedule(const Experiment& e) {
   const auto& s = e.strategy;
   if (s.chunks != 1 && s.schedule != Schedule::Interleaved)
     refuse("strategy.chunks=" + str(s.chunks) + " is only meaningful with strategy.schedule=interleaved");
+  if (s.p2p == PipelineP2P::DeepSpeed && s.pp > 1 && s.schedule != Schedule::OneFOneB)
+    refuse(
+        "strategy.p2p=deepspeed is DeepSpeed's pipeline engine, whose only training schedule is 1F1B "
+        "(deepspeed/runtime/pipe/schedule.py TrainSchedule); strategy.schedule=" +
+        to_string(s.schedule) + " needs p2p megatron or async");
   if (s.schedule == Schedule::Interleaved) {
     if (s.pp < 2) refuse("strategy.schedule=interleaved needs strategy.pp >= 2");
     // Megatron-LM's blocking exchange: the last stage's send into the first stage's next chunk waits until the first

@@ -72,7 +72,8 @@ void validate_axis_paths(const SweepSpec& spec) {
   // first point) before the parser reaches its unknown-key check, and later points would then meet the typo.
   try {
     ObjectReader(spec.base, "")
-        .finish({"name", "description", "model", "training", "strategy", "cluster", "pipeline", "convergence"});
+        .finish(
+            {"name", "description", "model", "training", "strategy", "cluster", "pipeline", "convergence", "stack"});
   } catch (const InputError& e) {
     throw InputError(std::string("base: ") + e.what());
   }

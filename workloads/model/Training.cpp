@@ -127,6 +127,11 @@ TrainingSpec parse_training(const Json& value) {
                                        : Recompute::Full;
   if (r.has("recompute_layers")) t.recompute_layers = r.get_positive_int("recompute_layers", 0);
   t.grad_accumulation_fusion = r.get_bool("grad_accumulation_fusion", true);
+  t.grad_accumulation_cast = r.get_bool("grad_accumulation_cast", false);
+  if (t.grad_accumulation_cast && (t.grad_accumulation_fusion || t.grad_dtype != DType::FP32 || t.dtype == DType::FP32))
+    throw InputError(r.field("grad_accumulation_cast") +
+                     "=true casts 16-bit gradients into an fp32 buffer after each backward, which needs 16-bit "
+                     "training, training.grad_dtype=fp32 and training.grad_accumulation_fusion=false");
   t.grad_clipping = r.get_bool("grad_clipping", true);
   t.launch_overhead_s = r.get_non_negative("launch_overhead", 0, parse_time);
   r.check(t.launch_overhead_s <= 1e-3, "launch_overhead",

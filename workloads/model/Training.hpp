@@ -97,6 +97,11 @@ struct TrainingSpec {
   /// --gradient-accumulation-fusion); false: each writes a fresh gradient that a separate kernel adds in (earlier
   /// Megatron-LM, e.g. the April 2021 code of Narayanan et al.; plain PyTorch autograd)
   bool grad_accumulation_fusion = true;
+  /// Without fusion: each micro-batch's 16-bit gradients are kept until the backward ends and are then cast to an
+  /// fp32 temporary and added into the fp32 buffer (DeepSpeed's BF16_Optimizer.update_hp_grads,
+  /// hp_grad.add_(lp.grad.to(fp32))): 18 bytes a parameter moved instead of Megatron's in-place add's 10, and the
+  /// 16-bit gradients resident beside the fp32 ones.
+  bool grad_accumulation_cast = false;
   /// The step clips gradients by their global norm (Megatron-LM's default --clip-grad 1.0): one more pass over them.
   bool grad_clipping = true;
   /// Host time to issue one kernel (Python, the framework's dispatcher, the launch), seconds; 0 = not modelled (the
@@ -131,6 +136,8 @@ struct TrainingSpec {
   /// Bytes of a parameter element held between steps (a shard or a replica): fp32 when it is the master weight.
   int held_param_bytes() const { return master_weights == MasterWeights::Parameters ? 4 : param_bytes(); }
   int grad_bytes() const { return grad_dtype == DType::FP32 ? 4 : 2; }
+  /// Bytes of gradient memory per element held: the gradient, and its 16-bit copy with grad_accumulation_cast.
+  int held_grad_bytes() const { return grad_bytes() + (grad_accumulation_cast ? param_bytes() : 0); }
   int activation_bytes() const { return param_bytes(); }
 };
 

@@ -77,8 +77,9 @@ StackSpec parse_stack(const Json& value, const std::string& origin) {
     set.source = q.require_string("source");
     q.finish();
     for (const StackSetting& other : s.settings)
-      if (other.field == set.field)
-        throw InputError(q.field("field") + "=" + set.field + " is set twice; give one setting with a condition");
+      if (other.field == set.field && other.when.empty())
+        throw InputError(q.field("field") + "=" + set.field +
+                         " is set again after an unconditional setting of it, which always applies first");
     s.settings.push_back(std::move(set));
   }
   if (const Json* words = r.child("words")) {

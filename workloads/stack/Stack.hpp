@@ -9,7 +9,8 @@ namespace placesim {
 
 /// One default a training stack runs with: the experiment field it sets (dotted, "training.kernels"), its value as
 /// the experiment would write it, the condition under which the stack applies it ("" = always; see
-/// strategies/placement/Condition.hpp) and where that behaviour is documented or coded.
+/// strategies/placement/Condition.hpp) and where that behaviour is documented or coded. A field may have several
+/// settings with conditions: the first whose condition holds applies.
 struct StackSetting {
   std::string field;
   Json value;
