@@ -214,11 +214,13 @@ TEST_CASE("Switching accelerator switches the node's NVLink with it") {
   CHECK(report["cluster"]["comm"]["intra_node"]["link_bw"].get<double>() == 900e9);
 }
 
-// Issue 14, item 10: a strategy preset is a placement; switching it changed p2p from megatron to async as well.
-TEST_CASE("Switching the strategy preset changes the placement and nothing else") {
-  auto strategy_without_placement = [](const std::string& preset) {
+// A strategy preset is a placement (and the stack assumed when the experiment names none): under a named stack,
+// switching it changes the placement and nothing else.
+TEST_CASE("Switching the strategy preset under a named stack changes the placement and nothing else") {
+  auto strategy_without_placement = [](const std::string& preset, const std::string& stack = "megatron-lm-2022") {
     std::string out;
-    REQUIRE(run_placesim("analyze examples/small-3d-1f1b.json --set strategy.preset=" + preset, &out) == 0);
+    REQUIRE(run_placesim("analyze examples/small-3d-1f1b.json --stack " + stack + " --set strategy.preset=" + preset,
+                         &out) == 0);
     // The output carries stderr too: drop its warning lines (fsdp under a pipeline has one) before the JSON.
     while (out.rfind("warning: ", 0) == 0) out.erase(0, out.find('\n') + 1);
     placesim::Json s = placesim::Json::parse(out)["strategy"];
@@ -227,20 +229,24 @@ TEST_CASE("Switching the strategy preset changes the placement and nothing else"
   };
   const placesim::Json megatron = strategy_without_placement("megatron-3d");
   CHECK(megatron["p2p"] == "megatron");
-  for (const char* preset : {"dp", "zero1", "zero2", "zero3", "zero-offload"}) {
+  for (const char* preset : {"dp", "zero1", "zero2", "zero3", "zero-offload", "fsdp"}) {
     INFO(preset);
     CHECK(strategy_without_placement(preset) == megatron);
   }
-  // PyTorch FSDP under a pipeline also keeps its units gathered for the step by default (torchtitan's default).
-  placesim::Json fsdp = megatron;
-  fsdp["reshard_after_forward"] = false;
-  CHECK(strategy_without_placement("fsdp") == fsdp);
+  // Under torchtitan's stack the FSDP preset keeps its units gathered for the step under a pipeline, and every
+  // preset gets its TP behaviour: the stack, not the preset, decides.
+  const placesim::Json fsdp = strategy_without_placement("fsdp", "torchtitan-2024-12");
+  CHECK(fsdp["reshard_after_forward"] == false);
+  CHECK(fsdp["tp_overlap"] == false);
+  placesim::Json dp = strategy_without_placement("dp", "torchtitan-2024-12");
+  CHECK(dp["tp_overlap"] == false);
+  CHECK(dp["reshard_after_forward"] == true);  // its condition: gathered parameters
 }
 
 // Issue 14, item 10: a plan that does not fit printed only the refusal; the breakdown is what a user then needs.
 TEST_CASE("analyze and simulate print the memory breakdown before refusing a plan that does not fit") {
   const std::string too_big =
-      " --model llama3-70b --strategy zero1 --set strategy.tp=4 --set strategy.pp=4 "
+      " --model llama3-70b --strategy zero1 --stack megatron-lm-2022 --set strategy.tp=4 --set strategy.pp=4 "
       "--set strategy.dp=32 --set cluster.preset=dgx-h100 --set cluster.nodes=64 "
       "--set training.global_batch=1024";
   std::string out;
@@ -306,8 +312,8 @@ TEST_CASE("The simulated peak is broken down at its moment and analytic bounds a
 // buffers stay a bound of the simulated ones and every byte figure matches.
 TEST_CASE("An opaque ZeRO-3 model is simulated bucket by bucket within the analytic buffer bound") {
   std::string out;
-  REQUIRE(run_placesim("simulate examples/zero3-7.5b.json --set cluster.preset=dgx-a100 --set cluster.nodes=8 "
-                       "--fidelity analytic --quiet --report -",
+  REQUIRE(run_placesim("simulate examples/zero3-7.5b.json --stack megatron-lm-2022 --set cluster.preset=dgx-a100 "
+                       "--set cluster.nodes=8 --fidelity analytic --quiet --report -",
                        &out) == 0);
   CHECK_THAT(out, Catch::Contains("14 of 14 exact figures identical"));
   const placesim::Json report = placesim::Json::parse(out.substr(0, out.find("simulated step:")));
@@ -363,11 +369,12 @@ TEST_CASE("A plan that does not fit is refused with the one-field changes that w
 }
 
 // Korthikanti's "selective" (the attention core, free with fused attention) saves nothing for Llama 3 8B at micro-batch
-// 2 on 96 GB; torchtitan's op-level selective AC fits and is named first, then full recompute, each with its bound.
+// 2 on 96 GB under eager kernels; torchtitan's op-level selective AC fits and is named first, then full recompute,
+// each with its bound. Under torchtitan's own stack the word "selective" means its op-level AC, which fits.
 TEST_CASE("A refusal for memory names torchtitan's op-level selective AC before full recompute") {
   const std::string llama =
-      " --model llama3-8b --strategy fsdp --set strategy.dp=8 --set training.global_batch=16 "
-      "--set training.micro_batch=2 --set model.seq_len=8192";
+      " --model llama3-8b --strategy fsdp --set training.kernels=eager --stack megatron-lm-2022 --set strategy.dp=8 "
+      "--set training.global_batch=16 --set training.micro_batch=2 --set model.seq_len=8192";
   auto bound_of = [&](const std::string& recompute) {
     std::string out;
     REQUIRE(run_placesim("analyze" + llama + " --set training.recompute=" + recompute, &out) == 0);
@@ -379,6 +386,13 @@ TEST_CASE("A refusal for memory names torchtitan's op-level selective AC before 
   CHECK(run_placesim("analyze" + llama + " --set training.recompute=selective --device-memory 96GB", &out) == 2);
   CHECK_THAT(out, Catch::Contains("; it fits with training.recompute=selective-op (analytic bound " + op +
                                   "), or with training.recompute=full (analytic bound " + full + ")"));
+  std::string titan;
+  CHECK(run_placesim("analyze --model llama3-8b --strategy fsdp --set strategy.dp=8 --set training.global_batch=16 "
+                     "--set training.micro_batch=2 --set model.seq_len=8192 --set training.recompute=selective "
+                     "--device-memory 96GB --table",
+                     &titan) == 0);
+  CHECK_THAT(titan, Catch::Contains("recompute selective-op") &&
+                        Catch::Contains("\"selective\" under torchtitan-2024-12 means selective-op"));
 }
 
 // The summary says how a power limit's compute scale was found: h100-sxm has a measured 500 W scale (0.8442), h200

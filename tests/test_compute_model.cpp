@@ -469,7 +469,7 @@ TEST_CASE("Eager kernels keep more activations unless op-level or full recompute
     return test::experiment(std::string(R"({"model": {"preset": "llama3-8b", "seq_len": 1024}, "training":
         {"micro_batch": 1, "kernels": ")") +
                             kernels + R"(", "recompute": ")" + recompute +
-                            R"("}, "strategy": {"preset": "fsdp", "dp": 8}})");
+                            R"("}, "strategy": {"preset": "fsdp", "dp": 8}, "stack": "megatron-lm-2022"})");
   };
   const double extra = 8.0 * 1024 * 4096 + 2.0 * 2 * 1024 * 24 * 128 + 2.0 * 1024 * 14336;
   CHECK(layer_activation_bytes(llama("eager", "none")) - layer_activation_bytes(llama("fused", "none")) == extra);

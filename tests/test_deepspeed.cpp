@@ -126,3 +126,31 @@ TEST_CASE("The BF16_Optimizer reduces once after the last backward and accumulat
   const Analysis a = analyze(e);
   CHECK(a.memory.gradients == Approx(a.memory.parameters * 3));
 }
+
+TEST_CASE("DeepSpeed ZeRO-3 reduce-scatters bf16 gradients every micro-batch, half the bytes of fp32 ones") {
+  // zero3 over dp 4, 2 micro-batches, one unit a layer: each micro-batch gathers every unit in the forward and again in
+  // the backward and reduce-scatters its gradients. Under deepspeed-zero the gradients are bf16 (stage3.py's 16-bit
+  // partition), under Megatron's defaults fp32: the same collectives, half the gradient bytes.
+  const std::string strategy = R"({"preset": "zero3", "dp": 4})";
+  const Experiment ds = small(strategy, "deepspeed-zero", 8), mg = small(strategy, "megatron-lm-2022", 8);
+  REQUIRE(ds.training.grad_dtype == DType::BF16);
+  REQUIRE(mg.training.grad_dtype == DType::FP32);
+  CHECK_FALSE(ds.training.grad_accumulation_fusion);
+  const auto cls = [](const Analysis& a, CommClass c) { return a.comm.by_class[static_cast<std::size_t>(c)]; };
+  CHECK(cls(analyze(ds), CommClass::DpGradSync) * 2 == cls(analyze(mg), CommClass::DpGradSync));
+  CHECK(cls(analyze(ds), CommClass::ZeroGather) == cls(analyze(mg), CommClass::ZeroGather));
+  auto collectives = [](const Experiment& e) {
+    const TaskGraph g = expand(e, one_dgx());
+    std::map<CommClass, int> n;
+    for (TaskId id = 0; id < g.size(); ++id)
+      if (const auto* c = std::get_if<Collective>(&g[id].body))
+        if (task_devices(g, g[id]).front() == 0) ++n[c->cls];
+    return n;
+  };
+  const auto n = collectives(ds);
+  // Device 0's units: the 8 layers plus its share of the embedding and head groups; per micro-batch each unit is
+  // gathered twice (forward, backward) and reduced once.
+  CHECK(n.at(CommClass::ZeroGather) == 2 * n.at(CommClass::DpGradSync));
+  CHECK(n.at(CommClass::DpGradSync) % 2 == 0);  // the same units in both micro-batches
+  CHECK(n == collectives(mg));
+}

@@ -398,12 +398,13 @@ TEST_CASE("FSDP2 gathers and reduce-scatters are ordered as issued on their one 
   }
 }
 
-// The README's ZeRO crossover (examples/sweeps/zero-13b-h100.json, each point simulated in its own process): with
-// 4-32 micro-batches per step ZeRO-3 gathers every unit twice per micro-batch, copies it out and (inside one node)
-// slows the compute it overlaps, so it is slower than ZeRO-1 and ZeRO-2 although it holds the least memory; with one
-// micro-batch on 256 GPUs its per-layer traffic hides behind the layers while ZeRO-1/2's once-per-step all-gather of
-// the updated parameters is exposed, and ZeRO-3 is fastest.
-TEST_CASE("The 13B ZeRO sweep ranks ZeRO-3 slower than ZeRO-1/2 where its gathers cannot hide, faster at dp 256") {
+// The README's ZeRO sweep (examples/sweeps/zero-13b-h100.json, DeepSpeed's stack): with 2-32 micro-batches per step
+// ZeRO-3 gathers every unit twice per micro-batch, copies it out and (inside one node) slows the compute it overlaps,
+// so it is slower than ZeRO-2 although it holds the least memory; with one micro-batch on 256 GPUs its per-layer
+// traffic hides behind the layers while ZeRO-2's once-per-step all-gather of the updated parameters is exposed, and
+// the two meet. ZeRO-1 under DeepSpeed's BF16_Optimizer keeps whole fp32 and bf16 gradients (6 bytes a parameter,
+// 78 GB for 13B): it fits nowhere on 80 GB.
+TEST_CASE("The 13B ZeRO sweep ranks ZeRO-3 slower than ZeRO-2 where its gathers cannot hide, level at dp 256") {
   const std::string out = std::string(PLACESIM_BINARY) + ".zero-13b.jsonl";
   std::remove(out.c_str());  // a sweep refuses to overwrite its output without --resume
   REQUIRE(test::sweep_cli(std::string(PLACESIM_SOURCE_DIR) + "/examples/sweeps/zero-13b-h100.json --out " + out +
@@ -419,11 +420,9 @@ TEST_CASE("The 13B ZeRO sweep ranks ZeRO-3 slower than ZeRO-1/2 where its gather
   for (int dp : {8, 16, 32, 64, 128}) {
     INFO("dp " << dp);
     CHECK(step.at({dp, "zero3"}) > step.at({dp, "zero2"}));
-    if (step.count({dp, "zero1"})) CHECK(step.at({dp, "zero3"}) > step.at({dp, "zero1"}));
   }
-  CHECK(step.at({256, "zero3"}) < step.at({256, "zero1"}));
-  CHECK(step.at({256, "zero3"}) < step.at({256, "zero2"}));
-  CHECK(step.count({8, "zero1"}) == 0);  // ZeRO-1 does not fit 13B on 8 GPUs of 80 GB: refused, not ranked
+  CHECK(step.at({256, "zero3"}) == Approx(step.at({256, "zero2"})).epsilon(0.01));
+  for (int dp : {8, 16, 32, 64, 128, 256}) CHECK(step.count({dp, "zero1"}) == 0);  // refused, not ranked
 }
 
 TEST_CASE("The report's strategy states FSDP2's settings, and the training its launch_overhead if set") {

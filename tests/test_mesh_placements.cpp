@@ -26,11 +26,12 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// 2^33 parameters in 32 layers of 2^28: every unit divides by 64 ranks.
-std::string opaque(const std::string& strategy) {
+// 2^33 parameters in 32 layers of 2^28: every unit divides by 64 ranks. Placement mechanics under one stack (fp32
+// gradients, no reduce buckets of DeepSpeed's), whichever stack a preset names.
+std::string opaque(const std::string& strategy, const std::string& stack = "megatron-lm-2022") {
   return R"({"model": {"parameters": 8589934592, "layers": 32}, "training": {"global_batch": 512, "micro_batch": 1},
-             "strategy": )" +
-         strategy + "}";
+             "stack": ")" +
+         stack + R"(", "strategy": )" + strategy + "}";
 }
 
 double cls(const Analysis& a, CommClass c) {
@@ -47,7 +48,8 @@ const DataCollectiveBytes& collective(const Analysis& a, const std::string& purp
 }  // namespace
 
 TEST_CASE("HSDP 8 x 8: memory and bytes per axis as FSDP HYBRID_SHARD computes them") {
-  Experiment e = experiment(opaque(R"({"preset": "hsdp", "mesh": {"dp_replicate": 8, "dp_shard": 8}})"));
+  Experiment e =
+      experiment(opaque(R"({"preset": "hsdp", "mesh": {"dp_replicate": 8, "dp_shard": 8}})", "torchtitan-2024-12"));
   check_validity(e);
   REQUIRE(e.strategy.dp == 64);
   REQUIRE(e.strategy.microbatches == 8);                            // 512 / (1 x 64)

@@ -26,9 +26,11 @@ namespace {
 const char* kModel = R"({"family": "llama", "layers": 2, "hidden": 64, "heads": 4, "vocab": 256, "seq_len": 128,
   "ffn": 128, "experts": 4, "top_k": 2, "moe_ffn": 32})";
 
-Experiment moe(const std::string& strategy, const std::string& training = R"({"global_batch": 8, "micro_batch": 1})") {
-  return test::experiment(std::string(R"({"model": )") + kModel + R"(, "training": )" + training + R"(, "strategy": )" +
-                          strategy + "}");
+// Placement mechanics under one stack (fp32 gradients), whichever stack a preset names.
+Experiment moe(const std::string& strategy, const std::string& training = R"({"global_batch": 8, "micro_batch": 1})",
+               const std::string& stack = "megatron-lm-2022") {
+  return test::experiment(std::string(R"({"model": )") + kModel + R"(, "stack": ")" + stack + R"(", "training": )" +
+                          training + R"(, "strategy": )" + strategy + "}");
 }
 
 double by_class(const Analysis& a, CommClass c) {
@@ -251,6 +253,7 @@ TEST_CASE("FP8 experts: grouped GEMMs at the FP8 peak plus their hand-counted ca
   CHECK_THROWS_WITH(moe(strategy, R"({"global_batch": 8, "micro_batch": 1, "fp8": true, "fp8_scaling": "tensorwise"})"),
                     Catch::Contains("training.fp8_scaling=tensorwise") && Catch::Contains("MoE"));
   CHECK_THROWS_WITH(
-      moe(R"({"preset": "fsdp", "dp": 2, "ep": 2})", R"({"global_batch": 8, "micro_batch": 1, "fp8": true})"),
+      moe(R"({"preset": "fsdp", "dp": 2, "ep": 2})", R"({"global_batch": 8, "micro_batch": 1, "fp8": true})",
+          "torchtitan-2024-12"),
       Catch::Contains("the torchtitan-2024-12 stack's default") && Catch::Contains("fp8_scaling=delayed"));
 }

@@ -102,9 +102,9 @@ TEST_CASE("Sharded units are padded to a multiple of the shard count, as FSDP an
 // padding: 25e6 / 2 = 12,500,000 elements -> 12,499,968 = 64 x 195,312 at dp 64, two in flight.
 TEST_CASE("An opaque model without layers is gathered and reduced in buckets of bucket_bytes") {
   auto buffers = [](const char* strategy) {
-    return analyze(test::experiment(
-                       std::string(R"({"training": {"dtype": "fp16"}, "model": {"parameters": 7.5e9}, "strategy": )") +
-                       strategy + "}"))
+    return analyze(test::experiment(std::string(R"({"stack": "megatron-lm-2022", "training": {"dtype": "fp16"},
+                                      "model": {"parameters": 7.5e9}, "strategy": )") +
+                                    strategy + "}"))
         .memory.buffers;
   };
   const double bucket = 12499968;
@@ -126,7 +126,8 @@ TEST_CASE("An opaque model without layers is gathered and reduced in buckets of 
           .memory.buffers == 6e9);
   // Under bf16 the gradients are fp32 (issue 13): a bucket is a count of elements (bucket_bytes of 2-byte
   // parameters, as DeepSpeed counts its buckets in elements), so its gradient copy holds 4-byte elements.
-  CHECK(analyze(test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3", "dp": 64}})"))
+  CHECK(analyze(test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3", "dp": 64},
+                                   "stack": "megatron-lm-2022"})"))
             .memory.buffers == 2 * bucket * 2 + 2 * bucket * 4);
   // The model states of Table 1 are unchanged: 16 bytes per parameter over 64 ranks.
   const Analysis a = analyze(test::experiment(
