@@ -135,11 +135,11 @@ TEST_CASE("FSDP under a pipeline warns when it reshards per micro-batch, not mod
 }
 
 // The deepspeed-zero stack's data says its pipeline engine refuses ZeRO stages 2 and 3 (cannot_run): the ZeRO-2/3
-// presets, whose stack it is, warn under a pipeline; ZeRO-1 and no pipeline do not.
+// presets on that stack warn under a pipeline; ZeRO-1, no pipeline and another stack do not.
 TEST_CASE("DeepSpeed's ZeRO-2/3 presets under a pipeline warn that DeepSpeed refuses them", "[warnings]") {
-  auto with = [](const char* preset, int pp) {
+  auto with = [](const char* preset, int pp, const char* stack = "deepspeed-zero") {
     const Experiment e = test::experiment(std::string(R"({"model": "llama3-8b", "training": {"global_batch": 8},
-        "strategy": {"preset": ")") + preset +
+        "stack": ")") + stack + R"(", "strategy": {"preset": ")" + preset +
                                           R"(", "dp": 2, "pp": )" + std::to_string(pp) + "}}");
     return analysis_warnings(e, analyze(e), nullptr);
   };
@@ -153,6 +153,7 @@ TEST_CASE("DeepSpeed's ZeRO-2/3 presets under a pipeline warn that DeepSpeed ref
     CHECK(with(preset, 1).empty());
   }
   CHECK(with("zero1", 2).empty());
+  CHECK(with("zero2", 2, "megatron-lm-2022").empty());
 }
 
 // PyTorch's context_parallel at cp >= 2 (strategy.cp_impl pytorch, the default on PyTorch's presets): torchtitan's
