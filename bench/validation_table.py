@@ -8,12 +8,17 @@ across runs that differ only in their kernels is a cost outside the kernels, one
 speed), then mean absolute and worst error per software stack and over all rows.
 A row placesim refuses (memory, say) is printed with the refusal and counted apart. A table whose rows carry "frozen"
 (the test table, examples/validation-test) also prints each row's error as it was when the row was collected.
+With --residuals FILE it runs the development tables (examples/validation and examples/validation2024; never the
+test table) and writes, per stack family and accelerator generation, every row's ln(published step / predicted step):
+the data placesim's prediction intervals are computed from (workloads/stack/residuals.json).
 Usage: bench/validation_table.py [build/placesim] [--table DIR] [--only SUBSTRING] [--set PATH=VALUE ...]
+       bench/validation_table.py [build/placesim] --residuals workloads/stack/residuals.json
 (--table: the folder of a published.json and its experiment files, default examples/validation, the 2021-22 Megatron-LM
 set; examples/validation2024 holds the 2023-25 stacks; each --set is passed to every simulate, e.g. to try another
 accelerator profile file).
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -59,9 +64,45 @@ def summary(label, errs, refused=0):
             f"{refusals}")
 
 
+DEVELOPMENT_TABLES = ("examples/validation", "examples/validation2024")
+
+
+def residuals(placesim, out):
+    """Every simulated row of the development tables as ln(published step / predicted step), grouped by the stack
+    family and the accelerator generation placesim reports for it."""
+    groups = {}
+    for table_dir in DEVELOPMENT_TABLES:
+        folder = os.path.join(ROOT, table_dir)
+        for row in json.load(open(os.path.join(folder, "published.json")))["rows"]:
+            report = simulate(placesim, os.path.join(folder, row["file"]), [])
+            if isinstance(report, str):
+                continue
+            interval = report["simulation"]["interval"]
+            if not interval["family"] or not interval["generation"]:
+                continue
+            err = error_percent(row["metric"], report["simulation"][row["metric"]], row["published"])
+            key = (interval["family"], interval["generation"])
+            groups.setdefault(key, []).append((table_dir + "/" + row["file"], math.log(1 + err / 100)))
+    doc = {"description": "ln(published step / predicted step) of every simulated row of the development tables "
+                          "(" + ", ".join(DEVELOPMENT_TABLES) + "), per stack family and accelerator generation: "
+                          "the residuals placesim's 90 % prediction intervals come from (traces/report/Interval.hpp). "
+                          "Written by bench/validation_table.py --residuals; the test table is never used.",
+           "groups": [{"family": f, "generation": g, "rows": [r for r, _ in rows],
+                       "log_ratios": [round(v, 6) for _, v in rows]}
+                      for (f, g), rows in sorted(groups.items())]}
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    for (f, g), rows in sorted(groups.items()):
+        print(f"{f} on {g}: {len(rows)} rows")
+
+
 def main(argv):
     placesim = next((a for a in argv if a.endswith("placesim") and "=" not in a and not a.endswith("validation")),
                     os.path.join(ROOT, "build", "placesim"))
+    if "--residuals" in argv:
+        residuals(placesim, argv[argv.index("--residuals") + 1])
+        return
     only = argv[argv.index("--only") + 1] if "--only" in argv else ""
     sets = [argv[i + 1] for i, a in enumerate(argv) if a == "--set" and i + 1 < len(argv)]
     folder = argv[argv.index("--table") + 1] if "--table" in argv else os.path.join("examples", "validation")
@@ -72,6 +113,7 @@ def main(argv):
           "| per micro-batch (ms) |" + (" error when collected |" if frozen else ""))
     print("|---|---|---|---|---|---|---|---|" + ("---|" if frozen else ""))
     by_stack, refused, by_family, before = {}, {}, {}, []
+    covered, inside = 0, 0  # rows with a 90 % interval, and those whose published step falls in it
     for row in table["rows"]:
         if only not in row["file"]:
             continue
@@ -94,7 +136,12 @@ def main(argv):
         err = error_percent(row["metric"], predicted, row["published"])
         by_stack.setdefault(row["stack"], []).append(err)
         by_family.setdefault(family, ([], []))[0].append(err)
-        missed = published_step(row["metric"], report, row["published"]) - report["simulation"]["step_time_s"]
+        published_s = published_step(row["metric"], report, row["published"])
+        interval = report["simulation"].get("interval", {})
+        if interval.get("available"):
+            covered += 1
+            inside += interval["step_time_low_s"] <= published_s <= interval["step_time_high_s"]
+        missed = published_s - report["simulation"]["step_time_s"]
         per_microbatch = 1000 * missed / report["strategy"]["microbatches"]
         print(f"| {row['file']} | {row['stack']} | {row['metric']} | {row['published']} | {predicted:.2f} "
               f"| {err:+.1f}% | {missed:+.3f} | {per_microbatch:+.1f} |{then_cell}")
@@ -109,6 +156,9 @@ def main(argv):
         for family, (errs, files) in sorted(by_family.items()):
             print(summary("family " + family, errs, len(files)))
     print(summary("all rows", every, sum(refused.values())))
+    if covered:
+        print(f"90 % intervals: {covered} rows have one, {inside} of them ({100 * inside / covered:.0f} %) hold the "
+              f"published step")
     if frozen:
         print(summary("all rows when collected (" + table["rows"][0]["frozen"]["commit"] + ")", before,
                       sum(1 for row in table["rows"] if row.get("frozen", {}).get("refused"))))

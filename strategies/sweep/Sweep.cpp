@@ -287,7 +287,8 @@ std::vector<std::string> default_figures(SweepMode mode) {
   std::vector<std::string> f = {"memory.total_bytes", "memory.model_states_bytes", "communication.bytes_per_step",
                                 "compute.model_flops_per_step", "device_memory_bytes"};
   if (mode == SweepMode::Simulate)
-    f.insert(f.end(), {"simulation.step_time_s", "simulation.mfu", "simulation.tokens_per_s"});
+    f.insert(f.end(), {"simulation.step_time_s", "simulation.mfu", "simulation.tokens_per_s",
+                       "simulation.interval.step_time_low_s", "simulation.interval.step_time_high_s"});
   return f;
 }
 

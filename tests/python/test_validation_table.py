@@ -41,5 +41,25 @@ class ValidationTable(unittest.TestCase):
         self.assertIn("Megatron-LM 2022: 1 rows", out)
 
 
+    def test_the_interval_residuals_are_those_of_the_current_model(self):
+        # workloads/stack/residuals.json must be rewritten (bench/validation_table.py --residuals) whenever the model
+        # changes: the first row of every group, simulated now, gives the stored ln(published / predicted step).
+        import json
+        import math
+        residuals = json.load(open(os.path.join(REPO, "workloads", "stack", "residuals.json")))
+        self.assertGreaterEqual(len(residuals["groups"]), 4)
+        for group in residuals["groups"]:
+            path = group["rows"][0]
+            folder, name = os.path.split(path)
+            row = next(r for r in json.load(open(os.path.join(REPO, folder, "published.json")))["rows"]
+                       if r["file"] == name)
+            report = table.simulate(binary(), os.path.join(REPO, path), [])
+            self.assertIsInstance(report, dict, path)
+            err = table.error_percent(row["metric"], report["simulation"][row["metric"]], row["published"])
+            self.assertAlmostEqual(math.log(1 + err / 100), group["log_ratios"][0], places=5, msg=path)
+            self.assertEqual(report["simulation"]["interval"]["family"], group["family"])
+            self.assertEqual(report["simulation"]["interval"]["generation"], group["generation"])
+
+
 if __name__ == "__main__":
     unittest.main()

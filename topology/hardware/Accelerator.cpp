@@ -16,9 +16,10 @@ struct Preset {
   std::string description;
 };
 
-AcceleratorSpec make(const std::string& name, double peak, double fp32, double fp8, double hbm_bytes, double hbm_bw_Bps,
-                     const ComputeProfile& profile, double tdp_w) {
+AcceleratorSpec make(const std::string& name, const std::string& generation, double peak, double fp32, double fp8,
+                     double hbm_bytes, double hbm_bw_Bps, const ComputeProfile& profile, double tdp_w) {
   AcceleratorSpec a;
+  a.generation = generation;
   a.peak_fp8_flops = fp8;
   a.tdp_w = tdp_w;
   a.name = name;
@@ -49,28 +50,32 @@ AcceleratorSpec make(const std::string& name, double peak, double fp32, double f
 const std::map<std::string, Preset>& presets() {
   static const std::map<std::string, Preset> table = {
       {"a100-40gb",
-       {make("a100-40gb", 312e12, 19.5e12, 0, 40.0 * (1ull << 30), 1555e9, calibrated_profile("a100-40gb"), 400),
+       {make("a100-40gb", "ampere", 312e12, 19.5e12, 0, 40.0 * (1ull << 30), 1555e9, calibrated_profile("a100-40gb"),
+             400),
         "NVIDIA A100 SXM4 40GB"}},
       {"a100-80gb",
-       {make("a100-80gb", 312e12, 19.5e12, 0, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb"), 400),
+       {make("a100-80gb", "ampere", 312e12, 19.5e12, 0, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb"),
+             400),
         "NVIDIA A100 SXM4 80GB"}},
       {"a800",
-       {make("a800", 312e12, 19.5e12, 0, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb"), 400),
+       {make("a800", "ampere", 312e12, 19.5e12, 0, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb"), 400),
         "NVIDIA A800 SXM4 80GB (A100 die, NVLink 400 GB/s bidirectional; a100-80gb profile)"}},
       {"h100-sxm",
-       {make("h100-sxm", 989.4e12, 66.9e12, 1979e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"), 700),
+       {make("h100-sxm", "hopper", 989.4e12, 66.9e12, 1979e12, 80.0 * (1ull << 30), 3350e9,
+             calibrated_profile("h100-sxm"), 700),
         "NVIDIA H100 SXM5 80GB"}},
       {"h200",
-       {make("h200", 989.4e12, 66.9e12, 1979e12, 141e9, 4800e9, calibrated_profile("h200"), 700),
+       {make("h200", "hopper", 989.4e12, 66.9e12, 1979e12, 141e9, 4800e9, calibrated_profile("h200"), 700),
         "NVIDIA H200 SXM 141GB"}},
       {"h800",
-       {make("h800", 989.4e12, 66.9e12, 1979e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"), 700),
+       {make("h800", "hopper", 989.4e12, 66.9e12, 1979e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"),
+             700),
         "NVIDIA H800 SXM5 80GB (H100 die, NVLink 400 GB/s bidirectional; h100-sxm profile)"}},
       {"b200",
-       {make("b200", 2250e12, 80e12, 4500e12, 180e9, 8000e9, calibrated_profile("b200"), 1000),
+       {make("b200", "blackwell", 2250e12, 80e12, 4500e12, 180e9, 8000e9, calibrated_profile("b200"), 1000),
         "NVIDIA B200 (DGX B200, 180GB usable)"}},
       {"gb200",
-       {make("gb200", 2500e12, 80e12, 5000e12, 186e9, 8000e9, calibrated_profile("b200"), 1200),
+       {make("gb200", "blackwell", 2500e12, 80e12, 5000e12, 186e9, 8000e9, calibrated_profile("b200"), 1200),
         "NVIDIA GB200 GPU (NVL72, 1,200 W, 186GB; b200 profile on its own peak)"}},
   };
   return table;

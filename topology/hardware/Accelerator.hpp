@@ -78,6 +78,9 @@ struct ComputeProfile {
 /// One accelerator model. SI units: FLOP/s, bytes, bytes per second.
 struct AcceleratorSpec {
   std::string name = "custom";
+  /// The architecture generation (ampere, hopper, blackwell) whose published runs give a prediction's error bar;
+  /// "" for an accelerator described from scratch.
+  std::string generation;
   double peak_bf16_flops = 0;
   double peak_fp16_flops = 0;
   double peak_fp32_flops = 0;

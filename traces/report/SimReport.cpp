@@ -9,6 +9,7 @@
 #include "strategies/analytic/Routing.hpp"
 #include "strategies/placement/Mesh.hpp"
 #include "strategies/placement/Strategy.hpp"
+#include "traces/report/Interval.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/report/StackReport.hpp"
 #include "traces/report/Warnings.hpp"
@@ -207,6 +208,7 @@ Json simulation_json(const SimulatedStep& s) {
            {"layer_group", s.layer_group},
            {"layer_times", layer_times_json(s.layer_times)}};
   if (s.experiment.model.moe()) out["experts"] = experts_sim_json(s);
+  out["interval"] = interval_json(prediction_interval(s.experiment, s.cluster.accelerator, f.step_time_s));
   return out;
 }
 
@@ -402,6 +404,12 @@ std::string simulation_summary(const SimulatedStep& s) {
                 format_seconds(f.step_time_s).c_str(), 100 * f.mfu, f.model_tflops_per_gpu, f.hardware_tflops_per_gpu,
                 f.tokens_per_s, format_seconds(f.exposed_communication_s).c_str());
   out += line;
+  const PredictionInterval interval = prediction_interval(s.experiment, s.cluster.accelerator, f.step_time_s);
+  out += "  90 % interval        " +
+         (interval.available
+              ? format_seconds(interval.low_s) + " to " + format_seconds(interval.high_s) + " per step, centred on " +
+                    format_seconds(interval.centre_s) + " (" + interval.basis + ")\n"
+              : interval.basis + "\n");
   const AcceleratorSpec& acc = s.cluster.accelerator;
   if (acc.power_limit_w > 0) {
     const char* why = "sustained clock taken as proportional to the limit, an estimate";
