@@ -223,7 +223,7 @@ TEST_CASE("Memory that does not fit the cluster's GPU or --device-memory makes a
   CHECK(o.status == PointStatus::Invalid);
   CHECK_THAT(o.reason, Catch::StartsWith("memory: the model does not fit"));
   CHECK(o.analyzed);
-  CHECK(on_h100.experiment().device_memory_bytes == 80.0 * (1ull << 30));
+  CHECK(on_h100.experiment().device_memory_bytes == 81559.0 * (1ull << 20));  // nvidia-smi's total on an H100 80GB
   CHECK(on_huge.evaluate(index).status == PointStatus::Ok);
 }
 

@@ -43,8 +43,11 @@ AcceleratorSpec make(const std::string& name, const std::string& generation, dou
 // a100-80gb's. GB200 (NVL72 product page: 360 PFLOP/s bf16 per 72 GPUs with sparsity, dense one half =
 // 2.5 PFLOP/s per GPU; 186 GB HBM3e (MLPerf system files); 8 TB/s; 1,200 W): the Blackwell die of B200 at a higher
 // power limit, so the b200 profile (fitted at 1,000 W) applied to GB200's own peak.
-// docs/research/issue17-accelerators.md lists the sources. Memory as reported by the driver (GiB) where NVIDIA quotes
-// "80GB". Dense FP8 peaks from the same data sheets: none on A100; 1,979 TFLOP/s on H100 SXM5, H200 and H800 (twice
+// docs/research/issue17-accelerators.md lists the sources. Memory is what the driver reports as the device's total
+// (nvidia-smi): 80 GiB for the A100 80GB; 81,559 MiB for the H100 80GB and H800 (Modal, "Why does an NVIDIA H100 80GB
+// card offer 85.52 GB?", its nvidia-smi table); 183,359 MiB for the B200 and 189,471 MiB for the GB200 (the totals
+// public nvidia-smi outputs of DGX B200 and GB200 NVL72 nodes print), where NVIDIA's data sheets say 180 GB and
+// 186 GB. Dense FP8 peaks from the same data sheets: none on A100; 1,979 TFLOP/s on H100 SXM5, H200 and H800 (twice
 // bf16); B200 4.5 PFLOP/s and GB200 5 PFLOP/s per GPU (twice bf16). The compute profiles are the fits of
 // topology/profiles/measurements/*.json by `placesim calibrate` (see topology/hardware/CalibratedProfiles.cpp).
 const std::map<std::string, Preset>& presets() {
@@ -61,22 +64,24 @@ const std::map<std::string, Preset>& presets() {
        {make("a800", "ampere", 312e12, 19.5e12, 0, 80.0 * (1ull << 30), 2039e9, calibrated_profile("a100-80gb"), 400),
         "NVIDIA A800 SXM4 80GB (A100 die, NVLink 400 GB/s bidirectional; a100-80gb profile)"}},
       {"h100-sxm",
-       {make("h100-sxm", "hopper", 989.4e12, 66.9e12, 1979e12, 80.0 * (1ull << 30), 3350e9,
+       {make("h100-sxm", "hopper", 989.4e12, 66.9e12, 1979e12, 81559.0 * (1ull << 20), 3350e9,
              calibrated_profile("h100-sxm"), 700),
         "NVIDIA H100 SXM5 80GB"}},
       {"h200",
        {make("h200", "hopper", 989.4e12, 66.9e12, 1979e12, 141e9, 4800e9, calibrated_profile("h200"), 700),
         "NVIDIA H200 SXM 141GB"}},
       {"h800",
-       {make("h800", "hopper", 989.4e12, 66.9e12, 1979e12, 80.0 * (1ull << 30), 3350e9, calibrated_profile("h100-sxm"),
-             700),
+       {make("h800", "hopper", 989.4e12, 66.9e12, 1979e12, 81559.0 * (1ull << 20), 3350e9,
+             calibrated_profile("h100-sxm"), 700),
         "NVIDIA H800 SXM5 80GB (H100 die, NVLink 400 GB/s bidirectional; h100-sxm profile)"}},
       {"b200",
-       {make("b200", "blackwell", 2250e12, 80e12, 4500e12, 180e9, 8000e9, calibrated_profile("b200"), 1000),
-        "NVIDIA B200 (DGX B200, 180GB usable)"}},
+       {make("b200", "blackwell", 2250e12, 80e12, 4500e12, 183359.0 * (1ull << 20), 8000e9, calibrated_profile("b200"),
+             1000),
+        "NVIDIA B200 (DGX B200, 183,359 MiB = 192 GB visible)"}},
       {"gb200",
-       {make("gb200", "blackwell", 2500e12, 80e12, 5000e12, 186e9, 8000e9, calibrated_profile("b200"), 1200),
-        "NVIDIA GB200 GPU (NVL72, 1,200 W, 186GB; b200 profile on its own peak)"}},
+       {make("gb200", "blackwell", 2500e12, 80e12, 5000e12, 189471.0 * (1ull << 20), 8000e9, calibrated_profile("b200"),
+             1200),
+        "NVIDIA GB200 GPU (NVL72, 1,200 W, 189,471 MiB = 199 GB visible; b200 profile on its own peak)"}},
   };
   return table;
 }

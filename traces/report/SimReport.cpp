@@ -209,6 +209,7 @@ Json simulation_json(const SimulatedStep& s) {
            {"layer_times", layer_times_json(s.layer_times)}};
   if (s.experiment.model.moe()) out["experts"] = experts_sim_json(s);
   out["interval"] = interval_json(prediction_interval(s.experiment, s.cluster.accelerator, f.step_time_s));
+  out["memory_headroom"] = headroom_json(memory_headroom(s.experiment, f.max.peak_total));
   return out;
 }
 
@@ -517,7 +518,8 @@ std::string simulation_summary(const SimulatedStep& s) {
                   to_string(s.experiment.training.routing).c_str(), r.imbalance());
     out += line;
   }
-  out += summary_bytes(f) + summary_validation(s.validation);
+  out += summary_bytes(f) + headroom_summary(memory_headroom(s.experiment, f.max.peak_total)) +
+         summary_validation(s.validation);
   std::snprintf(line, sizeof line,
                 "  simulated in %.2f s: %llu SimGrid activities (flows), %llu timers (compute, exact collectives); ",
                 s.result.wall_time_s, static_cast<unsigned long long>(s.result.activities),

@@ -1,5 +1,9 @@
 #include "traces/report/StackReport.hpp"
 
+#include <cmath>
+
+#include "workloads/json/Units.hpp"
+
 namespace placesim {
 
 namespace {
@@ -54,6 +58,56 @@ std::string stack_summary(const Experiment& e) {
     if (p.origin == Provenance::Origin::Word) out += "  stack word           " + p.field + ": " + p.note + "\n";
   for (const std::string& caveat : e.stack->caveats) out += "  stack caveat         " + caveat + "\n";
   return out;
+}
+
+MemoryHeadroom memory_headroom(const Experiment& e, double peak_bytes) {
+  MemoryHeadroom h;
+  h.device_bytes = e.device_memory_bytes;
+  h.peak_bytes = peak_bytes;
+  if (!e.stack) {
+    h.source = "no training stack: no reserve";
+    return h;
+  }
+  h.reserve_bytes = e.stack->memory.reserve_bytes();
+  h.fragmentation_bytes = e.stack->memory.fragmentation * peak_bytes;
+  h.source = "the " + e.stack->name + " stack's: " + e.stack->memory.source;
+  return h;
+}
+
+Json headroom_json(const MemoryHeadroom& h) {
+  if (h.device_bytes <= 0) return nullptr;
+  return Json{{"device_bytes", h.device_bytes},
+              {"peak_bytes", h.peak_bytes},
+              {"reserve_bytes", h.reserve_bytes},
+              {"spare_bytes", h.spare_bytes()},
+              {"fragmentation_bytes", h.fragmentation_bytes},
+              {"source", h.source}};
+}
+
+std::string headroom_summary(const MemoryHeadroom& h) {
+  if (h.device_bytes <= 0) return "";
+  const double spare = h.spare_bytes();
+  return "  headroom             " + std::string(spare < 0 ? "-" : "") + format_bytes(std::abs(spare)) +
+         " of the device's " + format_bytes(h.device_bytes) + " left after the peak and a reserve of " +
+         format_bytes(h.reserve_bytes) + " (CUDA context and communicators" +
+         (h.fragmentation_bytes > 0 ? "; fragmentation may take up to " + format_bytes(h.fragmentation_bytes) : "") +
+         ")\n";
+}
+
+std::vector<std::string> headroom_warnings(const MemoryHeadroom& h) {
+  std::vector<std::string> w;
+  if (h.device_bytes <= 0 || h.peak_bytes > h.device_bytes) return w;  // over the device: refused or warned apart
+  if (h.spare_bytes() < 0)
+    w.push_back("memory: the peak " + format_bytes(h.peak_bytes) + " and the stack's reserve " +
+                format_bytes(h.reserve_bytes) + " (the CUDA context and the communicators' buffers, " + h.source +
+                ") exceed device memory " + format_bytes(h.device_bytes) + " by " + format_bytes(-h.spare_bytes()) +
+                ": the run may not fit; if it ran, the reserve or placesim's count of the peak is too high");
+  else if (h.fragmentation_bytes > h.spare_bytes())
+    w.push_back("memory: " + format_bytes(h.spare_bytes()) +
+                " spare after the peak and the stack's reserve, but its "
+                "allocator may lose up to " +
+                format_bytes(h.fragmentation_bytes) + " of the peak to fragmentation (" + h.source + ")");
+  return w;
 }
 
 }  // namespace placesim

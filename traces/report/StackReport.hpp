@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <vector>
 
 #include "strategies/placement/Experiment.hpp"
 
@@ -11,5 +12,20 @@ Json stack_json(const Experiment& e);
 /// The same for the text summary: one line naming the stack and the fields it supplied, then its caveats; "" for
 /// an experiment without a stack (built in code).
 std::string stack_summary(const Experiment& e);
+
+/// Device memory left over a step's peak: after the stack's reserve (the CUDA context and the communicators' buffers,
+/// which placesim's per-device figures leave out) and set against the share of the peak the stack's allocator may
+/// lose to fragmentation. Nothing when the device memory is not known.
+struct MemoryHeadroom {
+  double device_bytes = 0, peak_bytes = 0, reserve_bytes = 0, fragmentation_bytes = 0;
+  std::string source;  ///< the stack's memory source, or why there is no reserve
+  double spare_bytes() const { return device_bytes - peak_bytes - reserve_bytes; }
+};
+MemoryHeadroom memory_headroom(const Experiment& e, double peak_bytes);
+Json headroom_json(const MemoryHeadroom& h);
+/// "  headroom             ..." for the summary; "" without device memory.
+std::string headroom_summary(const MemoryHeadroom& h);
+/// The warnings headroom gives: the peak and the reserve over the device, or less spare than fragmentation may take.
+std::vector<std::string> headroom_warnings(const MemoryHeadroom& h);
 
 }  // namespace placesim

@@ -5,6 +5,7 @@
 
 #include "strategies/analytic/DataPlan.hpp"
 #include "strategies/placement/Condition.hpp"
+#include "traces/report/StackReport.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -93,6 +94,7 @@ std::vector<std::string> simulation_warnings(const SimulatedStep& s, const Warni
   if (f.step_time_s > limits.step_time_max_s)
     w.push_back("step time " + format_seconds(f.step_time_s) + " is over " + format_seconds(limits.step_time_max_s));
   const double device = s.experiment.device_memory_bytes;
+  for (std::string& h : headroom_warnings(memory_headroom(s.experiment, f.max.peak_total))) w.push_back(std::move(h));
   if (device > 0 && f.max.peak_total > device)
     w.push_back("simulated peak memory " + format_bytes(f.max.peak_total) + " is over device memory " +
                 format_bytes(device));
