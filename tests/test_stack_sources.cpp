@@ -1,0 +1,160 @@
+// Each built-in stack's settings against what its cited sources say. The expected rows below were read from the
+// sources themselves (the commit, file and line each stack file cites), not from the stack files: a stack file that
+// drifts from its source, gains a setting without one or loses one fails here.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "workloads/stack/Stack.hpp"
+
+using namespace placesim;
+
+namespace {
+
+struct Expected {
+  const char* field;
+  const char* value;   ///< JSON text
+  const char* when;    ///< the condition ("" = always)
+  const char* anchor;  ///< what the setting's source must cite
+};
+
+void check_stack(const std::string& name, const std::vector<Expected>& rows) {
+  INFO("stack " << name);
+  const auto stack = find_stack(name, "stack", "");
+  REQUIRE(stack->settings.size() == rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const StackSetting& s = stack->settings[i];
+    INFO("setting " << i << ": " << rows[i].field);
+    CHECK(s.field == rows[i].field);
+    CHECK(s.value == Json::parse(rows[i].value));
+    CHECK(s.when == rows[i].when);
+    CHECK_THAT(s.source, Catch::Contains(rows[i].anchor));
+  }
+}
+
+// Megatron-LM's defaults shared by its stacks: fused kernels (megatron/arguments.py: the fusions' --no-* flags are
+// store_false), apex FusedAdam under the mixed-precision optimizer (fp32 master weights in the optimizer state), TE's
+// DelayedScaling for FP8, blocking batched p2p (p2p_communication.py _communicate), TE attention for CP.
+std::vector<Expected> megatron(bool fusion, bool overlap) {
+  return {{"training.kernels", R"("fused")", "", "--no-masked-softmax-fusion"},
+          {"training.grad_accumulation_fusion", fusion ? "true" : "false", "", "83b1e42f"},
+          {"training.optimizer_kernel", R"("fused")", "", "FusedAdam"},
+          {"training.master_weights", R"("optimizer")", "16-bit", "Float16OptimizerWithFloat16Params"},
+          {"training.fp8_scaling", R"("delayed")", "fp8", "DelayedScaling"},
+          {"strategy.tp_overlap", overlap ? "true" : "false", "", "16c90445"},
+          {"strategy.p2p", R"("megatron")", "", "batch_isend_irecv"},
+          {"strategy.cp_impl", R"("te")", "", "TEDotProductAttention"}};
+}
+
+}  // namespace
+
+TEST_CASE("Megatron-LM 2021 (arXiv 2104.04473): no fused accumulation before 83b1e42f, no TP overlap before 16c90445") {
+  check_stack("megatron-lm-2021", megatron(false, false));
+}
+
+TEST_CASE("Megatron-LM 2022: fused accumulation (83b1e42f, 2022-02) and the backward TP overlap (16c90445, 2021-09)") {
+  check_stack("megatron-lm-2022", megatron(true, true));
+}
+
+TEST_CASE("Megatron-Core 0.9: Megatron-LM 2022 with sequence parallelism wherever tp > 1") {
+  std::vector<Expected> rows = megatron(true, true);
+  rows.insert(rows.begin() + 5, {"strategy.sp", "true", "tp > 1", "--sequence-parallel"});
+  check_stack("megatron-core-0.9", rows);
+}
+
+TEST_CASE("NeMo 24.07: bf16 gradient reduction (grad_sync_dtype) and overlapped exchanges with virtual stages") {
+  std::vector<Expected> rows = megatron(true, true);
+  rows.insert(rows.begin() + 5, {"strategy.sp", "true", "tp > 1", "--sequence-parallel"});
+  rows.erase(rows.begin() + 7);  // the unconditional p2p comes after NeMo's conditional one
+  rows.push_back({"training.grad_dtype", R"("bf16")", "bf16", "grad_sync_dtype=bf16"});
+  rows.push_back({"strategy.p2p", R"("async")", "pp > 1 and interleaved", "overlap_p2p_comm = True"});
+  rows.push_back({"strategy.p2p", R"("megatron")", "", "batch_p2p_comm = True"});
+  check_stack("nemo-24.07", rows);
+}
+
+TEST_CASE("Megatron-DeepSpeed (BLOOM's code): DeepSpeed's pipeline engine and BF16_Optimizer, no fusion or overlap") {
+  check_stack("megatron-deepspeed",
+              {{"training.kernels", R"("fused")", "", "8387ae17 megatron/arguments.py"},
+               {"training.grad_accumulation_fusion", "false", "", "commented out"},
+               {"training.grad_accumulation_cast", "true", "bf16 and replicated gradients", "hp_grad.add_(lp.grad"},
+               {"training.optimizer_kernel", R"("fused")", "", "FusedAdam"},
+               {"training.master_weights", R"("optimizer")", "16-bit", "_setup_for_real_optimizer"},
+               {"strategy.tp_overlap", "false", "", "f90b8877"},
+               {"strategy.p2p", R"("deepspeed")", "pp > 1 and 1f1b", "asserts async_op False"},
+               {"strategy.bucket_bytes", "1e15", "", "ReduceGrads"}});
+  const auto s = find_stack("megatron-deepspeed", "stack", "");
+  CHECK(s->family == "deepspeed");
+  REQUIRE(s->cannot_run.size() == 2);
+  CHECK_THAT(s->cannot_run[0].why, Catch::Contains("zero_optimization_stage() < 2"));
+}
+
+TEST_CASE("DeepSpeed ZeRO: 16-bit ZeRO-2/3 gradients, the BF16_Optimizer under ZeRO-1, 5e8-element buckets") {
+  check_stack(
+      "deepspeed-zero",
+      {{"training.kernels", R"("fused")", "", "arXiv 1910.02054"},
+       {"training.grad_accumulation_fusion", "false", "", "stage_1_and_2.py and stage3.py"},
+       {"training.grad_dtype", R"("bf16")", "bf16 and sharded gradients", "2 + 2 + K"},
+       {"training.grad_accumulation_cast", "true", "bf16 and replicated gradients", "_do_optimizer_sanity_check"},
+       {"training.optimizer_kernel", R"("fused")", "", "FusedAdam"},
+       {"training.master_weights", R"("optimizer")", "16-bit", "K = 12"},
+       {"strategy.tp_overlap", "false", "", "f90b8877"},
+       {"strategy.p2p", R"("deepspeed")", "pp > 1 and 1f1b", "asserts async_op False"},
+       {"strategy.bucket_bytes", "1e15", "pp > 1", "ReduceGrads"},
+       {"strategy.bucket_bytes", "1e9", "", "reduce_bucket_size and allgather_bucket_size 5e8"}});
+}
+
+TEST_CASE("torchtitan 9dec370: eager, FSDP2 mixed precision, foreach AdamW, tensorwise Float8, its TP, CP and AC") {
+  check_stack("torchtitan-2024-12",
+              {{"training.kernels", R"("eager")", "", "compile = false"},
+               {"training.master_weights", R"("parameters")", "no weight copies", "MixedPrecisionPolicy"},
+               {"training.optimizer_kernel", R"("foreach")", "in-place optimizer", "foreach = not fused"},
+               {"training.fp8_scaling", R"("tensorwise")", "fp8", "default 'dynamic'"},
+               {"strategy.cp_impl", R"("pytorch")", "", "create_context_parallel_ctx"},
+               {"strategy.reshard_after_forward", "false", "pp > 1 and gathered parameters and synchronous",
+                "reshard_after_forward = False for every block when pp_enabled"},
+               {"strategy.cp_comm", R"("all-gather")", "", "default 'allgather'"},
+               {"strategy.sp", "true", "tp > 1", "SequenceParallel()"},
+               {"strategy.tp_overlap", "false", "", "enable_async_tensor_parallel"},
+               {"strategy.tp_copies", "true", "", "all_gather_tensor(gather_dim=1)"}});
+  const auto s = find_stack("torchtitan-2024-12", "stack", "");
+  REQUIRE(s->words.size() == 1);
+  CHECK(s->words[0].word == "selective");
+  CHECK(s->words[0].means == "selective-op");
+  CHECK_THAT(s->words[0].source, Catch::Contains("selective_ac_option = 'op'"));
+}
+
+TEST_CASE("llm-foundry 5e85bd6: FSDP1 flat parameters, eager MPT, Triton attention, fused cross entropy") {
+  check_stack("llm-foundry", {{"training.kernels", R"("eager")", "", "no compile_config"},
+                              {"training.master_weights", R"("parameters")", "no weight copies", "FlatParameter"},
+                              {"training.optimizer_kernel", R"("foreach")", "in-place optimizer", "DecoupledAdamW"},
+                              {"training.fp8_scaling", R"("delayed")", "fp8", "amp_fp8"},
+                              {"strategy.flat_params", "true", "", "FSDP1"},
+                              {"training.attention_kernel", R"("triton")", "", "--attn_impl triton"},
+                              {"training.loss_kernel", R"("fused")", "", "fused_crossentropy"}});
+}
+
+TEST_CASE("fms-fsdp 4ffb9bd: FSDP1 with bfSixteen's bf16 reduction, eager unless compiled") {
+  check_stack("fms-fsdp", {{"training.kernels", R"("eager")", "", "use_torch_compile False"},
+                           {"training.master_weights", R"("parameters")", "no weight copies", "FlatParameter"},
+                           {"training.optimizer_kernel", R"("foreach")", "in-place optimizer", "torch.optim.AdamW"},
+                           {"training.grad_dtype", R"("bf16")", "bf16", "bfSixteen"},
+                           {"strategy.flat_params", "true", "", "FullyShardedDataParallel (FSDP1)"}});
+}
+
+TEST_CASE("OLMo-core e27ba7455: compiled model and loss, fused AdamW, torchao Float8") {
+  check_stack("olmo-core", {{"training.kernels", R"("compiled")", "", "compile_model=True"},
+                            {"training.master_weights", R"("parameters")", "no weight copies", "MixedPrecisionPolicy"},
+                            {"training.optimizer_kernel", R"("fused")", "in-place optimizer", "fused=True"},
+                            {"training.fp8_scaling", R"("tensorwise")", "fp8", "Float8Config"},
+                            {"training.loss_kernel", R"("fused")", "", "compile_loss=True"}});
+}
+
+TEST_CASE("Every built-in stack has a test above") {
+  const std::vector<std::string> covered = {
+      "megatron-lm-2021", "megatron-lm-2022",   "megatron-core-0.9", "nemo-24.07", "megatron-deepspeed",
+      "deepspeed-zero",   "torchtitan-2024-12", "llm-foundry",       "fms-fsdp",   "olmo-core"};
+  CHECK(builtin_stack_names().size() == covered.size());
+  for (const std::string& name : builtin_stack_names())
+    CHECK(std::find(covered.begin(), covered.end(), name) != covered.end());
+}
