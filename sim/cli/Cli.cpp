@@ -134,6 +134,7 @@ std::vector<FlagSpec> experiment_flags() {
 Json default_experiment_json() {
   return Json::parse(R"({
     "name": "default: GPT-3 175B, Megatron-LM 3D (TP 8, PP 8, DP 16, SP, selective recompute) on 128 DGX A100, unfused attention as in 2021",
+    "stack": "megatron-lm-2022",
     "model": {"preset": "gpt3-175b", "flash_attention": false},
     "training": {"global_batch": 1536, "micro_batch": 1, "recompute": "selective"},
     "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 8, "dp": 16, "sp": true, "schedule": "1f1b"},
