@@ -18,7 +18,11 @@ def binary():
 
 
 def refusal(path):
+    # As placesim decides: a plan whose analytic bound fits is admitted (analyze); one whose bound is over the device
+    # is simulated and admitted when its simulated peak fits.
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
+        if subprocess.run([binary(), "analyze", path, "--out", report.name], capture_output=True).returncode == 0:
+            return None
         done = subprocess.run([binary(), "simulate", path, "--fidelity", "analytic", "--force", "--quiet", "--report",
                                report.name], capture_output=True, text=True)
         return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["exit"])[-1]
