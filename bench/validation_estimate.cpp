@@ -10,7 +10,7 @@ using namespace placesim;
 
 int main(int argc, char** argv) {
   const AcceleratorSpec acc = accelerator_preset("a100-80gb", "estimate");
-  const CommProfile comm = default_comm_profile("a100-80gb", "estimate");
+  const CommProfile comm{*acc.intra_node_fabric, *acc.inter_node_fabric};
   std::printf("%-24s %9s %9s %9s %9s %11s %8s\n", "experiment", "layer ms", "pipe s", "dp s", "step s", "TFLOP/s/GPU",
               "MFU %");
   for (int i = 1; i < argc; ++i) {

@@ -3,8 +3,9 @@
 
 Runs `placesim calibrate topology/profiles/measurements/<name>.json` for each accelerator, rounds the fitted compute
 and fabric figures to four significant digits (the precision of the built-in constants), applies the transfers the
-measurements cannot supply (below), writes topology/profiles/<name>.json, and prints the constants that
-topology/hardware/CalibratedProfiles.cpp and topology/hardware/CommProfile.cpp must hold (a test compares them with the files).
+measurements cannot supply (below) and writes topology/profiles/<name>.json, which the built-in accelerators
+(topology/hardware/accelerators/*.json, "profile") read as they are. It prints each reference fabric's fit, for the
+fabric files topology/hardware/fabrics/*.json.
 
 Usage: scripts/refit_profiles.py [build/placesim]
 """
@@ -123,21 +124,7 @@ def main(argv):
             copy["comm"]["intra_node"]["name"], copy["comm"]["intra_node"]["link_bw"] = nvlink_cut[variant]
         write(variant, copy)
 
-    print("topology/hardware/CalibratedProfiles.cpp:")
-    for name in ["a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200"]:
-        values = [fitted[name]["compute"][k] for k in COMPUTE_ORDER]
-        for scope in ["intra_node", "inter_node"]:
-            factors = fitted[name]["compute"]["interference"][scope]
-            values += [factors["compute_slowdown"], factors["comm_slowdown"]] if isinstance(factors, dict) else [1.0, 1.0]
-        values = ", ".join(repr(v) for v in values)
-        print(f'      {{"{name}", {{{values}}}}},')
-    print("topology/hardware/CalibratedProfiles.cpp, measured power limits (power_limit_w, compute_scale):")
-    for name in ["a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200"]:
-        scales = fitted[name]["compute"].get("power_scales", [])
-        if scales:
-            print(f'      {{"{name}", {{' + ", ".join(f"{{{s['power_limit_w']!r}, {s['compute_scale']!r}}}" for s in scales)
-                  + "}},")
-    print("topology/hardware/CommProfile.cpp (fabric of each accelerator's reference system):")
+    print("topology/hardware/fabrics/*.json (fabric of each accelerator's reference system):")
     for name in ORDER:
         fabric = fitted[name].get("comm", {}).get("intra_node", {})
         shown = {k: v for k, v in fabric.items() if k not in ("sources", "name", "link_bw")}

@@ -345,8 +345,12 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   if (r.has("fabric")) {
     c.fabric = parse_fabric_profile(*r.child("fabric"), r.field("fabric"));
   } else {
-    const CommProfile reference = default_comm_profile(c.accelerator.name, r.field("accelerator"));
-    c.fabric = c.fabric_scope == FabricScope::IntraNode ? reference.intra_node : reference.inter_node;
+    const std::optional<FabricProfile>& reference =
+        c.fabric_scope == FabricScope::IntraNode ? c.accelerator.intra_node_fabric : c.accelerator.inter_node_fabric;
+    if (!reference)
+      throw InputError(r.field("fabric") + " is required: the accelerator " + c.accelerator.name + " names no " +
+                       to_string(c.fabric_scope) + " fabric to start the fit from");
+    c.fabric = *reference;
   }
   c.sources = r.get_strings("sources", c.sources);
   ComputeProfile& p = c.accelerator.profile;

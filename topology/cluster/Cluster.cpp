@@ -97,12 +97,12 @@ ClusterSpec gb200_nvl72() {
   return c;
 }
 
-// The export variants of a DGX node: `base` with `accelerator`, whose NVLink is cut to 400 GB/s bidirectional
-// (kNvlinkCutBps per direction), and nothing else changed.
+// The export variants of a DGX node: `base` with `accelerator`, whose NVLink is cut to 400 GB/s bidirectional (its
+// reference fabric's link_bw per direction), and nothing else changed.
 ClusterSpec nvlink_cut_node(ClusterSpec c, const char* name, const char* accelerator) {
   c.name = name;
   c.accelerator = accelerator_preset(accelerator, "cluster.accelerator");
-  c.nvlink_bw_Bps = kNvlinkCutBps;
+  c.nvlink_bw_Bps = c.accelerator.intra_node_fabric->link_bw_Bps;
   return c;
 }
 
@@ -155,8 +155,7 @@ const std::map<std::string, Preset>& presets() {
 ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
   auto it = presets().find(name);
   if (it != presets().end()) return it->second.make();
-  refuse_name(field, name, "a known cluster", names_of(presets()),
-              " (known: dgx-a100, dgx-b200, dgx-h100, gb200-nvl72, hgx-a800, hgx-h800, selene)");
+  refuse_name(field, name, "a known cluster", names_of(presets()), known_names(names_of(presets())));
 }
 
 void read_node(ObjectReader& r, ClusterSpec& c) {
@@ -200,35 +199,24 @@ void read_simgrid_config(ObjectReader& r, ClusterSpec& c) {
   }
 }
 
-// The calibrated fabrics of the accelerator's reference system, replaced by those its profile file fitted. A custom
-// accelerator has no reference system: its transfers run at the raw link figures unless its profile fits both
-// fabrics or the cluster gives "comm".
+// The fabrics the accelerator brings: its reference system's, or those its profile file fitted. An accelerator
+// described without them runs its transfers at the raw link figures unless the cluster gives "comm".
 void set_default_comm(ClusterSpec& c) {
   const AcceleratorSpec& a = c.accelerator;
-  bool known = false;
-  for (const auto& [name, description] : accelerator_preset_list()) known = known || name == a.name;
-  if (known) c.comm = default_comm_profile(a.name, "cluster.accelerator");
-  if (a.profile_intra_node) c.comm.intra_node = *a.profile_intra_node;
-  if (a.profile_inter_node) c.comm.inter_node = *a.profile_inter_node;
-  if (known || (a.profile_intra_node && a.profile_inter_node)) return;
-  if (a.profile_intra_node || a.profile_inter_node)
-    throw InputError(std::string("cluster.accelerator.profile fits only the ") +
-                     (a.profile_intra_node ? "intra_node" : "inter_node") + " fabric, and the custom accelerator " +
-                     a.name + " has no reference system to take the other from: give cluster.comm");
+  if (a.intra_node_fabric) c.comm.intra_node = *a.intra_node_fabric;
+  if (a.inter_node_fabric) c.comm.inter_node = *a.inter_node_fabric;
+  if (a.intra_node_fabric && a.inter_node_fabric) return;
+  if (a.intra_node_fabric || a.inter_node_fabric)
+    throw InputError(std::string("cluster.accelerator has only the ") +
+                     (a.intra_node_fabric ? "intra_node" : "inter_node") +
+                     " fabric (from its profile or fabrics), and the custom accelerator " + a.name +
+                     " has no reference system to take the other from: give cluster.comm or both fabrics");
   c.comm_model = CommModel::Links;
 }
 
 // The fabrics the accelerator brings (set_default_comm's), for a partial "comm" to keep: null halves it has none of.
 std::pair<std::optional<FabricProfile>, std::optional<FabricProfile>> reference_fabrics(const ClusterSpec& c) {
-  const AcceleratorSpec& a = c.accelerator;
-  std::optional<FabricProfile> intra = a.profile_intra_node, inter = a.profile_inter_node;
-  for (const auto& [name, description] : accelerator_preset_list())
-    if (name == a.name) {
-      CommProfile reference = default_comm_profile(a.name, "cluster.accelerator");
-      if (!intra) intra = reference.intra_node;
-      if (!inter) inter = reference.inter_node;
-    }
-  return {intra, inter};
+  return {c.accelerator.intra_node_fabric, c.accelerator.inter_node_fabric};
 }
 
 // "comm" over the accelerator's reference fabrics: a fabric left out is the reference's and an object without

@@ -78,6 +78,10 @@ struct ComputeProfile {
 /// One accelerator model. SI units: FLOP/s, bytes, bytes per second.
 struct AcceleratorSpec {
   std::string name = "custom";
+  std::string title;                 ///< what it is, for listings ("NVIDIA H100 SXM5 80GB")
+  std::vector<std::string> sources;  ///< where its data-sheet figures come from
+  /// The built-in profile it runs (topology/profiles/<profile_name>.json); "" for a profile file given by path.
+  std::string profile_name;
   /// The architecture generation (ampere, hopper, blackwell) whose published runs give a prediction's error bar;
   /// "" for an accelerator described from scratch.
   std::string generation;
@@ -105,9 +109,10 @@ struct AcceleratorSpec {
   double compute_scale = 1;
   ScaleBasis compute_scale_basis = ScaleBasis::Rated;
   ComputeProfile profile;
-  /// Fabrics fitted together with a profile file (its "comm" section); a cluster runs its collectives on them unless
-  /// it gives "comm" itself. Empty for the presets, whose reference fabrics come from default_comm_profile.
-  std::optional<FabricProfile> profile_intra_node, profile_inter_node;
+  /// The fabrics its collectives run on unless the cluster gives "comm": its reference system's ("fabrics": a built-in
+  /// accelerator names them), replaced by those fitted together with a profile file given by path (its "comm").
+  /// Empty for an accelerator described from scratch without them.
+  std::optional<FabricProfile> intra_node_fabric, inter_node_fabric;
 
   double peak_flops(DType dtype) const {
     return dtype == DType::BF16 ? peak_bf16_flops : dtype == DType::FP16 ? peak_fp16_flops : peak_fp32_flops;
@@ -118,13 +123,18 @@ struct AcceleratorSpec {
 /// `basis`, if given, receives how it was found.
 double power_limited_scale(const ComputeProfile& profile, double tdp_w, double w, ScaleBasis* basis = nullptr);
 
-/// A built-in accelerator (a100-40gb, a100-80gb, h100-sxm, h200, h800, b200, gb200) with its calibrated profile;
-/// unknown names are an InputError naming `field` and the nearest known accelerator.
+/// A built-in accelerator (topology/hardware/accelerators/<name>.json) with its calibrated profile; unknown names are
+/// an InputError naming `field` and the nearest known accelerator.
 AcceleratorSpec accelerator_preset(const std::string& name, const std::string& field);
+/// The built-in accelerators: name and title.
 std::vector<std::pair<std::string, std::string>> accelerator_preset_list();
-/// Parses an accelerator: a preset name, or an object with optional "preset", "profile" (path of a profile file,
-/// relative paths resolved against `base_dir` when not found as given; its compute profile replaces the preset's and
-/// its fabrics, if any, are kept in profile_intra_node / profile_inter_node) and overrides (units as strings).
+/// The built-in profiles' names (topology/profiles/<name>.json).
+std::vector<std::string> builtin_profile_names();
+/// Parses an accelerator: a preset name, or an object with optional "preset", "profile" (a built-in profile's name,
+/// or the path of a profile file, relative paths resolved against `base_dir` when not found as given; its compute
+/// profile replaces the preset's and a file's fitted fabrics, if any, replace the reference ones), "fabrics"
+/// ({"intra_node", "inter_node"}: fabric presets or objects), "title", "generation", "sources" and overrides (units
+/// as strings). The built-in accelerators are files of these same fields.
 AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, const std::string& base_dir = "");
 
 /// Parses the "compute" object of a profile file: every field required and non-negative (efficiencies in (0, 1]).
@@ -141,6 +151,8 @@ struct ProfileFile {
   std::optional<FabricProfile> intra_node, inter_node;
 };
 ProfileFile load_profile_file(const std::string& path);
+/// A profile file's JSON, read from `origin` (named in errors).
+ProfileFile parse_profile_file(const Json& j, const std::string& origin);
 /// The profile as the "compute" object of a profile file.
 Json compute_profile_to_json(const ComputeProfile& p);
 

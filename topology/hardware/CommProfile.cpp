@@ -1,8 +1,10 @@
 #include "topology/hardware/CommProfile.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 
+#include "workloads/json/Embedded.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -10,134 +12,63 @@ namespace placesim {
 
 namespace {
 
-// Fitted by `placesim calibrate` (scripts/refit_profiles.py) to the nccl-tests curves in
-// topology/profiles/measurements/ (residuals in topology/profiles/*.json): both protocols of NVLink 3 (A100) and 5
-// (GB200); NVLS and the low-latency ring of NVLink 4 (H100), whose bandwidth-protocol ring is NVIDIA's quoted figure.
-constexpr double kNvlink3Efficiency = 0.7718, kNvlink3Latency = 1.401e-5;
-constexpr double kNvlink3LlEfficiency = 0.4266, kNvlink3LlLatency = 3.025e-6;
-constexpr double kNvlink4Efficiency = 0.8222, kNvlink4Latency = 3.103e-6;  // 370 / 450 GB/s (nccl-tests #212)
-constexpr double kNvlink4LlEfficiency = 0.01507, kNvlink4LlLatency = 1.807e-6;
-constexpr double kNvlink4NvlsEfficiency = 1.048, kNvlink4NvlsLatency = 8.171e-5;
-constexpr double kNvlink5Efficiency = 0.7265, kNvlink5Latency = 5.723e-6;
-constexpr double kNvlink5LlEfficiency = 0.2797, kNvlink5LlLatency = 2.696e-6;
+constexpr const char* kFabricFolder = "topology/hardware/fabrics";
 
-// A fabric with the bandwidth protocol only; the fitted ones add their low-latency protocol and NVLS below.
-FabricProfile fabric(const char* name, double link_bw_Bps, double efficiency, double latency_s,
-                     std::vector<std::string> sources) {
-  FabricProfile f;
-  f.name = name;
-  f.link_bw_Bps = link_bw_Bps;
-  f.bus_efficiency = efficiency;
-  f.step_latency_s = latency_s;
-  f.sources = std::move(sources);
-  return f;
-}
+struct BuiltinFabric {
+  FabricProfile fabric;
+  std::string description;
+};
 
-FabricProfile with_low_latency(FabricProfile f, double efficiency, double latency_s) {
-  f.ll_bus_efficiency = efficiency;
-  f.ll_step_latency_s = latency_s;
-  return f;
-}
+// The built-in fabrics: topology/hardware/fabrics/<name>.json, each the fabric object a user would write (a file may
+// start from another built-in one with "preset") plus its description. Files naming no preset are read first.
+std::map<std::string, BuiltinFabric> load_builtin();
 
-FabricProfile with_nvls(FabricProfile f, double efficiency, double latency_s) {
-  f.nvls_bus_efficiency = efficiency;
-  f.nvls_latency_s = latency_s;
-  return f;
-}
-
-// NCCL's own cost model (src/graph/tuning.cc, NCCL 2.7-2.8) charges a ring step with the Simple protocol 3.4 us over
-// NVLink and 9.6 us over the network; the NVLink values below are fitted to whole nccl-tests curves instead (see
-// topology/profiles/measurements/), the network ones keep NCCL's figure for lack of a published curve.
-const char* kNcclTuning =
-    "NCCL src/graph/tuning.cc (NCCL 2.7/2.8): hwLat ring/Simple 3.4 us NVLink, 9.6 us network; "
-    "A100 ring busbw capped at 235 GB/s";
-const char* kAzureA100 =
-    "Azure/AI-benchmarking-guide, Azure_Results/ND_A100_v4_results.md, 'NCCL Bandwidth' table: "
-    "all-reduce busbw, 8x A100-SXM4-80GB, NCCL 2.18.5, 1 KB - 8 GB";
-const char* kAzureH100 =
-    "Azure/AI-benchmarking-guide, 'Azure Results/ND_H100_v5_results.md', 'NCCL Bandwidth' table: "
-    "all-reduce (NVLS) busbw, 8x H100 80GB HBM3, 1 KB - 8 GB";
-const char* kNvlinkH100Ring =
-    "NVIDIA/nccl-tests issue #212 (S. Jeaugey, NVIDIA, 2024-05-06): NVLink4 line rate "
-    "450 GB/s, ring busbw ~370 GB/s (~20% protocol overhead), NVLS all-reduce ~480 GB/s";
-const char* kAzureGB200 =
-    "Azure/AI-benchmarking-guide, Azure_Results/ND_GB200_v6_results.md, 'NCCL Bandwidth' "
-    "table: all-reduce (ring) busbw, 4x GB200 NVLink5, NCCL 2.25.1, 1 KB - 8 GB";
-const char* kIbHdr =
-    "NVIDIA/nccl-tests issue #160 (S. Jeaugey, 2023-08-01): rings over InfiniBand reach ~24 GB/s "
-    "busbw per 200 Gb/s (25 GB/s) NIC on well-configured systems";
-const char* kIbNdr =
-    "NVIDIA/nccl-tests issues #290 (AddyLaddy, NCCL maintainer, 2025-03-03: 'For NDR @ 400Gbps you should see "
-    "46-48GB/s per NIC') and #267 (2025-01-23: 'CX-7 NICs at NDR rate (400Gbps) should achieve up to 48-49GB/s per "
-    "NIC'): 48 of 50 GB/s, HDR's 24 of 25";
-const char* kRoce =
-    "NVIDIA/nccl issue #495 (2021-04): 2 nodes x 8 A100 with 8x100 Gb/s RoCE reach 600 Gb/s busbw of "
-    "800 Gb/s; NVIDIA: 'roughly matching our expectation (though lower by a little bit)'";
-
-const std::map<std::string, std::pair<FabricProfile, std::string>>& presets() {
-  static const std::map<std::string, std::pair<FabricProfile, std::string>> table = {
-      {"nvlink3",
-       {with_low_latency(fabric("nvlink3", 300e9, kNvlink3Efficiency, kNvlink3Latency, {kAzureA100, kNcclTuning}),
-                         kNvlink3LlEfficiency, kNvlink3LlLatency),
-        "NVLink 3 + NVSwitch (DGX A100), 300 GB/s per GPU per direction"}},
-      {"nvlink4",
-       {with_nvls(with_low_latency(fabric("nvlink4", 450e9, kNvlink4Efficiency, kNvlink4Latency,
-                                          {kNvlinkH100Ring, kAzureH100, kAzureA100}),
-                                   kNvlink4LlEfficiency, kNvlink4LlLatency),
-                  kNvlink4NvlsEfficiency, kNvlink4NvlsLatency),
-        "NVLink 4 + NVSwitch (DGX H100/H200), 450 GB/s per GPU per direction, NVLink SHARP"}},
-      {"nvlink5",
-       {with_low_latency(fabric("nvlink5", 900e9, kNvlink5Efficiency, kNvlink5Latency, {kAzureGB200}),
-                         kNvlink5LlEfficiency, kNvlink5LlLatency),
-        "NVLink 5 (B200/GB200), 900 GB/s per GPU per direction"}},
-      {"ib-hdr",
-       {fabric("ib-hdr", 25e9, 24.0 / 25.0, 9.6e-6, {kIbHdr, kNcclTuning}), "HDR InfiniBand, 200 Gb/s per NIC"}},
-      {"ib-ndr",
-       {fabric("ib-ndr", 50e9, 24.0 / 25.0, 9.6e-6, {kIbNdr, kNcclTuning}), "NDR InfiniBand, 400 Gb/s per NIC"}},
-      {"roce-100g", {fabric("roce-100g", 12.5e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 100 Gb/s NIC"}},
-      {"roce-200g", {fabric("roce-200g", 25e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 200 Gb/s NIC"}},
-      {"roce-400g", {fabric("roce-400g", 50e9, 0.75, 9.6e-6, {kRoce, kNcclTuning}), "RoCE v2, 400 Gb/s NIC"}},
-  };
+const std::map<std::string, BuiltinFabric>& builtin() {
+  static const auto table = load_builtin();
   return table;
+}
+
+std::map<std::string, BuiltinFabric> load_builtin() {
+  std::map<std::string, BuiltinFabric> out;
+  for (bool derived : {false, true})
+    for (const std::string& path : embedded_folder(kFabricFolder)) {
+      Json j = parse_json_text(std::string(*embedded_file(path)), path);
+      if (j.contains("preset") != derived) continue;
+      ObjectReader r(j, path);
+      const std::string description = r.require_string("description");
+      j.erase("description");
+      FabricProfile f;
+      if (derived) {
+        const std::string base = j["preset"].is_string() ? j["preset"].get<std::string>() : "";
+        auto it = out.find(base);
+        if (it == out.end()) throw InputError(path + ": preset=" + base + " is not a built-in fabric without a preset");
+        j.erase("preset");
+        Json merged = fabric_profile_to_json(it->second.fabric);
+        merged.update(j);
+        f = parse_fabric_profile(merged, path);
+      } else {
+        f = parse_fabric_profile(j, path);
+      }
+      if (std::filesystem::path(path).stem().string() != f.name)
+        throw InputError(path + ": name=" + f.name + " differs from the file's name");
+      out.emplace(f.name, BuiltinFabric{f, description});
+    }
+  return out;
 }
 
 }  // namespace
 
 FabricProfile fabric_preset(const std::string& name, const std::string& field) {
-  auto it = presets().find(name);
-  if (it == presets().end())
-    refuse_name(field, name, "a known fabric", names_of(presets()), " (see fabric_preset_list)");
-  return it->second.first;
+  auto it = builtin().find(name);
+  if (it == builtin().end())
+    refuse_name(field, name, "a known fabric", names_of(builtin()), known_names(names_of(builtin())));
+  return it->second.fabric;
 }
 
 std::vector<std::pair<std::string, std::string>> fabric_preset_list() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [name, p] : presets()) out.emplace_back(name, p.second);
+  for (const auto& [name, b] : builtin()) out.emplace_back(name, b.description);
   return out;
-}
-
-namespace {
-
-// An export variant's NVLink: the die's own NVLink preset (its NCCL efficiencies) cut to kNvlinkCutBps.
-FabricProfile cut_nvlink(const char* preset, const char* name, const std::string& field) {
-  FabricProfile nvlink = fabric_preset(preset, field);
-  nvlink.name = name;
-  nvlink.link_bw_Bps = kNvlinkCutBps;
-  return nvlink;
-}
-
-}  // namespace
-
-CommProfile default_comm_profile(const std::string& accelerator, const std::string& field) {
-  if (accelerator == "a100-40gb" || accelerator == "a100-80gb")
-    return {fabric_preset("nvlink3", field), fabric_preset("ib-hdr", field)};
-  if (accelerator == "a800") return {cut_nvlink("nvlink3", "nvlink3-a800", field), fabric_preset("ib-hdr", field)};
-  if (accelerator == "h100-sxm" || accelerator == "h200")
-    return {fabric_preset("nvlink4", field), fabric_preset("ib-ndr", field)};
-  if (accelerator == "h800") return {cut_nvlink("nvlink4", "nvlink4-h800", field), fabric_preset("ib-ndr", field)};
-  if (accelerator == "b200" || accelerator == "gb200")
-    return {fabric_preset("nvlink5", field), fabric_preset("ib-ndr", field)};
-  throw InputError(field + "=" + accelerator + " has no default fabrics; give the comm profile explicitly");
 }
 
 FabricProfile parse_fabric_profile(const Json& value, const std::string& field) {

@@ -43,16 +43,11 @@ struct CommProfile {
   FabricProfile inter_node;
 };
 
-/// Built-in fabrics: nvlink3 (A100 NVSwitch), nvlink4 (H100/H200 NVSwitch), nvlink5 (B200), ib-hdr (200 Gb/s
-/// InfiniBand), ib-ndr (400 Gb/s), roce-100g, roce-200g, roce-400g. Unknown names name `field` and the nearest one.
+/// A built-in fabric (topology/hardware/fabrics/<name>.json: nvlink3/4/5 and their export cuts, ib-hdr, ib-ndr,
+/// roce-*). Unknown names name `field` and the nearest one.
 FabricProfile fabric_preset(const std::string& name, const std::string& field);
+/// The built-in fabrics: name and description.
 std::vector<std::pair<std::string, std::string>> fabric_preset_list();
-/// NVLink of the export variants (A800, H800): cut to 400 GB/s bidirectional, 200 GB/s per direction.
-inline constexpr double kNvlinkCutBps = 200e9;
-/// The fabrics of the reference system of an accelerator preset: DGX A100 (nvlink3 + ib-hdr), DGX H100/H200
-/// (nvlink4 + ib-ndr), DGX B200 (nvlink5 + ib-ndr). Unknown accelerators get the A100 fabrics' shape with no data:
-/// an InputError naming `field`.
-CommProfile default_comm_profile(const std::string& accelerator, const std::string& field);
 
 /// Parses a fabric: a preset name, or an object with optional "preset" and the fields of FabricProfile (bandwidths
 /// as numbers or strings such as "300GB/s", latencies as numbers or "3us"). Without a preset every field but the

@@ -83,7 +83,10 @@ Json interference_to_json(const ComputeProfile& p) {
 }
 
 ProfileFile load_profile_file(const std::string& path) {
-  Json j = read_json_file(path);
+  return parse_profile_file(read_json_file(path), path);
+}
+
+ProfileFile parse_profile_file(const Json& j, const std::string& path) {
   ObjectReader r(j, path);
   r.skip("accelerator");
   r.skip("fit");

@@ -188,6 +188,12 @@ void refuse_name(const std::string& field, const std::string& name, const std::s
                    (guess.empty() ? otherwise : " (did you mean '" + guess + "'?)"));
 }
 
+std::string known_names(const std::vector<std::string>& known) {
+  std::string out = " (known:";
+  for (std::size_t i = 0; i < known.size(); ++i) out += (i ? ", " : " ") + known[i];
+  return out + ")";
+}
+
 Json read_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError("cannot open '" + path + "'");

@@ -42,6 +42,9 @@ Json read_json_file(const std::string& path);
 [[noreturn]] void refuse_name(const std::string& field, const std::string& name, const std::string& what,
                               const std::vector<std::string>& known, const std::string& otherwise = "");
 
+/// " (known: a, b, c)": refuse_name's `otherwise` listing every known name.
+std::string known_names(const std::vector<std::string>& known);
+
 /// The keys of a map of named things (presets), for refuse_name.
 template <class Map>
 std::vector<std::string> names_of(const Map& map) {
