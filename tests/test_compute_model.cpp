@@ -49,6 +49,18 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+double kernel_speed(AttentionKernel k, const std::string& accelerator, double seq, double head_dim) {
+  return attention_kernel_speed(k, accelerator_preset(accelerator, "test"), seq, head_dim);
+}
+
+double attention_shape(const std::string& accelerator, double seq, double head_dim) {
+  return fused_attention_shape(accelerator_preset(accelerator, "test").profile, seq, head_dim);
+}
+
+}  // namespace
+
 TEST_CASE("Korthikanti Table 4: all five 22B layer cases within 5 percent on a100-80gb") {
   Json table = read_json_file(test::reference("korthikanti-table4.json"));
   const std::pair<const char*, bool> cases[] = {
@@ -524,23 +536,23 @@ TEST_CASE("fused_norm keeps eager's other decompositions and drops the norm's") 
 // benchmark.png, causal panels): A100 head dim 128 at 2k: Triton 68, FlashAttention-2 155 TFLOP/s; head dim 64:
 // Triton 79, FA2 140; 16k: Triton 80, FA2 189. H100 head dim 128: FA1 108 at 2k, 126 at 4k; FA2 265, 294.
 TEST_CASE("Older attention kernels run at their measured speed over FlashAttention-2, interpolated in log2") {
-  CHECK(attention_kernel_speed(AttentionKernel::Fused, "b200", 2048, 128) == 1);
-  CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-80gb", 2048, 128) == Approx(68.0 / 155).epsilon(1e-12));
-  CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-40gb", 2048, 64) == Approx(79.0 / 140).epsilon(1e-12));
-  CHECK(attention_kernel_speed(AttentionKernel::Triton, "a800", 2048, 128) == Approx(68.0 / 155).epsilon(1e-12));
+  CHECK(kernel_speed(AttentionKernel::Fused, "b200", 2048, 128) == 1);
+  CHECK(kernel_speed(AttentionKernel::Triton, "a100-80gb", 2048, 128) == Approx(68.0 / 155).epsilon(1e-12));
+  CHECK(kernel_speed(AttentionKernel::Triton, "a100-40gb", 2048, 64) == Approx(79.0 / 140).epsilon(1e-12));
+  CHECK(kernel_speed(AttentionKernel::Triton, "a800", 2048, 128) == Approx(68.0 / 155).epsilon(1e-12));
   // Head dimension 96: log2(96) = 6.585 of the way from 64 to 128.
   const double f = std::log2(96.0) - 6;
-  CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-80gb", 2048, 96) ==
+  CHECK(kernel_speed(AttentionKernel::Triton, "a100-80gb", 2048, 96) ==
         Approx(79.0 / 140 + (68.0 / 155 - 79.0 / 140) * f).epsilon(1e-12));
   // Sequence 3000 on H100, FlashAttention v1: between 2k and 4k at log2(3000) - 11.
   const double g = std::log2(3000.0) - 11;
-  CHECK(attention_kernel_speed(AttentionKernel::Flash1, "h100-sxm", 3000, 128) ==
+  CHECK(kernel_speed(AttentionKernel::Flash1, "h100-sxm", 3000, 128) ==
         Approx(108.0 / 265 + (126.0 / 294 - 108.0 / 265) * g).epsilon(1e-12));
   // Clamped outside 512..16k; the Triton kernel on Hopper takes FlashAttention v1's curve.
-  CHECK(attention_kernel_speed(AttentionKernel::Triton, "a100-80gb", 65536, 128) == Approx(80.0 / 189).epsilon(1e-12));
-  CHECK(attention_kernel_speed(AttentionKernel::Triton, "h200", 2048, 128) ==
-        attention_kernel_speed(AttentionKernel::Flash1, "h100-sxm", 2048, 128));
-  CHECK_THROWS_WITH(attention_kernel_speed(AttentionKernel::Triton, "b200", 2048, 128),
+  CHECK(kernel_speed(AttentionKernel::Triton, "a100-80gb", 65536, 128) == Approx(80.0 / 189).epsilon(1e-12));
+  CHECK(kernel_speed(AttentionKernel::Triton, "h200", 2048, 128) ==
+        kernel_speed(AttentionKernel::Flash1, "h100-sxm", 2048, 128));
+  CHECK_THROWS_WITH(kernel_speed(AttentionKernel::Triton, "b200", 2048, 128),
                     Catch::Contains("training.attention_kernel=triton") && Catch::Contains("b200"));
 }
 
@@ -550,19 +562,19 @@ TEST_CASE("Older attention kernels run at their measured speed over FlashAttenti
 TEST_CASE("cuDNN's and FlashAttention-3's attention run at their measured speed over FlashAttention-2 on Hopper") {
   const double cudnn_8k = (1 / 333.0 + 2.5 / 318) / (1 / 529.0 + 2.5 / 518);  // 1.6176
   CHECK(cudnn_8k == Approx(1.6176).margin(1e-4));
-  CHECK(attention_kernel_speed(AttentionKernel::Cudnn, "h100-sxm", 8192, 128) == Approx(cudnn_8k).epsilon(1e-12));
-  CHECK(attention_kernel_speed(AttentionKernel::Cudnn, "h200", 8192, 128) == Approx(cudnn_8k).epsilon(1e-12));
+  CHECK(kernel_speed(AttentionKernel::Cudnn, "h100-sxm", 8192, 128) == Approx(cudnn_8k).epsilon(1e-12));
+  CHECK(kernel_speed(AttentionKernel::Cudnn, "h200", 8192, 128) == Approx(cudnn_8k).epsilon(1e-12));
   const double fa3_2k_hd64 = (1 / 318.0 + 2.5 / 264) / (1 / 460.0 + 2.5 / 422);  // 1.5577
   CHECK(fa3_2k_hd64 == Approx(1.5577).margin(1e-4));
-  CHECK(attention_kernel_speed(AttentionKernel::Fa3, "h800", 2048, 64) == Approx(fa3_2k_hd64).epsilon(1e-12));
+  CHECK(kernel_speed(AttentionKernel::Fa3, "h800", 2048, 64) == Approx(fa3_2k_hd64).epsilon(1e-12));
   // Clamped beyond 16k: the 16k points (cuDNN, head dimension 128: 335/322 against 539/516).
-  CHECK(attention_kernel_speed(AttentionKernel::Cudnn, "h100-sxm", 131072, 128) ==
+  CHECK(kernel_speed(AttentionKernel::Cudnn, "h100-sxm", 131072, 128) ==
         Approx((1 / 335.0 + 2.5 / 322) / (1 / 539.0 + 2.5 / 516)).epsilon(1e-12));
-  CHECK_THROWS_WITH(attention_kernel_speed(AttentionKernel::Cudnn, "a100-80gb", 2048, 128),
-                    Catch::Contains("training.attention_kernel=cudnn") && Catch::Contains("H100 only") &&
-                        Catch::Contains("a100-80gb"));
-  CHECK_THROWS_WITH(attention_kernel_speed(AttentionKernel::Fa3, "b200", 2048, 128),
-                    Catch::Contains("training.attention_kernel=fa3") && Catch::Contains("Hopper only"));
+  CHECK_THROWS_WITH(kernel_speed(AttentionKernel::Cudnn, "a100-80gb", 2048, 128),
+                    Catch::Contains("training.attention_kernel=cudnn") && Catch::Contains("not measured") &&
+                        Catch::Contains("a100-80gb") && Catch::Contains("fused, fa2, flash1, triton"));
+  CHECK_THROWS_WITH(kernel_speed(AttentionKernel::Fa3, "b200", 2048, 128),
+                    Catch::Contains("training.attention_kernel=fa3") && Catch::Contains("not measured"));
   const Experiment cudnn = test::experiment(
       R"({"model": "gpt-1.7b", "training": {"attention_kernel": "cudnn"}, "strategy": "dp",
           "cluster": {"preset": "dgx-h100", "nodes": 1}})");
@@ -574,26 +586,24 @@ TEST_CASE("cuDNN's and FlashAttention-3's attention run at their measured speed 
 TEST_CASE("Fused attention follows FlashAttention-2's measured curve over sequence length and head dimension") {
   // Release benchmark points (causal, fwd + bwd TFLOP/s), over the reference point: A100 (8192, 64) = 165,
   // Hopper (8192, 128) = 308.
-  CHECK(fused_attention_shape("a100-80gb", 8192, 64) == 1);
-  CHECK(fused_attention_shape("a100-40gb", 2048, 128) == Approx(155.0 / 165).epsilon(1e-12));
-  CHECK(fused_attention_shape("a100-80gb", 512, 64) == Approx(88.0 / 165).epsilon(1e-12));
-  CHECK(fused_attention_shape("a100-80gb", 65536, 128) == Approx(189.0 / 165).epsilon(1e-12));  // clamped at 16k
-  CHECK(fused_attention_shape("a100-80gb", 256, 32) == Approx(88.0 / 165).epsilon(1e-12));      // clamped below
+  CHECK(attention_shape("a100-80gb", 8192, 64) == 1);
+  CHECK(attention_shape("a100-40gb", 2048, 128) == Approx(155.0 / 165).epsilon(1e-12));
+  CHECK(attention_shape("a100-80gb", 512, 64) == Approx(88.0 / 165).epsilon(1e-12));
+  CHECK(attention_shape("a100-80gb", 65536, 128) == Approx(189.0 / 165).epsilon(1e-12));  // clamped at 16k
+  CHECK(attention_shape("a100-80gb", 256, 32) == Approx(88.0 / 165).epsilon(1e-12));      // clamped below
   // Head dimension 96: linear in log2 between 64 (140 at 2k) and 128 (155): 140 + 15 (log2 96 - 6).
-  CHECK(fused_attention_shape("a100-80gb", 2048, 96) ==
-        Approx((140 + 15 * (std::log2(96.0) - 6)) / 165).epsilon(1e-12));
-  CHECK(fused_attention_shape("h100-sxm", 8192, 128) == 1);
-  CHECK(fused_attention_shape("h100-sxm", 4096, 128) == Approx(294.0 / 308).epsilon(1e-12));
-  CHECK(fused_attention_shape("h800", 8192, 64) == Approx(273.0 / 308).epsilon(1e-12));
+  CHECK(attention_shape("a100-80gb", 2048, 96) == Approx((140 + 15 * (std::log2(96.0) - 6)) / 165).epsilon(1e-12));
+  CHECK(attention_shape("h100-sxm", 8192, 128) == 1);
+  CHECK(attention_shape("h100-sxm", 4096, 128) == Approx(294.0 / 308).epsilon(1e-12));
+  CHECK(attention_shape("h800", 8192, 64) == Approx(273.0 / 308).epsilon(1e-12));
   // A800 is the A100 die: A100's curve, at A100's reference head dimension 64.
-  CHECK(fused_attention_shape("a800", 2048, 96) == Approx((140 + 15 * (std::log2(96.0) - 6)) / 165).epsilon(1e-12));
-  CHECK(attention_reference_head_dim("a800") == 64);
-  CHECK(fused_attention_shape("h200", 2048, 128) == Approx(265.0 / 308).epsilon(1e-12));
+  CHECK(attention_shape("a800", 2048, 96) == Approx((140 + 15 * (std::log2(96.0) - 6)) / 165).epsilon(1e-12));
+  CHECK(accelerator_preset("a800", "a").profile.attention.reference_head_dim == 64);
+  CHECK(attention_shape("h200", 2048, 128) == Approx(265.0 / 308).epsilon(1e-12));
   // Sequence 3000: linear in log2 between 2048 (265) and 4096 (294).
-  CHECK(fused_attention_shape("h100-sxm", 3000, 128) ==
-        Approx((265 + 29 * std::log2(3000.0 / 2048)) / 308).epsilon(1e-12));
-  CHECK(fused_attention_shape("b200", 2048, 128) == 1);  // no curve measured on Blackwell
-  CHECK(fused_attention_shape("gb200", 512, 64) == 1);
+  CHECK(attention_shape("h100-sxm", 3000, 128) == Approx((265 + 29 * std::log2(3000.0 / 2048)) / 308).epsilon(1e-12));
+  CHECK(attention_shape("b200", 2048, 128) == 1);  // no curve measured on Blackwell
+  CHECK(attention_shape("gb200", 512, 64) == 1);
   // The time: latency + FLOPs / (peak x efficiency x shape x the older kernel's speed).
   const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
   const double flops = 1e12, peak = acc.peak_flops(DType::BF16), eff = acc.profile.flash_attention_efficiency;

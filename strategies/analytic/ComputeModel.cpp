@@ -286,9 +286,9 @@ double flash_forward_flops(const LayerShape& L) {
 }
 
 // The fused attention kernel of L doing `flops`: the profile's kernel at this rank's sequence length and query-key
-// head dimension (FlashAttention-2's measured curve), slowed to training.attention_kernel's measured speed there.
+// head dimension (its measured curve), at training.attention_kernel's measured speed there.
 double fused_attention_time_s(const LayerShape& L, double flops, const AcceleratorSpec& acc) {
-  const double speed = attention_kernel_speed(L.attention_kernel, acc.name, L.s, L.qk);
+  const double speed = attention_kernel_speed(L.attention_kernel, acc, L.s, L.qk);
   return flash_attention_time_s(flops, L.dtype, acc, L.s, L.qk, speed);
 }
 
@@ -420,41 +420,11 @@ double elementwise_time_s(double bytes, const AcceleratorSpec& acc) {
 
 namespace {
 
-// Forward + backward TFLOP/s of causal attention, 16k tokens per batch, hidden 2048, at sequence lengths 512, 1k, 2k,
-// 4k, 8k, 16k, from the FlashAttention-2 release's benchmarks (Dao-AILab/flash-attention commit 4f285b35, 2023-07-17:
-// assets/flash2_a100_fwd_bwd_benchmark.png panels (c) and (d), assets/flash2_h100_fwd_bwd_benchmark.png panels (c)
-// and (d); the "FlashAttention Triton" bars are flash_attn/flash_attn_triton.py, benchmarks/benchmark_causal.py).
-struct AttentionCurve {
-  double fa2[6], flash1[6], triton[6];  // triton: 0 = not measured
-};
-constexpr double kCurveSeq[6] = {512, 1024, 2048, 4096, 8192, 16384};
-constexpr AttentionCurve kA100Hd64{{88, 119, 140, 156, 165, 171}, {58, 70, 77, 87, 92, 97}, {59, 75, 79, 76, 79, 80}};
-constexpr AttentionCurve kA100Hd128{{99, 133, 155, 173, 182, 189}, {55, 62, 69, 76, 80, 83}, {50, 61, 68, 74, 78, 80}};
-constexpr AttentionCurve kH100Hd64{{141, 192, 232, 257, 273, 284}, {104, 123, 136, 138, 149, 156}, {0, 0, 0, 0, 0, 0}};
-constexpr AttentionCurve kH100Hd128{{163, 221, 265, 294, 308, 328}, {98, 109, 108, 126, 135, 137}, {0, 0, 0, 0, 0, 0}};
-
-// Forward and backward TFLOP/s on H100 80GB SXM5 (BF16; batch x sequence = 16k tokens, hidden 2048) of
-// FlashAttention-2, cuDNN's fused attention and FlashAttention-3 at sequence lengths 512 to 16k, as the bars' labels
-// of Shah et al., "FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision" (arXiv 2407.08608,
-// 2024), Figure 5 (forward) and Figure 6 (backward) read. Head dimension 128: the forward panel with the causal mask;
-// head dimension 64: the forward panel without it (the causal one was not read); backward: the panels without the
-// mask. Each kernel is set against FlashAttention-2 of the same panel, so the runs share their setup.
-struct PassCurves {
-  double fa2_fwd[6], fa2_bwd[6], cudnn_fwd[6], cudnn_bwd[6], fa3_fwd[6], fa3_bwd[6];
-};
-constexpr PassCurves kH100PassesHd64{{282, 306, 318, 321, 322, 324}, {198, 238, 264, 279, 287, 291},
-                                     {335, 373, 395, 408, 412, 413}, {266, 348, 395, 417, 432, 433},
-                                     {333, 392, 460, 476, 496, 497}, {272, 363, 422, 453, 472, 474}};
-constexpr PassCurves kH100PassesHd128{{191, 260, 298, 319, 333, 335}, {214, 260, 291, 310, 318, 322},
-                                      {315, 410, 484, 518, 529, 539}, {305, 408, 465, 499, 518, 516},
-                                      {292, 423, 521, 579, 602, 616}, {316, 424, 501, 542, 559, 561}};
-// The backward's FLOPs over the forward's, as these benchmarks count them (FlashAttention's benchmark scripts).
-constexpr double kAttentionBackwardFlopsRatio = 2.5;
-
 // Linear in log2 of x over the points xs (clamped at the ends).
-double log_interpolate(const double* xs, const double* ys, int n, double x) {
+double log_interpolate(const std::vector<double>& xs, const std::vector<double>& ys, double x) {
+  const std::size_t n = xs.size();
   const double lx = std::log2(std::clamp(x, xs[0], xs[n - 1]));
-  for (int i = 1; i < n; ++i)
+  for (std::size_t i = 1; i < n; ++i)
     if (lx <= std::log2(xs[i])) {
       const double a = std::log2(xs[i - 1]), b = std::log2(xs[i]);
       return ys[i - 1] + (ys[i] - ys[i - 1]) * (lx - a) / (b - a);
@@ -462,99 +432,97 @@ double log_interpolate(const double* xs, const double* ys, int n, double x) {
   return ys[n - 1];
 }
 
-// The two measured curves (head dimensions 64 and 128) of A100 or of Hopper.
-struct CurvePair {
-  const AttentionCurve& c64;
-  const AttentionCurve& c128;
-};
-CurvePair family_curves(bool ampere) {
-  return ampere ? CurvePair{kA100Hd64, kA100Hd128} : CurvePair{kH100Hd64, kH100Hd128};
-}
-
-// Linear in log2 of head_dim between a value on the head-dimension 64 curve and one on the 128 curve (clamped).
-double between_head_dims(double at64, double at128, double head_dim) {
-  const double xs[2] = {64, 128}, ys[2] = {at64, at128};
-  return log_interpolate(xs, ys, 2, head_dim);
-}
-
-// FlashAttention-2's measured TFLOP/s at seq and head_dim.
-double fa2_tflops(const CurvePair& c, double seq, double head_dim) {
-  return between_head_dims(log_interpolate(kCurveSeq, c.c64.fa2, 6, seq),
-                           log_interpolate(kCurveSeq, c.c128.fa2, 6, seq), head_dim);
-}
-
-// The kernel's speed over FlashAttention-2's at seq on one curve.
-double curve_ratio(const AttentionCurve& c, AttentionKernel k, double seq) {
-  double ratio[6];
-  for (int i = 0; i < 6; ++i) ratio[i] = (k == AttentionKernel::Flash1 ? c.flash1[i] : c.triton[i]) / c.fa2[i];
-  return log_interpolate(kCurveSeq, ratio, 6, seq);
-}
-
-// The kernel's forward + backward speed over FlashAttention-2's at seq: the two passes' times per forward FLOP,
-// 1/forward + 2.5/backward, of FlashAttention-2 over the kernel's, at each measured length.
-double pass_ratio(const PassCurves& c, AttentionKernel k, double seq) {
-  const bool cudnn = k == AttentionKernel::Cudnn;
-  double ratio[6];
-  for (int i = 0; i < 6; ++i) {
-    const double fwd = cudnn ? c.cudnn_fwd[i] : c.fa3_fwd[i], bwd = cudnn ? c.cudnn_bwd[i] : c.fa3_bwd[i];
-    ratio[i] = (1 / c.fa2_fwd[i] + kAttentionBackwardFlopsRatio / c.fa2_bwd[i]) /
-               (1 / fwd + kAttentionBackwardFlopsRatio / bwd);
+// A value measured per head dimension (sorted ascending), at `head_dim`: linear in log2 of the head dimension
+// between the measured ones, clamped outside them; one measured head dimension stands for all.
+template <class At>
+double across_head_dims(const std::vector<const AttentionSeries*>& series, double head_dim, At at) {
+  std::vector<double> dims, values;
+  for (const AttentionSeries* s : series) {
+    dims.push_back(s->head_dim);
+    values.push_back(at(*s));
   }
-  return log_interpolate(kCurveSeq, ratio, 6, seq);
+  return dims.size() == 1 ? values[0] : log_interpolate(dims, values, head_dim);
 }
 
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
+// The benchmark's forward + backward throughput of `kernel` at seq and head_dim.
+double benchmark_tflops(const AttentionBenchmark& b, const std::string& kernel, double seq, double head_dim) {
+  return across_head_dims(b.of(kernel), head_dim, [&](const AttentionSeries& s) {
+    std::vector<double> v;
+    for (std::size_t i = 0; i < b.seq.size(); ++i) v.push_back(s.fwd_bwd(i));
+    return log_interpolate(b.seq, v, seq);
+  });
+}
+
+// The speed of `kernel` over `base` in one benchmark at seq and head_dim: their ratio at each measured length and
+// head dimension both were measured at, interpolated.
+double benchmark_ratio(const AttentionBenchmark& b, const std::string& kernel, const std::string& base, double seq,
+                       double head_dim) {
+  std::vector<const AttentionSeries*> both;
+  for (const AttentionSeries* s : b.of(kernel))
+    for (const AttentionSeries* t : b.of(base))
+      if (t->head_dim == s->head_dim) both.push_back(s);
+  return across_head_dims(both, head_dim, [&](const AttentionSeries& s) {
+    const AttentionSeries* t = nullptr;
+    for (const AttentionSeries* x : b.of(base))
+      if (x->head_dim == s.head_dim) t = x;
+    std::vector<double> ratio;
+    for (std::size_t i = 0; i < b.seq.size(); ++i) ratio.push_back(s.fwd_bwd(i) / t->fwd_bwd(i));
+    return log_interpolate(b.seq, ratio, seq);
+  });
+}
+
+bool measures_both(const AttentionBenchmark& b, const std::string& kernel, const std::string& base) {
+  for (const AttentionSeries* s : b.of(kernel))
+    for (const AttentionSeries* t : b.of(base))
+      if (t->head_dim == s->head_dim) return true;
+  return false;
+}
+
+// The kernels a profile's benchmarks measured, as "fa2, flash1, ...".
+std::string measured_kernels(const AttentionData& a) {
+  std::vector<std::string> names{"fused"};
+  for (const AttentionBenchmark& b : a.benchmarks)
+    for (const AttentionSeries& s : b.series)
+      if (std::find(names.begin(), names.end(), s.kernel) == names.end()) names.push_back(s.kernel);
+  for (const AttentionStandIn& s : a.stand_ins) names.push_back(s.kernel);
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 }  // namespace
 
-bool ampere_attention_curves(const std::string& accelerator) {
-  return starts_with(accelerator, "a100") || accelerator == "a800";
+const AttentionStandIn* attention_stand_in(AttentionKernel k, const ComputeProfile& p) {
+  for (const AttentionStandIn& s : p.attention.stand_ins)
+    if (s.kernel == to_string(k)) return &s;
+  return nullptr;
 }
 
-bool hopper_attention_curves(const std::string& accelerator) {
-  return starts_with(accelerator, "h100") || starts_with(accelerator, "h200") || starts_with(accelerator, "h800");
+double attention_kernel_speed(AttentionKernel k, const AcceleratorSpec& acc, double seq, double head_dim) {
+  const AttentionData& a = acc.profile.attention;
+  std::string kernel = to_string(k);
+  if (k == AttentionKernel::Fused || kernel == a.kernel) return 1;
+  if (const AttentionStandIn* s = attention_stand_in(k, acc.profile)) kernel = s->by;
+  if (kernel == a.kernel) return 1;
+  for (const AttentionBenchmark& b : a.benchmarks)
+    if (measures_both(b, kernel, a.kernel)) return benchmark_ratio(b, kernel, a.kernel, seq, head_dim);
+  throw InputError("training.attention_kernel=" + to_string(k) +
+                   ": that kernel's speed is not measured on accelerator " + acc.name + " (its profile measures " +
+                   measured_kernels(a) + "; fused = " + (a.title.empty() ? "the profile's own kernel" : a.title) + ")");
 }
 
-double attention_kernel_speed(AttentionKernel k, const std::string& accelerator, double seq, double head_dim) {
-  if (k == AttentionKernel::Fused) return 1;
-  const bool ampere = ampere_attention_curves(accelerator);
-  const bool hopper = hopper_attention_curves(accelerator);
-  if (k == AttentionKernel::Cudnn || k == AttentionKernel::Fa3) {
-    if (!hopper)
-      throw InputError("training.attention_kernel=" + to_string(k) + ": that kernel's speed is measured on H100 only " +
-                       "(accelerators h100-*, h200, h800), not on accelerator " + accelerator +
-                       (k == AttentionKernel::Fa3 ? " (FlashAttention-3 runs on Hopper only)"
-                                                  : "; use fused (FlashAttention-2's speed)"));
-    return between_head_dims(pass_ratio(kH100PassesHd64, k, seq), pass_ratio(kH100PassesHd128, k, seq), head_dim);
-  }
-  if (!ampere && !hopper)
-    throw InputError("training.attention_kernel=" + to_string(k) +
-                     ": that kernel's speed is measured on A100 and H100 " +
-                     "only (accelerators a100-*, a800, h100-*, h200, h800), not on accelerator " + accelerator);
-  // Hopper has no measurement of the Triton kernel; FlashAttention v1's CUDA kernel stands for it (on A100 the two
-  // are within 10 % of each other at every measured length, causal, head dimension 128: 50-80 vs 55-83 TFLOP/s).
-  if (hopper && k == AttentionKernel::Triton) k = AttentionKernel::Flash1;
-  const CurvePair c = family_curves(ampere);
-  return between_head_dims(curve_ratio(c.c64, k, seq), curve_ratio(c.c128, k, seq), head_dim);
-}
-
-double fused_attention_shape(const std::string& accelerator, double seq, double head_dim) {
-  const bool ampere = ampere_attention_curves(accelerator);
-  if (!ampere && !hopper_attention_curves(accelerator)) return 1;
-  const CurvePair c = family_curves(ampere);
-  return fa2_tflops(c, seq, head_dim) /
-         fa2_tflops(c, kAttentionReferenceSeq, attention_reference_head_dim(accelerator));
-}
-
-double attention_reference_head_dim(const std::string& accelerator) {
-  return ampere_attention_curves(accelerator) ? 64 : 128;
+double fused_attention_shape(const ComputeProfile& p, double seq, double head_dim) {
+  const AttentionData& a = p.attention;
+  for (const AttentionBenchmark& b : a.benchmarks)
+    if (!b.of(a.kernel).empty())
+      return benchmark_tflops(b, a.kernel, seq, head_dim) /
+             benchmark_tflops(b, a.kernel, a.reference_seq, a.reference_head_dim);
+  return 1;
 }
 
 double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc, double seq, double head_dim,
                               double speed) {
-  const double shape = fused_attention_shape(acc.name, seq, head_dim);
+  const double shape = fused_attention_shape(acc.profile, seq, head_dim);
   return acc.profile.kernel_latency_s +
          flops / (acc.peak_flops(dtype) * acc.profile.flash_attention_efficiency * shape * speed);
 }

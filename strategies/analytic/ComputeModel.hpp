@@ -47,30 +47,20 @@ double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, 
 double fp8_gemm_time_s(const GemmShape& g, const AcceleratorSpec& acc, double extra_bytes = 0);
 /// Time of a memory-bound kernel moving `bytes` (read + written).
 double elementwise_time_s(double bytes, const AcceleratorSpec& acc);
-/// Speed of training.attention_kernel `k` over FlashAttention-2's on `accelerator` at sequence length `seq` and head
-/// dimension `head_dim` (1 for fused: the profile's kernel): measured forward + backward throughput of causal attention
-/// (FlashAttention-2 release benchmarks, A100 and H100; head dimensions 64 and 128, sequences 512 to 16k), linear in
-/// log2 of the sequence length and of the head dimension between the points, clamped outside them. The Triton kernel
-/// was measured on A100 only: on Hopper (h100*, h200, h800) FlashAttention v1's measured speed stands for it. cudnn
-/// and fa3 (Hopper only): the FlashAttention-3 paper's forward and backward panels on H100, set against its own
-/// FlashAttention-2 bars, the passes' times weighted 1 : 2.5 by FLOPs. Other accelerators: an InputError naming the
-/// field.
-double attention_kernel_speed(AttentionKernel k, const std::string& accelerator, double seq, double head_dim);
-/// Ampere accelerators (a100-*, a800: the GA100 die), whose attention follows the A100 measurements.
-bool ampere_attention_curves(const std::string& accelerator);
-/// Hopper accelerators, whose attention_kernel_speed for triton is FlashAttention v1's.
-bool hopper_attention_curves(const std::string& accelerator);
-/// The sequence length at which a profile's flash_attention_efficiency holds, with attention_reference_head_dim.
-constexpr double kAttentionReferenceSeq = 8192;
-/// The head dimension at which a profile's flash_attention_efficiency holds: 64 on A100 (the built-in profile's
-/// measurement, Azure's 'Flash Attention 2.0' table), 128 otherwise (the H100, H200 and B200 measurements).
-double attention_reference_head_dim(const std::string& accelerator);
-/// FlashAttention-2's forward + backward throughput at `seq` and `head_dim` over its throughput at the reference point
-/// (kAttentionReferenceSeq, attention_reference_head_dim), from the same release benchmarks as attention_kernel_speed
-/// (causal, 16k tokens per batch; A100 curves for a100*, H100 curves for Hopper), interpolated and clamped alike: 155 /
-/// 165 at 2k and head dimension 128 on A100, 140 / 165 at 2k and 64. 1 on other accelerators (B200, GB200: no curve
-/// measured; their efficiency holds at every length).
-double fused_attention_shape(const std::string& accelerator, double seq, double head_dim);
+/// Speed of training.attention_kernel `k` over the profile's own kernel (acc.profile.attention.kernel) at sequence
+/// length `seq` and head dimension `head_dim`: 1 for fused and for the profile's kernel; else the ratio of the two
+/// kernels' forward + backward throughputs in the first benchmark of the profile that measured both (the passes' times
+/// weighted 1 : 2.5 by FLOPs where a benchmark gives them apart), at each measured length and head dimension, linear in
+/// log2 of the sequence length and of the head dimension between them, clamped outside. A kernel the profile lists as
+/// a stand-in runs at its stand-in's speed. A kernel no benchmark measured: an InputError naming the field.
+double attention_kernel_speed(AttentionKernel k, const AcceleratorSpec& acc, double seq, double head_dim);
+/// The profile's stand-in for kernel `k` (a kernel costed at another's measured speed), or null.
+const AttentionStandIn* attention_stand_in(AttentionKernel k, const ComputeProfile& p);
+/// The profile kernel's forward + backward throughput at `seq` and `head_dim` over its throughput at the reference
+/// point (attention.reference_seq, reference_head_dim), from the first benchmark that measured it, interpolated and
+/// clamped as attention_kernel_speed (FlashAttention-2 release curves on A100: 155 / 165 at 2k and head dimension 128,
+/// 140 / 165 at 2k and 64). 1 when no benchmark measured it (the efficiency then holds at every length).
+double fused_attention_shape(const ComputeProfile& p, double seq, double head_dim);
 /// Time of a fused (flash) attention kernel doing `flops` at sequence length `seq` and head dimension `head_dim`:
 /// the profile's efficiency times fused_attention_shape, times `speed` (attention_kernel_speed of an older kernel).
 double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc, double seq, double head_dim,

@@ -1,6 +1,7 @@
 #include "strategies/calibrate/Calibration.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -179,6 +180,20 @@ std::vector<Point> interference_points(const Json& items, const std::string& fie
     };
   }
   return out;
+}
+
+// The profile's attention data ("attention_model"): as a profile writes it, its benchmarks given inline or as paths
+// of benchmark files (topology/profiles/attention/) relative to the measurement file.
+AttentionData read_attention_model(const Json& value, const std::string& field, const std::string& base_dir) {
+  Json inlined = value;
+  if (inlined.is_object() && inlined.contains("benchmarks") && inlined["benchmarks"].is_array())
+    for (Json& b : inlined["benchmarks"])
+      if (b.is_string()) {
+        std::filesystem::path path(b.get<std::string>());
+        if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+        b = read_json_file(path.string());
+      }
+  return parse_attention_data(inlined, field);
 }
 
 // Fused attention throughput as flash-attention's benchmark reports it: forward FLOPs 4 b h s^2 d (halved when
@@ -393,6 +408,8 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
               group, c);
     all.insert(all.end(), group.begin(), group.end());
   }
+  if (const Json* model = r.child("attention_model"))
+    p.attention = read_attention_model(*model, r.field("attention_model"), base_dir);
   if (const Json* items = take("attention")) {
     group = attention_points(*items, r.field("attention"), c.accelerator);
     fit_group("attention",

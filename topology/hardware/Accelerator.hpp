@@ -48,6 +48,47 @@ struct PowerScale {
   double compute_scale = 1;
 };
 
+/// One measured attention series: a kernel's forward and backward throughput (TFLOP/s, the backward counted as 2.5x
+/// the forward's FLOPs) at one head dimension over its benchmark's sequence lengths, or their forward + backward
+/// throughput alone. fwd_bwd() combines the passes: 3.5 / (1/fwd + 2.5/bwd).
+struct AttentionSeries {
+  std::string kernel;
+  double head_dim = 0;
+  std::vector<double> fwd, bwd, fwd_bwd_tflops;  ///< fwd and bwd, or fwd_bwd_tflops
+  double fwd_bwd(std::size_t i) const;
+};
+
+/// Series measured together (one setup, one paper or script): kernels are compared only within one benchmark.
+struct AttentionBenchmark {
+  std::string name;
+  std::string source;
+  std::vector<double> seq;  ///< ascending
+  std::vector<AttentionSeries> series;
+  /// The series of `kernel` sorted by head dimension; empty when the benchmark did not measure it.
+  std::vector<const AttentionSeries*> of(const std::string& kernel) const;
+};
+
+/// A kernel the profile has no measurement of, costed at another's measured speed, and why (as a report states it;
+/// "{accelerator}" stands for the accelerator's name).
+struct AttentionStandIn {
+  std::string kernel, by, why;
+};
+
+/// What a profile knows about fused attention: the kernel its flash_attention_efficiency measures (as
+/// training.attention_kernel spells it, or its own name: "fa2", "cudnn"), at which sequence length and head dimension,
+/// and the benchmarks that give the efficiency's shape over sequence length and head dimension and the other kernels'
+/// speeds. Empty benchmarks: the efficiency holds at every shape and only the profile's own kernel is known.
+struct AttentionData {
+  std::string kernel;
+  std::string title;  ///< "FlashAttention-2", "cuDNN fused attention (cuDNN 9.13)"
+  double reference_seq = 8192;
+  double reference_head_dim = 128;
+  std::vector<AttentionBenchmark> benchmarks;
+  std::vector<AttentionStandIn> stand_ins;
+  /// What a report says of fused attention on this profile (the kernel stacks really run, ...); "" = nothing.
+  std::string note;
+};
+
 struct ComputeProfile {
   double gemm_peak_efficiency = 0.8;  ///< fraction of peak a large square GEMM sustains
   double gemm_latency_s = 8e-6;       ///< fixed cost of one GEMM: launch, pipeline fill, partial last wave
@@ -62,6 +103,7 @@ struct ComputeProfile {
   double memory_efficiency = 0.8;           ///< fraction of HBM bandwidth element-wise kernels sustain
   double kernel_latency_s = 4e-6;           ///< fixed cost of one element-wise kernel
   double flash_attention_efficiency = 0.5;  ///< fraction of peak fused attention sustains at the reference point
+  AttentionData attention;                  ///< the kernel, reference point and measured curves of the above
   /// Fraction of a collective's time that still lands on the critical path while it is hidden behind a GEMM: NCCL's
   /// kernels take SMs and HBM bandwidth from the GEMM they overlap.
   double overlap_penalty = 0.2;
@@ -140,6 +182,13 @@ AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, c
 /// Parses the "compute" object of a profile file: every field required and non-negative (efficiencies in (0, 1]).
 /// `field` is the dotted path used in errors.
 ComputeProfile parse_compute_profile(const Json& value, const std::string& field);
+/// Parses a profile's "attention" object: {"kernel", "title", "reference": {"seq", "head_dim"}, "benchmarks": [{"name",
+/// "source", "seq": [...], "series": [{"kernel", "head_dim", "fwd": [...], "bwd": [...]} or {..., "fwd_bwd": [...]}]}],
+/// "stand_ins": [{"kernel", "by", "why"}]}; each series as long as its benchmark's seq, every throughput positive.
+AttentionData parse_attention_data(const Json& value, const std::string& field);
+AttentionBenchmark parse_attention_benchmark(const Json& value, const std::string& field);
+Json attention_data_to_json(const AttentionData& a);
+Json attention_benchmark_to_json(const AttentionBenchmark& b);
 /// Parses {"intra_node"?: {"compute_slowdown", "comm_slowdown"}, "inter_node"?: ...} (each factor >= 1; a fabric left
 /// out has none) into `p`, or "off": no interference on either fabric.
 void parse_interference(const Json& value, const std::string& field, ComputeProfile& p);

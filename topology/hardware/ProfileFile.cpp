@@ -1,8 +1,132 @@
+#include <algorithm>
 #include <cmath>
 
 #include "topology/hardware/Accelerator.hpp"
+#include "workloads/json/Numbers.hpp"
 
 namespace placesim {
+
+double AttentionSeries::fwd_bwd(std::size_t i) const {
+  if (!fwd_bwd_tflops.empty()) return fwd_bwd_tflops[i];
+  return 3.5 / (1 / fwd[i] + 2.5 / bwd[i]);
+}
+
+std::vector<const AttentionSeries*> AttentionBenchmark::of(const std::string& kernel) const {
+  std::vector<const AttentionSeries*> out;
+  for (const AttentionSeries& s : series)
+    if (s.kernel == kernel) out.push_back(&s);
+  std::sort(out.begin(), out.end(), [](const auto* a, const auto* b) { return a->head_dim < b->head_dim; });
+  return out;
+}
+
+namespace {
+
+std::vector<double> positive_list(ObjectReader& r, const char* key, std::size_t size) {
+  const Json& v = r.require(key);
+  if (!v.is_array() || v.size() != size || size == 0)
+    throw InputError(r.field(key) + " must be a list of " + std::to_string(size) +
+                     " numbers (one per sequence length of the benchmark)");
+  std::vector<double> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_number() || !(v[i].get<double>() > 0))
+      throw InputError(r.field(key) + "[" + std::to_string(i) + "]=" + show(v[i]) + " must be a positive number");
+    out.push_back(v[i].get<double>());
+  }
+  return out;
+}
+
+}  // namespace
+
+AttentionBenchmark parse_attention_benchmark(const Json& value, const std::string& field) {
+  ObjectReader r(value, field);
+  AttentionBenchmark b;
+  b.name = r.require_string("name");
+  b.source = r.require_string("source");
+  const Json& seq = r.require("seq");
+  b.seq = positive_list(r, "seq", seq.is_array() ? seq.size() : 0);
+  for (std::size_t i = 1; i < b.seq.size(); ++i)
+    if (!(b.seq[i] > b.seq[i - 1])) throw InputError(r.field("seq") + " must be ascending");
+  const Json& series = r.require("series");
+  if (!series.is_array() || series.empty()) throw InputError(r.field("series") + " must be a list of series");
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    ObjectReader q(series[i], r.field("series") + "[" + std::to_string(i) + "]");
+    AttentionSeries s;
+    s.kernel = q.require_string("kernel");
+    s.head_dim = q.require_positive("head_dim");
+    if (q.has("fwd_bwd")) {
+      s.fwd_bwd_tflops = positive_list(q, "fwd_bwd", b.seq.size());
+    } else {
+      s.fwd = positive_list(q, "fwd", b.seq.size());
+      s.bwd = positive_list(q, "bwd", b.seq.size());
+    }
+    q.finish();
+    for (const AttentionSeries& other : b.series)
+      if (other.kernel == s.kernel && other.head_dim == s.head_dim)
+        throw InputError(q.field("kernel") + "=" + s.kernel + " at head_dim " + format_significant(s.head_dim) +
+                         " is measured twice in one benchmark");
+    b.series.push_back(std::move(s));
+  }
+  r.finish();
+  return b;
+}
+
+AttentionData parse_attention_data(const Json& value, const std::string& field) {
+  ObjectReader r(value, field);
+  AttentionData a;
+  a.kernel = r.require_string("kernel");
+  a.title = r.require_string("title");
+  ObjectReader ref(r.require("reference"), r.field("reference"));
+  a.reference_seq = ref.require_positive("seq");
+  a.reference_head_dim = ref.require_positive("head_dim");
+  ref.finish();
+  if (const Json* list = r.child("benchmarks")) {
+    if (!list->is_array()) throw InputError(r.field("benchmarks") + " must be a list");
+    for (std::size_t i = 0; i < list->size(); ++i)
+      a.benchmarks.push_back(
+          parse_attention_benchmark((*list)[i], r.field("benchmarks") + "[" + std::to_string(i) + "]"));
+  }
+  if (const Json* list = r.child("stand_ins")) {
+    if (!list->is_array()) throw InputError(r.field("stand_ins") + " must be a list");
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      ObjectReader q((*list)[i], r.field("stand_ins") + "[" + std::to_string(i) + "]");
+      a.stand_ins.push_back({q.require_string("kernel"), q.require_string("by"), q.require_string("why")});
+      q.finish();
+    }
+  }
+  a.note = r.get_string("note", "");
+  r.finish();
+  return a;
+}
+
+Json attention_benchmark_to_json(const AttentionBenchmark& b) {
+  Json series = Json::array();
+  for (const AttentionSeries& s : b.series) {
+    Json j{{"kernel", s.kernel}, {"head_dim", s.head_dim}};
+    if (!s.fwd_bwd_tflops.empty()) {
+      j["fwd_bwd"] = s.fwd_bwd_tflops;
+    } else {
+      j["fwd"] = s.fwd;
+      j["bwd"] = s.bwd;
+    }
+    series.push_back(j);
+  }
+  return Json{{"name", b.name}, {"source", b.source}, {"seq", b.seq}, {"series", series}};
+}
+
+Json attention_data_to_json(const AttentionData& a) {
+  Json benchmarks = Json::array();
+  for (const AttentionBenchmark& b : a.benchmarks) benchmarks.push_back(attention_benchmark_to_json(b));
+  Json stand_ins = Json::array();
+  for (const AttentionStandIn& s : a.stand_ins)
+    stand_ins.push_back(Json{{"kernel", s.kernel}, {"by", s.by}, {"why", s.why}});
+  Json j{{"kernel", a.kernel},
+         {"title", a.title},
+         {"reference", {{"seq", a.reference_seq}, {"head_dim", a.reference_head_dim}}},
+         {"benchmarks", benchmarks},
+         {"stand_ins", stand_ins}};
+  if (!a.note.empty()) j["note"] = a.note;
+  return j;
+}
 
 // Every field of a profile is required: a profile that silently fell back to a default would no longer say what was
 // measured.
@@ -22,6 +146,7 @@ ComputeProfile parse_compute_profile(const Json& value, const std::string& field
   p.memory_efficiency = r.require_fraction("memory_efficiency");
   p.kernel_latency_s = r.require_non_negative("kernel_latency_s");
   p.flash_attention_efficiency = r.require_fraction("flash_attention_efficiency");
+  if (const Json* a = r.child("attention")) p.attention = parse_attention_data(*a, r.field("attention"));
   p.overlap_penalty = r.require_non_negative("overlap_penalty");
   // Optional: profiles without interference measurements model none.
   if (const Json* i = r.child("interference")) parse_interference(*i, r.field("interference"), p);
@@ -123,6 +248,7 @@ Json compute_profile_to_json(const ComputeProfile& p) {
          {"flash_attention_efficiency", p.flash_attention_efficiency},
          {"overlap_penalty", p.overlap_penalty},
          {"interference", interference_to_json(p)}};
+  if (!p.attention.kernel.empty()) j["attention"] = attention_data_to_json(p.attention);
   if (!p.power_scales.empty()) {
     Json scales = Json::array();
     for (const PowerScale& m : p.power_scales)

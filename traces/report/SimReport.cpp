@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "strategies/analytic/ComputeModel.hpp"
@@ -459,16 +460,13 @@ std::string simulation_summary(const SimulatedStep& s) {
          interference_text(profile.inter_node_interference) + spanning_text(s.result) + "; compute time lost " +
          format_seconds(max_interference_s(s.result)) + " (most of any GPU)\n";
   if (!s.experiment.model.opaque()) out += "  kernels: " + kernels_text(s.experiment) + "\n";
-  if (!s.experiment.model.opaque() && s.experiment.training.attention_kernel == AttentionKernel::Triton &&
-      hopper_attention_curves(acc.name))
-    out +=
-        "  attention: the Triton kernel was measured on A100 only; on " + acc.name +
-        " FlashAttention v1's measured speed stands for it (on A100 at head dimension 128 the two are within 10 %)\n";
+  const AttentionData& attention = profile.attention;
+  if (!s.experiment.model.opaque())
+    if (const AttentionStandIn* stand_in = attention_stand_in(s.experiment.training.attention_kernel, profile))
+      out += "  attention: " + std::regex_replace(stand_in->why, std::regex("\\{accelerator\\}"), acc.name) + "\n";
   if (!s.experiment.model.opaque() && s.experiment.model.flash_attention &&
-      s.experiment.training.attention_kernel == AttentionKernel::Fused && hopper_attention_curves(acc.name))
-    out +=
-        "  attention: FlashAttention-2's measured speed (training.attention_kernel=fused); Transformer Engine selects "
-        "cuDNN's fused attention on Hopper, costed with training.attention_kernel=cudnn (docs/validation.md)\n";
+      s.experiment.training.attention_kernel == AttentionKernel::Fused && !attention.note.empty())
+    out += "  attention: " + attention.note + "\n";
   out += "  host launch overhead " +
          (s.experiment.training.launch_overhead_s > 0
               ? format_seconds(s.experiment.training.launch_overhead_s) +
