@@ -174,6 +174,11 @@ TEST_CASE("A --set value that is not valid UTF-8 is refused naming the byte") {
   std::string out;
   CHECK(run_placesim("analyze examples/small-3d-1f1b.json --set 'model.name=ab\xFF'", &out) == 2);
   CHECK_THAT(out, Catch::Contains("--set value: byte 3 is not valid UTF-8"));
+  // Nor a field path: its keys are written back into the experiment (found by the fuzzer too).
+  Json experiment = Json::object();
+  CHECK_THROWS_WITH(set_path(experiment, "strategy.m\xF9sh", Json(1)), "--set field path: byte 11 is not valid UTF-8");
+  CHECK(run_placesim("analyze examples/small-3d-1f1b.json --set 'strategy.m\xF9sh=1'", &out) == 2);
+  CHECK_THAT(out, Catch::Contains("--set field path: byte 11 is not valid UTF-8"));
   // A message about another bad value never fails itself: invalid bytes print as replacement characters.
   CHECK(show(Json::array({std::string("a\xFF")})) == "[\"a\xEF\xBF\xBD\"]");
 }

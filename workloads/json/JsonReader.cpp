@@ -429,6 +429,9 @@ namespace placesim {
 
 void set_path(Json& root, const std::string& path, Json value) {
   if (path.empty()) throw InputError("an empty field path cannot be set");
+  // Its keys become JSON keys, which reports write back: they must be UTF-8 as the file's own keys are.
+  if (std::size_t bad = invalid_utf8_at(path); bad != std::string::npos)
+    throw InputError("--set field path: byte " + std::to_string(bad + 1) + " is not valid UTF-8");
   Json* node = &root;
   std::size_t start = 0;
   while (true) {
