@@ -1,5 +1,6 @@
 #include "strategies/calibrate/Calibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -21,7 +22,15 @@ struct Point {
   std::string group, name, unit;
   double measured = 0;
   std::function<double()> model;
+  std::string source = {};  ///< the label of the file's source it was measured by ("" = none named)
+  std::string where = {};   ///< its field, for errors
 };
+
+// A point's "source": the label of one of the file's sources (checked once every point is read).
+void read_source(ObjectReader& r, Point& p) {
+  p.source = r.get_string("source", "");
+  p.where = r.path();
+}
 
 struct Param {
   const char* name;
@@ -68,18 +77,47 @@ double gemm_point_value(const GemmPoint& m, const AcceleratorSpec& a) {
   return m.point.unit == "s" ? t : 2 * g.m * g.n * g.k * g.batch / t / 1e12;
 }
 
-std::vector<Point> gemm_points(const Json& items, const std::string& field, const AcceleratorSpec& acc) {
+// A GEMM point measured relative to another accelerator ("relative_to": {"accelerator", "tflops", "peak_tflops"?}):
+// the same method, shape and dtype timed on both, so its bias (a best-shape search, a benchmark tool) cancels. The
+// model's value is the reference's measured rate times this accelerator's model over the reference's model.
+struct RelativeTo {
+  std::shared_ptr<const AcceleratorSpec> accelerator;
+  double tflops = 0;
+};
+
+RelativeTo read_relative_to(ObjectReader& r, const std::string& base_dir) {
+  RelativeTo rel;
+  const Json* v = r.child("relative_to");
+  if (!v) return rel;
+  ObjectReader q(*v, r.field("relative_to"));
+  AcceleratorSpec a = parse_accelerator(q.require("accelerator"), q.field("accelerator"), base_dir);
+  const double peak = q.get_positive("peak_tflops", 0) * 1e12;
+  if (peak > 0) a.peak_bf16_flops = a.peak_fp16_flops = a.peak_fp32_flops = peak;
+  rel.tflops = q.require_positive("tflops");
+  q.finish();
+  rel.accelerator = std::make_shared<const AcceleratorSpec>(a);
+  return rel;
+}
+
+std::vector<Point> gemm_points(const Json& items, const std::string& field, const AcceleratorSpec& acc,
+                               const std::string& base_dir) {
   std::vector<Point> out;
   for (std::size_t i = 0; i < items.size(); ++i) {
     ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
     GemmPoint m = read_gemm_point(r, "gemm");
     // A sweep measured in another precision (FP8) carries its own peak: the fit then uses its efficiency curve.
     double peak = r.get_positive("peak_tflops", 0) * 1e12;
+    const RelativeTo rel = read_relative_to(r, base_dir);
+    if (rel.accelerator && m.point.unit == "s")
+      throw InputError(r.field("relative_to") + " needs the point as a rate (tflops), not time_s");
+    if (rel.accelerator) m.point.name += " vs " + rel.accelerator->name;
+    read_source(r, m.point);
     r.finish();
-    m.point.model = [m, &acc, peak] {
+    m.point.model = [m, &acc, peak, rel] {
       AcceleratorSpec a = acc;
       if (peak > 0) a.peak_bf16_flops = a.peak_fp16_flops = a.peak_fp32_flops = peak;
-      return gemm_point_value(m, a);
+      const double value = gemm_point_value(m, a);
+      return rel.accelerator ? rel.tflops * value / gemm_point_value(m, *rel.accelerator) : value;
     };
     out.push_back(m.point);
   }
@@ -103,7 +141,7 @@ std::vector<Point> power_limited_gemm_points(const Json& items, const std::strin
             "must be below the rated " + format_significant(acc.tdp_w, 4) + " W (tdp_w) the other points hold at");
     GemmPoint m = read_gemm_point(r, "power_limited_gemm");
     m.point.name += " at " + format_significant(w, 4) + " W";
-    r.skip("source");
+    read_source(r, m.point);
     r.finish();
     scales->try_emplace(w, w / acc.tdp_w);
     watts.push_back(w);
@@ -125,6 +163,7 @@ std::vector<Point> memory_points(const Json& items, const std::string& field, co
     double bytes = r.require_positive("bytes");
     Point p{"memory", r.get_string("name", format_bytes(bytes)), "GB/s", 0, {}};
     measured_value(r, "bw_GBps", p);
+    read_source(r, p);
     r.finish();
     bool time = p.unit == "s";
     p.model = [bytes, &acc, time] {
@@ -152,10 +191,11 @@ std::vector<Point> interference_points(const Json& items, const std::string& fie
     double a = r.require_positive("alone_s"), o = r.require_positive("overlapped_s");
     r.check(o >= a, "overlapped_s", "must be >= alone_s (interference slows, never speeds up)");
     std::string name = r.get_string("name", kind + " " + fabric + " " + std::to_string(i));
-    r.skip("source");
+    Point point{"interference", name, "s", o, {}};
+    read_source(r, point);
     r.finish();
     ratios[{fabric, kind}].push_back(std::log(o / a));
-    out.push_back({"interference", name, "s", o, {}});
+    out.push_back(point);
     alone.emplace_back(fabric, kind, a);
   }
   for (const auto& [key, logs] : ratios) {
@@ -215,6 +255,7 @@ std::vector<Point> attention_points(const Json& items, const std::string& field,
             0,
             {}};
     p.measured = r.require_positive("tflops");
+    read_source(r, p);
     r.finish();
     const double fwd = 4 * b * heads * s * s * d * (causal ? 0.5 : 1.0);
     p.model = [fwd, both, dtype, s, d, &acc] {
@@ -249,6 +290,7 @@ std::vector<Point> collective_points(const Json& items, const std::string& field
         0,
         {}};
     measured_value(r, "busbw_GBps", p);
+    read_source(r, p);
     r.finish();
     bool time = p.unit == "s";
     p.model = [=, &fabric] {
@@ -271,13 +313,18 @@ std::vector<Point> layer_points(const Json& items, const std::string& field, con
     if (!ej) throw InputError(r.field("experiment") + " is required but missing");
     auto e = std::make_shared<Experiment>(parse_experiment(*ej, base_dir));
     double forward = r.require_positive("forward_ms"), backward = r.require_positive("backward_ms");
+    Point fwd{"layers", name + " forward", "ms", forward,
+              [e, &acc, &fabric] { return layer_times_with_tp_comm(*e, acc, fabric).forward_s * 1e3; }};
+    read_source(r, fwd);
     r.finish();
-    out.push_back({"layers", name + " forward", "ms", forward,
-                   [e, &acc, &fabric] { return layer_times_with_tp_comm(*e, acc, fabric).forward_s * 1e3; }});
-    out.push_back({"layers", name + " backward", "ms", backward, [e, &acc, &fabric] {
-                     PassTimes t = layer_times_with_tp_comm(*e, acc, fabric);
-                     return (t.backward_s + t.recompute_s) * 1e3;
-                   }});
+    Point bwd{"layers", name + " backward", "ms", backward, [e, &acc, &fabric] {
+                PassTimes t = layer_times_with_tp_comm(*e, acc, fabric);
+                return (t.backward_s + t.recompute_s) * 1e3;
+              }};
+    bwd.source = fwd.source;
+    bwd.where = fwd.where;
+    out.push_back(fwd);
+    out.push_back(bwd);
   }
   return out;
 }
@@ -288,9 +335,17 @@ std::vector<double> log_residuals(const std::vector<Point>& points) {
   return r;
 }
 
-void fit_group(const std::string& group, const std::vector<Param>& params, const std::vector<Point>& points,
+void fit_group(const std::string& group, const std::vector<Param>& all_params, const std::vector<Point>& points,
                Calibration& c) {
   if (points.empty()) return;
+  // Parameters the file holds fixed keep the accelerator profile's values.
+  std::vector<Param> params;
+  for (const Param& p : all_params)
+    if (std::none_of(c.fixed.begin(), c.fixed.end(), [&](const FixedFields& f) {
+          return std::find(f.fields.begin(), f.fields.end(), p.name) != f.fields.end();
+        }))
+      params.push_back(p);
+  if (params.empty()) return;
   if (points.size() < params.size()) {
     std::string names;
     for (const auto& p : params) names += (names.empty() ? "" : ", ") + std::string(p.name);
@@ -307,6 +362,47 @@ void fit_group(const std::string& group, const std::vector<Param>& params, const
   LeastSquaresFit fit = fit_positive(residuals, start);
   for (std::size_t i = 0; i < params.size(); ++i) *params[i].slot = fit.params[i];
   for (const auto& p : params) c.fitted_parameters.push_back(p.name);
+}
+
+// "fixed": [{"fields": [...], "why"}]: compute-profile parameters held at the accelerator profile's values.
+void read_fixed(const Json& value, const std::string& field, Calibration& c) {
+  static const std::vector<std::string> known = {"gemm_peak_efficiency",
+                                                 "gemm_latency_s",
+                                                 "gemm_k_overhead",
+                                                 "gemm_roofline_p",
+                                                 "memory_efficiency",
+                                                 "kernel_latency_s",
+                                                 "flash_attention_efficiency",
+                                                 "overlap_penalty"};
+  if (!value.is_array()) throw InputError(field + " must be a list of {fields, why}");
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    ObjectReader r(value[i], field + "[" + std::to_string(i) + "]");
+    FixedFields f;
+    f.fields = r.get_strings("fields", {});
+    if (f.fields.empty()) throw InputError(r.field("fields") + " is required: the parameters held fixed");
+    for (std::size_t k = 0; k < f.fields.size(); ++k)
+      if (std::find(known.begin(), known.end(), f.fields[k]) == known.end())
+        refuse_name(r.field("fields") + "[" + std::to_string(k) + "]", f.fields[k], "a compute-profile parameter",
+                    known, known_names(known));
+    f.why = r.require_string("why");
+    r.finish();
+    c.fixed.push_back(f);
+  }
+}
+
+// "excluded": [{"what", "source"?, "why"}]: published measurements the file leaves out of the fit, and why.
+Json read_excluded(const Json& value, const std::string& field) {
+  if (!value.is_array()) throw InputError(field + " must be a list of {what, source, why}");
+  Json out = Json::array();
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    ObjectReader r(value[i], field + "[" + std::to_string(i) + "]");
+    Json item{{"what", r.require_string("what")}};
+    if (r.has("source")) item["source"] = r.require_string("source");
+    item["why"] = r.require_string("why");
+    r.finish();
+    out.push_back(item);
+  }
+  return out;
 }
 
 // "collective_protocols": 2 (default) fits NCCL's bandwidth and low-latency protocols, 1 the first alone.
@@ -330,9 +426,9 @@ void fit_collectives(const std::vector<Point>& points, bool nvls, int protocols,
     if (!(f.ll_step_latency_s > 0)) f.ll_step_latency_s = f.step_latency_s / 2;
     params.push_back({"ll_bus_efficiency", &f.ll_bus_efficiency});
     params.push_back({"ll_step_latency_s", &f.ll_step_latency_s});
-  } else {
+  } else if (!nvls) {
     f.ll_bus_efficiency = f.ll_step_latency_s = 0;
-  }
+  }  // NVLS points of one protocol leave the base fabric's low-latency ring as it is
   fit_group("collectives", params, points, c);
   // The two ring protocols are interchangeable in the model: the bandwidth protocol is the one that is faster for
   // large messages.
@@ -367,7 +463,14 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
                        to_string(c.fabric_scope) + " fabric to start the fit from");
     c.fabric = *reference;
   }
-  c.sources = r.get_strings("sources", c.sources);
+  Json source_object = Json::object();
+  if (const Json* sources = r.child("sources")) {
+    c.sources = parse_sources(*sources, r.field("sources"), &c.source_labels);
+    if (sources->is_object()) source_object = *sources;
+  }
+  if (const Json* fixed = r.child("fixed")) read_fixed(*fixed, r.field("fixed"), c);
+  if (const Json* list = r.child("not_measured")) c.not_measured = parse_not_measured(*list, r.field("not_measured"));
+  if (const Json* list = r.child("excluded")) c.excluded = read_excluded(*list, r.field("excluded"));
   ComputeProfile& p = c.accelerator.profile;
   FabricProfile& f = c.fabric;
   // The compute groups start from fixed values, not from the base accelerator's (already fitted) ones: the GEMM
@@ -399,7 +502,7 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
     all.insert(all.end(), group.begin(), group.end());
   }
   if (const Json* items = take("gemm")) {
-    group = gemm_points(*items, r.field("gemm"), c.accelerator);
+    group = gemm_points(*items, r.field("gemm"), c.accelerator, base_dir);
     fit_group("gemm",
               {{"gemm_peak_efficiency", &p.gemm_peak_efficiency, fresh.gemm_peak_efficiency},
                {"gemm_latency_s", &p.gemm_latency_s, fresh.gemm_latency_s},
@@ -454,24 +557,44 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
     throw InputError(
         "measured: no points (give gemm, memory, attention, collectives, layers, power_limited_gemm or interference)");
   c.accelerator.gemm_efficiency = std::min(1.0, p.gemm_peak_efficiency);
-  for (const auto& point : all)
-    c.residuals.push_back({point.group, point.name, point.measured, point.model(), point.unit});
+  for (const auto& point : all) {
+    if (!c.source_labels.empty() && point.source.empty())
+      throw InputError(point.where + ".source is required: the file's sources are labelled" +
+                       known_names(c.source_labels));
+    // Unlabelled sources (a list): a point's "source" is its own citation. Labelled: it names one of them.
+    if (!c.source_labels.empty() &&
+        std::find(c.source_labels.begin(), c.source_labels.end(), point.source) == c.source_labels.end())
+      refuse_name(point.where + ".source", point.source, "a label of the file's sources", c.source_labels,
+                  known_names(c.source_labels));
+    c.residuals.push_back({point.group, point.name, point.measured, point.model(), point.unit, point.source});
+  }
+  c.source_object = source_object;
+  c.accelerator.profile.not_measured = c.not_measured;
   return c;
 }
 
 Json calibration_profile_json(const Calibration& c) {
   Json j{{"accelerator", c.accelerator.name}, {"compute", compute_profile_to_json(c.accelerator.profile)}};
   if (c.fabric_fitted) j["comm"] = Json{{to_string(c.fabric_scope), fabric_profile_to_json(c.fabric)}};
-  j["sources"] = c.sources;
+  j["sources"] = c.source_labels.empty() ? Json(c.sources) : c.source_object;
+  if (!c.not_measured.empty()) j["not_measured"] = not_measured_to_json(c.not_measured);
+  if (!c.excluded.empty()) j["excluded"] = c.excluded;
   Json rows = Json::array();
-  for (const auto& row : c.residuals)
+  for (const auto& row : c.residuals) {
     rows.push_back(Json{{"group", row.group},
                         {"point", row.point},
                         {"unit", row.unit},
                         {"measured", row.measured},
                         {"fitted", row.fitted},
                         {"error_percent", std::round(row.error_percent() * 100) / 100}});
+    if (!row.source.empty()) rows.back()["source"] = row.source;
+  }
   j["fit"] = Json{{"parameters", c.fitted_parameters}, {"residuals", rows}};
+  if (!c.fixed.empty()) {
+    Json fixed = Json::array();
+    for (const FixedFields& f : c.fixed) fixed.push_back(Json{{"fields", f.fields}, {"why", f.why}});
+    j["fit"]["fixed"] = fixed;
+  }
   return j;
 }
 

@@ -13,7 +13,14 @@ struct ResidualRow {
   std::string point;  ///< e.g. "8192x8192x8192", "all-reduce ring 8 ranks 1 GB", "baseline forward"
   double measured = 0, fitted = 0;
   std::string unit;
+  std::string source;  ///< the label of the source that measured it ("" when the file's sources are a list)
   double error_percent() const { return 100.0 * (fitted - measured) / measured; }
+};
+
+/// Compute-profile parameters a measurement file holds at the accelerator profile's values ("fixed"), and why.
+struct FixedFields {
+  std::vector<std::string> fields;
+  std::string why;
 };
 
 /// Where the measured collectives ran, so which fabric of a CommProfile the fitted one replaces.
@@ -31,6 +38,11 @@ struct Calibration {
   std::vector<std::string> fitted_parameters;
   std::vector<ResidualRow> residuals;
   std::vector<std::string> sources;
+  std::vector<std::string> source_labels;  ///< when the file's sources are labelled (an object)
+  Json source_object;                      ///< that object, as the profile file writes it back
+  std::vector<FixedFields> fixed;
+  std::vector<NotMeasured> not_measured;
+  Json excluded = Json::array();  ///< measurements the file names and does not fit: [{what, source?, why}]
 };
 
 /// Fits profile parameters to measured component points, group by group, each by least squares on log(model /
@@ -47,7 +59,12 @@ struct Calibration {
 ///                  added, as Megatron-LM's measured layer times include them)
 ///   interference -> per fabric compute_slowdown and comm_slowdown: the geometric mean of overlapped / alone
 /// Parameters of groups without points keep the base accelerator's (or fabric's) values. The measured JSON:
-///   {"accelerator": preset or object, "fabric": preset or object (optional), "sources": [..],
+///   {"accelerator": preset or object, "fabric": preset or object (optional),
+///    "sources": [citations] or {label: citation} (then every point names its "source" label),
+///    "fixed": [{"fields": [compute parameters], "why"}] (held at the accelerator profile's values, optional),
+///    "not_measured": [{"component", "treatment", "compare_with"?}] (copied to the profile, optional),
+///    "excluded": [{"what", "source"?, "why"}] (measurements seen and left out, copied to the profile, optional),
+///    "attention_model": the profile's "attention", benchmarks inline or as paths (optional),
 ///    "collective_protocols": 1 | 2 (optional, default 2), "gemm_sms": SMs (optional),
 ///    "fabric_scope": "intra_node" (default: the collectives ran inside a node) | "inter_node" (across nodes; the
 ///    default fabric is then the accelerator's reference network),

@@ -89,6 +89,14 @@ struct AttentionData {
   std::string note;
 };
 
+/// A component a profile has no measurement of (its file's "not_measured"): what it is, what the profile does instead,
+/// and, for overlap interference, the accelerator whose measured factors bound what the absence is worth.
+struct NotMeasured {
+  std::string component;     ///< "overlap interference", "HBM bandwidth", "bf16 GEMM shape sweep", ...
+  std::string treatment;     ///< "off: overlapped communication costs nothing", "the b200 fit's ...", ...
+  std::string compare_with;  ///< a built-in accelerator with measured factors ("h100-sxm"); "" = none
+};
+
 struct ComputeProfile {
   double gemm_peak_efficiency = 0.8;  ///< fraction of peak a large square GEMM sustains
   double gemm_latency_s = 8e-6;       ///< fixed cost of one GEMM: launch, pipeline fill, partial last wave
@@ -114,7 +122,8 @@ struct ComputeProfile {
   /// Measured power limits below the rated power, ascending; empty = none measured (a power limit then scales the
   /// peaks linearly, an estimate). See AcceleratorSpec::power_limit_w.
   std::vector<PowerScale> power_scales;
-  std::vector<std::string> sources;  ///< where the numbers come from (paper, table, figure)
+  std::vector<std::string> sources;       ///< where the numbers come from (paper, table, figure)
+  std::vector<NotMeasured> not_measured;  ///< components without a measurement of this accelerator, stated
 };
 
 /// One accelerator model. SI units: FLOP/s, bytes, bytes per second.
@@ -200,6 +209,13 @@ struct ProfileFile {
   std::optional<FabricProfile> intra_node, inter_node;
 };
 ProfileFile load_profile_file(const std::string& path);
+/// Parses a profile's "not_measured": [{"component", "treatment", "compare_with"?}].
+std::vector<NotMeasured> parse_not_measured(const Json& value, const std::string& field);
+Json not_measured_to_json(const std::vector<NotMeasured>& list);
+/// A file's "sources": a list of citations, or an object of label -> citation (points then name their label);
+/// `labels` receives the labels (empty for a list).
+std::vector<std::string> parse_sources(const Json& value, const std::string& field,
+                                       std::vector<std::string>* labels = nullptr);
 /// A profile file's JSON, read from `origin` (named in errors).
 ProfileFile parse_profile_file(const Json& j, const std::string& origin);
 /// The profile as the "compute" object of a profile file.

@@ -128,6 +128,50 @@ Json attention_data_to_json(const AttentionData& a) {
   return j;
 }
 
+std::vector<NotMeasured> parse_not_measured(const Json& value, const std::string& field) {
+  if (!value.is_array()) throw InputError(field + " must be a list of {component, treatment}");
+  std::vector<NotMeasured> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    ObjectReader r(value[i], field + "[" + std::to_string(i) + "]");
+    NotMeasured n{r.require_string("component"), r.require_string("treatment"), r.get_string("compare_with", "")};
+    // compare_with names a built-in accelerator whose measured interference the report charges against.
+    const std::vector<std::string> known = builtin_profile_names();
+    if (!n.compare_with.empty() && std::find(known.begin(), known.end(), n.compare_with) == known.end())
+      refuse_name(r.field("compare_with"), n.compare_with, "a built-in accelerator", known, known_names(known));
+    r.finish();
+    out.push_back(n);
+  }
+  return out;
+}
+
+Json not_measured_to_json(const std::vector<NotMeasured>& list) {
+  Json out = Json::array();
+  for (const NotMeasured& n : list) {
+    Json j{{"component", n.component}, {"treatment", n.treatment}};
+    if (!n.compare_with.empty()) j["compare_with"] = n.compare_with;
+    out.push_back(j);
+  }
+  return out;
+}
+
+std::vector<std::string> parse_sources(const Json& value, const std::string& field, std::vector<std::string>* labels) {
+  std::vector<std::string> out;
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (!it.value().is_string()) throw InputError(field + "." + it.key() + " must be a citation (a string)");
+      out.push_back(it.value().get<std::string>());
+      if (labels) labels->push_back(it.key());
+    }
+    return out;
+  }
+  if (!value.is_array()) throw InputError(field + " must be a list of citations or an object of label: citation");
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    if (!value[i].is_string()) throw InputError(field + "[" + std::to_string(i) + "] must be a string");
+    out.push_back(value[i].get<std::string>());
+  }
+  return out;
+}
+
 // Every field of a profile is required: a profile that silently fell back to a default would no longer say what was
 // measured.
 ComputeProfile parse_compute_profile(const Json& value, const std::string& field) {
@@ -216,6 +260,7 @@ ProfileFile parse_profile_file(const Json& j, const std::string& path) {
   r.skip("accelerator");
   r.skip("fit");
   r.skip("description");
+  r.skip("excluded");  // measurements the fit left out, for the reader
   const Json* compute = r.child("compute");
   if (!compute) throw InputError(path + ": compute is required but missing");
   ProfileFile file;
@@ -231,7 +276,8 @@ ProfileFile parse_profile_file(const Json& j, const std::string& path) {
     if (const Json* f = c.child("inter_node")) file.inter_node = parse_fabric_profile(*f, c.field("inter_node"));
     c.finish();
   }
-  p.sources = r.get_strings("sources", p.sources);
+  if (const Json* sources = r.child("sources")) p.sources = parse_sources(*sources, r.field("sources"));
+  if (const Json* list = r.child("not_measured")) p.not_measured = parse_not_measured(*list, r.field("not_measured"));
   r.finish();
   return file;
 }
