@@ -21,10 +21,10 @@ PROFILES = os.path.join(ROOT, "topology", "profiles")
 
 # Fitted in this order: a later accelerator takes figures its own measurements lack from an earlier one. Only the
 # A100 has published per-layer times (Korthikanti et al. Table 4); the others take from its layer fit the ratio of
-# the layers' memory efficiency to STREAM's and the overlap penalty. B200 has no STREAM figure: it takes H100's.
-ORDER = ["a100-80gb", "h100-sxm", "h200", "b200"]
+# the layers' memory efficiency to STREAM's and the overlap penalty. gb200's measurements hold B200's GEMM shape
+# fit ("fixed", read from topology/profiles/b200.json), so b200 is fitted first.
+ORDER = ["a100-80gb", "h100-sxm", "h200", "b200", "gb200"]
 LAYER_FIT = "a100-80gb"
-NO_STREAM = {"b200": "h100-sxm"}
 # Then the interference factors: intra-node compute_slowdown, comm_slowdown, inter-node compute_slowdown,
 # comm_slowdown (1.0 where not measured).
 COMPUTE_ORDER = ["gemm_peak_efficiency", "gemm_latency_s", "gemm_k_overhead", "gemm_tile", "gemm_roofline_p",
@@ -54,16 +54,20 @@ def stream_efficiency(placesim, name):
             return json.load(open(out.name))["compute"]["memory_efficiency"]
 
 
-def transfer(p, name, layer_fit, ratio, fitted):
-    """Sets the figures `name` has no measurement of from the layer fit (and, without STREAM, from NO_STREAM)."""
-    c = p["compute"]
-    if name in NO_STREAM:
-        c["memory_efficiency"] = fitted[NO_STREAM[name]]["compute"]["memory_efficiency"]
-        p["sources"].append(f"No HBM STREAM figure for {name}: memory_efficiency is the {NO_STREAM[name]} value")
+def add_source(p, label, text):
+    """Appends a citation to a profile's sources, a list or an object {label: citation}."""
+    if isinstance(p["sources"], dict):
+        p["sources"][label] = text
     else:
-        c["memory_efficiency"] = round4(c["memory_efficiency"] * ratio)
+        p["sources"].append(text)
+
+
+def transfer(p, name, layer_fit, ratio, fitted):
+    """Sets the figures `name` has no measurement of from the layer fit."""
+    c = p["compute"]
+    c["memory_efficiency"] = round4(c["memory_efficiency"] * ratio)
     c["overlap_penalty"] = layer_fit["compute"]["overlap_penalty"]
-    p["sources"].append(f"memory_efficiency and overlap_penalty transferred from the {LAYER_FIT} layer fit "
+    add_source(p, "layer-fit transfer", f"memory_efficiency and overlap_penalty transferred from the {LAYER_FIT} layer fit "
                         f"(Korthikanti Table 4): layer kernels reach {ratio:.3f} of the STREAM efficiency, and an "
                         f"overlapped collective costs {c['overlap_penalty']:.3f} of its time; no published per-layer "
                         f"times were found for this accelerator")
@@ -91,7 +95,7 @@ def main(argv):
         for scope, fabric in p.get("comm", {}).items():
             p["comm"][scope] = {k: round4(v) for k, v in fabric.items()}
         if not any(isinstance(f, dict) for f in p["compute"].get("interference", {}).values()):
-            p["sources"].append(f"No public measurement of GEMM/NCCL interference on {name} was found: overlap "
+            add_source(p, "interference", f"No public measurement of GEMM/NCCL interference on {name} was found: overlap "
                                 f"interference is off on both fabrics (overlapped communication costs nothing)")
         if name == LAYER_FIT:
             ratio = p["compute"]["memory_efficiency"] / stream_efficiency(placesim, name)
@@ -101,7 +105,7 @@ def main(argv):
         write(name, p)
     a100 = json.loads(json.dumps(fitted["a100-80gb"]))
     a100["accelerator"] = "a100-40gb"
-    a100["sources"].append("Same GA100 die and clocks as a100-80gb: the 80GB fit applies (HBM bandwidth enters "
+    add_source(a100, "same die", "Same GA100 die and clocks as a100-80gb: the 80GB fit applies (HBM bandwidth enters "
                            "through the preset's hbm_bw, 1555 GB/s)")
     write("a100-40gb", a100)
     fitted["a100-40gb"] = a100
@@ -114,12 +118,10 @@ def main(argv):
                                   "bidirectional (NVIDIA's statement to Reuters, 2022-11-08): the a100-80gb fit applies "
                                   "(NVLink enters through the cluster)"),
             ("h800", "h100-sxm", "H800 SXM5 is the H100 SXM5 die and memory with NVLink cut to 400 GB/s "
-                                 "bidirectional: the h100-sxm fit applies (NVLink enters through the cluster)"),
-            ("gb200", "b200", "GB200's GPU is the B200 die at a 1,200 W power limit instead of 1,000 W: the b200 fit "
-                              "applies to GB200's own peak (2.5 PFLOP/s dense bf16)")]:
+                                 "bidirectional: the h100-sxm fit applies (NVLink enters through the cluster)")]:
         copy = json.loads(json.dumps(fitted[base]))
         copy["accelerator"] = variant
-        copy["sources"].append(why)
+        add_source(copy, "same die", why)
         if variant in nvlink_cut and "intra_node" in copy.get("comm", {}):
             copy["comm"]["intra_node"]["name"], copy["comm"]["intra_node"]["link_bw"] = nvlink_cut[variant]
         write(variant, copy)

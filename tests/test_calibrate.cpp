@@ -307,3 +307,35 @@ TEST_CASE("GEMM points relative to another accelerator fit the efficiency ratio,
   m["gemm"][0].erase("tflops");
   CHECK_THROWS_WITH(calibrate(m, ""), Catch::Contains("relative_to needs the point as a rate"));
 }
+// The Blackwell profiles are fitted to public component measurements (topology/profiles/measurements/b200.json,
+// gb200.json): each labelled source's points are reproduced within 5 % on average, and the shipped profile is that
+// fit (the figures the file measures; memory_efficiency and overlap_penalty are the layer-fit transfer).
+TEST_CASE("Each Blackwell source is reproduced within 5 percent by the shipped profile") {
+  const std::string dir = std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/measurements";
+  for (const std::string name : {"b200", "gb200"}) {
+    const Json measured = read_json_file(dir + "/" + name + ".json");
+    const Calibration c = calibrate(measured, dir);
+    std::map<std::string, std::vector<double>> errors;
+    for (const auto& row : c.residuals) errors[row.source].push_back(std::fabs(row.error_percent()));
+    REQUIRE(errors.size() == measured["sources"].size());  // every source has points, every point a source
+    for (const auto& [source, list] : errors) {
+      INFO(name << " source " << source << ": " << list.size() << " points");
+      double mean = 0;
+      for (double e : list) mean += e / static_cast<double>(list.size());
+      CHECK(mean <= 5.0);
+    }
+    const ComputeProfile shipped = accelerator_preset(name, "test").profile;
+    const ComputeProfile& fit = c.accelerator.profile;
+    CHECK(fit.gemm_peak_efficiency == Approx(shipped.gemm_peak_efficiency).epsilon(5e-4));
+    CHECK(fit.gemm_k_overhead == Approx(shipped.gemm_k_overhead).epsilon(5e-4));
+    CHECK(fit.flash_attention_efficiency == Approx(shipped.flash_attention_efficiency).epsilon(5e-4));
+    CHECK(shipped.attention.kernel == "cudnn");
+    CHECK(!shipped.not_measured.empty());
+  }
+  // GB200's GEMM shape curve is B200's (held fixed), its efficiency its own.
+  const ComputeProfile b200 = accelerator_preset("b200", "test").profile;
+  const ComputeProfile gb200 = accelerator_preset("gb200", "test").profile;
+  CHECK(gb200.gemm_k_overhead == b200.gemm_k_overhead);
+  CHECK(gb200.gemm_roofline_p == b200.gemm_roofline_p);
+  CHECK(gb200.gemm_peak_efficiency != b200.gemm_peak_efficiency);
+}

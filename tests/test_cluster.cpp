@@ -295,10 +295,10 @@ TEST_CASE("gb200-nvl72 is one 72-GPU NVLink domain per node (GB200 NVL72 data sh
   ClusterSpec c = cluster(R"("gb200-nvl72")");
   CHECK(c.devices() == 72);
   CHECK(c.gpus_per_node == 72);
-  CHECK(c.accelerator.name == "gb200");                      // GB200's peak with the b200 profile
+  CHECK(c.accelerator.name == "gb200");                      // its own profile, B200's GEMM shape curve
   CHECK(c.accelerator.peak_bf16_flops == 2500e12);           // 360 PFLOP/s sparse per 72 GPUs, dense one half
   CHECK(c.accelerator.hbm_bytes == 189471.0 * 1024 * 1024);  // nvidia-smi's total on a GB200 (189,471 MiB)
-  CHECK(c.accelerator.profile.gemm_peak_efficiency == accelerator_preset("b200", "a").profile.gemm_peak_efficiency);
+  CHECK(c.accelerator.profile.gemm_k_overhead == accelerator_preset("b200", "a").profile.gemm_k_overhead);
   CHECK(c.nvlink_bw_Bps == 900e9);
   CHECK(c.nics_per_node == 72);
   CHECK(c.nic_bw_Bps == 50e9);
