@@ -790,3 +790,15 @@ TEST_CASE("training.fp8 is refused with fp32 training and dtype fp8 points to it
   CHECK(training_to_json(e.training)["fp8"] == true);
   CHECK_THAT(analysis_table(e, analyze(e)), Catch::Contains("FP8 linear layers (training.fp8, delayed scaling)"));
 }
+
+// training.attention_kernel=fa2 names FlashAttention-2 on every accelerator: Hopper's and Ampere's profiles measure
+// it (speed 1), Blackwell's measure cuDNN, and FlashAttention-2 runs at its ratio in the same cudnn-frontend run
+// (B200, 8k, head dimension 128: forward 399.925 / 1384.231, backward 318.004 / 994.85 TFLOP/s).
+TEST_CASE("FlashAttention-2 on Blackwell runs at its measured ratio to cuDNN, on Hopper at the profile's speed") {
+  auto pass = [](double fwd, double bwd) { return 1 / (1 / fwd + 2.5 / bwd); };
+  CHECK(kernel_speed(AttentionKernel::Fa2, "b200", 8192, 128) ==
+        Approx(pass(399.925, 318.004) / pass(1384.231, 994.85)).epsilon(1e-9));
+  CHECK(kernel_speed(AttentionKernel::Fa2, "h100-sxm", 8192, 128) == 1);
+  CHECK(kernel_speed(AttentionKernel::Fused, "b200", 8192, 128) == 1);
+  CHECK(kernel_speed(AttentionKernel::Cudnn, "b200", 8192, 128) == 1);
+}

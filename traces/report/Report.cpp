@@ -268,6 +268,9 @@ std::string attention_text(const Experiment& e) {
     case AttentionKernel::Fa3:
       return "fused attention (FlashAttention-3, at its measured speed relative to FlashAttention-2: "
              "training.attention_kernel)";
+    case AttentionKernel::Fa2:
+      return "fused attention (FlashAttention-2, at its measured speed relative to the profile's kernel: "
+             "training.attention_kernel)";
     case AttentionKernel::Fused:
       break;
   }

@@ -34,8 +34,9 @@ DType parse_dtype(const std::string& name) {
 }
 
 // Every training.attention_kernel, in the order the field's error lists them; their spellings are to_string's.
-constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::Fused, AttentionKernel::Flash1,
-                                                 AttentionKernel::Triton, AttentionKernel::Cudnn, AttentionKernel::Fa3};
+constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::Fused,  AttentionKernel::Fa2,
+                                                 AttentionKernel::Flash1, AttentionKernel::Triton,
+                                                 AttentionKernel::Cudnn,  AttentionKernel::Fa3};
 
 }  // namespace
 
@@ -210,6 +211,8 @@ std::string to_string(AttentionKernel k) {
       return "cudnn";
     case AttentionKernel::Fa3:
       return "fa3";
+    case AttentionKernel::Fa2:
+      return "fa2";
     case AttentionKernel::Fused:
       break;
   }

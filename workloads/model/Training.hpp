@@ -25,7 +25,7 @@ enum class Kernels { Fused, Compiled, Eager };
 /// MosaicML llm-foundry runs as attn_impl: triton); cudnn = cuDNN's fused attention (what Transformer Engine selects on
 /// Hopper); fa3 = FlashAttention-3 (Hopper only). Each runs at its measured speed relative to FlashAttention-2 at the
 /// same sequence length and head dimension (ComputeModel's attention_kernel_speed).
-enum class AttentionKernel { Fused, Flash1, Triton, Cudnn, Fa3 };
+enum class AttentionKernel { Fused, Flash1, Triton, Cudnn, Fa3, Fa2 };
 /// Where mixed precision keeps its fp32 master weights: in the optimizer state beside 16-bit parameters (Megatron-LM,
 /// DeepSpeed: 2 + 12 bytes per parameter with Adam), or as the parameters themselves, cast to 16 bits when used
 /// (PyTorch FSDP's MixedPrecision/MixedPrecisionPolicy: the sharded fp32 parameter is what the optimizer updates;
