@@ -1,8 +1,10 @@
 // The surprise guard of issue 14: figures outside what a real training step reaches are reported as warnings, one
 // per check, on hand-made analyses and simulated steps.
 #include <catch2/catch.hpp>
+#include <cstdio>
 
 #include "tests/Helpers.hpp"
+#include "traces/report/SimReport.hpp"
 #include "traces/report/Warnings.hpp"
 
 using namespace placesim;
@@ -139,8 +141,8 @@ TEST_CASE("FSDP under a pipeline warns when it reshards per micro-batch, not mod
 TEST_CASE("DeepSpeed's ZeRO-2/3 presets under a pipeline warn that DeepSpeed refuses them", "[warnings]") {
   auto with = [](const char* preset, int pp, const char* stack = "deepspeed-zero") {
     const Experiment e = test::experiment(std::string(R"({"model": "llama3-8b", "training": {"global_batch": 8},
-        "stack": ")") + stack + R"(", "strategy": {"preset": ")" + preset +
-                                          R"(", "dp": 2, "pp": )" + std::to_string(pp) + "}}");
+        "stack": ")") + stack + R"(", "strategy": {"preset": ")" +
+                                          preset + R"(", "dp": 2, "pp": )" + std::to_string(pp) + "}}");
     return analysis_warnings(e, analyze(e), nullptr);
   };
   for (const char* preset : {"zero2", "zero3", "zero-offload"}) {
@@ -182,4 +184,33 @@ TEST_CASE("PyTorch's context parallelism at cp >= 2 warns that its step time is 
   CHECK(with("fsdp", 4, "all-gather", R"(, "cp_impl": "te")").empty());
   CHECK(with("megatron-core", 4, "all-gather", "").empty());  // TransformerEngine's fused kernels
   CHECK(with("megatron-core", 4, "all-gather", R"(, "cp_impl": "pytorch")").size() == 1);
+}
+
+// Overlap interference a profile does not measure (Blackwell) is free there and charged on H100: the warning puts a
+// number on the tilt, H100's factors inside a node applied to the compute that overlaps communication and to that
+// communication. Hand-made: compute busy [0, 0.6] s, a tensor-parallel collective [0.4, 0.8] s: 0.2 s overlap of a
+// 1 s step.
+TEST_CASE("an accelerator without measured interference is warned about, with H100's charge on its overlap",
+          "[warnings]") {
+  SimulatedStep s = quiet_step();
+  DeviceStats d;
+  d.busy[static_cast<std::size_t>(Stream::Compute)].add(0, 0.6);
+  d.busy[static_cast<std::size_t>(Stream::TpComm)].add(0.4, 0.8);
+  d.busy[static_cast<std::size_t>(Stream::H2D)].add(0, 1);  // host copies are not NCCL: no interference
+  CHECK(d.overlapped_compute_s() == Approx(0.2).epsilon(1e-12));
+  s.result.devices = {d};
+  s.cluster.accelerator = accelerator_preset("b200", "test");
+  const OverlapInterference h100 = accelerator_preset("h100-sxm", "test").profile.intra_node_interference;
+  REQUIRE(h100.active());
+  const double charge = 100 * ((h100.compute_slowdown - 1) + (h100.comm_slowdown - 1)) * 0.2 / 1.0;
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "by up to %.3g %%", charge);
+  const auto w = simulation_warnings(s);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].rfind("overlap interference not measured on b200: overlap is free here, comparisons with h100-sxm", 0) ==
+        0);
+  CHECK_THAT(w[0], Catch::Contains(expected));
+  // A100's interference is measured (NVIDIA/nccl issue 1428): no warning.
+  s.cluster.accelerator = accelerator_preset("a100-80gb", "test");
+  CHECK(simulation_warnings(s).empty());
 }

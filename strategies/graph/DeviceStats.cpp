@@ -80,4 +80,14 @@ double DeviceStats::exposed_communication_s() const {
   return uncovered(interval_union(comm), interval_union({&busy[static_cast<std::size_t>(Stream::Compute)]}));
 }
 
+double DeviceStats::overlapped_compute_s() const {
+  std::vector<const IntervalSet*> comm;
+  for (Stream s : {Stream::TpComm, Stream::DpComm, Stream::DpGather, Stream::PpSend, Stream::CpComm, Stream::EpComm})
+    comm.push_back(&busy[static_cast<std::size_t>(s)]);
+  const auto compute = interval_union({&busy[static_cast<std::size_t>(Stream::Compute)]});
+  double total = 0;
+  for (const auto& [start, end] : compute) total += end - start;
+  return total - uncovered(compute, interval_union(comm));
+}
+
 }  // namespace placesim

@@ -47,6 +47,9 @@ struct DeviceStats {
   void apply(State state, double delta, bool buffer);
   /// Communication time not hidden behind compute.
   double exposed_communication_s() const;
+  /// Compute time during which this device's collectives or point-to-point transfers run (where overlap
+  /// interference applies; host copies excluded).
+  double overlapped_compute_s() const;
   double busy_s(Stream s) const { return busy[static_cast<std::size_t>(s)].total(); }
 };
 

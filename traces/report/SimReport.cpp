@@ -211,6 +211,9 @@ Json simulation_json(const SimulatedStep& s) {
   if (s.experiment.model.moe()) out["experts"] = experts_sim_json(s);
   out["interval"] = interval_json(prediction_interval(s.experiment, s.cluster.accelerator, f.step_time_s));
   out["memory_headroom"] = headroom_json(memory_headroom(s.experiment, f.max.peak_total));
+  // What the accelerator's profile has no public measurement of, and how it is costed instead.
+  if (!s.cluster.accelerator.profile.not_measured.empty())
+    out["not_measured"] = not_measured_to_json(s.cluster.accelerator.profile.not_measured);
   return out;
 }
 
@@ -459,6 +462,8 @@ std::string simulation_summary(const SimulatedStep& s) {
          (s.result.spanning_interference.empty() ? "; across nodes: " : "; across nodes (NIC hops): ") +
          interference_text(profile.inter_node_interference) + spanning_text(s.result) + "; compute time lost " +
          format_seconds(max_interference_s(s.result)) + " (most of any GPU)\n";
+  for (const NotMeasured& n : profile.not_measured)
+    out += "  not measured on " + acc.name + ": " + n.component + " - " + n.treatment + "\n";
   if (!s.experiment.model.opaque()) out += "  kernels: " + kernels_text(s.experiment) + "\n";
   const AttentionData& attention = profile.attention;
   if (!s.experiment.model.opaque())

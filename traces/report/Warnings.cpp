@@ -1,5 +1,6 @@
 #include "traces/report/Warnings.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -70,6 +71,35 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
   return w;
 }
 
+namespace {
+
+// A profile without measured overlap interference that names an accelerator to compare with: overlap is free here
+// and charged there, so a comparison favours this one by up to the charge that accelerator's factors inside a node
+// would add to the compute that overlaps communication (the most of any device) and to that communication.
+void interference_absence(const SimulatedStep& s, std::vector<std::string>& w) {
+  const AcceleratorSpec& acc = s.cluster.accelerator;
+  const ComputeProfile& p = acc.profile;
+  if (p.intra_node_interference.active() || p.inter_node_interference.active() || !(s.figures.step_time_s > 0)) return;
+  double overlap = 0;
+  for (const DeviceStats& d : s.result.devices) overlap = std::max(overlap, d.overlapped_compute_s());
+  for (const NotMeasured& n : p.not_measured) {
+    if (n.compare_with.empty()) continue;
+    const OverlapInterference i =
+        accelerator_preset(n.compare_with, "not_measured.compare_with").profile.intra_node_interference;
+    const double charge = ((i.compute_slowdown - 1) + (i.comm_slowdown - 1)) * overlap;
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "%.3g %% (%s's factors inside a node, compute x%.3g and communication x%.3g, on %s",
+                  100 * charge / s.figures.step_time_s, n.compare_with.c_str(), i.compute_slowdown, i.comm_slowdown,
+                  format_seconds(overlap).c_str());
+    w.push_back(n.component + " not measured on " + acc.name + ": overlap is free here, comparisons with " +
+                n.compare_with + " favour " + acc.name + " by up to " + text +
+                " of compute overlapping communication per step)");
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> simulation_warnings(const SimulatedStep& s, const WarningLimits& limits) {
   std::vector<std::string> w = analysis_warnings(s.experiment, s.analysis, &s.cluster, limits);
   const SimFigures& f = s.figures;
@@ -98,6 +128,7 @@ std::vector<std::string> simulation_warnings(const SimulatedStep& s, const Warni
   if (device > 0 && f.max.peak_total > device)
     w.push_back("simulated peak memory " + format_bytes(f.max.peak_total) + " is over device memory " +
                 format_bytes(device));
+  interference_absence(s, w);
   return w;
 }
 
