@@ -104,14 +104,10 @@ TEST_CASE("cluster_to_json echoes SI numbers that parse back to the same cluster
 
 TEST_CASE("the preset list names every cluster preset") {
   auto list = cluster_preset_list();
-  REQUIRE(list.size() == 7);
-  CHECK(list[0].first == "dgx-a100");
-  CHECK(list[1].first == "dgx-b200");
-  CHECK(list[2].first == "dgx-h100");
-  CHECK(list[3].first == "gb200-nvl72");
-  CHECK(list[4].first == "hgx-a800");
-  CHECK(list[5].first == "hgx-h800");
-  CHECK(list[6].first == "selene");
+  REQUIRE(list.size() == 9);
+  const char* names[] = {"dgx-a100",    "dgx-b200", "dgx-h100", "dgx-h200", "gb200-nvl36",
+                         "gb200-nvl72", "hgx-a800", "hgx-h800", "selene"};
+  for (std::size_t i = 0; i < list.size(); ++i) CHECK(list[i].first == names[i]);
   for (const auto& [name, description] : list) CHECK_NOTHROW(parse_cluster(Json(name)));
 }
 
@@ -289,6 +285,20 @@ TEST_CASE("dgx-b200 is 8 B200 on NVLink5 with 400 Gb/s rails (DGX B200 data shee
   CHECK(c.host_flops == 2 * 56 * 2.1e9 * 64 / 8);  // 1.8816e12: dual Xeon Platinum 8570, per GPU
   CHECK(c.comm.intra_node.name == "nvlink5");
   CHECK(c.comm.inter_node.name == "ib-ndr");
+}
+
+// NVL36: 9 compute trays of 4 GPUs share one NVLink domain; a tensor-parallel group of 16 stays inside it.
+TEST_CASE("gb200-nvl36 is one 36-GPU NVLink domain per node, dgx-h200 the DGX H100 node with H200") {
+  ClusterSpec c = cluster(R"({"preset": "gb200-nvl36", "nodes": 2})");
+  CHECK(c.devices() == 72);
+  CHECK(c.gpus_per_node == 36);
+  CHECK(c.nics_per_node == 36);
+  CHECK(c.accelerator.name == "gb200");
+  CHECK(c.nvlink_bw_Bps == 900e9);
+  ClusterSpec h = cluster(R"("dgx-h200")");
+  CHECK(h.accelerator.name == "h200");
+  CHECK(h.accelerator.hbm_bw_Bps == 4.8e12);  // DGX H200 data sheet: 4.8 TB/s per GPU
+  CHECK(h.nvlink_bw_Bps == 450e9);
 }
 
 TEST_CASE("gb200-nvl72 is one 72-GPU NVLink domain per node (GB200 NVL72 data sheet)") {

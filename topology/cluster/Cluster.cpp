@@ -80,10 +80,9 @@ ClusterSpec dgx_b200() {
 // 900 GB/s per direction, 130 TB/s in all), so one node here is one rack of 72 GPUs. Each GB200 superchip joins one
 // Grace to two GPUs over NVLink-C2C (900 GB/s bidirectional): 450 GB/s per direction shared by two GPUs = 225 GB/s per
 // GPU to the host. Host per Grace: up to 480 GB LPDDR5X at up to 512 GB/s, 72 Neoverse V2 cores. One ConnectX-7
-// 400 Gb/s NIC per GPU (4 per compute tray). No GB200 compute profile exists: the GPUs are modelled by the b200
-// profile (GB200's GPUs run at a higher power limit and have 186 GB of HBM3e, so this under-states them slightly).
+// 400 Gb/s NIC per GPU (4 per compute tray). The GPUs are the gb200 preset, fitted to GB200 component measurements.
 // Assumptions, not data-sheet numbers: Grace at 3.1 GHz x 32 FP32 FLOP/cycle/core (four 128-bit FMA pipes); NVMe,
-// switches and latencies as for dgx-b200. The GPUs are the gb200 preset (the b200 profile on GB200's own peak).
+// switches and latencies as for dgx-b200.
 ClusterSpec gb200_nvl72() {
   ClusterSpec c = dgx_b200();
   c.name = "gb200-nvl72";
@@ -94,6 +93,28 @@ ClusterSpec gb200_nvl72() {
   c.host_flops = 36 * 72 * 3.1e9 * 32 / 72;
   c.host_memory_bytes = 36 * 480e9;
   c.host_memory_bw_Bps = 36 * 512e9;
+  return c;
+}
+
+// GB200 NVL36: half the rack's compute trays (9 trays x 4 GPUs) in one NVLink5 domain of 36 GPUs, each GPU as in
+// gb200-nvl72 (NVL36x2 joins two such racks by InfiniBand here: one node per 36-GPU domain).
+ClusterSpec gb200_nvl36() {
+  ClusterSpec c = gb200_nvl72();
+  c.name = "gb200-nvl36";
+  c.gpus_per_node = 36;
+  c.nics_per_node = 36;
+  c.host_flops = 18 * 72 * 3.1e9 * 32 / 36;
+  c.host_memory_bytes = 18 * 480e9;
+  c.host_memory_bw_Bps = 18 * 512e9;
+  return c;
+}
+
+// DGX H200 (NVIDIA DGX H200 data sheet): the DGX H100 node with H200 GPUs (141 GB HBM3e, 4.8 TB/s); NVLink4, NICs,
+// host and switches as dgx-h100.
+ClusterSpec dgx_h200() {
+  ClusterSpec c = dgx_h100();
+  c.name = "dgx-h200";
+  c.accelerator = accelerator_preset("h200", "cluster.accelerator");
   return c;
 }
 
@@ -141,8 +162,12 @@ const std::map<std::string, Preset>& presets() {
       {"dgx-b200", {dgx_b200, "NVIDIA DGX B200 nodes: 8x B200, NVLink5 900 GB/s, 8x NDR 400 Gb/s rails (1 node)"}},
       {"gb200-nvl72",
        {gb200_nvl72,
-        "NVIDIA GB200 NVL72 racks: 72 GB200 GPUs in one NVLink5 domain, 900 GB/s, 72x NDR 400 Gb/s rails (1 rack); "
-        "the b200 profile on GB200's peak (no GB200 measurements exist)"}},
+        "NVIDIA GB200 NVL72 racks: 72 GB200 GPUs in one NVLink5 domain, 900 GB/s, 72x NDR 400 Gb/s rails (1 rack)"}},
+      {"gb200-nvl36",
+       {gb200_nvl36,
+        "NVIDIA GB200 NVL36: 36 GB200 GPUs in one NVLink5 domain, 900 GB/s, 36x NDR 400 Gb/s rails (1 domain)"}},
+      {"dgx-h200",
+       {dgx_h200, "NVIDIA DGX H200 nodes: 8x H200 141GB, NVLink4 450 GB/s, 8x NDR 400 Gb/s rails (1 node)"}},
       {"hgx-a800",
        {hgx_a800, "HGX A800 nodes: 8x A800 80GB, NVLink 200 GB/s per direction, 8x HDR 200 Gb/s rails (1 node)"}},
       {"hgx-h800",
