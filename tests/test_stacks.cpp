@@ -10,7 +10,10 @@
 #include "Helpers.hpp"
 #include "strategies/placement/Condition.hpp"
 #include "strategies/placement/Presets.hpp"
+#include "topology/cluster/Cluster.hpp"
+#include "topology/hardware/Accelerator.hpp"
 #include "traces/report/StackReport.hpp"
+#include "workloads/json/Embedded.hpp"
 #include "workloads/stack/Stack.hpp"
 
 using namespace placesim;
@@ -26,16 +29,27 @@ Experiment with(const std::string& training_extra, const std::string& strategy, 
 /// Every (file, name) where code compares a string literal that is a preset or stack name: `== "name"`, `"name" ==`,
 /// `!=` alike. The preset "dp" is also the data axis's word ("dp0" in --trace-devices, "dp > 1" in a condition):
 /// a comparison with it counts when its line speaks of a preset or a stack.
+// The lines of `files` that compare a string literal naming one of `names`: == or != beside it, or a prefix test on
+// it (starts_with, rfind, find). Each quoted occurrence is found by a plain search and only its line is matched. Mesh
+// axis words ("dp", "tp") are spelt by parsers too: a line comparing one counts only when it mentions a preset or
+// stack.
 std::vector<std::string> name_comparisons(const std::vector<std::pair<std::string, std::string>>& files,
                                           const std::vector<std::string>& names) {
+  static const std::regex equal_before(R"re((==|!=)\s*"[^"]*"$)re"), equal_after(R"re(^"[^"]*"\s*(==|!=))re"),
+      prefix(R"re((starts_with|rfind|find)\(\s*"[^"]*"$)re");
   std::vector<std::string> out;
   for (const auto& [file, text] : files)
     for (const std::string& name : names) {
-      const std::string quoted = "\"" + std::regex_replace(name, std::regex(R"([.+])"), R"(\$&)") + "\"";
-      const std::regex compared("[^\n]*((==|!=)\\s*" + quoted + "|" + quoted + "\\s*(==|!=))[^\n]*");
+      const std::string quoted = "\"" + name + "\"";
       const bool axis_word = mesh_degree(StrategySpec{}, name) >= 0;
-      for (auto it = std::sregex_iterator(text.begin(), text.end(), compared); it != std::sregex_iterator(); ++it) {
-        const std::string line = it->str();
+      for (std::size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 1)) {
+        const std::size_t begin = text.rfind('\n', at) + 1, stop = text.find('\n', at);
+        const std::string line = text.substr(begin, stop == std::string::npos ? std::string::npos : stop - begin);
+        const std::size_t col = at - begin;
+        const std::string before = line.substr(0, col + quoted.size()), after = line.substr(col);
+        if (!std::regex_search(before, equal_before) && !std::regex_search(after, equal_after) &&
+            !std::regex_search(before, prefix))
+          continue;
         if (axis_word && line.find("preset") == std::string::npos && line.find("stack") == std::string::npos) continue;
         out.push_back(file + " compares \"" + name + "\": " + line);
       }
@@ -43,9 +57,15 @@ std::vector<std::string> name_comparisons(const std::vector<std::pair<std::strin
   return out;
 }
 
+// Every name the data files define: stacks, strategy presets, accelerators (their profiles), fabrics and cluster
+// presets.
 std::vector<std::string> preset_and_stack_names() {
   std::vector<std::string> names = builtin_stack_names();
   for (const auto& [name, preset] : strategy_presets()) names.push_back(name);
+  for (const std::string& name : builtin_profile_names()) names.push_back(name);
+  for (const auto& [name, description] : cluster_preset_list()) names.push_back(name);
+  for (const std::string& path : embedded_folder("topology/hardware/fabrics"))
+    names.push_back(std::filesystem::path(path).stem().string());
   return names;
 }
 
@@ -212,6 +232,11 @@ TEST_CASE("No code outside the loaders compares a preset or stack name") {
   CHECK(name_comparisons({{"a.cpp", R"(if (s.preset == "dp") x();)"}}, names).size() == 1);
   CHECK(name_comparisons({{"a.cpp", R"(const char* kDefault = "megatron-lm-2022";)"}}, names).empty());
   CHECK(name_comparisons({{"a.cpp", R"(if (word == "dp") return Axis::Dp;)"}}, names).empty());
+  // Hardware names, and prefix tests on them.
+  CHECK(name_comparisons({{"a.cpp", R"(if (acc.name == "b200") x();)"}}, names).size() == 1);
+  CHECK(name_comparisons({{"a.cpp", R"(if (acc.name.rfind("h100-sxm", 0) == 0) x();)"}}, names).size() == 1);
+  CHECK(name_comparisons({{"a.cpp", R"(if (c.name.starts_with("gb200-nvl72")) x();)"}}, names).size() == 1);
+  CHECK(name_comparisons({{"a.cpp", R"(accelerator_preset("b200", "field");)"}}, names).empty());
 }
 
 TEST_CASE("placesim stacks lists the stacks and shows one with its sources; --stack selects one") {
