@@ -138,3 +138,28 @@ TEST_CASE("A ring's node crossings leave on every rail the group holds there, as
   Fabric shared(tiny(2, 4, 2, "rail-optimized", 1));
   CHECK(shared.ring_channels({0, 1, 2, 3, 4, 5, 6, 7})[3] == Transfers{{0, 4}, {2, 6}});
 }
+
+// An NVL72 rack is one NVLink domain: a tensor-parallel group of 16 GPUs in it (four compute trays) rings over NVLink
+// alone, every hop at one GPU's NVLink5 bandwidth (900 GB/s per direction), while the same group on DGX B200 nodes
+// leaves each 8-GPU node by its 400 Gb/s NICs (50 GB/s each).
+TEST_CASE("a TP 16 group inside a GB200 NVL72 rack rings over NVLink, on DGX B200 nodes over NICs") {
+  std::vector<int> tp16(16);
+  for (int i = 0; i < 16; ++i) tp16[static_cast<std::size_t>(i)] = i;
+  Fabric rack(parse_cluster(Json{{"preset", "gb200-nvl72"}, {"nodes", 2}}));
+  for (const auto& hop : rack.ring_channels(tp16))
+    for (auto [from, to] : hop)
+      for (const Hop& h : rack.route(from, to)) {
+        CHECK(h.link.kind == LinkKind::NvLink);
+        CHECK(rack.link(h.link).bw_Bps == 900e9);
+      }
+  Fabric dgx(parse_cluster(Json{{"preset", "dgx-b200"}, {"nodes", 2}}));
+  int nic_hops = 0;
+  for (const auto& hop : dgx.ring_channels(tp16))
+    for (auto [from, to] : hop)
+      for (const Hop& h : dgx.route(from, to))
+        if (h.link.kind == LinkKind::Nic) {
+          ++nic_hops;
+          CHECK(dgx.link(h.link).bw_Bps == 50e9);
+        }
+  CHECK(nic_hops == 2 * 2 * 8);  // the two hops across nodes, each split over the 8 rails, a NIC at each end
+}
