@@ -17,8 +17,9 @@ namespace {
 namespace s4u = simgrid::s4u;
 using Direction = s4u::LinkInRoute::Direction;
 
-constexpr std::array<LinkKind, 5> kLinkKinds = {LinkKind::NvLink, LinkKind::Pcie, LinkKind::Nic, LinkKind::LeafUplink,
-                                                LinkKind::SpinePort};
+constexpr std::array<LinkKind, 8> kLinkKinds = {LinkKind::NvLink,     LinkKind::Pcie,      LinkKind::Nic,
+                                                LinkKind::LeafUplink, LinkKind::SpinePort, LinkKind::MeshLink,
+                                                LinkKind::PcieSwitch, LinkKind::NumaLink};
 
 // Creates each link the first time a route crosses it, so that NICs and uplinks no declared pair uses cost nothing.
 class Links {
@@ -131,7 +132,10 @@ std::vector<Hop> mirrored_route(const Fabric& fabric, const Folding& folding, co
                                                                     : (rep_node - node) * c.nics_per_node / down;
         break;
       case LinkKind::Pcie:
-        throw std::logic_error("mirrored_route: a GPU-to-GPU route crosses PCIe");
+      case LinkKind::MeshLink:
+      case LinkKind::PcieSwitch:
+      case LinkKind::NumaLink:
+        throw std::logic_error("mirrored_route: a route across nodes crosses a link inside a node");
     }
   }
   return hops;

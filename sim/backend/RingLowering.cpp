@@ -149,7 +149,9 @@ CollectivePlan Runner::plan(const Collective& c) {
                                                                 : CollectiveKind::ReduceScatter;
   FabricProfile fabric;  // default: one protocol, the links' own
   if (c_.comm_model == CommModel::Nccl) fabric = ring.one_node ? c_.comm.intra_node : c_.comm.inter_node;
-  const bool nvls = ring.one_node && fabric.has_nvls() && kind == CollectiveKind::AllReduce;
+  // NVLink SHARP runs in the NVSwitch: a mesh or PCIe node has none.
+  const bool nvls = ring.one_node && fabric.has_nvls() && kind == CollectiveKind::AllReduce &&
+                    c_.node_links.kind == NodeLinks::NvSwitch;
   CollectivePlan p =
       plan_collective(kind, nvls ? CollectiveAlgorithm::Nvls : CollectiveAlgorithm::Ring, bytes, n, fabric, ring.hop);
   p.time_s *= c.repeat;

@@ -1,5 +1,6 @@
 #include "topology/cluster/Cluster.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <optional>
@@ -183,6 +184,82 @@ ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
   refuse_name(field, name, "a known cluster", names_of(presets()), known_names(names_of(presets())));
 }
 
+// "node_links": {"kind": "nvswitch"} (the default), {"kind": "mesh", "link_bw", "pairs": [[a, b, links], ...] or
+// "full": links} or {"kind": "pcie", "gpus_per_switch", "switch_bw", "numa_domains"?, "numa_bw"?}.
+void read_node_links(ObjectReader& parent, ClusterSpec& c) {
+  const Json* value = parent.child("node_links");
+  if (!value) return;
+  ObjectReader r(*value, parent.field("node_links"));
+  NodeShape n;
+  const std::string kind = r.get_choice("kind", {"nvswitch", "mesh", "pcie"}, "");
+  if (kind.empty()) throw InputError(r.field("kind") + " is required: nvswitch, mesh or pcie");
+  n.kind = kind == "mesh" ? NodeLinks::Mesh : kind == "pcie" ? NodeLinks::Pcie : NodeLinks::NvSwitch;
+  if (n.kind == NodeLinks::Mesh) {
+    // Point-to-point links between every pair: machines hold up to 8 GPUs so; 64 bounds the pair table.
+    if (c.gpus_per_node > 64)
+      throw InputError(r.path() + ": a mesh of cluster.gpus_per_node=" + std::to_string(c.gpus_per_node) +
+                       " GPUs has too many pairs; a mesh node holds at most 64");
+    n.link_bw_Bps = r.get_positive("link_bw", 0, parse_bandwidth);
+    if (!(n.link_bw_Bps > 0)) throw InputError(r.field("link_bw") + " is required for a mesh: one link's bandwidth");
+    if (r.has("full") == r.has("pairs"))
+      throw InputError(r.path() + " needs exactly one of full (links between every pair) and pairs ([a, b, links])");
+    if (r.has("full")) {
+      const int links = static_cast<int>(r.get_int_in("full", 1, 1));
+      for (int a = 0; a < c.gpus_per_node; ++a)
+        for (int b = a + 1; b < c.gpus_per_node; ++b) n.pairs.push_back({a, b, links});
+    } else {
+      const Json& list = *r.child("pairs");
+      if (!list.is_array()) throw InputError(r.field("pairs") + " must be a list of [a, b, links]");
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string at = r.field("pairs") + "[" + std::to_string(i) + "]";
+        const Json& p = list[i];
+        if (!p.is_array() || p.size() != 3 ||
+            !std::all_of(p.begin(), p.end(), [](const Json& x) { return x.is_number_integer(); }))
+          throw InputError(at + "=" + show(p) + " must be [a, b, links]: two local GPU indices and a link count");
+        const int a = p[0].get<int>(), b = p[1].get<int>(), links = p[2].get<int>();
+        if (a < 0 || b < 0 || a >= c.gpus_per_node || b >= c.gpus_per_node || a == b || links < 1)
+          throw InputError(at + "=" + show(p) + " must join two different GPUs of 0.." +
+                           std::to_string(c.gpus_per_node - 1) + " by at least one link");
+        if (n.links(a, b) > 0) throw InputError(at + "=" + show(p) + " repeats the pair");
+        n.pairs.push_back({std::min(a, b), std::max(a, b), links});
+      }
+    }
+  } else if (n.kind == NodeLinks::Pcie) {
+    n.gpus_per_switch = static_cast<int>(r.get_int_in("gpus_per_switch", c.gpus_per_node, 1));
+    r.check(c.gpus_per_node % n.gpus_per_switch == 0, "gpus_per_switch",
+            "must divide cluster.gpus_per_node=" + std::to_string(c.gpus_per_node));
+    n.switch_bw_Bps = r.get_positive("switch_bw", c.pcie_bw_Bps, parse_bandwidth);
+    n.numa_domains = static_cast<int>(r.get_int_in("numa_domains", 1, 1));
+    const int switches = c.gpus_per_node / n.gpus_per_switch;
+    r.check(n.numa_domains <= 2 && switches % n.numa_domains == 0, "numa_domains",
+            "must be 1 or 2 and divide the node's " + std::to_string(switches) + " PCIe switches");
+    if (n.numa_domains == 2) {
+      n.numa_bw_Bps = r.get_positive("numa_bw", 0, parse_bandwidth);
+      if (!(n.numa_bw_Bps > 0))
+        throw InputError(r.field("numa_bw") + " is required with two NUMA domains: the CPUs' link to each other");
+    }
+  }
+  r.finish();
+  c.node_links = n;
+}
+
+Json node_links_to_json(const NodeShape& n) {
+  if (n.kind == NodeLinks::Mesh) {
+    Json pairs = Json::array();
+    for (const auto& p : n.pairs) pairs.push_back(Json::array({p[0], p[1], p[2]}));
+    return Json{{"kind", "mesh"}, {"link_bw", n.link_bw_Bps}, {"pairs", pairs}};
+  }
+  if (n.kind == NodeLinks::Pcie) {
+    Json j{{"kind", "pcie"},
+           {"gpus_per_switch", n.gpus_per_switch},
+           {"switch_bw", n.switch_bw_Bps},
+           {"numa_domains", n.numa_domains}};
+    if (n.numa_domains == 2) j["numa_bw"] = n.numa_bw_Bps;
+    return j;
+  }
+  return Json{{"kind", "nvswitch"}};
+}
+
 void read_node(ObjectReader& r, ClusterSpec& c) {
   c.nodes = r.get_int_in("nodes", c.nodes, 1);
   c.gpus_per_node = r.get_int_in("gpus_per_node", c.gpus_per_node, 1);
@@ -345,6 +422,7 @@ ClusterSpec parse_cluster(const Json& value) {
   else if (!from_preset)
     throw InputError("cluster.accelerator is required when cluster.preset is not given");
   read_node(r, c);
+  read_node_links(r, c);
   read_network(r, c);
   read_simgrid_config(r, c);
   c.comm_model = r.get_choice("comm_model", {"nccl", "links"}, to_string(c.comm_model)) == "links" ? CommModel::Links
@@ -372,6 +450,9 @@ ClusterSpec simulated_network(const ClusterSpec& c) {
   n.nvlink_bw_Bps = c.nvlink_bw_Bps * intra.bus_efficiency;
   n.nvlink_latency_s = intra.step_latency_s / 2;  // a GPU-to-GPU route crosses two NVLink links
   n.nic_bw_Bps = c.nic_bw_Bps * inter.bus_efficiency;
+  // A mesh's links run NCCL's (RCCL's) rings like NVSwitch ports: the same bus efficiency. PCIe keeps its raw
+  // figures (host copies use it too).
+  n.node_links.link_bw_Bps = c.node_links.link_bw_Bps * intra.bus_efficiency;
   n.nic_latency_s = std::max(0.0, (inter.step_latency_s - c.switch_latency_s) / 2);  // same-leaf route = one step
   return n;
 }
@@ -406,31 +487,40 @@ Json cluster_to_json(const ClusterSpec& c) {
   Json config = Json::object();
   for (const auto& [key, value] : c.simgrid_config) config[key] = value;
   // Same keys as the input, in SI units, so that parse_cluster(cluster_to_json(c)) gives c back.
-  return Json{{"name", c.name},
-              {"accelerator", accelerator},
-              {"nodes", c.nodes},
-              {"gpus_per_node", c.gpus_per_node},
-              {"nvlink_bw", c.nvlink_bw_Bps},
-              {"nvlink_latency", c.nvlink_latency_s},
-              {"pcie_bw", c.pcie_bw_Bps},
-              {"pcie_latency", c.pcie_latency_s},
-              {"host_flops", c.host_flops},
-              {"host_memory", c.host_memory_bytes},
-              {"nvme_read_bw", c.nvme_read_Bps},
-              {"nvme_write_bw", c.nvme_write_Bps},
-              {"nics_per_node", c.nics_per_node},
-              {"nic_bw", c.nic_bw_Bps},
-              {"nic_latency", c.nic_latency_s},
-              {"fabric", to_string(c.fabric)},
-              {"switch_radix", c.switch_radix},
-              {"oversubscription", c.oversubscription},
-              {"switch_latency", c.switch_latency_s},
-              {"host_memory_bw", c.host_memory_bw_Bps},
-              {"simgrid_config", config},
-              {"comm_model", to_string(c.comm_model)},
-              {"comm",
-               {{"intra_node", fabric_profile_to_json(c.comm.intra_node)},
-                {"inter_node", fabric_profile_to_json(c.comm.inter_node)}}}};
+  Json out{{"name", c.name},
+           {"accelerator", accelerator},
+           {"nodes", c.nodes},
+           {"gpus_per_node", c.gpus_per_node},
+           {"nvlink_bw", c.nvlink_bw_Bps},
+           {"nvlink_latency", c.nvlink_latency_s},
+           {"pcie_bw", c.pcie_bw_Bps},
+           {"pcie_latency", c.pcie_latency_s},
+           {"host_flops", c.host_flops},
+           {"host_memory", c.host_memory_bytes},
+           {"nvme_read_bw", c.nvme_read_Bps},
+           {"nvme_write_bw", c.nvme_write_Bps},
+           {"nics_per_node", c.nics_per_node},
+           {"nic_bw", c.nic_bw_Bps},
+           {"nic_latency", c.nic_latency_s},
+           {"fabric", to_string(c.fabric)},
+           {"switch_radix", c.switch_radix},
+           {"oversubscription", c.oversubscription},
+           {"switch_latency", c.switch_latency_s},
+           {"host_memory_bw", c.host_memory_bw_Bps},
+           {"simgrid_config", config},
+           {"comm_model", to_string(c.comm_model)},
+           {"comm",
+            {{"intra_node", fabric_profile_to_json(c.comm.intra_node)},
+             {"inter_node", fabric_profile_to_json(c.comm.inter_node)}}}};
+  if (c.node_links.kind != NodeLinks::NvSwitch) out["node_links"] = node_links_to_json(c.node_links);
+  return out;
+}
+
+int NodeShape::links(int a, int b) const {
+  const int lo = std::min(a, b), hi = std::max(a, b);
+  for (const auto& p : pairs)
+    if (p[0] == lo && p[1] == hi) return p[2];
+  return 0;
 }
 
 }  // namespace placesim

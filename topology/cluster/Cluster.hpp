@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,6 +22,28 @@ enum class CommModel { Nccl, Links };
 ///
 ///   node: gpu0..gpuN-1 --NVLink--> NVSwitch      gpu_i --PCIe--> host CPU / host memory / NVMe
 ///         gpu_i --> NIC (rail i, or a shared NIC) --> leaf switch --> spine (oversubscribed fat-tree)
+/// How a node's GPUs reach each other: through NVSwitch (every pair at each GPU's nvlink_bw), over direct links
+/// between some pairs (an NVLink or Infinity Fabric mesh, NVLink bridges), or over PCIe alone.
+enum class NodeLinks { NvSwitch, Mesh, Pcie };
+
+/// The node's GPU-to-GPU links when they are not an NVSwitch ("node_links").
+struct NodeShape {
+  NodeLinks kind = NodeLinks::NvSwitch;
+  /// mesh: {a, b, links} for local GPUs a < b joined by `links` links of link_bw_Bps each (per direction); a pair
+  /// without links talks over the two GPUs' PCIe links through the host.
+  std::vector<std::array<int, 3>> pairs;
+  double link_bw_Bps = 0;
+  /// pcie: GPUs per PCIe switch (GPUs under one switch talk peer to peer over their own links), each switch's
+  /// uplink to its CPU, and, with two NUMA domains, the CPUs' link to each other.
+  int gpus_per_switch = 0;
+  double switch_bw_Bps = 0;
+  int numa_domains = 1;
+  double numa_bw_Bps = 0;
+
+  /// Links between local GPUs a and b of a mesh (0: none).
+  int links(int a, int b) const;
+};
+
 struct ClusterSpec {
   std::string name = "custom";
   AcceleratorSpec accelerator;
@@ -33,6 +56,7 @@ struct ClusterSpec {
   // Each GPU's PCIe link to its host, per direction.
   double pcie_bw_Bps = 25e9;
   double pcie_latency_s = 2e-6;
+  NodeShape node_links;               ///< NVSwitch unless given
   double host_flops = 1e12;           ///< CPU FLOP/s available to one GPU's offloaded optimizer step
   double host_memory_bytes = 1e12;    ///< per node
   double host_memory_bw_Bps = 200e9;  ///< per node, for the host optimizer step

@@ -45,8 +45,24 @@ int Fabric::link_count(LinkKind kind) const {
       return shared_uplinks ? leaves() : 0;
     case LinkKind::SpinePort:
       return shared_uplinks ? 0 : cluster_.nodes * cluster_.nics_per_node;
+    case LinkKind::MeshLink:
+      return cluster_.node_links.kind == NodeLinks::Mesh
+                 ? cluster_.nodes * cluster_.gpus_per_node * (cluster_.gpus_per_node - 1) / 2
+                 : 0;
+    case LinkKind::PcieSwitch:
+      return cluster_.node_links.kind == NodeLinks::Pcie
+                 ? cluster_.nodes * (cluster_.gpus_per_node / cluster_.node_links.gpus_per_switch)
+                 : 0;
+    case LinkKind::NumaLink:
+      return cluster_.node_links.kind == NodeLinks::Pcie && cluster_.node_links.numa_domains == 2 ? cluster_.nodes : 0;
   }
   return 0;
+}
+
+// Local GPUs a < b of a node: their pair's position in (0,1), (0,2), ..., (1,2), ...
+int Fabric::pair_index(int a, int b) const {
+  const int g = cluster_.gpus_per_node;
+  return a * g - a * (a + 1) / 2 + (b - a - 1);
 }
 
 LinkParams Fabric::link(LinkId id) const {
@@ -66,6 +82,20 @@ LinkParams Fabric::link(LinkId id) const {
       return {"uplink-" + n, nics_on_leaf(id.index) * c.nic_bw_Bps / c.oversubscription, c.switch_latency_s};
     case LinkKind::SpinePort:
       return {"spine-" + nic, c.nic_bw_Bps, c.switch_latency_s};
+    case LinkKind::MeshLink: {
+      // One crossing per transfer: the latency of an NVSwitch route's two.
+      const int pairs = c.gpus_per_node * (c.gpus_per_node - 1) / 2;
+      const int node = id.index / pairs;
+      int a = 0, rest = id.index % pairs;
+      while (rest >= c.gpus_per_node - 1 - a) rest -= c.gpus_per_node - 1 - a++;
+      const int b = a + 1 + rest;
+      return {"mesh-" + std::to_string(node) + "." + std::to_string(a) + "-" + std::to_string(b),
+              c.node_links.links(a, b) * c.node_links.link_bw_Bps, 2 * c.nvlink_latency_s};
+    }
+    case LinkKind::PcieSwitch:
+      return {"pcie-switch-" + n, c.node_links.switch_bw_Bps, c.pcie_latency_s};
+    case LinkKind::NumaLink:
+      return {"numa-" + n, c.node_links.numa_bw_Bps, c.pcie_latency_s};
   }
   return {};
 }
@@ -84,8 +114,7 @@ std::vector<Hop> Fabric::route(int src_gpu, int dst_gpu) const {
   if (src_gpu == dst_gpu) throw InputError(pair + " has no route: a device does not send to itself");
   const int g = cluster_.gpus_per_node;
   int src_node = src_gpu / g, dst_node = dst_gpu / g;
-  if (src_node == dst_node)  // the NVSwitch is non-blocking: only the two GPUs' own links can be shared
-    return {{{LinkKind::NvLink, src_gpu}, true}, {{LinkKind::NvLink, dst_gpu}, false}};
+  if (src_node == dst_node) return node_route(src_gpu, dst_gpu);
   if (cluster_.nics_per_node == 0)
     throw InputError(pair + " has no route: nodes " + std::to_string(src_node) + " and " + std::to_string(dst_node) +
                      " have no NIC (cluster.nics_per_node=0)");
@@ -103,6 +132,31 @@ std::vector<Hop> Fabric::route(int src_gpu, int dst_gpu) const {
   return hops;
 }
 
+std::vector<Hop> Fabric::node_route(int src_gpu, int dst_gpu) const {
+  const NodeShape& n = cluster_.node_links;
+  const int g = cluster_.gpus_per_node, node = src_gpu / g, a = src_gpu % g, b = dst_gpu % g;
+  const Hop src_pcie{{LinkKind::Pcie, src_gpu}, true}, dst_pcie{{LinkKind::Pcie, dst_gpu}, false};
+  switch (n.kind) {
+    case NodeLinks::NvSwitch:  // the NVSwitch is non-blocking: only the two GPUs' own links can be shared
+      return {{{LinkKind::NvLink, src_gpu}, true}, {{LinkKind::NvLink, dst_gpu}, false}};
+    case NodeLinks::Mesh:
+      if (n.links(a, b) > 0)
+        return {{{LinkKind::MeshLink, node * (g * (g - 1) / 2) + pair_index(std::min(a, b), std::max(a, b))}, a < b}};
+      return {src_pcie, dst_pcie};  // no link: through the host's root complex
+    case NodeLinks::Pcie: {
+      const int switches = g / n.gpus_per_switch, sa = a / n.gpus_per_switch, sb = b / n.gpus_per_switch;
+      if (sa == sb) return {src_pcie, dst_pcie};  // peer to peer under one switch
+      std::vector<Hop> hops{src_pcie, {{LinkKind::PcieSwitch, node * switches + sa}, true}};
+      const int numa_a = sa * n.numa_domains / switches, numa_b = sb * n.numa_domains / switches;
+      if (numa_a != numa_b) hops.push_back({{LinkKind::NumaLink, node}, numa_a < numa_b});
+      hops.push_back({{LinkKind::PcieSwitch, node * switches + sb}, false});
+      hops.push_back(dst_pcie);
+      return hops;
+    }
+  }
+  return {};
+}
+
 std::vector<Hop> Fabric::host_route(int gpu) const {
   check_device(gpu, "transfer device " + std::to_string(gpu) + " -> its host CPU");
   return {{{LinkKind::Pcie, gpu}, true}};
@@ -118,6 +172,21 @@ std::vector<std::vector<std::pair<int, int>>> Fabric::ring_channels(const std::v
   }
   const std::size_t n = members.size();
   std::vector<std::vector<std::pair<int, int>>> hops(n);
+  // A group inside one mesh node: every shift whose pairs all have links carries a ring of its own.
+  const NodeShape& shape = cluster_.node_links;
+  if (shape.kind == NodeLinks::Mesh && n > 1 &&
+      std::all_of(members.begin(), members.end(), [&](int x) { return x / g == members.front() / g; })) {
+    std::vector<std::size_t> shifts;
+    for (std::size_t s = 1; s < n; ++s) {
+      bool linked = true;
+      for (std::size_t r = 0; r < n && linked; ++r) linked = shape.links(members[r] % g, members[(r + s) % n] % g) > 0;
+      if (linked) shifts.push_back(s);
+    }
+    if (shifts.empty()) shifts.push_back(1);
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t s : shifts) hops[r].emplace_back(members[r], members[(r + s) % n]);
+    return hops;
+  }
   for (std::size_t r = 0; r < n; ++r) {
     const int a = members[r], b = members[(r + 1) % n];
     const auto& from = rails[a / g];

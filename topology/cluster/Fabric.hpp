@@ -14,6 +14,9 @@ enum class LinkKind {
   Nic,         ///< one per NIC (node x rail): NIC + cable <-> its leaf switch
   LeafUplink,  ///< one per leaf when oversubscription > 1: leaf <-> spine, shared by the leaf's NICs
   SpinePort,   ///< one per NIC when oversubscription = 1: the NIC's own share of a non-blocking leaf's uplinks
+  MeshLink,    ///< mesh nodes: one per linked GPU pair (its links together); up = from the lower GPU to the higher
+  PcieSwitch,  ///< PCIe nodes: one per PCIe switch, its uplink to the CPU
+  NumaLink,    ///< PCIe nodes with two NUMA domains: one per node, CPU 0 <-> CPU 1 (up = from domain 0)
 };
 
 /// One link: its kind and index within the kind (GPU, NIC or leaf number).
@@ -73,12 +76,18 @@ class Fabric {
   ///   hop across nodes:   j = min(rails of the group on the sending node, on the receiving node) transfers of
   ///                       1/j of the hop's bytes each, from the sender's i-th rail (its lowest GPU on that rail) to
   ///                       the receiver's i-th, rails in order (same rail to same rail where both hold it)
+  /// Inside a mesh node a group's ring runs as NCCL's (RCCL's) several rings at once: hop r sends to every member
+  /// s places on (members[r + s]) for each shift s whose pairs all have direct links, 1/shifts of the bytes each;
+  /// with no such shift, to members[r + 1] (over PCIe where the pair has no link).
   /// Result[r] lists the (source, destination) devices of hop r -> r + 1 (the last hop closes the ring).
   /// Precondition: members are distinct devices of this cluster.
   std::vector<std::vector<std::pair<int, int>>> ring_channels(const std::vector<int>& members) const;
 
  private:
   int nics_on_leaf(int leaf) const;
+  /// GPU -> GPU inside one node, by the node's links.
+  std::vector<Hop> node_route(int src_gpu, int dst_gpu) const;
+  int pair_index(int a, int b) const;
   void check_device(int gpu, const std::string& what) const;
 
   ClusterSpec cluster_;
