@@ -23,7 +23,7 @@ PROFILES = os.path.join(ROOT, "topology", "profiles")
 # A100 has published per-layer times (Korthikanti et al. Table 4); the others take from its layer fit the ratio of
 # the layers' memory efficiency to STREAM's and the overlap penalty. gb200's measurements hold B200's GEMM shape
 # fit ("fixed", read from topology/profiles/b200.json), so b200 is fitted first.
-ORDER = ["a100-80gb", "h100-sxm", "h200", "b200", "gb200"]
+ORDER = ["a100-80gb", "h100-sxm", "h200", "b200", "gb200", "mi300x"]
 LAYER_FIT = "a100-80gb"
 # Then the interference factors: intra-node compute_slowdown, comm_slowdown, inter-node compute_slowdown,
 # comm_slowdown (1.0 where not measured).

@@ -22,6 +22,7 @@ CLUSTERS = [
     ("B200 (DGX B200)", {"preset": "dgx-b200", "nodes": 64}),
     ("GB200 (8 NVL72 racks, 64 GPUs each)",
      {"preset": "gb200-nvl72", "nodes": 8, "gpus_per_node": 64, "nics_per_node": 64}),
+    ("MI300X (8-GPU Infinity Fabric mesh)", {"preset": "amd-mi300x", "nodes": 64}),
 ]
 BEGIN, END = "<!-- whatif:begin -->", "<!-- whatif:end -->"
 

@@ -104,9 +104,9 @@ TEST_CASE("cluster_to_json echoes SI numbers that parse back to the same cluster
 
 TEST_CASE("the preset list names every cluster preset") {
   auto list = cluster_preset_list();
-  REQUIRE(list.size() == 9);
-  const char* names[] = {"dgx-a100",    "dgx-b200", "dgx-h100", "dgx-h200", "gb200-nvl36",
-                         "gb200-nvl72", "hgx-a800", "hgx-h800", "selene"};
+  REQUIRE(list.size() == 10);
+  const char* names[] = {"amd-mi300x",  "dgx-a100",    "dgx-b200", "dgx-h100", "dgx-h200",
+                         "gb200-nvl36", "gb200-nvl72", "hgx-a800", "hgx-h800", "selene"};
   for (std::size_t i = 0; i < list.size(); ++i) CHECK(list[i].first == names[i]);
   for (const auto& [name, description] : list) CHECK_NOTHROW(parse_cluster(Json(name)));
 }
@@ -288,6 +288,20 @@ TEST_CASE("dgx-b200 is 8 B200 on NVLink5 with 400 Gb/s rails (DGX B200 data shee
 }
 
 // NVL36: 9 compute trays of 4 GPUs share one NVLink domain; a tensor-parallel group of 16 stays inside it.
+// amd-mi300x: each pair of its 8 GPUs joined by one 64 GB/s Infinity Fabric link (ROCm MI300 docs, AMD's xGMI blog).
+TEST_CASE("amd-mi300x is an 8-GPU full mesh of 64 GB/s links with the mi300x accelerator") {
+  ClusterSpec c = cluster(R"("amd-mi300x")");
+  CHECK(c.accelerator.name == "mi300x");
+  CHECK(c.accelerator.peak_bf16_flops == 1307.4e12);
+  CHECK(c.accelerator.hbm_bw_Bps == 5.3e12);
+  CHECK(c.node_links.kind == NodeLinks::Mesh);
+  CHECK(c.node_links.pairs.size() == 28);  // 8 x 7 / 2
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b) CHECK(c.node_links.links(a, b) == (a == b ? 0 : 1));
+  CHECK(c.node_links.link_bw_Bps == 64e9);
+  CHECK(c.comm.intra_node.name == "xgmi-mi300x");
+}
+
 TEST_CASE("gb200-nvl36 is one 36-GPU NVLink domain per node, dgx-h200 the DGX H100 node with H200") {
   ClusterSpec c = cluster(R"({"preset": "gb200-nvl36", "nodes": 2})");
   CHECK(c.devices() == 72);

@@ -119,6 +119,21 @@ ClusterSpec dgx_h200() {
   return c;
 }
 
+// AMD Instinct MI300X platform (8 OAMs, as Azure ND MI300X v5 and the OEM servers): each pair of GPUs joined by one
+// Infinity Fabric link of 64 GB/s per direction, no switch (ROCm MI300 architecture docs; AMD's RCCL/xGMI blog);
+// eight 400 Gb/s NICs, PCIe Gen5 and the dual Xeon Platinum 8480C host as dgx-h100 (Azure ND MI300X v5 has that CPU).
+ClusterSpec amd_mi300x() {
+  ClusterSpec c = dgx_h100();
+  c.name = "amd-mi300x";
+  c.accelerator = accelerator_preset("mi300x", "cluster.accelerator");
+  c.nvlink_bw_Bps = 448e9;  // the seven links together: the xgmi-mi300x fabric's link_bw
+  c.node_links.kind = NodeLinks::Mesh;
+  c.node_links.link_bw_Bps = 64e9;
+  for (int a = 0; a < c.gpus_per_node; ++a)
+    for (int b = a + 1; b < c.gpus_per_node; ++b) c.node_links.pairs.push_back({a, b, 1});
+  return c;
+}
+
 // The export variants of a DGX node: `base` with `accelerator`, whose NVLink is cut to 400 GB/s bidirectional (its
 // reference fabric's link_bw per direction), and nothing else changed.
 ClusterSpec nvlink_cut_node(ClusterSpec c, const char* name, const char* accelerator) {
@@ -167,6 +182,10 @@ const std::map<std::string, Preset>& presets() {
       {"gb200-nvl36",
        {gb200_nvl36,
         "NVIDIA GB200 NVL36: 36 GB200 GPUs in one NVLink5 domain, 900 GB/s, 36x NDR 400 Gb/s rails (1 domain)"}},
+      {"amd-mi300x",
+       {amd_mi300x,
+        "AMD Instinct MI300X platform: 8x MI300X, each pair joined by one 64 GB/s Infinity Fabric link (no switch), "
+        "8x NDR 400 Gb/s rails (1 node)"}},
       {"dgx-h200",
        {dgx_h200, "NVIDIA DGX H200 nodes: 8x H200 141GB, NVLink4 450 GB/s, 8x NDR 400 Gb/s rails (1 node)"}},
       {"hgx-a800",
