@@ -104,9 +104,19 @@ TEST_CASE("cluster_to_json echoes SI numbers that parse back to the same cluster
 
 TEST_CASE("the preset list names every cluster preset") {
   auto list = cluster_preset_list();
-  REQUIRE(list.size() == 10);
-  const char* names[] = {"amd-mi300x",  "dgx-a100",    "dgx-b200", "dgx-h100", "dgx-h200",
-                         "gb200-nvl36", "gb200-nvl72", "hgx-a800", "hgx-h800", "selene"};
+  REQUIRE(list.size() == 12);
+  const char* names[] = {"amd-mi300x",
+                         "dgx-a100",
+                         "dgx-b200",
+                         "dgx-h100",
+                         "dgx-h200",
+                         "gb200-nvl36",
+                         "gb200-nvl72",
+                         "hgx-a800",
+                         "hgx-h800",
+                         "pcie-a100",
+                         "pcie-h100-nvlink-pairs",
+                         "selene"};
   for (std::size_t i = 0; i < list.size(); ++i) CHECK(list[i].first == names[i]);
   for (const auto& [name, description] : list) CHECK_NOTHROW(parse_cluster(Json(name)));
 }
@@ -289,6 +299,23 @@ TEST_CASE("dgx-b200 is 8 B200 on NVLink5 with 400 Gb/s rails (DGX B200 data shee
 
 // NVL36: 9 compute trays of 4 GPUs share one NVLink domain; a tensor-parallel group of 16 stays inside it.
 // amd-mi300x: each pair of its 8 GPUs joined by one 64 GB/s Infinity Fabric link (ROCm MI300 docs, AMD's xGMI blog).
+// PCIe servers: H100 PCIe bridged in pairs (3 NVLink bridges, 600 GB/s bidirectional per pair: H100 data sheet),
+// A100 PCIe with no NVLink, GPUs in pairs under PCIe switches, two sockets.
+TEST_CASE("pcie-h100-nvlink-pairs bridges GPUs in pairs, pcie-a100 has PCIe switches and two sockets") {
+  ClusterSpec h = cluster(R"("pcie-h100-nvlink-pairs")");
+  CHECK(h.accelerator.name == "h100-pcie");
+  CHECK(h.accelerator.peak_bf16_flops == 756e12);
+  CHECK(h.node_links.links(0, 1) * h.node_links.link_bw_Bps == 300e9);
+  CHECK(h.node_links.links(1, 2) == 0);
+  CHECK(h.node_links.links(6, 7) == 3);
+  ClusterSpec a = cluster(R"("pcie-a100")");
+  CHECK(a.accelerator.name == "a100-80gb-pcie");
+  CHECK(a.accelerator.hbm_bw_Bps == 1935e9);
+  CHECK(a.node_links.kind == NodeLinks::Pcie);
+  CHECK(a.node_links.gpus_per_switch == 2);
+  CHECK(a.node_links.numa_domains == 2);
+}
+
 TEST_CASE("amd-mi300x is an 8-GPU full mesh of 64 GB/s links with the mi300x accelerator") {
   ClusterSpec c = cluster(R"("amd-mi300x")");
   CHECK(c.accelerator.name == "mi300x");

@@ -134,6 +134,41 @@ ClusterSpec amd_mi300x() {
   return c;
 }
 
+// PCIe servers of 8 GPUs (the common 4U design: two CPU sockets, two PCIe Gen4/Gen5 switches per socket, two GPUs per
+// switch). Assumptions, not data-sheet numbers: the switch's uplink at one x16 link, the sockets' link (UPI or
+// Infinity Fabric) at 64 GB/s per direction; NICs, host and latencies as the DGX node of the generation.
+NodeShape pcie_server(double switch_bw_Bps) {
+  NodeShape n;
+  n.kind = NodeLinks::Pcie;
+  n.gpus_per_switch = 2;
+  n.switch_bw_Bps = switch_bw_Bps;
+  n.numa_domains = 2;
+  n.numa_bw_Bps = 64e9;
+  return n;
+}
+
+// 8x A100 80GB PCIe, no NVLink bridges (NVIDIA A100 data sheet: PCIe Gen4 64 GB/s bidirectional = 32 per direction,
+// ~25 GB/s effective as dgx-a100's PCIe).
+ClusterSpec pcie_a100() {
+  ClusterSpec c = dgx_a100();
+  c.name = "pcie-a100";
+  c.accelerator = accelerator_preset("a100-80gb-pcie", "cluster.accelerator");
+  c.node_links = pcie_server(25e9);
+  return c;
+}
+
+// 8x H100 PCIe with NVLink bridges joining GPUs in pairs (0-1, 2-3, 4-5, 6-7; NVIDIA H100 data sheet: 600 GB/s
+// bidirectional per bridged pair = 300 GB/s per direction, three bridges); other pairs over PCIe Gen5 through the host.
+ClusterSpec pcie_h100_nvlink_pairs() {
+  ClusterSpec c = dgx_h100();
+  c.name = "pcie-h100-nvlink-pairs";
+  c.accelerator = accelerator_preset("h100-pcie", "cluster.accelerator");
+  c.node_links.kind = NodeLinks::Mesh;
+  c.node_links.link_bw_Bps = 100e9;
+  for (int a = 0; a < c.gpus_per_node; a += 2) c.node_links.pairs.push_back({a, a + 1, 3});
+  return c;
+}
+
 // The export variants of a DGX node: `base` with `accelerator`, whose NVLink is cut to 400 GB/s bidirectional (its
 // reference fabric's link_bw per direction), and nothing else changed.
 ClusterSpec nvlink_cut_node(ClusterSpec c, const char* name, const char* accelerator) {
@@ -192,6 +227,14 @@ const std::map<std::string, Preset>& presets() {
        {hgx_a800, "HGX A800 nodes: 8x A800 80GB, NVLink 200 GB/s per direction, 8x HDR 200 Gb/s rails (1 node)"}},
       {"hgx-h800",
        {hgx_h800, "HGX H800 nodes: 8x H800, NVLink 200 GB/s per direction, 8x NDR 400 Gb/s rails (1 node)"}},
+      {"pcie-a100",
+       {pcie_a100,
+        "8x A100 80GB PCIe servers: no NVLink, GPUs in pairs under 4 PCIe Gen4 switches, 2 sockets, 8x HDR "
+        "200 Gb/s rails (1 node)"}},
+      {"pcie-h100-nvlink-pairs",
+       {pcie_h100_nvlink_pairs,
+        "8x H100 PCIe servers: NVLink bridges join GPUs in pairs (300 GB/s), other pairs over "
+        "PCIe Gen5; 8x NDR 400 Gb/s rails (1 node)"}},
       {"selene", {selene, "NVIDIA Selene SuperPOD: 560 DGX A100, rail-optimized full-bisection HDR fat-tree"}},
   };
   return table;
@@ -409,6 +452,10 @@ void validate_cluster(const ClusterSpec& c) {
                           {"nic_latency", c.nic_latency_s},
                           {"switch_latency", c.switch_latency_s}})
     require(v >= 0 && std::isfinite(v), field, v, "must be a finite time >= 0");
+  if (c.node_links.kind == NodeLinks::Mesh &&
+      static_cast<long long>(c.nodes) * c.gpus_per_node * (c.gpus_per_node - 1) / 2 > INT_MAX)
+    throw InputError("cluster.nodes=" + std::to_string(c.nodes) + " mesh nodes of " + std::to_string(c.gpus_per_node) +
+                     " GPUs hold more GPU pairs than fit in an int");
   require(c.nics_per_node >= 0, "nics_per_node", c.nics_per_node, "must not be negative");
   if (c.nodes > 1 && c.nics_per_node < 1)
     throw InputError("cluster.nics_per_node=" + std::to_string(c.nics_per_node) +
