@@ -83,31 +83,30 @@ ClusterSpec dgx_b200() {
 // GPU to the host. Host per Grace: up to 480 GB LPDDR5X at up to 512 GB/s, 72 Neoverse V2 cores. One ConnectX-7
 // 400 Gb/s NIC per GPU (4 per compute tray). The GPUs are the gb200 preset, fitted to GB200 component measurements.
 // Assumptions, not data-sheet numbers: Grace at 3.1 GHz x 32 FP32 FLOP/cycle/core (four 128-bit FMA pipes); NVMe,
-// switches and latencies as for dgx-b200.
-ClusterSpec gb200_nvl72() {
+// switches and latencies as for dgx-b200. gb200_rack: one NVLink domain of `gpus` GB200 GPUs (two per Grace), the
+// rack of gb200-nvl72 or the half of one of gb200-nvl36.
+ClusterSpec gb200_rack(const char* name, int gpus) {
   ClusterSpec c = dgx_b200();
-  c.name = "gb200-nvl72";
+  c.name = name;
   c.accelerator = accelerator_preset("gb200", "cluster.accelerator");
-  c.gpus_per_node = 72;
-  c.nics_per_node = 72;
+  c.gpus_per_node = gpus;
+  c.nics_per_node = gpus;
   c.pcie_bw_Bps = 450e9 / 2;
-  c.host_flops = 36 * 72 * 3.1e9 * 32 / 72;
-  c.host_memory_bytes = 36 * 480e9;
-  c.host_memory_bw_Bps = 36 * 512e9;
+  const double graces = gpus / 2.0;
+  c.host_flops = graces * 72 * 3.1e9 * 32 / gpus;
+  c.host_memory_bytes = graces * 480e9;
+  c.host_memory_bw_Bps = graces * 512e9;
   return c;
+}
+
+ClusterSpec gb200_nvl72() {
+  return gb200_rack("gb200-nvl72", 72);
 }
 
 // GB200 NVL36: half the rack's compute trays (9 trays x 4 GPUs) in one NVLink5 domain of 36 GPUs, each GPU as in
 // gb200-nvl72 (NVL36x2 joins two such racks by InfiniBand here: one node per 36-GPU domain).
 ClusterSpec gb200_nvl36() {
-  ClusterSpec c = gb200_nvl72();
-  c.name = "gb200-nvl36";
-  c.gpus_per_node = 36;
-  c.nics_per_node = 36;
-  c.host_flops = 18 * 72 * 3.1e9 * 32 / 36;
-  c.host_memory_bytes = 18 * 480e9;
-  c.host_memory_bw_Bps = 18 * 512e9;
-  return c;
+  return gb200_rack("gb200-nvl36", 36);
 }
 
 // DGX H200 (NVIDIA DGX H200 data sheet): the DGX H100 node with H200 GPUs (141 GB HBM3e, 4.8 TB/s); NVLink4, NICs,
