@@ -463,11 +463,7 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
                        to_string(c.fabric_scope) + " fabric to start the fit from");
     c.fabric = *reference;
   }
-  Json source_object = Json::object();
-  if (const Json* sources = r.child("sources")) {
-    c.sources = parse_sources(*sources, r.field("sources"), &c.source_labels);
-    if (sources->is_object()) source_object = *sources;
-  }
+  c.sources = parse_sources(r, &c.source_labels);
   if (const Json* fixed = r.child("fixed")) read_fixed(*fixed, r.field("fixed"), c);
   if (const Json* list = r.child("not_measured")) c.not_measured = parse_not_measured(*list, r.field("not_measured"));
   if (const Json* list = r.child("excluded")) c.excluded = read_excluded(*list, r.field("excluded"));
@@ -568,7 +564,6 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
                   known_names(c.source_labels));
     c.residuals.push_back({point.group, point.name, point.measured, point.model(), point.unit, point.source});
   }
-  c.source_object = source_object;
   c.accelerator.profile.not_measured = c.not_measured;
   return c;
 }
@@ -576,7 +571,12 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
 Json calibration_profile_json(const Calibration& c) {
   Json j{{"accelerator", c.accelerator.name}, {"compute", compute_profile_to_json(c.accelerator.profile)}};
   if (c.fabric_fitted) j["comm"] = Json{{to_string(c.fabric_scope), fabric_profile_to_json(c.fabric)}};
-  j["sources"] = c.source_labels.empty() ? Json(c.sources) : c.source_object;
+  if (c.source_labels.empty()) {
+    j["sources"] = c.sources;
+  } else {
+    j["sources"] = Json::object();
+    for (std::size_t i = 0; i < c.sources.size(); ++i) j["sources"][c.source_labels[i]] = c.sources[i];
+  }
   if (!c.not_measured.empty()) j["not_measured"] = not_measured_to_json(c.not_measured);
   if (!c.excluded.empty()) j["excluded"] = c.excluded;
   Json rows = Json::array();

@@ -39,7 +39,6 @@ struct Calibration {
   std::vector<ResidualRow> residuals;
   std::vector<std::string> sources;
   std::vector<std::string> source_labels;  ///< when the file's sources are labelled (an object)
-  Json source_object;                      ///< that object, as the profile file writes it back
   std::vector<FixedFields> fixed;
   std::vector<NotMeasured> not_measured;
   Json excluded = Json::array();  ///< measurements the file names and does not fit: [{what, source?, why}]

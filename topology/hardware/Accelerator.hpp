@@ -212,10 +212,9 @@ ProfileFile load_profile_file(const std::string& path);
 /// Parses a profile's "not_measured": [{"component", "treatment", "compare_with"?}].
 std::vector<NotMeasured> parse_not_measured(const Json& value, const std::string& field);
 Json not_measured_to_json(const std::vector<NotMeasured>& list);
-/// A file's "sources": a list of citations, or an object of label -> citation (points then name their label);
-/// `labels` receives the labels (empty for a list).
-std::vector<std::string> parse_sources(const Json& value, const std::string& field,
-                                       std::vector<std::string>* labels = nullptr);
+/// The "sources" of the object `r` reads: a list of citations, or an object of label -> citation (points then name
+/// their label); `labels` receives the labels (empty for a list). None given: none.
+std::vector<std::string> parse_sources(ObjectReader& r, std::vector<std::string>* labels = nullptr);
 /// A profile file's JSON, read from `origin` (named in errors).
 ProfileFile parse_profile_file(const Json& j, const std::string& origin);
 /// The profile as the "compute" object of a profile file.

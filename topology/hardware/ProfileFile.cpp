@@ -154,22 +154,22 @@ Json not_measured_to_json(const std::vector<NotMeasured>& list) {
   return out;
 }
 
-std::vector<std::string> parse_sources(const Json& value, const std::string& field, std::vector<std::string>* labels) {
-  std::vector<std::string> out;
-  if (value.is_object()) {
-    for (auto it = value.begin(); it != value.end(); ++it) {
-      if (!it.value().is_string()) throw InputError(field + "." + it.key() + " must be a citation (a string)");
+std::vector<std::string> parse_sources(ObjectReader& r, std::vector<std::string>* labels) {
+  const Json* value = r.child("sources");
+  if (!value) return {};
+  if (value->is_object()) {
+    std::vector<std::string> out;
+    for (auto it = value->begin(); it != value->end(); ++it) {
+      if (!it.value().is_string())
+        throw InputError(r.field("sources") + "." + it.key() + " must be a citation (a string)");
       out.push_back(it.value().get<std::string>());
       if (labels) labels->push_back(it.key());
     }
     return out;
   }
-  if (!value.is_array()) throw InputError(field + " must be a list of citations or an object of label: citation");
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    if (!value[i].is_string()) throw InputError(field + "[" + std::to_string(i) + "] must be a string");
-    out.push_back(value[i].get<std::string>());
-  }
-  return out;
+  if (!value->is_array())
+    throw InputError(r.field("sources") + " must be a list of citations or an object of label: citation");
+  return r.get_strings("sources", {});
 }
 
 // Every field of a profile is required: a profile that silently fell back to a default would no longer say what was
@@ -276,7 +276,7 @@ ProfileFile parse_profile_file(const Json& j, const std::string& path) {
     if (const Json* f = c.child("inter_node")) file.inter_node = parse_fabric_profile(*f, c.field("inter_node"));
     c.finish();
   }
-  if (const Json* sources = r.child("sources")) p.sources = parse_sources(*sources, r.field("sources"));
+  p.sources = parse_sources(r);
   if (const Json* list = r.child("not_measured")) p.not_measured = parse_not_measured(*list, r.field("not_measured"));
   r.finish();
   return file;
