@@ -131,11 +131,12 @@ Json attention_data_to_json(const AttentionData& a) {
 std::vector<NotMeasured> parse_not_measured(const Json& value, const std::string& field) {
   if (!value.is_array()) throw InputError(field + " must be a list of {component, treatment}");
   std::vector<NotMeasured> out;
+  // compare_with names a built-in accelerator whose measured interference the report charges against (by its
+  // profile's name: the accelerators themselves are being loaded when their profiles are read).
+  const std::vector<std::string> known = builtin_profile_names();
   for (std::size_t i = 0; i < value.size(); ++i) {
     ObjectReader r(value[i], field + "[" + std::to_string(i) + "]");
     NotMeasured n{r.require_string("component"), r.require_string("treatment"), r.get_string("compare_with", "")};
-    // compare_with names a built-in accelerator whose measured interference the report charges against.
-    const std::vector<std::string> known = builtin_profile_names();
     if (!n.compare_with.empty() && std::find(known.begin(), known.end(), n.compare_with) == known.end())
       refuse_name(r.field("compare_with"), n.compare_with, "a built-in accelerator", known, known_names(known));
     r.finish();
