@@ -1,6 +1,7 @@
 #include "strategies/graph/DeviceStats.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 
 namespace placesim {
 
@@ -72,22 +73,29 @@ void DeviceStats::apply(State state, double delta, bool buffer) {
   }
 }
 
+namespace {
+
+// The time any of `streams` is busy on a device, as disjoint intervals.
+std::vector<std::pair<double, double>> busy_union(const DeviceStats& d, std::initializer_list<Stream> streams) {
+  std::vector<const IntervalSet*> sets;
+  for (Stream s : streams) sets.push_back(&d.busy[static_cast<std::size_t>(s)]);
+  return interval_union(sets);
+}
+
+}  // namespace
+
 double DeviceStats::exposed_communication_s() const {
-  std::vector<const IntervalSet*> comm;
-  for (Stream s : {Stream::TpComm, Stream::DpComm, Stream::DpGather, Stream::PpSend, Stream::H2D, Stream::D2H,
-                   Stream::CpComm, Stream::EpComm})
-    comm.push_back(&busy[static_cast<std::size_t>(s)]);
-  return uncovered(interval_union(comm), interval_union({&busy[static_cast<std::size_t>(Stream::Compute)]}));
+  return uncovered(busy_union(*this, {Stream::TpComm, Stream::DpComm, Stream::DpGather, Stream::PpSend, Stream::H2D,
+                                      Stream::D2H, Stream::CpComm, Stream::EpComm}),
+                   busy_union(*this, {Stream::Compute}));
 }
 
 double DeviceStats::overlapped_compute_s() const {
-  std::vector<const IntervalSet*> comm;
-  for (Stream s : {Stream::TpComm, Stream::DpComm, Stream::DpGather, Stream::PpSend, Stream::CpComm, Stream::EpComm})
-    comm.push_back(&busy[static_cast<std::size_t>(s)]);
-  const auto compute = interval_union({&busy[static_cast<std::size_t>(Stream::Compute)]});
+  const auto compute = busy_union(*this, {Stream::Compute});
   double total = 0;
   for (const auto& [start, end] : compute) total += end - start;
-  return total - uncovered(compute, interval_union(comm));
+  return total - uncovered(compute, busy_union(*this, {Stream::TpComm, Stream::DpComm, Stream::DpGather, Stream::PpSend,
+                                                       Stream::CpComm, Stream::EpComm}));
 }
 
 }  // namespace placesim
