@@ -118,6 +118,16 @@ ClusterSpec dgx_h200() {
   return c;
 }
 
+// A mesh node of `gpus` GPUs, every pair joined by `links` links of `link_bw_Bps` each.
+NodeShape full_mesh(int gpus, int links, double link_bw_Bps) {
+  NodeShape n;
+  n.kind = NodeLinks::Mesh;
+  n.link_bw_Bps = link_bw_Bps;
+  for (int a = 0; a < gpus; ++a)
+    for (int b = a + 1; b < gpus; ++b) n.pairs.push_back({a, b, links});
+  return n;
+}
+
 // AMD Instinct MI300X platform (8 OAMs, as Azure ND MI300X v5 and the OEM servers): each pair of GPUs joined by one
 // Infinity Fabric link of 64 GB/s per direction, no switch (ROCm MI300 architecture docs; AMD's RCCL/xGMI blog);
 // eight 400 Gb/s NICs, PCIe Gen5 and the dual Xeon Platinum 8480C host as dgx-h100 (Azure ND MI300X v5 has that CPU).
@@ -126,10 +136,7 @@ ClusterSpec amd_mi300x() {
   c.name = "amd-mi300x";
   c.accelerator = accelerator_preset("mi300x", "cluster.accelerator");
   c.nvlink_bw_Bps = 448e9;  // the seven links together: the xgmi-mi300x fabric's link_bw
-  c.node_links.kind = NodeLinks::Mesh;
-  c.node_links.link_bw_Bps = 64e9;
-  for (int a = 0; a < c.gpus_per_node; ++a)
-    for (int b = a + 1; b < c.gpus_per_node; ++b) c.node_links.pairs.push_back({a, b, 1});
+  c.node_links = full_mesh(c.gpus_per_node, 1, 64e9);
   return c;
 }
 
@@ -265,9 +272,7 @@ void read_node_links(ObjectReader& parent, ClusterSpec& c) {
     if (r.has("full") == r.has("pairs"))
       throw InputError(r.path() + " needs exactly one of full (links between every pair) and pairs ([a, b, links])");
     if (r.has("full")) {
-      const int links = static_cast<int>(r.get_int_in("full", 1, 1));
-      for (int a = 0; a < c.gpus_per_node; ++a)
-        for (int b = a + 1; b < c.gpus_per_node; ++b) n.pairs.push_back({a, b, links});
+      n.pairs = full_mesh(c.gpus_per_node, static_cast<int>(r.get_int_in("full", 1, 1)), n.link_bw_Bps).pairs;
     } else {
       const Json& list = *r.child("pairs");
       if (!list.is_array()) throw InputError(r.field("pairs") + " must be a list of [a, b, links]");
