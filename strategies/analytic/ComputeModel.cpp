@@ -10,6 +10,32 @@ namespace placesim {
 
 namespace {
 
+// Where the kernel primitives (gemm_time_at, flash_attention_time_s, elementwise_time_s) add their seconds by class
+// while a pass is costed (PassTimes::*_classes); none outside a Tally.
+thread_local ClassSeconds* tally_to = nullptr;
+
+// Adds the seconds the primitives cost in its scope to `to` (and, when nested, to it only).
+class Tally {
+ public:
+  explicit Tally(ClassSeconds& to) : previous_(tally_to) { tally_to = &to; }
+  ~Tally() { tally_to = previous_; }
+  Tally(const Tally&) = delete;
+  Tally& operator=(const Tally&) = delete;
+
+ private:
+  ClassSeconds* previous_;
+};
+
+double tallied(double seconds, double ClassSeconds::*cls) {
+  if (tally_to) tally_to->*cls += seconds;
+  return seconds;
+}
+
+// The memory-bound share of a pass of `pass_s` seconds: what its GEMMs, attention and launch floor leave.
+void settle(ClassSeconds& c, double pass_s) {
+  c.memory = pass_s - c.gemm - c.attention - c.launch;
+}
+
 // Shapes of one layer on one tensor-parallel rank for one micro-batch. T counts tokens (micro_batch x seq_len);
 // `norm_tokens` is T / tp under sequence parallelism, where norms, dropout and residual adds run on a slice.
 struct LayerShape {
@@ -270,10 +296,11 @@ double attention_core_forward_s(const LayerShape& L, const AcceleratorSpec& acc)
 
 double attention_core_backward_s(const LayerShape& L, const AcceleratorSpec& acc) {
   const double scores = L.heads * L.s * L.s;
-  double t = 2 * gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);  // dQ, dK
-  t += gemm_time_s({L.s, L.s, L.d, L.heads}, L.dtype, acc);            // d(scores) = dO V^T
-  t += gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);            // dV
-  t += elementwise_time_s(3 * L.el * scores, acc);                     // softmax backward
+  double t = gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc) +
+             gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);  // dQ, dK
+  t += gemm_time_s({L.s, L.s, L.d, L.heads}, L.dtype, acc);        // d(scores) = dO V^T
+  t += gemm_time_s({L.s, L.d, L.s, L.heads}, L.dtype, acc);        // dV
+  t += elementwise_time_s(3 * L.el * scores, acc);                 // softmax backward
   if (L.dropout) t += elementwise_time_s((2 * L.el + 1) * scores, acc);
   return t;
 }
@@ -396,7 +423,7 @@ double gemm_time_at(const GemmShape& g, double peak, double el, const Accelerato
   const double memory =
       (el * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) + extra_bytes) / (acc.hbm_bw_Bps * p.memory_efficiency);
   const double q = p.gemm_roofline_p;
-  return p.gemm_latency_s + std::pow(std::pow(compute, q) + std::pow(memory, q), 1 / q);
+  return tallied(p.gemm_latency_s + std::pow(std::pow(compute, q) + std::pow(memory, q), 1 / q), &ClassSeconds::gemm);
 }
 
 }  // namespace
@@ -523,8 +550,9 @@ double fused_attention_shape(const ComputeProfile& p, double seq, double head_di
 double flash_attention_time_s(double flops, DType dtype, const AcceleratorSpec& acc, double seq, double head_dim,
                               double speed) {
   const double shape = fused_attention_shape(acc.profile, seq, head_dim);
-  return acc.profile.kernel_latency_s +
-         flops / (acc.peak_flops(dtype) * acc.profile.flash_attention_efficiency * shape * speed);
+  return tallied(acc.profile.kernel_latency_s +
+                     flops / (acc.peak_flops(dtype) * acc.profile.flash_attention_efficiency * shape * speed),
+                 &ClassSeconds::attention);
 }
 
 double attention_forward_flops(const Experiment& e) {
@@ -541,40 +569,58 @@ PassTimes layer_times_of(const Experiment& e, const LayerShape& L, const std::ve
   std::vector<Linear> all{lin.qkv, lin.proj, lin.fc1, lin.fc2};
   all.insert(all.end(), lin.mla.begin(), lin.mla.end());
   all.insert(all.end(), extra.begin(), extra.end());
-  for (const Linear& x : all) {
-    if (!(x.in > 0 && x.out > 0)) continue;
-    t.forward_s += linear_forward_s(x, L, acc);
-    t.backward_s += linear_dgrad_s(x, L, acc) + linear_wgrad_s(x, L, acc);
-  }
+  std::erase_if(all, [](const Linear& x) { return !(x.in > 0 && x.out > 0); });
   LayerShape own = L;  // the replicated down projections run on the rank's sequence-parallel tokens
   own.T = L.norm_tokens;
-  for (const Linear& x : lin.mla_replicated) {
-    t.forward_s += linear_forward_s(x, own, acc);
-    t.backward_s += linear_dgrad_s(x, own, acc) + linear_wgrad_s(x, own, acc);
+  {
+    Tally tally(t.forward_classes);
+    for (const Linear& x : all) t.forward_s += linear_forward_s(x, L, acc);
+    for (const Linear& x : lin.mla_replicated) t.forward_s += linear_forward_s(x, own, acc);
+    t.attention_forward_s = attention_forward_s(L, acc);
+    t.forward_s += pointwise_forward_s(L, acc) + t.attention_forward_s + layout_copy_s(L, acc);
   }
-  t.attention_forward_s = attention_forward_s(L, acc);
-  t.attention_backward_s = attention_backward_s(L, acc);
-  t.forward_s += pointwise_forward_s(L, acc) + t.attention_forward_s + layout_copy_s(L, acc);
-  t.backward_s +=
-      pointwise_backward_s(L, acc) + t.attention_backward_s + layout_copy_s(L, acc) + bias_gradients_s(L, lin, acc);
+  settle(t.forward_classes, t.forward_s);
+  {
+    Tally tally(t.backward_classes);
+    for (const Linear& x : all) t.backward_s += linear_dgrad_s(x, L, acc) + linear_wgrad_s(x, L, acc);
+    for (const Linear& x : lin.mla_replicated)
+      t.backward_s += linear_dgrad_s(x, own, acc) + linear_wgrad_s(x, own, acc);
+    t.attention_backward_s = attention_backward_s(L, acc);
+    t.backward_s +=
+        pointwise_backward_s(L, acc) + t.attention_backward_s + layout_copy_s(L, acc) + bias_gradients_s(L, lin, acc);
+  }
+  settle(t.backward_classes, t.backward_s);
   // Host-bound passes (training.launch_overhead): a pass lasts at least its kernels' issue time.
   const double launch = e.training.launch_overhead_s;
   if (launch > 0) {
     const LayerKernels k = layer_kernels(L);
+    t.forward_classes.launch = std::max(0.0, k.forward * launch - t.forward_s);
+    t.backward_classes.launch = std::max(0.0, k.backward * launch - t.backward_s);
     t.forward_s = std::max(t.forward_s, k.forward * launch);
     t.backward_s = std::max(t.backward_s, k.backward * launch);
   }
-  if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
+  if (e.training.recompute == Recompute::Full) {
+    t.recompute_s = t.forward_s;
+    t.recompute_classes = t.forward_classes;
+  }
+  Tally tally(t.recompute_classes);
   if (e.training.recompute == Recompute::SelectiveOp) {
     // torchtitan's op-level SAC: the forward's element-wise kernels and its 2nd, 4th and 6th matmul (k, o, and the
     // gated MLP's second up projection or the plain MLP's down projection) run again before the backward.
     const Linear k_proj{L.h, L.kv / L.tp}, second = L.gated ? Linear{L.h, L.f / L.tp} : lin.fc2;
     t.recompute_s = pointwise_forward_s(L, acc) + linear_forward_s(k_proj, L, acc) +
                     linear_forward_s(lin.proj, L, acc) + linear_forward_s(second, L, acc);
-    if (launch > 0) t.recompute_s = std::max(t.recompute_s, (3 + 6) * launch);
+    settle(t.recompute_classes, t.recompute_s);
+    if (launch > 0) {
+      t.recompute_classes.launch = std::max(0.0, (3 + 6) * launch - t.recompute_s);
+      t.recompute_s = std::max(t.recompute_s, (3 + 6) * launch);
+    }
   }
   // Flash attention recomputes its scores inside the backward kernel already: selective recompute adds nothing.
-  if (e.training.recompute == Recompute::Selective && !L.flash) t.recompute_s = attention_core_forward_s(L, acc);
+  if (e.training.recompute == Recompute::Selective && !L.flash) {
+    t.recompute_s = attention_core_forward_s(L, acc);
+    settle(t.recompute_classes, t.recompute_s);
+  }
   return t;
 }
 
@@ -596,9 +642,20 @@ PassTimes moe_dense_times(const Experiment& e, const AcceleratorSpec& acc) {
   router.fp8 = false;  // Transformer Engine's FP8 covers the experts' and the layer's linears, not the router
   PassTimes t = layer_times_of(e, L, {}, acc);
   const Linear gate{L.h, static_cast<double>(m.experts)};
-  t.forward_s += linear_forward_s(gate, router, acc);
-  t.backward_s += linear_dgrad_s(gate, router, acc) + linear_wgrad_s(gate, router, acc);
-  if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
+  {
+    Tally tally(t.forward_classes);
+    t.forward_s += linear_forward_s(gate, router, acc);
+  }
+  settle(t.forward_classes, t.forward_s);
+  {
+    Tally tally(t.backward_classes);
+    t.backward_s += linear_dgrad_s(gate, router, acc) + linear_wgrad_s(gate, router, acc);
+  }
+  settle(t.backward_classes, t.backward_s);
+  if (e.training.recompute == Recompute::Full) {
+    t.recompute_s = t.forward_s;
+    t.recompute_classes = t.forward_classes;
+  }
   return t;
 }
 
@@ -624,12 +681,18 @@ PassTimes expert_times(const Experiment& e, const AcceleratorSpec& acc, double p
                 elementwise_time_s((m.gated_mlp ? 3 : 2) * L.el * pairs * fe, acc) +
                 2 * elementwise_time_s(permute, acc) + elementwise_time_s(3 * L.el * pairs * L.h, acc) +
                 fp8_cast_s(pairs * (L.h + fe), L, acc) + L.weight_cast_share * fp8_cast_s(weights, L, acc);
+  settle(t.forward_classes, t.forward_s);
+  Tally backward(t.backward_classes);
   t.backward_s =
       linear_gemm_s(fc1_dgrad, L, acc) + linear_gemm_s(fc2_dgrad, L, acc) +
       linear_gemm_s(fc1_wgrad, L, acc, fused * L.h * up) + linear_gemm_s(fc2_wgrad, L, acc, fused * fe * L.h) +
       elementwise_time_s((m.gated_mlp ? 5 : 3) * L.el * pairs * fe, acc) + 2 * elementwise_time_s(permute, acc) +
       elementwise_time_s(3 * L.el * pairs * L.h, acc) + fp8_cast_s(pairs * (up + L.h), L, acc);
-  if (e.training.recompute == Recompute::Full) t.recompute_s = t.forward_s;
+  settle(t.backward_classes, t.backward_s);
+  if (e.training.recompute == Recompute::Full) {
+    t.recompute_s = t.forward_s;
+    t.recompute_classes = t.forward_classes;
+  }
   return t;
 }
 
@@ -660,23 +723,33 @@ PassTimes logit_times(const Experiment& e, const AcceleratorSpec& acc) {
   // logits (a row's max, then its sum of exponentials; the log-sum-exp and the target's entry per token are
   // negligible), backward one read and one write.
   const double cast = L.el != 4 ? 1 : 0;
-  t.forward_s = norm_forward_s(L.norm_tokens, L, acc) + linear_forward_s(head, L, acc);
   const LossKernel loss = e.training.loss_kernel;
+  {
+    Tally tally(t.forward_classes);
+    t.forward_s = norm_forward_s(L.norm_tokens, L, acc) + linear_forward_s(head, L, acc);
+    if (loss == LossKernel::Fused) {
+      t.forward_s += elementwise_time_s(2 * L.el * logits, acc);
+    } else if (loss == LossKernel::PyTorch && e.training.kernels != Kernels::Compiled) {
+      t.forward_s += cast * elementwise_time_s((L.el + 4) * logits, acc);
+      t.forward_s += elementwise_time_s(12 * logits, acc);
+    } else {
+      t.forward_s += elementwise_time_s((L.el + 4 + 4 + 8 + 8 + 4 + 8) * logits, acc);
+    }
+  }
+  settle(t.forward_classes, t.forward_s);
+  Tally tally(t.backward_classes);
   if (loss == LossKernel::Fused) {
-    t.forward_s += elementwise_time_s(2 * L.el * logits, acc);
     t.backward_s = elementwise_time_s(2 * L.el * logits, acc);
   } else if (loss == LossKernel::PyTorch && e.training.kernels != Kernels::Compiled) {
-    t.forward_s += cast * elementwise_time_s((L.el + 4) * logits, acc);
-    t.forward_s += elementwise_time_s(12 * logits, acc);
     t.backward_s = elementwise_time_s(4 * logits, acc) + elementwise_time_s(16 * logits, acc) +
                    cast * elementwise_time_s((4 + L.el) * logits, acc);
   } else {
-    t.forward_s += elementwise_time_s((L.el + 4 + 4 + 8 + 8 + 4 + 8) * logits, acc);
     t.backward_s = elementwise_time_s((8 + 4 + L.el) * logits, acc);
   }
   t.backward_s += linear_dgrad_s(head, L, acc);
   t.backward_s += linear_wgrad_s(head, L, acc);
   t.backward_s += norm_backward_s(L.norm_tokens, L, acc);
+  settle(t.backward_classes, t.backward_s);
   if (e.training.recompute == Recompute::Full) t.recompute_s = 0;  // the head's input is the checkpoint
   return t;
 }
@@ -692,6 +765,8 @@ PassTimes embedding_times(const Experiment& e, const AcceleratorSpec& acc) {
                 (L.dropout ? elementwise_time_s((2 * L.el + 1) * x, acc) : 0);
   t.backward_s =
       elementwise_time_s((L.el + 8) * x, acc) + (L.dropout ? elementwise_time_s((2 * L.el + 1) * x, acc) : 0);
+  settle(t.forward_classes, t.forward_s);
+  settle(t.backward_classes, t.backward_s);
   return t;
 }
 

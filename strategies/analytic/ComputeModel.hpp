@@ -4,9 +4,21 @@
 
 namespace placesim {
 
+/// Seconds of a pass by the kind of kernel the model costs them as: GEMMs (gemm_time_s, fp8_gemm_time_s; an unfused
+/// attention's score and value products too), fused attention kernels (flash_attention_time_s), memory-bound kernels
+/// (the rest: element-wise, normalization, casts, copies) and the host-bound launch floor (training.launch_overhead:
+/// what the pass lasts beyond its kernels). They sum to the pass's time. A profiler trace's kernels are classed the
+/// same way (traces/profiler), so that the two can be compared class by class.
+struct ClassSeconds {
+  double gemm = 0, attention = 0, memory = 0, launch = 0;
+  double total() const { return gemm + attention + memory + launch; }
+};
+
 /// Compute time of one pass over a unit of the model. recompute_s is part of the backward phase, reported apart.
 struct PassTimes {
   double forward_s = 0, backward_s = 0, recompute_s = 0;
+  /// The passes' times by kernel class.
+  ClassSeconds forward_classes, backward_classes, recompute_classes;
   /// The fused attention kernel's share of forward_s and backward_s (and of recompute_s when it is the forward):
   /// what context parallelism's ring splits into steps.
   double attention_forward_s = 0, attention_backward_s = 0;
