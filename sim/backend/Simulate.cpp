@@ -21,6 +21,7 @@ SimulationInput resolve_simulation(Experiment e) {
   if (e.cluster.is_null())
     throw InputError("cluster is required to simulate: add e.g. \"cluster\": {\"preset\": \"dgx-a100\", \"nodes\": 2}");
   ClusterSpec c = parse_cluster(e.cluster);
+  check_calibration_accelerator(e, c.accelerator.name);
   check_cluster_mesh(e, cluster_fit(c));
   if (e.device_memory_bytes <= 0) e.device_memory_bytes = c.accelerator.hbm_bytes;
   return SimulationInput{std::move(e), std::move(c)};
@@ -359,7 +360,8 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   if (!bound_fits && step.analysis.model_states_bytes > e.device_memory_bytes) check_fits(e, step.analysis);
   ExpandOptions expand_options = settings.expand;
   if (folding.active()) expand_options.folded_lanes = folding.folded_lanes;
-  const TaskGraph g = expand(e, network, expand_options);
+  auto graph = std::make_shared<TaskGraph>(expand(e, network, expand_options));
+  const TaskGraph& g = *graph;
   const std::vector<char> wanted = recorded_devices(e, settings.traced_devices);
   options.record = wanted;
   // A folded step records the representatives of the wanted devices, each once per device it stands for.
@@ -389,6 +391,7 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   step.figures = sim_figures(e, in.cluster, step.analysis, step.result);
   if (!bound_fits) check_peak_fits(e, step.analysis, step.figures.max.peak_total, step.figures.max.at_peak);
   step.validation = validation_rows(e, step.analysis, step.result, step.figures);
+  if (settings.keep_graph) step.graph = std::move(graph);
   return step;
 }
 

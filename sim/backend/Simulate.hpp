@@ -30,6 +30,7 @@ struct SimulateSettings {
   /// Fold the step's congruent data-parallel blocks into one (plan_folding) when it has them; false simulates every
   /// device (--symmetry off), for comparison.
   bool symmetry = true;
+  bool keep_graph = false;  ///< keep the expanded step in SimulatedStep::graph (a profiler-trace export reads it)
 };
 
 /// After a folded simulation (SimOptions::folding): every device outside block 0 gets its representative's

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 
 #include "sim/backend/Simulate.hpp"
@@ -6,6 +7,8 @@
 #include "strategies/pipeline/AbstractPipeline.hpp"
 #include "strategies/placement/Validity.hpp"
 #include "traces/chrome/ChromeTrace.hpp"
+#include "traces/output/OutputFile.hpp"
+#include "traces/profiler/KinetoExport.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/report/SimReport.hpp"
 #include "traces/svg/Svg.hpp"
@@ -21,6 +24,9 @@ expand the strategy into a task DAG and simulate one training step on the cluste
 --trace-devices SEL       devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ...
 --trace-detail coarse|fine  fine shows every collective step (default coarse)
 --svg FILE                write a static SVG timeline overview: a row per pipeline stage (its lowest tp rank)
+--profiler-trace FILE     write device 0's step as a PyTorch profiler (Kineto) trace: its kernels by class, NCCL
+                          kernels with their sizes (what calibrate --trace and compare read); gzip when FILE ends
+                          in .gz
 --time-window A:B         the SVG shows only simulated time A to B, in seconds (10.5:12) or with units
                           (200ms:350ms); needs --svg
 --svg-all-ranks           the SVG draws every selected tp rank, not only the lowest of each stage; needs --svg
@@ -123,6 +129,11 @@ int run(const Args& args) {
   if (pictures) options = trace_options(args, device_infos(in.experiment, in.cluster));
   settings.traced_devices = options.devices;
   settings.sim.fine = options.detail == TraceDetail::Fine;
+  if (args.has("--profiler-trace")) {
+    settings.keep_graph = true;
+    if (std::find(settings.traced_devices.begin(), settings.traced_devices.end(), 0) == settings.traced_devices.end())
+      settings.traced_devices.insert(settings.traced_devices.begin(), 0);
+  }
   const SimulatedStep step = [&] {
     try {
       return simulate_experiment(in, settings);
@@ -134,11 +145,16 @@ int run(const Args& args) {
     }
   }();
   write_pictures(args, step.result.record, options, in.experiment.name, step.result.step_time_s, svg);
+  if (auto path = args.value("--profiler-trace")) {
+    OutputFile file(*path);
+    file.write(kineto_trace(step.result.record, *step.graph, step.experiment, in.cluster.accelerator, 0).dump());
+    file.close();
+  }
   write_flag_output(args, "--report", [&] { return dump(simulation_report(step)); });
   std::ostream& summary = summary_stream(stdout_output(args) ? "-" : "");
   if (!args.has("--quiet")) summary << analysis_table(step.experiment, step.analysis) << "\n";
   summary << simulation_summary(step);
-  for (const char* flag : {"--trace", "--svg"})
+  for (const char* flag : {"--trace", "--svg", "--profiler-trace"})
     if (auto path = args.value(flag)) summary << "  wrote " << *path << "\n";
   return 0;
 }

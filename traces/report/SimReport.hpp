@@ -1,4 +1,5 @@
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -6,6 +7,7 @@
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/analytic/LayerTimes.hpp"
 #include "strategies/graph/SimResult.hpp"
+#include "strategies/graph/TaskGraph.hpp"
 #include "strategies/pipeline/PipelineMetrics.hpp"
 #include "strategies/placement/Experiment.hpp"
 #include "topology/cluster/Cluster.hpp"
@@ -43,6 +45,7 @@ struct SimulatedStep {
   std::optional<PipelineMetrics> pipeline;  ///< with pp > 1: the pipeline at dp 0, tp 0
   SimFigures figures;
   std::vector<ValidationRow> validation;
+  std::shared_ptr<const TaskGraph> graph;  ///< the expanded step, when SimulateSettings::keep_graph asked for it
 };
 
 SimFigures sim_figures(const Experiment& e, const ClusterSpec& c, const Analysis& a, const SimResult& r);
