@@ -55,6 +55,7 @@ int run_analyze(const Args& args) {
   const Analysis a = analyze(e);
   std::optional<ClusterSpec> cluster;
   if (!e.cluster.is_null()) cluster = parse_cluster(e.cluster);
+  if (cluster) check_calibration_accelerator(e, cluster->accelerator.name);
   const std::vector<std::string> warnings = analysis_warnings(e, a, cluster ? &*cluster : nullptr);
   const std::string out = args.value("--out").value_or("");
   // A plan that does not fit is when the breakdown matters most: print the table even without --table (to stderr),

@@ -4,12 +4,79 @@
 
 #include "strategies/analytic/DataPlan.hpp"
 #include "strategies/placement/StackApply.hpp"
+#include "topology/cluster/Cluster.hpp"
 
 namespace placesim {
 
-Experiment parse_experiment(const Json& value, const std::string& base_dir) {
+namespace {
+
+// The experiment with its "calibration" file applied (Experiment::calibration): the accelerator's profile and the
+// training fields the experiment does not write. `info` receives what was applied.
+Json with_calibration(const Json& value, const std::string& base_dir, Json& info) {
+  const Json* name = value.is_object() && value.contains("calibration") ? &value["calibration"] : nullptr;
+  if (!name) return value;
+  if (!name->is_string() || name->get<std::string>().empty())
+    throw InputError("calibration must be the path of a calibration file (placesim calibrate --trace ... --out FILE)");
+  std::filesystem::path path = name->get<std::string>();
+  if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+  path = std::filesystem::absolute(path);
+  const Json file = read_json_file(path.string());
+  if (!file.is_object() || !file.contains("accelerator") || !file["accelerator"].is_string() ||
+      !file.contains("training") || !file["training"].is_object())
+    throw InputError("calibration=" + name->get<std::string>() +
+                     ": not a trace calibration (no \"accelerator\" or \"training\"); write one with placesim "
+                     "calibrate --trace TRACE --experiment EXP --out FILE");
+  Json out = value;
+  out.erase("calibration");
+  Json& training = out["training"];
+  if (training.is_null()) training = Json::object();
+  if (!training.is_object())
+    throw InputError("training must be an object when a calibration sets its host time (got " + training.dump() + ")");
+  Json applied = Json::array();
+  for (const auto& [key, v] : file["training"].items()) {
+    if (training.contains(key)) continue;  // the experiment's own value wins
+    training[key] = v;
+    applied.push_back("training." + key);
+  }
+  Json& cluster = out.contains("cluster") ? out["cluster"] : training;  // no cluster: nothing to set
+  if (cluster.is_string()) cluster = Json{{"preset", cluster}};
+  if (&cluster != &training && cluster.is_object()) {
+    // The cluster preset's own accelerator, so that check_calibration_accelerator compares the cluster's, not the
+    // calibration's.
+    if (!cluster.contains("accelerator")) cluster["accelerator"] = parse_cluster(cluster).accelerator.name;
+    Json& acc = cluster["accelerator"];
+    if (acc.is_string()) acc = Json{{"preset", acc}};
+    if (acc.is_object() && acc.contains("profile"))
+      throw InputError("cluster.accelerator.profile and calibration both set the accelerator's profile: keep one");
+    if (acc.is_object()) acc["profile"] = path.string();
+  }
+  info = Json{
+      {"file", name->get<std::string>()},
+      {"accelerator", file["accelerator"]},
+      {"from_trace", file.contains("fit") && file["fit"].is_object() ? file["fit"].value("from_trace", Json::array())
+                                                                     : Json::array()},
+      {"training", applied}};
+  return out;
+}
+
+}  // namespace
+
+void check_calibration_accelerator(const Experiment& e, const std::string& cluster_accelerator) {
+  if (e.calibration.is_null()) return;
+  const std::string measured = e.calibration.value("accelerator", "");
+  if (measured != cluster_accelerator)
+    throw InputError("calibration=" + e.calibration.value("file", "") + " was measured on " + measured +
+                     ", but the cluster's accelerator is " + cluster_accelerator +
+                     ": a trace calibrates the accelerator it ran on (set cluster.accelerator to " + measured +
+                     ", or calibrate from a trace of " + cluster_accelerator + ")");
+}
+
+Experiment parse_experiment(const Json& given, const std::string& base_dir) {
+  Json calibration;
+  const Json value = with_calibration(given, base_dir, calibration);
   ObjectReader r(value, "");
   Experiment e;
+  e.calibration = std::move(calibration);
   e.name = r.get_string("name", "experiment");
   r.skip("description");
   if (const Json* p = r.child("pipeline")) e.pipeline = *p;

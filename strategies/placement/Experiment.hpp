@@ -31,6 +31,9 @@ struct Experiment {
   std::string stack_from;
   /// Where each training and strategy field came from (empty for an experiment built in code).
   Provenance provenance;
+  /// The "calibration" file the experiment names (placesim calibrate --trace), as applied: {"file", "accelerator",
+  /// "from_trace": the figures the trace set, "training": the training fields it set}; null when none.
+  Json calibration;
 };
 
 /// Tokens of one sequence a device holds: model.seq_len / strategy.cp (context parallelism splits the sequence).
@@ -38,8 +41,13 @@ inline std::int64_t local_seq_len(const Experiment& e) {
   return e.model.seq_len / e.strategy.cp;
 }
 
-/// Parses an experiment object; `base_dir` resolves relative paths (hf_config). Calls resolve().
+/// Parses an experiment object; `base_dir` resolves relative paths (hf_config, calibration). Calls resolve().
+/// "calibration": FILE (a profile file with a "training" section, as placesim calibrate --trace writes it) sets the
+/// cluster accelerator's profile to the file (cluster.accelerator gains "profile"; the file's accelerator must be
+/// the cluster's) and the training fields of its "training" section that the experiment does not write itself.
 Experiment parse_experiment(const Json& value, const std::string& base_dir);
+/// The accelerator the calibration `e` names was measured on is the cluster's: else an InputError naming both.
+void check_calibration_accelerator(const Experiment& e, const std::string& cluster_accelerator);
 /// Reads and parses an experiment file.
 Experiment load_experiment(const std::string& path);
 /// Fills the derived fields and checks the batch arithmetic; throws InputError naming the fields.

@@ -262,6 +262,7 @@ ProfileFile parse_profile_file(const Json& j, const std::string& path) {
   r.skip("fit");
   r.skip("description");
   r.skip("excluded");  // measurements the fit left out, for the reader
+  r.skip("training");  // a trace calibration's training fields, which an experiment's "calibration" applies
   const Json* compute = r.child("compute");
   if (!compute) throw InputError(path + ": compute is required but missing");
   ProfileFile file;

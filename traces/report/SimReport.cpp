@@ -14,6 +14,7 @@
 #include "traces/report/Report.hpp"
 #include "traces/report/StackReport.hpp"
 #include "traces/report/Warnings.hpp"
+#include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -327,6 +328,39 @@ std::vector<ValidationRow> validation_rows(const Experiment& e, const Analysis& 
   return v;
 }
 
+namespace {
+
+// What a trace calibration leaves to the model.
+std::string calibration_from_model(const SimulatedStep& s) {
+  return "every other figure: the inter-node fabric (" + s.cluster.comm.inter_node.name +
+         "), the GEMM model's latency, tile and shape terms, attention's sequence-length curve, memory, and the "
+         "parallel layout's own work, from placesim's " +
+         s.cluster.accelerator.name + " profile and the experiment";
+}
+
+// The summary's lines on a trace calibration: each figure it set, and what stays the model's.
+std::string calibration_summary(const SimulatedStep& s) {
+  const Json& c = s.experiment.calibration;
+  if (c.is_null()) return "";
+  std::string out = "  calibration          " + c.value("file", "") + " (a profiler trace of one node): ";
+  const Json applied = c.value("training", Json::array());
+  bool first = true;
+  for (const Json& f : c.value("from_trace", Json::array())) {
+    if (!f.is_object()) continue;
+    const std::string field = f.value("field", "");
+    const bool training = field.rfind("training.", 0) == 0;
+    auto shown = [&](double v) { return training ? format_seconds(v) : format_significant(v, 4); };
+    out += std::string(first ? "" : ", ") + field + " " + shown(f.value("fitted", 0.0)) + " (model " +
+           shown(f.value("model", 0.0)) + ")";
+    if (training && std::find(applied.begin(), applied.end(), Json(field)) == applied.end())
+      out += " not applied: the experiment sets it";
+    first = false;
+  }
+  return out + "\n  from the model       " + calibration_from_model(s) + "\n";
+}
+
+}  // namespace
+
 Json simulation_report(const SimulatedStep& s) {
   Json report = analysis_report(s.experiment, s.analysis);
   report["cluster"] = cluster_to_json(s.cluster);
@@ -334,6 +368,10 @@ Json simulation_report(const SimulatedStep& s) {
   report["validation"] = validation_json(s.validation);
   if (s.pipeline) report["pipeline"] = pipeline_json(*s.pipeline);
   report["warnings"] = simulation_warnings(s);
+  if (!s.experiment.calibration.is_null()) {
+    report["calibration"] = s.experiment.calibration;
+    report["calibration"]["from_model"] = calibration_from_model(s);
+  }
   return report;
 }
 
@@ -401,7 +439,7 @@ std::string summary_validation(const std::vector<ValidationRow>& rows) {
 
 std::string simulation_summary(const SimulatedStep& s) {
   const SimFigures& f = s.figures;
-  std::string out = summary_heading(s.experiment, s.cluster) + stack_summary(s.experiment);
+  std::string out = summary_heading(s.experiment, s.cluster) + stack_summary(s.experiment) + calibration_summary(s);
   char line[1024];
   std::snprintf(line, sizeof line,
                 "  step time            %s\n  MFU                  %.1f %%\n  model TFLOP/s / GPU  %.1f (hardware, "

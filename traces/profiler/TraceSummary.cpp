@@ -1,0 +1,270 @@
+#include "traces/profiler/TraceSummary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "topology/hardware/CommProfile.hpp"
+
+namespace placesim {
+
+namespace {
+
+struct Interval {
+  double start = 0, end = 0;
+};
+
+// `v` sorted and merged into disjoint intervals.
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::vector<Interval> out;
+  for (const Interval& x : v) {
+    if (!out.empty() && x.start <= out.back().end)
+      out.back().end = std::max(out.back().end, x.end);
+    else
+      out.push_back(x);
+  }
+  return out;
+}
+
+// Seconds of [a, b) covered by the disjoint sorted intervals `v`.
+double covered(const std::vector<Interval>& v, double a, double b) {
+  double t = 0;
+  auto it = std::lower_bound(v.begin(), v.end(), a, [](const Interval& x, double at) { return x.end <= at; });
+  for (; it != v.end() && it->start < b; ++it) t += std::max(0.0, std::min(b, it->end) - std::max(a, it->start));
+  return t;
+}
+
+// The union of the disjoint sorted intervals `v` clipped to [lo, hi), and the idle gaps between them split at
+// `launch_gap`.
+struct Busy {
+  double busy = 0, launch_gaps = 0, host_stalls = 0;
+};
+
+Busy busy_in(const std::vector<Interval>& v, double lo, double hi, double launch_gap) {
+  Busy b;
+  double cursor = lo;
+  auto gap = [&](double g) {
+    if (g <= 0) return;
+    (g <= launch_gap ? b.launch_gaps : b.host_stalls) += g;
+  };
+  auto it = std::lower_bound(v.begin(), v.end(), lo, [](const Interval& x, double at) { return x.end <= at; });
+  for (; it != v.end() && it->start < hi; ++it) {
+    const double s = std::max(it->start, lo), e = std::min(it->end, hi);
+    gap(s - cursor);
+    b.busy += e - s;
+    cursor = e;
+  }
+  gap(hi - cursor);
+  return b;
+}
+
+bool compute_class(KernelClass c) {
+  return c != KernelClass::Collective && c != KernelClass::Copy;
+}
+
+CollectiveKind collective_kind(const std::string& op) {
+  if (op == "allreduce") return CollectiveKind::AllReduce;
+  if (op == "allgather") return CollectiveKind::AllGather;
+  if (op == "reduce_scatter") return CollectiveKind::ReduceScatter;
+  if (op == "broadcast") return CollectiveKind::Broadcast;
+  return CollectiveKind::SendRecv;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The steps of one rank (in start order) with the windows that tile its GPU timeline.
+void rank_steps(const ProfilerTrace& t, int rank, const std::vector<int>& step_ids,
+                const std::vector<std::vector<const TraceKernel*>>& by_step,
+                const std::vector<const TraceKernel*>& rank_kernels, const std::vector<Interval>& comm,
+                const std::vector<Interval>& compute, const SummaryOptions& o, std::vector<StepSummary>& out) {
+  std::vector<Interval> every;
+  every.reserve(rank_kernels.size());
+  for (const TraceKernel* k : rank_kernels) every.push_back({k->start_s, k->start_s + k->dur_s});
+  const std::vector<Interval> all = merged(std::move(every));
+  std::vector<double> comm_ends;  // each collective's end, sorted
+  for (const TraceKernel* k : rank_kernels)
+    if (k->cls == KernelClass::Collective) comm_ends.push_back(k->start_s + k->dur_s);
+  std::sort(comm_ends.begin(), comm_ends.end());
+  std::vector<double> starts, last_end;
+  for (int id : step_ids) {
+    double end = t.steps[id].end_s;
+    for (const TraceKernel* k : by_step[id]) end = std::max(end, k->start_s + k->dur_s);
+    last_end.push_back(end);
+    starts.push_back(t.steps[id].start_s);
+  }
+  for (std::size_t i = 0; i < step_ids.size(); ++i) {
+    const int id = step_ids[i];
+    if (by_step[id].empty()) continue;
+    double lo = starts[i];
+    if (i > 0) lo = std::max(lo, last_end[i - 1]);
+    double hi = last_end[i];
+    if (i + 1 < step_ids.size()) hi = std::max(lo, std::max(starts[i + 1], last_end[i]));
+    StepSummary s;
+    s.rank = rank;
+    s.number = t.steps[id].number;
+    s.start_s = lo;
+    s.period_s = hi - lo;
+    const Busy b = busy_in(all, lo, hi, o.launch_gap_s);
+    s.busy_s = b.busy;
+    s.idle_s = s.period_s - b.busy;
+    s.launch_gaps_s = b.launch_gaps;
+    s.host_stalls_s = b.host_stalls;
+    // The step's first compute kernel, and whether a collective ended as it started.
+    double first_compute = hi;
+    for (const TraceKernel* k : by_step[id])
+      if (compute_class(k->cls)) first_compute = std::min(first_compute, k->start_s);
+    auto after = std::lower_bound(comm_ends.begin(), comm_ends.end(), first_compute - 1e-6);
+    const bool waited = after != comm_ends.end() && *after <= first_compute + 1e-9;
+    if (first_compute > lo && first_compute < hi && !waited) {
+      s.host_start_s = first_compute - lo;
+      s.idle_at_start_s = s.host_start_s - busy_in(all, lo, first_compute, o.launch_gap_s).busy;
+    }
+    for (const TraceKernel* k : by_step[id]) {
+      s.class_s[static_cast<int>(k->cls)] += k->dur_s;
+      if (k->cls == KernelClass::Collective)
+        s.overlapped_s[static_cast<int>(k->cls)] += covered(compute, k->start_s, k->start_s + k->dur_s);
+      else if (compute_class(k->cls))
+        s.overlapped_s[static_cast<int>(k->cls)] += covered(comm, k->start_s, k->start_s + k->dur_s);
+      s.phase_s[static_cast<int>(k->phase)][static_cast<int>(k->cls)] += k->dur_s;
+      ++s.kernels;
+    }
+    out.push_back(s);
+  }
+}
+
+}  // namespace
+
+TraceSummary summarize(const ProfilerTrace& t, const SummaryOptions& o) {
+  TraceSummary s;
+  s.runtime = t.runtime;
+  s.notes = t.notes;
+  std::vector<std::vector<const TraceKernel*>> by_step(t.steps.size());
+  std::map<int, std::vector<const TraceKernel*>> by_rank;
+  for (const TraceKernel& k : t.kernels) {
+    by_rank[k.rank].push_back(&k);
+    if (k.step >= 0 && k.step < static_cast<int>(by_step.size())) by_step[k.step].push_back(&k);
+  }
+  // Per rank, when its compute and its collectives ran (merged intervals).
+  std::map<int, std::vector<Interval>> comm_of, compute_of;
+  for (const auto& [rank, ks] : by_rank) {
+    std::vector<Interval> comm, compute;
+    for (const TraceKernel* k : ks) {
+      if (k->cls == KernelClass::Collective) comm.push_back({k->start_s, k->start_s + k->dur_s});
+      if (compute_class(k->cls)) compute.push_back({k->start_s, k->start_s + k->dur_s});
+    }
+    comm_of[rank] = merged(std::move(comm));
+    compute_of[rank] = merged(std::move(compute));
+  }
+  std::map<int, std::vector<int>> steps_of;
+  for (std::size_t i = 0; i < t.steps.size(); ++i) steps_of[t.steps[i].rank].push_back(static_cast<int>(i));
+  for (auto& [rank, ids] : steps_of) {
+    std::sort(ids.begin(), ids.end(), [&](int a, int b) { return t.steps[a].start_s < t.steps[b].start_s; });
+    rank_steps(t, rank, ids, by_step, by_rank[rank], comm_of[rank], compute_of[rank], o, s.steps);
+  }
+  s.ranks = static_cast<int>(by_rank.size());
+  const double n = static_cast<double>(s.steps.size());
+  if (n == 0) return s;
+  for (const StepSummary& st : s.steps) {
+    s.period_s += st.period_s / n;
+    s.busy_s += st.busy_s / n;
+    s.idle_s += st.idle_s / n;
+    s.launch_gaps_s += st.launch_gaps_s / n;
+    s.host_stalls_s += st.host_stalls_s / n;
+    s.host_start_s += st.host_start_s / n;
+    s.idle_at_start_s += st.idle_at_start_s / n;
+    for (int c = 0; c < kKernelClasses; ++c) {
+      s.class_s[c] += st.class_s[c] / n;
+      s.overlapped_s[c] += st.overlapped_s[c] / n;
+      for (int p = 0; p < kPhases; ++p) s.phase_s[p][c] += st.phase_s[p][c] / n;
+    }
+  }
+  // Collectives of the summarised steps, bucketed by operation, group size and power of two of bytes; and the same
+  // compute kernel (name and shape) alone and beside a collective (during at least half of it).
+  std::map<std::tuple<std::string, int, int>, std::vector<const TraceKernel*>> buckets;
+  std::map<std::tuple<std::uint32_t, double, double, double>, std::pair<std::vector<double>, std::vector<double>>> same;
+  for (const auto& ks : by_step)
+    for (const TraceKernel* k : ks) {
+      if (k->cls == KernelClass::Gemm && k->m > 0) ++s.gemms_with_shape;
+      if (k->cls == KernelClass::Collective && k->bytes > 0 && k->group_size > 0)
+        buckets[{k->collective, k->group_size, static_cast<int>(std::floor(std::log2(k->bytes)))}].push_back(k);
+      if (!compute_class(k->cls)) continue;
+      const double over = covered(comm_of[k->rank], k->start_s, k->start_s + k->dur_s);
+      const bool overlapped = k->dur_s > 0 && over >= 0.5 * k->dur_s;
+      if (overlapped) s.overlap.overlapped_compute_s += k->dur_s / n;
+      auto& pair = same[{k->name, k->m, k->n, k->k}];
+      (overlapped ? pair.second : pair.first).push_back(k->dur_s);
+    }
+  for (const auto& [key, ks] : buckets) {
+    CollectiveSummary c;
+    c.op = std::get<0>(key);
+    c.group_size = std::get<1>(key);
+    std::vector<double> bw;
+    for (const TraceKernel* k : ks) {
+      c.bytes += k->bytes / static_cast<double>(ks.size());
+      c.time_s += k->dur_s / n;
+      c.overlapped_s += covered(compute_of[k->rank], k->start_s, k->start_s + k->dur_s) / n;
+      if (k->dur_s > 0) bw.push_back(bus_bandwidth_Bps(collective_kind(c.op), k->bytes, c.group_size, k->dur_s));
+    }
+    c.count = static_cast<int>(ks.size());
+    c.bus_bw_Bps = bw.empty() ? 0 : median(bw);
+    s.collectives.push_back(c);
+  }
+  double log_sum = 0, weight = 0;
+  for (const auto& [key, pair] : same) {
+    if (pair.first.empty() || pair.second.empty()) continue;
+    const double alone = median(pair.first), over = median(pair.second);
+    if (!(alone > 0) || !(over > 0)) continue;
+    const double w = over * static_cast<double>(pair.second.size());
+    log_sum += w * std::log(over / alone);
+    weight += w;
+    ++s.overlap.kernels_compared;
+  }
+  if (weight > 0) s.overlap.slowdown = std::exp(log_sum / weight);
+  return s;
+}
+
+Json summary_to_json(const TraceSummary& s) {
+  auto classes = [](const ClassArray& a) {
+    Json j = Json::object();
+    for (int c = 0; c < kKernelClasses; ++c) j[to_string(static_cast<KernelClass>(c))] = a[c];
+    return j;
+  };
+  Json phases = Json::object();
+  for (int p = 0; p < kPhases; ++p) phases[to_string(static_cast<Phase>(p))] = classes(s.phase_s[p]);
+  Json coll = Json::array();
+  for (const CollectiveSummary& c : s.collectives)
+    coll.push_back(Json{{"op", c.op},
+                        {"group_size", c.group_size},
+                        {"bytes", c.bytes},
+                        {"count", c.count},
+                        {"time_s_per_step", c.time_s},
+                        {"overlapped_s_per_step", c.overlapped_s},
+                        {"bus_bw_GBps", c.bus_bw_Bps / 1e9}});
+  return Json{{"steps", s.steps.size()},
+              {"ranks", s.ranks},
+              {"runtime", s.runtime},
+              {"step_s", s.period_s},
+              {"busy_s", s.busy_s},
+              {"idle_s", s.idle_s},
+              {"launch_gaps_s", s.launch_gaps_s},
+              {"host_stalls_s", s.host_stalls_s},
+              {"host_start_s", s.host_start_s},
+              {"idle_at_start_s", s.idle_at_start_s},
+              {"kernel_s_by_class", classes(s.class_s)},
+              {"overlapped_s_by_class", classes(s.overlapped_s)},
+              {"kernel_s_by_phase", phases},
+              {"collectives", coll},
+              {"overlap", Json{{"kernels_compared", s.overlap.kernels_compared},
+                               {"slowdown", s.overlap.slowdown},
+                               {"overlapped_compute_s", s.overlap.overlapped_compute_s}}},
+              {"gemms_with_shape", s.gemms_with_shape},
+              {"notes", s.notes}};
+}
+
+}  // namespace placesim
