@@ -142,9 +142,10 @@ Json default_experiment_json() {
   })");
 }
 
-Json experiment_json_from_args(const Args& args, bool allow_default, std::string* base_dir) {
+Json experiment_json_from_args(const Args& args, bool allow_default, std::string* base_dir,
+                               const std::vector<std::string>* positional) {
   Json j;
-  const auto& pos = args.positional();
+  const auto& pos = positional ? *positional : args.positional();
   if (pos.size() > 1)
     throw InputError("expected one experiment file, got " + std::to_string(pos.size()) + " arguments");
   bool from_flags = args.has("--model") || args.has("--model-hf");
@@ -178,9 +179,9 @@ Json experiment_json_from_args(const Args& args, bool allow_default, std::string
   return j;
 }
 
-Experiment experiment_from_args(const Args& args, bool allow_default) {
+Experiment experiment_from_args(const Args& args, bool allow_default, const std::vector<std::string>* positional) {
   std::string base_dir;
-  Json j = experiment_json_from_args(args, allow_default, &base_dir);
+  Json j = experiment_json_from_args(args, allow_default, &base_dir, positional);
   Experiment e = parse_experiment(j, base_dir);
   if (auto mem = args.value("--device-memory")) {
     e.device_memory_bytes = parse_bytes(*mem, "--device-memory");
@@ -226,9 +227,9 @@ std::ostream& summary_stream(const std::string& path) {
 }
 
 std::vector<Command> all_commands() {
-  return {command_analyze(), command_check(),          command_simulate(), command_sweep(),
-          command_search(),  command_pipeline_sweep(), command_converge(), command_converge_sweep(),
-          command_verify(),  command_calibrate(),      command_presets(),  command_stacks()};
+  return {command_analyze(),        command_check(),    command_simulate(),       command_sweep(),  command_search(),
+          command_pipeline_sweep(), command_converge(), command_converge_sweep(), command_verify(), command_calibrate(),
+          command_compare(),        command_presets(),  command_stacks()};
 }
 
 namespace {

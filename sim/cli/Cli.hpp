@@ -60,9 +60,13 @@ std::vector<FlagSpec> experiment_flags();
 /// --model or --model-hf is given, else the built-in default when `allow_default`; --model / --model-hf /
 /// --strategy / --set applied on top. Sets `*base_dir` (when not null) to the file's directory, which relative
 /// paths in the experiment are read from. Throws InputError when no experiment is named.
-Json experiment_json_from_args(const Args& args, bool allow_default, std::string* base_dir);
+/// `positional`, when given, stands for the command line's positional arguments (a command whose other positionals
+/// are not the experiment passes the experiment's alone).
+Json experiment_json_from_args(const Args& args, bool allow_default, std::string* base_dir,
+                               const std::vector<std::string>* positional = nullptr);
 /// Parses the experiment named by the arguments, with --device-memory applied.
-Experiment experiment_from_args(const Args& args, bool allow_default);
+Experiment experiment_from_args(const Args& args, bool allow_default,
+                                const std::vector<std::string>* positional = nullptr);
 /// The built-in default experiment (GPT-3 175B, Megatron-LM 3D on 128 DGX A100 nodes).
 Json default_experiment_json();
 

@@ -7,6 +7,7 @@ namespace placesim {
 // pipeline-sweep in CmdPipeline.cpp, the others in the file named after them.
 Command command_analyze();
 Command command_calibrate();
+Command command_compare();
 Command command_check();
 Command command_presets();
 Command command_stacks();
