@@ -10,6 +10,7 @@
 #include "strategies/analytic/TaskClasses.hpp"
 #include "topology/hardware/Accelerator.hpp"
 #include "topology/hardware/CommProfile.hpp"
+#include "traces/profiler/TraceCalibration.hpp"
 #include "traces/profiler/TraceCompare.hpp"
 #include "traces/profiler/TraceSummary.hpp"
 #include "workloads/json/Units.hpp"
@@ -243,4 +244,37 @@ TEST_CASE("experiment calibration: the accelerator must match, and the experimen
   CHECK_THROWS_WITH(parse_experiment(e, dir.path), Catch::Contains("both set the accelerator's profile"));
   e["calibration"] = 3;
   CHECK_THROWS_WITH(parse_experiment(e, dir.path), Catch::Contains("calibration must be the path"));
+}
+
+TEST_CASE("trace summary: GEMM shapes by total time, with their median kernel", "[trace-calibration]") {
+  ProfilerTrace t;
+  t.steps.push_back({0, 1, 0, 0.1});
+  auto gemm = [&](double m, double start, double dur) {
+    TraceKernel k;
+    k.cls = KernelClass::Gemm;
+    k.m = m, k.n = 4096, k.k = 4096, k.elem_bytes = 2;
+    k.start_s = start, k.dur_s = dur, k.step = 0;
+    t.kernels.push_back(k);
+  };
+  gemm(4096, 0.00, 0.001);
+  gemm(4096, 0.01, 0.003);
+  gemm(4096, 0.02, 0.002);
+  gemm(1024, 0.03, 0.0005);
+  const TraceSummary s = summarize(t);
+  REQUIRE(s.gemm_shapes.size() == 2);
+  CHECK(s.gemms_with_shape == 4);
+  CHECK(s.gemm_shapes[0].m == 4096);
+  CHECK(s.gemm_shapes[0].count == 3);
+  CHECK(s.gemm_shapes[0].median_s == Approx(0.002));
+  CHECK(s.gemm_shapes[0].total_s == Approx(0.006));
+  CHECK(s.gemm_shapes[1].m == 1024);
+}
+
+TEST_CASE("calibrate --trace: a trace of another run is refused, naming the class", "[trace-calibration]") {
+  // HolisticTraceAnalysis's ROCm toy (two small GEMMs per step) is not a step of Llama 3 8B.
+  const ProfilerTrace t = read_profiler_traces(
+      {std::string(PLACESIM_SOURCE_DIR) + "/tests/data/profiler/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz"});
+  const Experiment e = parse_experiment(Json::parse(kNode), "");
+  CHECK_THROWS_WITH(calibrate_from_trace(summarize(t), e, parse_cluster(e.cluster), t.files),
+                    Catch::Contains("the trace's GEMM kernels take") && Catch::Contains("more than 5x apart"));
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "strategies/analytic/ComputeModel.hpp"
 #include "strategies/analytic/TaskClasses.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "topology/hardware/CommProfile.hpp"
@@ -138,6 +139,22 @@ TraceCalibration calibrate_from_trace(const TraceSummary& measured, const Experi
           ? " as run alone (the time beside a collective counted at 1/" + format_significant(compute_slowdown, 4) +
                 (slowdown_measured ? ", the trace's own overlap slowdown)" : ", the profile's interference)")
           : "";
+  // A trace of another run than the experiment's cannot calibrate it: refused when a class is off by more than 5x.
+  {
+    const TaskClassSeconds model = device_class_seconds(g, 0, TaskClassifier(e, acc));
+    const std::pair<const char*, std::pair<double, double>> classes[] = {
+        {"GEMM", {m.gemm, model.passes.gemm}},
+        {"attention", {m.attention, model.passes.attention}},
+        {"memory-bound", {m.memory, model.passes.memory + model.optimizer}}};
+    for (const auto& [what, pair] : classes) {
+      const auto [trace_s, model_s] = pair;
+      if (trace_s > 0 && model_s > 0 && (trace_s > 5 * model_s || model_s > 5 * trace_s))
+        throw InputError("the trace's " + std::string(what) + " kernels take " + format_seconds(trace_s) +
+                         " per step, experiment " + e.name + "'s model " + format_seconds(model_s) +
+                         ": more than 5x apart, so the trace did not run this experiment (check its model, "
+                         "sequence length, micro-batch size, micro-batches per step and parallelism against the run)");
+    }
+  }
   const ComputeFit fit = fit_compute(m, e, acc, g);
   auto figure = [&](const std::string& field, double model, double fitted, const std::string& what, double trace_s,
                     double model_s) {
@@ -210,6 +227,24 @@ TraceCalibration calibrate_from_trace(const TraceSummary& measured, const Experi
                                " kernels (name and shape) timed alone and beside a collective"});
     profile.intra_node_interference.compute_slowdown = measured.overlap.slowdown;
   }
+  // Each recorded GEMM shape against the fitted profile's model.
+  AcceleratorSpec fitted = acc;
+  fitted.profile = profile;
+  Json shapes = Json::array();
+  for (const GemmShapeSummary& g : measured.gemm_shapes) {
+    if (out.gemms.size() == 20 || !(g.median_s > 0)) break;
+    const DType dtype = g.elem_bytes == 4 ? DType::FP32 : DType::BF16;
+    const GemmShape shape{g.m, g.n, g.k, g.batch};
+    const double flops = 2 * g.m * g.n * g.k * g.batch;
+    std::string name = format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k);
+    if (g.batch > 1) name += " x" + format_significant(g.batch);
+    name += g.elem_bytes == 4 ? " fp32" : " 16-bit";
+    out.gemms.push_back({name, g.count, flops / g.median_s / 1e12, flops / gemm_time_s(shape, dtype, fitted) / 1e12});
+    shapes.push_back(Json{{"shape", name},
+                          {"count", g.count},
+                          {"achieved_tflops", out.gemms.back().achieved_tflops},
+                          {"model_tflops", out.gemms.back().model_tflops}});
+  }
   Json from = Json::array();
   for (const CalibratedFigure& f : out.figures)
     from.push_back(Json{{"field", f.field}, {"model", f.model}, {"fitted", f.fitted}, {"evidence", f.evidence}});
@@ -225,6 +260,7 @@ TraceCalibration calibrate_from_trace(const TraceSummary& measured, const Experi
            {"fit", Json{{"method", "profiler trace"},
                         {"experiment", e.name},
                         {"from_trace", from},
+                        {"gemm_shapes", shapes},
                         {"warnings", out.warnings},
                         {"measured", summary_to_json(measured)}}},
            {"training", Json{{"host_time_per_step", format_significant(host_step * 1e3, 9) + "ms"},
@@ -247,6 +283,10 @@ std::string calibration_table(const TraceCalibration& t) {
     }
     o << "\n      " << f.evidence << "\n";
   }
+  if (!t.gemms.empty()) o << "GEMM shapes in the trace (the largest total first): achieved TFLOP/s, the model's\n";
+  for (const TraceCalibration::Gemm& g : t.gemms)
+    o << "  " << g.shape << " (" << g.count << "x): " << format_significant(g.achieved_tflops, 4) << ", "
+      << format_significant(g.model_tflops, 4) << "\n";
   for (const std::string& w : t.warnings) o << "  warning: " << w << "\n";
   return o.str();
 }

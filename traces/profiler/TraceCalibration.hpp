@@ -21,6 +21,14 @@ struct CalibratedFigure {
 /// "training" section, as simulate reads it through an experiment's "calibration" key.
 struct TraceCalibration {
   std::vector<CalibratedFigure> figures;
+  /// The trace's GEMM shapes (where it recorded them), the largest total first: achieved TFLOP/s of the median
+  /// kernel against the fitted profile's GEMM model at that shape.
+  struct Gemm {
+    std::string shape;  ///< "4096x12288x4096 bf16" (m x n x k, batch when above 1)
+    int count = 0;
+    double achieved_tflops = 0, model_tflops = 0;
+  };
+  std::vector<Gemm> gemms;
   std::vector<std::string> warnings;  ///< fits that look wrong (an efficiency above 1, a class the model lacks)
   Json file;
 };

@@ -188,9 +188,13 @@ TraceSummary summarize(const ProfilerTrace& t, const SummaryOptions& o) {
   // compute kernel (name and shape) alone and beside a collective (during at least half of it).
   std::map<std::tuple<std::string, int, int>, std::vector<const TraceKernel*>> buckets;
   std::map<std::tuple<std::uint32_t, double, double, double>, std::pair<std::vector<double>, std::vector<double>>> same;
+  std::map<std::tuple<double, double, double, double, int>, std::vector<double>> shapes;
   for (const auto& ks : by_step)
     for (const TraceKernel* k : ks) {
-      if (k->cls == KernelClass::Gemm && k->m > 0) ++s.gemms_with_shape;
+      if (k->cls == KernelClass::Gemm && k->m > 0) {
+        ++s.gemms_with_shape;
+        shapes[{k->m, k->n, k->k, k->batch, k->elem_bytes}].push_back(k->dur_s);
+      }
       if (k->cls == KernelClass::Collective && k->bytes > 0 && k->group_size > 0)
         buckets[{k->collective, k->group_size, static_cast<int>(std::floor(std::log2(k->bytes)))}].push_back(k);
       if (!compute_class(k->cls)) continue;
@@ -215,6 +219,15 @@ TraceSummary summarize(const ProfilerTrace& t, const SummaryOptions& o) {
     c.bus_bw_Bps = bw.empty() ? 0 : median(bw);
     s.collectives.push_back(c);
   }
+  for (auto& [key, times] : shapes) {
+    GemmShapeSummary g{std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key)};
+    g.count = static_cast<int>(times.size());
+    for (double t : times) g.total_s += t;
+    g.median_s = median(times);
+    s.gemm_shapes.push_back(g);
+  }
+  std::sort(s.gemm_shapes.begin(), s.gemm_shapes.end(),
+            [](const GemmShapeSummary& a, const GemmShapeSummary& b) { return a.total_s > b.total_s; });
   double log_sum = 0, weight = 0;
   for (const auto& [key, pair] : same) {
     if (pair.first.empty() || pair.second.empty()) continue;

@@ -54,6 +54,14 @@ struct OverlapSummary {
   double overlapped_compute_s = 0;  ///< compute-kernel time per step that overlapped a collective
 };
 
+/// GEMM kernels of one shape (where the trace recorded it), over the summarised steps.
+struct GemmShapeSummary {
+  double m = 0, n = 0, k = 0, batch = 1;
+  int elem_bytes = 0;
+  int count = 0;
+  double median_s = 0, total_s = 0;  ///< per kernel; summed over every step
+};
+
 struct SummaryOptions {
   double launch_gap_s = 50e-6;  ///< idle gaps up to this long are counted as launch gaps
 };
@@ -70,7 +78,8 @@ struct TraceSummary {
   std::array<ClassArray, kPhases> phase_s{};
   std::vector<CollectiveSummary> collectives;  ///< per step: counts and times are means per step
   OverlapSummary overlap;
-  int gemms_with_shape = 0;  ///< GEMM kernels whose shape the trace recorded
+  int gemms_with_shape = 0;                   ///< GEMM kernels whose shape the trace recorded
+  std::vector<GemmShapeSummary> gemm_shapes;  ///< by total time, the largest first
   std::vector<std::string> notes;
 };
 
