@@ -174,6 +174,38 @@ void collective_kernels(KinetoWriter& w, const TaskGraph& g, const Collective& c
   }
 }
 
+// A device's collectives, each as one span (its steps at fine detail: the first start to the last end, per
+// collective id) with its first record, and when the device communicated at all (merged).
+struct DeviceComm {
+  std::map<std::uint64_t, std::pair<double, double>> spans;
+  std::map<std::uint64_t, const TaskRecord*> first;
+  std::vector<Span> busy;
+};
+
+DeviceComm device_comm(const SimulationRecord& record, const TaskGraph& graph, int device) {
+  DeviceComm d;
+  std::vector<Span> comm;
+  for (const TaskRecord& t : record.tasks) {
+    if (t.device != device) continue;
+    const Task& task = graph[static_cast<TaskId>(t.task)];
+    if (std::get_if<Collective>(&task.body)) {
+      const std::uint64_t key = t.collective ? t.collective : (std::uint64_t{1} << 63) + t.task;
+      auto [it, fresh] = d.spans.try_emplace(key, t.start_s, t.end_s);
+      if (!fresh) it->second = {std::min(it->second.first, t.start_s), std::max(it->second.second, t.end_s)};
+      if (fresh) d.first[key] = &t;
+    }
+    if (std::get_if<Collective>(&task.body) || std::get_if<P2P>(&task.body)) comm.push_back({t.start_s, t.end_s});
+  }
+  std::sort(comm.begin(), comm.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  for (const Span& x : comm) {
+    if (!d.busy.empty() && x.start <= d.busy.back().end)
+      d.busy.back().end = std::max(d.busy.back().end, x.end);
+    else
+      d.busy.push_back(x);
+  }
+  return d;
+}
+
 }  // namespace
 
 Json kineto_trace(const SimulationRecord& record, const TaskGraph& graph, const Experiment& e,
@@ -182,29 +214,7 @@ Json kineto_trace(const SimulationRecord& record, const TaskGraph& graph, const 
   KinetoWriter w(device);
   const double step = record.step_time_s;
   w.host("ProfilerStep#1", "user_annotation", 0, step, kMainThread);
-  // A collective's steps (fine detail) as one kernel: its first start to its last end, per collective id.
-  std::map<std::uint64_t, std::pair<double, double>> spans;
-  std::map<std::uint64_t, const TaskRecord*> first;
-  std::vector<Span> comm;
-  for (const TaskRecord& t : record.tasks) {
-    if (t.device != device) continue;
-    const Task& task = graph[static_cast<TaskId>(t.task)];
-    if (std::get_if<Collective>(&task.body)) {
-      const std::uint64_t key = t.collective ? t.collective : (std::uint64_t{1} << 63) + t.task;
-      auto [it, fresh] = spans.try_emplace(key, t.start_s, t.end_s);
-      if (!fresh) it->second = {std::min(it->second.first, t.start_s), std::max(it->second.second, t.end_s)};
-      if (fresh) first[key] = &t;
-    }
-    if (std::get_if<Collective>(&task.body) || std::get_if<P2P>(&task.body)) comm.push_back({t.start_s, t.end_s});
-  }
-  std::sort(comm.begin(), comm.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
-  std::vector<Span> busy;
-  for (const Span& x : comm) {
-    if (!busy.empty() && x.start <= busy.back().end)
-      busy.back().end = std::max(busy.back().end, x.end);
-    else
-      busy.push_back(x);
-  }
+  const DeviceComm comm = device_comm(record, graph, device);
   double optimizer_start = step, optimizer_end = 0;
   for (const TaskRecord& t : record.tasks) {
     if (t.device != device) continue;
@@ -215,7 +225,7 @@ Json kineto_trace(const SimulationRecord& record, const TaskGraph& graph, const 
         optimizer_start = std::min(optimizer_start, t.start_s);
         optimizer_end = std::max(optimizer_end, t.end_s);
       }
-      compute_kernels(w, classes.split(*c, c->seconds), t.start_s, t.end_s, busy, thread);
+      compute_kernels(w, classes.split(*c, c->seconds), t.start_s, t.end_s, comm.busy, thread);
     } else if (const auto* p = std::get_if<P2P>(&task.body)) {
       const long op = w.host("record_param_comms", "cpu_op", t.start_s, 0, thread,
                              Json{{"Collective name", p->src == device ? "send" : "recv"},
@@ -232,8 +242,8 @@ Json kineto_trace(const SimulationRecord& record, const TaskGraph& graph, const 
       w.host("host work", "user_annotation", t.start_s, t.end_s - t.start_s, kMainThread);
     }
   }
-  for (const auto& [key, span] : spans) {
-    const TaskRecord& t = *first[key];
+  for (const auto& [key, span] : comm.spans) {
+    const TaskRecord& t = *comm.first.at(key);
     const auto& c = std::get<Collective>(graph[static_cast<TaskId>(t.task)].body);
     collective_kernels(w, graph, c, span.first, span.second, 7 + static_cast<int>(t.stream),
                        t.backward ? kBackwardThread : kMainThread);

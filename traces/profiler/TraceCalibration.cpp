@@ -121,153 +121,202 @@ NcclFit fit_nccl(const TraceSummary& s, const ClusterSpec& c, double slowdown) {
 
 }  // namespace
 
-TraceCalibration calibrate_from_trace(const TraceSummary& measured, const Experiment& e, const ClusterSpec& c,
-                                      const std::vector<std::string>& sources) {
-  if (measured.steps.empty()) throw InputError("the trace has no step with GPU kernels: nothing to calibrate against");
-  TraceCalibration out;
-  const AcceleratorSpec& acc = c.accelerator;
-  const TaskGraph g = expand(e, simulated_network(c));
-  // Overlap interference: the trace's own measure where it has one (the same kernels alone and overlapped, with
-  // shapes), else the profile's.
-  const bool slowdown_measured =
-      measured.overlap.kernels_compared >= 3 && measured.gemms_with_shape > 0 && measured.overlap.slowdown > 1;
-  const OverlapInterference& profile_interference = acc.profile.intra_node_interference;
-  const double compute_slowdown = slowdown_measured ? measured.overlap.slowdown : profile_interference.compute_slowdown;
-  const Measured m = measured_classes(measured, compute_slowdown);
-  const std::string alone =
-      compute_slowdown > 1
-          ? " as run alone (the time beside a collective counted at 1/" + format_significant(compute_slowdown, 4) +
-                (slowdown_measured ? ", the trace's own overlap slowdown)" : ", the profile's interference)")
-          : "";
+namespace {
+
+// One calibration's steps, each a function of the trace summary, the experiment and what the steps before fitted.
+class TraceFit {
+ public:
+  TraceFit(const TraceSummary& measured, const Experiment& e, const ClusterSpec& c)
+      : t_(measured), e_(e), c_(c), acc_(c.accelerator), g_(expand(e, simulated_network(c))) {
+    // Overlap interference: the trace's own measure where it has one (the same kernels alone and overlapped, with
+    // shapes), else the profile's.
+    slowdown_measured_ = t_.overlap.kernels_compared >= 3 && t_.gemms_with_shape > 0 && t_.overlap.slowdown > 1;
+    slowdown_ = slowdown_measured_ ? t_.overlap.slowdown : acc_.profile.intra_node_interference.compute_slowdown;
+    m_ = measured_classes(t_, slowdown_);
+    profile_ = acc_.profile;
+    fabric_ = c.comm.intra_node;
+  }
+
+  TraceCalibration run(const std::vector<std::string>& sources) {
+    check_same_run();
+    compute();
+    nccl();
+    host();
+    interference();
+    gemm_shapes();
+    out_.file = file(sources);
+    return std::move(out_);
+  }
+
+ private:
   // A trace of another run than the experiment's cannot calibrate it: refused when a class is off by more than 5x.
-  {
-    const TaskClassSeconds model = device_class_seconds(g, 0, TaskClassifier(e, acc));
+  void check_same_run() const {
+    const TaskClassSeconds model = device_class_seconds(g_, 0, TaskClassifier(e_, acc_));
     const std::pair<const char*, std::pair<double, double>> classes[] = {
-        {"GEMM", {m.gemm, model.passes.gemm}},
-        {"attention", {m.attention, model.passes.attention}},
-        {"memory-bound", {m.memory, model.passes.memory + model.optimizer}}};
+        {"GEMM", {m_.gemm, model.passes.gemm}},
+        {"attention", {m_.attention, model.passes.attention}},
+        {"memory-bound", {m_.memory, model.passes.memory + model.optimizer}}};
     for (const auto& [what, pair] : classes) {
       const auto [trace_s, model_s] = pair;
       if (trace_s > 0 && model_s > 0 && (trace_s > 5 * model_s || model_s > 5 * trace_s))
         throw InputError("the trace's " + std::string(what) + " kernels take " + format_seconds(trace_s) +
-                         " per step, experiment " + e.name + "'s model " + format_seconds(model_s) +
+                         " per step, experiment " + e_.name + "'s model " + format_seconds(model_s) +
                          ": more than 5x apart, so the trace did not run this experiment (check its model, "
                          "sequence length, micro-batch size, micro-batches per step and parallelism against the run)");
     }
   }
-  const ComputeFit fit = fit_compute(m, e, acc, g);
-  auto figure = [&](const std::string& field, double model, double fitted, const std::string& what, double trace_s,
-                    double model_s) {
+
+  // One compute figure, or a warning when only one side has the class or the fit is above 1.
+  void figure(const std::string& field, double model, double fitted, const std::string& what, double trace_s,
+              double model_s) {
     if (!(trace_s > 0) || !(model_s > 0)) {
       if (trace_s > 0 || model_s > 0)
-        out.warnings.push_back(
+        out_.warnings.push_back(
             field + " kept at " + format_significant(model) + ": the " +
             (trace_s > 0 ? "model has no " + what + " (the trace " + format_seconds(trace_s) + " per step)"
                          : "trace has no " + what + " (the model " + format_seconds(model_s) + " per step)"));
       return;
     }
-    out.figures.push_back({field, model, fitted,
-                           what + " " + format_seconds(trace_s) + " per step in the trace" + alone + ", " +
-                               format_seconds(model_s) + " in the model"});
+    const std::string alone =
+        slowdown_ > 1
+            ? " as run alone (the time beside a collective counted at 1/" + format_significant(slowdown_, 4) +
+                  (slowdown_measured_ ? ", the trace's own overlap slowdown)" : ", the profile's interference)")
+            : "";
+    out_.figures.push_back({field, model, fitted,
+                            what + " " + format_seconds(trace_s) + " per step in the trace" + alone + ", " +
+                                format_seconds(model_s) + " in the model"});
     if (fitted > 1)
-      out.warnings.push_back(field + " = " + format_significant(fitted) + " is above 1: the trace ran less " + what +
-                             " work than the experiment describes (check its model, micro-batch size, micro-batches "
-                             "and parallelism against the run)");
-  };
-  figure("compute.gemm_peak_efficiency", acc.profile.gemm_peak_efficiency, fit.gemm, "GEMM kernels", m.gemm,
-         fit.before.passes.gemm);
-  figure("compute.flash_attention_efficiency", acc.profile.flash_attention_efficiency, fit.attention,
-         "attention kernels", m.attention, fit.before.passes.attention);
-  figure("compute.memory_efficiency", acc.profile.memory_efficiency, fit.memory,
-         "memory-bound kernels (element-wise, normalization, optimizer)", m.memory,
-         fit.before.passes.memory + fit.before.optimizer);
-  ComputeProfile profile = acc.profile;
-  profile.gemm_peak_efficiency = fit.gemm;
-  profile.flash_attention_efficiency = fit.attention;
-  profile.memory_efficiency = fit.memory;
-  const NcclFit nccl = fit_nccl(measured, c, profile_interference.comm_slowdown);
-  FabricProfile fabric = c.comm.intra_node;
-  if (nccl.factor > 0) {
-    fabric = scaled_fabric(fabric, nccl.factor);
-    out.figures.push_back({"comm.intra_node.bus_efficiency", c.comm.intra_node.bus_efficiency, fabric.bus_efficiency,
-                           std::to_string(nccl.collectives) + " collectives of known size " +
-                               format_seconds(nccl.measured_s) + " per step in the trace, " +
-                               format_seconds(nccl.model_s) +
-                               " in the model (every protocol's "
-                               "bus efficiency scaled by " +
-                               format_significant(nccl.factor) + ")"});
+      out_.warnings.push_back(field + " = " + format_significant(fitted) + " is above 1: the trace ran less " + what +
+                              " work than the experiment describes (check its model, micro-batch size, "
+                              "micro-batches and parallelism against the run)");
   }
+
+  void compute() {
+    fit_ = fit_compute(m_, e_, acc_, g_);
+    const ComputeProfile& p = acc_.profile;
+    figure("compute.gemm_peak_efficiency", p.gemm_peak_efficiency, fit_.gemm, "GEMM kernels", m_.gemm,
+           fit_.before.passes.gemm);
+    figure("compute.flash_attention_efficiency", p.flash_attention_efficiency, fit_.attention, "attention kernels",
+           m_.attention, fit_.before.passes.attention);
+    figure("compute.memory_efficiency", p.memory_efficiency, fit_.memory,
+           "memory-bound kernels (element-wise, normalization, optimizer)", m_.memory,
+           fit_.before.passes.memory + fit_.before.optimizer);
+    profile_.gemm_peak_efficiency = fit_.gemm;
+    profile_.flash_attention_efficiency = fit_.attention;
+    profile_.memory_efficiency = fit_.memory;
+  }
+
+  void nccl() {
+    nccl_ = fit_nccl(t_, c_, acc_.profile.intra_node_interference.comm_slowdown);
+    if (!(nccl_.factor > 0)) return;
+    fabric_ = scaled_fabric(fabric_, nccl_.factor);
+    out_.figures.push_back({"comm.intra_node.bus_efficiency", c_.comm.intra_node.bus_efficiency, fabric_.bus_efficiency,
+                            std::to_string(nccl_.collectives) + " collectives of known size " +
+                                format_seconds(nccl_.measured_s) + " per step in the trace, " +
+                                format_seconds(nccl_.model_s) + " in the model (every protocol's bus efficiency " +
+                                "scaled by " + format_significant(nccl_.factor) + ")"});
+  }
+
   // Host time: the wait before the step's first compute kernel (per step), and the GPU's other idle time, less the
   // model's launch floors, shared by the micro-batches (below a nanosecond: the trace's timestamp rounding, none).
-  const double microbatches = static_cast<double>(std::max<std::int64_t>(1, e.strategy.microbatches));
-  const double host_step = measured.host_start_s < 1e-9 ? 0 : measured.host_start_s;
-  double rest = measured.idle_s - measured.idle_at_start_s - fit.after.passes.launch;
-  if (rest < 1e-9) rest = 0;
-  const double host_microbatch = rest / microbatches;
-  out.figures.push_back({"training.host_time_per_step", e.training.host_time_per_step_s, host_step,
-                         "the GPU's wait from the step's start to its first compute kernel " +
-                             format_seconds(measured.host_start_s) + " (" + format_seconds(measured.idle_at_start_s) +
-                             " of it idle, collectives running in the rest)"});
-  out.figures.push_back({"training.host_time_per_microbatch", e.training.host_time_per_microbatch_s, host_microbatch,
-                         "the rest of the idle GPU time " + format_seconds(measured.idle_s - measured.idle_at_start_s) +
-                             " per step (" + format_seconds(measured.launch_gaps_s) +
-                             " of all idle time in launch gaps, " + format_seconds(measured.host_stalls_s) +
-                             " in longer stalls), less the model's launch "
-                             "floors " +
-                             format_seconds(fit.after.passes.launch) + ", over " + format_significant(microbatches) +
-                             " micro-batches"});
-  if (e.strategy.pp > 1)
-    out.warnings.push_back("strategy.pp=" + std::to_string(e.strategy.pp) +
-                           ": the trace's idle time includes the pipeline's bubbles, which the host time above "
-                           "counts as host time too; calibrate on a run without pipeline parallelism");
-  if (slowdown_measured) {
-    out.figures.push_back({"compute.interference.intra_node.compute_slowdown",
-                           profile.intra_node_interference.compute_slowdown, measured.overlap.slowdown,
-                           std::to_string(measured.overlap.kernels_compared) +
-                               " kernels (name and shape) timed alone and beside a collective"});
-    profile.intra_node_interference.compute_slowdown = measured.overlap.slowdown;
+  void host() {
+    const double microbatches = static_cast<double>(std::max<std::int64_t>(1, e_.strategy.microbatches));
+    host_step_ = t_.host_start_s < 1e-9 ? 0 : t_.host_start_s;
+    const double rest = t_.idle_s - t_.idle_at_start_s - fit_.after.passes.launch;
+    host_microbatch_ = rest < 1e-9 ? 0 : rest / microbatches;
+    out_.figures.push_back({"training.host_time_per_step", e_.training.host_time_per_step_s, host_step_,
+                            "the GPU's wait from the step's start to its first compute kernel " +
+                                format_seconds(t_.host_start_s) + " (" + format_seconds(t_.idle_at_start_s) +
+                                " of it idle, collectives running in the rest)"});
+    out_.figures.push_back(
+        {"training.host_time_per_microbatch", e_.training.host_time_per_microbatch_s, host_microbatch_,
+         "the rest of the idle GPU time " + format_seconds(t_.idle_s - t_.idle_at_start_s) + " per step (" +
+             format_seconds(t_.launch_gaps_s) + " of all idle time in launch gaps, " +
+             format_seconds(t_.host_stalls_s) + " in longer stalls), less the model's launch floors " +
+             format_seconds(fit_.after.passes.launch) + ", over " + format_significant(microbatches) +
+             " micro-batches"});
+    if (e_.strategy.pp > 1)
+      out_.warnings.push_back("strategy.pp=" + std::to_string(e_.strategy.pp) +
+                              ": the trace's idle time includes the pipeline's bubbles, which the host time above "
+                              "counts as host time too; calibrate on a run without pipeline parallelism");
   }
-  // Each recorded GEMM shape against the fitted profile's model.
-  AcceleratorSpec fitted = acc;
-  fitted.profile = profile;
-  Json shapes = Json::array();
-  for (const GemmShapeSummary& g : measured.gemm_shapes) {
-    if (out.gemms.size() == 20 || !(g.median_s > 0)) break;
-    const DType dtype = g.elem_bytes == 4 ? DType::FP32 : DType::BF16;
-    const GemmShape shape{g.m, g.n, g.k, g.batch};
-    const double flops = 2 * g.m * g.n * g.k * g.batch;
-    std::string name = format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k);
-    if (g.batch > 1) name += " x" + format_significant(g.batch);
-    name += g.elem_bytes == 4 ? " fp32" : " 16-bit";
-    out.gemms.push_back({name, g.count, flops / g.median_s / 1e12, flops / gemm_time_s(shape, dtype, fitted) / 1e12});
-    shapes.push_back(Json{{"shape", name},
-                          {"count", g.count},
-                          {"achieved_tflops", out.gemms.back().achieved_tflops},
-                          {"model_tflops", out.gemms.back().model_tflops}});
+
+  void interference() {
+    if (!slowdown_measured_) return;
+    out_.figures.push_back({"compute.interference.intra_node.compute_slowdown",
+                            profile_.intra_node_interference.compute_slowdown, t_.overlap.slowdown,
+                            std::to_string(t_.overlap.kernels_compared) +
+                                " kernels (name and shape) timed alone and beside a collective"});
+    profile_.intra_node_interference.compute_slowdown = t_.overlap.slowdown;
   }
-  Json from = Json::array();
-  for (const CalibratedFigure& f : out.figures)
-    from.push_back(Json{{"field", f.field}, {"model", f.model}, {"fitted", f.fitted}, {"evidence", f.evidence}});
-  Json src = Json::array();
-  for (const std::string& s : sources) src.push_back("PyTorch profiler trace " + s);
-  src.push_back("the rest: placesim's " + acc.name + " profile" +
-                (acc.profile_name.empty() ? std::string() : " (" + acc.profile_name + ")"));
-  out.file =
-      Json{{"accelerator", acc.name},
-           {"description", "calibrated by placesim calibrate --trace against experiment " + e.name},
-           {"sources", src},
-           {"compute", compute_profile_to_json(profile)},
-           {"fit", Json{{"method", "profiler trace"},
-                        {"experiment", e.name},
-                        {"from_trace", from},
-                        {"gemm_shapes", shapes},
-                        {"warnings", out.warnings},
-                        {"measured", summary_to_json(measured)}}},
-           {"training", Json{{"host_time_per_step", format_significant(host_step * 1e3, 9) + "ms"},
-                             {"host_time_per_microbatch", format_significant(host_microbatch * 1e3, 9) + "ms"}}}};
-  if (!profile.not_measured.empty()) out.file["not_measured"] = not_measured_to_json(profile.not_measured);
-  if (nccl.factor > 0) out.file["comm"] = Json{{"intra_node", fabric_profile_to_json(fabric)}};
-  return out;
+
+  // Each recorded GEMM shape (the 20 largest totals) against the fitted profile's model.
+  void gemm_shapes() {
+    AcceleratorSpec fitted = acc_;
+    fitted.profile = profile_;
+    for (const GemmShapeSummary& g : t_.gemm_shapes) {
+      if (out_.gemms.size() == 20 || !(g.median_s > 0)) break;
+      const DType dtype = g.elem_bytes == 4 ? DType::FP32 : DType::BF16;
+      const double flops = 2 * g.m * g.n * g.k * g.batch;
+      std::string name = format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k);
+      if (g.batch > 1) name += " x" + format_significant(g.batch);
+      name += g.elem_bytes == 4 ? " fp32" : " 16-bit";
+      out_.gemms.push_back({name, g.count, flops / g.median_s / 1e12,
+                            flops / gemm_time_s({g.m, g.n, g.k, g.batch}, dtype, fitted) / 1e12});
+    }
+  }
+
+  Json file(const std::vector<std::string>& sources) const {
+    Json from = Json::array(), shapes = Json::array(), src = Json::array();
+    for (const CalibratedFigure& f : out_.figures)
+      from.push_back(Json{{"field", f.field}, {"model", f.model}, {"fitted", f.fitted}, {"evidence", f.evidence}});
+    for (const TraceCalibration::Gemm& g : out_.gemms)
+      shapes.push_back(Json{{"shape", g.shape},
+                            {"count", g.count},
+                            {"achieved_tflops", g.achieved_tflops},
+                            {"model_tflops", g.model_tflops}});
+    for (const std::string& s : sources) src.push_back("PyTorch profiler trace " + s);
+    src.push_back("the rest: placesim's " + acc_.name + " profile" +
+                  (acc_.profile_name.empty() ? std::string() : " (" + acc_.profile_name + ")"));
+    Json out{{"accelerator", acc_.name},
+             {"description", "calibrated by placesim calibrate --trace against experiment " + e_.name},
+             {"sources", src},
+             {"compute", compute_profile_to_json(profile_)},
+             {"fit", Json{{"method", "profiler trace"},
+                          {"experiment", e_.name},
+                          {"from_trace", from},
+                          {"gemm_shapes", shapes},
+                          {"warnings", out_.warnings},
+                          {"measured", summary_to_json(t_)}}},
+             {"training", Json{{"host_time_per_step", format_significant(host_step_ * 1e3, 9) + "ms"},
+                               {"host_time_per_microbatch", format_significant(host_microbatch_ * 1e3, 9) + "ms"}}}};
+    if (!profile_.not_measured.empty()) out["not_measured"] = not_measured_to_json(profile_.not_measured);
+    if (nccl_.factor > 0) out["comm"] = Json{{"intra_node", fabric_profile_to_json(fabric_)}};
+    return out;
+  }
+
+  const TraceSummary& t_;
+  const Experiment& e_;
+  const ClusterSpec& c_;
+  const AcceleratorSpec& acc_;
+  const TaskGraph g_;
+  bool slowdown_measured_ = false;
+  double slowdown_ = 1;
+  Measured m_;
+  ComputeFit fit_;
+  NcclFit nccl_;
+  ComputeProfile profile_;
+  FabricProfile fabric_;
+  double host_step_ = 0, host_microbatch_ = 0;
+  TraceCalibration out_;
+};
+
+}  // namespace
+
+TraceCalibration calibrate_from_trace(const TraceSummary& measured, const Experiment& e, const ClusterSpec& c,
+                                      const std::vector<std::string>& sources) {
+  if (measured.steps.empty()) throw InputError("the trace has no step with GPU kernels: nothing to calibrate against");
+  return TraceFit(measured, e, c).run(sources);
 }
 
 std::string calibration_table(const TraceCalibration& t) {
