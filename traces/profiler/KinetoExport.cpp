@@ -66,18 +66,16 @@ class KinetoWriter {
   Json events_ = Json::array();
 };
 
+// The "Collective name" PyTorch's record_param_comms gives each (torch.distributed's c10d op names).
 const char* collective_name(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::AllReduce:
-      return "allreduce";
-    case CollectiveOp::AllGather:
-      return "allgather";
-    case CollectiveOp::ReduceScatter:
-      return "reduce_scatter";
-    case CollectiveOp::AllToAll:
-      return "alltoall";
-  }
-  return "allreduce";
+  static constexpr std::pair<CollectiveOp, const char*> kNames[] = {
+      {CollectiveOp::AllReduce, "allreduce"},
+      {CollectiveOp::AllGather, "_allgather_base"},
+      {CollectiveOp::ReduceScatter, "_reduce_scatter_base"},
+      {CollectiveOp::AllToAll, "all_to_all"}};
+  for (const auto& [o, name] : kNames)
+    if (o == op) return name;
+  return "";
 }
 
 const char* nccl_kernel(CollectiveOp op) {
