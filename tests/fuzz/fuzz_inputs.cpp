@@ -13,6 +13,8 @@
 //                  parse_fidelity or parse_cli_value
 //   7 results      sweep results files (parted by a form feed into two shards): row_identity per line, the resume
 //                  scan, and sweep merge (check and write)
+//   8 trace        a PyTorch profiler (Kineto) trace file -> read_profiler_traces -> summarize -> calibrate_from_trace
+//                  against a small experiment, compare_summaries and its text, JSON and SVG
 //
 // Bad input is an InputError (the CLI's exit 2) and is caught here. Any other exception (the CLI's "internal error",
 // exit 1), a crash, a leak, undefined behaviour, a timeout or running out of memory is a finding.
@@ -41,6 +43,8 @@
 #include "strategies/sweep/Sweep.hpp"
 #include "strategies/sweep/SweepPoint.hpp"
 #include "topology/cluster/Cluster.hpp"
+#include "traces/profiler/TraceCalibration.hpp"
+#include "traces/profiler/TraceCompare.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/report/Warnings.hpp"
 #include "traces/sweep/SweepFile.hpp"
@@ -319,9 +323,22 @@ void fuzz_results(const std::string& text) {
   merge_results(m);
 }
 
+void fuzz_trace(const std::string& text) {
+  const ProfilerTrace t = read_profiler_traces({write_scratch("trace.json", text)});
+  const TraceSummary s = summarize(t);
+  summary_to_json(s).dump();
+  const TraceComparison c = compare_summaries(s, s);
+  comparison_text(c);
+  comparison_json(c).dump();
+  comparison_svg(t, s, t, s);
+  if (s.steps.empty()) return;
+  const Experiment e = parse_experiment(Json::parse(kSetBase), "");
+  calibration_table(calibrate_from_trace(s, e, parse_cluster(e.cluster), t.files));
+}
+
 using Parser = void (*)(const std::string&);
-constexpr Parser kParsers[] = {fuzz_experiment,  fuzz_set,     fuzz_sweep, fuzz_hf_config,
-                               fuzz_calibration, fuzz_profile, fuzz_units, fuzz_results};
+constexpr Parser kParsers[] = {fuzz_experiment, fuzz_set,   fuzz_sweep,   fuzz_hf_config, fuzz_calibration,
+                               fuzz_profile,    fuzz_units, fuzz_results, fuzz_trace};
 
 }  // namespace
 }  // namespace placesim

@@ -12,7 +12,7 @@ rm -rf "$out"
 mkdir -p "$out"
 
 # The selector characters of fuzz_inputs.cpp (kParsers).
-experiment=0 set=1 sweep=2 hf=3 calibration=4 profile=5 units=6 results=7
+experiment=0 set=1 sweep=2 hf=3 calibration=4 profile=5 units=6 results=7 trace=8
 
 # seed SELECTOR NAME: the selector character then standard input, as OUT_DIR/SELECTOR-NAME.
 seed() {
@@ -35,6 +35,12 @@ find examples tests/data tests/golden docs/examples topology/profiles -name '*.j
     selector=$(selector_of "$file")
     seed "$selector" "${file//\//_}" <"$file"
   done
+
+# Profiler traces: the public test traces (the first 64 KB of their text, cut mid-JSON too) and the ROCm one whole.
+for file in tests/data/profiler/hta/*.json.gz tests/data/profiler/hta/sampled/*.json.gz; do
+  { gzip -dc "$file" || true; } | head -c 65536 | seed $trace "${file//\//_}"
+done
+gzip -dc tests/data/profiler/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz | seed $trace rocm-whole
 
 # Sweep results: the golden rows, and two shards of one sweep parted by a form feed.
 for file in tests/golden/*/expected/rows.jsonl; do
