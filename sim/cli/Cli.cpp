@@ -1,5 +1,6 @@
 #include "sim/cli/Cli.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -7,6 +8,7 @@
 
 #include "sim/cli/Commands.hpp"
 #include "traces/output/OutputFile.hpp"
+#include "traces/output/OutputPolicy.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -191,15 +193,9 @@ Experiment experiment_from_args(const Args& args, bool allow_default, const std:
 }
 
 void write_output(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    std::cout.flush();
-    return;
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw InputError("cannot write '" + path + "'");
-  out << text;
-  if (!out) throw InputError("failed writing '" + path + "'");
+  OutputFile out(path.empty() ? "-" : path);
+  out.write(text);
+  out.close();
 }
 
 std::optional<std::int64_t> integer_flag(const Args& args, const std::string& flag, std::int64_t lowest,
@@ -233,6 +229,30 @@ std::vector<Command> all_commands() {
 }
 
 namespace {
+
+// The output policy (check_outputs) and the paths' writability, before any work: a typo or an output naming an
+// input does not cost a whole simulation or sweep. (sweep --slurm creates the folder of its results, shards and
+// logs; sweep merge checks its own OUT against its shards.)
+void check_command_outputs(const Command& command, const Args& args) {
+  std::vector<std::string> input_flags = command.input_flags;
+  input_flags.insert(input_flags.end(), {"--sweep", "--model-hf"});
+  std::vector<std::string> inputs = args.positional();
+  for (const std::string& flag : input_flags)
+    for (const std::string& v : args.values(flag)) inputs.push_back(v);
+  std::vector<OutputPath> outputs;
+  for (const char* flag : {"--out", "--report", "--trace", "--svg", "--csv", "--jsonl", "--out-csv", "--out-jsonl",
+                           "--profiler-trace", "--simulated-trace"}) {
+    if (std::find(input_flags.begin(), input_flags.end(), flag) != input_flags.end()) continue;
+    if (auto path = args.value(flag)) {
+      if (args.has("--slurm")) continue;
+      check_output_path(flag, *path);
+      outputs.push_back({flag, *path});
+    }
+  }
+  bool has_force = false;
+  for (const FlagSpec& f : command.flags) has_force = has_force || f.name == "--force";
+  check_outputs(outputs, inputs, args.has("--force"), has_force ? "--force" : "");
+}
 
 void print_help(const std::vector<Command>& commands) {
   std::cout << "placesim " PLACESIM_VERSION
@@ -284,10 +304,7 @@ int run_cli(int argc, char** argv) {
     }
   try {
     Args args(rest, command->flags, command->name);
-    // Output paths are checked before any work, so a typo does not cost a whole simulation or sweep.
-    // (sweep --slurm creates the folder of its results, shards and logs.)
-    for (const char* flag : {"--out", "--report", "--trace", "--svg", "--csv", "--jsonl", "--out-csv", "--out-jsonl"})
-      if (auto path = args.value(flag); path && !args.has("--slurm")) check_output_path(flag, *path);
+    check_command_outputs(*command, args);
     return command->run(args);
   } catch (const InputError& e) {
     std::cerr << "placesim " << name << ": error: " << e.what() << "\n";

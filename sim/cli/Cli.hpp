@@ -40,6 +40,9 @@ struct Command {
   std::string usage;  ///< the arguments after the command name
   std::vector<FlagSpec> flags;
   std::function<int(const Args&)> run;
+  /// Flags whose values are files the command reads (besides its positional files, --sweep and --model-hf): an
+  /// output may not name one of them (check_outputs).
+  std::vector<std::string> input_flags;
 };
 
 /// A flag table written as its --help text, one flag a line: `--name VALUE` (VALUE absent for a switch), two or more

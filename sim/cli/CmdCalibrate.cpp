@@ -34,7 +34,9 @@ int run_measured(const Args& args) {
   const std::string out = args.value("--out").value_or("-");
   // The residual table goes to stderr when the profile itself goes to stdout, so the JSON stays parseable.
   summary_stream(out) << residual_table(cal);
-  write_output(out, calibration_profile_json(cal).dump(2) + "\n");
+  Json profile = calibration_profile_json(cal);
+  if (!profile.contains("description")) profile["description"] = "fitted by placesim calibrate to " + path;
+  write_output(out, profile.dump(2) + "\n");
   return 0;
 }
 
@@ -61,7 +63,9 @@ int run_calibrate(const Args& args) {
 }  // namespace
 
 Command command_calibrate() {
-  return command_from_help(kHelp, run_calibrate, experiment_flags());
+  Command c = command_from_help(kHelp, run_calibrate, experiment_flags());
+  c.input_flags = {"--trace"};
+  return c;
 }
 
 }  // namespace placesim

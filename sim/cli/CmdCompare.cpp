@@ -59,7 +59,9 @@ int run_compare(const Args& args) {
   if (!keep) std::filesystem::remove(path);
   const TraceComparison c = compare_summaries(ms, summarize(simulated));
   const std::string out = args.value("--out").value_or("");
-  if (!out.empty()) write_output(out, comparison_json(c).dump(2) + "\n");
+  Json report = comparison_json(c);
+  report["placesim_version"] = PLACESIM_VERSION;
+  if (!out.empty()) write_output(out, report.dump(2) + "\n");
   if (auto svg = args.value("--svg")) write_output(*svg, comparison_svg(measured, ms, simulated, summarize(simulated)));
   summary_stream(out) << comparison_text(c);
   return 0;

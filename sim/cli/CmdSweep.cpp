@@ -5,6 +5,8 @@
 #include "sim/cli/Commands.hpp"
 #include "sim/cli/SweepCli.hpp"
 #include "sim/sweep/SlurmScript.hpp"
+#include "traces/output/OutputFile.hpp"
+#include "traces/output/OutputPolicy.hpp"
 #include "traces/sweep/SweepFile.hpp"
 #include "traces/sweep/SweepMerge.hpp"
 #include "traces/sweep/SweepRows.hpp"
@@ -85,6 +87,13 @@ int run_merge_command(const Args& args) {
   if (args.has("--csv") && !spec)
     throw InputError("--csv needs --sweep SWEEP.json (its axes and figures name the columns)");
   if (args.has("--csv") && m.out.empty()) throw InputError("--csv writes the merged rows; it cannot go with --check");
+  if (!m.out.empty()) {
+    std::vector<std::string> inputs = m.shards;
+    if (auto sweep = args.value("--sweep")) inputs.push_back(*sweep);
+    std::vector<OutputPath> outputs{{"OUT", m.out}};
+    if (auto csv = args.value("--csv")) outputs.push_back({"--csv", *csv});
+    check_outputs(outputs, inputs, false, "");
+  }
   MergeSummary r = merge_results(m);
   if (auto csv = args.value("--csv")) write_results_csv(*spec, m.out, *csv);
   std::cerr << "placesim sweep merge: " << r.points << " points of sweep " << r.sweep << " (placesim " << r.version
@@ -147,7 +156,13 @@ int write_slurm_script(const Args& args, const SweepSpec& spec, const std::strin
   o.command_line = "placesim sweep " + sweep_path + " --out " + *out + " --slurm --array-size " +
                    std::to_string(o.array_size) + " --cpus-per-task " + std::to_string(o.cpus_per_task);
   const SlurmFiles files = slurm_files(o.out);
-  write_file_atomically(files.script, slurm_script(o));
+  const std::string script = slurm_script(o);
+  // A script edited since it was written (its partition, modules, environment) is not replaced silently.
+  if (fs::exists(files.script) && read_text_file(files.script) != script)
+    throw InputError(files.script +
+                     " exists and differs from the script this sweep writes (edited by hand, or "
+                     "written for other options): remove it, or name another --out");
+  write_file_atomically(files.script, script);
   std::cout << "placesim sweep: wrote " << files.script << ": " << o.array_size << " array tasks x " << o.cpus_per_task
             << " CPU(s), " << spec.points() << " points (up to " << o.points_per_task() << " per task), merged into "
             << o.out << "\nsubmit it with:  sbatch " << files.script << "\n";

@@ -150,6 +150,7 @@ int run_verify(const Args& args) {
   report["verdict"] = verdict;
   report["agree"] = j.agree;
   report["exit_code"] = code;
+  report["placesim_version"] = PLACESIM_VERSION;
   write_flag_output(args, "--out", [&] { return dump(report); });
   return code;
 }

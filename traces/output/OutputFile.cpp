@@ -10,6 +10,7 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "traces/output/OutputPolicy.hpp"
 #include "workloads/json/Error.hpp"
 
 namespace placesim {
@@ -24,17 +25,22 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 }  // namespace
 
-OutputFile::OutputFile(const std::string& path) : path_(path) {
+OutputFile::OutputFile(const std::string& path) : path_(path), target_(path) {
   buffer_.reserve(kBufferBytes);
   if (path == "-") {
     file_ = stdout;
-  } else if (ends_with(path, ".gz")) {
-    gzFile gz = gzopen(path.c_str(), "wb");
+    return;
+  }
+  // A regular file is written whole to a temporary beside it and renamed over it on close(): a killed run leaves
+  // the old file; a device, FIFO or /dev/stdout is written in place.
+  path_ = output_temporary(path);
+  if (ends_with(path, ".gz")) {
+    gzFile gz = gzopen(path_.c_str(), "wb");
     if (!gz) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
     gzbuffer(gz, 256 * 1024);
     gz_ = gz;
   } else {
-    file_ = std::fopen(path.c_str(), "wb");
+    file_ = std::fopen(path_.c_str(), "wb");
     if (!file_) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
   }
 }
@@ -45,6 +51,7 @@ OutputFile::~OutputFile() {
   } catch (const std::exception&) {
     // Already unwinding from another error, or the caller chose not to call close(): nothing more to report.
   }
+  if (path_ != target_ && !committed_) ::unlink(path_.c_str());
 }
 
 void OutputFile::write(std::string_view text) {
@@ -77,15 +84,22 @@ void OutputFile::close() {
     failed_ = gzclose(static_cast<gzFile>(gz_)) != Z_OK || failed_;
     gz_ = nullptr;
   } else if (file_ == stdout) {
-    failed_ = std::fflush(stdout) != 0 || failed_;
+    failed_ = std::fflush(stdout) != 0 || std::ferror(stdout) || failed_;
     file_ = nullptr;
   } else {
+    // Synced before the rename: after a crash the path holds the old file or the whole new one.
+    failed_ = std::fflush(file_) != 0 || (path_ != target_ && ::fsync(::fileno(file_)) != 0 && errno != EINVAL) ||
+              failed_;
     failed_ = std::fclose(file_) != 0 || failed_;
     file_ = nullptr;
   }
   if (failed_ && !before) error_ = errno ? errno : EIO;  // the first failure's reason is the one reported
   // A full disk or a vanished directory is the environment's doing, not a bug: a refusal (exit 2) like an open error.
-  if (failed_) throw InputError("writing '" + path_ + "' failed: " + std::strerror(error_));
+  if (failed_)
+    throw InputError((target_ == "-" ? std::string("writing to standard output") : "writing '" + target_ + "'") +
+                     " failed: " + std::strerror(error_));
+  if (target_ != "-") replace_with_temporary(path_, target_);
+  committed_ = true;
 }
 
 GzReadBuffer::GzReadBuffer(const std::string& path) : path_(path), data_(new char[kBufferBytes]) {

@@ -8,7 +8,9 @@
 namespace placesim {
 
 /// A text output written piece by piece, so that a large trace never has to exist whole in memory:
-/// gzip-compressed when the path ends in ".gz", stdout for "-", else a plain file.
+/// gzip-compressed when the path ends in ".gz", stdout for "-", else a plain file. A regular file is written to a
+/// temporary beside it and renamed over it only by a close() that wrote everything (output_temporary): a failed or
+/// killed write leaves the old file; a device or FIFO is written in place.
 class OutputFile {
  public:
   /// Opens `path` for writing; throws InputError naming the path when it cannot be created.
@@ -25,7 +27,9 @@ class OutputFile {
  private:
   void flush_buffer();
 
-  std::string path_;
+  std::string path_;    ///< where the bytes go: the temporary, or the target itself
+  std::string target_;  ///< the path asked for
+  bool committed_ = false;
   std::string buffer_;
   std::FILE* file_ = nullptr;
   void* gz_ = nullptr;  ///< gzFile; void* keeps zlib.h out of this header

@@ -253,6 +253,7 @@ Json kineto_trace(const SimulationRecord& record, const TaskGraph& graph, const 
               {"distributedInfo", Json{{"rank", device}, {"world_size", e.strategy.devices()}}},
               {"deviceProperties", Json::array({Json{{"id", device}, {"name", acc.title}}})},
               {"traceName", e.name + " (placesim simulation)"},
+              {"placesim_version", PLACESIM_VERSION},
               {"traceEvents", w.events()}};
 }
 

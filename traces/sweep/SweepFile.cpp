@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "traces/output/OutputPolicy.hpp"
 #include "traces/sweep/SweepRows.hpp"
 #include "workloads/json/Error.hpp"
 
@@ -283,8 +284,8 @@ void ResultsFile::finalize() {
   ::munmap(map, size);
 }
 
-AtomicFileWriter::AtomicFileWriter(const std::string& path)
-    : path_(path), temporary_(path + ".tmp" + std::to_string(::getpid())) {
+AtomicFileWriter::AtomicFileWriter(const std::string& path) : path_(path), temporary_(output_temporary(path)) {
+  // A device, FIFO or /dev/stdout is written in place (output_temporary returns the path itself): never renamed over.
   fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw InputError(system_error("cannot create", temporary_));
 }
@@ -292,7 +293,7 @@ AtomicFileWriter::AtomicFileWriter(const std::string& path)
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ < 0) return;
   ::close(fd_);
-  ::unlink(temporary_.c_str());
+  if (temporary_ != path_) ::unlink(temporary_.c_str());
 }
 
 void AtomicFileWriter::write(std::string_view bytes) {
@@ -308,13 +309,14 @@ void AtomicFileWriter::flush() {
 void AtomicFileWriter::commit() {
   flush();
   // Synced before the rename: after a crash the path holds either the old file or the whole new one.
-  if (::fsync(fd_) != 0) throw InputError(system_error("cannot sync", temporary_));
-  ::close(fd_);
+  if (temporary_ != path_ && ::fsync(fd_) != 0) throw InputError(system_error("cannot sync", temporary_));
+  const int closed = ::close(fd_);
   fd_ = -1;
-  if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
-    ::unlink(temporary_.c_str());
-    throw InputError(system_error("cannot rename over", path_));
+  if (closed != 0) {
+    if (temporary_ != path_) ::unlink(temporary_.c_str());
+    throw InputError(system_error("cannot write", path_));
   }
+  replace_with_temporary(temporary_, path_);
 }
 
 void write_file_atomically(const std::string& path, std::string_view text) {
