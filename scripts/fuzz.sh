@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes placesim's input parsers with libFuzzer (tests/fuzz/): installs clang and libFuzzer when missing (Debian
-# packages), builds the fuzz targets with clang and ASan + UBSan into build-fuzz/, writes the seed corpus from the
-# repository's JSON inputs, and runs every target for an equal share of SECONDS (default 150).
+# Fuzzes placesim with libFuzzer (tests/fuzz/): fuzz_inputs its input parsers, fuzz_simulate the simulate path through
+# SimGrid (a forked child per input). Installs clang and libFuzzer when missing (Debian packages), builds the fuzz
+# targets with clang and ASan + UBSan into build-fuzz/, writes each target's seed corpus (tests/fuzz/seeds.sh), and
+# runs every target for an equal share of SECONDS (default 150: 75 s each).
 # Exits non-zero on any finding (crash, uncaught non-InputError exception, leak, UB, timeout, out of memory); the
 # input that caused it is left in build-fuzz/findings/<target>/ (emptied at the start of each run). The corpus grows
 # in build-fuzz/corpus/<target>/ across runs.
@@ -28,7 +29,8 @@ start=$(date +%s)
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
 echo "fuzz build: $(($(date +%s) - start)) s"
 
-bash tests/fuzz/seeds.sh build-fuzz/seeds
+rm -rf build-fuzz/seeds
+for t in "${targets[@]}"; do bash tests/fuzz/seeds.sh "build-fuzz/seeds/$t" "$t"; done
 rm -rf build-fuzz/findings build-fuzz/run
 mkdir -p build-fuzz/run build-fuzz/logs
 # Leaks are findings; UB halts with a stack (the build makes it fatal too).
@@ -45,7 +47,7 @@ for t in "${targets[@]}"; do
   (cd build-fuzz/run && mkdir -p tmp && export TMPDIR=$PWD/tmp &&
     "../tests/fuzz/$t" -max_total_time="$share" -timeout=10 -rss_limit_mb=2048 -max_len=12000 \
       -dict=../../tests/fuzz/json.dict -artifact_prefix="../findings/$t/" -print_final_stats=1 \
-      "../corpus/$t" ../seeds "$@") >"$log" 2>&1 || status=1
+      "../corpus/$t" "../seeds/$t" "$@") >"$log" 2>&1 || status=1
   grep -E '^(Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb|INFO: exiting)' "$log" || true
   grep -E '^#[0-9]+' "$log" | tail -1 || true
   if [ -n "$(ls -A "build-fuzz/findings/$t")" ]; then

@@ -95,6 +95,8 @@ bool Platform::has_route(int a, int b) const {
 }
 
 void configure_engine(s4u::Engine& engine, const ClusterSpec& cluster) {
+  // A cluster built in code skips parse_cluster: SimGrid aborts or crashes on some values instead of refusing them.
+  check_simgrid_config(cluster.simgrid_config);
   xbt_log_control_set("root.thresh:critical");
   // SimGrid's default LV08 model inflates latency x13.01, caps bandwidth at 97% and TCP-gamma bounds each flow by
   // gamma / (2 latency): with these three settings a transfer takes exactly sum(latency) + bytes / bandwidth.

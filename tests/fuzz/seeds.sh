@@ -4,12 +4,38 @@
 # selector character of the parser that reads it, plus hand-written --set lines, boundary values and unit strings.
 # The measurement files of topology/profiles/measurements/ are left out: they hold more points than the harness
 # calibrates (kMaxCalibrationPoints).
-# Usage: bash tests/fuzz/seeds.sh OUT_DIR
+# With TARGET fuzz_simulate, the seeds of tests/fuzz/fuzz_simulate instead: --set lines over its tiny experiment,
+# among them the SimGrid settings that crashed or aborted SimGrid before cluster.simgrid_config was checked.
+# Usage: bash tests/fuzz/seeds.sh OUT_DIR [TARGET]   (TARGET: fuzz_inputs, the default, or fuzz_simulate)
 set -euo pipefail
-out=${1:?usage: seeds.sh OUT_DIR}
+out=${1:?usage: seeds.sh OUT_DIR [TARGET]}
+target=${2:-fuzz_inputs}
 cd "$(dirname "$0")/../.."
 rm -rf "$out"
 mkdir -p "$out"
+
+if [ "$target" = fuzz_simulate ]; then
+  # simulate_seed NAME: standard input as OUT_DIR/NAME.
+  simulate_seed() { cat >"$out/$1"; }
+  simulate_seed maxmin-precision-crash <<<'cluster.simgrid_config={"maxmin/precision": "-1"}'
+  simulate_seed network-model-abort <<<'cluster.simgrid_config={"network/model": "Bogus"}'
+  simulate_seed lv08-crosstraffic <<<'cluster.simgrid_config={"network/model": "LV08", "network/crosstraffic": "1"}'
+  simulate_seed ptask <<<'cluster.simgrid_config={"host/model": "ptask_L07", "network/model": "SMPI"}'
+  printf '%s\n' 'cluster.simgrid_config.network/TCP-gamma="4194304"' 'cluster.simgrid_config.network/model=IB' |
+    simulate_seed tcp-gamma
+  simulate_seed precision <<<'cluster.simgrid_config={"maxmin/precision": "1e-15", "surf/precision": "1e-2"}'
+  printf '%s\n' 'cluster.simgrid_config.network/latency-factor="13.01"' \
+    'cluster.simgrid_config.network/bandwidth-factor="0.97"' | simulate_seed factors
+  simulate_seed full-unfolded <<<$'--fidelity=full\n--symmetry=off\ncluster.nodes=1\ncluster.gpus_per_node=8'
+  simulate_seed analytic <<<$'--fidelity=analytic\nstrategy.schedule=gpipe'
+  simulate_seed interleaved <<<$'strategy.schedule="interleaved"\nstrategy.chunks=2\ntraining.global_batch=4'
+  simulate_seed fsdp <<<$'strategy={"preset": "fsdp", "dp": 8}\ncluster.fabric=rail-optimized'
+  simulate_seed offload <<<$'strategy={"preset": "zero3", "dp": 8, "placement": {"optimizer": "offloaded"}}'
+  simulate_seed links <<<$'cluster.comm_model=links\ncluster.oversubscription=2\ncluster.switch_radix=4'
+  simulate_seed whole <examples/small-3d-1f1b.json
+  echo "$(find "$out" -type f | wc -l) seeds in $out"
+  exit 0
+fi
 
 # The selector characters of fuzz_inputs.cpp (kParsers).
 experiment=0 set=1 sweep=2 hf=3 calibration=4 profile=5 units=6 results=7 trace=8

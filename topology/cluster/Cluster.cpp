@@ -1,6 +1,7 @@
 #include "topology/cluster/Cluster.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <optional>
@@ -355,16 +356,117 @@ void read_network(ObjectReader& r, ClusterSpec& c) {
   c.switch_latency_s = r.get_non_negative("switch_latency", c.switch_latency_s, parse_time);
 }
 
+// A SimGrid setting placesim passes on from cluster.simgrid_config: the words it may be, or the range of a number.
+struct SimgridSetting {
+  const char* key;
+  std::vector<std::string> words;  ///< the values allowed; empty for a number
+  double low = 0, high = 0;        ///< a number's bounds, both allowed
+  const char* note = "";           ///< why SimGrid's other values are left out
+};
+
+// SimGrid 3.32's settings that change how placesim's executions, transfers and disk reads take time (`--cfg=help` of
+// libsimgrid 3.32). Each value and bound was run on examples/small-3d-1f1b.json and gpt3-175b-3d.json; the values
+// left out abort SimGrid, crash it or never end on placesim's platform. Keys apply in key order, before the platform.
+const std::vector<SimgridSetting>& simgrid_settings() {
+  static const std::vector<SimgridSetting> settings = {
+      // Network model: CM02 (placesim's), LV08 (SimGrid's: latency x 13.01, bandwidth x 0.97), SMPI and IB (MPI fits).
+      {"network/model", {"CM02", "LV08", "SMPI", "IB"}, 0, 0, "Constant and ns-3 cannot build placesim's links"},
+      // Host model: compound (CPU and network models apart) or ptask_L07 (parallel tasks, its own network model).
+      {"host/model", {"compound", "ptask_L07"}, 0, 0, "default replaces network/model by LV08"},
+      // CPU model: SimGrid 3.32 has one, Cas01 (time = FLOP / speed).
+      {"cpu/model", {"Cas01"}},
+      // How the CPU model updates running executions.
+      {"cpu/optim", {"Lazy", "Full"}, 0, 0, "TI has no multi-core hosts"},
+      // How the network model updates running transfers.
+      {"network/optim", {"Lazy", "Full"}},
+      // Precision of the max-min sharing solver (bytes/s, FLOP/s): -1 crashes SimGrid, 1 and above abort it.
+      {"maxmin/precision", {}, 1e-15, 1e-2},
+      // Precision of simulated times (s): 0 and below never end.
+      {"surf/precision", {}, 1e-15, 1e-2},
+      // Largest TCP window (bytes), capping each flow at gamma / (2 x route latency); 0 = no cap (placesim's).
+      {"network/TCP-gamma", {}, 0, 1e12},
+      // Uploads and downloads share a link's bandwidth (placesim's: 0).
+      {"network/crosstraffic", {"0", "1", "no", "yes", "off", "on", "false", "true"}},
+      // Multiplies every route's latency (LV08's: 13.01).
+      {"network/latency-factor", {}, 1e-3, 1e3},
+      // Multiplies every link's bandwidth (LV08's: 0.97); above 1 a link would carry more than its bandwidth.
+      {"network/bandwidth-factor", {}, 1e-3, 1},
+      // LV08's bytes per round trip weighing a flow's share of a link (SimGrid's: 20537).
+      {"network/weight-S", {}, 0, 1e9},
+  };
+  return settings;
+}
+
+// The whole text as a finite number, as SimGrid reads it ("1e-9", "0.5"); nullopt otherwise.
+std::optional<double> simgrid_number(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || at != end || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// What is wrong with `value` for `s` ("" when nothing), naming the field, the value and what is allowed.
+std::string setting_problem(const SimgridSetting& s, const std::string& value) {
+  const std::string field = std::string("cluster.simgrid_config.") + s.key + "=" + value;
+  if (s.words.empty()) {
+    const std::optional<double> v = simgrid_number(value);
+    if (v && *v >= s.low && *v <= s.high) return "";
+    return field + " must be a number from " + format_significant(s.low) + " to " + format_significant(s.high);
+  }
+  if (std::find(s.words.begin(), s.words.end(), value) != s.words.end()) return "";
+  std::string problem = field + " is not one of:";
+  for (const auto& w : s.words) problem += " " + w;
+  if (std::string guess = nearest(value, s.words); !guess.empty()) problem += " (did you mean '" + guess + "'?)";
+  if (*s.note) problem += std::string(" (") + s.note + ")";
+  return problem;
+}
+
+// Every problem of a simgrid_config object in one InputError: `problems` (values, in key order), then the keys
+// placesim does not pass, each with the nearest one it does, and the list of those.
+void refuse_simgrid_config(std::vector<std::string> problems, const std::vector<std::string>& unknown) {
+  if (!unknown.empty()) {
+    std::vector<std::string> keys;
+    for (const auto& s : simgrid_settings()) keys.push_back(s.key);
+    std::string text = std::string("cluster.simgrid_config: unknown key") + (unknown.size() > 1 ? "s " : " ");
+    for (std::size_t i = 0; i < unknown.size(); ++i) {
+      text += (i ? ", \"" : "\"") + unknown[i] + "\"";
+      if (std::string guess = nearest(unknown[i], keys); !guess.empty()) text += " (did you mean '" + guess + "'?)";
+    }
+    text += "; placesim passes these keys:";
+    for (std::size_t i = 0; i < keys.size(); ++i) text += (i ? ", " : " ") + keys[i];
+    problems.push_back(text);
+  }
+  if (problems.empty()) return;
+  std::string message;
+  for (std::size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
+  throw InputError(message);
+}
+
+// The problem of one key and value, or the key added to `unknown`.
+void check_setting(const std::string& key, const std::string& value, std::vector<std::string>& problems,
+                   std::vector<std::string>& unknown) {
+  const auto& settings = simgrid_settings();
+  const auto s = std::find_if(settings.begin(), settings.end(), [&](const SimgridSetting& x) { return key == x.key; });
+  if (s == settings.end()) return unknown.push_back(key);
+  if (std::string problem = setting_problem(*s, value); !problem.empty()) problems.push_back(problem);
+}
+
 void read_simgrid_config(ObjectReader& r, ClusterSpec& c) {
   const Json* config = r.child("simgrid_config");
   if (!config) return;
   if (!config->is_object())
     throw InputError(r.field("simgrid_config") + "=" + show(*config) + " must be an object of \"key\": \"value\"");
+  std::vector<std::string> problems, unknown;
   for (auto it = config->begin(); it != config->end(); ++it) {
-    if (!it.value().is_string())
-      throw InputError(r.field("simgrid_config") + "." + it.key() + "=" + show(it.value()) + " must be a string");
+    if (!it.value().is_string()) {
+      problems.push_back(r.field("simgrid_config") + "." + it.key() + "=" + show(it.value()) + " must be a string");
+      continue;
+    }
     c.simgrid_config[it.key()] = it.value().get<std::string>();
+    check_setting(it.key(), c.simgrid_config[it.key()], problems, unknown);
   }
+  refuse_simgrid_config(std::move(problems), unknown);
 }
 
 // The fabrics the accelerator brings: its reference system's, or those its profile file fitted. An accelerator

@@ -71,7 +71,7 @@ struct ClusterSpec {
   double oversubscription = 1.0;     ///< leaf downlink / uplink bandwidth ratio (1 = full bisection)
   double switch_latency_s = 0.5e-6;  ///< per switch crossed: 1 under one leaf, 3 (leaf, spine, leaf) across leaves
   /// Extra SimGrid configuration ("key" -> "value") applied before the platform is built; defaults are CM02,
-  /// TCP-gamma 0, no cross-traffic (see SIMGRID-NOTES).
+  /// TCP-gamma 0, no cross-traffic (see SIMGRID-NOTES). Only the keys and values check_simgrid_config allows.
   std::map<std::string, std::string> simgrid_config;
   /// "nccl": transfers run at the bus bandwidth and per-step latency NCCL achieves on these fabrics (`comm`, by
   /// default the calibrated profile of the accelerator's reference system); "links": at the raw link figures above.
@@ -88,6 +88,12 @@ ClusterSpec parse_cluster(const Json& value);
 /// gpus_per_node >= 1, a NIC per node when nodes > 1, nics_per_node dividing gpus_per_node, oversubscription >= 1,
 /// switch_radix >= 2. Throws InputError naming the field.
 void validate_cluster(const ClusterSpec& c);
+/// Checks SimGrid settings before SimGrid sees them (it aborts or crashes on some: network/model=Bogus,
+/// maxmin/precision=-1): each key must be one placesim passes (simgrid_settings() in Cluster.cpp) and its value one
+/// of the key's words or a number in its range. Throws one InputError listing every problem, each naming
+/// cluster.simgrid_config.<key>, the value and what is allowed; an unknown key with the nearest known one and the list
+/// of them. parse_cluster refuses the same, and a value that is not a string among them.
+void check_simgrid_config(const std::map<std::string, std::string>& config);
 /// The cluster as the simulator sees its network: with comm_model "nccl", NVLink and NIC links derated to NCCL's
 /// achieved bus bandwidth and their latencies set so a ring step pays the measured per-step latency.
 ClusterSpec simulated_network(const ClusterSpec& c);
