@@ -59,29 +59,39 @@ int int_flag(const Args& args, const std::string& flag, int fallback, int minimu
   return v;
 }
 
-double seconds_flag(const Args& args, const std::string& flag, double fallback, bool positive) {
+// A pass time (`pass`: forward, backward) or a transfer time, in the range an abstract pipeline accepts.
+double seconds_flag(const Args& args, const std::string& flag, double fallback, bool pass) {
   auto text = args.value(flag);
   if (!text) return fallback;
   const Json v = parse_cli_value(*text);
   const double seconds = v.is_number() ? v.get<double>() : -1;
-  if (!(positive ? seconds > 0 : seconds >= 0))
-    throw InputError(flag + "=" + *text + " must be a " + (positive ? "positive" : "non-negative") +
-                     " number of seconds");
+  if (!(pass ? seconds > 0 : seconds >= 0))
+    throw InputError(flag + "=" + *text + " must be a " + (pass ? "positive" : "non-negative") + " number of seconds");
+  if (seconds > kMaxOpSeconds)
+    throw InputError(flag + "=" + *text + " is more than the 1e+06 s (11.6 days) an op of a pipeline may take");
+  if (pass && seconds < kMinPassSeconds)
+    throw InputError(flag + "=" + *text + " is less than the 1e-09 s (a nanosecond) a pass takes at least");
   return seconds;
 }
+
+// The most stage counts a --stages list holds: more rows than anyone reads, and each is evaluated.
+constexpr std::int64_t kMaxStageCounts = 4096;
 
 // "2..64" (every S), "2,4,8" or a mix: "2..4,8,16".
 std::vector<int> parse_stages(const std::string& text) {
   std::vector<int> out;
   for (const std::string& part : split(text, ',')) {
     auto dots = part.find("..");
+    std::int64_t from = 0, to = 0;
     if (dots == std::string::npos) {
-      out.push_back(parse_int(part, "--stages"));
+      from = to = parse_int(part, "--stages");
     } else {
-      const int from = parse_int(part.substr(0, dots), "--stages"), to = parse_int(part.substr(dots + 2), "--stages");
+      from = parse_int(part.substr(0, dots), "--stages"), to = parse_int(part.substr(dots + 2), "--stages");
       if (to < from) throw InputError("--stages=" + part + ": the range is empty");
-      for (int s = from; s <= to; ++s) out.push_back(s);
     }
+    if (static_cast<std::int64_t>(out.size()) + (to - from + 1) > kMaxStageCounts)
+      throw InputError("--stages=" + text + " lists more than " + std::to_string(kMaxStageCounts) + " stage counts");
+    for (std::int64_t s = from; s <= to; ++s) out.push_back(static_cast<int>(s));
   }
   for (int s : out)
     if (s < 1) throw InputError("--stages=" + text + ": stage counts must be at least 1");
@@ -125,7 +135,8 @@ SweepConfig read_config(const Args& args) {
 }
 
 Json section_for(const SweepConfig& c, const std::string& schedule, int stages) {
-  const int m = c.microbatches > 0 ? c.microbatches : c.per_stage * stages;
+  // Wider than an int: the section's reader refuses a count past INT_MAX, naming it.
+  const std::int64_t m = c.microbatches > 0 ? c.microbatches : std::int64_t{c.per_stage} * stages;
   Json j{{"schedule", schedule},     {"stages", stages},           {"microbatches", m}, {"steps", c.steps},
          {"forward_s", c.forward_s}, {"backward_s", c.backward_s}, {"p2p_s", c.p2p_s}};
   if (schedule == "interleaved") j["chunks"] = c.chunks;
@@ -233,10 +244,48 @@ std::string table(const std::vector<Json>& rows) {
   return out;
 }
 
+// The most forward and backward passes a sweep evaluates, all rows together: about 20 s and, for one row holding
+// them all, 2 GB (measured: 1.3 M passes/s, 66 bytes per pass). The default stage counts take 1.5 M; 2..64 with every
+// schedule 25 M.
+constexpr double kMaxSweepPasses = 32e6;
+
+// The forward and backward passes of one row: 2 x stages x chunks x micro-batches x steps (wider than an int).
+double row_passes(const SweepConfig& c, const std::string& schedule, int stages) {
+  const double microbatches = c.microbatches > 0 ? c.microbatches : double{1} * c.per_stage * stages;
+  return 2.0 * stages * (schedule == "interleaved" ? c.chunks : 1) * microbatches * c.steps;
+}
+
+// Checks every row before any is evaluated: the passes of all rows together, then each section as
+// simulate_abstract_pipeline reads it and each shape as the evaluator accepts it.
+void check_sweep(const SweepConfig& c) {
+  double passes = 0;
+  for (const std::string& schedule : c.schedules)
+    for (int stages : c.stages) passes += row_passes(c, schedule, stages);
+  if (passes > kMaxSweepPasses) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.3g", passes);
+    throw InputError("pipeline-sweep would evaluate " + std::string(count) + " forward and backward passes (" +
+                     std::to_string(c.schedules.size() * c.stages.size()) +
+                     " rows of --schedules x --stages, each 2 x stages x micro-batches x --steps x chunks), more "
+                     "than the limit of 3.2e+07 (about 20 s); give fewer --stages, --schedules, --microbatches or "
+                     "--steps");
+  }
+  for (const std::string& schedule : c.schedules) {
+    for (int stages : c.stages) {
+      try {
+        check_shape(parse_abstract_pipeline(section_for(c, schedule, stages)).shape, abstract_shape_fields());
+      } catch (const InputError& e) {
+        throw InputError("--schedules " + schedule + " at --stages " + std::to_string(stages) + ": " + e.what());
+      }
+    }
+  }
+}
+
 int run(const Args& args) {
   if (!args.positional().empty())
     throw InputError("pipeline-sweep takes no file argument, got " + args.positional()[0]);
   const SweepConfig config = read_config(args);
+  check_sweep(config);
   std::vector<Json> rows;
   for (const std::string& schedule : config.schedules)
     for (int stages : config.stages) rows.push_back(sweep_row(config, schedule, stages));

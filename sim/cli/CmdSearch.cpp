@@ -57,6 +57,12 @@ SearchSpace search_space(const Args& args, const Json& experiment) {
   } else {
     throw InputError("search needs the GPU count: give the experiment a cluster section, or --gpus N");
   }
+  if (space.devices > kMaxSearchGpus)
+    throw InputError((args.value("--gpus") ? "--gpus=" + std::to_string(space.devices) + " is"
+                                           : "the cluster's " + std::to_string(space.devices) + " GPUs (" +
+                                                 cluster_fit(experiment["cluster"]).summary + ") are") +
+                     " more than the " + std::to_string(kMaxSearchGpus) +
+                     " (2^20) GPUs a search enumerates meshes for");
   if (auto presets = args.value("--presets")) space.presets = split_list(*presets);
   if (auto mbs = args.value("--micro-batches")) {
     space.micro_batches.clear();

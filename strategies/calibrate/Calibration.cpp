@@ -62,12 +62,35 @@ struct GemmPoint {
 
 GemmPoint read_gemm_point(ObjectReader& r, const std::string& group) {
   GemmShape g{r.require_positive("m"), r.require_positive("n"), r.require_positive("k"), r.get_positive("batch", 1)};
+  for (const char* key : {"m", "n", "k", "batch"})
+    if (r.has(key))
+      r.check(r.get_number(key, 0) <= kMaxGemmDim, key, "is more than the 16777216 (2^24) a GEMM dimension may be");
   std::string dt = r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16");
   DType dtype = dt == "fp32" ? DType::FP32 : dt == "fp16" ? DType::FP16 : DType::BF16;
   Point p{
       group, format_significant(g.m) + "x" + format_significant(g.n) + "x" + format_significant(g.k), "TFLOP/s", 0, {}};
   measured_value(r, "tflops", p);
   return {g, dtype, p};
+}
+
+// Refuses a measured rate above the peak it ran at: nothing runs faster than its peak.
+void require_below_peak(const std::string& where, const std::string& point, double tflops, double peak_flops,
+                        const std::string& peak) {
+  if (tflops * 1e12 <= peak_flops) return;
+  throw InputError(where + ": " + point + " at " + format_significant(tflops, 4) + " TFLOP/s is above " + peak +
+                   " of " + format_significant(peak_flops / 1e12, 4) +
+                   " TFLOP/s; nothing runs faster than its peak (a unit mistake? a point measured in another "
+                   "precision gives that precision's peak_tflops)");
+}
+
+std::string dtype_name(DType d) {
+  return d == DType::FP32 ? "fp32" : d == DType::FP16 ? "fp16" : "bf16";
+}
+
+// The measured rate of a GEMM point in TFLOP/s (given, or its FLOPs over its time_s).
+double measured_tflops(const GemmPoint& m) {
+  const GemmShape& g = m.shape;
+  return m.point.unit == "s" ? 2 * g.m * g.n * g.k * g.batch / m.point.measured / 1e12 : m.point.measured;
 }
 
 // The model's value of a GEMM point on accelerator `a`: its time, or its TFLOP/s when it was measured as a rate.
@@ -110,6 +133,12 @@ std::vector<Point> gemm_points(const Json& items, const std::string& field, cons
     const RelativeTo rel = read_relative_to(r, base_dir);
     if (rel.accelerator && m.point.unit == "s")
       throw InputError(r.field("relative_to") + " needs the point as a rate (tflops), not time_s");
+    const std::string dtype = dtype_name(m.dtype);
+    require_below_peak(r.path(), m.point.name, measured_tflops(m), peak > 0 ? peak : acc.peak_flops(m.dtype),
+                       peak > 0 ? "its peak_tflops" : acc.name + "'s " + dtype + " peak");
+    if (rel.accelerator)
+      require_below_peak(r.field("relative_to"), m.point.name, rel.tflops, rel.accelerator->peak_flops(m.dtype),
+                         rel.accelerator->name + "'s " + dtype + " peak");
     if (rel.accelerator) m.point.name += " vs " + rel.accelerator->name;
     read_source(r, m.point);
     r.finish();
@@ -140,6 +169,8 @@ std::vector<Point> power_limited_gemm_points(const Json& items, const std::strin
     r.check(w < acc.tdp_w, "power_limit_w",
             "must be below the rated " + format_significant(acc.tdp_w, 4) + " W (tdp_w) the other points hold at");
     GemmPoint m = read_gemm_point(r, "power_limited_gemm");
+    require_below_peak(r.path(), m.point.name, measured_tflops(m), acc.peak_flops(m.dtype),
+                       acc.name + "'s rated " + dtype_name(m.dtype) + " peak");
     m.point.name += " at " + format_significant(w, 4) + " W";
     read_source(r, m.point);
     r.finish();
@@ -166,6 +197,11 @@ std::vector<Point> memory_points(const Json& items, const std::string& field, co
     read_source(r, p);
     r.finish();
     bool time = p.unit == "s";
+    const double bw = time ? bytes / p.measured : p.measured * 1e9;
+    if (bw > acc.hbm_bw_Bps)
+      throw InputError(r.path() + ": " + p.name + " at " + format_significant(bw / 1e9, 4) + " GB/s is above " +
+                       acc.name + "'s memory bandwidth of " + format_significant(acc.hbm_bw_Bps / 1e9, 4) +
+                       " GB/s (hbm_bw); a unit mistake, or a size that fits in a cache?");
     p.model = [bytes, &acc, time] {
       double t = elementwise_time_s(bytes, acc);
       return time ? t : bytes / t / 1e9;
@@ -257,6 +293,7 @@ std::vector<Point> attention_points(const Json& items, const std::string& field,
     p.measured = r.require_positive("tflops");
     read_source(r, p);
     r.finish();
+    require_below_peak(r.path(), p.name, p.measured, acc.peak_flops(dtype), acc.name + "'s " + dt + " peak");
     const double fwd = 4 * b * heads * s * s * d * (causal ? 0.5 : 1.0);
     p.model = [fwd, both, dtype, s, d, &acc] {
       double t = flash_attention_time_s(fwd, dtype, acc, s, d) +
@@ -335,6 +372,45 @@ std::vector<double> log_residuals(const std::vector<Point>& points) {
   return r;
 }
 
+// The most a fitted efficiency may be: 1, as nothing runs faster than its peak or its links; 2 for NVLS, whose
+// in-switch reduction has each GPU send and receive its data once, so its bus bandwidth reaches 2(N-1)/N of a link.
+// 0: not an efficiency.
+double efficiency_limit(const std::string& name) {
+  if (name == "nvls_bus_efficiency") return 2;
+  const std::string suffix = "efficiency";
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 ? 1 : 0;
+}
+
+// Refuses a fitted efficiency above its limit, naming the points measured faster than the model allows at the limit
+// (the other parameters as fitted), fastest first: they drive the fit past it.
+void check_efficiencies(const std::string& group, const std::vector<Param>& params, const std::vector<Point>& points) {
+  for (const Param& p : params) {
+    const double limit = efficiency_limit(p.name), fitted = *p.slot;
+    if (limit == 0 || fitted <= limit) continue;
+    *p.slot = limit;
+    std::vector<std::pair<double, std::string>> fast;
+    for (const Point& q : points) {
+      const double model = q.model();
+      const double speedup = q.unit == "s" || q.unit == "ms" ? model / q.measured : q.measured / model;
+      if (speedup > 1)
+        fast.emplace_back(speedup, q.where + " " + q.name + " (" + format_significant(q.measured, 4) + " " + q.unit +
+                                       ", the model at most " + format_significant(model, 4) + ")");
+    }
+    *p.slot = fitted;
+    std::sort(fast.rbegin(), fast.rend());
+    std::string names;
+    for (std::size_t i = 0; i < fast.size() && i < 3; ++i) names += (i ? "; " : "") + fast[i].second;
+    const std::string at = format_significant(limit);
+    throw InputError(group + ": the fit gives " + p.name + "=" + format_significant(fitted, 4) + ", above " + at +
+                     " (faster than the hardware can run); " +
+                     (fast.empty() ? "no point alone is faster than the model at " + at +
+                                         ": the other parameters trade against it, give points that separate them"
+                                   : std::to_string(fast.size()) + " point(s) measured faster than the model at " + at +
+                                         " allows: " + names + (fast.size() > 3 ? "; ..." : "") +
+                                         "; check their units and the accelerator's peak"));
+  }
+}
+
 void fit_group(const std::string& group, const std::vector<Param>& all_params, const std::vector<Point>& points,
                Calibration& c) {
   if (points.empty()) return;
@@ -361,6 +437,7 @@ void fit_group(const std::string& group, const std::vector<Param>& all_params, c
   };
   LeastSquaresFit fit = fit_positive(residuals, start);
   for (std::size_t i = 0; i < params.size(); ++i) *params[i].slot = fit.params[i];
+  check_efficiencies(group, params, points);
   for (const auto& p : params) c.fitted_parameters.push_back(p.name);
 }
 
@@ -444,8 +521,32 @@ std::string to_string(FabricScope s) {
   return s == FabricScope::InterNode ? "inter_node" : "intra_node";
 }
 
+namespace {
+
+// Refuses, before any point is read, a group of more than kMaxGroupPoints points and more than kMaxCalibrationPoints
+// in all.
+void check_point_counts(const Json& measured) {
+  std::size_t total = 0;
+  for (const char* group :
+       {"collectives", "memory", "gemm", "attention", "layers", "power_limited_gemm", "interference"}) {
+    if (!measured.contains(group) || !measured[group].is_array()) continue;
+    const std::size_t n = measured[group].size();
+    if (n > kMaxGroupPoints)
+      throw InputError("measured." + std::string(group) + " holds " + std::to_string(n) + " points, more than the " +
+                       std::to_string(kMaxGroupPoints) + " a group may (a fit evaluates each point thousands of " +
+                       "times); keep a representative subset");
+    total += n;
+  }
+  if (total > kMaxCalibrationPoints)
+    throw InputError("measured holds " + std::to_string(total) + " points, more than the " +
+                     std::to_string(kMaxCalibrationPoints) + " a file may; keep a representative subset");
+}
+
+}  // namespace
+
 Calibration calibrate(const Json& measured, const std::string& base_dir) {
   ObjectReader r(measured, "measured");
+  check_point_counts(measured);
   Calibration c;
   const Json* acc = r.child("accelerator");
   if (!acc) throw InputError("measured.accelerator is required but missing (the preset or object to calibrate)");
@@ -479,6 +580,8 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   if (r.has("gemm_sms")) {
     const double sms = r.get_number("gemm_sms", 0);
     r.check(sms >= 1 && sms == std::floor(sms), "gemm_sms", "must be a whole number of SMs >= 1");
+    r.check(sms <= kMaxGemmSms, "gemm_sms",
+            "is more than the 1024 SMs an accelerator has at most (A100 108, H100 132, MI300X 304 compute units)");
     p.gemm_sms = sms;
   }
   std::vector<Point> all, group;

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,16 @@ struct Calibration {
   Json excluded = Json::array();  ///< measurements the file names and does not fit: [{what, source?, why}]
 };
 
+/// The most measured points calibrate reads in one group and in all: a fit evaluates every point tens of thousands
+/// of times (about 20 ms per point when it converges slowly: 256 GEMM points take about 5 s), and the built-in
+/// measurement files (topology/profiles/measurements/) hold at most 68 in a group (mi300x's GEMMs) and 101 in all.
+constexpr std::size_t kMaxGroupPoints = 256, kMaxCalibrationPoints = 1024;
+/// The largest GEMM dimension (m, n, k, batch) of a point: 2^24 = 16,777,216, 20 times the largest in the built-in
+/// files (802,816 tokens).
+constexpr double kMaxGemmDim = 16777216;
+/// The most SMs "gemm_sms" may give: accelerators have a few hundred (A100 108, H100 132, MI300X 304 compute units).
+constexpr double kMaxGemmSms = 1024;
+
 /// Fits profile parameters to measured component points, group by group, each by least squares on log(model /
 /// measured) (strategies/calibrate/LeastSquares):
 ///   collectives -> fabric bus_efficiency + step_latency (ring, tree) or nvls_bus_efficiency + nvls_latency (nvls),
@@ -74,7 +85,10 @@ struct Calibration {
 ///    "layers": [{"case","experiment":{..},"forward_ms","backward_ms"}],
 ///    "interference": [{"fabric": "intra_node"|"inter_node","kind": "compute"|"comm","alone_s","overlapped_s",
 ///                      "name"?,"source"?}]}
-/// Throws InputError naming the field for bad points, and for a group with fewer measured numbers than parameters.
+/// Throws InputError naming the field for bad points (a GEMM or attention rate above the accelerator's peak, a memory
+/// bandwidth above its HBM's, a dimension past kMaxGemmDim), for a group with fewer measured numbers than parameters
+/// or more than kMaxGroupPoints (kMaxCalibrationPoints in all), and for a fitted efficiency above 1 (NVLS bus
+/// efficiency above 2), naming the points measured faster than the model allows.
 Calibration calibrate(const Json& measured, const std::string& base_dir);
 
 /// The profile file of a calibration: {"accelerator", "compute", "comm"?: {fabric_scope: fabric}, "sources", "fit"}.

@@ -25,6 +25,14 @@ void refuse_unless(ObjectReader& r, const char* key, bool meaningful, const std:
     throw InputError(r.field(key) + " is only meaningful with " + r.field("schedule") + "=" + schedules);
 }
 
+// A pass time (`pass`: at least kMinPassSeconds, required) or another op's (0 allowed), at most kMaxOpSeconds.
+double op_seconds(ObjectReader& r, const char* key, bool pass) {
+  const double s = pass ? r.require_positive(key) : r.get_non_negative(key, 0);
+  r.check(s <= kMaxOpSeconds, key, "is more than the 1e+06 s (11.6 days) an op of an abstract pipeline may take");
+  if (pass) r.check(s >= kMinPassSeconds, key, "is less than the 1e-09 s (a nanosecond) a pass takes at least");
+  return s;
+}
+
 }  // namespace
 
 AbstractPipeline parse_abstract_pipeline(const Json& section) {
@@ -35,10 +43,10 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   sh.stages = r.require_int_in("stages", 1);
   sh.microbatches = r.require_int_in("microbatches", 1);
   sh.steps = r.get_int_in("steps", 1, 1);
-  p.times.forward_s = r.require_positive("forward_s");
-  p.times.backward_s = r.require_positive("backward_s");
-  p.times.p2p_s = r.get_non_negative("p2p_s", 0);
-  p.times.apply_s = r.get_non_negative("apply_s", 0);
+  p.times.forward_s = op_seconds(r, "forward_s", true);
+  p.times.backward_s = op_seconds(r, "backward_s", true);
+  p.times.p2p_s = op_seconds(r, "p2p_s", false);
+  p.times.apply_s = op_seconds(r, "apply_s", false);
   const bool asynchronous = sh.schedule == Schedule::PipeDream || sh.schedule == Schedule::PipeDream2BW;
   const bool local_sgd = sh.schedule == Schedule::LocalSGD;
   refuse_unless(r, "chunks", sh.schedule == Schedule::Interleaved, "interleaved");
@@ -51,7 +59,7 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   sh.noam = r.get_int_in("noam", sh.stages, 1);
   sh.replicas = r.get_int_in("replicas", 1, 1);
   sh.local_steps = r.get_int_in("local_steps", 1, 1);
-  p.times.average_s = r.get_non_negative("average_s", 0);
+  p.times.average_s = op_seconds(r, "average_s", false);
   r.finish();
   return p;
 }

@@ -14,10 +14,16 @@ struct AbstractPipeline {
   PipelineTimes times;
 };
 
+/// The range of an abstract pipeline's op times: a pass of at least a nanosecond (shorter is a unit mistake, and
+/// throughputs past 1e300 micro-batches/s overflow) and any op of at most 1e6 s (11.6 days, as simulate's
+/// kMaxTaskSeconds), so that a run of the most ops the evaluator accepts stays finite.
+constexpr double kMinPassSeconds = 1e-9, kMaxOpSeconds = 1e6;
+
 /// Parses the section strictly (unknown keys refused; InputError naming "pipeline.<field>" and the value).
 ///
-///   {"stages": S, "microbatches": M, "forward_s": f, "backward_s": b,            required; counts >= 1, times > 0
-///    "p2p_s": c, "apply_s": u, "steps": n, "schedule": "1f1b",                 defaults 0, 0, 1, "1f1b"
+///   {"stages": S, "microbatches": M, "forward_s": f, "backward_s": b,            required; counts >= 1, times in
+///    "p2p_s": c, "apply_s": u, "steps": n, "schedule": "1f1b",                 [kMinPassSeconds, kMaxOpSeconds];
+///                                                                               defaults 0, 0, 1, "1f1b"
 ///    "chunks": v, "microbatch_group": N,              interleaved only; defaults 2, S
 ///    "noam": n,                                       pipedream, pipedream-2bw only; >= 1, default S
 ///    "replicas": R, "local_steps": H, "average_s": a} localsgd only; defaults 1, 1, 0

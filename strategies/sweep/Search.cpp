@@ -8,10 +8,14 @@ namespace placesim {
 
 std::vector<CandidateMesh> enumerate_meshes(std::int64_t devices, std::int64_t gpus_per_node) {
   if (devices < 1) throw InputError("search: the GPU count " + std::to_string(devices) + " must be positive");
+  if (devices > kMaxSearchGpus)
+    throw InputError("search: the GPU count " + std::to_string(devices) + " is more than the " +
+                     std::to_string(kMaxSearchGpus) + " (2^20) a search enumerates meshes for");
   if (gpus_per_node < 1)
     throw InputError("search: gpus per node " + std::to_string(gpus_per_node) + " must be positive");
   std::vector<CandidateMesh> meshes;
-  for (std::int64_t tp = 1; tp <= gpus_per_node; ++tp) {
+  // tp divides the GPU count, so no tp beyond it can be a candidate.
+  for (std::int64_t tp = 1; tp <= std::min(gpus_per_node, devices); ++tp) {
     if (gpus_per_node % tp != 0 || devices % tp != 0) continue;
     for (std::int64_t pp = 1; pp <= devices / tp; ++pp)
       if ((devices / tp) % pp == 0) meshes.push_back({devices / tp / pp, tp, pp});
@@ -45,6 +49,31 @@ std::int64_t base_cp(const Json& experiment) {
   return cp->get<std::int64_t>();
 }
 
+// The divisors of n >= 1, ascending, found in O(sqrt(n)).
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> low, high;
+  for (std::int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      low.push_back(d);
+      if (d != n / d) high.push_back(n / d);
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+void check_candidate_count(const SearchSpace& space, std::size_t meshes) {
+  const bool simulate = space.mode == SweepMode::Simulate;
+  const std::uint64_t limit = simulate ? kMaxSimulatedCandidates : kMaxSearchCandidates;
+  const std::uint64_t candidates = meshes * space.presets.size() * space.micro_batches.size();
+  if (candidates <= limit) return;
+  throw InputError("search: " + std::to_string(candidates) + " candidates (" + std::to_string(meshes) + " meshes of " +
+                   std::to_string(space.devices) + " GPUs x " + std::to_string(space.presets.size()) + " presets x " +
+                   std::to_string(space.micro_batches.size()) + " micro-batch sizes) are more than the " +
+                   std::to_string(limit) + " a search " + (simulate ? "simulates" : "analyses") +
+                   "; narrow --presets or --micro-batches" + (simulate ? ", use --mode analyze" : "") +
+                   ", or evaluate them as a sweep file (placesim sweep, which shards and resumes)");
+}
+
 }  // namespace
 
 SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, const SearchSpace& space) {
@@ -66,14 +95,21 @@ SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, cons
   std::int64_t experts = 0;
   if (experiment.contains("model")) experts = parse_model(experiment["model"], base_dir).experts;
   if (experts > 0) mesh.paths = {"strategy.dp", "strategy.tp", "strategy.pp", "strategy.ep", "strategy.sp"};
-  for (const CandidateMesh& m : enumerate_meshes(space.devices / cp, space.gpus_per_node)) {
+  const std::vector<CandidateMesh> meshes = enumerate_meshes(space.devices / cp, space.gpus_per_node);
+  const std::vector<std::int64_t> ep_choices = experts > 0 ? divisors(experts) : std::vector<std::int64_t>{1};
+  auto fits = [&](const CandidateMesh& m, std::int64_t ep) { return (m.tp * cp * m.dp) % ep == 0; };
+  std::size_t mesh_points = 0;
+  for (const CandidateMesh& m : meshes)
+    mesh_points += static_cast<std::size_t>(
+        std::count_if(ep_choices.begin(), ep_choices.end(), [&](std::int64_t ep) { return fits(m, ep); }));
+  check_candidate_count(space, mesh_points);
+  for (const CandidateMesh& m : meshes) {
     if (experts == 0) {
       mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp)});
       continue;
     }
-    for (std::int64_t ep = 1; ep <= experts; ++ep)
-      if (experts % ep == 0 && (m.tp * cp * m.dp) % ep == 0)
-        mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp), Json(ep), Json(m.tp > 1)});
+    for (std::int64_t ep : ep_choices)
+      if (fits(m, ep)) mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp), Json(ep), Json(m.tp > 1)});
   }
   SweepAxis presets{{"strategy.preset"}, {}};
   for (const auto& p : space.presets) presets.values.push_back({Json(p)});

@@ -13,6 +13,14 @@ namespace placesim {
 
 namespace {
 
+// Upper bounds of the numeric fields, past which a figure is a unit mistake and the step it gives absurd (1e300
+// oversubscription made a step of 7e295 s). A node is one NVLink domain: 8 GPUs in a DGX, 72 in a GB200 NVL72 rack,
+// 576 in the largest announced (NVL576). Fabrics are built at 1:1 to 8:1 leaf oversubscription. Link latencies are
+// microseconds; a link between continents takes 0.1 s. (Bandwidths have none: a huge one makes transfers vanish,
+// which tests use; a tiny one is refused by the longest transfer simulate estimates.)
+constexpr int kMaxGpusPerNode = 1024;
+constexpr double kMaxOversubscription = 64, kMaxLatencySeconds = 1;
+
 // DGX A100 (NVIDIA DGX A100 data sheet and user guide): 8x A100 SXM4 80GB; third-generation NVLink through six
 // NVSwitches, 600 GB/s bidirectional per GPU = 300 GB/s per direction; PCIe Gen4 x16 to the host (31.5 GB/s raw
 // per direction, ~25 GB/s effective); 8 single-port ConnectX-6 HDR InfiniBand NICs at 200 Gb/s (one per GPU,
@@ -352,6 +360,8 @@ void read_network(ObjectReader& r, ClusterSpec& c) {
   if (r.has("oversubscription")) {
     c.oversubscription = r.get_number("oversubscription", 1);
     r.check(c.oversubscription >= 1, "oversubscription", "must be >= 1 (1 = full bisection)");
+    r.check(c.oversubscription <= kMaxOversubscription, "oversubscription",
+            "is more than 64: fabrics are built at 1:1 to 8:1 (down:up bandwidth of a leaf)");
   }
   c.switch_latency_s = r.get_non_negative("switch_latency", c.switch_latency_s, parse_time);
 }
@@ -540,6 +550,8 @@ void require(bool ok, const std::string& field, double value, const char* rule) 
 void validate_cluster(const ClusterSpec& c) {
   require(c.nodes >= 1, "nodes", c.nodes, "must be at least 1");
   require(c.gpus_per_node >= 1, "gpus_per_node", c.gpus_per_node, "must be at least 1");
+  require(c.gpus_per_node <= kMaxGpusPerNode, "gpus_per_node", c.gpus_per_node,
+          "is more than the 1024 GPUs of one node (one NVLink domain: 8 in a DGX, 72 in a GB200 NVL72 rack)");
   if (static_cast<long long>(c.nodes) * c.gpus_per_node > INT_MAX)
     throw InputError("cluster.nodes=" + std::to_string(c.nodes) +
                      " x cluster.gpus_per_node=" + std::to_string(c.gpus_per_node) + " devices do not fit in an int");
@@ -556,8 +568,10 @@ void validate_cluster(const ClusterSpec& c) {
   for (auto [field, v] : {std::pair{"nvlink_latency", c.nvlink_latency_s},
                           {"pcie_latency", c.pcie_latency_s},
                           {"nic_latency", c.nic_latency_s},
-                          {"switch_latency", c.switch_latency_s}})
+                          {"switch_latency", c.switch_latency_s}}) {
     require(v >= 0 && std::isfinite(v), field, v, "must be a finite time >= 0");
+    require(v <= kMaxLatencySeconds, field, v, "s is more than 1 s (link latencies are microseconds); check the unit");
+  }
   if (c.node_links.kind == NodeLinks::Mesh &&
       static_cast<long long>(c.nodes) * c.gpus_per_node * (c.gpus_per_node - 1) / 2 > INT_MAX)
     throw InputError("cluster.nodes=" + std::to_string(c.nodes) + " mesh nodes of " + std::to_string(c.gpus_per_node) +
@@ -574,6 +588,14 @@ void validate_cluster(const ClusterSpec& c) {
   require(c.switch_radix >= 2, "switch_radix", c.switch_radix, "must be at least 2 (half the ports go down)");
   require(c.oversubscription >= 1 && std::isfinite(c.oversubscription), "oversubscription", c.oversubscription,
           "must be >= 1 (1 = full bisection)");
+  require(c.oversubscription <= kMaxOversubscription, "oversubscription", c.oversubscription,
+          "is more than 64: fabrics are built at 1:1 to 8:1 (down:up bandwidth of a leaf)");
+}
+
+void check_simgrid_config(const std::map<std::string, std::string>& config) {
+  std::vector<std::string> problems, unknown;
+  for (const auto& [key, value] : config) check_setting(key, value, problems, unknown);
+  refuse_simgrid_config(std::move(problems), unknown);
 }
 
 ClusterSpec parse_cluster(const Json& value) {
