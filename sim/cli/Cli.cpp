@@ -152,9 +152,7 @@ Json experiment_json_from_args(const Args& args, bool allow_default, std::string
     throw InputError("expected one experiment file, got " + std::to_string(pos.size()) + " arguments");
   bool from_flags = args.has("--model") || args.has("--model-hf");
   if (!pos.empty() && pos.front() == "-") {
-    std::stringstream text;
-    text << std::cin.rdbuf();
-    j = parse_json_text(text.str(), "<stdin>");
+    j = parse_json_text(read_standard_input(kMaxJsonInputBytes), "<stdin>");
   } else if (!pos.empty()) {
     j = read_json_file(pos.front());
     if (base_dir) *base_dir = std::filesystem::path(pos.front()).parent_path().string();
@@ -170,7 +168,15 @@ Json experiment_json_from_args(const Args& args, bool allow_default, std::string
   }
   if (!j.is_object()) throw InputError("the experiment must be a JSON object");
   if (auto m = args.value("--model")) j["model"] = *m;
-  if (auto hf = args.value("--model-hf")) j["model"] = Json{{"hf_config", *hf}};
+  // A path on the command line is the shell's, relative to the current folder: made absolute when the experiment's
+  // folder would otherwise resolve it (parse_model reads a relative hf_config from there).
+  if (auto hf = args.value("--model-hf")) {
+    std::filesystem::path p(*hf);
+    const bool other_folder =
+        !pos.empty() && pos.front() != "-" && std::filesystem::path(pos.front()).has_parent_path();
+    if (other_folder && p.is_relative() && !p.empty()) p = std::filesystem::absolute(p);
+    j["model"] = Json{{"hf_config", p.string()}};
+  }
   if (auto s = args.value("--strategy")) set_path(j, "strategy.preset", *s);
   if (auto s = args.value("--stack")) j["stack"] = *s;
   for (const auto& assignment : args.values("--set")) {

@@ -40,6 +40,8 @@ namespace {
 // A merge must not write over a shard: `sweep merge results.shard-0.jsonl results.shard-1.jsonl ...` without the
 // output would otherwise replace shard 0 (only after a successful check, which then fails anyway, but say why).
 void refuse_shard_as_output(const std::string& out) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(out, ec)) return;  // a device or FIFO holds no shard (and would block)
   std::ifstream in(out, std::ios::binary);
   std::string first;
   if (!in || !std::getline(in, first)) return;

@@ -392,11 +392,9 @@ SweepSpec parse_sweep_text(const std::string& text, const std::string& origin, c
 }
 
 SweepSpec load_sweep(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_sweep_text(text.str(), path, std::filesystem::path(path).parent_path().string());
+  // A regular file of at most kMaxJsonInputBytes: /dev/zero or a FIFO is refused, not read forever.
+  return parse_sweep_text(read_input_file(path, kMaxJsonInputBytes), path,
+                          std::filesystem::path(path).parent_path().string());
 }
 
 Shard parse_shard(const std::string& text) {

@@ -12,6 +12,7 @@
 
 #include "traces/output/OutputPolicy.hpp"
 #include "workloads/json/Error.hpp"
+#include "workloads/json/JsonReader.hpp"
 
 namespace placesim {
 
@@ -103,8 +104,13 @@ void OutputFile::close() {
 }
 
 GzReadBuffer::GzReadBuffer(const std::string& path) : path_(path), data_(new char[kBufferBytes]) {
-  gzFile gz = gzopen(path.c_str(), "rb");
-  if (!gz) throw InputError("cannot read '" + path + "': " + std::strerror(errno));
+  // A trace is streamed, never held whole: no size limit, but a FIFO or a device would block or never end.
+  const int fd = open_input_file(path);
+  gzFile gz = gzdopen(fd, "rb");
+  if (!gz) {
+    ::close(fd);
+    throw InputError("cannot read '" + path + "': out of memory");
+  }
   gz_ = gz;
 }
 

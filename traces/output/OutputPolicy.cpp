@@ -18,6 +18,8 @@ namespace {
 
 // The first `limit` bytes of a file, gunzipped when it is gzip ("" when it cannot be read).
 std::string head_of(const std::string& path, std::size_t limit) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return "";  // a device or FIFO: nothing to read (it could block)
   gzFile gz = gzopen(path.c_str(), "rb");
   if (!gz) return "";
   std::string text(limit, '\0');

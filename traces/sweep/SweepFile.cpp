@@ -217,6 +217,10 @@ ResumeScan ResultsFile::resume(const ExpectedPrefix& expected) {
   // Streamed: one buffer and the carried-over start of a line are in memory, never the rows; only their indices are
   // kept (8 bytes a row).
   ResumeScanner scanner(expected, path_);
+  // A device would be read forever (/dev/zero) and holds no sweep to continue.
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && !S_ISREG(st.st_mode))
+    throw InputError("--resume: '" + path_ + "' is not a regular file: there are no rows to continue");
   std::vector<char> buffer(1 << 20);
   // The start of a line the previous read cut, capped: the index and the expected prefix are at its head, so a
   // huge line (or a file without any '\n') never has to be held whole.

@@ -68,14 +68,15 @@ class Cursor {
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) {
-      error_ = std::strerror(errno);
+    try {
+      fd_ = open_input_file(path);  // a FIFO would block the merge, a device map nothing or never end
+    } catch (const InputError& e) {
+      error_ = e.what();
       return;
     }
     struct stat st {};
     if (::fstat(fd_, &st) != 0) {
-      error_ = std::strerror(errno);
+      error_ = "cannot read '" + path + "': " + std::strerror(errno);
       return;
     }
     // A sweep writing the file holds an exclusive flock; a shared one fails then (filesystems without flock: no
@@ -88,7 +89,7 @@ class MappedFile {
     map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
     if (map_ == MAP_FAILED) {
       map_ = nullptr;
-      error_ = std::strerror(errno);
+      error_ = "cannot read '" + path + "': " + std::strerror(errno);
     }
   }
   ~MappedFile() {
@@ -143,10 +144,39 @@ std::optional<Shard> parse_shard_text(std::string_view text) {
   return Shard{*i, *m};
 }
 
+// `text` as one word of a shell command line, for advice to copy.
+std::string shell_word(const std::string& text) {
+  if (!text.empty() &&
+      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+-=,:@%") ==
+          std::string::npos)
+    return text;
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// Why a line that starts as a row (`has_identity`) or is no JSON at all is not one complete row, or "".
+std::string row_damage(std::string_view row, bool has_identity, const Json& parsed) {
+  // The whole row must be one JSON object (a damaged or CR-terminated line would be copied as is).
+  if (!has_identity || row.back() != '}' || !parsed.is_object() || !parsed.contains("status") ||
+      !parsed["status"].is_string())
+    return "not one complete JSON object with a status" +
+           std::string(row.back() == '\r' ? "; it ends in a carriage return" : "");
+  // A key twice (an edited or concatenated line): the identity read here and the value a JSON reader keeps differ.
+  auto issue = json_structure_issue(row);
+  if (!issue) return "";
+  if (issue->key.empty()) return issue->describe(row);
+  return "key " + Json(issue->key).dump(-1, ' ', false, Json::error_handler_t::replace) +
+         " appears twice, at columns " + std::to_string(issue->first_offset + 1) + " and " +
+         std::to_string(issue->offset + 1) + ": JSON readers would keep one or the other";
+}
+
 // The most points a sweep can have (strategies/sweep: 2^53), and the most a merge tracks one by one beyond the rows
 // it was given: a claimed count far above the rows is reported as a count, not enumerated.
 constexpr std::uint64_t kMaxSweepPoints = std::uint64_t{1} << 53;
 constexpr std::uint64_t kMaxUntrackedGap = 50'000'000;
+// Damaged lines named one by one per file; the rest are counted (a file of garbage must not give a million lines).
+constexpr std::size_t kDamagedLinesListed = 20;
 
 class Merger {
  public:
@@ -156,6 +186,7 @@ class Merger {
     open_files();
     for (std::uint32_t f = 0; f < files_.size(); ++f)
       if (files_[f]->error().empty() && !repeated_[f] && !stop_) scan(f);
+    check_damage();
     check_expected_sweep();
     check_coverage();
     if (!problems_.empty()) throw InputError(report());
@@ -171,11 +202,12 @@ class Merger {
     for (std::uint32_t f = 0; f < options_.shards.size(); ++f) {
       files_.push_back(std::make_unique<MappedFile>(options_.shards[f]));
       shard_of_file_.emplace_back();
+      damaged_lines_.emplace_back();
       rows_of_file_.push_back(0);
       repeated_.push_back(false);
       const MappedFile& m = *files_.back();
       if (!m.error().empty()) {
-        problem(options_.shards[f] + ": cannot read it (" + m.error() + ")");
+        problem(m.error());
         continue;
       }
       if (m.locked_by_writer())
@@ -249,23 +281,30 @@ class Merger {
     return true;
   }
 
+  // A line --resume does not repair: it refuses it, or keeps a row cut after its status. The file must be repaired
+  // (the line deleted) before its shard is resumed; check_damage says how.
+  void damaged(std::uint32_t file, std::size_t line, const std::string& what) {
+    std::vector<std::size_t>& lines = damaged_lines_[file];
+    lines.push_back(line);
+    if (lines.size() <= kDamagedLinesListed) problem(options_.shards[file] + ":" + std::to_string(line) + ": " + what);
+  }
+
   // Checks one line; false when the rest of the file should not be read (it is of another sweep or shard).
   bool scan_line(std::uint32_t file, std::string_view row, std::size_t line) {
     const std::string where = options_.shards[file] + ":" + std::to_string(line) + ": ";
     if (row.empty()) {
-      problem(where + "an empty line");
+      damaged(file, line, "an empty line");
       return true;
     }
     auto id = row_identity(row);
-    if (!id) {
+    const Json parsed = Json::parse(row, nullptr, false);
+    // Valid JSON that does not start as a row is another program's (or an old placesim's) file: not read further.
+    if (!id && !parsed.is_discarded()) {
       problem(where + "not a sweep row of placesim 0.19 or later (rows start {\"index\":N,...,\"sweep\":...})");
       return false;
     }
-    // The whole row must be one JSON object (a damaged or CR-terminated line would be copied as is).
-    const Json parsed = Json::parse(row, nullptr, false);
-    if (row.back() != '}' || !parsed.is_object() || !parsed.contains("status") || !parsed["status"].is_string()) {
-      problem(where + "a damaged row (not one complete JSON object with a status" +
-              std::string(row.back() == '\r' ? "; it ends in a carriage return" : "") + ")");
+    if (std::string damage = row_damage(row, id.has_value(), parsed); !damage.empty()) {
+      damaged(file, line, "a damaged row (" + damage + ")");
       return true;
     }
     if (!check_identity(*id, file, line)) return false;
@@ -302,7 +341,9 @@ class Merger {
       ++line;
       if (nl == std::string_view::npos) {
         problem(options_.shards[file] + ":" + std::to_string(line) +
-                ": a cut last line (its task was killed while writing); resume that shard (--resume drops it)");
+                ": a cut last line (its task was killed while writing); " +
+                (damaged_lines_[file].empty() ? "resume that shard (--resume drops it)"
+                                              : "--resume drops it once the damaged lines above are deleted"));
         return;
       }
       if (!scan_line(file, text.substr(start, nl - start), line)) return;
@@ -319,6 +360,29 @@ class Merger {
       ++summary_.filtered;
     else
       ++summary_.error;
+  }
+
+  // How to repair each file with damaged lines: --resume would refuse it (or keep the damage), so the advice to
+  // resume its shard holds only after the lines are deleted.
+  void check_damage() {
+    for (std::uint32_t f = 0; f < files_.size(); ++f) {
+      const std::vector<std::size_t>& lines = damaged_lines_[f];
+      if (lines.empty()) continue;
+      const std::string& path = options_.shards[f];
+      std::string text = path + ": " + std::to_string(lines.size()) + " damaged line(s), which --resume does not " +
+                         "repair (it refuses them, or keeps a row cut after its status): delete ";
+      if (lines.size() > kDamagedLinesListed) {
+        text += "them (the first " + std::to_string(kDamagedLinesListed) + " are listed above)";
+      } else {
+        std::string script;
+        for (std::size_t line : lines) script += (script.empty() ? "" : ";") + std::to_string(line) + "d";
+        text += "them (sed -i '" + script + "' " + shell_word(path) + ")";
+      }
+      const std::string& shard = shard_of_file_[f];
+      problem(text + ", then resume " +
+              (shard.empty() ? std::string("its shard with --shard i/M --resume")
+                             : "shard " + shard + " with --shard " + shard + " --resume"));
+    }
   }
 
   void check_expected_sweep() {
@@ -374,8 +438,12 @@ class Merger {
     for (const auto& [shard, indices] : missing) {
       std::string label = std::to_string(shard) + "/" + std::to_string(m);
       std::string file;
+      bool damaged = false;
       for (std::uint32_t f = 0; f < files_.size(); ++f)
-        if (shard_of_file_[f] == label) file = options_.shards[f];
+        if (shard_of_file_[f] == label) {
+          file = options_.shards[f];
+          damaged = !damaged_lines_[f].empty();
+        }
       std::uint64_t expected = summary_.points / m + (shard < summary_.points % m ? 1 : 0);
       std::uint64_t count = 0;
       for (std::uint64_t i = shard; i < summary_.points; i += m) count += seen_[i] ? 0 : 1;
@@ -383,7 +451,8 @@ class Merger {
               (file.empty()
                    ? std::string("no file given holds it")
                    : file + ": " + std::to_string(expected - count) + " of " + std::to_string(expected) + " rows") +
-              "; resume it with --shard " + label + " --resume): " + index_ranges(indices) +
+              (damaged ? "; delete its damaged lines (above), then" : ";") + " resume it with --shard " + label +
+              " --resume): " + index_ranges(indices) +
               (count > indices.size() ? " ... (" + std::to_string(count) + " in all)" : "");
     }
     if (!empty.empty()) text += "\n    empty files given: " + empty;
@@ -416,7 +485,8 @@ class Merger {
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::vector<std::string> shard_of_file_;
   std::vector<std::uint64_t> rows_of_file_;
-  std::vector<bool> repeated_;  ///< the file is one given before (same device and inode)
+  std::vector<bool> repeated_;                           ///< the file is one given before (same device and inode)
+  std::vector<std::vector<std::size_t>> damaged_lines_;  ///< per file: its lines --resume does not repair
   std::uint64_t total_lines_ = 0;
   std::optional<RowIdentity> reference_;
   std::string reference_where_;

@@ -1,11 +1,16 @@
 #include "workloads/json/JsonReader.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
-#include <fstream>
+#include <cstring>
 #include <map>
-#include <sstream>
 
 #include "workloads/json/Units.hpp"
 
@@ -29,7 +34,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 // Line and column of a byte offset, for syntax errors.
-std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::size_t offset) {
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
   std::size_t line = 1, column = 1;
   for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
     if (text[i] == '\n') {
@@ -80,9 +85,65 @@ std::string show(const Json& value) {
 
 namespace {
 
+// Appends code point `cp` to `out` as UTF-8.
+void append_utf8(std::uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// The 4 hex digits at text[i], or nullopt.
+std::optional<std::uint32_t> hex4(std::string_view text, std::size_t i) {
+  if (i + 4 > text.size()) return std::nullopt;
+  std::uint32_t v = 0;
+  for (std::size_t k = i; k < i + 4; ++k) {
+    const char c = text[k];
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
+    if (d < 0) return std::nullopt;
+    v = v * 16 + static_cast<std::uint32_t>(d);
+  }
+  return v;
+}
+
+// Decodes the \u escape whose 'u' is at text[j] (a surrogate pair takes two) into `out`; returns the offset of its
+// last digit. One the parser refuses (bad digits, a lone surrogate) is kept as written: it never gets that far.
+std::size_t decode_unicode_escape(std::string_view text, std::size_t j, std::string& out) {
+  auto cp = hex4(text, j + 1);
+  if (!cp || (*cp >= 0xDC00 && *cp <= 0xDFFF)) {
+    out += "\\u";
+    return j;
+  }
+  if (*cp < 0xD800 || *cp > 0xDBFF) {
+    append_utf8(*cp, out);
+    return j + 4;
+  }
+  auto low = text.substr(j + 5, 2) == "\\u" ? hex4(text, j + 7) : std::nullopt;
+  if (!low || *low < 0xDC00 || *low > 0xDFFF) {
+    out += "\\u";
+    return j;
+  }
+  append_utf8(0x10000 + ((*cp - 0xD800) << 10) + (*low - 0xDC00), out);
+  return j + 10;
+}
+
 // Reads the string starting at the quote text[i]; returns its end (one past the closing quote) or npos when it does
-// not close, with the escapes \" \\ \/ \b \f \n \r \t decoded (\u escapes are kept as written).
-std::size_t scan_string(const std::string& text, std::size_t i, std::string& out) {
+// not close, with its escapes decoded as the parser decodes them, so that "l\u0061yers" and "layers" are one key.
+std::size_t scan_string(std::string_view text, std::size_t i, std::string& out) {
   out.clear();
   for (std::size_t j = i + 1; j < text.size(); ++j) {
     char c = text[j];
@@ -109,7 +170,7 @@ std::size_t scan_string(const std::string& text, std::size_t i, std::string& out
         out += '\t';
         break;
       case 'u':
-        out += "\\u";
+        j = decode_unicode_escape(text, j, out);
         break;
       default:
         out += text[j];
@@ -118,14 +179,21 @@ std::size_t scan_string(const std::string& text, std::size_t i, std::string& out
   return std::string::npos;
 }
 
-std::string where(const std::string& text, std::size_t offset) {
+std::string where(std::string_view text, std::size_t offset) {
   auto [line, column] = line_column(text, offset);
   return std::to_string(line) + ":" + std::to_string(column);
 }
 
+// A key for a message: as decoded, unless that has control characters (then as written).
+std::string shown_key(const std::string& key, std::string_view written) {
+  for (unsigned char c : key)
+    if (c < 0x20) return std::string(written);
+  return key;
+}
+
 }  // namespace
 
-void check_json_structure(const std::string& text, const std::string& origin) {
+std::optional<JsonStructureIssue> json_structure_issue(std::string_view text) {
   struct Frame {
     bool object = false;
     std::map<std::string, std::size_t> keys;  // key -> offset of its first occurrence
@@ -136,29 +204,44 @@ void check_json_structure(const std::string& text, const std::string& origin) {
     const char c = text[i];
     if (c == '"') {
       const std::size_t end = scan_string(text, i, key);
-      if (end == std::string::npos) return;  // unterminated: the parser reports it
+      if (end == std::string::npos) return std::nullopt;  // unterminated: the parser reports it
       std::size_t next = end;
       while (next < text.size() && std::isspace(static_cast<unsigned char>(text[next]))) ++next;
       if (next < text.size() && text[next] == ':' && !stack.empty() && stack.back().object) {
         auto [it, fresh] = stack.back().keys.try_emplace(key, i);
-        if (!fresh)
-          throw InputError(origin + ":" + where(text, i) + ": key \"" + key +
-                           "\" appears twice in one object (first at " + where(text, it->second) +
-                           "); JSON parsers keep only the last, so say it once");
+        if (!fresh) return JsonStructureIssue{i, it->second, key};
       }
       i = end;
       continue;
     }
     if (c == '{' || c == '[') {
-      if (stack.size() >= kMaxJsonDepth)
-        throw InputError(origin + ":" + where(text, i) + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-                         " levels is refused");
+      if (stack.size() >= kMaxJsonDepth) return JsonStructureIssue{i, i, ""};
       stack.push_back(Frame{c == '{', {}});
     } else if ((c == '}' || c == ']') && !stack.empty()) {
       stack.pop_back();
     }
     ++i;
   }
+  return std::nullopt;
+}
+
+std::string JsonStructureIssue::describe(std::string_view text) const {
+  if (key.empty()) return "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels is refused";
+  // The spellings as written, between the quotes: named when escapes make them differ ("l\u0061yers", "layers").
+  auto written = [&](std::size_t quote) {
+    std::string ignored;
+    const std::size_t end = scan_string(text, quote, ignored);
+    return std::string(text.substr(quote + 1, end - quote - 2));
+  };
+  const std::string here = written(offset), first = written(first_offset);
+  return "key \"" + shown_key(key, here) + "\" appears twice in one object (first at " + where(text, first_offset) +
+         (here == first ? "" : " as \"" + first + "\", here as \"" + here + "\"") +
+         "); JSON parsers keep only the last, so say it once";
+}
+
+void check_json_structure(const std::string& text, const std::string& origin) {
+  if (auto issue = json_structure_issue(text))
+    throw InputError(origin + ":" + where(text, issue->offset) + ": " + issue->describe(text));
 }
 
 Json parse_json_text(const std::string& text, const std::string& origin) {
@@ -194,12 +277,85 @@ std::string known_names(const std::vector<std::string>& known) {
   return out + ")";
 }
 
+namespace {
+
+// What a file that is not a regular one is, for the refusal.
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "a file of an unknown kind";
+}
+
+InputError not_regular(const std::string& path, mode_t mode) {
+  return InputError("'" + path + "' is " + file_kind(mode) + ", not a regular file: an input must be a file");
+}
+
+[[noreturn]] void refuse_size(const std::string& name, const std::string& size, std::uint64_t limit) {
+  const std::string mib = limit >= (1 << 20) ? " (" + std::to_string(limit >> 20) + " MiB)" : "";
+  throw InputError(name + " " + size + "; an input read whole may hold at most " + std::to_string(limit) + " bytes" +
+                   mib + ": is it the input you meant?");
+}
+
+// Reads `fd` to its end, refusing (naming `name`) past `limit` bytes: reading stops one chunk after it.
+std::string read_bounded(int fd, const std::string& name, std::uint64_t limit) {
+  std::string text;
+  std::vector<char> chunk(1 << 16);
+  while (true) {
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {  // a non-blocking standard input: wait until it has data
+      pollfd p{fd, POLLIN, 0};
+      ::poll(&p, 1, -1);
+      continue;
+    }
+    if (n < 0) throw InputError("cannot read " + name + ": " + std::strerror(errno));
+    if (n == 0) return text;
+    text.append(chunk.data(), static_cast<std::size_t>(n));
+    if (text.size() > limit) refuse_size(name, "gives more than " + std::to_string(limit) + " bytes", limit);
+  }
+}
+
+}  // namespace
+
+int open_input_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw InputError("cannot open '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw not_regular(path, st.st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError("cannot open '" + path + "': " + std::strerror(errno));
+  // Checked again on what was opened: the path may have been replaced in between.
+  const bool opened = ::fstat(fd, &st) == 0;
+  const int error = errno;
+  if (opened && S_ISREG(st.st_mode)) return fd;
+  ::close(fd);
+  if (!opened) throw InputError("cannot open '" + path + "': " + std::strerror(error));
+  throw not_regular(path, st.st_mode);
+}
+
+std::string read_input_file(const std::string& path, std::uint64_t limit_bytes) {
+  const int fd = open_input_file(path);
+  try {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) > limit_bytes)
+      refuse_size("'" + path + "'", "holds " + std::to_string(st.st_size) + " bytes", limit_bytes);
+    std::string text = read_bounded(fd, "'" + path + "'", limit_bytes);
+    ::close(fd);
+    return text;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+std::string read_standard_input(std::uint64_t limit_bytes) {
+  return read_bounded(STDIN_FILENO, "standard input", limit_bytes);
+}
+
 Json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("cannot open '" + path + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_json_text(buffer.str(), path);
+  return parse_json_text(read_input_file(path, kMaxJsonInputBytes), path);
 }
 
 ObjectReader::ObjectReader(const Json& object, std::string path) : object_(object), path_(std::move(path)) {

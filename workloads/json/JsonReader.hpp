@@ -25,16 +25,51 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
 /// presets, copies, dump).
 inline constexpr std::size_t kMaxJsonDepth = 200;
 
-/// Scans JSON text without recursion and refuses, as InputError naming `origin`, line and column, nesting deeper
-/// than kMaxJsonDepth and a key given twice in one object (JSON parsers silently keep the last). Malformed text is
-/// left to the parser, which reports it.
+/// What check_json_structure refuses: nesting deeper than kMaxJsonDepth (`key` empty), or `key` (its escapes decoded,
+/// as a parser reads it: "l\u0061yers" is "layers") given twice in one object.
+struct JsonStructureIssue {
+  std::size_t offset = 0;        ///< byte of the bracket or of the second key's opening quote
+  std::size_t first_offset = 0;  ///< byte of the first key's opening quote
+  std::string key;
+  /// "key \"dp\" appears twice in one object (first at 2:15); ...", and when escapes make the two spellings differ
+  /// "(first at 1:2 as \"l\\u0061yers\", here as \"layers\")". Positions are line:column in `text`.
+  std::string describe(std::string_view text) const;
+};
+
+/// Scans JSON text without recursion for the first JsonStructureIssue. Malformed text is left to the parser.
+std::optional<JsonStructureIssue> json_structure_issue(std::string_view text);
+
+/// Refuses, as InputError naming `origin`, line and column, the first json_structure_issue: too deep nesting, and a
+/// key given twice in one object (JSON parsers silently keep the last).
 void check_json_structure(const std::string& text, const std::string& origin);
 
 /// Parses JSON text; a syntax error, too deep nesting or a duplicate key becomes an InputError naming `origin`, line
 /// and column.
 Json parse_json_text(const std::string& text, const std::string& origin);
 
-/// Reads a JSON file (see parse_json_text).
+/// The most bytes a JSON input read whole may hold (experiments, sweeps, clusters, profiles, stacks, calibrations,
+/// Hugging Face configs, and standard input): the largest JSON the repository ships is 1.4 MB (a golden report), a
+/// real config.json a few kB; 64 MiB leaves room for generated inputs while /dev/zero-like input is refused in well
+/// under a second instead of being read until memory runs out.
+inline constexpr std::uint64_t kMaxJsonInputBytes = std::uint64_t{64} << 20;
+
+/// Opens `path` for reading and returns its descriptor (O_CLOEXEC; the caller closes it). Every input file is opened
+/// here: anything but a regular file (a directory, FIFO, socket, character or block device) is refused as InputError
+/// naming the path and what it is, checked with stat before opening and again on the descriptor, which is opened
+/// O_NONBLOCK so that a FIFO put in its place meanwhile cannot block. A missing or unreadable file is
+/// "cannot open '<path>': <reason>".
+int open_input_file(const std::string& path);
+
+/// The whole content of the regular file `path` (see open_input_file); one of more than `limit_bytes` is refused
+/// naming its size and the limit, judged by its size before reading and by the bytes read (a file that grows, or one
+/// whose size stat does not know, as in /proc).
+std::string read_input_file(const std::string& path, std::uint64_t limit_bytes);
+
+/// Standard input ("-" on a command line) read to its end; refused like read_input_file once it has given more than
+/// `limit_bytes` (reading stops there).
+std::string read_standard_input(std::uint64_t limit_bytes);
+
+/// Reads a JSON file (read_input_file with kMaxJsonInputBytes, then parse_json_text).
 Json read_json_file(const std::string& path);
 
 /// Throws InputError "<field>=<name> is not <what>", then " (did you mean '<nearest>'?)", or `otherwise` when no
