@@ -377,8 +377,7 @@ std::vector<double> log_residuals(const std::vector<Point>& points) {
 // 0: not an efficiency.
 double efficiency_limit(const std::string& name) {
   if (name == "nvls_bus_efficiency") return 2;
-  const std::string suffix = "efficiency";
-  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 ? 1 : 0;
+  return name.ends_with("efficiency") ? 1 : 0;
 }
 
 // Refuses a fitted efficiency above its limit, naming the points measured faster than the model allows at the limit

@@ -20,10 +20,6 @@ namespace {
 
 constexpr std::size_t kBufferBytes = 1 << 20;
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 OutputFile::OutputFile(const std::string& path) : path_(path), target_(path) {
@@ -35,7 +31,7 @@ OutputFile::OutputFile(const std::string& path) : path_(path), target_(path) {
   // A regular file is written whole to a temporary beside it and renamed over it on close(): a killed run leaves
   // the old file; a device, FIFO or /dev/stdout is written in place.
   path_ = output_temporary(path);
-  if (ends_with(path, ".gz")) {
+  if (path.ends_with(".gz")) {
     gzFile gz = gzopen(path_.c_str(), "wb");
     if (!gz) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
     gzbuffer(gz, 256 * 1024);
@@ -89,8 +85,8 @@ void OutputFile::close() {
     file_ = nullptr;
   } else {
     // Synced before the rename: after a crash the path holds the old file or the whole new one.
-    failed_ = std::fflush(file_) != 0 || (path_ != target_ && ::fsync(::fileno(file_)) != 0 && errno != EINVAL) ||
-              failed_;
+    failed_ =
+        std::fflush(file_) != 0 || (path_ != target_ && ::fsync(::fileno(file_)) != 0 && errno != EINVAL) || failed_;
     failed_ = std::fclose(file_) != 0 || failed_;
     file_ = nullptr;
   }

@@ -29,10 +29,6 @@ std::string head_of(const std::string& path, std::size_t limit) {
   return text;
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Whether two spellings name one file: the same file when both exist, else the same normalised absolute path.
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code ec;
@@ -53,8 +49,8 @@ bool written_by_placesim(const std::string& path) {
       (head.rfind("<?xml", 0) == 0 && head.find("<svg") != std::string::npos))
     return true;
   // A JSON-lines table (placesim's converge and pipeline-sweep rows).
-  if (ends_with(path, ".jsonl")) return first.size() > 1 && first.front() == '{' && first.back() == '}';
-  if (!ends_with(path, ".csv")) return false;
+  if (path.ends_with(".jsonl")) return first.size() > 1 && first.front() == '{' && first.back() == '}';
+  if (!path.ends_with(".csv")) return false;
   return first.find(',') != std::string::npos && first.find(' ') == std::string::npos;
 }
 

@@ -318,12 +318,8 @@ RankTrace link_file(const std::string& file, int rank, FileEvents& ev, kineto::N
   return r;
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 bool is_nsight(const std::string& path) {
-  return ends_with(path, ".nsys-rep") || ends_with(path, ".qdrep") || ends_with(path, ".sqlite");
+  return path.ends_with(".nsys-rep") || path.ends_with(".qdrep") || path.ends_with(".sqlite");
 }
 
 [[noreturn]] void refuse_nsight(const std::string& path) {
@@ -338,7 +334,7 @@ std::vector<std::string> folder_traces(const std::string& folder) {
   std::vector<std::string> found, nsight;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     const std::string p = entry.path().string();
-    if (entry.is_regular_file() && (ends_with(p, ".json") || ends_with(p, ".json.gz"))) found.push_back(p);
+    if (entry.is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz"))) found.push_back(p);
     if (entry.is_regular_file() && is_nsight(p)) nsight.push_back(p);
   }
   std::sort(found.begin(), found.end());
