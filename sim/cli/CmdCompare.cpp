@@ -57,12 +57,13 @@ int run_compare(const Args& args) {
     throw;
   }
   if (!keep) std::filesystem::remove(path);
-  const TraceComparison c = compare_summaries(ms, summarize(simulated));
+  const TraceSummary ss = summarize(simulated);
+  const TraceComparison c = compare_summaries(ms, ss);
   const std::string out = args.value("--out").value_or("");
   Json report = comparison_json(c);
   report["placesim_version"] = PLACESIM_VERSION;
   if (!out.empty()) write_output(out, report.dump(2) + "\n");
-  if (auto svg = args.value("--svg")) write_output(*svg, comparison_svg(measured, ms, simulated, summarize(simulated)));
+  if (auto svg = args.value("--svg")) write_output(*svg, comparison_svg(measured, ms, simulated, ss));
   summary_stream(out) << comparison_text(c);
   return 0;
 }

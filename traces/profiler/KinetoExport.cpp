@@ -4,6 +4,7 @@
 #include <map>
 
 #include "strategies/analytic/TaskClasses.hpp"
+#include "traces/profiler/Intervals.hpp"
 
 namespace placesim {
 
@@ -92,21 +93,16 @@ const char* nccl_kernel(CollectiveOp op) {
   return "";
 }
 
-struct Span {
-  double start = 0, end = 0;
-};
-
 // The compute task's kernels back to back over [start, end): GEMM, attention, memory-bound, optimizer, each taking
 // its share of the task's work (`work`: its seconds alone, by class). Where the device's communication (`comm`,
 // merged) runs, the task ran at a lower rate (overlap interference): the rate there is what makes the whole task's
 // work fit its simulated span, 1 elsewhere.
 void compute_kernels(KinetoWriter& w, const TaskClassSeconds& work, double start, double end,
-                     const std::vector<Span>& comm, int thread) {
+                     const std::vector<Interval>& comm, int thread) {
   // The task's segments with their rates.
-  std::vector<std::pair<Span, bool>> segments;  // (span, overlapped)
+  std::vector<std::pair<Interval, bool>> segments;  // (span, overlapped)
   double at = start, overlapped = 0;
-  auto it = std::lower_bound(comm.begin(), comm.end(), start, [](const Span& x, double t) { return x.end <= t; });
-  for (; it != comm.end() && it->start < end; ++it) {
+  for (auto it = first_ending_after(comm, start); it != comm.end() && it->start < end; ++it) {
     const double a = std::max(start, it->start), b = std::min(end, it->end);
     if (a > at) segments.push_back({{at, a}, false});
     segments.push_back({{a, b}, true});
@@ -177,12 +173,12 @@ void collective_kernels(KinetoWriter& w, const TaskGraph& g, const Collective& c
 struct DeviceComm {
   std::map<std::uint64_t, std::pair<double, double>> spans;
   std::map<std::uint64_t, const TaskRecord*> first;
-  std::vector<Span> busy;
+  std::vector<Interval> busy;
 };
 
 DeviceComm device_comm(const SimulationRecord& record, const TaskGraph& graph, int device) {
   DeviceComm d;
-  std::vector<Span> comm;
+  std::vector<Interval> comm;
   for (const TaskRecord& t : record.tasks) {
     if (t.device != device) continue;
     const Task& task = graph[static_cast<TaskId>(t.task)];
@@ -194,13 +190,7 @@ DeviceComm device_comm(const SimulationRecord& record, const TaskGraph& graph, i
     }
     if (std::get_if<Collective>(&task.body) || std::get_if<P2P>(&task.body)) comm.push_back({t.start_s, t.end_s});
   }
-  std::sort(comm.begin(), comm.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
-  for (const Span& x : comm) {
-    if (!d.busy.empty() && x.start <= d.busy.back().end)
-      d.busy.back().end = std::max(d.busy.back().end, x.end);
-    else
-      d.busy.push_back(x);
-  }
+  d.busy = merged(std::move(comm));
   return d;
 }
 

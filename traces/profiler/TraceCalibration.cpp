@@ -59,16 +59,6 @@ ComputeFit fit_compute(const Measured& m, const Experiment& e, const Accelerator
   return f;
 }
 
-CollectiveKind kind_of(const std::string& op, bool* known) {
-  *known = true;
-  if (op == "allreduce") return CollectiveKind::AllReduce;
-  if (op == "allgather") return CollectiveKind::AllGather;
-  if (op == "reduce_scatter") return CollectiveKind::ReduceScatter;
-  if (op == "broadcast") return CollectiveKind::Broadcast;
-  *known = false;
-  return CollectiveKind::AllReduce;
-}
-
 FabricProfile scaled_fabric(FabricProfile f, double s) {
   f.bus_efficiency *= s;
   f.ll_bus_efficiency *= s;
@@ -94,11 +84,10 @@ NcclFit fit_nccl(const TraceSummary& s, const ClusterSpec& c, double slowdown) {
   };
   std::vector<Point> points;
   for (const CollectiveSummary& x : s.collectives) {
-    bool known = false;
-    const CollectiveKind kind = kind_of(x.op, &known);
-    if (!known || x.group_size < 2 || x.group_size > c.gpus_per_node || !(x.bytes > 0)) continue;
+    const std::optional<CollectiveKind> kind = collective_kind(x.op);
+    if (!kind || x.group_size < 2 || x.group_size > c.gpus_per_node || !(x.bytes > 0)) continue;
     const double per_step = x.count / static_cast<double>(std::max<std::size_t>(1, s.steps.size()));
-    points.push_back({kind, x.bytes, per_step, x.group_size});
+    points.push_back({*kind, x.bytes, per_step, x.group_size});
     fit.measured_s += x.time_s - x.overlapped_s * (1 - 1 / slowdown);
     fit.collectives += x.count;
   }
@@ -138,7 +127,6 @@ class TraceFit {
   }
 
   TraceCalibration run(const std::vector<std::string>& sources) {
-    check_same_run();
     compute();
     nccl();
     host();
@@ -149,9 +137,10 @@ class TraceFit {
   }
 
  private:
-  // A trace of another run than the experiment's cannot calibrate it: refused when a class is off by more than 5x.
+  // A trace of another run than the experiment's cannot calibrate it: refused when a class is off by more than 5x
+  // (against the model at the profile's values, fit_.before).
   void check_same_run() const {
-    const TaskClassSeconds model = device_class_seconds(g_, 0, TaskClassifier(e_, acc_));
+    const TaskClassSeconds& model = fit_.before;
     const std::pair<const char*, std::pair<double, double>> classes[] = {
         {"GEMM", {m_.gemm, model.passes.gemm}},
         {"attention", {m_.attention, model.passes.attention}},
@@ -193,6 +182,7 @@ class TraceFit {
 
   void compute() {
     fit_ = fit_compute(m_, e_, acc_, g_);
+    check_same_run();
     const ComputeProfile& p = acc_.profile;
     figure("compute.gemm_peak_efficiency", p.gemm_peak_efficiency, fit_.gemm, "GEMM kernels", m_.gemm,
            fit_.before.passes.gemm);

@@ -5,36 +5,11 @@
 #include <map>
 #include <tuple>
 
-#include "topology/hardware/CommProfile.hpp"
+#include "traces/profiler/Intervals.hpp"
 
 namespace placesim {
 
 namespace {
-
-struct Interval {
-  double start = 0, end = 0;
-};
-
-// `v` sorted and merged into disjoint intervals.
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
-  std::vector<Interval> out;
-  for (const Interval& x : v) {
-    if (!out.empty() && x.start <= out.back().end)
-      out.back().end = std::max(out.back().end, x.end);
-    else
-      out.push_back(x);
-  }
-  return out;
-}
-
-// Seconds of [a, b) covered by the disjoint sorted intervals `v`.
-double covered(const std::vector<Interval>& v, double a, double b) {
-  double t = 0;
-  auto it = std::lower_bound(v.begin(), v.end(), a, [](const Interval& x, double at) { return x.end <= at; });
-  for (; it != v.end() && it->start < b; ++it) t += std::max(0.0, std::min(b, it->end) - std::max(a, it->start));
-  return t;
-}
 
 // The union of the disjoint sorted intervals `v` clipped to [lo, hi), and the idle gaps between them split at
 // `launch_gap`.
@@ -49,8 +24,7 @@ Busy busy_in(const std::vector<Interval>& v, double lo, double hi, double launch
     if (g <= 0) return;
     (g <= launch_gap ? b.launch_gaps : b.host_stalls) += g;
   };
-  auto it = std::lower_bound(v.begin(), v.end(), lo, [](const Interval& x, double at) { return x.end <= at; });
-  for (; it != v.end() && it->start < hi; ++it) {
+  for (auto it = first_ending_after(v, lo); it != v.end() && it->start < hi; ++it) {
     const double s = std::max(it->start, lo), e = std::min(it->end, hi);
     gap(s - cursor);
     b.busy += e - s;
@@ -62,14 +36,6 @@ Busy busy_in(const std::vector<Interval>& v, double lo, double hi, double launch
 
 bool compute_class(KernelClass c) {
   return c != KernelClass::Collective && c != KernelClass::Copy;
-}
-
-CollectiveKind collective_kind(const std::string& op) {
-  if (op == "allreduce") return CollectiveKind::AllReduce;
-  if (op == "allgather") return CollectiveKind::AllGather;
-  if (op == "reduce_scatter") return CollectiveKind::ReduceScatter;
-  if (op == "broadcast") return CollectiveKind::Broadcast;
-  return CollectiveKind::SendRecv;
 }
 
 double median(std::vector<double> v) {
@@ -215,7 +181,9 @@ void summarise_collectives(TraceSummary& s, Index& x) {
       c.bytes += k->bytes / static_cast<double>(ks.size());
       c.time_s += k->dur_s / n;
       c.overlapped_s += covered(x.compute_of[k->rank], k->start_s, k->start_s + k->dur_s) / n;
-      if (k->dur_s > 0) bw.push_back(bus_bandwidth_Bps(collective_kind(c.op), k->bytes, c.group_size, k->dur_s));
+      if (k->dur_s > 0)
+        bw.push_back(bus_bandwidth_Bps(collective_kind(c.op).value_or(CollectiveKind::SendRecv), k->bytes, c.group_size,
+                                       k->dur_s));
     }
     c.count = static_cast<int>(ks.size());
     c.bus_bw_Bps = bw.empty() ? 0 : median(bw);
@@ -270,6 +238,14 @@ void summarise_overlap(TraceSummary& s, Index& x) {
 }
 
 }  // namespace
+
+std::optional<CollectiveKind> collective_kind(const std::string& op) {
+  if (op == "allreduce") return CollectiveKind::AllReduce;
+  if (op == "allgather") return CollectiveKind::AllGather;
+  if (op == "reduce_scatter") return CollectiveKind::ReduceScatter;
+  if (op == "broadcast") return CollectiveKind::Broadcast;
+  return std::nullopt;
+}
 
 TraceSummary summarize(const ProfilerTrace& t, const SummaryOptions& o) {
   TraceSummary s;

@@ -1,8 +1,10 @@
 #pragma once
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "topology/hardware/CommProfile.hpp"
 #include "traces/profiler/ProfilerTrace.hpp"
 #include "workloads/json/JsonReader.hpp"
 
@@ -82,6 +84,10 @@ struct TraceSummary {
   std::vector<GemmShapeSummary> gemm_shapes;  ///< by total time, the largest first
   std::vector<std::string> notes;
 };
+
+/// The collective a trace's op names ("allreduce", "allgather", "reduce_scatter", "broadcast"), as the NCCL model
+/// costs it; nullopt for the others (all-to-all, send, recv, ...), which it costs as point-to-point.
+std::optional<CollectiveKind> collective_kind(const std::string& op);
 
 /// Summarises the steps of a trace (every step with kernels; a step that launched none is skipped).
 TraceSummary summarize(const ProfilerTrace& t, const SummaryOptions& options = {});
