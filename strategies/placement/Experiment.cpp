@@ -10,6 +10,20 @@ namespace placesim {
 
 namespace {
 
+// The cluster's accelerator given the profile file `path` (a calibration's).
+void set_accelerator_profile(Json& cluster, const std::string& path) {
+  if (cluster.is_string()) cluster = Json{{"preset", cluster}};
+  if (!cluster.is_object()) return;  // refused by parse_cluster, naming the field
+  // The cluster preset's own accelerator, so that check_calibration_accelerator compares the cluster's, not the
+  // calibration's.
+  if (!cluster.contains("accelerator")) cluster["accelerator"] = parse_cluster(cluster).accelerator.name;
+  Json& acc = cluster["accelerator"];
+  if (acc.is_string()) acc = Json{{"preset", acc}};
+  if (acc.is_object() && acc.contains("profile"))
+    throw InputError("cluster.accelerator.profile and calibration both set the accelerator's profile: keep one");
+  if (acc.is_object()) acc["profile"] = path;
+}
+
 // The experiment with its "calibration" file applied (Experiment::calibration): the accelerator's profile and the
 // training fields the experiment does not write. `info` receives what was applied.
 Json with_calibration(const Json& value, const std::string& base_dir, Json& info) {
@@ -38,18 +52,7 @@ Json with_calibration(const Json& value, const std::string& base_dir, Json& info
     training[key] = v;
     applied.push_back("training." + key);
   }
-  Json& cluster = out.contains("cluster") ? out["cluster"] : training;  // no cluster: nothing to set
-  if (cluster.is_string()) cluster = Json{{"preset", cluster}};
-  if (&cluster != &training && cluster.is_object()) {
-    // The cluster preset's own accelerator, so that check_calibration_accelerator compares the cluster's, not the
-    // calibration's.
-    if (!cluster.contains("accelerator")) cluster["accelerator"] = parse_cluster(cluster).accelerator.name;
-    Json& acc = cluster["accelerator"];
-    if (acc.is_string()) acc = Json{{"preset", acc}};
-    if (acc.is_object() && acc.contains("profile"))
-      throw InputError("cluster.accelerator.profile and calibration both set the accelerator's profile: keep one");
-    if (acc.is_object()) acc["profile"] = path.string();
-  }
+  if (out.contains("cluster")) set_accelerator_profile(out["cluster"], path.string());
   info = Json{
       {"file", name->get<std::string>()},
       {"accelerator", file["accelerator"]},
