@@ -288,6 +288,23 @@ TEST_CASE("Every accelerator preset runs a built-in profile, as the file in topo
   }
 }
 
+TEST_CASE("No preset's GEMM runs faster than its peak or its HBM allows, at any size") {
+  // The model is latency + a soft maximum of the compute time at peak x efficiency and the bytes over bandwidth, so
+  // for every shape the time is at least the larger of the two bounds by hand: 2mnk / peak and the A, B and C bytes
+  // (2 bytes each in bf16) over the HBM bandwidth. Profiles with a steep roofline exponent (q near 90) once
+  // underflowed to a zero time below about 17 us of compute; these sizes span that range.
+  for (const auto& [name, description] : accelerator_preset_list()) {
+    const AcceleratorSpec a = accelerator_preset(name, "test");
+    for (double n : {64.0, 256.0, 1024.0, 2048.0, 8192.0}) {
+      const GemmShape g{n, n, n};
+      const double compute_bound = 2 * n * n * n / a.peak_bf16_flops;
+      const double memory_bound = 2 * 3 * n * n / a.hbm_bw_Bps;
+      INFO(name << " " << n << "^3");
+      CHECK(gemm_time_s(g, DType::BF16, a) >= std::max(compute_bound, memory_bound));
+    }
+  }
+}
+
 TEST_CASE("An accelerator takes a profile file by the profile key") {
   Json p = read_json_file(std::string(PLACESIM_SOURCE_DIR) + "/topology/profiles/h100-sxm.json");
   p["compute"]["gemm_peak_efficiency"] = 0.5;

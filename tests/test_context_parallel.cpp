@@ -242,14 +242,16 @@ TEST_CASE("PyTorch's CP: element-wise work of the fp32 merge and gradient accumu
   CHECK(b.kernels == 30.5);
   // TransformerEngine merges in its kernels: none.
   CHECK(cp_merge_work(llama8b(8192, 4), false).bytes == 0);
-  // On an A100 80GB (2039 GB/s at the profile's element-wise efficiency 0.8275, 4 us a kernel) the layer's forward
-  // gains 1,186,988,032 / (2039e9 x 0.8275) s + 39 x 4 us, the backward 2,176,843,776 / ... + 30.5 x 4 us; a full
+  // On an A100 80GB (2039 GB/s at the profile's element-wise efficiency, 4 us a kernel) the layer's forward gains
+  // 1,186,988,032 / (2039e9 x efficiency) s + 39 x 4 us, the backward 2,176,843,776 / ... + 30.5 x 4 us; a full
   // recompute repeats the forward's, op-level selective AC (the attention's output kept) does not.
   const ClusterSpec c = test::nodes_of("a100-80gb", 1);
   const Experiment te = llama8b(8192, 4, R"(, "cp_impl": "te", "cp_comm": "all-gather")");
   const StageCosts kp = stage_costs(e, c, stage_layouts(e)[0]), kt = stage_costs(te, c, stage_layouts(te)[0]);
-  CHECK(kp.layer_forward_s - kt.layer_forward_s == Approx(1186988032.0 / (2039e9 * 0.8275) + 39 * 4e-6));
-  CHECK(kp.layer_backward_s - kt.layer_backward_s == Approx(2176843776.0 / (2039e9 * 0.8275) + 30.5 * 4e-6));
+  REQUIRE(c.accelerator.hbm_bw_Bps == 2039e9);
+  const double efficiency = c.accelerator.profile.memory_efficiency;
+  CHECK(kp.layer_forward_s - kt.layer_forward_s == Approx(1186988032.0 / (2039e9 * efficiency) + 39 * 4e-6));
+  CHECK(kp.layer_backward_s - kt.layer_backward_s == Approx(2176843776.0 / (2039e9 * efficiency) + 30.5 * 4e-6));
   CHECK(kp.layer_recompute_s == kt.layer_recompute_s);  // no recompute
   auto with = [](const std::string& strategy_tail, const std::string& recompute) {
     return test::experiment(R"({"model": {"preset": "llama3-8b", "seq_len": 8192}, "training": {"global_batch": 1,

@@ -6,6 +6,7 @@
 
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"
+#include "workloads/json/Units.hpp"
 
 using placesim::Json;
 using placesim::test::run_placesim;
@@ -109,8 +110,9 @@ TEST_CASE("Simulate refuses an experiment whose memory does not fit the accelera
 }
 
 // The analytic bound holds every transient buffer live at once; simulate decides by what was live at one moment.
-// This FSDP step over 16 GPUs: bound 110,132,224 B, model states 25,863,168 B, simulated peak 77,825,024 B (the
-// gathers wait for the reduce-scatters issued before them on their communicator, so fewer are live at once).
+// This FSDP step over 16 GPUs: bound 110,132,224 B, model states 25,863,168 B; the simulated peak lies between (the
+// gathers wait for the reduce-scatters issued before them on their communicator, so fewer are live at once) and
+// is what decides.
 TEST_CASE("Simulate refuses by the simulated peak when only the analytic bound is over device memory") {
   auto run = [](const std::string& hbm, std::string* out) {
     std::string path = "/tmp/placesim-peakfit-" + std::to_string(::getpid()) + ".json";
@@ -120,13 +122,23 @@ TEST_CASE("Simulate refuses by the simulated peak when only the analytic bound i
                         << hbm << "}}}";
     return run_placesim("simulate " + path, out);
   };
+  // The number after `prefix` in `out`, in MB.
+  auto megabytes_after = [](const std::string& out, const std::string& prefix) {
+    const std::size_t at = out.find(prefix);
+    REQUIRE(at != std::string::npos);
+    return std::stod(out.substr(at + prefix.size()));
+  };
   std::string out;
   CHECK(run("100e6", &out) == 0);  // bound over, peak fits: simulated, with a warning naming both
-  CHECK_THAT(out, Catch::Contains("warning: memory: the analytic bound 110 MB is over device memory 100 MB") &&
-                      Catch::Contains("the simulated peak 77.8 MB fits, 22.2 MB to spare"));
+  CHECK_THAT(out, Catch::Contains("warning: memory: the analytic bound 110 MB is over device memory 100 MB"));
+  const double peak = megabytes_after(out, "the simulated peak ");
+  CHECK(peak > 25.86);
+  CHECK(peak < 100);
+  CHECK_THAT(out, Catch::Contains(placesim::format_bytes(peak * 1e6) + " fits, " +
+                                  placesim::format_bytes((100 - peak) * 1e6) + " to spare"));
   CHECK(run("50e6", &out) == 2);  // the peak is over too: refused, naming the peak
-  CHECK_THAT(out, Catch::Contains("does not fit: the simulated peak of a device is 77.8 MB") &&
-                      Catch::Contains("analytic bound 110 MB) but device memory is 50.0 MB"));
+  CHECK(megabytes_after(out, "does not fit: the simulated peak of a device is ") == Approx(peak).margin(0.05));
+  CHECK_THAT(out, Catch::Contains("analytic bound 110 MB) but device memory is 50.0 MB"));
   CHECK(run("20e6", &out) == 2);  // the model states alone are over: refused before simulating, by the bound
   CHECK_THAT(out, Catch::Contains("does not fit: a device needs 110 MB"));
 }

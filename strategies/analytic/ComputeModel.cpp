@@ -407,6 +407,14 @@ LayerKernels layer_kernels(const LayerShape& L) {
 
 namespace {
 
+// (a^q + b^q)^(1/q), the soft roofline of two times, written as hi * (1 + (lo/hi)^q)^(1/q): the plain form
+// underflows to 0 once a^q does (a below about 17 us at q = 64), where this one tends to max(a, b) as it should.
+double soft_maximum(double a, double b, double q) {
+  const double hi = std::max(a, b), lo = std::min(a, b);
+  if (hi <= 0) return 0;
+  return hi * std::pow(1 + std::pow(lo / hi, q), 1 / q);
+}
+
 // The GEMM model of ComputeProfile at `peak`, with `el` bytes per element of A, B and C.
 double gemm_time_at(const GemmShape& g, double peak, double el, const AcceleratorSpec& acc, double extra_bytes) {
   require_memory_bandwidth(acc);
@@ -422,8 +430,7 @@ double gemm_time_at(const GemmShape& g, double peak, double el, const Accelerato
   const double compute = 2 * g.m * g.n * g.k * g.batch / rate;
   const double memory =
       (el * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) + extra_bytes) / (acc.hbm_bw_Bps * p.memory_efficiency);
-  const double q = p.gemm_roofline_p;
-  return tallied(p.gemm_latency_s + std::pow(std::pow(compute, q) + std::pow(memory, q), 1 / q), &ClassSeconds::gemm);
+  return tallied(p.gemm_latency_s + soft_maximum(compute, memory, p.gemm_roofline_p), &ClassSeconds::gemm);
 }
 
 }  // namespace
