@@ -179,6 +179,20 @@ TEST_CASE("placesim search prints the best valid candidates and writes every can
   CHECK_THAT(output, Catch::Contains("--mode simulate needs the experiment's cluster section"));
 }
 
+TEST_CASE("search refuses an unknown preset up front, and with no valid candidate says why and exits 1") {
+  std::string output;
+  CHECK(test::run_placesim("search --model gpt-1.7b --gpus 8 --set training.global_batch=64 --presets zero1,zero9",
+                           &output) == 2);
+  CHECK_THAT(output, Catch::Contains("--presets=zero9 is not a strategy preset (did you mean 'zero1'?)"));
+  // A global batch of null fails every candidate the same way: the reason is quoted once, with the count of points
+  // the header gives.
+  CHECK(test::run_placesim("search --model gpt-1.7b --gpus 8 --set training.global_batch=null --quiet --presets dp",
+                           &output) == 1);
+  const std::size_t points = std::stoul(output.substr(output.find(" GPUs (8 per node), ") + 20));
+  CHECK_THAT(output, Catch::Contains("no valid candidate; every candidate's reason:\n  " + std::to_string(points) +
+                                     " x invalid: training.global_batch=null must be a positive integer"));
+}
+
 // Issue 14, item 10: search ranked by bytes sent unless told otherwise, and picked zero-offload tp2 pp32 for a 70B
 // model. By default it now simulates every valid candidate and ranks by step time, and says so.
 TEST_CASE("placesim search simulates by default and ranks by step time at the fidelity it names") {
@@ -220,11 +234,11 @@ TEST_CASE("A search over an MoE model adds every expert-parallel degree the expe
   SearchSpace space;
   space.devices = 4;
   space.gpus_per_node = 4;
-  const SweepSpec s = search_sweep(
-      Json::parse(R"({"model": {"family": "llama", "layers": 2, "hidden": 64, "heads": 4, "vocab": 256,
+  const SweepSpec s =
+      search_sweep(Json::parse(R"({"model": {"family": "llama", "layers": 2, "hidden": 64, "heads": 4, "vocab": 256,
                      "seq_len": 128, "experts": 4, "top_k": 2, "moe_ffn": 32},
                      "training": {"global_batch": 16}, "strategy": "dp"})"),
-      "", space);
+                   "", space);
   const SweepAxis& mesh = s.axes.front();
   CHECK(mesh.paths ==
         std::vector<std::string>{"strategy.dp", "strategy.tp", "strategy.pp", "strategy.ep", "strategy.sp"});
@@ -234,9 +248,18 @@ TEST_CASE("A search over an MoE model adds every expert-parallel degree the expe
   for (const auto& v : mesh.values)
     got.push_back({v[0].get<std::int64_t>(), v[1].get<std::int64_t>(), v[2].get<std::int64_t>(),
                    v[3].get<std::int64_t>(), v[4].get<bool>() ? 1 : 0});
-  CHECK(got == std::vector<std::vector<std::int64_t>>{{4, 1, 1, 1, 0}, {4, 1, 1, 2, 0}, {4, 1, 1, 4, 0},
-                                                      {2, 1, 2, 1, 0}, {2, 1, 2, 2, 0}, {1, 1, 4, 1, 0},
-                                                      {2, 2, 1, 1, 1}, {2, 2, 1, 2, 1}, {2, 2, 1, 4, 1},
-                                                      {1, 2, 2, 1, 1}, {1, 2, 2, 2, 1}, {1, 4, 1, 1, 1},
-                                                      {1, 4, 1, 2, 1}, {1, 4, 1, 4, 1}});
+  CHECK(got == std::vector<std::vector<std::int64_t>>{{4, 1, 1, 1, 0},
+                                                      {4, 1, 1, 2, 0},
+                                                      {4, 1, 1, 4, 0},
+                                                      {2, 1, 2, 1, 0},
+                                                      {2, 1, 2, 2, 0},
+                                                      {1, 1, 4, 1, 0},
+                                                      {2, 2, 1, 1, 1},
+                                                      {2, 2, 1, 2, 1},
+                                                      {2, 2, 1, 4, 1},
+                                                      {1, 2, 2, 1, 1},
+                                                      {1, 2, 2, 2, 1},
+                                                      {1, 4, 1, 1, 1},
+                                                      {1, 4, 1, 2, 1},
+                                                      {1, 4, 1, 4, 1}});
 }

@@ -1,12 +1,16 @@
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "sim/cli/Commands.hpp"
 #include "sim/cli/SweepCli.hpp"
+#include "strategies/placement/Strategy.hpp"
 #include "strategies/sweep/Search.hpp"
 #include "traces/sweep/SweepFile.hpp"
 #include "traces/sweep/SweepRows.hpp"
+#include "workloads/json/JsonReader.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -63,7 +67,14 @@ SearchSpace search_space(const Args& args, const Json& experiment) {
                                                  cluster_fit(experiment["cluster"]).summary + ") are") +
                      " more than the " + std::to_string(kMaxSearchGpus) +
                      " (2^20) GPUs a search enumerates meshes for");
-  if (auto presets = args.value("--presets")) space.presets = split_list(*presets);
+  if (auto presets = args.value("--presets")) {
+    space.presets = split_list(*presets);
+    std::vector<std::string> known;
+    for (const auto& [name, description] : strategy_preset_list()) known.push_back(name);
+    for (const auto& p : space.presets)
+      if (std::find(known.begin(), known.end(), p) == known.end())
+        refuse_name("--presets", p, "a strategy preset", known);
+  }
   if (auto mbs = args.value("--micro-batches")) {
     space.micro_batches.clear();
     for (const auto& m : split_list(*mbs)) space.micro_batches.push_back(positive(m, "--micro-batches"));
@@ -120,6 +131,23 @@ void print_table(const std::vector<Json>& ranked, const RankBy& by, std::size_t 
   }
 }
 
+// With no valid candidate: why, as the rows say, the commonest reasons first.
+void print_reasons(const std::vector<Json>& rows) {
+  std::map<std::string, std::size_t> count;
+  for (const Json& r : rows) {
+    const std::string reason = r.value("reason", r.value("error", std::string("(no reason given)")));
+    ++count[r.value("status", std::string("?")) + ": " + reason];
+  }
+  std::vector<std::pair<std::string, std::size_t>> reasons(count.begin(), count.end());
+  std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::cout << "no valid candidate; " << (reasons.size() == 1 ? "every candidate's reason" : "the reasons") << ":\n";
+  constexpr std::size_t kShown = 5;
+  for (std::size_t k = 0; k < reasons.size() && k < kShown; ++k)
+    std::cout << "  " << reasons[k].second << " x " << reasons[k].first << "\n";
+  if (reasons.size() > kShown)
+    std::cout << "  and " << reasons.size() - kShown << " other reasons (every row's in --out)\n";
+}
+
 int run_search(const Args& args) {
   std::string base_dir;
   Json experiment = experiment_json_from_args(args, false, &base_dir);
@@ -150,8 +178,10 @@ int run_search(const Args& args) {
                  "experiment has a cluster section) ranks by simulated step time";
   if (space.mode == SweepMode::Simulate) std::cout << ", simulated at " << to_string(space.fidelity) << " fidelity";
   std::cout << "\n\n";
-  if (ranked.empty())
-    std::cout << "no valid candidate" << (args.value("--out") ? "; see the reasons in --out" : "") << "\n";
+  if (ranked.empty()) {
+    print_reasons(rows);
+    return 1;
+  }
   print_table(ranked, by, static_cast<std::size_t>(positive(args.value("--top").value_or("10"), "--top")), space);
   return counts.error > 0 ? 1 : 0;
 }
