@@ -3,6 +3,8 @@
 // depends on the machine's /usr/share/common-licenses.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "sim/converge/CharLm.hpp"
@@ -214,6 +216,19 @@ TEST_CASE("char_lm: the text is a file, a folder's files in name order each read
   CHECK(file.source == dir / "texts/b");
   CHECK_THROWS_WITH(load_char_lm_text(dir / "nothing"),
                     "convergence.text=" + (dir / "nothing") + " is neither a readable file nor a folder");
+  // Past the text limit: refused by its size before reading, naming the field and the limit; a sparse file of one
+  // byte more than the limit costs no disk.
+  {
+    std::ofstream big(dir / "big", std::ios::binary);
+    big.seekp(static_cast<std::streamoff>(kMaxCharLmText));
+    big.put('x');
+  }
+  CHECK_THROWS_WITH(load_char_lm_text(dir / "big"), Contains("convergence.text=" + (dir / "big") + ": ") &&
+                                                        Contains(std::to_string(kMaxCharLmText + 1)) &&
+                                                        Contains(std::to_string(kMaxCharLmText)));
+  std::filesystem::create_directory(dir / "big-folder");
+  std::filesystem::create_symlink(dir / "big", dir / "big-folder/big");
+  CHECK_THROWS_WITH(load_char_lm_text(dir / "big-folder"), Contains("convergence.text=" + (dir / "big-folder")));
   test::write(dir / "void", "");
   CHECK_THROWS_WITH(load_char_lm_text(dir / "void"), Contains("holds no text"));
   CHECK_THROWS_WITH(load_char_lm_text(dir / "empty"), Contains("holds no text"));

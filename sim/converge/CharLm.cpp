@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include "sim/converge/Random.hpp"
 #include "sim/converge/SyntheticData.hpp"
 #include "workloads/json/Error.hpp"
+#include "workloads/json/JsonReader.hpp"
 
 namespace placesim {
 
@@ -23,12 +22,14 @@ std::string text_field(const std::string& path) {
   return "convergence.text=" + path;
 }
 
+// The regular file `file`, refused past kMaxCharLmText bytes by its size before reading and by the bytes read (see
+// read_input_file), the refusal naming `field`.
 std::string read_whole_file(const fs::path& file, const std::string& field) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream bytes;
-  if (in) bytes << in.rdbuf();
-  if (!in) throw InputError(field + " cannot be read (" + file.string() + ")");
-  return bytes.str();
+  try {
+    return read_input_file(file.string(), kMaxCharLmText);
+  } catch (const InputError& e) {
+    throw InputError(field + ": " + e.what());
+  }
 }
 
 void check_size(std::uint64_t bytes, const std::string& field) {
@@ -85,8 +86,6 @@ CharLmText load_char_lm_text(const std::string& path, const std::string& default
       text.bytes = read_folder(path, field, files);
       text.source = folder_source(path, files);
     } else if (fs::is_regular_file(status)) {
-      const std::uintmax_t size = fs::file_size(path, ec);
-      if (!ec) check_size(size, field);
       text.bytes = read_whole_file(path, field);
       text.source = path;
     } else {
