@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "FileHelpers.hpp"
 #include "Helpers.hpp"
@@ -49,6 +51,16 @@ TEST_CASE("output policy: an output naming an input is refused and the input sur
   }
   CHECK(run("simulate " + e + " --quiet --report " + e, &out) == 2);
   CHECK(out.find("--report=" + e + " is the input " + e) != std::string::npos);
+  // verify's verdict and converge's curves, each naming both paths.
+  for (const auto& [command, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"verify " + e + " --out " + e, "--out"},
+           {"converge " + e + " --steps 2 --out-csv " + e, "--out-csv"},
+           {"converge " + e + " --steps 2 --out-jsonl " + e, "--out-jsonl"}}) {
+    INFO(command);
+    CHECK(run(command, &out) == 2);
+    CHECK(out.find(flag + "=" + e + " is the input " + e) != std::string::npos);
+    CHECK(test::read(e) == kExperiment);
+  }
   // A calibration's measurements file, and a spelling of the same path through "./".
   test::write(dir / "m.json", test::read(std::string(PLACESIM_SOURCE_DIR) + "/examples/calibrate-measured.json"));
   const std::string measured = test::read(dir / "m.json");
@@ -158,6 +170,14 @@ TEST_CASE("output policy: a failed write to stdout is exit 2", "[output-policy]"
   CHECK(run("analyze " + dir / "e.json" + " > /dev/full", &out) == 2);
   CHECK(run("presets --json > /dev/full", &out) == 2);
   CHECK(run("analyze " + dir / "e.json" + " >&-", &out) == 2);
+  // With --report - the summary goes to stderr; a failed write there is exit 2 too (nowhere left for a message).
+  auto exit_code = [](const std::string& arguments) {
+    const int status = std::system((std::string(PLACESIM_BINARY) + " " + arguments).c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  const std::string simulate = "simulate " + dir / "e.json" + " --report - > /dev/null";
+  CHECK(exit_code(simulate + " 2> /dev/null") == 0);
+  CHECK(exit_code(simulate + " 2> /dev/full") == 2);
 }
 
 TEST_CASE("output policy: written_by_placesim tells placesim's outputs from others", "[output-policy]") {

@@ -17,5 +17,8 @@ int main(int argc, char** argv) {
                  std::strerror(errno ? errno : EIO));
     return 2;
   }
+  // The same for stderr (summaries go there with --report -); with nowhere left to say why, only the exit code.
+  std::cerr.flush();
+  if (status == 0 && (!std::cerr || std::fflush(stderr) != 0 || std::ferror(stderr))) return 2;
   return status;
 }
