@@ -1,5 +1,6 @@
-"""traces/sweep/plot_sweep.py: one test per defect of issue 19 (each fails with the script before it), plus the
-features it kept. Run from the repository root: /usr/bin/python3 -m unittest -v tests/python/test_plot_sweep.py"""
+"""traces/sweep/plot_sweep.py: a class per defect the script once had (each test failed before its fix), its other
+features, and the row selection, facets, reduction notes and labels. Run from the repository root:
+/usr/bin/python3 -m unittest -v tests/python/test_plot_sweep.py"""
 import contextlib
 import importlib.util
 import io
@@ -51,6 +52,7 @@ class Files:
 
     def tearDown(self):
         shutil.rmtree(self.tmp)
+        plot_sweep.plt.close("all")
 
     def write(self, name, lines):
         path = os.path.join(self.tmp, name)
@@ -64,11 +66,15 @@ class Files:
         frame, axes = plot_sweep.load_frame(list(paths), allow_mixed=allow_mixed, warn=warnings.append)
         return frame, axes, warnings
 
-    def figure(self, path, *options):
+    def figure(self, path, *options, warnings=None):
+        """The figure the command line would draw (after --where, the defaults and --status); the warnings it gives
+        are appended to `warnings` when given."""
         args = plot_sweep.parse_args([path] + list(options))
         frame, axes, _ = self.load(path)
+        frame = plot_sweep.apply_where(frame, axes, args.wheres)
         plot_sweep.defaults(frame, axes, args)
-        return plot_sweep.build_figure(plot_sweep.select_status(frame, args.status), args, warn=lambda m: None)
+        warn = warnings.append if warnings is not None else (lambda m: None)
+        return plot_sweep.build_figure(plot_sweep.select_status(frame, args.status), args, warn=warn)
 
 
 class DuplicatesAndMixing(Files, unittest.TestCase):
@@ -187,7 +193,7 @@ class Labels(Files, unittest.TestCase):
         self.assertEqual(plot_sweep.label("memory.total_bytes"), "memory per GPU [GB]")
         self.assertEqual(plot_sweep.label("communication.bytes_per_step"), "bytes sent per GPU per step [GB]")
         self.assertEqual(plot_sweep.label("simulation.step_time_s"), "step time [s]")
-        self.assertEqual(plot_sweep.label("simulation.mfu"), "MFU")
+        self.assertEqual(plot_sweep.label("simulation.mfu"), "MFU [%]")
         self.assertEqual(plot_sweep.label("simulation.tokens_per_s"), "throughput [tokens/s]")
         self.assertEqual(plot_sweep.label("strategy.placement.optimizer"), "optimizer placement")
 
@@ -412,6 +418,271 @@ class KeptFeatures(Files, unittest.TestCase):
         with contextlib.redirect_stderr(io.StringIO()):
             plot_sweep.main([path])
         self.assertTrue(os.path.exists(os.path.join(folder, "results.png")))
+
+
+SCHEDULES = ["gpipe", "1f1b"]  # the sweep's order, not alphabetical
+STAGES = [1, 2, 4]
+MICRO = [1, 2]
+
+
+def step_time(schedule, pp, mb):
+    """A made-up step time: 10 s split over the stages, 1 s a sequence of micro-batch, 1 s more for GPipe."""
+    return 10 / pp + mb + (1 if schedule == "gpipe" else 0)
+
+
+def pipeline_rows():
+    """A schedule x pp x micro-batch sweep: 2 x 3 x 2 = 12 ok rows."""
+    out = []
+    for k, (schedule, pp, mb) in enumerate((s, p, m) for s in SCHEDULES for p in STAGES for m in MICRO):
+        out.append({"index": k, "sweep": "0123456789abcdef", "version": "0.22.0", "points": 12,
+                    "point": {"strategy.schedule": schedule, "strategy.pp": pp, "training.micro_batch": mb},
+                    "status": "ok", "simulation.step_time_s": step_time(schedule, pp, mb),
+                    "simulation.mfu": 0.1 * mb + 0.05 * pp, "memory.total_bytes": 48e9 + 8e9 * mb})
+    return out
+
+
+def panels(fig):
+    """The plotting panels of a figure (the legend, x-label and footnote rows have their axis turned off)."""
+    return [ax for ax in fig.axes if ax.axison]
+
+
+def position(ax):
+    spec = ax.get_subplotspec()
+    return spec.rowspan.start, spec.colspan.start
+
+
+class Where(Files, unittest.TestCase):
+    """--where keeps the rows that match; a misspelt axis or value is refused with exit 2, naming what is there."""
+
+    def selected(self, *wheres):
+        frame, axes, _ = self.load(self.write("p.jsonl", pipeline_rows()))
+        return plot_sweep.apply_where(frame, axes, [plot_sweep.parse_where(w) for w in wheres])
+
+    def test_values_sets_and_bounds_select_rows(self):
+        # 12 rows = 2 schedules x 3 stage counts x 2 micro-batch sizes; one pp value keeps 2 x 2 = 4.
+        self.assertEqual(len(self.selected("strategy.pp=2")), 4)
+        self.assertEqual(len(self.selected("strategy.pp=1,4")), 8)
+        self.assertEqual(len(self.selected("strategy.pp<=2")), 8)
+        self.assertEqual(len(self.selected("strategy.pp>=2")), 8)
+        self.assertEqual(len(self.selected("strategy.pp>2")), 4)
+        self.assertEqual(len(self.selected("strategy.pp<2")), 4)
+        self.assertEqual(len(self.selected("strategy.pp=2.0")), 4, "numbers compare as numbers")
+        self.assertEqual(len(self.selected("strategy.schedule=1f1b", "training.micro_batch=2")), 3)
+        kept = self.selected("strategy.schedule=gpipe", "strategy.pp>=2", "training.micro_batch=1")
+        self.assertEqual(sorted(kept["strategy.pp"]), [2, 4])
+
+    def test_a_figure_can_be_compared_too(self):
+        # MFU 0.1 mb + 0.05 pp >= 0.3 holds for (mb 2, pp 2) and (mb 2, pp 4) and (mb 1, pp 4): 3 per schedule.
+        self.assertEqual(len(self.selected("simulation.mfu>=0.3")), 6)
+
+    def refusal(self, *wheres):
+        path = self.write("p.jsonl", pipeline_rows())
+        argv = [path, "--out", os.path.join(self.tmp, "x.png")]
+        for w in wheres:
+            argv += ["--where", w]
+        stderr = io.StringIO()
+        with self.assertRaises(SystemExit) as caught, contextlib.redirect_stderr(stderr):
+            plot_sweep.main(argv)
+        self.assertEqual(caught.exception.code, 2)
+        return stderr.getvalue()
+
+    def test_an_unknown_axis_is_refused_naming_the_axes_and_their_values(self):
+        message = self.refusal("strategy.ppp=2")
+        for part in ("strategy.ppp", "did you mean strategy.pp?", "strategy.pp (1, 2, 4)",
+                     "strategy.schedule (gpipe, 1f1b)", "training.micro_batch (1, 2)"):
+            self.assertIn(part, message)
+
+    def test_a_value_no_row_has_is_refused_naming_the_values_present(self):
+        message = self.refusal("strategy.pp=3")
+        self.assertIn("no row has strategy.pp=3 (strategy.pp has 1, 2, 4)", message)
+        self.assertIn("no row has strategy.pp=8", self.refusal("strategy.pp=1,8"))
+        self.assertIn("strategy.schedule has gpipe, 1f1b", self.refusal("strategy.schedule=zb"))
+        self.assertIn("no row has strategy.pp>4", self.refusal("strategy.pp>4"))
+        self.assertIn("strategy.schedule is not numeric", self.refusal("strategy.schedule<=2"))
+        self.assertIn("no row matches all of them", self.refusal("strategy.pp=1", "simulation.mfu>=0.3"))
+
+    def test_a_malformed_where_is_a_usage_error(self):
+        with self.assertRaises(SystemExit) as caught, contextlib.redirect_stderr(io.StringIO()):
+            plot_sweep.parse_args(["r.jsonl", "--where", "strategy.pp"])
+        self.assertEqual(caught.exception.code, 2)
+
+    def test_json_values_with_commas_match_whole(self):
+        rows = [dict(r, point=dict(r["point"], **{"strategy.placement": {"optimizer": "sharded", "grads": "x"}}))
+                for r in pipeline_rows()]
+        frame, axes, _ = self.load(self.write("j.jsonl", rows))
+        text = '{"optimizer": "sharded", "grads": "x"}'
+        self.assertEqual(len(plot_sweep.apply_where(frame, axes, [("strategy.placement", "=", text)])), 12)
+
+
+class Facets(Files, unittest.TestCase):
+    """--col and --row draw a grid of panels; several --y take the other direction; one legend for all."""
+
+    def test_col_draws_a_panel_per_value_sharing_y(self):
+        fig = self.figure(self.write("p.jsonl", pipeline_rows()), "--x", "training.micro_batch",
+                          "--hue", "strategy.schedule", "--col", "strategy.pp", "--y", "simulation.step_time_s")
+        axes = panels(fig)
+        self.assertEqual(len(axes), len(STAGES))
+        self.assertEqual([ax.get_title() for ax in axes], ["pp = 1", "pp = 2", "pp = 4"])
+        self.assertTrue(all(axes[0].get_shared_y_axes().joined(axes[0], ax) for ax in axes[1:]))
+        self.assertEqual([ax.get_ylabel() for ax in axes], ["step time [s]", "", ""])
+        # The panel of pp = 2 draws only its rows: GPipe at mb 1 and 2 takes 10/2 + mb + 1 s.
+        gpipe = [line for line in axes[1].get_lines() if line.get_label() == "gpipe"][0]
+        self.assertEqual(list(gpipe.get_ydata()), [10 / 2 + 1 + 1, 10 / 2 + 2 + 1])
+        self.assertEqual(len([a for a in fig.axes if a.get_legend() is not None]), 1, "one legend")
+
+    def test_col_with_several_y_puts_each_y_on_a_row(self):
+        fig = self.figure(self.write("p.jsonl", pipeline_rows()), "--x", "training.micro_batch",
+                          "--hue", "strategy.schedule", "--col", "strategy.pp", "--y", "simulation.step_time_s",
+                          "--y", "memory.total_bytes")
+        axes = panels(fig)
+        self.assertEqual(len(axes), 2 * len(STAGES))
+        rows = {}
+        for ax in axes:
+            rows.setdefault(position(ax)[0], []).append(ax)
+        first, second = sorted(rows)
+        self.assertEqual([ax.get_ylabel() for ax in rows[first]], ["step time [s]", "", ""])
+        self.assertEqual([ax.get_ylabel() for ax in rows[second]], ["memory per GPU [GB]", "", ""])
+        self.assertFalse(rows[first][0].get_shared_y_axes().joined(rows[first][0], rows[second][0]),
+                         "different figures keep their own scale")
+
+    def test_row_with_several_y_puts_each_y_in_a_column(self):
+        fig = self.figure(self.write("p.jsonl", pipeline_rows()), "--x", "strategy.pp", "--hue", "strategy.schedule",
+                          "--row", "training.micro_batch", "--y", "simulation.step_time_s", "--y", "simulation.mfu")
+        axes = panels(fig)
+        self.assertEqual(len(axes), len(MICRO) * 2)
+        self.assertEqual(len({position(ax)[1] for ax in axes}), 2, "a column per --y")
+        margins = [t.get_text() for ax in axes for t in ax.texts]
+        self.assertEqual(sorted(margins), ["micro-batch = 1", "micro-batch = 2"])
+
+    def test_col_and_row_together(self):
+        path = self.write("p.jsonl", pipeline_rows())
+        fig = self.figure(path, "--x", "training.micro_batch", "--hue", "strategy.schedule", "--col", "strategy.pp",
+                          "--row", "strategy.schedule", "--y", "simulation.step_time_s", "--label",
+                          "strategy.pp=stages")
+        axes = panels(fig)
+        self.assertEqual(len(axes), len(STAGES) * len(SCHEDULES))
+        self.assertEqual(sorted({ax.get_title() for ax in axes} - {""}), ["stages = 1", "stages = 2", "stages = 4"])
+        with self.assertRaises(SystemExit) as caught, contextlib.redirect_stderr(io.StringIO()):
+            plot_sweep.parse_args([path, "--col", "strategy.pp", "--row", "strategy.schedule", "--y", "a", "--y", "b"])
+        self.assertEqual(caught.exception.code, 2)
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+            plot_sweep.parse_args([path, "--col", "strategy.pp", "--row", "strategy.pp"])
+
+    def test_a_facet_axis_is_not_picked_as_the_default_hue(self):
+        path = self.write("p.jsonl", pipeline_rows())
+        args = plot_sweep.parse_args([path, "--col", "strategy.schedule"])
+        frame, axes, _ = self.load(path)
+        plot_sweep.defaults(frame, axes, args)
+        self.assertEqual((args.x, args.hue), ("strategy.pp", "training.micro_batch"))
+
+    def test_the_command_line_writes_a_faceted_figure(self):
+        png = os.path.join(self.tmp, "f.png")
+        with contextlib.redirect_stderr(io.StringIO()):
+            plot_sweep.main([self.write("p.jsonl", pipeline_rows()), "--col", "strategy.schedule", "--size", "page",
+                             "--out", png])
+        self.assertEqual(png_size(png)[0], 7 * 300)
+
+
+class Reduction(Files, unittest.TestCase):
+    """Axes that vary within one point are named: on stderr and in a footnote of the figure."""
+
+    def test_the_warning_names_exactly_the_reduced_axes(self):
+        warnings = []
+        fig = self.figure(self.write("p.jsonl", pipeline_rows()), "--x", "strategy.pp", "--hue", "strategy.schedule",
+                          "--y", "simulation.step_time_s", warnings=warnings)
+        self.assertEqual(warnings, [
+            "plot_sweep.py: warning: each point is the min of simulation.step_time_s over training.micro_batch (1, 2); "
+            "fix them with --where or show them with --hue/--col/--row"])
+        notes = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == "note"]
+        self.assertEqual(notes, ["each point is the min over micro-batch (1, 2)."])
+        # The minimum over micro-batch sizes is at mb = 1: GPipe 10/pp + 1 + 1.
+        gpipe = [line for ax in panels(fig) for line in ax.get_lines() if line.get_label() == "gpipe"][0]
+        self.assertEqual(list(gpipe.get_ydata()), [10 / pp + 2 for pp in STAGES])
+
+    def test_two_reduced_axes_and_the_agg(self):
+        frame, _, _ = self.load(self.write("p.jsonl", pipeline_rows()))
+        args = plot_sweep.parse_args(["p.jsonl", "--x", "strategy.pp", "--hue", "strategy.pp", "--agg", "mean",
+                                      "--y", "simulation.mfu"])
+        self.assertEqual(plot_sweep.reductions(frame, args),
+                         [(["simulation.mfu"], ["strategy.schedule", "training.micro_batch"])])
+        warnings, note = plot_sweep.reduction_messages(frame, args)
+        self.assertIn("the mean of simulation.mfu over strategy.schedule (gpipe, 1f1b) and training.micro_batch "
+                      "(1, 2)", warnings[0])
+        self.assertEqual(note, "each point is the mean over schedule (gpipe, 1f1b) and micro-batch (1, 2).")
+
+    def test_no_warning_when_nothing_is_reduced(self):
+        path = self.write("p.jsonl", pipeline_rows())
+        base = ["--x", "strategy.pp", "--hue", "strategy.schedule", "--y", "simulation.step_time_s"]
+        for extra in (["--col", "training.micro_batch"], ["--row", "training.micro_batch"],
+                      ["--where", "training.micro_batch=2"], ["--agg", "none"]):
+            warnings = []
+            fig = self.figure(path, *base, *extra, warnings=warnings)
+            self.assertEqual(warnings, [], extra)
+            self.assertEqual([t for ax in fig.axes for t in ax.texts if t.get_gid() == "note"], [], extra)
+        warnings = []
+        self.figure(self.write("r.jsonl", rows()), "--y", "memory.total_bytes", warnings=warnings)
+        self.assertEqual(warnings, [], "preset x dp drawn as hue and x")
+
+    def test_an_axis_varied_jointly_with_x_is_not_reduced(self):
+        # A joint axis "strategy.dp,strategy.pp" on 8 GPUs: dp = 8 / pp, so each pp has one dp.
+        joint = [dict(r, point=dict(r["point"], **{"strategy.dp": 8 // r["point"]["strategy.pp"]}))
+                 for r in pipeline_rows()]
+        frame, _, _ = self.load(self.write("j.jsonl", joint))
+        args = plot_sweep.parse_args(["j.jsonl", "--x", "strategy.pp", "--hue", "strategy.schedule",
+                                      "--y", "simulation.step_time_s"])
+        self.assertEqual(plot_sweep.reductions(frame, args), [(["simulation.step_time_s"], ["training.micro_batch"])])
+
+    def test_no_note_keeps_the_warning(self):
+        warnings = []
+        fig = self.figure(self.write("p.jsonl", pipeline_rows()), "--x", "strategy.pp", "--hue", "strategy.schedule",
+                          "--no-note", warnings=warnings)
+        self.assertEqual(len(warnings), 1)
+        self.assertEqual([t for ax in fig.axes for t in ax.texts if t.get_gid() == "note"], [])
+
+
+class LabelTable(Files, unittest.TestCase):
+    """Fields are named with units, and their values drawn in those units."""
+
+    def test_names_of_the_sweep_figures_and_common_axes(self):
+        self.assertEqual(plot_sweep.label("simulation.step_time_s"), "step time [s]")
+        self.assertEqual(plot_sweep.label("device_memory_bytes"), "GPU memory [GB]")
+        self.assertEqual(plot_sweep.label("memory.model_states_bytes"), "model-state memory per GPU [GB]")
+        self.assertEqual(plot_sweep.label("compute.model_flops_per_step"), "model FLOPs per step [PFLOP]")
+        self.assertEqual(plot_sweep.label("strategy.microbatches"), "micro-batches per step")
+        self.assertEqual(plot_sweep.label("pipeline.microbatches"), "micro-batches per step")
+        self.assertEqual(plot_sweep.label("pipeline.schedule_bubble_fraction_mean"), "schedule bubble [%]")
+        self.assertEqual(plot_sweep.label("training.micro_batch"), "micro-batch size [sequences]")
+        self.assertEqual(plot_sweep.short_label("strategy.dp"), "dp")
+        self.assertEqual(plot_sweep.short_label("cluster.nodes"), "nodes")
+        self.assertEqual(plot_sweep.label("strategy.dp", {"strategy.dp": "GPUs"}), "GPUs")
+
+    def test_every_default_sweep_figure_has_a_name(self):
+        # The figures docs/sweeps.md lists as the sweep's defaults, in analyze and simulate mode.
+        for path in ("memory.total_bytes", "memory.model_states_bytes", "communication.bytes_per_step",
+                     "compute.model_flops_per_step", "device_memory_bytes", "simulation.step_time_s",
+                     "simulation.mfu", "simulation.tokens_per_s"):
+            self.assertIn(path, plot_sweep.FIELDS)
+
+    def test_bytes_are_drawn_in_gb_and_fractions_in_percent(self):
+        fig = self.figure(self.write("p.jsonl", pipeline_rows()), "--x", "training.micro_batch", "--hue",
+                          "strategy.schedule", "--where", "strategy.pp=2", "--y", "memory.total_bytes",
+                          "--y", "simulation.mfu")
+        memory, mfu = panels(fig)
+        gpipe = [line for line in memory.get_lines() if line.get_label() == "gpipe"][0]
+        self.assertEqual(list(gpipe.get_ydata()), [48 + 8 * 1, 48 + 8 * 2])  # 48e9 + 8e9 mb bytes, in GB
+        gpipe = [line for line in mfu.get_lines() if line.get_label() == "gpipe"][0]
+        for drawn, mb in zip(gpipe.get_ydata(), MICRO):
+            self.assertAlmostEqual(drawn, 100 * (0.1 * mb + 0.05 * 2))  # pp = 2, as a percentage
+        self.assertEqual(mfu.get_ylabel(), "MFU [%]")
+
+    def test_a_byte_axis_on_x_is_drawn_in_its_unit(self):
+        sized = [dict(r, point=dict(r["point"], **{"strategy.bucket_bytes": 25e6 * r["point"]["strategy.pp"]}))
+                 for r in pipeline_rows()]
+        fig = self.figure(self.write("b.jsonl", sized), "--x", "strategy.bucket_bytes", "--hue", "strategy.schedule",
+                          "--where", "training.micro_batch=1", "--y", "simulation.step_time_s", "--linear")
+        ax = panels(fig)[0]
+        self.assertEqual(ax.get_xlabel(), "gradient bucket [MB]")
+        self.assertEqual(list(ax.get_lines()[0].get_xdata()), [25.0, 50.0, 100.0])
 
 
 if __name__ == "__main__":
