@@ -577,13 +577,24 @@ TEST_CASE("Older attention kernels run at their measured speed over FlashAttenti
 // 8k: FlashAttention-2 forward (causal) 333, backward 318; cuDNN 529 and 518. Head dimension 64 at 2k: FlashAttention-2
 // forward 318, backward 264; FlashAttention-3 460 and 422. The passes' times per forward FLOP: 1/fwd + 2.5/bwd.
 TEST_CASE("cuDNN's and FlashAttention-3's attention run at their measured speed over FlashAttention-2 on Hopper") {
-  const double cudnn_8k = (1 / 333.0 + 2.5 / 318) / (1 / 529.0 + 2.5 / 518);  // 1.6176
-  CHECK(cudnn_8k == Approx(1.6176).margin(1e-4));
+  const double cudnn_8k = (1 / 333.0 + 2.5 / 318) / (1 / 529.0 + 2.5 / 518);  // = 1.6176
   CHECK(kernel_speed(AttentionKernel::Cudnn, "h100-sxm", 8192, 128) == Approx(cudnn_8k).epsilon(1e-12));
   CHECK(kernel_speed(AttentionKernel::Cudnn, "h200", 8192, 128) == Approx(cudnn_8k).epsilon(1e-12));
-  const double fa3_2k_hd64 = (1 / 318.0 + 2.5 / 264) / (1 / 460.0 + 2.5 / 422);  // 1.5577
-  CHECK(fa3_2k_hd64 == Approx(1.5577).margin(1e-4));
+  const double fa3_2k_hd64 = (1 / 318.0 + 2.5 / 264) / (1 / 460.0 + 2.5 / 422);  // = 1.5577
   CHECK(kernel_speed(AttentionKernel::Fa3, "h800", 2048, 64) == Approx(fa3_2k_hd64).epsilon(1e-12));
+  // The layer's attention at that point: 8 heads of dimension 128 over 8,192 tokens, causal (8192^2 / 2 pairs), 4 x 128
+  // FLOPs per pair and head forward, 2.5x that backward, at H100's reference point of the FlashAttention-2 curve
+  // (shape 1, above) and cuDNN's speed over it: latency + FLOPs / (peak x efficiency x 1.6176).
+  const AcceleratorSpec h100 = accelerator_preset("h100-sxm", "a");
+  const Experiment layer = test::experiment(
+      R"({"model": {"family": "gpt", "layers": 2, "hidden": 1024, "heads": 8, "vocab": 512, "seq_len": 8192,
+          "dropout": false}, "training": {"micro_batch": 1, "global_batch": 1, "attention_kernel": "cudnn"},
+          "strategy": "dp", "cluster": {"preset": "dgx-h100", "nodes": 1}})");
+  const double flops = 4 * 128 * 8 * 8192.0 * 8192 / 2;
+  const double rate = h100.peak_flops(DType::BF16) * h100.profile.flash_attention_efficiency * cudnn_8k;
+  const PassTimes t = layer_times(layer, h100);
+  CHECK(t.attention_forward_s == Approx(h100.profile.kernel_latency_s + flops / rate).epsilon(1e-12));
+  CHECK(t.attention_backward_s == Approx(h100.profile.kernel_latency_s + 2.5 * flops / rate).epsilon(1e-12));
   // Clamped beyond 16k: the 16k points (cuDNN, head dimension 128: 335/322 against 539/516).
   CHECK(kernel_speed(AttentionKernel::Cudnn, "h100-sxm", 131072, 128) ==
         Approx((1 / 335.0 + 2.5 / 322) / (1 / 539.0 + 2.5 / 516)).epsilon(1e-12));

@@ -16,7 +16,9 @@ namespace placesim {
 constexpr const char* kHelp = R"(
 converge EXPERIMENT.json [--steps N | --time-budget S] [--step-size G] [--out-csv F] [--out-jsonl F] [--svg F]
   [--report F]
-run stale SGD on a synthetic objective as the experiment's pipeline schedule orders the updates
+run stale SGD, its updates ordered as the experiment's pipeline schedule orders them, on the objective its
+  "convergence" section chooses: quadratic (the default), logistic, least_squares, or char_lm (a character-level
+  language model trained on a text)
 --steps N                 steps to run (default: pipeline.steps; model experiments: 100)
 --time-budget S           run for this much simulated time instead (seconds of the pipeline)
 --step-size G             step size gamma (default: convergence.step_size)

@@ -44,6 +44,10 @@ std::string slurm_script(const SlurmScriptOptions& o) {
   s += "# (sweep " + o.sweep_hash + ", " + std::to_string(o.points) + " points, up to " +
        std::to_string(o.points_per_task()) + " per task).\n#\n";
   s += "# Submit it:  sbatch " + name + "\n";
+  // The paths are the writing machine's: a node that does not see them runs nothing or writes shards elsewhere.
+  s += "# The paths below (placesim, the sweep file, the results, shards and logs) are absolute paths of the machine\n"
+       "# that wrote this script: they must be on a file system every node of the array mounts at the same place (a\n"
+       "# shared home, project or scratch file system), not a node-local disk such as /tmp.\n";
   s += R"SH(#
 # Task i of the array evaluates shard i/N of the sweep (N = the array's size, $SLURM_ARRAY_TASK_COUNT) into
 # <results>.shard-i.jsonl, continuing what an earlier run of the task wrote (--resume); --jobs is the task's CPUs.

@@ -97,6 +97,11 @@ struct NotMeasured {
   std::string compare_with;  ///< a built-in accelerator with measured factors ("h100-sxm"); "" = none
 };
 
+/// Where ComputeProfile::kernel_latency_s's default of 4 us comes from; the simulate summary quotes it.
+inline constexpr const char* kKernelLatencySource =
+    "a raw cuLaunchKernel of a no-op kernel takes 3.0-3.3 us on GB200 (meta-pytorch/tritonbench#1017), a "
+    "per-operator floor fitted to H100 runtimes is 7 us (meta-pytorch/autoparallel#146)";
+
 struct ComputeProfile {
   double gemm_peak_efficiency = 0.8;  ///< fraction of peak a large square GEMM sustains
   double gemm_latency_s = 8e-6;       ///< fixed cost of one GEMM: launch, pipeline fill, partial last wave
@@ -107,9 +112,11 @@ struct ComputeProfile {
   /// the model with and without it equally well (docs/validation.md), so measurements at the shapes of interest
   /// should decide, through `placesim calibrate` with "gemm_sms".
   double gemm_sms = 0;
-  double gemm_roofline_p = 2;               ///< blend exponent of compute and memory time (large = hard max)
-  double memory_efficiency = 0.8;           ///< fraction of HBM bandwidth element-wise kernels sustain
-  double kernel_latency_s = 4e-6;           ///< fixed cost of one element-wise kernel
+  double gemm_roofline_p = 2;      ///< blend exponent of compute and memory time (large = hard max)
+  double memory_efficiency = 0.8;  ///< fraction of HBM bandwidth element-wise kernels sustain
+  /// Fixed cost of one element-wise or fused-attention kernel beyond its bytes or FLOPs; its default is an
+  /// assumption that no built-in profile fits (kKernelLatencySource).
+  double kernel_latency_s = 4e-6;
   double flash_attention_efficiency = 0.5;  ///< fraction of peak fused attention sustains at the reference point
   AttentionData attention;                  ///< the kernel, reference point and measured curves of the above
   /// Fraction of a collective's time that still lands on the critical path while it is hidden behind a GEMM: NCCL's

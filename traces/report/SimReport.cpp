@@ -435,6 +435,18 @@ std::string summary_validation(const std::vector<ValidationRow>& rows) {
   return text;
 }
 
+// The fixed cost per element-wise or fused-attention kernel: the profile's, and where the default comes from when
+// the profile keeps it (no built-in profile fits it).
+std::string kernel_latency_summary(const ComputeProfile& p) {
+  const bool assumed = p.kernel_latency_s == ComputeProfile{}.kernel_latency_s;
+  return "  kernel latency       " + format_seconds(p.kernel_latency_s) +
+         " per element-wise or fused-attention kernel" +
+         (assumed ? std::string(", assumed (the profile's kernel_latency_s, which no built-in profile fits): ") +
+                        kKernelLatencySource
+                  : std::string(" (the profile's kernel_latency_s)")) +
+         "\n";
+}
+
 }  // namespace
 
 std::string simulation_summary(const SimulatedStep& s) {
@@ -515,6 +527,7 @@ std::string simulation_summary(const SimulatedStep& s) {
               ? format_seconds(s.experiment.training.launch_overhead_s) +
                     " per kernel (a layer's pass lasts at least its kernels x this)\n"
               : std::string("off (training.launch_overhead not given: no measurement is built in)\n"));
+  out += kernel_latency_summary(profile);
   const TrainingSpec& tr = s.experiment.training;
   if (tr.host_time_per_microbatch_s > 0 || tr.host_time_per_step_s > 0) {
     std::string given;

@@ -15,8 +15,10 @@
 namespace placesim {
 
 /// What one simulated step comes to over all its devices. FLOP rates per GPU: model_tflops_per_gpu and mfu count
-/// the model's FLOPs (forward + backward = 3x forward, no recompute); hardware_tflops_per_gpu and hfu count what the
-/// devices execute (recompute included). Zero when the step took no time.
+/// the model's FLOPs (forward + backward = 3x forward: the layers' matrix multiplies, the full s x s attention and the
+/// logits, no recompute); hardware_tflops_per_gpu and hfu count what the devices execute (recompute included). mfu and
+/// hfu divide by the accelerator's rated dense peak in training.dtype, also for FP8 runs and under a power limit
+/// (README, Reports). Zero when the step took no time.
 struct SimFigures {
   double step_time_s = 0, mfu = 0, hfu = 0, tokens_per_s = 0;
   double model_tflops_per_gpu = 0, hardware_tflops_per_gpu = 0;
