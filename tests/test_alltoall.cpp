@@ -333,8 +333,9 @@ TaskGraph compute_beside_dispatch() {
 
 }  // namespace
 
-// Flows are slowed at launch by their own sender: gpu1's 200 MB carry 1.25x (2.502 ms), gpu0's 400 MB do not
-// (4.002 ms, the end). The compute runs at 1/1.5 until then.
+// Flows are slowed by their own sender's compute while they flow: gpu1's 200 MB (2.002 ms, all of it beside gpu1's
+// compute) take 1.25x, 2.5025 ms; gpu0's 400 MB are not slowed (4.002 ms, the end). The compute runs at 1/1.5 until
+// then.
 TEST_CASE("All-to-all interference: each flow slowed by its sender's compute") {
   const SimResult r = simulate(compute_beside_dispatch(), interfering(), at(Fidelity::Full));
   const double end = nvlink_route + 4e8 / 100e9;

@@ -95,16 +95,28 @@ TEST_CASE("Interference: a collective that outlasts the compute is slowed only w
   CHECK(r.step_time_s == Approx(1.5e-3 + gather_alone - 1.5e-3 / 1.25).epsilon(1e-9));
 }
 
-// The same as flows at full fidelity: the ring step launched while its sender computes carries 1.25 x its bytes, so
-// it takes 2 us + 1.25 x 2 ms = 2.502 ms; the compute runs slowed for exactly that long.
-TEST_CASE("Interference: ring-step flows are slowed at launch and slow the compute while in flight") {
+// The same as flows at full fidelity: the ring step flows at the links' pace for its 2 us + 2 ms, all of it beside its
+// sender's compute, so it owes 2.002 ms x (1 - 1 / 1.25) of work after it, at 1 / 1.25 while the compute still runs:
+// 1.25 x 2.002 ms = 2.5025 ms in all, as the exact delay at analytic fidelity takes; the compute runs slowed for
+// exactly that long.
+TEST_CASE("Interference: ring-step flows are slowed beside compute and slow the compute while in flight") {
   TaskGraph g = compute_beside(10e-3, gather(0));
   SimOptions o = at(Fidelity::Full);
   SimResult r = simulate(g, cluster(1), o);
-  const double comm_end = 2e-6 + 1.25 * 2e8 / 100e9;
-  CHECK(r.devices[0].busy_s(Stream::DpGather) == Approx(comm_end).epsilon(1e-6));
-  CHECK(r.step_time_s == Approx(comm_end + (10e-3 - comm_end / 1.5)).epsilon(1e-6));
+  const double comm_end = 1.25 * (2e-6 + 2e8 / 100e9);
+  CHECK(r.devices[0].busy_s(Stream::DpGather) == Approx(comm_end).epsilon(1e-9));
+  CHECK(r.step_time_s == Approx(comm_end + (10e-3 - comm_end / 1.5)).epsilon(1e-9));
   CHECK(r.activities == 2);
+}
+
+// A ring-step flow that outlasts the compute beside it: the compute of 1 ms runs at 1 / 1.5 while the flow is in
+// flight and ends at 1.5 ms; the flow ends at 2.002 ms having run 1.5 ms beside it, so it owes 1.5 x (1 - 1 / 1.25)
+// = 0.3 ms, run alone: 2.302 ms, what the exact delay takes at analytic fidelity (the case above it).
+TEST_CASE("Interference: a ring-step flow that outlasts the compute is slowed only while they overlap") {
+  TaskGraph g = compute_beside(1e-3, gather(0));
+  SimResult r = simulate(g, cluster(1), at(Fidelity::Full));
+  CHECK(r.devices[0].busy_s(Stream::Compute) == Approx(1.5e-3).epsilon(1e-9));
+  CHECK(r.step_time_s == Approx(2e-6 + 2e8 / 100e9 + 1.5e-3 * (1 - 1 / 1.25)).epsilon(1e-9));
 }
 
 // Nothing overlaps when the all-gather waits for the compute: the step is their sum, untouched.
@@ -241,14 +253,14 @@ TEST_CASE("Interference: switched off by SimOptions, the overlap is free") {
   CHECK(simulate(g, cluster(1), o).step_time_s == Approx(10e-3).epsilon(1e-12));
 }
 
-// A send beside compute on its sender: 1 GB at 100 GB/s over two links (2 us) = 10.002 ms alone, 1.25 x the bytes
-// while the sender computes (it does, for the whole transfer): 2 us + 12.5 ms.
-TEST_CASE("Interference: a pipeline send launched beside compute is slowed") {
+// A send beside compute on its sender: 1 GB at 100 GB/s over two links (2 us) = 10.002 ms alone; the sender computes
+// for the whole transfer, so it takes 1.25 x that.
+TEST_CASE("Interference: a pipeline send beside compute is slowed") {
   TaskGraph g = graph();
   g.add(Compute{TaskKind::Forward, 0, 20e-3, 0}, 0);
   g.add(P2P{0, 1, 1e9}, 0);
   SimResult r = simulate(g, cluster(1), {});
-  const double send = 2e-6 + 1.25 * 1e9 / 100e9;
+  const double send = 1.25 * (2e-6 + 1e9 / 100e9);
   CHECK(r.devices[0].busy_s(Stream::PpSend) == Approx(send).epsilon(1e-6));
   CHECK(r.step_time_s == Approx(send + (20e-3 - send / 1.5)).epsilon(1e-6));
 }

@@ -180,20 +180,20 @@ int Runner::launch_alltoall_round(TaskId id) {
   run.pending = 0;
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) run.pending += pair_bytes(c, i, j) > 0;
-  // Overlap interference: a flow launched while its sender computes moves at comm_slowdown times less bandwidth.
+  // Overlap interference: a flow is slowed by its sender's compute while it flows (tail_s).
   const int f = interferes_ ? interfering_fabric(id) : -1;
   const int flows = run.pending;
   for (int i = 0; i < n; ++i) {
     const int from = m[static_cast<std::size_t>(i)];
-    const double slowdown = f >= 0 ? launch_slowdown(from, f) : 1.0;
+    const Interfered slowed = f >= 0 ? interfered(f, from) : Interfered{};
     for (int j = 0; j < n; ++j) {
       const double bytes = pair_bytes(c, i, j);
       if (bytes <= 0) continue;
       launch(id,
              sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)],
                                    destination(from, m[static_cast<std::size_t>(j)]))
-                 ->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes * slowdown))),
-             kAllToAllFlow);
+                 ->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes))),
+             kAllToAllFlow, slowed);
     }
   }
   return flows;

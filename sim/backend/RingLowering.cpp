@@ -177,17 +177,17 @@ void Runner::launch_ring_step(TaskId id, int rank) {
   const auto& transfers = channels_[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(pos)];
   run.pending[static_cast<std::size_t>(rank)] = static_cast<int>(transfers.size());
   run.step_start[static_cast<std::size_t>(rank)] = sg::Engine::get_clock();
-  // Overlap interference: a step launched while its sender computes moves at comm_slowdown times less bandwidth.
+  // Overlap interference: the step is slowed by its sender's compute while it flows (tail_s).
   const int f = interferes_ ? interfering_fabric(id) : -1;
-  const double slowdown =
-      f >= 0 ? launch_slowdown(g_.groups[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(pos)], f) : 1.0;
-  const auto bytes =
-      static_cast<std::uint64_t>(std::llround(run.chunk_bytes * slowdown / static_cast<double>(transfers.size())));
+  const Interfered slowed =
+      f >= 0 ? interfered(f, g_.groups[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(pos)])
+             : Interfered{};
+  const auto bytes = static_cast<std::uint64_t>(std::llround(run.chunk_bytes / static_cast<double>(transfers.size())));
   for (auto [from, to] : transfers)
     launch(id,
            sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(from)], destination(from, to))
                ->set_payload_size(bytes),
-           rank);
+           rank, slowed);
 }
 
 void Runner::finish_collective(TaskId id, const RingRun& run) {

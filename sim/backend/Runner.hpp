@@ -78,6 +78,14 @@ class OverlapMeter {
   double overlapped_ = 0;
 };
 
+/// A flow subject to overlap interference (Runner::tail_s): its class, and the devices whose compute slows it with
+/// their compute-busy time (Runner::compute_busy_s) at its launch. fabric -1: none.
+struct Interfered {
+  int fabric = -1;
+  std::array<int, 2> devices{-1, -1};
+  std::array<double, 2> busy_at_launch{0, 0};
+};
+
 class Runner {
  public:
   Runner(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o)
@@ -100,6 +108,7 @@ class Runner {
     sg::ActivityPtr activity;
     TaskId task = 0;
     int rank = -1;  ///< ring collectives: the sending rank of this step; kAllToAllFlow: an all-to-all's flow
+    Interfered interfered;
   };
   /// Per group an all-to-all runs over: what its flows cross, looked up once (Fabric routes, as the platform has them).
   struct AllToAllGroup {
@@ -129,11 +138,13 @@ class Runner {
   /// with the longest route latency (the first on a tie), and that latency.
   std::pair<MirroredHop, double> slowest_congruent(int from, int to) const;
   void start(TaskId id);
-  void launch(TaskId id, sg::ActivityPtr activity, int rank = -1);
+  void launch(TaskId id, sg::ActivityPtr activity, int rank = -1, const Interfered& interfered = {});
   void delay(TaskId id, double seconds);
   void drain();
   void launch_ring_step(TaskId id, int rank);
   void on_complete(const sg::Activity& a);
+  /// The flow of `s`, begun at `began`, is done at `end` (its interference tail included).
+  void flow_done(const Slot& s, double began, double end);
   void finish(TaskId id, double start, double end);
   void finish_collective(TaskId id, const RingRun& run);
   void release_successors(TaskId id, double end);
@@ -173,8 +184,9 @@ class Runner {
   // collective or send; not a TP collective, whose cost beside its GEMM is overlap_penalty's, and not a PCIe copy,
   // which runs on copy engines), its compute runs compute_slowdown times slower and the transfer comm_slowdown times
   // slower. Compute tasks and exact-delay collectives are "stretches" whose rate is re-set whenever that changes;
-  // decomposed ring steps, all-to-all flows and sends are slowed at launch when their sender (or a send's receiver) is
-  // computing.
+  // decomposed ring steps, all-to-all flows and sends run as SimGrid flows at the links' pace and then a tail: the
+  // bytes the slowed kernel would not have moved while their sender (or a send's receiver) computed, as a stretch
+  // (start_tail).
   struct Stretch {
     double remaining = 0;  ///< seconds of work left at rate 1
     double rate = 1;
@@ -225,8 +237,18 @@ class Runner {
   std::vector<int> shared_nics(int group);
   /// Ring `id` starts (+1) or ends (-1) on `nics`: re-sets the share of every ring on them.
   void share_nics(TaskId id, const std::vector<int>& nics, int change);
-  /// comm_slowdown when `device` computes now and its transfers on `fabric` interfere, else 1.
-  double launch_slowdown(int device, int fabric) const;
+  /// Seconds `device` has run compute up to `now` (compute_on keeps the integral).
+  double compute_busy_s(int device, double now) const;
+  /// A flow subject to interference on `fabric` from the compute of `a` (and `b`), launched now.
+  Interfered interfered(int fabric, int a, int b = -1) const;
+  /// The flow of `s`, begun at `began`, has flowed until `end`: its interference tail runs, then flow_done.
+  void start_tail(const Slot& s, double began, double end);
+  /// Tail `id` (an id past the graph's tasks) is done.
+  void finish_tail(TaskId id);
+  struct Tail {
+    Slot slot;
+    double began = 0;
+  };
 
   const TaskGraph& g_;
   const ClusterSpec& c_;
@@ -256,7 +278,10 @@ class Runner {
   std::vector<std::array<int, 2>> group_class_;  ///< per group: its class for rings [0] and all-to-alls [1]
   bool interferes_ = false;
   std::unordered_map<TaskId, Stretch> stretches_;
-  std::vector<int> computing_;                      ///< per device: compute tasks running
+  std::vector<int> computing_;                    ///< per device: compute tasks running
+  std::vector<double> busy_before_, busy_since_;  ///< per device: compute-busy seconds before busy_since_
+  std::unordered_map<TaskId, Tail> tails_;        ///< interference tails in progress, by id past the tasks
+  TaskId next_tail_ = 0;
   std::vector<TaskId> compute_task_;                ///< per device: the running compute stretch
   std::vector<int> transfers_on_;                   ///< [device * classes + class]: interfering transfers in flight
   std::vector<std::vector<TaskId>> device_delays_;  ///< per device: interfering exact-delay collectives in flight

@@ -342,7 +342,7 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   const ClusterSpec network = simulated_network(in.cluster);
   SimOptions options = settings.sim;
   if (settings.symmetry) {
-    options.folding = plan_folding(e, network, options.fidelity, options.interference);
+    options.folding = plan_folding(e, network);
   } else {
     options.folding.tp = static_cast<int>(e.strategy.tp);
     options.folding.lanes = options.folding.folded_lanes = static_cast<int>(e.strategy.data_ranks());

@@ -35,6 +35,8 @@ SimResult Runner::run() {
   }
   if (interferes_) {
     computing_.assign(static_cast<std::size_t>(g_.devices), 0);
+    busy_before_.assign(static_cast<std::size_t>(g_.devices), 0);
+    busy_since_.assign(static_cast<std::size_t>(g_.devices), 0);
     compute_task_.assign(static_cast<std::size_t>(g_.devices), kNoStretch);
     plan_interference();
     device_delays_.assign(static_cast<std::size_t>(g_.devices), {});
@@ -85,14 +87,14 @@ void Runner::start(TaskId id) {
           delay(id, b.seconds);
         } else if constexpr (std::is_same_v<B, P2P>) {
           const int f = interferes_ ? interfering_fabric(id) : -1;
-          double slowdown = 1;
           if (f >= 0) {
-            slowdown = std::max(launch_slowdown(b.src, f), launch_slowdown(b.dst, f));
             transfer_on(b.src, f, +1);
             transfer_on(b.dst, f, +1);
           }
-          launch(id, sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(b.src)], destination(b.src, b.dst))
-                         ->set_payload_size(static_cast<std::uint64_t>(std::llround(b.bytes * slowdown))));
+          launch(id,
+                 sg::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(b.src)], destination(b.src, b.dst))
+                     ->set_payload_size(static_cast<std::uint64_t>(std::llround(b.bytes))),
+                 -1, f >= 0 ? interfered(f, b.src, b.dst) : Interfered{});
         } else if constexpr (std::is_same_v<B, Offload>) {
           sg::Host* gpu = platform_.gpus[static_cast<std::size_t>(b.device)];
           sg::Host* cpu = platform_.cpus[static_cast<std::size_t>(b.device / per_node)];
@@ -168,7 +170,7 @@ void Runner::exact_collective(TaskId id, double seconds, const std::vector<int>&
   if (!shared_nics.empty()) share_nics(id, shared_nics, +1);
 }
 
-void Runner::launch(TaskId id, sg::ActivityPtr activity, int rank) {
+void Runner::launch(TaskId id, sg::ActivityPtr activity, int rank, const Interfered& interfered) {
   std::uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -177,7 +179,7 @@ void Runner::launch(TaskId id, sg::ActivityPtr activity, int rank) {
     slot = static_cast<std::uint32_t>(slots_.size());
     slots_.emplace_back();
   }
-  slots_[slot] = Slot{activity, id, rank};
+  slots_[slot] = Slot{activity, id, rank, interfered};
   activity->set_data(reinterpret_cast<void*>(static_cast<std::uintptr_t>(slot) + 1));
   ++result_.activities;
   activity->vetoable_start();
@@ -191,7 +193,10 @@ void Runner::delay(TaskId id, double seconds) {
 
 simgrid::kernel::timer::Timer* Runner::finish_at(TaskId id, double begin, double at) {
   return simgrid::kernel::timer::Timer::set(at, [this, id, begin]() {
-    finish(id, begin, sg::Engine::get_clock());
+    if (id >= g_.size())
+      finish_tail(id);
+    else
+      finish(id, begin, sg::Engine::get_clock());
     drain();
   });
 }
@@ -216,7 +221,15 @@ void Runner::on_complete(const sg::Activity& a) {
   const Slot s = slots_[slot];
   if (a.get_state() != sg::Activity::State::FINISHED)
     throw std::runtime_error("activity of task " + std::to_string(s.task) + " did not finish");
-  double began = a.get_start_time(), end = a.get_finish_time();
+  const double began = a.get_start_time(), end = a.get_finish_time();
+  if (s.interfered.fabric >= 0)
+    start_tail(s, began, end);
+  else
+    flow_done(s, began, end);
+  drain();
+}
+
+void Runner::flow_done(const Slot& s, double began, double end) {
   if (s.rank == kAllToAllFlow) {
     alltoall_flow_done(s.task, end);
   } else if (s.rank < 0) {
@@ -245,7 +258,6 @@ void Runner::on_complete(const sg::Activity& a) {
       finish_collective(s.task, done);
     }
   }
-  drain();
 }
 
 void Runner::apply_memory(const Task& t, bool at_start, double now) {
@@ -443,10 +455,50 @@ double Runner::compute_rate(int device) const {
   return 1.0 / slowdown;
 }
 
-double Runner::launch_slowdown(int device, int fabric) const {
-  return computing_[static_cast<std::size_t>(device)] > 0
-             ? interference_[static_cast<std::size_t>(fabric)].comm_slowdown
-             : 1.0;
+double Runner::compute_busy_s(int device, double now) const {
+  const auto x = static_cast<std::size_t>(device);
+  return busy_before_[x] + (computing_[x] > 0 ? now - busy_since_[x] : 0.0);
+}
+
+Interfered Runner::interfered(int fabric, int a, int b) const {
+  const double now = sg::Engine::get_clock();
+  return Interfered{fabric, {a, b}, {compute_busy_s(a, now), b >= 0 ? compute_busy_s(b, now) : 0.0}};
+}
+
+// A slowed NCCL kernel moves its bytes comm_slowdown times slower while compute runs beside it. The flow itself ran at
+// the links' pace (so that it loads them as its bytes do) for d seconds, o of them beside its devices' compute: it
+// moved o (1 - 1 / comm_slowdown) seconds' worth of bytes more than the slowed kernel would have. That work is its
+// tail, run after it as a stretch like an exact collective's (slowed while a device computes, re-timed as compute
+// starts and ends), so a flow beside compute throughout takes comm_slowdown x d, and one beside compute for part of
+// its time what the exact delay at analytic fidelity takes. The compute-busy integral is continuous in the event
+// times: events at one instant give the same tail in whatever order they are taken.
+void Runner::start_tail(const Slot& s, double began, double end) {
+  const Interfered& i = s.interfered;
+  double overlapped = 0;
+  for (std::size_t k = 0; k < 2; ++k)
+    if (i.devices[k] >= 0) overlapped = std::max(overlapped, compute_busy_s(i.devices[k], end) - i.busy_at_launch[k]);
+  const double work = overlapped * (1 - 1 / interference_[static_cast<std::size_t>(i.fabric)].comm_slowdown);
+  if (work <= 0) return flow_done(s, began, end);
+  const TaskId id = static_cast<TaskId>(g_.size()) + next_tail_++;
+  Slot kept = s;
+  kept.activity = nullptr;  // released with the slot; the tail needs its task and rank only
+  tails_.emplace(id, Tail{kept, began});
+  int busy = 0;
+  for (int x : i.devices)
+    if (x >= 0) {
+      busy += computing_[static_cast<std::size_t>(x)] > 0;
+      device_delays_[static_cast<std::size_t>(x)].push_back(id);
+    }
+  stretch(id, work, transfer_rate(i.fabric, busy), i.fabric, busy);
+}
+
+void Runner::finish_tail(TaskId id) {
+  auto node = tails_.extract(id);
+  stretches_.erase(id);
+  const Tail& tail = node.mapped();
+  for (int x : tail.slot.interfered.devices)
+    if (x >= 0) std::erase(device_delays_[static_cast<std::size_t>(x)], id);
+  flow_done(tail.slot, tail.began, sg::Engine::get_clock());
 }
 
 void Runner::stretch(TaskId id, double seconds, double rate, int fabric, int busy_members) {
@@ -482,6 +534,14 @@ void Runner::compute_on(int device, int change) {
   int& computing = computing_[static_cast<std::size_t>(device)];
   const bool was_busy = computing > 0;
   computing += change;
+  if ((computing > 0) != was_busy) {
+    const auto x = static_cast<std::size_t>(device);
+    const double now = sg::Engine::get_clock();
+    if (was_busy)
+      busy_before_[x] += now - busy_since_[x];
+    else
+      busy_since_[x] = now;
+  }
   // Members count as busy while any compute runs on them (a collective counts them so at its start).
   if ((computing > 0) == was_busy) return;
   const int step = was_busy ? -1 : 1;

@@ -121,10 +121,7 @@ int run(const Args& args) {
   settings.trace = args.has("--trace");
   // Before the device list below (one entry per device) is built for a mesh too large to expand.
   check_expandable(in.experiment, settings,
-                   settings.symmetry ? plan_folding(in.experiment, simulated_network(in.cluster), settings.sim.fidelity,
-                                                    settings.sim.interference)
-                                           .blocks()
-                                     : 1);
+                   settings.symmetry ? plan_folding(in.experiment, simulated_network(in.cluster)).blocks() : 1);
   TraceOptions options;
   if (pictures) options = trace_options(args, device_infos(in.experiment, in.cluster));
   settings.traced_devices = options.devices;

@@ -65,7 +65,7 @@ double estimated_compute_tasks(const Experiment& e, const ExpandOptions& o) {
   return passes_per_group(e) / static_cast<double>(s.pp * s.chunks) * groups;
 }
 
-Folding plan_folding(const Experiment& e, const ClusterSpec& c, Fidelity fidelity, bool interference) {
+Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
   const StrategySpec& s = e.strategy;
   Folding f;
   f.tp = static_cast<int>(s.tp);
@@ -130,18 +130,6 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c, Fidelity fidelit
                  (leaf_nodes > 1 ? " and whole leaf switches (" + std::to_string(leaf_nodes) +
                                        " nodes per leaf; their uplinks are oversubscribed)"
                                  : "");
-    return f;
-  }
-  // Decomposed ring steps take the overlap interference of their sender at launch, which depends on the order of
-  // events at the same instant; a folded step orders them differently.
-  const auto& p = c.accelerator.profile;
-  const bool decomposed_interference =
-      interference && ((fidelity != Fidelity::Analytic && p.inter_node_interference.active()) ||
-                       (fidelity == Fidelity::Full && p.intra_node_interference.active()));
-  if (decomposed_interference) {
-    f.reason =
-        "overlap interference on ring steps decomposed into flows is taken when each step starts, which "
-        "depends on the order of simultaneous events; --fidelity analytic folds";
     return f;
   }
   f.folded_lanes = lanes;

@@ -19,11 +19,9 @@ struct ExpandOptions {
 
 /// How the step of `e` on `c` folds: its data lanes in congruent blocks of whole nodes and whole leaf switches (see
 /// Folding). Not folded (folded_lanes = lanes) when there is a single block, or, with the reason, when the blocks
-/// are not congruent (the data lanes of a stage do not divide into blocks of whole nodes and leaves), or when overlap
-/// interference applies to ring steps decomposed into flows at `fidelity` (taken at each step's start, it depends
-/// on the order of simultaneous events).
-Folding plan_folding(const Experiment& e, const ClusterSpec& c, Fidelity fidelity = Fidelity::Flow,
-                     bool interference = true);
+/// are not congruent (the data lanes of a stage do not divide into blocks of whole nodes and leaves). Overlap
+/// interference folds at every fidelity: it depends on when compute runs, not on the order of simultaneous events.
+Folding plan_folding(const Experiment& e, const ClusterSpec& c);
 
 /// The layers per compute task expand() uses for `e` under `o`.
 int layer_group_size(const Experiment& e, const ExpandOptions& o);
