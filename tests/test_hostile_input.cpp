@@ -192,9 +192,9 @@ TEST_CASE("A sweep base with an unknown top-level key is refused, whatever its f
                                "axes": {"strategy.schedule": ["bogus", "1f1b"]}})";
   CHECK_THROWS_WITH(parse_sweep_text(text, "typo.json", ""),
                     Catch::Contains("base: unknown key treining (did you mean 'training'?)"));
-  // The evaluator itself, given such a spec, agrees on both paths.
+  // The evaluator itself, given such a spec, agrees on both paths (a bogus value would now be refused at load).
   SweepSpec spec = parse_sweep_text(R"({"base": {"model": "gpt-7.5b", "strategy": "zero3"},
-                                        "axes": {"strategy.schedule": ["bogus", "1f1b"]}})",
+                                        "axes": {"strategy.schedule": ["gpipe", "1f1b"]}})",
                                     "typo.json", "");
   spec.base["treining"] = Json{{"global_batch", 32}};
   for (bool reuse : {true, false}) {

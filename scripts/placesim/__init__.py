@@ -7,8 +7,9 @@
     report["memory"]["total_bytes"]
     rows = placesim.sweep(base, {"strategy.dp": [8, 16, 32]})       # a pandas DataFrame
 
-The core needs only the standard library; sweep() and read_results() import pandas. The binary is
-$PLACESIM_BIN, else <repo>/build/placesim, else placesim on PATH. See docs/python.md.
+The core needs only the standard library; sweep() and read_results() import pandas (Debian's python3-pandas, in
+/usr/bin/python3) and without it raise ModuleNotFoundError before running anything. The binary is $PLACESIM_BIN,
+else <repo>/build/placesim, else placesim on PATH. See docs/python.md.
 """
 from ._results import META_KEYS, ResultsError, read_results
 from ._runner import PlacesimError, analyze, find_binary, run, simulate, sweep

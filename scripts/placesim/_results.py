@@ -130,10 +130,22 @@ def load(paths, allow_mixed=False, warn=_warn_stderr, prog="placesim"):
     return Loaded(records, axes, figures)
 
 
+def require_pandas(caller):
+    """pandas, imported. Without it, a ModuleNotFoundError (name "pandas") saying what to install: `caller` returns a
+    DataFrame, so it calls this before doing any work."""
+    try:
+        import pandas
+    except ImportError as e:
+        raise ModuleNotFoundError(
+            f"placesim.{caller}() returns a pandas DataFrame, but {sys.executable} cannot import pandas ({e}): "
+            f"install Debian's python3-pandas (apt-get install python3-pandas) and run under /usr/bin/python3, "
+            f"which has it", name="pandas") from None
+    return pandas
+
+
 def frame_of(loaded):
     """A pandas DataFrame of the Loaded rows, one column per axis and figure; frame.attrs["axes"] lists the axes."""
-    import pandas as pd
-
+    pd = require_pandas("read_results")
     frame = pd.DataFrame.from_records(loaded.records, columns=loaded.columns())
     frame.attrs["axes"] = list(loaded.axes)
     frame.attrs["figures"] = list(loaded.figures)
@@ -144,6 +156,7 @@ def read_results(*paths, allow_mixed=False):
     """The rows of `placesim sweep` results files (shards may be given together) as a pandas DataFrame: columns
     index, the axis paths, the run's metadata (status, reason, sweep, ...) and the figure paths; sorted by index.
     Raises ResultsError for files of different sweeps unless allow_mixed."""
+    require_pandas("read_results")
     if len(paths) == 1 and isinstance(paths[0], (list, tuple)):
         paths = tuple(paths[0])
     if not paths:

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import tempfile
 
-from ._results import read_results
+from ._results import read_results, require_pandas
 
 # <repo>/scripts/placesim/_runner.py -> <repo>/build/placesim
 _REPO_BINARY = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -118,7 +118,9 @@ def sweep(base, axes, mode="analyze", figures=None, filters=None, jobs=None, fid
     the experiment `base` and returns the rows as a pandas DataFrame (one column per axis and figure, plus index,
     status and reason). A sweep file is written to a temporary directory, so paths inside base must be absolute.
     out= keeps the JSONL results there (overwritten). Options are sweep's flags: device_memory=, simulator=, ...
-    Points that end in error keep status "error"; bad input raises PlacesimError."""
+    Points that end in error keep status "error"; bad input raises PlacesimError. Without pandas it raises
+    ModuleNotFoundError, saying what to install, before running anything."""
+    require_pandas("sweep")
     spec = {"base": base, "axes": axes, "mode": mode}
     if figures is not None:
         spec["figures"] = list(figures)

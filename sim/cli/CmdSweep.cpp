@@ -178,7 +178,7 @@ int run_sweep_command(const Args& args) {
   if (args.positional().size() != 1)
     throw InputError("expected one sweep file: placesim sweep SWEEP.json --out RESULTS.jsonl");
   SweepSpec spec = load_sweep(args.positional().front());
-  check_figures(spec);
+  check_sweep_figures(spec, spec.mode == SweepMode::Simulate ? sweep_run_options(args).simulator : "");
   if (args.has("--slurm")) return write_slurm_script(args, spec, args.positional().front());
   for (const char* flag : {"--array-size", "--cpus-per-task", "--partition", "--time"})
     if (args.has(flag)) throw InputError(std::string(flag) + " goes with --slurm");

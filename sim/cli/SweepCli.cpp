@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "sim/sweep/Cpus.hpp"
+#include "strategies/sweep/SweepFigures.hpp"
+#include "traces/report/Report.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -49,6 +51,20 @@ SweepRunOptions sweep_run_options(const Args& args) {
 std::unique_ptr<Progress> sweep_progress(const Args& args, const std::string& label, std::uint64_t total) {
   if (args.has("--quiet")) return nullptr;
   return std::make_unique<Progress>(label, total, ::isatty(2) != 0);
+}
+
+void check_sweep_figures(const SweepSpec& spec, const std::string& simulator) {
+  if (spec.figures == default_figures(spec.mode)) return;
+  const std::vector<Json> experiments = figure_reference_experiments();
+  std::vector<Json> reports;
+  for (const Json& x : experiments) {
+    Experiment e = parse_experiment(x, "");
+    e.device_memory_bytes = cluster_fit(x["cluster"]).device_memory_bytes;  // as a point with a cluster has it
+    reports.push_back(analysis_report(e, analyze(e)));
+  }
+  if (spec.mode == SweepMode::Simulate)
+    for (Json& report : simulated_reports(simulator, spec.fidelity, experiments)) reports.push_back(std::move(report));
+  check_figures_in_reports(spec, reports);
 }
 
 std::string counts_summary(const SweepCounts& c) {

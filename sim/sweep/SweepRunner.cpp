@@ -122,6 +122,15 @@ std::string child_message(const std::string& err) {
   return line.empty() ? "(no message)" : line;
 }
 
+// Runs `argv` alone and waits for it.
+ChildResult run_to_end(const std::vector<std::string>& argv) {
+  ProcessPool pool;
+  pool.start(0, argv, "", "");
+  std::vector<std::pair<std::uint64_t, ChildResult>> ended;
+  while (ended.empty()) ended = pool.wait(1000);
+  return std::move(ended.front().second);
+}
+
 // The outcome of a simulated point from its child process; fills `report` when it succeeded.
 PointOutcome simulated_outcome(const ChildResult& r, Json& report) {
   if (r.exit_code == 0) {
@@ -153,7 +162,7 @@ class SimulateRun {
         evaluator_(spec, options.device_memory_bytes) {}
 
   SweepCounts run(const std::vector<std::uint64_t>& todo) {
-    check_simulator();
+    check_simulator(options_.simulator);
     const std::size_t jobs = std::max(1u, options_.jobs);
     std::size_t k = 0;
     while (k < todo.size() || pool_.running() > 0) {
@@ -165,28 +174,6 @@ class SimulateRun {
   }
 
  private:
-  // A placesim without the simulate command would make every point "invalid"; refuse the sweep instead.
-  void check_simulator() {
-    const ChildResult help = run_to_end({options_.simulator, "simulate", "--help"});
-    if (help.exit_code != 0)
-      throw InputError("simulate mode: '" + options_.simulator + " simulate --help' failed (" +
-                       child_message(help.err) + "); this placesim cannot simulate a point");
-    // Rows carry this placesim's version: the simulator must be the same one.
-    std::string version = run_to_end({options_.simulator, "--version"}).out;
-    while (!version.empty() && (version.back() == '\n' || version.back() == '\r')) version.pop_back();
-    if (version != std::string("placesim ") + placesim_version())
-      throw InputError("--simulator " + options_.simulator + " is '" + version + "', this is placesim " +
-                       placesim_version() + ": every row carries one version; simulate with the same build");
-  }
-
-  // Runs `argv` alone (before any point) and waits for it.
-  ChildResult run_to_end(const std::vector<std::string>& argv) {
-    pool_.start(0, argv, "", "");
-    std::vector<std::pair<std::uint64_t, ChildResult>> ended;
-    while (ended.empty()) ended = pool_.wait(1000);
-    return std::move(ended.front().second);
-  }
-
   void emit(std::uint64_t index, const PointOutcome& o, const std::vector<std::size_t>& coords, const Experiment& e,
             const Analysis& a, const Json* report) {
     counts_.add(o.status);
@@ -225,6 +212,39 @@ class SimulateRun {
 };
 
 }  // namespace
+
+void check_simulator(const std::string& simulator) {
+  // A placesim without the simulate command would make every point "invalid"; refuse the sweep instead.
+  const ChildResult help = run_to_end({simulator, "simulate", "--help"});
+  if (help.exit_code != 0)
+    throw InputError("simulate mode: '" + simulator + " simulate --help' failed (" + child_message(help.err) +
+                     "); this placesim cannot simulate a point");
+  // Rows carry this placesim's version: the simulator must be the same one.
+  std::string version = run_to_end({simulator, "--version"}).out;
+  while (!version.empty() && (version.back() == '\n' || version.back() == '\r')) version.pop_back();
+  if (version != std::string("placesim ") + placesim_version())
+    throw InputError("--simulator " + simulator + " is '" + version + "', this is placesim " + placesim_version() +
+                     ": every row carries one version; simulate with the same build");
+}
+
+std::vector<Json> simulated_reports(const std::string& simulator, Fidelity fidelity,
+                                    const std::vector<Json>& experiments) {
+  check_simulator(simulator);
+  ProcessPool pool;
+  for (std::size_t k = 0; k < experiments.size(); ++k)
+    pool.start(k, {simulator, "simulate", "-", "--report", "-", "--fidelity", to_string(fidelity)},
+               experiments[k].dump(), "");
+  std::vector<Json> reports(experiments.size());
+  while (pool.running() > 0)
+    for (auto& [k, result] : pool.wait(1000)) {
+      reports[k] = Json::parse(result.out, nullptr, false);
+      if (result.exit_code != 0 || !reports[k].is_object())
+        throw InputError("simulate mode: " + simulator + " could not simulate " +
+                         experiments[k].value("name", "a reference experiment") + " (" + child_message(result.err) +
+                         "), whose report the sweep's figures are checked against");
+    }
+  return reports;
+}
 
 SweepCounts run_sweep(const SweepSpec& spec, const std::vector<std::uint64_t>& todo, const SweepRunOptions& options,
                       const RowSink& sink) {

@@ -34,6 +34,14 @@ using RowSink = std::function<void(std::string_view lines)>;
 /// (the analysis is pure); simulate mode checks each point analytically, then runs `simulator simulate - --report -` in
 /// a child process with the point's experiment on stdin and reads the report from stdout (exit code 2 = invalid, with
 /// the simulator's message).
+/// Throws InputError unless `simulator` runs `simulate --help` and is this placesim's version (every row carries one).
+void check_simulator(const std::string& simulator);
+
+/// The reports `simulator` writes for `experiments` (`simulate - --report - --fidelity F`, each in its own
+/// process), after check_simulator(). Throws InputError naming the experiment when one cannot be simulated.
+std::vector<Json> simulated_reports(const std::string& simulator, Fidelity fidelity,
+                                    const std::vector<Json>& experiments);
+
 SweepCounts run_sweep(const SweepSpec& spec, const std::vector<std::uint64_t>& todo, const SweepRunOptions& options,
                       const RowSink& sink);
 

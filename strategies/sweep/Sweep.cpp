@@ -362,6 +362,8 @@ SweepSpec parse_sweep_fields(const OrderedJson& value, const std::string& base_d
     throw InputError("filters.mesh_matches_cluster=true needs a cluster: give base.cluster or sweep a cluster field");
   spec.figures = r.has("figures") ? parse_figures(*r.child("figures")) : default_figures(spec.mode);
   validate_axis_paths(spec);
+  validate_axis_values(spec);
+  validate_batch_axes(spec);
   return spec;
 }
 

@@ -63,8 +63,8 @@ struct SweepSpec {
   std::vector<std::string> paths() const;
 };
 
-/// Parses sweep text (see docs/sweeps.md); errors name the sweep field and value. Validates axis paths against the
-/// experiment schema (validate_axis_paths).
+/// Parses sweep text (see docs/sweeps.md); errors name the sweep field and value. Validates axis paths and values
+/// against the experiment schema (validate_axis_paths, validate_batch_axes, validate_axis_values).
 SweepSpec parse_sweep_text(const std::string& text, const std::string& origin, const std::string& base_dir);
 /// Parses a sweep object (the axes keep the object's key order).
 SweepSpec parse_sweep(const OrderedJson& value, const std::string& base_dir);
@@ -96,6 +96,18 @@ bool sweep_has_cluster(const SweepSpec& spec);
 /// Throws InputError naming the axis when applying its first value to the base makes the experiment parser refuse
 /// a key (an unknown field), or when its path cannot be set (it crosses a number or a list).
 void validate_axis_paths(const SweepSpec& spec);
+
+/// Throws InputError listing every axis value that can never be valid: set with the other axes at their first
+/// values, the part of the experiment its path lies in (its section; training, strategy and stack together) refuses
+/// it for itself -- an unknown word or preset, a wrong type, out of the field's range, an unknown key inside it --
+/// naming no other field. Values only invalid together with others (tp not dividing the heads) are left to the
+/// points. Values a value filter skips are not checked; of an axis of more than 4096 values, the first and last 2048.
+void validate_axis_values(const SweepSpec& spec);
+
+/// Throws InputError, with the recipe, when an axis sets strategy.microbatches while training.global_batch is given
+/// (by the base or another axis), or the reverse: global_batch = microbatches x micro_batch x dp fixes one from the
+/// other, so at most one value of the axis could agree. A joint axis setting both is accepted.
+void validate_batch_axes(const SweepSpec& spec);
 
 /// `--shard i/N`: this process evaluates the points whose index % N == i.
 struct Shard {

@@ -120,6 +120,51 @@ class Sweep(unittest.TestCase):
         self.assertEqual(caught.exception.returncode, 2)
 
 
+class NoPandas(unittest.TestCase):
+    # Calls sweep() and read_results() in a child interpreter whose binary is a stand-in that only records that it
+    # ran; `hide` makes `import pandas` fail there as it does where pandas is not installed.
+    CHILD = """
+import json, sys
+if {hide}:
+    sys.modules["pandas"] = None
+import placesim
+for call in (lambda: placesim.sweep({{"model": "llama3-8b"}}, {{"strategy.dp": [1, 2]}}),
+             lambda: placesim.read_results("results.jsonl")):
+    try:
+        call()
+        print(json.dumps({{"error": None}}))
+    except Exception as e:
+        print(json.dumps({{"error": type(e).__name__, "name": getattr(e, "name", None), "text": str(e)}}))
+"""
+
+    def run_child(self, hide):
+        with tempfile.TemporaryDirectory() as tmp:
+            marker, fake = os.path.join(tmp, "ran"), os.path.join(tmp, "placesim")
+            with open(fake, "w", encoding="utf-8") as f:
+                f.write(f"#!/bin/sh\ntouch {marker}\nexit 2\n")
+            os.chmod(fake, 0o755)
+            env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "scripts"), PLACESIM_BIN=fake)
+            done = subprocess.run([sys.executable, "-c", self.CHILD.format(hide=hide)], capture_output=True,
+                                  text=True, env=env, cwd=tmp)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            return [json.loads(line) for line in done.stdout.splitlines()], os.path.exists(marker)
+
+    def test_sweep_without_pandas_says_what_to_install_before_running_the_binary(self):
+        (sweep, read), ran = self.run_child(hide=True)
+        self.assertFalse(ran, "the binary ran before the missing pandas was reported")
+        for outcome, caller in ((sweep, "placesim.sweep()"), (read, "placesim.read_results()")):
+            self.assertEqual((outcome["error"], outcome["name"]), ("ModuleNotFoundError", "pandas"), outcome)
+            self.assertIn(caller, outcome["text"])
+            self.assertIn("apt-get install python3-pandas", outcome["text"])
+            self.assertIn("/usr/bin/python3", outcome["text"])
+
+    def test_with_pandas_the_same_child_reaches_the_binary(self):
+        # The control: the stand-in does run when pandas imports (and its exit code 2 is a PlacesimError).
+        (sweep, _), ran = self.run_child(hide=False)
+        self.assertTrue(ran)
+        self.assertEqual(sweep["error"], "PlacesimError")
+
+
 class Binary(unittest.TestCase):
     def test_not_found_says_how_to_build_it(self):
         env = {k: v for k, v in os.environ.items() if k != "PLACESIM_BIN"}
