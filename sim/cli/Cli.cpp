@@ -190,7 +190,10 @@ Json experiment_json_from_args(const Args& args, bool allow_default, std::string
 Experiment experiment_from_args(const Args& args, bool allow_default, const std::vector<std::string>* positional) {
   std::string base_dir;
   Json j = experiment_json_from_args(args, allow_default, &base_dir, positional);
-  Experiment e = parse_experiment(j, base_dir);
+  // Every error of the experiment at once, under the name of its file.
+  const auto& pos = positional ? *positional : args.positional();
+  ErrorList errors(pos.empty() ? "the experiment" : pos.front() == "-" ? "<stdin>" : pos.front());
+  Experiment e = parse_experiment(j, base_dir, errors);
   if (auto mem = args.value("--device-memory")) {
     e.device_memory_bytes = parse_bytes(*mem, "--device-memory");
     if (!(e.device_memory_bytes > 0)) throw InputError("--device-memory=" + *mem + " must be positive");

@@ -3,7 +3,9 @@
 #include <filesystem>
 
 #include "strategies/analytic/DataPlan.hpp"
+#include "strategies/placement/ClusterFit.hpp"
 #include "strategies/placement/StackApply.hpp"
+#include "strategies/placement/Validity.hpp"
 #include "topology/cluster/Cluster.hpp"
 
 namespace placesim {
@@ -74,44 +76,102 @@ void check_calibration_accelerator(const Experiment& e, const std::string& clust
                      ", or calibrate from a trace of " + cluster_accelerator + ")");
 }
 
-Experiment parse_experiment(const Json& given, const std::string& base_dir) {
-  Json calibration;
-  const Json value = with_calibration(given, base_dir, calibration);
-  ObjectReader r(value, "");
-  Experiment e;
-  e.calibration = std::move(calibration);
-  e.name = r.get_string("name", "experiment");
-  r.skip("description");
-  if (const Json* p = r.child("pipeline")) e.pipeline = *p;
-  if (const Json* c = r.child("cluster")) e.cluster = *c;
-  if (const Json* c = r.child("convergence")) e.convergence = parse_convergence(*c);
-  bool abstract = !e.pipeline.is_null();
-  if (const Json* m = r.child("model")) {
-    e.model = parse_model(*m, base_dir);
-  } else if (!abstract) {
-    throw InputError("model is required but missing (a preset name such as \"gpt3-175b\" or an object)");
-  }
-  const Json* training = r.child("training");
-  const Json* strategy = r.child("strategy");
-  const Json* stack = r.child("stack");
-  if (strategy == nullptr && !abstract)
-    throw InputError("strategy is required but missing (a preset name such as \"zero3\" or an object)");
-  if (strategy != nullptr || training != nullptr) {
-    RunSections run = parse_run_sections(training, strategy, stack, base_dir);
+namespace {
+
+// The training, strategy and stack sections, read together (see parse_run_sections).
+void read_run_sections(Experiment& e, const Json* training, const Json* strategy, const Json* stack,
+                       const std::string& base_dir, ErrorList* errors) {
+  // The stack and the strategy preset shape both sections: when they cannot be read, neither section is.
+  const bool read = read_section(errors, "strategy", [&] {
+    RunSections run = parse_run_sections(training, strategy, stack, base_dir, errors);
     e.training = std::move(run.training);
     if (strategy != nullptr) e.strategy = std::move(run.strategy);
     e.stack = std::move(run.stack);
     e.stack_from = std::move(run.stack_from);
     e.provenance = std::move(run.provenance);
-  }
+  });
+  if (!read) errors->fail("training");
+}
+
+// Every section of an experiment, unresolved. With `errors` a section that fails is recorded and the others read.
+Experiment read_sections(const Json& given, const std::string& base_dir, ErrorList* errors) {
+  Json calibration;
+  Json value = given;
+  read_section(errors, "calibration", [&] { value = with_calibration(given, base_dir, calibration); });
+  ObjectReader r(value, "", errors);
+  Experiment e;
+  e.calibration = std::move(calibration);
+  if (value.contains("calibration")) r.skip("calibration");  // its file failed, recorded above
+  e.name = r.get_string("name", "experiment");
+  r.skip("description");
+  if (const Json* p = r.child("pipeline")) e.pipeline = *p;
+  if (const Json* c = r.child("cluster")) e.cluster = *c;
+  if (const Json* c = r.child("convergence"))
+    read_section(errors, "convergence", [&] { e.convergence = parse_convergence(*c); });
+  const bool abstract = !e.pipeline.is_null();
+  if (const Json* m = r.child("model"))
+    read_section(errors, "model", [&] { e.model = parse_model(*m, base_dir, errors); });
+  else if (!abstract)
+    r.refuse("model", "model is required but missing (a preset name such as \"gpt3-175b\" or an object)");
+  const Json* training = r.child("training");
+  const Json* strategy = r.child("strategy");
+  const Json* stack = r.child("stack");
+  if (strategy == nullptr && !abstract)
+    r.refuse("strategy", "strategy is required but missing (a preset name such as \"zero3\" or an object)");
+  if (strategy != nullptr || training != nullptr) read_run_sections(e, training, strategy, stack, base_dir, errors);
   r.finish();
-  if (!abstract) resolve(e);
+  return e;
+}
+
+// The checks the commands run after parsing (check_validity, the mesh against the cluster's GPUs), joined to a file's
+// other errors so that one run shows them all. A file without other errors leaves them to the commands, in their
+// order and exception types (a command that checks no validity, such as verify, then runs). check_validity names a
+// placement's states by their modes ("gradients=sharded"), not their fields, so a failed placement skips it.
+void join_command_checks(const Experiment& e, const std::optional<ClusterSpec>& cluster, ErrorList& errors) {
+  if (!errors.failed_within("strategy.placement")) errors.attempt([&] { check_validity(e); });
+  if (cluster) errors.attempt([&] { check_cluster_mesh(e, cluster_fit(*cluster)); });
+}
+
+// Whether the checks across sections may run: the model, training and strategy sections were read, and the mesh's
+// degrees parsed (the checks read them through products such as "tp x cp x dp", which name no failed field). The
+// micro-batch count and global batch resolve() derives then fail with what they derive from.
+bool checks_apply(ErrorList& errors) {
+  if (errors.failed("model") || errors.failed("training") || errors.failed("strategy")) return false;
+  for (const char* degree :
+       {"strategy.dp", "strategy.tp", "strategy.pp", "strategy.cp", "strategy.ep", "strategy.mesh"})
+    if (errors.failed_within(degree)) return false;
+  if (errors.failed("training.global_batch") || errors.failed("training.micro_batch") ||
+      errors.failed("strategy.microbatches")) {
+    errors.fail("training.global_batch");
+    errors.fail("strategy.microbatches");
+  }
+  return true;
+}
+
+}  // namespace
+
+Experiment parse_experiment(const Json& value, const std::string& base_dir) {
+  Experiment e = read_sections(value, base_dir, nullptr);
+  if (e.pipeline.is_null()) resolve(e);
+  return e;
+}
+
+Experiment parse_experiment(const Json& value, const std::string& base_dir, ErrorList& errors) {
+  Experiment e = read_sections(value, base_dir, &errors);
+  std::optional<ClusterSpec> cluster;
+  if (!e.cluster.is_null()) read_section(&errors, "cluster", [&] { cluster = parse_cluster(e.cluster, &errors); });
+  if (errors.failed_within("cluster")) cluster.reset();
+  // resolve() derives what check_validity reads: the commands' checks join only after it finished.
+  if (e.pipeline.is_null() && checks_apply(errors) && errors.attempt([&] { resolve(e); }) && !errors.empty())
+    join_command_checks(e, cluster, errors);
+  errors.throw_if_any();
   return e;
 }
 
 Experiment load_experiment(const std::string& path) {
   Json j = read_json_file(path);
-  return parse_experiment(j, std::filesystem::path(path).parent_path().string());
+  ErrorList errors(path);
+  return parse_experiment(j, std::filesystem::path(path).parent_path().string(), errors);
 }
 
 namespace {

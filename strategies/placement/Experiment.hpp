@@ -45,10 +45,16 @@ inline std::int64_t local_seq_len(const Experiment& e) {
 /// "calibration": FILE (a profile file with a "training" section, as placesim calibrate --trace writes it) sets the
 /// cluster accelerator's profile to the file (cluster.accelerator gains "profile"; the file's accelerator must be
 /// the cluster's) and the training fields of its "training" section that the experiment does not write itself.
+/// Throws the first error found as an InputError (a sweep's point is refused for one reason).
 Experiment parse_experiment(const Json& value, const std::string& base_dir);
+/// parse_experiment reporting every error of the experiment at once, as InputErrors (ErrorList::throw_if_any): each
+/// section's field errors and unknown keys, the cluster section's, then the checks across fields whose inputs parsed
+/// (resolve(); and when there are errors already, check_validity and the mesh against the cluster, which the commands
+/// run next). One error reads as a single InputError does.
+Experiment parse_experiment(const Json& value, const std::string& base_dir, ErrorList& errors);
 /// The accelerator the calibration `e` names was measured on is the cluster's: else an InputError naming both.
 void check_calibration_accelerator(const Experiment& e, const std::string& cluster_accelerator);
-/// Reads and parses an experiment file.
+/// Reads and parses an experiment file, reporting every error at once (named after `path`).
 Experiment load_experiment(const std::string& path);
 /// Fills the derived fields and checks the batch arithmetic; throws InputError naming the fields.
 void resolve(Experiment& e);

@@ -22,8 +22,9 @@ struct RunSections {
 };
 
 /// `training`, `strategy` and `stack` are the experiment's sections (null when absent); `base_dir` resolves a stack
-/// file's relative path.
+/// file's relative path. With `errors`, the errors of the training and strategy sections are collected there (a
+/// section that cannot be read at all is marked failed); the stack and the strategy preset are still thrown.
 RunSections parse_run_sections(const Json* training, const Json* strategy, const Json* stack,
-                               const std::string& base_dir);
+                               const std::string& base_dir, ErrorList* errors = nullptr);
 
 }  // namespace placesim

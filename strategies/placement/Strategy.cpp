@@ -34,7 +34,7 @@ struct StateModes {
   bool secondary = false;
 };
 
-StateModes parse_state_modes(const Json& value, const std::string& field, State state) {
+StateModes parse_state_modes(const Json& value, const std::string& field, State state, ErrorList* errors) {
   StateModes out;
   if (!value.is_object()) {
     if (!value.is_string())
@@ -42,7 +42,7 @@ StateModes parse_state_modes(const Json& value, const std::string& field, State 
     out.shard = out.replicate = parse_mode(value.get<std::string>(), field);
     return out;
   }
-  ObjectReader r(value, field);
+  ObjectReader r(value, field, errors);
   if (!r.has("dp_shard") || !r.has("dp_replicate"))
     throw InputError(field + "=" + show(value) +
                      " must give a mode for both dp_shard and dp_replicate (a string gives one mode to both)");
@@ -78,21 +78,24 @@ StateModes parse_state_modes(const Json& value, const std::string& field, State 
   return out;
 }
 
-Placement parse_placement(const Json& value, std::optional<bool>& sequence_parallel) {
-  ObjectReader r(value, "strategy.placement");
+Placement parse_placement(const Json& value, std::optional<bool>& sequence_parallel, ErrorList* errors) {
+  ObjectReader r(value, "strategy.placement", errors);
   Placement p;
   auto read = [&](const char* key, State state, Mode& shard, Mode* replicate) {
     if (!r.has(key)) return;
-    StateModes m = parse_state_modes(value[key], r.field(key), state);
-    (void)r.child(key);
+    const std::optional<StateModes> modes = r.guarded(key, std::optional<StateModes>(), [&] {
+      return std::optional<StateModes>(parse_state_modes(*r.child(key), r.field(key), state, errors));
+    });
+    if (!modes) return;
+    const StateModes& m = *modes;
     shard = m.shard;
     if (replicate) *replicate = m.replicate;
     if (m.secondary) p.secondary = true;
     if (m.sequence_parallel) sequence_parallel = m.sequence_parallel;
     if (!replicate && m.shard != m.replicate)
-      throw InputError(r.field(key) + ": rule activations-per-replica: activations have one mode along both data " +
-                       "axes (dp_shard " + to_string(m.shard) + ", dp_replicate " + to_string(m.replicate) +
-                       "); every data-parallel rank computes the activations of its own samples");
+      r.refuse(key, r.field(key) + ": rule activations-per-replica: activations have one mode along both data " +
+                        "axes (dp_shard " + to_string(m.shard) + ", dp_replicate " + to_string(m.replicate) +
+                        "); every data-parallel rank computes the activations of its own samples");
   };
   read("parameters", State::Parameters, p.parameters, &p.replicate.parameters);
   read("gradients", State::Gradients, p.gradients, &p.replicate.gradients);
@@ -138,12 +141,12 @@ void read_mesh(ObjectReader& outer, const Json& /*object*/, StrategySpec& s) {
   s.dp_shard = dp.value_or(1);
   s.dp_replicate = 1;
   if (mesh) {
-    ObjectReader r(*mesh, "strategy.mesh");
+    ObjectReader r(*mesh, "strategy.mesh", outer.errors());
     auto axis = [&](const char* key, std::optional<std::int64_t> given, const char* shorthand_field) {
       std::int64_t v = r.get_positive_int(key, given.value_or(1));
       if (given && r.has(key) && *given != v)
-        throw InputError(r.field(key) + "=" + std::to_string(v) + " contradicts " + shorthand_field + "=" +
-                         std::to_string(*given));
+        r.refuse(key, r.field(key) + "=" + std::to_string(v) + " contradicts " + shorthand_field + "=" +
+                          std::to_string(*given));
       return v;
     };
     s.tp = axis("tp", tp, "strategy.tp");
@@ -153,9 +156,10 @@ void read_mesh(ObjectReader& outer, const Json& /*object*/, StrategySpec& s) {
     const bool split = r.has("dp_shard") || r.has("dp_replicate");
     s.dp_replicate = r.get_positive_int("dp_replicate", 1);
     s.dp_shard = r.get_positive_int("dp_shard", split ? 1 : dp.value_or(1));
-    if (dp && split && *dp != s.dp_replicate * s.dp_shard)
-      throw InputError("strategy.dp=" + std::to_string(*dp) + " contradicts strategy.mesh dp_replicate x dp_shard = " +
-                       std::to_string(s.dp_replicate) + " x " + std::to_string(s.dp_shard));
+    if (dp && split && r.ok({"dp_replicate", "dp_shard"}) && *dp != s.dp_replicate * s.dp_shard)
+      outer.refuse("dp", "strategy.dp=" + std::to_string(*dp) +
+                             " contradicts strategy.mesh dp_replicate x dp_shard = " + std::to_string(s.dp_replicate) +
+                             " x " + std::to_string(s.dp_shard));
     r.finish();
   }
   // Every product of degrees must stay a plausible device count: a wrapped product would be a silent wrong figure.
@@ -169,8 +173,66 @@ void read_mesh(ObjectReader& outer, const Json& /*object*/, StrategySpec& s) {
   s.dp = s.dp_replicate * s.dp_shard;
 }
 
-StrategySpec read_strategy_object(const Json& object) {
-  ObjectReader r(object, "strategy");
+// The pipeline schedule's fields: schedule, exchange, micro-batches, chunks, stage split, LocalSGD replicas.
+void read_schedule(ObjectReader& r, const Json& object, StrategySpec& s) {
+  s.schedule = parse_schedule(
+      r.get_choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
+  const std::string p2p = r.get_choice("p2p", {"async", "megatron", "deepspeed"}, "megatron");
+  s.p2p = p2p == "megatron" ? PipelineP2P::Megatron : p2p == "deepspeed" ? PipelineP2P::DeepSpeed : PipelineP2P::Async;
+  s.microbatches = r.get_positive_int("microbatches", 0);
+  // The interleaved schedule without chunks would be 1F1B under another name: it gets 2 chunks, as pipeline-sweep.
+  s.chunks = r.get_positive_int("chunks", s.schedule == Schedule::Interleaved ? 2 : 1);
+  if (r.has("microbatch_group")) {
+    if (s.schedule != Schedule::Interleaved)
+      r.refuse("microbatch_group", r.field("microbatch_group") + "=" + show(object["microbatch_group"]) +
+                                       " is only meaningful with strategy.schedule=interleaved (got " +
+                                       to_string(s.schedule) + ")");
+    else
+      s.microbatch_group = r.get_positive_int("microbatch_group", 0);
+  }
+  if (const Json* list = r.child("layers_per_stage"))
+    s.layers_per_stage =
+        r.guarded("layers_per_stage", std::vector<std::int64_t>(), [&] { return parse_layers_per_stage(*list); });
+  if (r.has("noam")) {
+    std::int64_t noam = r.get_int("noam", 0);
+    if (noam < 1)
+      r.refuse("noam", r.field("noam") + "=" + std::to_string(noam) + " must be at least 1");
+    else
+      s.noam = noam;
+  }
+  s.replicas = r.get_positive_int("replicas", 1);
+  s.local_steps = r.get_int("local_steps", 1);
+  if (s.local_steps < 1) {
+    r.refuse("local_steps", r.field("local_steps") + "=" + std::to_string(s.local_steps) + " must be at least 1");
+    s.local_steps = 1;
+  }
+}
+
+// How sharded parameters are gathered and gradients bucketed (FSDP's and DDP's settings).
+void read_gathers(ObjectReader& r, StrategySpec& s) {
+  s.bucket_bytes = r.get_positive("bucket_bytes", 25e6, parse_bytes);
+  s.reshard_after_forward = r.get_bool("reshard_after_forward", true);
+  s.reshard_after_backward = r.get_bool("reshard_after_backward", false);
+  for (auto [key, target] :
+       {std::pair{"prefetch_forward", &s.prefetch_forward}, {"prefetch_backward", &s.prefetch_backward}}) {
+    *target = r.get_int(key, 1);
+    if (*target < 0 || *target > 8) {
+      r.refuse(key, r.field(key) + "=" + std::to_string(*target) +
+                        " must be 0 (no prefetch: each gather waits for the previous unit) to 8 units");
+      *target = 1;
+    }
+  }
+  s.gather_copies = r.get_bool("gather_copies", true);
+  s.flat_params = r.get_bool("flat_params", false);
+  if (s.flat_params && !s.gather_copies)
+    r.refuse("flat_params", r.field("flat_params") +
+                                "=true changes what gather_copies costs (FSDP1's gradient copy-in "
+                                "instead of FSDP2's copy-out and copy-in), but " +
+                                r.field("gather_copies") + "=false costs no copies: set one or the other");
+}
+
+StrategySpec read_strategy_object(const Json& object, ErrorList* errors) {
+  ObjectReader r(object, "strategy", errors);
   StrategySpec s;
   s.preset = r.get_string("preset", "custom");
   read_mesh(r, object, s);
@@ -184,56 +246,18 @@ StrategySpec read_strategy_object(const Json& object) {
   s.tp_overlap = r.get_bool("tp_overlap", true);
   s.tp_copies = r.get_bool("tp_copies", false);
   s.tp_fp8_gather = r.get_bool("tp_fp8_gather", false);
-  s.schedule = parse_schedule(
-      r.get_choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
-  const std::string p2p = r.get_choice("p2p", {"async", "megatron", "deepspeed"}, "megatron");
-  s.p2p = p2p == "megatron" ? PipelineP2P::Megatron : p2p == "deepspeed" ? PipelineP2P::DeepSpeed : PipelineP2P::Async;
-  s.microbatches = r.get_positive_int("microbatches", 0);
-  // The interleaved schedule without chunks would be 1F1B under another name: it gets 2 chunks, as pipeline-sweep.
-  s.chunks = r.get_positive_int("chunks", s.schedule == Schedule::Interleaved ? 2 : 1);
-  if (r.has("microbatch_group")) {
-    if (s.schedule != Schedule::Interleaved)
-      throw InputError(r.field("microbatch_group") + "=" + show(object["microbatch_group"]) +
-                       " is only meaningful with strategy.schedule=interleaved (got " + to_string(s.schedule) + ")");
-    s.microbatch_group = r.get_positive_int("microbatch_group", 0);
-  }
-  if (const Json* list = r.child("layers_per_stage")) s.layers_per_stage = parse_layers_per_stage(*list);
-  if (r.has("noam")) {
-    std::int64_t noam = r.get_int("noam", 0);
-    if (noam < 1) throw InputError(r.field("noam") + "=" + std::to_string(noam) + " must be at least 1");
-    s.noam = noam;
-  }
-  s.replicas = r.get_positive_int("replicas", 1);
-  s.local_steps = r.get_int("local_steps", 1);
-  if (s.local_steps < 1)
-    throw InputError(r.field("local_steps") + "=" + std::to_string(s.local_steps) + " must be at least 1");
-  s.bucket_bytes = r.get_positive("bucket_bytes", 25e6, parse_bytes);
-  s.reshard_after_forward = r.get_bool("reshard_after_forward", true);
-  s.reshard_after_backward = r.get_bool("reshard_after_backward", false);
-  for (auto [key, target] :
-       {std::pair{"prefetch_forward", &s.prefetch_forward}, {"prefetch_backward", &s.prefetch_backward}}) {
-    *target = r.get_int(key, 1);
-    if (*target < 0 || *target > 8)
-      throw InputError(r.field(key) + "=" + std::to_string(*target) +
-                       " must be 0 (no prefetch: each gather waits for the previous unit) to 8 units");
-  }
-  s.gather_copies = r.get_bool("gather_copies", true);
-  s.flat_params = r.get_bool("flat_params", false);
-  if (s.flat_params && !s.gather_copies)
-    throw InputError(r.field("flat_params") +
-                     "=true changes what gather_copies costs (FSDP1's gradient copy-in "
-                     "instead of FSDP2's copy-out and copy-in), but " +
-                     r.field("gather_copies") + "=false costs no copies: set one or the other");
+  read_schedule(r, object, s);
+  read_gathers(r, s);
   // Both algorithms send 2(N-1)/N of an all-reduce's buffer per device, so the analytic volumes hold for either.
   s.collective = r.get_choice("collective", {"ring", "hierarchical"}, "ring") == "hierarchical"
                      ? CollectiveScheme::Hierarchical
                      : CollectiveScheme::Ring;
   if (const Json* p = r.child("placement")) {
     std::optional<bool> sequence_parallel;
-    s.placement = parse_placement(*p, sequence_parallel);
+    s.placement = r.guarded("placement", Placement(), [&] { return parse_placement(*p, sequence_parallel, errors); });
     if (sequence_parallel) {
-      if (object.contains("sp") && s.sp != *sequence_parallel)
-        throw InputError("strategy.placement.activations.tp contradicts strategy.sp=" + show(object["sp"]));
+      if (object.contains("sp") && r.ok({"sp"}) && s.sp != *sequence_parallel)
+        r.refuse("sp", "strategy.placement.activations.tp contradicts strategy.sp=" + show(object["sp"]));
       s.sp = *sequence_parallel;
     }
   }
@@ -247,11 +271,11 @@ bool synchronous_schedule(Schedule schedule) {
   return schedule == Schedule::GPipe || schedule == Schedule::OneFOneB || schedule == Schedule::Interleaved;
 }
 
-StrategySpec parse_strategy(const Json& value) {
+StrategySpec parse_strategy(const Json& value, ErrorList* errors) {
   if (value.is_string()) {
     Json merged = preset_json(value.get<std::string>(), "strategy");
     merged["preset"] = value;
-    return read_strategy_object(merged);
+    return read_strategy_object(merged, errors);
   }
   if (!value.is_object()) throw InputError("strategy=" + show(value) + " must be a preset name or an object");
   Json merged = Json::object();
@@ -261,7 +285,7 @@ StrategySpec parse_strategy(const Json& value) {
     merged = preset_json(value["preset"].get<std::string>(), "strategy.preset");
   }
   merged.merge_patch(value);
-  return read_strategy_object(merged);
+  return read_strategy_object(merged, errors);
 }
 
 std::string axes_label(const StrategySpec& s, AxisSet axes) {

@@ -170,8 +170,8 @@ struct PresetTable {
 std::vector<PresetTable> strategy_preset_tables();
 
 /// Parses the "strategy" field: a preset name or an object that may name a "preset" and override its fields
-/// (placement field by field).
-StrategySpec parse_strategy(const Json& value);
+/// (placement field by field). With `errors`, field errors are collected there (see ObjectReader).
+StrategySpec parse_strategy(const Json& value, ErrorList* errors = nullptr);
 
 /// The name of data axes for reports: axes_name(), or "dp" when the data axis is not split (dp_replicate = 1).
 std::string axes_label(const StrategySpec& s, AxisSet axes);

@@ -266,7 +266,7 @@ ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
 void read_node_links(ObjectReader& parent, ClusterSpec& c) {
   const Json* value = parent.child("node_links");
   if (!value) return;
-  ObjectReader r(*value, parent.field("node_links"));
+  ObjectReader r(*value, parent.field("node_links"), parent.errors());
   NodeShape n;
   const std::string kind = r.get_choice("kind", {"nvswitch", "mesh", "pcie"}, "");
   if (kind.empty()) throw InputError(r.field("kind") + " is required: nvswitch, mesh or pcie");
@@ -545,6 +545,26 @@ void require(bool ok, const std::string& field, double value, const char* rule) 
   if (!ok) throw InputError("cluster." + field + "=" + format_significant(value, 10) + " " + rule);
 }
 
+// "comm" (or the accelerator's default), then the link bandwidths the cluster and the fabrics both give.
+void read_comm_and_links(ObjectReader& r, ClusterSpec& c) {
+  const Json* comm = r.child("comm");
+  if (comm)
+    c.comm = r.guarded("comm", c.comm, [&] { return parse_comm_over_reference(*comm, r.field("comm"), c); });
+  else if (r.clean())
+    set_default_comm(c);
+  if (!r.ok({"comm", "nvlink_bw", "nic_bw"})) return;
+  r.guarded("nvlink_bw", false, [&] {
+    reconcile_link(c.nvlink_bw_Bps, r.has("nvlink_bw"), "nvlink_bw", c.comm.intra_node.link_bw_Bps,
+                   comm_gives_link_bw(comm, "intra_node"), "intra_node");
+    return true;
+  });
+  r.guarded("nic_bw", false, [&] {
+    reconcile_link(c.nic_bw_Bps, r.has("nic_bw"), "nic_bw", c.comm.inter_node.link_bw_Bps,
+                   comm_gives_link_bw(comm, "inter_node"), "inter_node");
+    return true;
+  });
+}
+
 }  // namespace
 
 void validate_cluster(const ClusterSpec& c) {
@@ -598,7 +618,7 @@ void check_simgrid_config(const std::map<std::string, std::string>& config) {
   refuse_simgrid_config(std::move(problems), unknown);
 }
 
-ClusterSpec parse_cluster(const Json& value) {
+ClusterSpec parse_cluster(const Json& value, ErrorList* errors) {
   if (value.is_string()) {
     ClusterSpec c = cluster_preset(value.get<std::string>(), "cluster");
     set_default_comm(c);
@@ -606,33 +626,34 @@ ClusterSpec parse_cluster(const Json& value) {
     return c;
   }
   if (!value.is_object()) throw InputError("cluster=" + show(value) + " must be a cluster preset name or an object");
-  ObjectReader r(value, "cluster");
+  ObjectReader r(value, "cluster", errors);
   ClusterSpec c;
   bool from_preset = r.has("preset");
-  if (from_preset) c = cluster_preset(r.require_string("preset"), r.field("preset"));
+  if (from_preset)
+    c = r.guarded("preset", c, [&] { return cluster_preset(r.require_string("preset"), r.field("preset")); });
   c.name = r.get_string("name", c.name);
   if (const Json* accelerator = r.child("accelerator"))
-    c.accelerator = parse_accelerator(*accelerator, r.field("accelerator"));
+    c.accelerator = r.guarded("accelerator", c.accelerator,
+                              [&] { return parse_accelerator(*accelerator, r.field("accelerator")); });
   else if (!from_preset)
-    throw InputError("cluster.accelerator is required when cluster.preset is not given");
+    r.refuse("accelerator", "cluster.accelerator is required when cluster.preset is not given");
+  // The fields override the preset's and describe the accelerator's node: without either, no rule over them may run.
+  if (!r.ok({"preset", "accelerator"})) r.abandon();
   read_node(r, c);
-  read_node_links(r, c);
+  r.guarded("node_links", false, [&] {
+    read_node_links(r, c);
+    return true;
+  });
   read_network(r, c);
-  read_simgrid_config(r, c);
+  r.guarded("simgrid_config", false, [&] {
+    read_simgrid_config(r, c);
+    return true;
+  });
   c.comm_model = r.get_choice("comm_model", {"nccl", "links"}, to_string(c.comm_model)) == "links" ? CommModel::Links
                                                                                                    : CommModel::Nccl;
-  const Json* comm = r.child("comm");
-  if (comm) {
-    c.comm = parse_comm_over_reference(*comm, r.field("comm"), c);
-  } else {
-    set_default_comm(c);
-  }
-  reconcile_link(c.nvlink_bw_Bps, r.has("nvlink_bw"), "nvlink_bw", c.comm.intra_node.link_bw_Bps,
-                 comm_gives_link_bw(comm, "intra_node"), "intra_node");
-  reconcile_link(c.nic_bw_Bps, r.has("nic_bw"), "nic_bw", c.comm.inter_node.link_bw_Bps,
-                 comm_gives_link_bw(comm, "inter_node"), "inter_node");
+  read_comm_and_links(r, c);
   r.finish();
-  validate_cluster(c);
+  if (r.clean()) validate_cluster(c);
   return c;
 }
 

@@ -82,8 +82,9 @@ struct ClusterSpec {
 };
 
 /// Parses the "cluster" section: a preset name, or an object with optional "preset" and overrides. Errors name the
-/// field and value (zero or negative bandwidth, unknown accelerator, impossible NIC count, ...).
-ClusterSpec parse_cluster(const Json& value);
+/// field and value (zero or negative bandwidth, unknown accelerator, impossible NIC count, ...). With `errors`, field
+/// errors are collected there (see ObjectReader) and the checks across fields run on those that parsed.
+ClusterSpec parse_cluster(const Json& value, ErrorList* errors = nullptr);
 /// Checks a cluster built in code (parse_cluster calls it): positive finite bandwidths, latencies >= 0, nodes and
 /// gpus_per_node >= 1, a NIC per node when nodes > 1, nics_per_node dividing gpus_per_node, oversubscription >= 1,
 /// switch_radix >= 2. Throws InputError naming the field.

@@ -358,7 +358,8 @@ Json read_json_file(const std::string& path) {
   return parse_json_text(read_input_file(path, kMaxJsonInputBytes), path);
 }
 
-ObjectReader::ObjectReader(const Json& object, std::string path) : object_(object), path_(std::move(path)) {
+ObjectReader::ObjectReader(const Json& object, std::string path, ErrorList* errors)
+    : object_(object), path_(std::move(path)), errors_(errors) {
   if (!object_.is_object()) throw InputError(path_ + " must be a JSON object, got " + show(object_));
 }
 
@@ -385,7 +386,7 @@ const Json* ObjectReader::child(std::string_view key) {
   return &json_at(key);
 }
 
-const Json& ObjectReader::require(std::string_view key) {
+const Json& ObjectReader::need(std::string_view key) {
   if (!has(key)) {
     // A misspelt required key is missing and unknown at once: name the key that was probably meant for it.
     // Keys the parser already asked for are known ones, not misspellings; a guess is at most two edits away.
@@ -399,29 +400,68 @@ const Json& ObjectReader::require(std::string_view key) {
   return json_at(key);
 }
 
+const Json& ObjectReader::require(std::string_view key) {
+  static const Json absent;
+  return *read_field(key, &absent, [&] { return &need(key); });
+}
+
 void ObjectReader::check(bool ok, std::string_view key, const std::string& rule) {
   if (ok) return;
   auto it = object_.find(key);
-  throw InputError(field(key) + "=" + (it == object_.end() ? std::string("null") : as_written(*it)) + " " + rule);
+  refuse(key, field(key) + "=" + (it == object_.end() ? std::string("null") : as_written(*it)) + " " + rule);
+}
+
+void ObjectReader::refuse(std::string_view key, const std::string& message) {
+  if (errors_ == nullptr || guarding_) throw InputError(message);
+  record(key, message, true);
+}
+
+void ObjectReader::record(std::string_view key, const std::string& message, bool as_check) {
+  if (as_check)
+    errors_->add_check(message);
+  else
+    errors_->add(message);
+  errors_->fail(field(key));
+}
+
+bool ObjectReader::ok(std::initializer_list<std::string_view> keys) const {
+  if (errors_ == nullptr) return true;
+  for (std::string_view key : keys)
+    if (errors_->failed(field(key))) return false;
+  return true;
+}
+
+bool ObjectReader::clean() const {
+  return errors_ == nullptr || !errors_->failed_within(path_);
+}
+
+void ObjectReader::abandon() {
+  if (errors_ != nullptr) errors_->fail(path_);
 }
 
 std::string ObjectReader::get_string(std::string_view key, std::string fallback) {
   if (!has(key)) return fallback;
-  const Json& v = json_at(key);
-  if (!v.is_string()) throw InputError(field(key) + "=" + show(v) + " must be a string");
-  return v.get<std::string>();
+  return read_field(key, fallback, [&] {
+    const Json& v = json_at(key);
+    if (!v.is_string()) throw InputError(field(key) + "=" + show(v) + " must be a string");
+    return v.get<std::string>();
+  });
 }
 
 std::string ObjectReader::require_string(std::string_view key) {
-  require(key);
-  return get_string(key, "");
+  return read_field(key, std::string(), [&] {
+    need(key);
+    return get_string(key, "");
+  });
 }
 
 bool ObjectReader::get_bool(std::string_view key, bool fallback) {
   if (!has(key)) return fallback;
-  const Json& v = json_at(key);
-  if (!v.is_boolean()) throw InputError(field(key) + "=" + as_written(v) + " must be true or false");
-  return v.get<bool>();
+  return read_field(key, fallback, [&] {
+    const Json& v = json_at(key);
+    if (!v.is_boolean()) throw InputError(field(key) + "=" + as_written(v) + " must be true or false");
+    return v.get<bool>();
+  });
 }
 
 std::int64_t ObjectReader::to_int(std::string_view key, const Json& v) const {
@@ -435,45 +475,49 @@ std::int64_t ObjectReader::to_int(std::string_view key, const Json& v) const {
 
 std::int64_t ObjectReader::get_int(std::string_view key, std::int64_t fallback) {
   if (!has(key)) return fallback;
-  return to_int(key, json_at(key));
+  return read_field(key, fallback, [&] { return to_int(key, json_at(key)); });
 }
 
 std::int64_t ObjectReader::require_int(std::string_view key) {
-  require(key);
-  return get_int(key, 0);
+  return read_field(key, std::int64_t{0}, [&] { return to_int(key, need(key)); });
 }
 
 int ObjectReader::get_int_in(std::string_view key, int fallback, std::int64_t low, std::int64_t high) {
   if (!has(key)) return fallback;
-  return require_int_in(key, low, high);
+  return read_field(key, fallback, [&] { return require_int_in(key, low, high); });
 }
 
 int ObjectReader::require_int_in(std::string_view key, std::int64_t low, std::int64_t high) {
-  const Json& v = require(key);
-  const std::string rule = high == INT_MAX
-                               ? " must be an integer >= " + std::to_string(low)
-                               : " must be an integer from " + std::to_string(low) + " to " + std::to_string(high);
-  std::int64_t n = 0;
-  try {
-    n = to_int(key, v);
-  } catch (const InputError&) {
-    throw InputError(field(key) + "=" + as_written(v) + rule);
-  }
-  if (n < low || n > high) throw InputError(field(key) + "=" + as_written(v) + rule);
-  return static_cast<int>(n);
+  // A failed read gives `low`: a value in range, so that what follows computes nothing impossible.
+  return read_field(key, static_cast<int>(low), [&] {
+    const Json& v = need(key);
+    const std::string rule = high == INT_MAX
+                                 ? " must be an integer >= " + std::to_string(low)
+                                 : " must be an integer from " + std::to_string(low) + " to " + std::to_string(high);
+    std::int64_t n = 0;
+    try {
+      n = to_int(key, v);
+    } catch (const InputError&) {
+      throw InputError(field(key) + "=" + as_written(v) + rule);
+    }
+    if (n < low || n > high) throw InputError(field(key) + "=" + as_written(v) + rule);
+    return static_cast<int>(n);
+  });
 }
 
 std::int64_t ObjectReader::get_positive_int(std::string_view key, std::int64_t fallback) {
   if (!has(key)) return fallback;
-  const Json& v = json_at(key);
-  std::int64_t n = 0;
-  try {
-    n = to_int(key, v);
-  } catch (const InputError&) {
-    throw InputError(field(key) + "=" + as_written(v) + " must be a positive integer");
-  }
-  if (n < 1) throw InputError(field(key) + "=" + as_written(v) + " must be a positive integer");
-  return n;
+  return read_field(key, fallback, [&] {
+    const Json& v = json_at(key);
+    std::int64_t n = 0;
+    try {
+      n = to_int(key, v);
+    } catch (const InputError&) {
+      throw InputError(field(key) + "=" + as_written(v) + " must be a positive integer");
+    }
+    if (n < 1) throw InputError(field(key) + "=" + as_written(v) + " must be a positive integer");
+    return n;
+  });
 }
 
 double ObjectReader::to_number(std::string_view key, UnitParser unit) {
@@ -492,72 +536,93 @@ double ObjectReader::to_number(std::string_view key, UnitParser unit) {
 }
 
 double ObjectReader::get_number(std::string_view key, double fallback, UnitParser unit) {
-  return has(key) ? to_number(key, unit) : fallback;
+  if (!has(key)) return fallback;
+  return read_field(key, fallback, [&] { return to_number(key, unit); });
 }
 
 double ObjectReader::require_number(std::string_view key, UnitParser unit) {
-  require(key);
-  return to_number(key, unit);
+  return read_field(key, 0.0, [&] {
+    need(key);
+    return to_number(key, unit);
+  });
 }
 
 double ObjectReader::get_positive(std::string_view key, double fallback, UnitParser unit) {
   if (!has(key)) return fallback;
-  double d = to_number(key, unit);
-  check(d > 0, key, "must be positive");
-  return d;
+  return read_field(key, fallback, [&] {
+    double d = to_number(key, unit);
+    check(d > 0, key, "must be positive");
+    return d;
+  });
 }
 
+// A required value that fails to read gives the smallest it may be (1 where it must be positive), so that what follows
+// divides by nothing that is zero.
 double ObjectReader::require_positive(std::string_view key, UnitParser unit) {
-  require(key);
-  return get_positive(key, 0, unit);
+  return read_field(key, 1.0, [&] {
+    need(key);
+    return get_positive(key, 0, unit);
+  });
 }
 
 double ObjectReader::get_non_negative(std::string_view key, double fallback, UnitParser unit) {
   if (!has(key)) return fallback;
-  double d = to_number(key, unit);
-  check(d >= 0, key, "must not be negative");
-  return d;
+  return read_field(key, fallback, [&] {
+    double d = to_number(key, unit);
+    check(d >= 0, key, "must not be negative");
+    return d;
+  });
 }
 
 double ObjectReader::require_non_negative(std::string_view key, UnitParser unit) {
-  require(key);
-  return get_non_negative(key, 0, unit);
+  return read_field(key, 0.0, [&] {
+    need(key);
+    return get_non_negative(key, 0, unit);
+  });
 }
 
 double ObjectReader::get_fraction(std::string_view key, double fallback) {
   if (!has(key)) return fallback;
-  double d = to_number(key, nullptr);
-  check(d > 0 && d <= 1, key, "must be in (0, 1]");
-  return d;
+  return read_field(key, fallback, [&] {
+    double d = to_number(key, nullptr);
+    check(d > 0 && d <= 1, key, "must be in (0, 1]");
+    return d;
+  });
 }
 
 double ObjectReader::require_fraction(std::string_view key) {
-  require(key);
-  return get_fraction(key, 0);
+  return read_field(key, 1.0, [&] {
+    need(key);
+    return get_fraction(key, 0);
+  });
 }
 
 std::vector<std::string> ObjectReader::get_strings(std::string_view key, std::vector<std::string> fallback) {
   if (!has(key)) return fallback;
-  const Json& list = json_at(key);
-  if (!list.is_array()) throw InputError(field(key) + "=" + show(list) + " must be a list of strings");
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (!list[i].is_string())
-      throw InputError(field(key) + "[" + std::to_string(i) + "]=" + show(list[i]) + " must be a string");
-    out.push_back(list[i].get<std::string>());
-  }
-  return out;
+  return read_field(key, fallback, [&] {
+    const Json& list = json_at(key);
+    if (!list.is_array()) throw InputError(field(key) + "=" + show(list) + " must be a list of strings");
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].is_string())
+        throw InputError(field(key) + "[" + std::to_string(i) + "]=" + show(list[i]) + " must be a string");
+      out.push_back(list[i].get<std::string>());
+    }
+    return out;
+  });
 }
 
 std::string ObjectReader::get_choice(std::string_view key, const std::vector<std::string>& allowed,
                                      std::string fallback) {
-  std::string value = get_string(key, fallback);
-  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
-  std::string message = field(key) + "=" + value + " is not one of:";
-  for (const auto& a : allowed) message += " " + a;
-  std::string guess = nearest(value, allowed);
-  if (!guess.empty()) message += " (did you mean '" + guess + "'?)";
-  throw InputError(message);
+  return read_field(key, fallback, [&] {
+    std::string value = get_string(key, fallback);
+    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
+    std::string message = field(key) + "=" + value + " is not one of:";
+    for (const auto& a : allowed) message += " " + a;
+    std::string guess = nearest(value, allowed);
+    if (!guess.empty()) message += " (did you mean '" + guess + "'?)";
+    throw InputError(message);
+  });
 }
 
 void ObjectReader::finish(const std::vector<std::string>& also_known) {
@@ -574,6 +639,10 @@ void ObjectReader::finish(const std::vector<std::string>& also_known) {
     unknown.push_back(message);
   }
   if (unknown.empty()) return;
+  if (errors_ != nullptr) {
+    for (const std::string& key : unknown) errors_->add("unknown key " + key);
+    return;
+  }
   std::string message = unknown.size() == 1 ? "unknown key " : "unknown keys ";
   for (std::size_t i = 0; i < unknown.size(); ++i) message += (i ? ", " : "") + unknown[i];
   throw InputError(message);

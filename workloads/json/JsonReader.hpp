@@ -1,6 +1,7 @@
 #pragma once
 #include <climits>
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "workloads/json/Error.hpp"
+#include "workloads/json/ErrorList.hpp"
 
 namespace placesim {
 
@@ -90,9 +92,15 @@ std::vector<std::string> names_of(const Map& map) {
 
 /// Reads one JSON object key by key. Every error names the dotted path of the field and its value;
 /// finish() refuses keys that were never read, suggesting the nearest known one.
+///
+/// Given an ErrorList, the reader collects instead of throwing: a field that fails to parse (wrong type, out of
+/// range, missing, or refused by the caller's refuse()/check()) is recorded and marked failed, and the read returns
+/// its fallback; finish() records each unknown key. ok() then tells a cross-field rule whether its inputs parsed.
+/// Without a list every error is thrown as an InputError, the first ending the read.
 class ObjectReader {
  public:
-  ObjectReader(const Json& object, std::string path);
+  /// Throws InputError (with or without `errors`) when `object` is not an object.
+  ObjectReader(const Json& object, std::string path, ErrorList* errors = nullptr);
 
   /// True if present; asking also declares `key` part of this object's schema (see finish()).
   bool has(std::string_view key);
@@ -106,6 +114,24 @@ class ObjectReader {
   const Json& require(std::string_view key);
   /// Throws "<field>=<value as written> <rule>" unless `ok`, for rules the readers below do not state.
   void check(bool ok, std::string_view key, const std::string& rule);
+  /// A rule of the caller that `key` breaks, stated by `message` (which names the field): thrown as an InputError,
+  /// or with a list recorded (unless it names a field that failed already) and `key` marked failed.
+  void refuse(std::string_view key, const std::string& message);
+  /// Reads the field `key` with `read` (custom code: a list, a nested object, a name). With a list an InputError it
+  /// throws is recorded against `key`, which is marked failed, and `fallback` returned; without, it propagates.
+  template <class T, class Read>
+  T guarded(std::string_view key, T fallback, Read&& read) {
+    return guard(key, std::move(fallback), read, true);
+  }
+  /// The list this reader records into (null when it throws), for the readers of nested objects.
+  ErrorList* errors() const { return errors_; }
+  /// Whether every one of `keys` parsed (always, without a list): a rule over them may run.
+  bool ok(std::initializer_list<std::string_view> keys) const;
+  /// Whether no field of this object failed.
+  bool clean() const;
+  /// Marks the whole object failed: a field that decides what the others mean (a model's kind) did not parse, so no
+  /// rule over this object may run on the fallbacks.
+  void abandon();
 
   std::string get_string(std::string_view key, std::string fallback);
   std::string require_string(std::string_view key);
@@ -136,18 +162,47 @@ class ObjectReader {
   /// One of `allowed`; anything else names the field, the value and the nearest allowed word.
   std::string get_choice(std::string_view key, const std::vector<std::string>& allowed, std::string fallback);
 
-  /// Throws InputError for any key never asked for (nor listed in `also_known`), naming the nearest asked one.
+  /// Throws InputError for any key never asked for (nor listed in `also_known`), naming the nearest asked one; with a
+  /// list, records one error per such key.
   void finish(const std::vector<std::string>& also_known = {});
 
  private:
   const Json& json_at(std::string_view key);
+  const Json& need(std::string_view key);
   std::int64_t to_int(std::string_view key, const Json& value) const;
   double to_number(std::string_view key, UnitParser unit);
+  /// guarded(); `as_check` drops an error that names a failed field (ErrorList::add_check), which a field's own
+  /// parse error never is.
+  template <class T, class Read>
+  T guard(std::string_view key, T fallback, Read&& read, bool as_check);
+  template <class T, class Read>
+  T read_field(std::string_view key, T fallback, Read&& read) {
+    return guard(key, std::move(fallback), read, false);
+  }
+  void record(std::string_view key, const std::string& message, bool as_check);
 
   const Json& object_;
   std::string path_;
   std::set<std::string, std::less<>> seen_;
+  ErrorList* errors_ = nullptr;
+  bool guarding_ = false;  ///< inside guarded(): nested reads throw to it
 };
+
+template <class T, class Read>
+T ObjectReader::guard(std::string_view key, T fallback, Read&& read, bool as_check) {
+  if (errors_ == nullptr || guarding_) return read();
+  guarding_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{guarding_};
+  try {
+    return read();
+  } catch (const InputError& e) {
+    record(key, e.what(), as_check);
+    return fallback;
+  }
+}
 
 /// Compact rendering of a JSON value for error messages.
 std::string show(const Json& value);

@@ -197,9 +197,11 @@ void apply_family_defaults(ModelSpec& m) {
 // A positive model dimension up to kMaxModelDim (a default is taken as given).
 std::int64_t get_dim(ObjectReader& r, const char* key, std::int64_t fallback) {
   const std::int64_t v = r.get_positive_int(key, fallback);
-  if (r.has(key) && v > kMaxModelDim)
-    throw InputError(r.field(key) + "=" + std::to_string(v) +
-                     " is above the largest model dimension placesim accepts (" + std::to_string(kMaxModelDim) + ")");
+  if (r.has(key) && v > kMaxModelDim) {
+    r.refuse(key, r.field(key) + "=" + std::to_string(v) + " is above the largest model dimension placesim accepts (" +
+                      std::to_string(kMaxModelDim) + ")");
+    return fallback;
+  }
   return v;
 }
 
@@ -324,8 +326,23 @@ void read_moe(ObjectReader& r, ModelSpec& m) {
                      " layers (first_dense_layers=" + std::to_string(m.first_dense_layers) + ")");
 }
 
-ModelSpec read_model_object(const Json& object, const std::string& path) {
-  ObjectReader r(object, path);
+// The checks across the fields of a model shape, each when the fields it reads parsed.
+void check_shape(const ModelSpec& m, ObjectReader& r) {
+  if (r.ok({"seq_len", "max_positions"}) && m.learned_positions && m.max_positions > 0 && m.seq_len > m.max_positions)
+    r.refuse("seq_len", r.field("seq_len") + "=" + std::to_string(m.seq_len) + " is longer than " +
+                            r.field("max_positions") + "=" + std::to_string(m.max_positions) +
+                            ": a learned position embedding has no rows for the extra positions");
+  if (r.ok({"hidden", "heads", "head_dim"}) && m.head_dim_size == 0 && m.hidden % m.heads != 0)
+    r.refuse("hidden", r.field("hidden") + "=" + std::to_string(m.hidden) + " is not divisible by " + r.field("heads") +
+                           "=" + std::to_string(m.heads) + " (give head_dim when heads x head_dim is not hidden)");
+  if (r.ok({"heads", "kv_heads"}) && m.heads % m.kv_heads != 0)
+    r.refuse("heads", r.field("heads") + "=" + std::to_string(m.heads) + " is not divisible by " + r.field("kv_heads") +
+                          "=" + std::to_string(m.kv_heads));
+  if (r.clean()) check_parameter_count(m, r);
+}
+
+ModelSpec read_model_object(const Json& object, const std::string& path, ErrorList* errors) {
+  ObjectReader r(object, path, errors);
   ModelSpec m;
   m.name = r.get_string("name", "custom");
   r.skip("preset");
@@ -333,11 +350,13 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
   if (r.has("parameters")) {
     m.opaque_parameters = r.get_positive("parameters", 0);
     if (m.opaque_parameters > static_cast<double>(kMaxCountedElems))
-      throw InputError(r.field("parameters") + "=" + format_significant(m.opaque_parameters, 3) +
-                       " is more than the 2^50 (1.1e15) parameters placesim counts exactly");
+      r.refuse("parameters", r.field("parameters") + "=" + format_significant(m.opaque_parameters, 3) +
+                                 " is more than the 2^50 (1.1e15) parameters placesim counts exactly");
     // An opaque model may say how many layers it has (the units ZeRO-3 gathers), nothing else.
     m.opaque_layers = get_dim(r, "layers", 0);
     r.finish();
+    // An opaque model is its parameter count: without it no rule over the model may run.
+    if (!r.ok({"parameters"})) r.abandon();
     return m;
   }
   m.family = parse_family(r.get_choice("family", {"gpt", "llama", "neox"}, "gpt"));
@@ -365,24 +384,16 @@ ModelSpec read_model_object(const Json& object, const std::string& path) {
   read_mla(r, m);
   read_moe(r, m);
   r.finish();
-  if (m.learned_positions && m.max_positions > 0 && m.seq_len > m.max_positions)
-    throw InputError(r.field("seq_len") + "=" + std::to_string(m.seq_len) + " is longer than " +
-                     r.field("max_positions") + "=" + std::to_string(m.max_positions) +
-                     ": a learned position embedding has no rows for the extra positions");
-  if (m.head_dim_size == 0 && m.hidden % m.heads != 0)
-    throw InputError(r.field("hidden") + "=" + std::to_string(m.hidden) + " is not divisible by " + r.field("heads") +
-                     "=" + std::to_string(m.heads) + " (give head_dim when heads x head_dim is not hidden)");
-  if (m.heads % m.kv_heads != 0)
-    throw InputError(r.field("heads") + "=" + std::to_string(m.heads) + " is not divisible by " + r.field("kv_heads") +
-                     "=" + std::to_string(m.kv_heads));
-  check_parameter_count(m, r);
+  // A model without layers reads as opaque (ModelSpec::opaque): no rule over it may run on that.
+  if (!r.ok({"layers"})) r.abandon();
+  check_shape(m, r);
   return m;
 }
 
 }  // namespace
 
-ModelSpec parse_model(const Json& value, const std::string& base_dir) {
-  if (value.is_string()) return read_model_object(model_preset(value.get<std::string>(), "model"), "model");
+ModelSpec parse_model(const Json& value, const std::string& base_dir, ErrorList* errors) {
+  if (value.is_string()) return read_model_object(model_preset(value.get<std::string>(), "model"), "model", errors);
   if (!value.is_object()) throw InputError("model=" + show(value) + " must be a preset name or an object");
   Json merged = Json::object();
   if (value.contains("preset")) {
@@ -408,7 +419,7 @@ ModelSpec parse_model(const Json& value, const std::string& base_dir) {
   // A family given explicitly resets the shape flags before the explicit ones apply.
   merged.merge_patch(overrides);
   if (value.contains("preset")) merged["preset"] = value["preset"];
-  ModelSpec m = read_model_object(merged, "model");
+  ModelSpec m = read_model_object(merged, "model", errors);
   if (value.contains("hf_config") && !value.contains("seq_len") && !m.opaque())
     m.seq_len_source = "Hugging Face import default min(" + std::to_string(kHfDefaultSeqLen) + ", " + hf_positions_key +
                        " " + std::to_string(hf_positions) + "); set model.seq_len";

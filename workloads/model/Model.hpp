@@ -136,8 +136,8 @@ double recompute_flops_per_token(const ModelSpec& m, Recompute r);
 double logit_forward_flops_per_token(const ModelSpec& m);
 
 /// Parses the "model" field: a preset name, or an object with an optional "preset"/"hf_config" to override.
-/// `base_dir` resolves a relative hf_config path.
-ModelSpec parse_model(const Json& value, const std::string& base_dir);
+/// `base_dir` resolves a relative hf_config path. With `errors`, field errors are collected there (see ObjectReader).
+ModelSpec parse_model(const Json& value, const std::string& base_dir, ErrorList* errors = nullptr);
 /// The training sequence length a Hugging Face import takes when the experiment gives none: the model's
 /// max_position_embeddings is its longest context, not what it is trained at (issue 14).
 constexpr std::int64_t kHfDefaultSeqLen = 4096;

@@ -42,12 +42,15 @@ constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::Fused,  Attent
 
 namespace {
 
-RoutingSpec parse_routing(const Json& value) {
-  ObjectReader r(value, "training.routing");
+RoutingSpec parse_routing(const Json& value, ErrorList* errors) {
+  ObjectReader r(value, "training.routing", errors);
   RoutingSpec out;
   const std::string kind = r.get_choice("kind", {"balanced", "zipf", "hot"}, "balanced");
-  const std::int64_t seed = r.get_int("seed", 1);
-  if (seed < 0) throw InputError(r.field("seed") + "=" + std::to_string(seed) + " must be a non-negative integer");
+  std::int64_t seed = r.get_int("seed", 1);
+  if (seed < 0) {
+    r.refuse("seed", r.field("seed") + "=" + std::to_string(seed) + " must be a non-negative integer");
+    seed = 1;
+  }
   out.seed = static_cast<std::uint64_t>(seed);
   if (kind == "zipf") {
     out.kind = RoutingSpec::Kind::Zipf;
@@ -63,7 +66,7 @@ RoutingSpec parse_routing(const Json& value) {
   }
   for (const char* key : {"zipf", "hot_fraction", "hot_experts"})
     if (r.has(key) && ((kind != "zipf" && std::string(key) == "zipf") || (kind != "hot" && std::string(key) != "zipf")))
-      throw InputError(r.field(key) + " does not apply to " + r.field("kind") + "=" + kind);
+      r.refuse(key, r.field(key) + " does not apply to " + r.field("kind") + "=" + kind);
   r.finish();
   return out;
 }
@@ -86,24 +89,23 @@ std::string to_string(const RoutingSpec& r) {
   return "?";
 }
 
-TrainingSpec parse_training(const Json& value) {
-  TrainingSpec t;
-  ObjectReader r(value, "training");
-  t.global_batch = r.get_positive_int("global_batch", 0);
-  t.micro_batch = r.get_positive_int("micro_batch", 1);
+namespace {
+
+// The number formats and the optimizer: dtype, grad_dtype, optimizer, master weights, its kernel and state size.
+void read_precision(ObjectReader& r, const Json& value, TrainingSpec& t) {
   if (value.is_object() && value.contains("dtype") && value["dtype"].is_string()) {
     const std::string d = value["dtype"].get<std::string>();
     if (d == "fp8" || d == "float8" || d == "e4m3")
-      throw InputError(r.field("dtype") + "=" + d +
-                       ": FP8 training keeps 16-bit weights and runs the linear layers in FP8; write "
-                       "\"dtype\": \"bf16\" with \"fp8\": true");
+      r.refuse("dtype", r.field("dtype") + "=" + d +
+                            ": FP8 training keeps 16-bit weights and runs the linear layers in FP8; write "
+                            "\"dtype\": \"bf16\" with \"fp8\": true");
   }
   t.dtype = parse_dtype(r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16"));
   t.grad_dtype =
       parse_dtype(r.get_choice("grad_dtype", {"bf16", "fp16", "fp32"}, t.dtype == DType::FP16 ? "fp16" : "fp32"));
   if (t.dtype == DType::FP32 && t.grad_dtype != DType::FP32)
-    throw InputError(r.field("grad_dtype") + "=" + to_string(t.grad_dtype) +
-                     " with training.dtype=fp32: fp32 training has fp32 gradients");
+    r.refuse("grad_dtype", r.field("grad_dtype") + "=" + to_string(t.grad_dtype) +
+                               " with training.dtype=fp32: fp32 training has fp32 gradients");
   std::string opt = r.get_choice("optimizer", {"adam", "sgd"}, "adam");
   t.optimizer = opt == "adam" ? Optimizer::Adam : Optimizer::SGD;
   const bool master_weights_given = r.has("master_weights");
@@ -111,38 +113,20 @@ TrainingSpec parse_training(const Json& value) {
                          ? MasterWeights::Parameters
                          : MasterWeights::Optimizer;
   if (master_weights_given && t.dtype == DType::FP32)
-    throw InputError(r.field("master_weights") + "=" + to_string(t.master_weights) +
-                     " with training.dtype=fp32: fp32 training has no master weights");
+    r.refuse("master_weights", r.field("master_weights") + "=" + to_string(t.master_weights) +
+                                   " with training.dtype=fp32: fp32 training has no master weights");
   t.optimizer_kernel = r.get_choice("optimizer_kernel", {"fused", "foreach"}, "fused") == "foreach"
                            ? OptimizerKernel::Foreach
                            : OptimizerKernel::Fused;
   t.optimizer_bytes_per_param =
       r.get_number("optimizer_bytes_per_param", default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights));
   if (t.optimizer_bytes_per_param < 0)
-    throw InputError(r.field("optimizer_bytes_per_param") + "=" + show(value["optimizer_bytes_per_param"]) +
-                     " must not be negative");
-  std::string rc = r.get_choice("recompute", {"none", "selective", "selective-op", "full"}, "none");
-  t.recompute = rc == "none"           ? Recompute::None
-                : rc == "selective"    ? Recompute::Selective
-                : rc == "selective-op" ? Recompute::SelectiveOp
-                                       : Recompute::Full;
-  if (r.has("recompute_layers")) t.recompute_layers = r.get_positive_int("recompute_layers", 0);
-  t.grad_accumulation_fusion = r.get_bool("grad_accumulation_fusion", true);
-  t.grad_accumulation_cast = r.get_bool("grad_accumulation_cast", false);
-  if (t.grad_accumulation_cast && (t.grad_accumulation_fusion || t.grad_dtype != DType::FP32 || t.dtype == DType::FP32))
-    throw InputError(r.field("grad_accumulation_cast") +
-                     "=true casts 16-bit gradients into an fp32 buffer after each backward, which needs 16-bit "
-                     "training, training.grad_dtype=fp32 and training.grad_accumulation_fusion=false");
-  t.grad_clipping = r.get_bool("grad_clipping", true);
-  t.launch_overhead_s = r.get_non_negative("launch_overhead", 0, parse_time);
-  r.check(t.launch_overhead_s <= 1e-3, "launch_overhead",
-          "is host time per kernel launch: at most 1 ms (e.g. \"10us\"); larger values are not a launch");
-  t.host_time_per_microbatch_s = r.get_non_negative("host_time_per_microbatch", 0, parse_time);
-  r.check(t.host_time_per_microbatch_s <= 10, "host_time_per_microbatch",
-          "is the time a GPU waits for its host per micro-batch: at most 10 s (e.g. \"80ms\")");
-  t.host_time_per_step_s = r.get_non_negative("host_time_per_step", 0, parse_time);
-  r.check(t.host_time_per_step_s <= 60, "host_time_per_step",
-          "is the time a GPU waits for its host per step: at most 60 s (e.g. \"0.2s\")");
+    r.refuse("optimizer_bytes_per_param", r.field("optimizer_bytes_per_param") + "=" +
+                                              show(value["optimizer_bytes_per_param"]) + " must not be negative");
+}
+
+// The kernels: fused, compiled or eager layers, the attention and loss kernels, FP8 linears.
+void read_kernels(ObjectReader& r, TrainingSpec& t) {
   const std::string kernels = r.get_choice("kernels", {"fused", "compiled", "eager"}, "fused");
   t.kernels = kernels == "eager" ? Kernels::Eager : kernels == "compiled" ? Kernels::Compiled : Kernels::Fused;
   t.fused_norm = r.get_bool("fused_norm", false);
@@ -153,22 +137,57 @@ TrainingSpec parse_training(const Json& value) {
     if (to_string(k) == attention) t.attention_kernel = k;
   t.fp8 = r.get_bool("fp8", false);
   if (t.fp8 && t.dtype == DType::FP32)
-    throw InputError(r.field("fp8") +
-                     "=true runs the linear layers in FP8 beside 16-bit training, but training.dtype=fp32: set "
-                     "training.dtype to bf16 (Transformer Engine's and torchao's FP8 recipes keep bf16 weights)");
+    r.refuse("fp8", r.field("fp8") +
+                        "=true runs the linear layers in FP8 beside 16-bit training, but training.dtype=fp32: set "
+                        "training.dtype to bf16 (Transformer Engine's and torchao's FP8 recipes keep bf16 weights)");
   const bool fp8_scaling_given = r.has("fp8_scaling");
   t.fp8_scaling = r.get_choice("fp8_scaling", {"delayed", "tensorwise"}, "delayed") == "tensorwise"
                       ? Fp8Scaling::Tensorwise
                       : Fp8Scaling::Delayed;
   if (fp8_scaling_given && !t.fp8)
-    throw InputError(r.field("fp8_scaling") + "=" + to_string(t.fp8_scaling) +
-                     " without training.fp8=true: it says how FP8 linears scale their casts; set \"fp8\": true or "
-                     "leave it out");
+    r.refuse("fp8_scaling", r.field("fp8_scaling") + "=" + to_string(t.fp8_scaling) +
+                                " without training.fp8=true: it says how FP8 linears scale their casts; set \"fp8\": "
+                                "true or leave it out");
   const std::string loss = r.get_choice("loss_kernel", {"vocab-parallel", "pytorch", "fused"}, "vocab-parallel");
   t.loss_kernel = loss == "pytorch" ? LossKernel::PyTorch
                   : loss == "fused" ? LossKernel::Fused
                                     : LossKernel::VocabParallel;
-  if (const Json* routing = r.child("routing")) t.routing = parse_routing(*routing);
+}
+
+}  // namespace
+
+TrainingSpec parse_training(const Json& value, ErrorList* errors) {
+  TrainingSpec t;
+  ObjectReader r(value, "training", errors);
+  t.global_batch = r.get_positive_int("global_batch", 0);
+  t.micro_batch = r.get_positive_int("micro_batch", 1);
+  read_precision(r, value, t);
+  std::string rc = r.get_choice("recompute", {"none", "selective", "selective-op", "full"}, "none");
+  t.recompute = rc == "none"           ? Recompute::None
+                : rc == "selective"    ? Recompute::Selective
+                : rc == "selective-op" ? Recompute::SelectiveOp
+                                       : Recompute::Full;
+  if (r.has("recompute_layers")) t.recompute_layers = r.get_positive_int("recompute_layers", 0);
+  t.grad_accumulation_fusion = r.get_bool("grad_accumulation_fusion", true);
+  t.grad_accumulation_cast = r.get_bool("grad_accumulation_cast", false);
+  if (t.grad_accumulation_cast && (t.grad_accumulation_fusion || t.grad_dtype != DType::FP32 || t.dtype == DType::FP32))
+    r.refuse("grad_accumulation_cast",
+             r.field("grad_accumulation_cast") +
+                 "=true casts 16-bit gradients into an fp32 buffer after each backward, which needs 16-bit "
+                 "training, training.grad_dtype=fp32 and training.grad_accumulation_fusion=false");
+  t.grad_clipping = r.get_bool("grad_clipping", true);
+  t.launch_overhead_s = r.get_non_negative("launch_overhead", 0, parse_time);
+  r.check(t.launch_overhead_s <= 1e-3, "launch_overhead",
+          "is host time per kernel launch: at most 1 ms (e.g. \"10us\"); larger values are not a launch");
+  t.host_time_per_microbatch_s = r.get_non_negative("host_time_per_microbatch", 0, parse_time);
+  r.check(t.host_time_per_microbatch_s <= 10, "host_time_per_microbatch",
+          "is the time a GPU waits for its host per micro-batch: at most 10 s (e.g. \"80ms\")");
+  t.host_time_per_step_s = r.get_non_negative("host_time_per_step", 0, parse_time);
+  r.check(t.host_time_per_step_s <= 60, "host_time_per_step",
+          "is the time a GPU waits for its host per step: at most 60 s (e.g. \"0.2s\")");
+  read_kernels(r, t);
+  if (const Json* routing = r.child("routing"))
+    t.routing = r.guarded("routing", RoutingSpec{}, [&] { return parse_routing(*routing, errors); });
   r.finish();
   return t;
 }

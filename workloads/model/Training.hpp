@@ -166,7 +166,8 @@ double optimizer_step_bytes(const TrainingSpec& t);
 /// parameters); SGD with momentum 8 / 4 alike.
 double default_optimizer_bytes(Optimizer optimizer, DType dtype, MasterWeights master = MasterWeights::Optimizer);
 
-TrainingSpec parse_training(const Json& value);
+/// Parses the "training" section; with `errors`, field errors are collected there (see ObjectReader).
+TrainingSpec parse_training(const Json& value, ErrorList* errors = nullptr);
 
 std::string to_string(DType d);
 /// "balanced", "zipf 1.2 (seed 1)", "hot 2 experts x 10% (seed 1)".
