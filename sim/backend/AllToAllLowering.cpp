@@ -180,7 +180,7 @@ int Runner::launch_alltoall_round(TaskId id) {
   run.pending = 0;
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) run.pending += pair_bytes(c, i, j) > 0;
-  // Overlap interference: a flow is slowed by its sender's compute while it flows (tail_s).
+  // Overlap interference: a flow is slowed by its sender's compute while it flows (start_tail).
   const int f = interferes_ ? interfering_fabric(id) : -1;
   const int flows = run.pending;
   for (int i = 0; i < n; ++i) {

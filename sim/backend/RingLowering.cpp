@@ -177,7 +177,7 @@ void Runner::launch_ring_step(TaskId id, int rank) {
   const auto& transfers = channels_[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(pos)];
   run.pending[static_cast<std::size_t>(rank)] = static_cast<int>(transfers.size());
   run.step_start[static_cast<std::size_t>(rank)] = sg::Engine::get_clock();
-  // Overlap interference: the step is slowed by its sender's compute while it flows (tail_s).
+  // Overlap interference: the step is slowed by its sender's compute while it flows (start_tail).
   const int f = interferes_ ? interfering_fabric(id) : -1;
   const Interfered slowed =
       f >= 0 ? interfered(f, g_.groups[static_cast<std::size_t>(c.group)][static_cast<std::size_t>(pos)])

@@ -78,7 +78,7 @@ class OverlapMeter {
   double overlapped_ = 0;
 };
 
-/// A flow subject to overlap interference (Runner::tail_s): its class, and the devices whose compute slows it with
+/// A flow subject to overlap interference (Runner::start_tail): its class, and the devices whose compute slows it with
 /// their compute-busy time (Runner::compute_busy_s) at its launch. fabric -1: none.
 struct Interfered {
   int fabric = -1;

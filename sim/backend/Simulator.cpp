@@ -534,16 +534,13 @@ void Runner::compute_on(int device, int change) {
   int& computing = computing_[static_cast<std::size_t>(device)];
   const bool was_busy = computing > 0;
   computing += change;
-  if ((computing > 0) != was_busy) {
-    const auto x = static_cast<std::size_t>(device);
-    const double now = sg::Engine::get_clock();
-    if (was_busy)
-      busy_before_[x] += now - busy_since_[x];
-    else
-      busy_since_[x] = now;
-  }
   // Members count as busy while any compute runs on them (a collective counts them so at its start).
   if ((computing > 0) == was_busy) return;
+  const auto x = static_cast<std::size_t>(device);
+  if (was_busy)
+    busy_before_[x] += sg::Engine::get_clock() - busy_since_[x];
+  else
+    busy_since_[x] = sg::Engine::get_clock();
   const int step = was_busy ? -1 : 1;
   for (TaskId id : device_delays_[static_cast<std::size_t>(device)]) {
     Stretch& s = stretches_.at(id);
