@@ -65,10 +65,19 @@ def _flags(options):
 
 
 def _error_message(stderr, returncode):
+    """The error lines of placesim's stderr, each with the indented lines that follow it (a file's list of errors),
+    or its last three lines when none says "error:"."""
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    errors = [line for line in lines if "error:" in line]
-    text = "\n".join(errors or lines[-3:]) or f"placesim exited with code {returncode}"
-    return text
+    errors = []
+    for line in lines:
+        if "error:" in line:
+            errors.append(line)
+        elif errors and line[:1].isspace() and errors[-1] is not None:
+            errors.append(line)
+        else:
+            errors.append(None)
+    errors = [line for line in errors if line is not None]
+    return "\n".join(errors or lines[-3:]) or f"placesim exited with code {returncode}"
 
 
 def run(args, input=None, cwd=None, allow_codes=(0,)):

@@ -64,6 +64,17 @@ class Analyze(unittest.TestCase):
         self.assertEqual(caught.exception.returncode, 2)
         self.assertTrue(caught.exception.bad_input)
 
+    def test_every_error_of_the_experiment_is_in_the_message(self):
+        # Two independent mistakes: a typo'd key and a model preset that does not exist. The binary lists both under
+        # one "error:" header; the exception's message keeps the list, not only the header.
+        bad = dict(ZERO1, model={"preset": "gpt3-1.3b"}, strategy={"preset": "zero1", "dpp": 8})
+        with self.assertRaises(placesim.PlacesimError) as caught:
+            placesim.analyze(bad)
+        message = str(caught.exception)
+        self.assertIn("2 errors", message)
+        self.assertIn("model.preset=gpt3-1.3b", message)
+        self.assertIn("unknown key strategy.dpp", message)
+
     def test_an_experiment_that_is_neither_a_dict_nor_a_file_name_is_named(self):
         with self.assertRaisesRegex(TypeError, "experiment must be a dict .* or a file name, not list"):
             placesim.analyze([ZERO1])
