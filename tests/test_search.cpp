@@ -184,6 +184,13 @@ TEST_CASE("search refuses an unknown preset up front, and with no valid candidat
   CHECK(test::run_placesim("search --model gpt-1.7b --gpus 8 --set training.global_batch=64 --presets zero1,zero9",
                            &output) == 2);
   CHECK_THAT(output, Catch::Contains("--presets=zero9 is not a strategy preset (did you mean 'zero1'?)"));
+  // A misspelt --rank-by in the default (simulate) mode is refused before any candidate runs, as in analyze mode.
+  CHECK(test::run_placesim("search " + std::string(PLACESIM_SOURCE_DIR) +
+                               "/examples/small-3d-1f1b.json --presets zero1 --rank-by simulation.step_tme_s",
+                           &output) == 2);
+  CHECK_THAT(output, Catch::Contains("simulation.step_tme_s is not a field of the simulate report (did you mean "
+                                     "'simulation.step_time_s'?)"));
+  CHECK(output.find("ranked by") == std::string::npos);
   // A global batch of null fails every candidate the same way: the reason is quoted once, with the count of points
   // the header gives.
   CHECK(test::run_placesim("search --model gpt-1.7b --gpus 8 --set training.global_batch=null --quiet --presets dp",
@@ -193,8 +200,8 @@ TEST_CASE("search refuses an unknown preset up front, and with no valid candidat
                                      " x invalid: training.global_batch=null must be a positive integer"));
 }
 
-// Issue 14, item 10: search ranked by bytes sent unless told otherwise, and picked zero-offload tp2 pp32 for a 70B
-// model. By default it now simulates every valid candidate and ranks by step time, and says so.
+// Ranked by bytes sent, search once picked zero-offload tp2 pp32 for a 70B model. By default it simulates every valid
+// candidate and ranks by step time, and says so.
 TEST_CASE("placesim search simulates by default and ranks by step time at the fidelity it names") {
   const SearchRun run = run_search(R"({"model": {"layers": 4, "hidden": 256, "heads": 4, "vocab": 1000,
       "seq_len": 128}, "cluster": {"preset": "dgx-a100", "nodes": 1, "gpus_per_node": 4, "nics_per_node": 4},

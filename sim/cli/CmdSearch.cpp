@@ -155,8 +155,8 @@ int run_search(const Args& args) {
   RankBy by = args.value("--rank-by") ? parse_rank_by(*args.value("--rank-by")) : default_rank_by(space.mode);
   space.figures.push_back(by.path);
   SweepSpec spec = search_sweep(experiment, base_dir, space);
-  check_figures(spec);
   SweepRunOptions options = sweep_run_options(args);
+  check_sweep_figures(spec, options.simulator);  // a misspelt --rank-by is refused in simulate mode too
   std::vector<std::uint64_t> todo(spec.points());
   for (std::uint64_t i = 0; i < todo.size(); ++i) todo[i] = i;
   auto progress = sweep_progress(args, "placesim search", todo.size());
