@@ -190,3 +190,35 @@ TEST_CASE("The micro-batch example trains microbatches x micro_batch x dp sequen
     CHECK(row["pipeline.schedule_bubble_fraction_mean"].get<double>() == Approx((p - 1) / (m + p - 1)).epsilon(1e-9));
   }
 }
+
+TEST_CASE("An abstract pipeline is refused by analyze-mode sweeps and commands, and its simulated rows hold no zeros") {
+  TempDir dir;
+  const std::string pipeline =
+      R"({"pipeline": {"stages": 4, "microbatches": 4, "forward_s": 1, "backward_s": 2, "schedule": "1f1b"}})";
+  write(dir / "analyze.json", "{\"base\": " + pipeline + R"(, "axes": {"pipeline.microbatches": [4, 8]}})");
+  std::string output;
+  CHECK(sweep_cli(dir / "analyze.json --out " + dir / "a.jsonl --quiet", &output) == 2);
+  CHECK_THAT(output, Catch::Contains("base.pipeline is an abstract pipeline") &&
+                         Catch::Contains("sweep it with \"mode\": \"simulate\""));
+  CHECK_FALSE(std::filesystem::exists(dir / "a.jsonl"));
+  write(dir / "simulate.json",
+        "{\"base\": " + pipeline + R"(, "axes": {"pipeline.microbatches": [4, 8]}, "mode": "simulate"})");
+  REQUIRE(sweep_cli(dir / "simulate.json --out " + dir / "s.jsonl --quiet", &output) == 0);
+  const std::vector<std::string> lines = lines_of(read(dir / "s.jsonl"));
+  REQUIRE(lines.size() == 2);
+  for (const std::string& line : lines) {
+    const Json row = Json::parse(line);
+    // 1F1B with equal stages and free transfers: (microbatches + stages - 1) x (forward + backward) = (m + 3) x 3 s.
+    const double m = row["point"]["pipeline.microbatches"].get<double>();
+    CHECK(row["simulation.step_time_s"].get<double>() == Approx((m + 3) * 3).epsilon(1e-12));
+    CHECK_FALSE(row.contains("memory.total_bytes"));  // was 0: no model, no memory figure
+    CHECK_FALSE(row.contains("communication.bytes_per_step"));
+  }
+  write(dir / "p.json", pipeline);
+  for (const char* command : {"analyze", "check", "verify"}) {
+    INFO(command);
+    CHECK(test::run_placesim(std::string(command) + " " + dir / "p.json", &output) == 2);
+    CHECK_THAT(output, Catch::Contains("pipeline: the experiment is an abstract pipeline") &&
+                           Catch::Contains(std::string(command) + " needs"));
+  }
+}

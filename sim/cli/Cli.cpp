@@ -201,6 +201,14 @@ Experiment experiment_from_args(const Args& args, bool allow_default, const std:
   return e;
 }
 
+void refuse_abstract_pipeline(const Experiment& e, const std::string& command, const std::string& needs) {
+  if (e.pipeline.is_null()) return;
+  throw InputError("pipeline: the experiment is an abstract pipeline (stage times, no model, cluster or placement); " +
+                   command + " needs " + needs +
+                   ". Simulate it (placesim simulate: step time, bubble, staleness per stage) or compare its schedules "
+                   "(placesim pipeline-sweep)");
+}
+
 void write_output(const std::string& path, const std::string& text) {
   OutputFile out(path.empty() ? "-" : path);
   out.write(text);

@@ -70,6 +70,10 @@ Json experiment_json_from_args(const Args& args, bool allow_default, std::string
 /// Parses the experiment named by the arguments, with --device-memory applied.
 Experiment experiment_from_args(const Args& args, bool allow_default,
                                 const std::vector<std::string>* positional = nullptr);
+/// Throws InputError when `e` is an abstract pipeline (a "pipeline" section of stage times, without a model, cluster
+/// or placement): `command` (e.g. "analyze") derives its figures from the placement, which such an experiment lacks,
+/// and would answer with zeros or with a one-device placement instead.
+void refuse_abstract_pipeline(const Experiment& e, const std::string& command, const std::string& needs);
 /// The built-in default experiment (GPT-3 175B, Megatron-LM 3D on 128 DGX A100 nodes).
 Json default_experiment_json();
 

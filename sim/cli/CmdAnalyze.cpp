@@ -51,6 +51,7 @@ void check_with_cluster(Experiment& e) {
 
 int run_analyze(const Args& args) {
   Experiment e = experiment_from_args(args, true);
+  refuse_abstract_pipeline(e, "analyze", "a model and a placement to derive memory, communication and FLOPs from");
   check_with_cluster(e);
   const Analysis a = analyze(e);
   std::optional<ClusterSpec> cluster;
@@ -81,6 +82,8 @@ int run_analyze(const Args& args) {
 
 int run_check(const Args& args) {
   Experiment e = experiment_from_args(args, false);
+  refuse_abstract_pipeline(e, "check",
+                           "a placement to check (an abstract pipeline's staleness is in its simulate report)");
   check_with_cluster(e);
   try {
     check_fits(e, analyze(e));

@@ -42,7 +42,9 @@ int run_measured(const Args& args) {
 
 int run_trace(const Args& args) {
   const std::vector<std::string> traces = args.values("--trace");
-  const SimulationInput in = resolve_simulation(experiment_from_args(args, false));
+  const Experiment e = experiment_from_args(args, false);
+  refuse_abstract_pipeline(e, "calibrate --trace", "the model, cluster and placement the trace ran");
+  const SimulationInput in = resolve_simulation(e);
   const ProfilerTrace trace = read_profiler_traces(traces);
   const TraceSummary summary = summarize(trace);
   const TraceCalibration cal = calibrate_from_trace(summary, in.experiment, in.cluster, trace.files);

@@ -32,7 +32,9 @@ int run_compare(const Args& args) {
   const ProfilerTrace measured = read_profiler_traces(traces);
   const TraceSummary ms = summarize(measured);
   if (ms.steps.empty()) throw InputError(traces.front() + ": no step with GPU kernels to compare");
-  const SimulationInput in = resolve_simulation(experiment_from_args(args, false, &experiment));
+  const Experiment e = experiment_from_args(args, false, &experiment);
+  refuse_abstract_pipeline(e, "compare", "the model, cluster and placement the trace ran");
+  const SimulationInput in = resolve_simulation(e);
   SimulateSettings settings;
   if (auto f = args.value("--fidelity")) settings.sim.fidelity = parse_fidelity(*f, "--fidelity");
   settings.keep_graph = true;

@@ -38,6 +38,7 @@ bool same_traffic(const ExecutedTraffic& a, const ExecutedTraffic& b) {
 
 int run_verify(const Args& args) {
   const Experiment e = experiment_from_args(args, false);
+  refuse_abstract_pipeline(e, "verify", "a placement to execute (converge runs an abstract pipeline's schedule)");
   const Miniature mini = miniature_of(e);
   const ExecutorSpec& x = mini.spec;
   const StrategySpec& s = x.strategy;

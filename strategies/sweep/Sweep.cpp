@@ -361,6 +361,12 @@ SweepSpec parse_sweep_fields(const OrderedJson& value, const std::string& base_d
   if (spec.filters.mesh_matches_cluster && !sweep_has_cluster(spec))
     throw InputError("filters.mesh_matches_cluster=true needs a cluster: give base.cluster or sweep a cluster field");
   spec.figures = r.has("figures") ? parse_figures(*r.child("figures")) : default_figures(spec.mode);
+  // An abstract pipeline (stage times, no model) has no memory or traffic: analyze mode would write rows of zeros.
+  if (spec.mode == SweepMode::Analyze && spec.base.contains("pipeline"))
+    throw InputError(
+        "mode: base.pipeline is an abstract pipeline (stage times, no model or placement), which has no "
+        "memory, communication or FLOPs to analyze; sweep it with \"mode\": \"simulate\" (its figures: "
+        "simulation.step_time_s, pipeline.schedule_bubble_fraction_mean, ...)");
   validate_axis_paths(spec);
   validate_axis_values(spec);
   validate_batch_axes(spec);

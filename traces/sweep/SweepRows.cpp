@@ -143,7 +143,7 @@ std::string SweepRows::line(std::uint64_t index, const std::vector<std::size_t>&
     std::string text;
     if (value) {
       text = value->dump();
-    } else if (outcome.analyzed) {
+    } else if (outcome.analyzed && e.pipeline.is_null()) {  // an abstract pipeline has no analytic figures
       auto fn = analytic_figures().find(path);
       if (fn != analytic_figures().end()) {
         double v = fn->second(e, a);
