@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "strategies/analytic/Routing.hpp"
+#include "strategies/analytic/StepBound.hpp"
 #include "strategies/pipeline/StagePlan.hpp"
 #include "traces/report/StackReport.hpp"
 #include "workloads/json/Numbers.hpp"
@@ -197,7 +198,15 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
                            {"hardware_flops_per_step", number(a.hardware_flops_per_step)},
                            {"hardware_flops_per_device_max", number(device_max)},
                            {"tokens_per_step", number(a.tokens_per_step)}};
-  if (e.device_memory_bytes > 0) report["device_memory_bytes"] = number(e.device_memory_bytes);
+  // With a cluster: what no simulation can beat (strategies/analytic/StepBound.hpp), what search prunes with.
+  if (!e.cluster.is_null() && e.pipeline.is_null())
+    report["compute"]["step_time_lower_bound_s"] = number(step_time_lower_bound(e));
+  if (e.device_memory_bytes > 0) {
+    report["device_memory_bytes"] = number(e.device_memory_bytes);
+    // The stack's reserve (CUDA context, communicators) and what is left beside it and the analytic total (a bound).
+    report["memory"]["reserve_bytes"] = number(stack_reserve_bytes(e));
+    report["memory"]["spare_bytes"] = number(e.device_memory_bytes - a.total_bytes - stack_reserve_bytes(e));
+  }
   return report;
 }
 

@@ -60,6 +60,10 @@ std::string stack_summary(const Experiment& e) {
   return out;
 }
 
+double stack_reserve_bytes(const Experiment& e) {
+  return e.stack ? e.stack->memory.reserve_bytes() : 0;
+}
+
 MemoryHeadroom memory_headroom(const Experiment& e, double peak_bytes) {
   MemoryHeadroom h;
   h.device_bytes = e.device_memory_bytes;

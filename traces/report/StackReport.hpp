@@ -22,6 +22,8 @@ struct MemoryHeadroom {
   double spare_bytes() const { return device_bytes - peak_bytes - reserve_bytes; }
 };
 MemoryHeadroom memory_headroom(const Experiment& e, double peak_bytes);
+/// The experiment's stack's memory reserve (CUDA context and communicators), 0 without a stack.
+double stack_reserve_bytes(const Experiment& e);
 Json headroom_json(const MemoryHeadroom& h);
 /// "  headroom             ..." for the summary; "" without device memory.
 std::string headroom_summary(const MemoryHeadroom& h);

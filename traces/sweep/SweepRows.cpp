@@ -4,7 +4,9 @@
 #include <cmath>
 #include <map>
 
+#include "strategies/analytic/StepBound.hpp"
 #include "traces/report/Report.hpp"
+#include "traces/report/StackReport.hpp"
 
 namespace placesim {
 
@@ -44,6 +46,15 @@ const std::map<std::string, FigureFn>& analytic_figures() {
         {"compute.hardware_flops_per_step", [](E, A a) { return a.hardware_flops_per_step; }},
         {"compute.hardware_flops_per_device_max", [](E, A a) { return stage_flops_max(a); }},
         {"compute.tokens_per_step", [](E, A a) { return a.tokens_per_step; }},
+        {"compute.step_time_lower_bound_s",
+         [](E e, A) { return e.pipeline.is_null() ? step_time_lower_bound(e) : std::nan(""); }},
+        {"memory.reserve_bytes",
+         [](E e, A) { return e.device_memory_bytes > 0 ? stack_reserve_bytes(e) : std::nan(""); }},
+        {"memory.spare_bytes",
+         [](E e, A a) {
+           return e.device_memory_bytes > 0 ? e.device_memory_bytes - a.total_bytes - stack_reserve_bytes(e)
+                                            : std::nan("");
+         }},
         // Absent (NaN) when the point was checked against no capacity, as in the report.
         {"device_memory_bytes",
          [](E e, A) { return e.device_memory_bytes > 0 ? e.device_memory_bytes : std::nan(""); }},
