@@ -224,6 +224,9 @@ SweepFilters parse_filters(const Json& value, const SweepSpec& sweep) {
     if (key == "mesh_matches_cluster") {
       if (!spec.is_boolean()) throw InputError("filters.mesh_matches_cluster=" + show(spec) + " must be true or false");
       filters.mesh_matches_cluster = spec.get<bool>();
+    } else if (key == "stack_can_run") {
+      if (!spec.is_boolean()) throw InputError("filters.stack_can_run=" + show(spec) + " must be true or false");
+      filters.stack_can_run = spec.get<bool>();
     } else {
       filters.values.push_back(parse_value_filter(key, spec, sweep));
     }

@@ -36,6 +36,9 @@ struct ValueFilter {
 
 struct SweepFilters {
   bool mesh_matches_cluster = false;  ///< skip points whose dp x tp x pp differs from the cluster's GPU count
+  /// Points the experiment's training stack cannot run (its data's cannot_run) are invalid, with the stack's reason
+  /// (search sets it: it never ranks a plan the stack cannot run; a sweep costs them with a warning unless set).
+  bool stack_can_run = false;
   std::vector<ValueFilter> values;
 };
 

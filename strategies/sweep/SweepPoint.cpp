@@ -5,6 +5,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "strategies/placement/Condition.hpp"
 #include "strategies/placement/StackApply.hpp"
 #include "strategies/placement/Validity.hpp"
 
@@ -195,7 +196,8 @@ std::optional<ClusterFit> PointEvaluator::build_from_sections() {
   experiment_.provenance = run.provenance;
   const auto& cluster = s.cluster.get(coords_);
   experiment_.name = s.name;
-  experiment_.cluster = cluster.json;
+  // The entry holds the sections it caches ({"cluster": ...}); the experiment holds the cluster section itself.
+  experiment_.cluster = cluster.json.contains("cluster") ? cluster.json["cluster"] : Json();
   experiment_.pipeline = nullptr;
   experiment_.device_memory_bytes = 0;
   resolve(experiment_);
@@ -212,6 +214,11 @@ PointOutcome PointEvaluator::check_and_analyze(const std::optional<ClusterFit>& 
     if (!mismatch.empty()) return {PointStatus::Invalid, std::move(mismatch), false};
   }
   check_validity(e);
+  if (spec_.filters.stack_can_run && e.stack)
+    for (const StackLimit& limit : e.stack->cannot_run)
+      if (Condition(limit.when, e.stack->file + " cannot_run").holds(e.strategy, e.training))
+        return {PointStatus::Invalid,
+                "the " + e.stack->name + " stack cannot run it (" + limit.when + "): " + limit.why, false};
   e.device_memory_bytes = device_memory_bytes_ > 0 ? device_memory_bytes_ : cluster ? cluster->device_memory_bytes : 0;
   analysis_ = analyze(e);
   analyzed_ = true;
