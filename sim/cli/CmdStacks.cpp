@@ -35,6 +35,7 @@ Json stack_to_json(const StackSpec& s) {
               {"settings", settings},
               {"words", words},
               {"cannot_run", limits},
+              {"presets", Json{{"names", s.presets}, {"source", s.presets_source}}},
               {"caveats", s.caveats},
               {"memory",
                {{"context_bytes", s.memory.context_bytes},
@@ -52,6 +53,11 @@ void print_stack(const StackSpec& s, bool details) {
               << "\n      " << set.source << "\n";
   for (const StackWord& w : s.words)
     std::cout << "  word: " << w.field << " \"" << w.word << "\" means " << w.means << "\n      " << w.source << "\n";
+  if (!s.presets.empty()) {
+    std::cout << "  runs the presets:";
+    for (const std::string& p : s.presets) std::cout << " " << p;
+    std::cout << "\n      " << s.presets_source << "\n";
+  }
   for (const StackLimit& l : s.cannot_run) std::cout << "  cannot run: " << l.when << "\n      " << l.why << "\n";
   for (const std::string& c : s.caveats) std::cout << "  caveat: " << c << "\n";
   std::cout << "  memory reserve " << format_bytes(s.memory.reserve_bytes()) << " (context "

@@ -101,6 +101,13 @@ StackSpec parse_stack(const Json& value, const std::string& origin) {
       q.finish();
     }
   }
+  if (const Json* presets = r.child("presets")) {
+    ObjectReader q(*presets, r.field("presets"));
+    s.presets = q.get_strings("names", {});
+    if (s.presets.empty()) throw InputError(q.field("names") + " must list at least one strategy preset");
+    s.presets_source = q.require_string("source");
+    q.finish();
+  }
   s.caveats = r.get_strings("caveats", {});
   s.memory = parse_memory(r.require("memory"), r.field("memory"));
   r.finish();

@@ -54,6 +54,10 @@ struct StackSpec {
   std::vector<StackSetting> settings;
   std::vector<StackWord> words;
   std::vector<StackLimit> cannot_run;
+  /// The strategy presets (placements) the stack can run, and where that is read from: what `placesim search`
+  /// tries for an experiment that names the stack.
+  std::vector<std::string> presets;
+  std::string presets_source;
   /// What placesim knows this stack pays and does not cost, each with where the evidence is (printed in summaries).
   std::vector<std::string> caveats;
   StackMemory memory;
