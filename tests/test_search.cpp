@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "strategies/sweep/Search.hpp"
@@ -74,11 +75,15 @@ TEST_CASE("The search sweep needs a fixed global batch and a free micro-batch co
   CHECK_THAT(message(R"({"model": "gpt-1.7b", "training": {"global_batch": 64},
                          "strategy": {"preset": "dp", "microbatches": 4}})"),
              Catch::Contains("strategy.microbatches must not be fixed"));
+  space.presets = {"dp", "zero1"};
+  space.micro_batches = {1};
+  space.recomputes = {"none"};
+  space.cps = {1};
+  space.max_chunks = 1;
   SweepSpec s = search_sweep(
       Json::parse(R"({"model": "gpt-1.7b", "training": {"global_batch": 64}, "strategy": "dp"})"), "", space);
-  CHECK(s.points() == 14 * 6 * 4);  // 14 meshes x 6 default presets x 4 micro-batch sizes
-  CHECK(s.paths() == std::vector<std::string>{"strategy.dp", "strategy.tp", "strategy.pp", "strategy.preset",
-                                              "training.micro_batch"});
+  CHECK(s.points() == 14 * 2);  // 14 meshes of 16 GPUs x 2 presets (one size, one recompute mode, 1F1B)
+  CHECK(s.paths() == std::vector<std::string>{"strategy", "training.micro_batch", "training.recompute"});
   // Its rows name the search as a sweep file's rows name the file: the same inputs give the same hash, other
   // candidates or another base another one.
   const Json base = Json::parse(R"({"model": "gpt-1.7b", "training": {"global_batch": 64}, "strategy": "dp"})");
@@ -134,7 +139,8 @@ SearchRun run_search(const std::string& experiment, const std::string& flags) {
 TEST_CASE("placesim search prints the best valid candidates and writes every candidate as JSONL") {
   const SearchRun run = run_search(R"({"model": "gpt-1.7b", "cluster": {"preset": "dgx-a100", "nodes": 2},
       "training": {"global_batch": 64, "recompute": "selective"}, "strategy": "dp"})",
-                                   "--mode analyze --top 3");
+                                   "--mode analyze --top 3 --presets dp,zero1,zero2,zero3,megatron-3d,megatron-core "
+                                   "--recompute selective --cp 1 --max-chunks 1");
   std::string output = run.output;
   const std::vector<Json>& rows = run.rows;
   INFO(output);
@@ -148,7 +154,8 @@ TEST_CASE("placesim search prints the best valid candidates and writes every can
       winner = &r;
     }
   REQUIRE(winner);
-  CHECK_THAT(output, Catch::Contains("16 GPUs (8 per node), 336 points"));
+  CHECK_THAT(output, Catch::Contains("16 GPUs (8 per node); presets: --presets"));
+  CHECK_THAT(output, Catch::Contains("  336 candidates: "));
   CHECK_THAT(output, Catch::Contains("ranked by communication.bytes_per_step (lowest first): a proxy"));
   // The first table row is the winner: rank 1, its preset and mesh.
   std::istringstream table(output.substr(output.find("rank ")));
@@ -159,10 +166,11 @@ TEST_CASE("placesim search prints the best valid candidates and writes every can
   std::string rank, preset, dp, tp, pp;
   cells >> rank >> preset >> dp >> tp >> pp;
   CHECK(rank == "1");
-  CHECK(preset == (*winner)["point"]["strategy.preset"].get<std::string>());
-  CHECK(dp == (*winner)["point"]["strategy.dp"].dump());
-  CHECK(tp == (*winner)["point"]["strategy.tp"].dump());
-  CHECK(pp == (*winner)["point"]["strategy.pp"].dump());
+  const Json& strategy = (*winner)["point"]["strategy"];
+  CHECK(preset == strategy["preset"].get<std::string>());
+  CHECK(dp == strategy["dp"].dump());
+  CHECK(tp == strategy["tp"].dump());
+  CHECK(pp == strategy["pp"].dump());
   std::string third;
   std::getline(table, third);
   std::getline(table, third);
@@ -195,7 +203,7 @@ TEST_CASE("search refuses an unknown preset up front, and with no valid candidat
   // the header gives.
   CHECK(test::run_placesim("search --model gpt-1.7b --gpus 8 --set training.global_batch=null --quiet --presets dp",
                            &output) == 1);
-  const std::size_t points = std::stoul(output.substr(output.find(" GPUs (8 per node), ") + 20));
+  const std::size_t points = std::stoul(output.substr(output.find(" candidates: ") - 6));
   CHECK_THAT(output, Catch::Contains("no valid candidate; every candidate's reason:\n  " + std::to_string(points) +
                                      " x invalid: training.global_batch=null must be a positive integer"));
 }
@@ -219,7 +227,7 @@ TEST_CASE("placesim search simulates by default and ranks by step time at the fi
       ++ok;
       if (r["simulation.step_time_s"].get<double>() < best) {
         best = r["simulation.step_time_s"].get<double>();
-        best_preset = r["point"]["strategy.preset"].get<std::string>();
+        best_preset = r["point"]["strategy"]["preset"].get<std::string>();
       }
     }
   REQUIRE(ok > 1);
@@ -241,26 +249,29 @@ TEST_CASE("A search over an MoE model adds every expert-parallel degree the expe
   SearchSpace space;
   space.devices = 4;
   space.gpus_per_node = 4;
+  space.presets = {"dp"};
+  space.micro_batches = {1};
+  space.recomputes = {"none"};
+  space.cps = {1};
+  space.max_chunks = 1;
   const SweepSpec s =
       search_sweep(Json::parse(R"({"model": {"family": "llama", "layers": 2, "hidden": 64, "heads": 4, "vocab": 256,
                      "seq_len": 128, "experts": 4, "top_k": 2, "moe_ffn": 32},
                      "training": {"global_batch": 16}, "strategy": "dp"})"),
                    "", space);
   const SweepAxis& mesh = s.axes.front();
-  CHECK(mesh.paths ==
-        std::vector<std::string>{"strategy.dp", "strategy.tp", "strategy.pp", "strategy.ep", "strategy.sp"});
   // (dp, tp, pp) over 4 GPUs, and ep dividing both the 4 experts and tp x dp: dp 4 -> ep 1, 2, 4; dp 2 x pp 2 -> 1, 2;
-  // pp 4 -> 1; tp 2 x dp 2 -> 1, 2, 4 (sp on); tp 2 x pp 2 -> 1, 2; tp 4 -> 1, 2, 4.
+  // tp 2 x dp 2 -> 1, 2, 4 (sp on); tp 2 x pp 2 -> 1, 2; tp 4 -> 1, 2, 4. pp 4 is not a candidate: the model has 2
+  // layers.
   std::vector<std::vector<std::int64_t>> got;
   for (const auto& v : mesh.values)
-    got.push_back({v[0].get<std::int64_t>(), v[1].get<std::int64_t>(), v[2].get<std::int64_t>(),
-                   v[3].get<std::int64_t>(), v[4].get<bool>() ? 1 : 0});
+    got.push_back({v[0]["dp"].get<std::int64_t>(), v[0]["tp"].get<std::int64_t>(), v[0]["pp"].get<std::int64_t>(),
+                   v[0]["ep"].get<std::int64_t>(), v[0]["sp"].get<bool>() ? 1 : 0});
   CHECK(got == std::vector<std::vector<std::int64_t>>{{4, 1, 1, 1, 0},
                                                       {4, 1, 1, 2, 0},
                                                       {4, 1, 1, 4, 0},
                                                       {2, 1, 2, 1, 0},
                                                       {2, 1, 2, 2, 0},
-                                                      {1, 1, 4, 1, 0},
                                                       {2, 2, 1, 1, 1},
                                                       {2, 2, 1, 2, 1},
                                                       {2, 2, 1, 4, 1},
@@ -269,4 +280,69 @@ TEST_CASE("A search over an MoE model adds every expert-parallel degree the expe
                                                       {1, 4, 1, 1, 1},
                                                       {1, 4, 1, 2, 1},
                                                       {1, 4, 1, 4, 1}});
+}
+
+// The search's pruning against an exhaustive simulation of the same candidates: a tiny model on one DGX H100, every
+// candidate simulated at analytic fidelity with --exhaustive, then pruned by the lower bound. The pruned search must
+// find the exhaustive optimum (its step time, to the last digit), simulate fewer, and no simulated candidate may beat
+// its own bound (the bound is what makes skipping safe).
+TEST_CASE("search pruned by the step-time bound finds the optimum of an exhaustive simulation of its candidates") {
+  const std::string experiment = R"({"model": {"layers": 8, "hidden": 512, "heads": 8, "vocab": 1024,
+      "seq_len": 512}, "cluster": {"preset": "dgx-h100", "nodes": 1}, "training": {"global_batch": 32}})";
+  const std::string flags =
+      "--presets megatron-core,fsdp --micro-batches 1,2 --recompute none,full --cp 1,2 --max-chunks 2 "
+      "--fidelity analytic --top 1";
+  const SearchRun all = run_search(experiment, flags + " --exhaustive");
+  const SearchRun pruned = run_search(experiment, flags);
+  INFO(all.output << "\n" << pruned.output);
+  REQUIRE(all.rc == 0);
+  REQUIRE(pruned.rc == 0);
+  REQUIRE(all.rows.size() == pruned.rows.size());
+  auto best = [](const std::vector<Json>& rows, std::size_t* simulated) {
+    double b = 1e300;
+    *simulated = 0;
+    for (const auto& r : rows)
+      if (r.contains("simulation.step_time_s")) {
+        ++*simulated;
+        const double step = r["simulation.step_time_s"].get<double>();
+        if (r["status"] == "ok") b = std::min(b, step);
+        CHECK(r["compute.step_time_lower_bound_s"].get<double>() <= step);
+      }
+    return b;
+  };
+  std::size_t simulated_all = 0, simulated_pruned = 0;
+  const double optimum = best(all.rows, &simulated_all);
+  CHECK(best(pruned.rows, &simulated_pruned) == optimum);
+  CHECK(simulated_pruned < simulated_all);
+  std::size_t skipped = 0;
+  for (const auto& r : pruned.rows)
+    if (r["status"] == "filtered" && r["reason"].get<std::string>().rfind("pruned: ", 0) == 0) ++skipped;
+  CHECK(skipped > 0);
+  CHECK_THAT(pruned.output, Catch::Contains(std::to_string(skipped) + " pruned: their bound is at least"));
+}
+
+TEST_CASE("search tries the presets of the experiment's stack and never ranks a plan the stack cannot run") {
+  // DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 (the deepspeed-zero stack's cannot_run).
+  const SearchRun run = run_search(R"({"model": {"layers": 4, "hidden": 256, "heads": 4, "vocab": 1000,
+      "seq_len": 128}, "cluster": {"preset": "dgx-a100", "nodes": 1}, "training": {"global_batch": 16},
+      "stack": "deepspeed-zero"})",
+                                   "--mode analyze --micro-batches 1 --recompute none --cp 1 --max-chunks 1");
+  INFO(run.output);
+  REQUIRE(run.rc == 0);
+  CHECK_THAT(run.output, Catch::Contains("presets: the deepspeed-zero stack's"));
+  std::set<std::string> presets;
+  std::size_t refused = 0;
+  for (const auto& r : run.rows) {
+    const Json& s = r["point"]["strategy"];
+    presets.insert(s["preset"].get<std::string>());
+    const bool sharded_grads = s["preset"] == "zero2" || s["preset"] == "zero3";
+    if (sharded_grads && s["pp"].get<int>() > 1) {
+      CHECK(r["status"] == "invalid");
+      CHECK_THAT(r["reason"].get<std::string>(), Catch::Contains("the deepspeed-zero stack cannot run it"));
+      ++refused;
+    }
+  }
+  // The stack's six presets but ZeRO++, whose hpZ needs data-parallel replicas across nodes (one node here).
+  CHECK(presets == std::set<std::string>{"dp", "zero1", "zero2", "zero3", "zero-offload"});
+  CHECK(refused > 0);
 }

@@ -71,25 +71,26 @@ TEST_CASE("search refuses more candidates than it evaluates, counted before any 
   SearchSpace space;
   space.devices = 720720;  // 2^4 3^2 5 7 11 13, the most divisors below 2^20
   space.mode = SweepMode::Analyze;
+  space.presets = {"dp", "zero1", "zero2"};
+  space.recomputes = {"none"};
+  space.cps = {1};
+  space.max_chunks = 1;
+  // The meshes: tp = 1, 2, 4, 8 and pp a divisor of 720720 / tp of at most the model's 24 layers.
   std::int64_t meshes = 0;
-  for (std::int64_t tp : {1, 2, 4, 8}) meshes += divisor_count(space.devices / tp);
-  REQUIRE(meshes == 240 + 192 + 144 + 96);
-  // 24 micro-batch sizes fit under 100,000 candidates, 25 do not.
+  for (std::int64_t tp : {1, 2, 4, 8})
+    for (std::int64_t pp = 1; pp <= 24; ++pp) meshes += (space.devices / tp) % pp == 0;
+  REQUIRE(meshes ==
+          21 + 20 + 18 + 15);  // 720720 loses no divisor up to 24; /2 loses 16; /4 8, 16, 24; /8 also 4, 12, 20
+  // Under 200,000 candidates: the largest count of micro-batch sizes that fits, then one more.
+  const std::int64_t sizes = 200000 / (meshes * 3);
   space.micro_batches.clear();
-  for (std::int64_t b = 1; b <= 24; ++b) space.micro_batches.push_back(b);
-  CHECK(search_sweep(base, "", space).points() == static_cast<std::uint64_t>(meshes * 6 * 24));
-  REQUIRE(meshes * 6 * 24 <= 100000);
-  space.micro_batches.push_back(25);
+  for (std::int64_t b = 1; b <= sizes; ++b) space.micro_batches.push_back(b);
+  CHECK(search_sweep(base, "", space).points() == static_cast<std::uint64_t>(meshes * 3 * sizes));
+  space.micro_batches.push_back(sizes + 1);
   CHECK_THAT(refusal([&] { search_sweep(base, "", space); }),
-             Contains(std::to_string(meshes * 6 * 25) + " candidates (" + std::to_string(meshes) +
-                      " meshes of 720720 GPUs x 6 presets x 25 micro-batch sizes) are more than the 100000 a search "
-                      "analyses"));
-  // Simulating runs a process per candidate: the default 6 presets x 4 sizes are already past 10,000.
-  space.mode = SweepMode::Simulate;
-  space.micro_batches = {1, 2, 4, 8};
-  CHECK_THAT(refusal([&] { search_sweep(base, "", space); }),
-             Contains(std::to_string(meshes * 6 * 4) + " candidates") &&
-                 Contains("more than the 10000 a search simulates") && Contains("--mode analyze"));
+             Contains(std::to_string(meshes * 3 * (sizes + 1)) + " candidates (" + std::to_string(meshes) +
+                      " meshes and schedules x presets x micro-batch sizes x recompute modes) are more than the "
+                      "200000 a search analyses"));
 }
 
 // ---------------------------------------------------------------------------------------------- pipeline-sweep

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -18,17 +19,22 @@ namespace placesim {
 /// The command's usage line, summary and flags as `--help` prints them (see command_from_help).
 constexpr const char* kHelp = R"(
 search EXPERIMENT.json [--top K] [--out RESULTS.jsonl] [--mode analyze|simulate] [options]
-find the fastest valid strategy: meshes x presets x micro-batch sizes, ranked (top-k table + JSONL)
+find the fastest runnable plan: mesh (dp, tp, pp, cp, ep) x preset x schedule x micro-batch x recompute, pruned by a bound
 --gpus N                  GPU count when the experiment has no cluster section
 --gpus-per-node N         with --gpus: GPUs per node, the largest tp (default 8)
---presets LIST            strategy presets to try (default megatron-3d,megatron-core,zero1,zero2,zero3,zero-offload)
+--presets LIST            strategy presets to try (default: the experiment's stack's presets, else every preset)
 --micro-batches LIST      micro-batch sizes to try (default 1,2,4,8)
---mode MODE               simulate (default: one simulator process per candidate, ranked by step time) or
-                          analyze (instant, but it has no step time: ranked by bytes sent, a proxy)
+--cp LIST                 context-parallel degrees to try (default: the experiment's strategy.cp, else 1,2,4,8)
+--recompute LIST          recompute modes to try (default none,selective,full)
+--max-chunks N            interleaved schedules with up to N model chunks per stage (default 8; 1: 1F1B only)
+--mode MODE               simulate (default: analyse every candidate, then simulate in the order of a lower bound on
+                          the step time until no candidate left can beat the best) or analyze (no step time: ranked by
+                          bytes sent, a proxy)
+--exhaustive              simulate every candidate that fits (no pruning by the bound)
 --fidelity F              simulate mode: analytic, flow (default) or full, as for simulate
 --rank-by PATH            report figure to rank by, '-' first for highest first (default: see output)
 --top K                   rows of the table (default 10)
---out FILE                write every candidate's row, invalid ones with their reason, as JSONL
+--out FILE                write every candidate's row, invalid and pruned ones with their reason, as JSONL
 )";
 
 namespace {
@@ -48,7 +54,8 @@ std::int64_t positive(const std::string& text, const std::string& flag) {
   return v.get<std::int64_t>();
 }
 
-SearchSpace search_space(const Args& args, const Json& experiment) {
+SearchSpace search_space(const Args& args, const Json& experiment, const std::string& base_dir,
+                         std::string* presets_from_out) {
   SearchSpace space;
   const bool has_cluster = experiment.contains("cluster") && !experiment["cluster"].is_null();
   if (auto gpus = args.value("--gpus")) {
@@ -67,18 +74,31 @@ SearchSpace search_space(const Args& args, const Json& experiment) {
                                                  cluster_fit(experiment["cluster"]).summary + ") are") +
                      " more than the " + std::to_string(kMaxSearchGpus) +
                      " (2^20) GPUs a search enumerates meshes for");
+  std::string presets_from;
+  space.presets = search_presets(experiment, base_dir, &presets_from);
   if (auto presets = args.value("--presets")) {
     space.presets = split_list(*presets);
-    std::vector<std::string> known;
-    for (const auto& [name, description] : strategy_preset_list()) known.push_back(name);
-    for (const auto& p : space.presets)
-      if (std::find(known.begin(), known.end(), p) == known.end())
-        refuse_name("--presets", p, "a strategy preset", known);
+    presets_from = "--presets";
   }
+  std::vector<std::string> known;
+  for (const auto& [name, description] : strategy_preset_list()) known.push_back(name);
+  for (const auto& p : space.presets)
+    if (std::find(known.begin(), known.end(), p) == known.end())
+      refuse_name(presets_from == "--presets" ? "--presets" : "the stack's presets", p, "a strategy preset", known);
+  if (presets_from_out) *presets_from_out = presets_from;
   if (auto mbs = args.value("--micro-batches")) {
     space.micro_batches.clear();
     for (const auto& m : split_list(*mbs)) space.micro_batches.push_back(positive(m, "--micro-batches"));
   }
+  if (auto cps = args.value("--cp"))
+    for (const auto& c : split_list(*cps)) space.cps.push_back(positive(c, "--cp"));
+  if (auto rcs = args.value("--recompute")) {
+    space.recomputes = split_list(*rcs);
+    for (const auto& r : space.recomputes)
+      if (r != "none" && r != "selective" && r != "full" && r != "selective-op")
+        throw InputError("--recompute=" + r + " is not one of: none selective selective-op full");
+  }
+  if (auto v = args.value("--max-chunks")) space.max_chunks = positive(*v, "--max-chunks");
   // Simulating needs a cluster; with --gpus alone the default falls back to analyze (the output says so).
   std::string mode = args.value("--mode").value_or(has_cluster ? "simulate" : "analyze");
   if (mode != "analyze" && mode != "simulate") throw InputError("--mode=" + mode + " is not one of: analyze simulate");
@@ -108,25 +128,54 @@ std::string figure_text(const Json& row, const std::string& path) {
   return buf;
 }
 
+// A candidate's layout in the table's columns, from its row's point.
+std::vector<std::string> layout_cells(const Json& point) {
+  const Json& st = point["strategy"];
+  auto get = [&](const char* key, std::int64_t fallback) {
+    return st.contains(key) ? st[key].get<std::int64_t>() : fallback;
+  };
+  std::int64_t dp = get("dp", 0);
+  if (st.contains("mesh")) dp = st["mesh"].value("dp_shard", 1) * st["mesh"].value("dp_replicate", 1);
+  const std::string schedule =
+      st.value("schedule", std::string("1f1b")) == "interleaved" ? "int x" + std::to_string(get("chunks", 1)) : "1f1b";
+  return {st["preset"].get<std::string>(),
+          std::to_string(dp),
+          std::to_string(get("tp", 1)),
+          std::to_string(get("pp", 1)),
+          std::to_string(get("cp", 1)),
+          st.contains("ep") ? std::to_string(get("ep", 1)) : "-",
+          get("pp", 1) > 1 ? schedule : "-",
+          point["training.micro_batch"].dump(),
+          point["training.recompute"].get<std::string>()};
+}
+
 void print_table(const std::vector<Json>& ranked, const RankBy& by, std::size_t top, const SearchSpace& space) {
-  std::vector<std::string> figures = {"memory.total_bytes", "communication.bytes_per_step"};
-  if (space.mode == SweepMode::Simulate) figures.insert(figures.end(), {"simulation.step_time_s", "simulation.mfu"});
+  std::vector<std::string> figures = {"memory.total_bytes", "memory.spare_bytes"};
+  if (space.mode == SweepMode::Simulate)
+    figures.insert(figures.end(), {"simulation.step_time_s", "compute.step_time_lower_bound_s", "simulation.mfu"});
+  else
+    figures.push_back("communication.bytes_per_step");
   if (std::find(figures.begin(), figures.end(), by.path) == figures.end()) figures.push_back(by.path);
-  // MoE models: the expert-parallel degree is a candidate axis too.
-  const bool ep = !ranked.empty() && ranked.front()["point"].contains("strategy.ep");
-  std::cout << cell("rank", 5) << "  " << std::string("preset") + std::string(8, ' ') << cell("dp", 6) << cell("tp", 4)
-            << cell("pp", 4) << (ep ? cell("ep", 4) : std::string()) << cell("mb", 4);
-  for (const auto& f : figures) std::cout << cell(f.substr(f.find('.') + 1), 16);
+  const std::vector<std::pair<std::string, std::size_t>> columns = {{"preset", 14}, {"dp", 5}, {"tp", 4},
+                                                                    {"pp", 4},      {"cp", 4}, {"ep", 4},
+                                                                    {"sched", 7},   {"mb", 4}, {"recompute", 10}};
+  std::cout << cell("rank", 5) << "  ";
+  for (const auto& [name, width] : columns)
+    std::cout << (name == "preset" ? name + std::string(width - name.size(), ' ') : cell(name, width));
+  for (const auto& f : figures) {
+    std::string name = f.substr(f.find('.') + 1);
+    if (f == "compute.step_time_lower_bound_s") name = "bound_s";
+    std::cout << cell(name, 14);
+  }
   std::cout << "\n";
   for (std::size_t k = 0; k < ranked.size() && k < top; ++k) {
     const Json& r = ranked[k];
-    const Json& p = r["point"];
-    std::string preset = p["strategy.preset"].get<std::string>();
-    std::cout << cell(std::to_string(k + 1), 5) << "  " << preset
-              << std::string(preset.size() < 14 ? 14 - preset.size() : 1, ' ') << cell(p["strategy.dp"].dump(), 6)
-              << cell(p["strategy.tp"].dump(), 4) << cell(p["strategy.pp"].dump(), 4)
-              << (ep ? cell(p["strategy.ep"].dump(), 4) : std::string()) << cell(p["training.micro_batch"].dump(), 4);
-    for (const auto& f : figures) std::cout << cell(figure_text(r, f), 16);
+    const std::vector<std::string> cells = layout_cells(r["point"]);
+    std::cout << cell(std::to_string(k + 1), 5) << "  ";
+    for (std::size_t c = 0; c < columns.size(); ++c)
+      std::cout << (c == 0 ? cells[c] + std::string(cells[c].size() < 14 ? 14 - cells[c].size() : 1, ' ')
+                           : cell(cells[c], columns[c].second));
+    for (const auto& f : figures) std::cout << cell(figure_text(r, f), 14);
     std::cout << "\n";
   }
 }
@@ -148,42 +197,171 @@ void print_reasons(const std::vector<Json>& rows) {
     std::cout << "  and " << reasons.size() - kShown << " other reasons (every row's in --out)\n";
 }
 
-int run_search(const Args& args) {
-  std::string base_dir;
-  Json experiment = experiment_json_from_args(args, false, &base_dir);
-  SearchSpace space = search_space(args, experiment);
-  RankBy by = args.value("--rank-by") ? parse_rank_by(*args.value("--rank-by")) : default_rank_by(space.mode);
-  space.figures.push_back(by.path);
-  SweepSpec spec = search_sweep(experiment, base_dir, space);
-  SweepRunOptions options = sweep_run_options(args);
-  check_sweep_figures(spec, options.simulator);  // a misspelt --rank-by is refused in simulate mode too
-  std::vector<std::uint64_t> todo(spec.points());
-  for (std::uint64_t i = 0; i < todo.size(); ++i) todo[i] = i;
-  auto progress = sweep_progress(args, "placesim search", todo.size());
-  options.progress = progress.get();
-  std::string text;
-  SweepCounts counts = run_sweep(spec, todo, options, [&](std::string_view lines) { text += lines; });
-  if (progress) progress->finish();
+std::vector<Json> parse_rows(std::string text) {
   sort_rows(text);
-  if (auto out = args.value("--out")) write_file_atomically(*out, text);
   std::vector<Json> rows;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) rows.push_back(Json::parse(line));
+  return rows;
+}
+
+double row_number(const Json& row, const std::string& path, double fallback) {
+  return row.contains(path) && row[path].is_number() ? row[path].get<double>() : fallback;
+}
+
+// What the analysis left: candidates by the class of their reason (layout, stack, memory) and those that fit. A
+// candidate that fits only without its stack's reserve (CUDA context, communicators) is marked invalid here.
+struct Tally {
+  std::size_t layout = 0, stack = 0, memory = 0, fit = 0, simulated = 0, pruned = 0, same = 0;
+};
+
+Tally tally_analysis(std::vector<Json>& rows) {
+  Tally t;
+  for (Json& r : rows) {
+    if (r["status"] == "ok" && row_number(r, "memory.spare_bytes", 0) < 0) {
+      r["status"] = "invalid";
+      r["reason"] = "memory: fits the device only without the stack's reserve of " +
+                    format_bytes(row_number(r, "memory.reserve_bytes", 0)) +
+                    " (CUDA context and communicators): " + format_bytes(-row_number(r, "memory.spare_bytes", 0)) +
+                    " short";
+    }
+    const std::string reason = r.value("reason", "");
+    if (r["status"] == "ok")
+      ++t.fit;
+    else if (reason.find("stack cannot run") != std::string::npos)
+      ++t.stack;
+    else if (reason.rfind("memory:", 0) == 0)
+      ++t.memory;
+    else
+      ++t.layout;
+  }
+  return t;
+}
+
+// Simulates the candidates that fit in the order of their lower bound, `jobs` at a time, until (when pruning) the
+// next bound is at least the best simulated step time; marks the rest as pruned.
+void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std::vector<Json>& rows, bool prune,
+                             const Args& args, Tally& t) {
+  std::vector<std::size_t> order;
+  // A recompute mode that changes nothing analysable (selective recompute where fused attention stores no scores:
+  // the same memory, traffic and compute) gives the same candidate; it is simulated once.
+  std::map<std::string, std::uint64_t> seen;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    Json& r = rows[k];
+    if (r["status"] != "ok") continue;
+    Json key = r["point"];
+    key.erase("training.recompute");
+    for (const char* f : {"memory.total_bytes", "communication.bytes_per_step", "compute.step_time_lower_bound_s"})
+      key[f] = r.value(f, Json());
+    auto [it, fresh] = seen.emplace(key.dump(), r["index"].get<std::uint64_t>());
+    if (fresh) {
+      order.push_back(k);
+      continue;
+    }
+    r["status"] = "filtered";
+    r["reason"] = "the same candidate as #" + std::to_string(it->second) +
+                  " (its recompute mode changes no memory, traffic or compute here); simulated once";
+    ++t.same;
+  }
+  const std::string bound = "compute.step_time_lower_bound_s";
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return row_number(rows[x], bound, 0) < row_number(rows[y], bound, 0);
+  });
+  auto progress = sweep_progress(args, "placesim search: simulating (at most; the bound stops it early)", order.size());
+  options.progress = progress.get();
+  double best = std::numeric_limits<double>::infinity();
+  std::size_t next = 0;
+  while (next < order.size() && !(prune && row_number(rows[order[next]], bound, 0) >= best)) {
+    std::vector<std::uint64_t> batch;
+    for (; next < order.size() && batch.size() < options.jobs; ++next) {
+      if (prune && row_number(rows[order[next]], bound, 0) >= best) break;
+      batch.push_back(rows[order[next]]["index"].get<std::uint64_t>());
+    }
+    std::string text;
+    run_sweep(spec, batch, options, [&](std::string_view lines) { text += lines; });
+    for (Json& r : parse_rows(text)) {
+      if (r["status"] == "ok") best = std::min(best, row_number(r, "simulation.step_time_s", best));
+      const auto index = r["index"].get<std::size_t>();  // read before the move: operator= takes its argument by value
+      rows[index] = std::move(r);
+      ++t.simulated;
+    }
+  }
+  if (progress) progress->finish();
+  for (; next < order.size(); ++next) {
+    Json& r = rows[order[next]];
+    r["status"] = "filtered";
+    r["reason"] = "pruned: its step time's lower bound " + format_seconds(row_number(r, bound, 0)) +
+                  " is at least the best simulated step time " + format_seconds(best);
+    ++t.pruned;
+  }
+}
+
+void print_tally(const Tally& t, std::size_t candidates, bool simulate, bool prune) {
+  std::cout << "  " << candidates << " candidates: " << t.layout << " invalid layouts, " << t.stack
+            << " the stack cannot run, " << t.memory << " do not fit in memory (with the stack's reserve), " << t.fit
+            << " fit\n";
+  if (simulate)
+    std::cout << "  " << t.same << " the same as another (a recompute mode that changes nothing here), " << t.simulated
+              << " simulated in the order of their step time's lower bound (compute alone: "
+              << "strategies/analytic/StepBound.hpp), " << t.pruned
+              << (prune ? " pruned: their bound is at least the best simulated step time\n"
+                        : " pruned (--exhaustive, or a ranking not in step-time order, simulates every one)\n");
+}
+
+int run_search(const Args& args) {
+  std::string base_dir, presets_from;
+  Json experiment = experiment_json_from_args(args, false, &base_dir);
+  SearchSpace space = search_space(args, experiment, base_dir, &presets_from);
+  RankBy by = args.value("--rank-by") ? parse_rank_by(*args.value("--rank-by")) : default_rank_by(space.mode);
+  const bool simulate = space.mode == SweepMode::Simulate;
+  const bool prune = simulate && ranks_by_step_time(by) && !args.has("--exhaustive");
+  SweepRunOptions options = sweep_run_options(args);
+  SearchSpace first = space;
+  first.mode = SweepMode::Analyze;
+  first.figures = {"memory.spare_bytes", "memory.reserve_bytes"};
+  first.figures.push_back(simulate ? "compute.step_time_lower_bound_s" : by.path);
+  SweepSpec analysis = search_sweep(experiment, base_dir, first);
+  SweepSpec simulation;
+  if (simulate) {
+    space.figures = {"memory.spare_bytes", "compute.step_time_lower_bound_s", by.path};
+    simulation = search_sweep(experiment, base_dir, space);
+    simulation.hash = analysis.hash;  // one search: its rows carry one identity
+  }
+  check_sweep_figures(simulate ? simulation : analysis, options.simulator);  // a misspelt --rank-by, in either mode
+  std::vector<std::uint64_t> todo(analysis.points());
+  for (std::uint64_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  auto progress = sweep_progress(args, "placesim search: analysing", todo.size());
+  options.progress = progress.get();
+  std::string text;
+  run_sweep(analysis, todo, options, [&](std::string_view lines) { text += lines; });
+  if (progress) progress->finish();
+  options.progress = nullptr;
+  std::vector<Json> rows = parse_rows(std::move(text));
+  Tally t = tally_analysis(rows);
+  if (simulate) simulate_in_bound_order(simulation, options, rows, prune, args, t);
+  if (auto out = args.value("--out")) {
+    std::string lines;
+    for (const Json& r : rows) lines += r.dump() + "\n";
+    write_file_atomically(*out, lines);
+  }
+  std::cout << "placesim search: " << space.devices << " GPUs (" << space.gpus_per_node
+            << " per node); presets: " << presets_from << "\n";
+  print_tally(t, rows.size(), simulate, prune);
   std::vector<Json> ranked = rank_rows(rows, by);
-  std::cout << "placesim search: " << space.devices << " GPUs (" << space.gpus_per_node << " per node), "
-            << counts_summary(counts) << "\n";
   std::cout << "ranked by " << by.path << (by.descending ? " (highest first)" : " (lowest first)");
-  if (!args.value("--rank-by") && space.mode == SweepMode::Analyze)
+  if (!args.value("--rank-by") && !simulate)
     std::cout << ": a proxy, the analyze mode has no step-time model; --mode simulate (the default when the "
                  "experiment has a cluster section) ranks by simulated step time";
-  if (space.mode == SweepMode::Simulate) std::cout << ", simulated at " << to_string(space.fidelity) << " fidelity";
+  if (simulate) std::cout << ", simulated at " << to_string(space.fidelity) << " fidelity";
   std::cout << "\n\n";
   if (ranked.empty()) {
     print_reasons(rows);
     return 1;
   }
   print_table(ranked, by, static_cast<std::size_t>(positive(args.value("--top").value_or("10"), "--top")), space);
-  return counts.error > 0 ? 1 : 0;
+  std::size_t errors = 0;
+  for (const Json& r : rows) errors += r["status"] == "error";
+  return errors > 0 ? 1 : 0;
 }
 
 // The experiment flags but --device-memory, which the sweep flags carry for every candidate.

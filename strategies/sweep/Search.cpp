@@ -1,8 +1,12 @@
 #include "strategies/sweep/Search.hpp"
 
 #include <algorithm>
+#include <optional>
 
+#include "strategies/placement/Presets.hpp"
+#include "strategies/placement/Strategy.hpp"
 #include "workloads/model/Model.hpp"
+#include "workloads/stack/Stack.hpp"
 
 namespace placesim {
 
@@ -61,61 +65,161 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   return low;
 }
 
-void check_candidate_count(const SearchSpace& space, std::size_t meshes) {
-  const bool simulate = space.mode == SweepMode::Simulate;
-  const std::uint64_t limit = simulate ? kMaxSimulatedCandidates : kMaxSearchCandidates;
-  const std::uint64_t candidates = meshes * space.presets.size() * space.micro_batches.size();
-  if (candidates <= limit) return;
-  throw InputError("search: " + std::to_string(candidates) + " candidates (" + std::to_string(meshes) + " meshes of " +
-                   std::to_string(space.devices) + " GPUs x " + std::to_string(space.presets.size()) + " presets x " +
-                   std::to_string(space.micro_batches.size()) + " micro-batch sizes) are more than the " +
-                   std::to_string(limit) + " a search " + (simulate ? "simulates" : "analyses") +
-                   "; narrow --presets or --micro-batches" + (simulate ? ", use --mode analyze" : "") +
-                   ", or evaluate them as a sweep file (placesim sweep, which shards and resumes)");
+// The base's strategy section as an object (a preset name becomes {"preset": name}).
+Json base_strategy(const Json& experiment) {
+  if (!experiment.contains("strategy")) return Json::object();
+  const Json& s = experiment["strategy"];
+  if (s.is_string()) return Json{{"preset", s}};
+  return s.is_object() ? s : Json::object();
+}
+
+std::int64_t model_layers(const Json& experiment, const std::string& base_dir, std::int64_t* experts) {
+  if (!experiment.contains("model")) return 0;
+  const ModelSpec m = parse_model(experiment["model"], base_dir);
+  *experts = m.experts;
+  return m.opaque() ? 0 : m.layers;
+}
+
+// One candidate's strategy fields over the base's (whose mesh, schedule and preset the candidate replaces).
+struct Shape {
+  std::int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 0, chunks = 1;
+  bool moe = false;
+};
+
+// The shard group of a hybrid data-parallel layout: the data-parallel ranks inside one node (FSDP's HYBRID_SHARD and
+// ZeRO++'s hpZ as their papers run them), replicated across nodes.
+std::int64_t node_shard(const Shape& c, std::int64_t gpus_per_node) {
+  std::int64_t shard = std::max<std::int64_t>(1, gpus_per_node / (c.tp * c.cp));
+  while (shard > 1 && c.dp % shard != 0) --shard;
+  return shard;
+}
+
+// How a preset lays out the data-parallel ranks of a shape: over one axis (dp), or split into shard groups inside a
+// node replicated across nodes when the preset's requirement asks for both axes; nullopt when neither meets it.
+std::optional<std::int64_t> preset_shard(const StrategyPreset& preset, const Shape& c, std::int64_t gpus_per_node) {
+  if (!preset.requirement) return c.dp;
+  StrategySpec s;
+  s.dp = c.dp;
+  s.tp = c.tp;
+  s.pp = c.pp;
+  s.cp = c.cp;
+  s.ep = std::max<std::int64_t>(1, c.ep);
+  const TrainingSpec t;
+  for (std::int64_t shard : {c.dp, node_shard(c, gpus_per_node)}) {
+    s.dp_shard = shard;
+    s.dp_replicate = c.dp / shard;
+    if (preset.requirement->rule.holds(s, t)) return shard;
+  }
+  return std::nullopt;
+}
+
+Json candidate_strategy(Json strategy, const std::string& preset, const Shape& c, std::int64_t shard) {
+  for (const char* key : {"preset", "dp", "tp", "pp", "cp", "ep", "mesh", "schedule", "chunks", "microbatches"})
+    strategy.erase(key);
+  strategy["preset"] = preset;
+  strategy["tp"] = c.tp;
+  strategy["pp"] = c.pp;
+  if (c.cp > 1) strategy["cp"] = c.cp;
+  if (shard == c.dp)
+    strategy["dp"] = c.dp;
+  else
+    strategy["mesh"] = Json{{"dp_shard", shard}, {"dp_replicate", c.dp / shard}};
+  if (c.moe) {
+    strategy["ep"] = c.ep;
+    strategy["sp"] = c.tp > 1;
+  }
+  strategy["schedule"] = c.chunks > 1 ? "interleaved" : "1f1b";
+  if (c.chunks > 1) strategy["chunks"] = c.chunks;
+  return strategy;
+}
+
+std::vector<Shape> candidate_shapes(const SearchSpace& space, const std::vector<std::int64_t>& cps, std::int64_t layers,
+                                    std::int64_t experts) {
+  std::vector<Shape> shapes;
+  for (std::int64_t cp : cps) {
+    if (space.devices % cp != 0) continue;
+    for (const CandidateMesh& m : enumerate_meshes(space.devices / cp, space.gpus_per_node)) {
+      if (layers > 0 && m.pp > layers) continue;
+      std::vector<std::int64_t> chunk_choices = {1};
+      if (m.pp > 1 && layers > 0 && layers % m.pp == 0)
+        for (std::int64_t v = 2; v <= space.max_chunks && v <= layers / m.pp; ++v)
+          if ((layers / m.pp) % v == 0) chunk_choices.push_back(v);
+      const std::vector<std::int64_t> eps = experts > 0 ? divisors(experts) : std::vector<std::int64_t>{0};
+      for (std::int64_t ep : eps) {
+        if (experts > 0 && (m.tp * cp * m.dp) % ep != 0) continue;
+        for (std::int64_t v : chunk_choices) shapes.push_back({m.dp, m.tp, m.pp, cp, ep, v, experts > 0});
+      }
+    }
+  }
+  return shapes;
+}
+
+std::vector<std::int64_t> search_cps(const SearchSpace& space, const Json& experiment) {
+  if (!space.cps.empty()) return space.cps;
+  const std::int64_t fixed = base_cp(experiment);
+  if (fixed > 1) return {fixed};
+  return {1, 2, 4, 8};
 }
 
 }  // namespace
+
+std::vector<std::string> search_presets(const Json& experiment, const std::string& base_dir, std::string* from) {
+  if (experiment.contains("stack") && experiment["stack"].is_string()) {
+    const auto stack = find_stack(experiment["stack"].get<std::string>(), "stack", base_dir);
+    if (!stack->presets.empty()) {
+      *from = "the " + stack->name + " stack's (" + stack->presets_source + ")";
+      return stack->presets;
+    }
+  }
+  std::vector<std::string> all;
+  for (const auto& [name, description] : strategy_preset_list()) all.push_back(name);
+  *from = "every strategy preset (the experiment names no stack)";
+  return all;
+}
 
 SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, const SearchSpace& space) {
   require_fixed_batch(experiment);
   if (space.presets.empty()) throw InputError("search: the list of strategy presets is empty");
   if (space.micro_batches.empty()) throw InputError("search: the list of micro-batch sizes is empty");
+  if (space.recomputes.empty()) throw InputError("search: the list of recompute modes is empty");
   SweepSpec spec;
   spec.base = experiment;
   spec.base_dir = base_dir;
   spec.mode = space.mode;
   spec.fidelity = space.fidelity;
-  SweepAxis mesh{{"strategy.dp", "strategy.tp", "strategy.pp"}, {}};
-  const std::int64_t cp = base_cp(experiment);
-  if (space.devices % cp != 0)
-    throw InputError("search: the GPU count " + std::to_string(space.devices) + " is not a multiple of strategy.cp=" +
-                     std::to_string(cp) + " (the candidates keep the base's context parallelism)");
-  // A mixture-of-experts model: every expert-parallel degree that divides the experts and a stage's tp x cp x dp
-  // ranks (experts not tensor-parallel: tp > 1 with sequence parallelism, as Megatron-Core requires).
+  spec.filters.stack_can_run = true;
   std::int64_t experts = 0;
-  if (experiment.contains("model")) experts = parse_model(experiment["model"], base_dir).experts;
-  if (experts > 0) mesh.paths = {"strategy.dp", "strategy.tp", "strategy.pp", "strategy.ep", "strategy.sp"};
-  const std::vector<CandidateMesh> meshes = enumerate_meshes(space.devices / cp, space.gpus_per_node);
-  const std::vector<std::int64_t> ep_choices = experts > 0 ? divisors(experts) : std::vector<std::int64_t>{1};
-  auto fits = [&](const CandidateMesh& m, std::int64_t ep) { return (m.tp * cp * m.dp) % ep == 0; };
-  std::size_t mesh_points = 0;
-  for (const CandidateMesh& m : meshes)
-    mesh_points += static_cast<std::size_t>(
-        std::count_if(ep_choices.begin(), ep_choices.end(), [&](std::int64_t ep) { return fits(m, ep); }));
-  check_candidate_count(space, mesh_points);
-  for (const CandidateMesh& m : meshes) {
-    if (experts == 0) {
-      mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp)});
-      continue;
+  const std::int64_t layers = model_layers(experiment, base_dir, &experts);
+  const std::vector<Shape> shapes = candidate_shapes(space, search_cps(space, experiment), layers, experts);
+  const Json strategy = base_strategy(experiment);
+  SweepAxis axis{{"strategy", "training.micro_batch", "training.recompute"}, {}};
+  // Per shape, each preset whose requirement the shape can meet, with its data-parallel split.
+  std::vector<std::vector<std::pair<const StrategyPreset*, std::int64_t>>> layouts(shapes.size());
+  std::uint64_t count = 0;
+  for (std::size_t k = 0; k < shapes.size(); ++k)
+    for (const auto& name : space.presets) {
+      const StrategyPreset& preset = strategy_preset(name, "--presets");
+      if (auto shard = preset_shard(preset, shapes[k], space.gpus_per_node)) {
+        layouts[k].emplace_back(&preset, *shard);
+        count += space.micro_batches.size() * space.recomputes.size();
+      }
     }
-    for (std::int64_t ep : ep_choices)
-      if (fits(m, ep)) mesh.values.push_back({Json(m.dp), Json(m.tp), Json(m.pp), Json(ep), Json(m.tp > 1)});
-  }
-  SweepAxis presets{{"strategy.preset"}, {}};
-  for (const auto& p : space.presets) presets.values.push_back({Json(p)});
-  SweepAxis micro{{"training.micro_batch"}, {}};
-  for (auto b : space.micro_batches) micro.values.push_back({Json(b)});
-  spec.axes = {mesh, presets, micro};
+  if (count > kMaxSearchCandidates)
+    throw InputError("search: " + std::to_string(count) + " candidates (" + std::to_string(shapes.size()) +
+                     " meshes and schedules x presets x micro-batch sizes x recompute modes) are more than the " +
+                     std::to_string(kMaxSearchCandidates) +
+                     " a search analyses; narrow --presets, --micro-batches, --cp, --recompute or --max-chunks");
+  for (std::size_t k = 0; k < shapes.size(); ++k)
+    for (const auto& [preset, shard] : layouts[k]) {
+      const Json s = candidate_strategy(strategy, preset->name, shapes[k], shard);
+      for (std::int64_t mb : space.micro_batches)
+        for (const auto& rc : space.recomputes) axis.values.push_back({s, Json(mb), Json(rc)});
+    }
+  if (axis.values.empty())
+    throw InputError("search: no candidate mesh: " + std::to_string(space.devices) +
+                     " GPUs have no dp x tp x pp x cp layout with tp dividing the node's " +
+                     std::to_string(space.gpus_per_node) + " GPUs and the --cp values given");
+  spec.axes = {axis};
   spec.figures = default_figures(space.mode);
   for (const auto& f : space.figures)
     if (std::find(spec.figures.begin(), spec.figures.end(), f) == spec.figures.end()) spec.figures.push_back(f);
@@ -125,7 +229,7 @@ SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, cons
                    {"mode", spec.mode == SweepMode::Analyze ? "analyze" : "simulate"},
                    {"fidelity", to_string(spec.fidelity)},
                    {"figures", spec.figures}};
-  for (const SweepAxis& a : spec.axes) identity["axes"][a.name()] = a.values;
+  identity["candidates"] = axis.values;
   spec.hash = fnv1a_hex(identity.dump());
   return spec;
 }
@@ -142,6 +246,20 @@ RankBy parse_rank_by(const std::string& text) {
 RankBy default_rank_by(SweepMode mode) {
   return mode == SweepMode::Simulate ? RankBy{"simulation.step_time_s", false}
                                      : RankBy{"communication.bytes_per_step", false};
+}
+
+bool ranks_by_step_time(const RankBy& by) {
+  static const std::vector<std::pair<std::string, bool>> monotone = {
+      {"simulation.step_time_s", false},
+      {"simulation.tokens_per_s", true},
+      {"simulation.mfu", true},
+      {"time_to_train.days", false},
+      {"time_to_train.gpu_hours", false},
+      {"time_to_train.cost_usd", false},
+      {"time_to_train.cost_per_million_tokens_usd", false},
+      {"time_to_train.energy_per_token_j", false},
+      {"time_to_train.energy_kwh", false}};
+  return std::find(monotone.begin(), monotone.end(), std::make_pair(by.path, by.descending)) != monotone.end();
 }
 
 std::vector<Json> rank_rows(const std::vector<Json>& rows, const RankBy& by) {
