@@ -108,6 +108,7 @@ Experiment read_sections(const Json& given, const std::string& base_dir, ErrorLi
   if (const Json* c = r.child("cluster")) e.cluster = *c;
   if (const Json* c = r.child("convergence"))
     read_section(errors, "convergence", [&] { e.convergence = parse_convergence(*c); });
+  if (const Json* run = r.child("run")) read_section(errors, "run", [&] { e.run = parse_run(*run, errors); });
   const bool abstract = !e.pipeline.is_null();
   if (const Json* m = r.child("model"))
     read_section(errors, "model", [&] { e.model = parse_model(*m, base_dir, errors); });
@@ -510,6 +511,8 @@ Json training_to_json(const TrainingSpec& t, const Provenance& given) {
          {"grad_accumulation_fusion", t.grad_accumulation_fusion},
          {"grad_clipping", t.grad_clipping}};
   if (t.recompute_layers > 0) j["recompute_layers"] = t.recompute_layers;
+  if (t.tokens > 0) j["tokens"] = t.tokens;
+  if (t.steps > 0) j["steps"] = t.steps;
   if (t.grad_accumulation_cast) j["grad_accumulation_cast"] = true;
   if (t.launch_overhead_s > 0) j["launch_overhead"] = t.launch_overhead_s;
   if (t.host_time_per_microbatch_s > 0) j["host_time_per_microbatch"] = t.host_time_per_microbatch_s;

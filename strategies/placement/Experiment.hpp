@@ -8,6 +8,7 @@
 #include "workloads/model/Model.hpp"
 #include "workloads/model/Training.hpp"
 #include "workloads/objective/ConvergenceSpec.hpp"
+#include "workloads/run/RunSpec.hpp"
 #include "workloads/stack/Stack.hpp"
 
 namespace placesim {
@@ -25,6 +26,8 @@ struct Experiment {
   /// "convergence" section: the objective `placesim converge` optimizes with the pipeline's updates; absent when
   /// the experiment has none (the command then uses the ConvergenceSpec defaults).
   std::optional<ConvergenceSpec> convergence;
+  /// "run" section: price, power, failures and checkpoints for the time to train (every field optional).
+  RunSpec run;
   /// The training stack whose defaults the experiment runs with (null for an experiment built in code, which then
   /// runs with the fields as set) and how it was chosen: "experiment", "preset" or "default".
   std::shared_ptr<const StackSpec> stack;

@@ -10,6 +10,7 @@
 #include "strategies/placement/StackApply.hpp"
 #include "strategies/sweep/Sweep.hpp"
 #include "workloads/objective/ConvergenceSpec.hpp"
+#include "workloads/run/RunSpec.hpp"
 
 namespace placesim {
 
@@ -80,8 +81,8 @@ void validate_axis_paths(const SweepSpec& spec) {
   // first point) before the parser reaches its unknown-key check, and later points would then meet the typo.
   try {
     ObjectReader(spec.base, "")
-        .finish(
-            {"name", "description", "model", "training", "strategy", "cluster", "pipeline", "convergence", "stack"});
+        .finish({"name", "description", "model", "training", "strategy", "cluster", "pipeline", "convergence", "stack",
+                 "run"});
   } catch (const InputError& e) {
     throw InputError(std::string("base: ") + e.what());
   }
@@ -135,13 +136,15 @@ std::string unit_error(const Json& point, const std::string& path, const std::st
     if (section == "training" || section == "strategy" || section == "stack") {
       parse_run_sections(section_of(point, "training"), section_of(point, "strategy"), section_of(point, "stack"),
                          base_dir);
-    } else if (section == "model" || section == "cluster" || section == "pipeline" || section == "convergence") {
+    } else if (section == "model" || section == "cluster" || section == "pipeline" || section == "convergence" ||
+               section == "run") {
       const Json* value = section_of(point, section.c_str());
       if (!value) return "";
       if (section == "model") parse_model(*value, base_dir);
       if (section == "cluster") cluster_fit(*value);
       if (section == "pipeline") parse_abstract_pipeline(*value);
       if (section == "convergence") parse_convergence(*value);
+      if (section == "run") parse_run(*value);
     } else {
       parse_experiment(point, base_dir);
     }
@@ -154,7 +157,7 @@ std::string unit_error(const Json& point, const std::string& path, const std::st
 // The dotted field paths a message names ("strategy.tp", "model.heads"); a bare section word is prose, not a field.
 std::vector<std::string> fields_in(const std::string& message) {
   static const std::regex path(R"((?:^|[^A-Za-z0-9_.'])((?:model|training|strategy|cluster|stack|pipeline|)"
-                               R"(convergence)(?:\.[A-Za-z0-9_]+)+))");
+                               R"(convergence|run)(?:\.[A-Za-z0-9_]+)+))");
   std::vector<std::string> out;
   for (auto it = std::sregex_iterator(message.begin(), message.end(), path); it != std::sregex_iterator(); ++it)
     out.push_back((*it)[1].str());

@@ -13,6 +13,7 @@
 #include "traces/report/Interval.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/report/StackReport.hpp"
+#include "traces/report/TimeToTrainReport.hpp"
 #include "traces/report/Warnings.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
@@ -367,6 +368,7 @@ Json simulation_report(const SimulatedStep& s) {
   report["simulation"] = simulation_json(s);
   report["validation"] = validation_json(s.validation);
   if (s.pipeline) report["pipeline"] = pipeline_json(*s.pipeline);
+  report["time_to_train"] = time_to_train_json(step_time_to_train(s));
   report["warnings"] = simulation_warnings(s);
   if (!s.experiment.calibration.is_null()) {
     report["calibration"] = s.experiment.calibration;
@@ -465,6 +467,7 @@ std::string simulation_summary(const SimulatedStep& s) {
               ? format_seconds(interval.low_s) + " to " + format_seconds(interval.high_s) + " per step, centred on " +
                     format_seconds(interval.centre_s) + " (" + interval.basis + ")\n"
               : interval.basis + "\n");
+  out += time_to_train_summary(step_time_to_train(s));
   const AcceleratorSpec& acc = s.cluster.accelerator;
   if (acc.power_limit_w > 0) {
     const char* why = "sustained clock taken as proportional to the limit, an estimate";

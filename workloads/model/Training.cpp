@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
@@ -154,6 +155,21 @@ void read_kernels(ObjectReader& r, TrainingSpec& t) {
                                     : LossKernel::VocabParallel;
 }
 
+// The run's length: training.tokens or training.steps, at most one.
+void read_length(ObjectReader& r, TrainingSpec& t) {
+  if (r.has("tokens")) {
+    const double tokens = r.get_number("tokens", 0);
+    r.check(tokens > 0, "tokens", "must be a positive number of tokens to train on (e.g. 1e12)");
+    t.tokens = tokens > 0 ? tokens : 0;
+  }
+  if (r.has("steps")) t.steps = r.get_positive_int("steps", 0);
+  if (r.has("tokens") && r.has("steps"))
+    r.refuse("steps", r.field("steps") + "=" + std::to_string(t.steps) + " and " + r.field("tokens") + "=" +
+                          format_significant(t.tokens) +
+                          " both give the run's length: keep one (tokens become steps of global_batch x seq_len "
+                          "tokens)");
+}
+
 }  // namespace
 
 TrainingSpec parse_training(const Json& value, ErrorList* errors) {
@@ -188,6 +204,7 @@ TrainingSpec parse_training(const Json& value, ErrorList* errors) {
   read_kernels(r, t);
   if (const Json* routing = r.child("routing"))
     t.routing = r.guarded("routing", RoutingSpec{}, [&] { return parse_routing(*routing, errors); });
+  read_length(r, t);
   r.finish();
   return t;
 }

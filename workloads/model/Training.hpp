@@ -131,6 +131,10 @@ struct TrainingSpec {
   Fp8Scaling fp8_scaling = Fp8Scaling::Delayed;
   LossKernel loss_kernel = LossKernel::VocabParallel;
   RoutingSpec routing;  ///< mixture-of-experts models: how tokens spread over the experts
+  /// The length of the training run, for its time to train, energy and cost (at most one is given; 0 = not given):
+  /// tokens, or steps. Tokens become steps = ceil(tokens / (global_batch x model.seq_len)).
+  double tokens = 0;
+  std::int64_t steps = 0;
 
   int param_bytes() const { return dtype == DType::FP32 ? 4 : 2; }
   /// Bytes of a parameter element held between steps (a shard or a replica): fp32 when it is the master weight.
