@@ -329,7 +329,7 @@ TEST_CASE("search tries the presets of the experiment's stack and never ranks a 
                                    "--mode analyze --micro-batches 1 --recompute none --cp 1 --max-chunks 1");
   INFO(run.output);
   REQUIRE(run.rc == 0);
-  CHECK_THAT(run.output, Catch::Contains("presets: the deepspeed-zero stack's"));
+  CHECK_THAT(run.output, Catch::Contains("presets: dp, zero1, zero2, zero3, zero-offload, zero++, the deepspeed-zero stack's"));
   std::set<std::string> presets;
   std::size_t refused = 0;
   for (const auto& r : run.rows) {

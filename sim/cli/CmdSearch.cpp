@@ -118,10 +118,40 @@ std::string cell(const std::string& text, std::size_t width) {
   return text.size() >= width ? text + " " : std::string(width - text.size(), ' ') + text;
 }
 
+// Spare memory below this share of the device is flagged under the table.
+constexpr double kThinHeadroom = 0.05;
+
+double row_number(const Json& row, const std::string& path, double fallback) {
+  return row.contains(path) && row[path].is_number() ? row[path].get<double>() : fallback;
+}
+
+// The figures of a run's length the table shows when the experiment gives one (training.tokens or steps).
+constexpr const char* kDays = "time_to_train.days_with_failures";
+constexpr const char* kDaysLow = "time_to_train.days_with_failures_low";
+constexpr const char* kDaysHigh = "time_to_train.days_with_failures_high";
+constexpr const char* kCost = "time_to_train.cost_with_failures_usd";
+constexpr const char* kEnergy = "time_to_train.energy_with_failures_kwh";
+
 std::string figure_text(const Json& row, const std::string& path) {
   if (!row.contains(path) || !row[path].is_number()) return "-";
   double v = row[path].get<double>();
-  char buf[32];
+  char buf[64];
+  if (path == kDays) {
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+    if (row.contains(kDaysLow) && row[kDaysLow].is_number() && row.contains(kDaysHigh) && row[kDaysHigh].is_number())
+      std::snprintf(buf, sizeof buf, "%.1f (%.1f-%.1f)", v, row[kDaysLow].get<double>(), row[kDaysHigh].get<double>());
+    // No step-time interval (no published runs of the stack's family on this generation): interruptions alone.
+    const char* interval = "simulation.interval.step_time_low_s";
+    return std::string(buf) + (row.contains(interval) && row[interval].is_number() ? "" : "*");
+  }
+  if (path == kCost) {
+    std::snprintf(buf, sizeof buf, "$%.3g M", v / 1e6);
+    return buf;
+  }
+  if (path == kEnergy) {
+    std::snprintf(buf, sizeof buf, "%.4g MWh", v / 1e3);
+    return buf;
+  }
   if (path.find("bytes") != std::string::npos) return format_bytes(v);
   if (path.find("_s") == path.size() - 2) return format_seconds(v);
   std::snprintf(buf, sizeof buf, "%.4g", v);
@@ -156,16 +186,21 @@ void print_table(const std::vector<Json>& ranked, const RankBy& by, std::size_t 
   else
     figures.push_back("communication.bytes_per_step");
   if (std::find(figures.begin(), figures.end(), by.path) == figures.end()) figures.push_back(by.path);
+  // With a run's length: days (with failures, and their 90 % range), cost when priced, energy.
+  if (!ranked.empty() && ranked.front().contains(kDays) && ranked.front()[kDays].is_number())
+    for (const char* f : {kDays, kCost, kEnergy})
+      if (ranked.front().contains(f) && ranked.front()[f].is_number()) figures.push_back(f);
   const std::vector<std::pair<std::string, std::size_t>> columns = {{"preset", 14}, {"dp", 5}, {"tp", 4},
                                                                     {"pp", 4},      {"cp", 4}, {"ep", 4},
                                                                     {"sched", 7},   {"mb", 4}, {"recompute", 10}};
   std::cout << cell("rank", 5) << "  ";
   for (const auto& [name, width] : columns)
     std::cout << (name == "preset" ? name + std::string(width - name.size(), ' ') : cell(name, width));
+  const std::map<std::string, std::string> short_names = {
+      {"compute.step_time_lower_bound_s", "bound_s"}, {kDays, "days (90 %)"}, {kCost, "cost"}, {kEnergy, "energy"}};
   for (const auto& f : figures) {
-    std::string name = f.substr(f.find('.') + 1);
-    if (f == "compute.step_time_lower_bound_s") name = "bound_s";
-    std::cout << cell(name, 14);
+    auto named = short_names.find(f);
+    std::cout << cell(named != short_names.end() ? named->second : f.substr(f.find('.') + 1), f == kDays ? 20 : 14);
   }
   std::cout << "\n";
   for (std::size_t k = 0; k < ranked.size() && k < top; ++k) {
@@ -175,9 +210,23 @@ void print_table(const std::vector<Json>& ranked, const RankBy& by, std::size_t 
     for (std::size_t c = 0; c < columns.size(); ++c)
       std::cout << (c == 0 ? cells[c] + std::string(cells[c].size() < 14 ? 14 - cells[c].size() : 1, ' ')
                            : cell(cells[c], columns[c].second));
-    for (const auto& f : figures) std::cout << cell(figure_text(r, f), 14);
+    for (const auto& f : figures) std::cout << cell(figure_text(r, f), f == kDays ? 20 : 14);
     std::cout << "\n";
   }
+  // Thin headroom: the analytic total is a bound, but allocators lose memory to fragmentation.
+  for (std::size_t k = 0; k < ranked.size() && k < top; ++k) {
+    const double spare = row_number(ranked[k], "memory.spare_bytes", 1e300);
+    const double device = row_number(ranked[k], "device_memory_bytes", 0);
+    if (device > 0 && spare < kThinHeadroom * device)
+      std::cout << "warning: rank " << k + 1 << " leaves " << format_bytes(spare) << " of " << format_bytes(device)
+                << " spare after its stack's reserve, under " << static_cast<int>(kThinHeadroom * 100)
+                << " %: allocator fragmentation (15 % on average for DeepSpeed and FSDP on A100, GMLake, arXiv "
+                   "2401.08156) may not leave it room\n";
+  }
+  if (std::find(figures.begin(), figures.end(), kDays) != figures.end())
+    std::cout << "days: wall-clock with interruptions, checkpoints and restarts; 90 % range from the stack's step-time "
+                 "interval and the interruption count (* : no step-time interval for this stack and accelerator, the "
+                 "interruptions alone); cost and energy with interruptions (time_to_train in each row)\n";
 }
 
 // With no valid candidate: why, as the rows say, the commonest reasons first.
@@ -203,10 +252,6 @@ std::vector<Json> parse_rows(std::string text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) rows.push_back(Json::parse(line));
   return rows;
-}
-
-double row_number(const Json& row, const std::string& path, double fallback) {
-  return row.contains(path) && row[path].is_number() ? row[path].get<double>() : fallback;
 }
 
 // What the analysis left: candidates by the class of their reason (layout, stack, memory) and those that fit. A
@@ -323,7 +368,15 @@ int run_search(const Args& args) {
   SweepSpec analysis = search_sweep(experiment, base_dir, first);
   SweepSpec simulation;
   if (simulate) {
-    space.figures = {"memory.spare_bytes", "compute.step_time_lower_bound_s", by.path};
+    space.figures = {"memory.spare_bytes",
+                     "compute.step_time_lower_bound_s",
+                     kDays,
+                     kDaysLow,
+                     kDaysHigh,
+                     kCost,
+                     kEnergy,
+                     "simulation.interval.step_time_low_s",
+                     by.path};
     simulation = search_sweep(experiment, base_dir, space);
     simulation.hash = analysis.hash;  // one search: its rows carry one identity
   }

@@ -167,7 +167,9 @@ std::vector<std::string> search_presets(const Json& experiment, const std::strin
   if (experiment.contains("stack") && experiment["stack"].is_string()) {
     const auto stack = find_stack(experiment["stack"].get<std::string>(), "stack", base_dir);
     if (!stack->presets.empty()) {
-      *from = "the " + stack->name + " stack's (" + stack->presets_source + ")";
+      std::string names;
+      for (const auto& p : stack->presets) names += (names.empty() ? "" : ", ") + p;
+      *from = names + ", the " + stack->name + " stack's (placesim stacks " + stack->name + ")";
       return stack->presets;
     }
   }
