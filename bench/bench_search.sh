@@ -26,13 +26,20 @@ bin="$out/placesim"
 cp "$build/placesim" "$bin"
 
 echo "placesim search over the whole space ($(nproc) cores, --jobs $jobs, load $(cut -d' ' -f1-3 /proc/loadavg))"
-printf '%-38s %7s %8s %10s %6s %9s %7s  %s\n' configuration GPUs "wall s" candidates fit simulated pruned "best plan (step s)"
-for case in "examples/whatif/llama3-70b-512gpu.json 30" "bench/scale/llama3-405b-16384xh100.json 120"; do
+printf '%-50s %7s %8s %10s %6s %9s %7s  %s\n' configuration GPUs "wall s" candidates fit simulated pruned "best plan (step s)"
+# file, goal in seconds, label, extra flags: every preset, and the presets of the Megatron-Core stack alone.
+cases=(
+  "examples/whatif/llama3-70b-512gpu.json 30 all-presets"
+  "examples/whatif/llama3-70b-512gpu.json 30 megatron-core --set stack=megatron-core-0.9"
+  "bench/scale/llama3-405b-16384xh100.json 120 megatron-core --set stack=megatron-core-0.9"
+)
+for case in "${cases[@]}"; do
   set -- $case
-  file=$1 goal=$2
-  name=$(basename "$file" .json)
+  file=$1 goal=$2 label=$3
+  shift 3
+  name=$(basename "$file" .json)-$label
   start=$(date +%s.%N)
-  "$bin" search "$root/$file" --quiet --jobs "$jobs" --top 1 --out "$out/$name.jsonl" >"$out/$name.txt" 2>&1 || true
+  "$bin" search "$root/$file" --quiet --jobs "$jobs" --top 1 --out "$out/$name.jsonl" "$@" >"$out/$name.txt" 2>&1 || true
   end=$(date +%s.%N)
   python3 - "$out/$name.txt" "$out/$name.jsonl" "$name" "$start" "$end" "$goal" <<'PY'
 import json, re, sys
@@ -53,7 +60,7 @@ if best:
         s["schedule"] + (" x%d" % s["chunks"] if s.get("chunks") else ""), best["point"]["training.micro_batch"],
         best["point"]["training.recompute"], best["simulation.step_time_s"])
 c = counts.groups() if counts else ("?",) * 4
-print("%-38s %7s %8.1f %10s %6s %9s %7s  %s%s" % (name, m.group(1) if m else "?", wall, c[0], c[1], c[2], c[3], plan,
+print("%-50s %7s %8.1f %10s %6s %9s %7s  %s%s" % (name, m.group(1) if m else "?", wall, c[0], c[1], c[2], c[3], plan,
       "" if wall <= goal else "   (over the %g s goal)" % goal))
 PY
 done

@@ -437,3 +437,21 @@ TEST_CASE("The simulate summary states the FP8 scaling and where it comes from")
              Catch::Contains("(training.fp8; delayed scaling, Transformer Engine's: fused cast-transposes, the weights "
                              "cast once per step (training.fp8_scaling))"));
 }
+
+TEST_CASE("simulate --report-figures writes only the paths asked for, each as the whole report has it") {
+  const std::string experiment = std::string(PLACESIM_SOURCE_DIR) + "/examples/small-3d-1f1b.json";
+  const std::string whole = write_temp("whole.json", ""), part = write_temp("part.json", "");
+  std::string out;
+  REQUIRE(run_placesim("simulate " + experiment + " --fidelity analytic --quiet --report " + whole, &out) == 0);
+  REQUIRE(run_placesim("simulate " + experiment + " --fidelity analytic --quiet --report " + part +
+                           " --report-figures simulation.step_time_s,memory.per_stage.1.total_bytes,no.such.path",
+                       &out) == 0);
+  std::ifstream a(whole), b(part);
+  const auto full = placesim::Json::parse(a), some = placesim::Json::parse(b);
+  CHECK(some["simulation"]["step_time_s"] == full["simulation"]["step_time_s"]);
+  // A list element is written under its index as a key; the missing path is left out.
+  CHECK(some["memory"]["per_stage"]["1"]["total_bytes"] == full["memory"]["per_stage"][1]["total_bytes"]);
+  CHECK(some.size() == 2);
+  CHECK(some["simulation"].size() == 1);
+  CHECK_FALSE(some.contains("no"));
+}

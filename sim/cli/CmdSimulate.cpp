@@ -12,6 +12,8 @@
 #include "traces/report/Report.hpp"
 #include "traces/report/SimReport.hpp"
 #include "traces/svg/Svg.hpp"
+#include "traces/sweep/SweepRows.hpp"
+#include "workloads/json/JsonReader.hpp"
 
 namespace placesim {
 
@@ -20,6 +22,8 @@ constexpr const char* kHelp = R"(
 simulate [EXPERIMENT.json | -] [--report FILE] [--trace FILE[.gz]] [--svg FILE] [options]
 expand the strategy into a task DAG and simulate one training step on the cluster (SimGrid)
 --report FILE             write the JSON report here ('-' for stdout; the summary then goes to stderr)
+--report-figures LIST     with --report: only these dotted report paths, comma-separated (what a sweep reads of
+                          each point; a 16,384-GPU report is tens of MB)
 --trace FILE              write a Chrome trace (Perfetto, speedscope); gzip when FILE ends in .gz
 --trace-devices SEL       devices in the trace: all, 0-15, stage0, dp0+tp0 (one pipeline), ...
 --trace-detail coarse|fine  fine shows every collective step (default coarse)
@@ -104,6 +108,20 @@ int run_abstract(const Args& args, const Experiment& e, const SvgOptions& svg) {
   return 0;
 }
 
+// The report reduced to the dotted paths of `list` (comma-separated), each at its place; paths it lacks are left out.
+Json report_figures(const Json& report, const std::string& list) {
+  Json out = Json::object();
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    const std::string path = list.substr(start, comma - start);
+    if (!path.empty())
+      if (const Json* v = find_path(report, path)) set_path(out, path, *v);
+    start = comma + 1;
+  }
+  return out;
+}
+
 // Whether a report, trace or picture goes to stdout ("-"): the summary then goes to stderr.
 bool stdout_output(const Args& args) {
   for (const char* flag : {"--report", "--trace", "--svg"})
@@ -147,7 +165,10 @@ int run(const Args& args) {
     file.write(kineto_trace(step.result.record, *step.graph, step.experiment, in.cluster.accelerator, 0).dump());
     file.close();
   }
-  write_flag_output(args, "--report", [&] { return dump(simulation_report(step)); });
+  write_flag_output(args, "--report", [&] {
+    Json report = simulation_report(step);
+    return dump(args.value("--report-figures") ? report_figures(report, *args.value("--report-figures")) : report);
+  });
   std::ostream& summary = summary_stream(stdout_output(args) ? "-" : "");
   if (!args.has("--quiet")) summary << analysis_table(step.experiment, step.analysis) << "\n";
   summary << simulation_summary(step);

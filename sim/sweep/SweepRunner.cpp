@@ -188,7 +188,12 @@ class SimulateRun {
       return;
     }
     Json experiment = point_experiment(spec_, evaluator_.coords());
-    pool_.start(index, {options_.simulator, "simulate", "-", "--report", "-", "--fidelity", to_string(spec_.fidelity)},
+    // Only the figures the row carries: a whole report of 16,384 GPUs is tens of MB to write and parse.
+    std::string figures;
+    for (const auto& f : spec_.figures) figures += (figures.empty() ? "" : ",") + f;
+    pool_.start(index,
+                {options_.simulator, "simulate", "-", "--report", "-", "--report-figures", figures, "--fidelity",
+                 to_string(spec_.fidelity)},
                 experiment.dump(), spec_.base_dir);
     pending_[index] = {evaluator_.coords(), evaluator_.experiment(), evaluator_.analysis()};
   }
