@@ -265,14 +265,22 @@ TEST_CASE("placesim sweep --csv writes the same rows as the JSONL") {
 
 TEST_CASE("Simulate mode runs one simulator process per point and maps its exit codes") {
   TempDir dir;
-  // Stands in for `placesim simulate - --report -`: reads the point's experiment on stdin and answers by its tp --
+  // Stands in for `placesim simulate - --report - [--report-figures LIST] --fidelity F`: reads the point's experiment
+  // on stdin and answers by its tp --
   // a report carrying its own pid for tp 1 and 2, a refusal (exit 2) for tp 4, a crash for tp 8.
   write(dir / "simulator.sh", R"(#!/bin/sh
 [ "$1 $2" = "simulate --help" ] && exit 0
 [ "$1" = "--version" ] && echo "placesim )" PLACESIM_VERSION R"(" && exit 0
-[ "$1 $2 $3 $4 $5" = "simulate - --report - --fidelity" ] || exit 9
+fidelity=$6
+if [ "$5" = "--report-figures" ]; then
+  [ "$1 $2 $3 $4 $7" = "simulate - --report - --fidelity" ] || exit 9
+  case "$6" in simulation.step_time_s*) ;; *) exit 9;; esac
+  fidelity=$8
+else
+  [ "$1 $2 $3 $4 $5" = "simulate - --report - --fidelity" ] || exit 9
+fi
 step=1.5
-[ "$6" = "analytic" ] && step=1.25
+[ "$fidelity" = "analytic" ] && step=1.25
 input=$(cat)
 case "$input" in
   *'"tp":4'*) echo "placesim simulate: error: strategy.tp=4 refused by the test simulator" >&2; exit 2;;
@@ -315,7 +323,7 @@ echo "{\"simulation\": {\"step_time_s\": $step, \"mfu\": 0.25, \"tokens_per_s\":
     }
   }
   CHECK(pids.size() == 6);  // one process per simulated point
-  // Issue 14, item 8: a sweep chooses its simulations' fidelity (flow by default, as above).
+  // A sweep chooses its simulations' fidelity (flow by default, as above).
   write(dir / "analytic.json", R"({"base": {"model": "gpt-1.7b", "training": {"global_batch": 16}, "strategy": "dp"},
       "axes": {"strategy.tp": [1, 2]}, "mode": "simulate", "fidelity": "analytic",
       "figures": ["simulation.step_time_s"]})");
