@@ -1,4 +1,4 @@
-// Cost per simulated activity (issue 6): placesim's simulate() against a bare SimGrid chain of the same length, in
+// Cost per simulated activity: placesim's simulate() against a bare SimGrid chain of the same length, in
 // the same run. Target: placesim <= 2x the bare chain.
 //
 //   bench_activity_cost [--repeat R] [N ...]        (defaults: R = 3, N = 100000 1000000)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-iteration `placesim simulate` at scale (issue 6) and the trace size of one pipeline (issue 4): wall time and
+# One-iteration `placesim simulate` at scale and the trace size of one pipeline: wall time and
 # peak memory of the whole process (/usr/bin/time -v), SimGrid activities + kernel timers, and events per second.
 #
 #   bench/bench_simulate.sh [--llama-flow] [--no-traces | --traces-only]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Analytic against flow fidelity (issue 18, item 3): every example, every configuration of bench/scale/ and the
+# Analytic against flow fidelity: every example, every configuration of bench/scale/ and the
 # NIC-shared cases of tests/data/nic-shared/, each simulated at both fidelities (folded, --force); prints each step
 # time, the gap and the analytic NIC overlap, then the worst gap. Goal: within 5 % everywhere.
 #

@@ -1,4 +1,4 @@
-// The checker against execution, exhaustively (issue 21): every placement of the four states over dp_shard x
+// The checker against execution, exhaustively: every placement of the four states over dp_shard x
 // dp_replicate (2 x 2; five modes per state per axis: 5^8 = 390,625) is judged by the validity checker and run by the
 // numeric executor (sim/verify) against one device; the two must agree on every one. The 312,500 placements whose
 // activations differ along the two axes are refused by the parser (one message per mode pair, printed); the 78,125

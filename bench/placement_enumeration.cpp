@@ -1,4 +1,4 @@
-// Every placement over a two-axis data mesh, simulated (issue 13): the 78,125 placements of parameters, gradients
+// Every placement over a two-axis data mesh, simulated: the 78,125 placements of parameters, gradients
 // and optimizer state along dp_shard x dp_replicate (2 x 2 on two 2-GPU nodes) with each activation mode are checked;
 // every accepted one is simulated by the placesim binary (one process each: one simulation per process) and its
 // validation rows compared with the analytic figures: exact rows must be identical, bounds not exceeded.

@@ -1,4 +1,4 @@
-// Offloaded activations in the task graph (issue 13): every layer's activations but each chunk's last go to the host
+// Offloaded activations in the task graph: every layer's activations but each chunk's last go to the host
 // after the layer's forward and come back before its backward, on the device's copy streams, with at most two
 // offloaded layers on the device. Two cases computed by hand on one GPU, one micro-batch, one layer per task:
 //

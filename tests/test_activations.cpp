@@ -43,7 +43,7 @@ TEST_CASE("Korthikanti activation formulas for none TP TP+SP selective and full 
   CHECK(per_layer(8, true, "selective") == 213909504.0);
 }
 
-// Issue 14, item 1: fused attention was off by default, so modern runs stored the scores and ran the slow kernel.
+// Fused attention was off by default, so modern runs stored the scores and ran the slow kernel.
 TEST_CASE("Fused attention is the default of every family and stores no attention scores") {
   // Fused attention never stores the a*s^2 scores, softmax or dropout mask: without recompute a layer holds
   // what selective recompute keeps, sbh(34 + 0) with no 5as/h term.
@@ -101,7 +101,7 @@ TEST_CASE("Recompute and the activation placement agree after resolution") {
   CHECK(f.training.recompute == Recompute::Full);
 }
 
-// Issue 13 (audit): offloaded activations were free -- peak memory fell from 47.5 to 11.4 GB with 0 bytes over PCIe
+// Offloaded activations were free -- peak memory fell from 47.5 to 11.4 GB with 0 bytes over PCIe
 // and the same step. Now every layer's activations but the last of each chunk cross PCIe out and back for each
 // micro-batch; the kept last layer and at most two offloaded ones stay on the device (a bound), and the simulation
 // carries the copies (tests/test_activation_offload.cpp times them by hand).

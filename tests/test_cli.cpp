@@ -98,7 +98,7 @@ TEST_CASE("Unknown subcommands and options suggest the nearest") {
   CHECK_THAT(out, Catch::Contains("did you mean 'analyze'"));
   CHECK(run_placesim("analyze --tabel", &out) == 2);
   CHECK_THAT(out, Catch::Contains("unknown option --tabel (did you mean --table?)"));
-  // Issue 14, item 11: the command's name is said once, not "placesim analyze: error: placesim analyze: ...".
+  // The command's name is said once, not "placesim analyze: error: placesim analyze: ...".
   CHECK(out.rfind("placesim analyze: error: unknown option --tabel", 0) == 0);
   CHECK(run_placesim("analyze --help", &out) == 0);
   CHECK_THAT(out, Catch::Contains("--device-memory"));
@@ -115,7 +115,7 @@ TEST_CASE("Flags build an experiment without a file") {
   CHECK(report["strategy"]["dp"].get<int>() == 8);
 }
 
-// Issue 14, item 7: with the optimizer on the host (zero-offload) and pp > 1, the pipeline metrics found no record for
+// With the optimizer on the host (zero-offload) and pp > 1, the pipeline metrics found no record for
 // a stage's optimizer step and the command stopped with an internal error (exit 1).
 TEST_CASE("zero-offload with pipeline stages simulates: the host optimizer step is the stage's apply") {
   std::string out;
@@ -173,7 +173,7 @@ TEST_CASE("A run given host time states it in the summary") {
   CHECK_THAT(out, Catch::Contains("training.host_time_per_step"));
 }
 
-// Issue 14, item 3: `--set cluster.nic_bw=400` was read as 400 B/s and gave a step of 29,407,695 s, exit 0.
+// `--set cluster.nic_bw=400` was read as 400 B/s and gave a step of 29,407,695 s, exit 0.
 TEST_CASE("A bare bandwidth too small for bytes/s is refused naming the field and suggesting units") {
   std::string out;
   CHECK(run_placesim("simulate examples/llama3-8b-fsdp.json --set cluster.nic_bw=400 --quiet", &out) == 2);
@@ -198,7 +198,7 @@ placesim::Json simulated_report(const std::string& flags) {
 
 }  // namespace
 
-// Issue 14, item 4: a comm override of one fabric was refused with "intra_node is required".
+// A comm override of one fabric was refused with "intra_node is required".
 TEST_CASE("A comm override of one fabric simulates, keeping the other from the accelerator") {
   auto report = simulated_report("--set cluster.comm.inter_node=roce-200g");
   REQUIRE(report.is_object());
@@ -206,7 +206,7 @@ TEST_CASE("A comm override of one fabric simulates, keeping the other from the a
   CHECK(report["cluster"]["comm"]["intra_node"]["name"].get<std::string>() == "nvlink4");
 }
 
-// Issue 14, item 9: `--set cluster.accelerator=b200` on dgx-h100 kept NVLink at 450 GB/s under an NVLink5 profile.
+// `--set cluster.accelerator=b200` on dgx-h100 kept NVLink at 450 GB/s under an NVLink5 profile.
 TEST_CASE("Switching accelerator switches the node's NVLink with it") {
   auto report = simulated_report("--set cluster.accelerator=b200");
   REQUIRE(report.is_object());
@@ -243,7 +243,7 @@ TEST_CASE("Switching the strategy preset under a named stack changes the placeme
   CHECK(dp["reshard_after_forward"] == true);  // its condition: gathered parameters
 }
 
-// Issue 14, item 10: a plan that does not fit printed only the refusal; the breakdown is what a user then needs.
+// A plan that does not fit printed only the refusal; the breakdown is what a user then needs.
 TEST_CASE("analyze and simulate print the memory breakdown before refusing a plan that does not fit") {
   const std::string too_big =
       " --model llama3-70b --strategy zero1 --stack megatron-lm-2022 --set strategy.tp=4 --set strategy.pp=4 "
@@ -262,7 +262,7 @@ TEST_CASE("analyze and simulate print the memory breakdown before refusing a pla
   CHECK_THAT(out, Catch::Contains("memory per device") && Catch::Contains("does not fit"));
 }
 
-// Issue 13 (audit): `check` called pipedream, pipedream-2bw and localsgd "valid" with exit 0, though they give up the
+// `check` called pipedream, pipedream-2bw and localsgd "valid" with exit 0, though they give up the
 // equivalence with single-device training that check exists to verify.
 TEST_CASE("check gives asynchronous schedules the not-equivalent verdict with their delay, exit 3") {
   std::string out;
@@ -286,7 +286,7 @@ TEST_CASE("check gives asynchronous schedules the not-equivalent verdict with th
   }
 }
 
-// Issue 13 (audit): the summary said "13 of 13 figures identical" while memory.total_bytes (50.49 GB) and the
+// The summary said "13 of 13 figures identical" while memory.total_bytes (50.49 GB) and the
 // simulated peak (47.51 GB) differed, and the peak's breakdown left out the buffers. Now the breakdown is the peak
 // moment's (it sums to the peak) and every analytic bound that differs is named with both figures.
 TEST_CASE("The simulated peak is broken down at its moment and analytic bounds are named where they differ") {
@@ -308,7 +308,7 @@ TEST_CASE("The simulated peak is broken down at its moment and analytic bounds a
                           Catch::Contains("activations 29.3 GB, buffers 1.92 GB"));
 }
 
-// Review of issue 13's bucket change: the simulation gathers an opaque model bucket by bucket too, so the analytic
+// The bucket change: the simulation gathers an opaque model bucket by bucket too, so the analytic
 // buffers stay a bound of the simulated ones and every byte figure matches.
 TEST_CASE("An opaque ZeRO-3 model is simulated bucket by bucket within the analytic buffer bound") {
   std::string out;

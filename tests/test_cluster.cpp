@@ -219,7 +219,7 @@ TEST_CASE("validate_cluster refuses a cluster built in code with a zero bandwidt
   CHECK_THROWS_WITH(validate_cluster(c), Contains("cluster.accelerator.peak_bf16_flops=0 must be positive"));
 }
 
-// Issue 14, item 4: a fabric's link_bw was ignored by the simulator (it runs on nvlink_bw / nic_bw) and a "comm"
+// A fabric's link_bw was ignored by the simulator (it runs on nvlink_bw / nic_bw) and a "comm"
 // giving one fabric was refused with "intra_node is required".
 TEST_CASE("comm.inter_node.link_bw takes effect: it is the NIC's bandwidth") {
   ClusterSpec c =
@@ -271,7 +271,7 @@ TEST_CASE("nic_bw and comm.inter_node.link_bw that disagree are refused naming b
                     Contains("cluster.nic_bw=5e+10 and cluster.comm.inter_node.link_bw=2.5e+10"));
 }
 
-// Issue 14, item 9: switching accelerator kept the preset's NVLink (450 GB/s) under an NVLink5 comm profile.
+// Switching accelerator kept the preset's NVLink (450 GB/s) under an NVLink5 comm profile.
 TEST_CASE("a node's links follow its accelerator unless given") {
   ClusterSpec c = cluster(R"({"preset": "dgx-h100", "accelerator": "b200"})");
   CHECK(c.comm.intra_node.name == "nvlink5");

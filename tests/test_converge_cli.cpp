@@ -188,7 +188,7 @@ TEST_CASE("converge-sweep refuses bad sweep files naming the field") {
   CHECK(out.find("sweep.schedules[0]=pipedrem is not a schedule (did you mean pipedream?)") != std::string::npos);
 }
 
-// Issue 14, item 6 (the converge report): a synchronous schedule is plain SGD; its executed staleness is 0 and the
+// The converge report: a synchronous schedule is plain SGD; its executed staleness is 0 and the
 // count of other stages' block updates between a read and its apply keeps its own name.
 TEST_CASE("converge reports zero executed staleness for a synchronous schedule and keeps the block-update count") {
   auto executed = [](const char* schedule) {

@@ -161,7 +161,7 @@ TEST_CASE("The sweep figure has one panel per objective and names a line hidden 
   CHECK(count(svg, "<circle") == 2 * 4 * 2);  // objectives x schedules x stage counts
 }
 
-// Issue 22's logistic disagreement (docs/convergence.md): at the size of Ilin & Richtarik's run (n = 200 < d = 512,
+// The logistic disagreement (docs/convergence.md): at the size of Ilin & Richtarik's run (n = 200 < d = 512,
 // batch 10 taken cyclically, additive gradient noise 0.5, lambda 1e-4, budget 3180) LocalSGD (S = 16 replicas, H = 5)
 // ends lower than PipeDream at S = 16, the paired 95 % interval over 10 seeds excluding 0; without the noise PipeDream
 // ends lower on every seed. Step grids around the tuned steps of the documented sweep (PipeDream 2^-6 with noise, 2^-2

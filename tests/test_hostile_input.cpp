@@ -1,4 +1,4 @@
-// Hostile input (issue 15): every user-caused failure is a refusal (exit 2) naming the field or position, never a
+// Hostile input: every user-caused failure is a refusal (exit 2) naming the field or position, never a
 // crash, a wrapped number or a silent choice. One regression test per defect class found by the audit.
 #include <unistd.h>
 

@@ -128,7 +128,7 @@ TEST_CASE("ObjectReader reads bounded integers and names the range it refuses") 
   CHECK_THROWS_WITH(r.require_int_in("absent", 1), "s.absent is required but missing");
 }
 
-// Issue 14, item 11: mistakes a user makes, each named as what it is.
+// Mistakes a user makes, each named as what it is.
 TEST_CASE("A number given as a string is shown with its quotes, so the message says it is a string") {
   CHECK(error_of(R"({"seq_len": "4096"})", [](ObjectReader& r) { r.get_positive_int("seq_len", 1); }) ==
         "x.seq_len=\"4096\" must be a positive integer");
@@ -164,7 +164,7 @@ TEST_CASE("A name the word begins is suggested before one a letter away") {
 }
 
 TEST_CASE("A bare number read by a unit parser is refused when no SI value is plausible, suggesting units") {
-  // 400 meant as 400 Gb/s would be a 400 B/s link: a step of 29,407,695 s for llama3-8b-fsdp (issue 14).
+  // 400 meant as 400 Gb/s would be a 400 B/s link: a step of 29,407,695 s for llama3-8b-fsdp.
   CHECK(error_of(R"({"k": 400})", [](ObjectReader& r) { r.get_positive("k", 1, parse_bandwidth); }) ==
         "x.k=400 is a bare number read as 400 B/s: give a unit, e.g. \"400Gbps\" or \"400GB/s\" (a bandwidth without "
         "a unit is in B/s and must be at least 1e6 B/s = 1 MB/s)");

@@ -1,4 +1,4 @@
-// Placements along the named mesh (issue 13): HSDP, 2-D FSDP + TP, ZeRO++ hpZ and ZeRO-Infinity offload, their
+// Placements along the named mesh: HSDP, 2-D FSDP + TP, ZeRO++ hpZ and ZeRO-Infinity offload, their
 // memory and per-axis bytes computed by hand, and the per-axis validity rules.
 //
 // Formulas. A state sharded over k data ranks is held as 1/k of each unit (FSDP pads its flat parameters to a

@@ -83,7 +83,7 @@ TEST_CASE("Hugging Face config.json import for the Llama GPT-2 and GPT-NeoX fami
   CHECK(shorter.seq_len_source.empty());
 }
 
-// Issue 14, item 2: max_position_embeddings is the longest context a model supports, not its training length; a
+// Max_position_embeddings is the longest context a model supports, not its training length; a
 // Mistral config (32768) made a 32K-token run and a 2.36 TB/GPU table with exit 0.
 TEST_CASE("A Hugging Face import trains at min(4096, max_position_embeddings) unless seq_len is given, and says so") {
   auto hf = [](const char* file, Json extra = Json::object()) {

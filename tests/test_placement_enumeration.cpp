@@ -1,4 +1,4 @@
-// Every placement over a two-axis data mesh (issue 13): each of the 390,625 placements of the four states along
+// Every placement over a two-axis data mesh: each of the 390,625 placements of the four states along
 // dp_shard and dp_replicate (5^4 per axis) is refused citing a named rule or analysed; a sample of the accepted ones
 // is simulated with the analytic bytes to the byte. bench/placement_enumeration simulates every accepted one.
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// Randomized PipeDream (issue 22; Ilin & Richtarik, arXiv 2606.03498): with one stage and no delay it is plain SGD bit
+// Randomized PipeDream (Ilin & Richtarik, arXiv 2606.03498): with one stage and no delay it is plain SGD bit
 // for bit; with PipeDream's own order and delays it is the stale replay of the schedule bit for bit and meets the
 // pipeline report's delays; the bound's terms by hand.
 #include <catch2/catch.hpp>

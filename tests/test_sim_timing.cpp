@@ -130,8 +130,8 @@ TEST_CASE("A ring across nodes spreads each crossing over the group's rails: flo
 
 namespace {
 
-// Issue 14, item 8: two such all-reduces at once share every NIC. Flows split each link (each crossing of 2 x 25 MB
-// per NIC takes twice as long); the analytic fidelity (issue 18) gives each half of each NIC, and says for how long
+// Two such all-reduces at once share every NIC. Flows split each link (each crossing of 2 x 25 MB
+// per NIC takes twice as long); the analytic fidelity gives each half of each NIC, and says for how long
 // they shared it.
 SimResult two_at_once(Fidelity fidelity) {
   TaskGraph g = empty_graph(8);

@@ -172,7 +172,7 @@ TEST_CASE("Hierarchical collectives send the ring's bytes exactly and keep memor
   check_exact(dp);
 }
 
-// Issue 13: the placements of the named mesh simulate with the analytic bytes, per device and class, to the byte
+// The placements of the named mesh simulate with the analytic bytes, per device and class, to the byte
 // (tests/test_mesh_placements.cpp computes those bytes by hand).
 namespace {
 const char* kH100x8 = R"({"preset": "dgx-h100", "nodes": 8})";

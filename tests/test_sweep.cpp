@@ -19,7 +19,7 @@ std::vector<Json> values(const std::string& axis) {
   return axis_values(Json::parse(axis), "axes.x");
 }
 
-// The issue's sweep (issue 6): 4 x 5 x 6 x 2 points on 64 DGX H100 nodes = 512 GPUs.
+// A sweep of 4 x 5 x 6 x 2 points on 64 DGX H100 nodes = 512 GPUs.
 const char* kIssueSweep = R"({"base": {"model": "llama3-70b", "cluster": {"preset": "dgx-h100", "nodes": 64},
     "training": {"global_batch": 1024, "micro_batch": 1}, "strategy": {"preset": "megatron-3d"}},
     "axes": {"strategy.tp": [1, 2, 4, 8], "strategy.pp": [1, 2, 4, 8, 16], "strategy.dp": [4, 8, 16, 32, 64, 128],

@@ -107,7 +107,7 @@ TEST_CASE("CSV cells quote commas and quotes and leave absent values empty") {
         "3,1,invalid,\"a, \"\"b\"\"\",\n");
 }
 
-// Issue 15, defect 7: --resume read the whole results file into memory (a 2.6 GB file took 4.2 GB), and a kill during
+// --resume read the whole results file into memory (a 2.6 GB file took 4.2 GB), and a kill during
 // the final sort left a "<out>.tmp<pid>" no later run removed.
 TEST_CASE("Resume streams the results file across read buffers and removes stale temporaries") {
   test::TempDir dir;

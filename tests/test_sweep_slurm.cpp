@@ -1,4 +1,4 @@
-// Sweeps on a cluster (issue 19): the merge that checks, the generated Slurm script (run here under a fake Slurm
+// Sweeps on a cluster: the merge that checks, the generated Slurm script (run here under a fake Slurm
 // environment; tests/slurm/slurm_check.sh runs it on a real one), --jobs from the CPUs a process may use, a changed
 // sweep file refusing --resume, and filesystems without flock.
 #include <fcntl.h>

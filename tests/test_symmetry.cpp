@@ -1,4 +1,4 @@
-// Issue 18: symmetry folding. plan_folding and the Folding arithmetic are pure; the folded expansion is checked
+// Symmetry folding. plan_folding and the Folding arithmetic are pure; the folded expansion is checked
 // without SimGrid; the equivalence cases run `placesim simulate` twice (folded and --symmetry off), each in its own
 // process, and compare the reports: step time within 0.1 % (the issue's tolerance), bytes identical per device.
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// Issue 14, item 11: a step too large to simulate in reasonable time is refused before anything is expanded, with
+// A step too large to simulate in reasonable time is refused before anything is expanded, with
 // the estimate in the message, unless --force.
 #include <catch2/catch.hpp>
 
@@ -43,7 +43,7 @@ TEST_CASE("simulate refuses a million GPUs before expanding, with the estimate i
   CHECK(out.find("--force") != std::string::npos);
 }
 
-// Issue 15, defect 4: the estimate counted from the graph before simulating. Its timers are the simulation's exactly
+// The estimate counted from the graph before simulating. Its timers are the simulation's exactly
 // (compute tasks and exact collectives: small-3d's collectives all stay inside a node or are latency-bound), and a
 // trace of every device holds one event per recorded task and device.
 TEST_CASE("The simulation estimate counts the timers and trace events the run then has", "[task-limit]") {

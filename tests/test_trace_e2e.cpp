@@ -1,4 +1,4 @@
-// End to end (issue 4): `placesim simulate --trace --report` on two DGX A100 nodes, the trace read back by the
+// End to end: `placesim simulate --trace --report` on two DGX A100 nodes, the trace read back by the
 // validator. The expected counts are worked out by hand from the experiment, not read from the simulator:
 // compute slices per device = micro-batches x layers on the device's stage x passes, one flow per pipeline send, and
 // the memory counter's maximum per device = the report's peak_memory_bytes.total of that device.

@@ -93,7 +93,7 @@ TEST_CASE("Uneven interleaving: activation peaks per stage walked by hand") {
 TEST_CASE("Uneven interleaving: the bubble of every stage counted by hand") {
   // 10 layers as [1 1 1 2 | 2 1 1 1] on 4 stages, 2 chunks, forward 1 and backward 2 per layer, communication free.
   SECTION("4 micro-batches") {
-    // Warm-ups 8, 8, 6, 4 forwards (2(3 - s) + 4, at most 8). Traced op by op (docs/changes.md, issue 16): the step
+    // Warm-ups 8, 8, 6, 4 forwards (2(3 - s) + 4, at most 8). Traced op by op (docs/changes.md): the step
     // ends at 45 on stage 0; stages 0 and 3 compute 4 x (1 + 2) + 4 x (2 + 4) = 36, stages 1 and 2 4 x 2 x 3 = 24.
     const Experiment e = ten_layers(R"({"pp": 4, "schedule": "interleaved", "chunks": 2})", 4);
     const std::vector<StagePlan> plan = stage_plan(e, StageWork{});

@@ -1,4 +1,4 @@
-// The numeric executor of placements (issue 21): the training step run device by device under a placement, compared
+// The numeric executor of placements: the training step run device by device under a placement, compared
 // with one device; the checker against execution on a reduced exhaustive set (bench/placement_agreement runs all
 // 390,625), planted checker bugs caught, the executor's collective bytes equal to the analytic volumes, and
 // asynchronous schedules equal to the stale-SGD replay of the delays the pipeline report counts.

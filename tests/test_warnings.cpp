@@ -1,4 +1,4 @@
-// The surprise guard of issue 14: figures outside what a real training step reaches are reported as warnings, one
+// The surprise guard: figures outside what a real training step reaches are reported as warnings, one
 // per check, on hand-made analyses and simulated steps.
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -83,7 +83,7 @@ TEST_CASE("a step over an hour is a warning", "[warnings]") {
 TEST_CASE("analytic fidelity shares NICs itself: collectives overlapping on one are no warning", "[warnings]") {
   SimulatedStep s = quiet_step();
   s.fidelity = Fidelity::Analytic;
-  s.result.nic_overlap_s = 0.90;  // 90 % of the 1 s step, shared as flows would share it (issue 18)
+  s.result.nic_overlap_s = 0.90;  // 90 % of the 1 s step, shared as flows would share it
   s.result.nic_overlap_node = 1;
   s.result.nic_overlap_rail = 3;
   CHECK(simulation_warnings(s).empty());

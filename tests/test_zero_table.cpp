@@ -96,7 +96,7 @@ TEST_CASE("Sharded units are padded to a multiple of the shard count, as FSDP an
   CHECK(a.comm.by_class[static_cast<std::size_t>(CommClass::ZeroGather)] == 3 * 251 * 2);
 }
 
-// Issue 13 (audit): a model given only by its parameter count was one gather unit, held twice: ZeRO-3 on 7.5B showed
+// A model given only by its parameter count was one gather unit, held twice: ZeRO-3 on 7.5B showed
 // 60 GB of buffers (61.9 GB in all) and ZeRO-2 more memory than ZeRO-1. Without layers it is gathered and reduced in
 // buckets of strategy.bucket_bytes of parameters, rounded down to a multiple of dp so that full buckets shard without
 // padding: 25e6 / 2 = 12,500,000 elements -> 12,499,968 = 64 x 195,312 at dp 64, two in flight.
@@ -124,7 +124,7 @@ TEST_CASE("An opaque model without layers is gathered and reduced in buckets of 
               R"({"training": {"dtype": "fp16"}, "model": {"parameters": 7.5e9, "layers": 10}, "strategy": {"preset": "zero3",
       "dp": 64}})"))
           .memory.buffers == 6e9);
-  // Under bf16 the gradients are fp32 (issue 13): a bucket is a count of elements (bucket_bytes of 2-byte
+  // Under bf16 the gradients are fp32: a bucket is a count of elements (bucket_bytes of 2-byte
   // parameters, as DeepSpeed counts its buckets in elements), so its gradient copy holds 4-byte elements.
   CHECK(analyze(test::experiment(R"({"model": {"parameters": 7.5e9}, "strategy": {"preset": "zero3", "dp": 64},
                                    "stack": "megatron-lm-2022"})"))
@@ -136,7 +136,7 @@ TEST_CASE("An opaque model without layers is gathered and reduced in buckets of 
   CHECK(a.memory.parameters + a.memory.gradients + a.memory.optimizer == 16 * 7.5e9 / 64);
 }
 
-// Issue 13 (audit): PipeDream's stashed weight versions were full copies even when the parameters are sharded
+// PipeDream's stashed weight versions were full copies even when the parameters are sharded
 // (stage 0 of the small 3D example with zero3: 3.54 MB -> 24.8 MB). A stashed version is kept as the device holds
 // its parameters: its shard.
 TEST_CASE("PipeDream stashes a sharded stage's weight versions as shards") {
@@ -152,7 +152,7 @@ TEST_CASE("PipeDream stashes a sharded stage's weight versions as shards") {
   CHECK(analyze(e).stages.front().memory.parameters == 3542528.0);
 }
 
-// Issue 13 (audit): gradients were counted at 16 bits while the optimizer-step model read Megatron's fp32 main-grad
+// Gradients were counted at 16 bits while the optimizer-step model read Megatron's fp32 main-grad
 // buffer, which Megatron-LM also all-reduces under bf16. One truth, training.grad_dtype, for memory and collectives.
 TEST_CASE("Gradients are held and reduced in grad_dtype: fp32 under bf16, the parameters' dtype under fp16") {
   // 1e9 parameters replicated over 8 ranks: gradients 1e9 x bytes; the ring all-reduce sends 2 x 7/8 of them.

@@ -1,6 +1,6 @@
 """Reading `placesim sweep` results (JSONL rows) — standard library only; pandas is imported by read_results alone.
 
-A row is {"index": N, "point": {axis path: value}, "status": ..., <figure path>: number, ...}. Since issue 19 rows
+A row is {"index": N, "point": {axis path: value}, "status": ..., <figure path>: number, ...}. Rows
 also carry "sweep" (a hash of the sweep file), "version", "points", "shard" (only in --shard i/N files),
 "device_memory" (only with --device-memory) and "device_memory_bytes"; older rows lack them, and everything here
 works with both — but not with both mixed (rows with and without a sweep hash are refused unless allow_mixed).

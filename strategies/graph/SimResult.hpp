@@ -24,7 +24,7 @@ struct SimOptions {
   std::vector<char> record;  ///< per device: keep its task records and memory events (empty: all devices)
   bool fine = false;         ///< one record per collective step instead of one per collective and device
   /// Apply the accelerator profile's overlap interference (compute and transfers that overlap on a device slow each
-  /// other); false: overlapped communication is free, as before issue 17 (a what-if).
+  /// other); false: overlapped communication is free, as placesim once costed it (a what-if).
   bool interference = true;
   /// The graph was expanded folded (ExpandOptions::folded_lanes): the simulator runs block 0's devices only, and
   /// unfold_result gives every other device its representative's figures afterwards.

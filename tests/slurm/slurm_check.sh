@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real Slurm in CI (issue 19, docs/slurm.md): starts a single-host Slurm cluster (munged, slurmctld, slurmd) in a
+# A real Slurm in CI (docs/slurm.md): starts a single-host Slurm cluster (munged, slurmctld, slurmd) in a
 # temporary folder, runs a simulate-mode sweep as a 4-task array job, kills one task mid-shard, checks that the
 # merge fails naming the missing points, resumes, and checks that the merged results are byte-identical to the
 # same sweep run on one machine.

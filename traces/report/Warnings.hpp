@@ -9,7 +9,7 @@
 
 namespace placesim {
 
-/// The limits beyond which a figure is more likely a mistake in the input than a result (issue 14): a real
+/// The limits beyond which a figure is more likely a mistake in the input than a result: a real
 /// training step runs at 5 % to 75 % MFU, on links of at least 1 GB/s, in under an hour.
 struct WarningLimits {
   double mfu_min = 0.05;
@@ -24,8 +24,7 @@ std::vector<std::string> analysis_warnings(const Experiment& e, const Analysis& 
                                            const WarningLimits& limits = {});
 
 /// The analysis warnings of a simulated step, then: MFU outside [mfu_min, mfu_max], step time over the maximum,
-/// simulated peak memory over the device memory. (Inter-node collectives sharing a NIC at analytic fidelity were a
-/// warning until issue 18: that fidelity now shares the NIC between them.)
+/// simulated peak memory over the device memory.
 std::vector<std::string> simulation_warnings(const SimulatedStep& s, const WarningLimits& limits = {});
 
 /// Each warning on a line of its own, "warning: ..."; empty when there are none.

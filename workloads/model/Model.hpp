@@ -139,7 +139,7 @@ double logit_forward_flops_per_token(const ModelSpec& m);
 /// `base_dir` resolves a relative hf_config path. With `errors`, field errors are collected there (see ObjectReader).
 ModelSpec parse_model(const Json& value, const std::string& base_dir, ErrorList* errors = nullptr);
 /// The training sequence length a Hugging Face import takes when the experiment gives none: the model's
-/// max_position_embeddings is its longest context, not what it is trained at (issue 14).
+/// max_position_embeddings is its longest context, not what it is trained at.
 constexpr std::int64_t kHfDefaultSeqLen = 4096;
 /// Maps a Hugging Face config.json (Llama, Mistral, GPT-2, GPT-NeoX families) to model fields as JSON; max_positions
 /// is the config's max_position_embeddings (n_positions) and seq_len min(kHfDefaultSeqLen, max_positions).
