@@ -8,6 +8,7 @@
 #include "strategies/plan/TimeToTrain.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"
+#include "workloads/json/Units.hpp"
 #include "workloads/run/RunSpec.hpp"
 
 using namespace placesim;
@@ -175,7 +176,8 @@ TEST_CASE("the Llama 3 405B run on 16,384 H100 keeps above 90 % effective traini
   const ClusterSpec cluster = parse_cluster(e.cluster);
   const RunPlan plan = run_plan(e, cluster, 2048.0 * 8192);
   // The paper omits the checkpoint's write time and the restart time; the defaults assume Tectonic's sustained
-  // 2 TB/s over its 2,048 nodes (2 TB/s / 2,048 per node, times this job's 2,048 nodes) and 10 min. Checkpoint: the model states once, N x (2 + 12) bytes.
+  // 2 TB/s over its 2,048 nodes (2 TB/s / 2,048 per node, times this job's 2,048 nodes) and 10 min. Checkpoint: the
+  // model states once, N x (2 + 12) bytes.
   const double bytes = total_parameters(e.model) * 14;
   CHECK(plan.checkpoint_bytes == Approx(bytes));
   CHECK(plan.checkpoint.write_s == Approx(bytes / 2e12));  // about 2.8 s for 405 B parameters

@@ -20,13 +20,15 @@ struct Suffix {
 };
 
 // Splits "80 GiB" into 80 and "GiB"; the number must be finite and >= 0.
-std::pair<double, std::string> split_number(const std::string& text, const std::string& field) {
+// `hint` (when not null) follows the refusal of text without a number, e.g. "(write e.g. \"10min\" or \"2h\")".
+std::pair<double, std::string> split_number(const std::string& text, const std::string& field,
+                                            const char* hint = nullptr) {
   std::size_t pos = 0;
   double value = 0;
   try {
     value = std::stod(text, &pos);
   } catch (...) {
-    throw InputError(field + "=\"" + text + "\" does not start with a number");
+    throw InputError(field + "=\"" + text + "\" does not start with a number" + (hint ? std::string(" ") + hint : ""));
   }
   if (!std::isfinite(value)) throw InputError(field + "=\"" + text + "\" is not finite");
   std::string unit;
@@ -50,6 +52,9 @@ const BareRule kBareSize{1e6, INFINITY, "B", "GB GiB", "must be at least 1e6 B =
 const BareRule kBareBandwidth{1e6, INFINITY, "B/s", "Gbps GB/s", "must be at least 1e6 B/s = 1 MB/s"};
 const BareRule kBareTime{0, 1e-2, "s", "us ms", "must be at most 0.01 s = 10 ms, as every time read so is a latency"};
 const BareRule kBareFlops{1e9, INFINITY, "FLOP/s", "TFLOPS GFLOPS", "must be at least 1e9 FLOP/s = 1 GFLOP/s"};
+// Durations of a run (an interval between checkpoints, a restart, an MTBF) are not latencies: a bare number has no
+// bound.
+const BareRule kBareDuration{0, INFINITY, "s", "min h", "has no bound"};
 
 // Refuses a bare `value` out of `bare`'s bounds; `shown` is the field and the value as written ("x.bw=400").
 void check_bare(double value, const BareRule& bare, const char* what, const std::string& shown) {
@@ -63,8 +68,8 @@ void check_bare(double value, const BareRule& bare, const char* what, const std:
 }
 
 double parse_with(const std::string& text, const std::string& field, const std::vector<Suffix>& suffixes,
-                  const char* what, const BareRule& bare) {
-  auto [value, unit] = split_number(text, field);
+                  const char* what, const BareRule& bare, const char* hint = nullptr) {
+  auto [value, unit] = split_number(text, field, hint);
   if (unit.empty()) {
     check_bare(value, bare, what, field + "=\"" + text + "\"");
     return value;
@@ -85,6 +90,7 @@ double read_bare_number(double (*unit)(const std::string& text, const std::strin
     if (unit == parse_bandwidth) return {&kBareBandwidth, "bandwidth"};
     if (unit == parse_time) return {&kBareTime, "time"};
     if (unit == parse_flops) return {&kBareFlops, "FLOP/s"};
+    if (unit == parse_duration) return {&kBareDuration, "duration"};
     return {nullptr, nullptr};
   }();
   if (rule.first) check_bare(value, *rule.first, rule.second, shown);
@@ -110,6 +116,11 @@ double parse_bandwidth(const std::string& text, const std::string& field) {
 double parse_time(const std::string& text, const std::string& field) {
   static const std::vector<Suffix> suffixes = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
   return parse_with(text, field, suffixes, "time", kBareTime);
+}
+
+double parse_duration(const std::string& text, const std::string& field) {
+  static const std::vector<Suffix> suffixes = {{"s", 1}, {"min", 60}, {"h", 3600}, {"d", 86400}};
+  return parse_with(text, field, suffixes, "duration", kBareDuration, "(write e.g. \"10min\" or \"2h\")");
 }
 
 double parse_flops(const std::string& text, const std::string& field) {

@@ -17,6 +17,9 @@ double parse_bytes(const std::string& text, const std::string& field);
 double parse_bandwidth(const std::string& text, const std::string& field);
 /// "2us", "1.5 ms", "500ns", "1s" or a plain number of seconds -> seconds.
 double parse_time(const std::string& text, const std::string& field);
+/// "10min", "2h", "1.5d", "600s" or a plain number of seconds -> seconds (no bound on a bare number: these are
+/// durations of a run, not latencies).
+double parse_duration(const std::string& text, const std::string& field);
 /// "312TFLOPS", "989 TFLOP/s", "1.2PFLOPS" or a plain number -> FLOP per second.
 double parse_flops(const std::string& text, const std::string& field);
 

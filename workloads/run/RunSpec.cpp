@@ -1,6 +1,5 @@
 #include "workloads/run/RunSpec.hpp"
 
-#include <cctype>
 #include <cmath>
 
 #include "workloads/json/Embedded.hpp"
@@ -139,25 +138,6 @@ const RunDefaults& run_defaults() {
     return parse_run_defaults(parse_json_text(std::string(*text), kDefaultsPath), kDefaultsPath);
   }();
   return defaults;
-}
-
-double parse_duration(const std::string& text, const std::string& field) {
-  std::size_t pos = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &pos);
-  } catch (...) {
-    throw InputError(field + "=\"" + text + "\" does not start with a number (write e.g. \"10min\" or \"2h\")");
-  }
-  std::string unit;
-  for (std::size_t i = pos; i < text.size(); ++i)
-    if (!std::isspace(static_cast<unsigned char>(text[i]))) unit += text[i];
-  if (!std::isfinite(value)) throw InputError(field + "=\"" + text + "\" is not finite");
-  if (unit.empty() || unit == "s") return value;
-  if (unit == "min") return value * 60;
-  if (unit == "h") return value * kHour;
-  if (unit == "d") return value * 24 * kHour;
-  throw InputError(field + "=\"" + text + "\": unknown duration unit '" + unit + "' (use s min h d)");
 }
 
 namespace {

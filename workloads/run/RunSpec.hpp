@@ -83,8 +83,5 @@ RunDefaults parse_run_defaults(const Json& value, const std::string& origin);
 
 /// Parses the "run" section; with `errors`, field errors are collected there (see ObjectReader).
 RunSpec parse_run(const Json& value, ErrorList* errors = nullptr);
-/// "10min", "2h", "1.5d", "600s" or a plain number of seconds -> seconds (no bound on a bare number: these are
-/// durations of a run, not latencies). Throws InputError naming `field`.
-double parse_duration(const std::string& text, const std::string& field);
 
 }  // namespace placesim
