@@ -13,6 +13,7 @@
 #include "traces/sweep/SweepRows.hpp"
 #include "workloads/json/JsonReader.hpp"
 #include "workloads/json/Units.hpp"
+#include "workloads/model/Training.hpp"
 
 namespace placesim {
 
@@ -94,9 +95,13 @@ SearchSpace search_space(const Args& args, const Json& experiment, const std::st
     for (const auto& c : split_list(*cps)) space.cps.push_back(positive(c, "--cp"));
   if (auto rcs = args.value("--recompute")) {
     space.recomputes = split_list(*rcs);
+    const std::vector<std::string>& names = recompute_names();
     for (const auto& r : space.recomputes)
-      if (r != "none" && r != "selective" && r != "full" && r != "selective-op")
-        throw InputError("--recompute=" + r + " is not one of: none selective selective-op full");
+      if (std::find(names.begin(), names.end(), r) == names.end()) {
+        std::string list;
+        for (const auto& n : names) list += " " + n;
+        throw InputError("--recompute=" + r + " is not one of:" + list);
+      }
   }
   if (auto v = args.value("--max-chunks")) space.max_chunks = positive(*v, "--max-chunks");
   // Simulating needs a cluster; with --gpus alone the default falls back to analyze (the output says so).
@@ -366,19 +371,14 @@ int run_search(const Args& args) {
   first.figures = {"memory.spare_bytes", "memory.reserve_bytes"};
   first.figures.push_back(simulate ? "compute.step_time_lower_bound_s" : by.path);
   SweepSpec analysis = search_sweep(experiment, base_dir, first);
+  // The same candidates simulated: only the mode and the figures differ; one search, so its rows carry one identity.
   SweepSpec simulation;
   if (simulate) {
-    space.figures = {"memory.spare_bytes",
-                     "compute.step_time_lower_bound_s",
-                     kDays,
-                     kDaysLow,
-                     kDaysHigh,
-                     kCost,
-                     kEnergy,
-                     "simulation.interval.step_time_low_s",
-                     by.path};
-    simulation = search_sweep(experiment, base_dir, space);
-    simulation.hash = analysis.hash;  // one search: its rows carry one identity
+    simulation = analysis;
+    simulation.mode = SweepMode::Simulate;
+    simulation.figures = search_figures(
+        SweepMode::Simulate, {"memory.spare_bytes", "compute.step_time_lower_bound_s", kDays, kDaysLow, kDaysHigh,
+                              kCost, kEnergy, "simulation.interval.step_time_low_s", by.path});
   }
   check_sweep_figures(simulate ? simulation : analysis, options.simulator);  // a misspelt --rank-by, in either mode
   std::vector<std::uint64_t> todo(analysis.points());

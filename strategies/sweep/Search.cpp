@@ -163,6 +163,13 @@ std::vector<std::int64_t> search_cps(const SearchSpace& space, const Json& exper
 
 }  // namespace
 
+std::vector<std::string> search_figures(SweepMode mode, const std::vector<std::string>& extra) {
+  std::vector<std::string> figures = default_figures(mode);
+  for (const auto& f : extra)
+    if (std::find(figures.begin(), figures.end(), f) == figures.end()) figures.push_back(f);
+  return figures;
+}
+
 std::vector<std::string> search_presets(const Json& experiment, const std::string& base_dir, std::string* from) {
   if (experiment.contains("stack") && experiment["stack"].is_string()) {
     const auto stack = find_stack(experiment["stack"].get<std::string>(), "stack", base_dir);
@@ -222,9 +229,7 @@ SweepSpec search_sweep(const Json& experiment, const std::string& base_dir, cons
                      " GPUs have no dp x tp x pp x cp layout with tp dividing the node's " +
                      std::to_string(space.gpus_per_node) + " GPUs and the --cp values given");
   spec.axes = {axis};
-  spec.figures = default_figures(space.mode);
-  for (const auto& f : space.figures)
-    if (std::find(spec.figures.begin(), spec.figures.end(), f) == spec.figures.end()) spec.figures.push_back(f);
+  spec.figures = search_figures(space.mode, space.figures);
   validate_axis_paths(spec);
   // Its rows name it as a sweep file's rows name theirs: a hash of everything that makes its points.
   Json identity = {{"search", experiment},

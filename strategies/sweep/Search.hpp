@@ -44,6 +44,9 @@ struct SearchSpace {
   std::vector<std::string> figures;  ///< extra report paths each row carries (the ranking figure, say)
 };
 
+/// The figures a search's rows carry in `mode`: the sweep's defaults, then `extra` not already among them.
+std::vector<std::string> search_figures(SweepMode mode, const std::vector<std::string>& extra);
+
 /// The presets a search tries for `experiment` when none are given: its stack's (by name or file), else all.
 /// `from` is set to where they come from.
 std::vector<std::string> search_presets(const Json& experiment, const std::string& base_dir, std::string* from);

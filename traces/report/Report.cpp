@@ -205,7 +205,7 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
     report["device_memory_bytes"] = number(e.device_memory_bytes);
     // The stack's reserve (CUDA context, communicators) and what is left beside it and the analytic total (a bound).
     report["memory"]["reserve_bytes"] = number(stack_reserve_bytes(e));
-    report["memory"]["spare_bytes"] = number(e.device_memory_bytes - a.total_bytes - stack_reserve_bytes(e));
+    report["memory"]["spare_bytes"] = number(spare_bytes(e, a.total_bytes));
   }
   return report;
 }

@@ -64,6 +64,10 @@ double stack_reserve_bytes(const Experiment& e) {
   return e.stack ? e.stack->memory.reserve_bytes() : 0;
 }
 
+double spare_bytes(const Experiment& e, double peak_bytes) {
+  return e.device_memory_bytes - peak_bytes - stack_reserve_bytes(e);
+}
+
 MemoryHeadroom memory_headroom(const Experiment& e, double peak_bytes) {
   MemoryHeadroom h;
   h.device_bytes = e.device_memory_bytes;

@@ -24,6 +24,8 @@ struct MemoryHeadroom {
 MemoryHeadroom memory_headroom(const Experiment& e, double peak_bytes);
 /// The experiment's stack's memory reserve (CUDA context and communicators), 0 without a stack.
 double stack_reserve_bytes(const Experiment& e);
+/// What the device has left beside `peak_bytes` and that reserve (MemoryHeadroom::spare_bytes without building one).
+double spare_bytes(const Experiment& e, double peak_bytes);
 Json headroom_json(const MemoryHeadroom& h);
 /// "  headroom             ..." for the summary; "" without device memory.
 std::string headroom_summary(const MemoryHeadroom& h);

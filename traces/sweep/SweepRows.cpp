@@ -51,10 +51,7 @@ const std::map<std::string, FigureFn>& analytic_figures() {
         {"memory.reserve_bytes",
          [](E e, A) { return e.device_memory_bytes > 0 ? stack_reserve_bytes(e) : std::nan(""); }},
         {"memory.spare_bytes",
-         [](E e, A a) {
-           return e.device_memory_bytes > 0 ? e.device_memory_bytes - a.total_bytes - stack_reserve_bytes(e)
-                                            : std::nan("");
-         }},
+         [](E e, A a) { return e.device_memory_bytes > 0 ? spare_bytes(e, a.total_bytes) : std::nan(""); }},
         // Absent (NaN) when the point was checked against no capacity, as in the report.
         {"device_memory_bytes",
          [](E e, A) { return e.device_memory_bytes > 0 ? e.device_memory_bytes : std::nan(""); }},

@@ -172,13 +172,18 @@ void read_length(ObjectReader& r, TrainingSpec& t) {
 
 }  // namespace
 
+const std::vector<std::string>& recompute_names() {
+  static const std::vector<std::string> names = {"none", "selective", "selective-op", "full"};
+  return names;
+}
+
 TrainingSpec parse_training(const Json& value, ErrorList* errors) {
   TrainingSpec t;
   ObjectReader r(value, "training", errors);
   t.global_batch = r.get_positive_int("global_batch", 0);
   t.micro_batch = r.get_positive_int("micro_batch", 1);
   read_precision(r, value, t);
-  std::string rc = r.get_choice("recompute", {"none", "selective", "selective-op", "full"}, "none");
+  std::string rc = r.get_choice("recompute", recompute_names(), "none");
   t.recompute = rc == "none"           ? Recompute::None
                 : rc == "selective"    ? Recompute::Selective
                 : rc == "selective-op" ? Recompute::SelectiveOp

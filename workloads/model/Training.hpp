@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "workloads/json/JsonReader.hpp"
 
@@ -179,6 +180,8 @@ std::string to_string(const RoutingSpec& r);
 std::string to_string(Optimizer o);
 std::string to_string(OptimizerKernel k);
 std::string to_string(Recompute r);
+/// The words training.recompute takes, in the order its refusal lists them.
+const std::vector<std::string>& recompute_names();
 std::string to_string(Kernels k);
 std::string to_string(AttentionKernel k);
 std::string to_string(MasterWeights m);
