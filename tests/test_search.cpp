@@ -329,7 +329,8 @@ TEST_CASE("search tries the presets of the experiment's stack and never ranks a 
                                    "--mode analyze --micro-batches 1 --recompute none --cp 1 --max-chunks 1");
   INFO(run.output);
   REQUIRE(run.rc == 0);
-  CHECK_THAT(run.output, Catch::Contains("presets: dp, zero1, zero2, zero3, zero-offload, zero++, the deepspeed-zero stack's"));
+  CHECK_THAT(run.output,
+             Catch::Contains("presets: dp, zero1, zero2, zero3, zero-offload, zero++, the deepspeed-zero stack's"));
   std::set<std::string> presets;
   std::size_t refused = 0;
   for (const auto& r : run.rows) {
@@ -345,4 +346,37 @@ TEST_CASE("search tries the presets of the experiment's stack and never ranks a 
   // The stack's six presets but ZeRO++, whose hpZ needs data-parallel replicas across nodes (one node here).
   CHECK(presets == std::set<std::string>{"dp", "zero1", "zero2", "zero3", "zero-offload"});
   CHECK(refused > 0);
+}
+
+// The bound counts the tensor-parallel collectives a layer waits for on its device's chain (the forward's two
+// all-reduces without sp), not the compute alone: with NVLink slowed 45-fold the step is mostly those collectives,
+// and the bound must follow it up while staying below it, at every fidelity.
+TEST_CASE("The step-time bound follows a step made of exposed tensor-parallel collectives") {
+  const auto run = [](const std::string& nvlink, const std::string& fidelity) {
+    char pattern[] = "/tmp/placesim-bound-test-XXXXXX";
+    const std::string dir = ::mkdtemp(pattern);
+    std::ofstream(dir + "/exp.json") << R"({"model": {"layers": 8, "hidden": 4096, "heads": 32, "vocab": 32000,
+        "seq_len": 2048}, "cluster": {"preset": "dgx-h100", "nodes": 1, "nvlink_bw": ")"
+                                     << nvlink << R"("}, "strategy": {"preset": "megatron-core", "tp": 8,
+        "sp": false}, "training": {"global_batch": 4, "micro_batch": 1}})";
+    std::string output;
+    const int rc = test::run_placesim(
+        "simulate " + dir + "/exp.json --quiet --fidelity " + fidelity + " --report " + dir + "/r.json", &output);
+    INFO(output);
+    REQUIRE(rc == 0);
+    const Json r = Json::parse(std::ifstream(dir + "/r.json"));
+    std::filesystem::remove_all(dir);
+    return std::pair{r["simulation"]["step_time_s"].get<double>(),
+                     r["compute"]["step_time_lower_bound_s"].get<double>()};
+  };
+  for (const std::string fidelity : {"analytic", "flow"}) {
+    INFO(fidelity);
+    const auto [fast_step, fast_bound] = run("450 GB/s", fidelity);
+    const auto [slow_step, slow_bound] = run("10 GB/s", fidelity);
+    CHECK(fast_bound <= fast_step);
+    CHECK(slow_bound <= slow_step);
+    // A compute-only bound would stay at fast_bound; this one takes at least 80 % of what the collectives add.
+    CHECK(slow_step > 5 * fast_step);
+    CHECK(slow_bound - fast_bound >= 0.8 * (slow_step - fast_step));
+  }
 }

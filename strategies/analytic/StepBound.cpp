@@ -5,6 +5,7 @@
 #include <string>
 
 #include "strategies/analytic/Costs.hpp"
+#include "strategies/analytic/TpLayerTimes.hpp"
 #include "strategies/placement/Layout.hpp"
 
 namespace placesim {
@@ -16,6 +17,23 @@ namespace {
 struct StageCompute {
   double per_microbatch = 0, first_chunk = 0, optimizer = 0;
 };
+
+// The share of the analytic TP collective time the bound counts: a margin for the simulation's collectives, which
+// equal the analytic ones on one node (docs/validation.md section 1) but need not at every size.
+constexpr double kTpCommShare = 0.9;
+
+// Seconds of TP collectives one layer's forward and backward leave on the device's chain (not those run beside a
+// GEMM: their cost is in layer_backward_s already), on the node's fabric.
+double exposed_tp_s(const Experiment& e, const ClusterSpec& c) {
+  const TpExposure x = tp_exposure(e, c.accelerator, c.comm.intra_node);
+  return x.forward_s + (x.backward_s - x.backward_hidden_s);
+}
+
+// A full recompute runs the forward's collectives again.
+double recompute_tp_s(const Experiment& e, const ClusterSpec& c) {
+  if (e.training.recompute != Recompute::Full) return 0;
+  return tp_exposure(e, c.accelerator, c.comm.intra_node).forward_s;
+}
 
 double least(const std::vector<double>& v) {
   return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
@@ -34,9 +52,14 @@ StageCompute stage_compute(const Experiment& e, const ClusterSpec& c, const Stag
   }
   // Full recompute of dense layers only (a model's MoE layers' recompute is left out: a bound may omit work).
   const double recomputed = st.moe_layers == 0 ? static_cast<double>(stage_recomputed_layers(e, st)) : 0;
+  // The tensor-parallel collectives a layer waits for on its device's chain (exposed_tp_s), at kTpCommShare of their
+  // analytic time: the simulation runs them at their NCCL-fitted time or slower (a group across nodes, contention).
+  const double exposed = kTpCommShare * exposed_tp_s(e, c);
+  const double moe_exposed = e.model.shared_experts == 0 ? exposed / 2 : exposed;
   StageCompute out;
-  out.per_microbatch = dense * layer + static_cast<double>(st.moe_layers) * moe + recomputed * k.layer_recompute_s +
-                       k.embed_forward_s + k.embed_backward_s + k.extra_forward_s + k.extra_backward_s;
+  out.per_microbatch = dense * (layer + exposed) + static_cast<double>(st.moe_layers) * (moe + moe_exposed) +
+                       recomputed * (k.layer_recompute_s + kTpCommShare * recompute_tp_s(e, c)) + k.embed_forward_s +
+                       k.embed_backward_s + k.extra_forward_s + k.extra_backward_s;
   const double chunk_layers = st.chunk_layers.empty() ? 0 : static_cast<double>(st.chunk_layers.front());
   out.first_chunk = chunk_layers * (st.moe_layers > 0 ? std::min(layer, moe) : layer);
   if (e.strategy.placement.optimizer != Mode::Offloaded)

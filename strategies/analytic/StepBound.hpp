@@ -4,12 +4,14 @@
 
 namespace placesim {
 
-/// A lower bound on the simulated step time of `e` on cluster `c`, from the compute tasks alone: no simulation of
-/// the experiment at any fidelity can finish a step sooner. Each device runs its compute tasks one at a time at no
-/// less than their cost (overlap interference only slows them, communication only delays them), so a device of
-/// stage s needs at least
+/// A lower bound on the simulated step time of `e` on cluster `c`, from the compute tasks and the tensor-parallel
+/// collectives they wait for: no simulation of the experiment at any fidelity can finish a step sooner. Each device
+/// runs its compute tasks one at a time at no less than their cost (overlap interference only slows them,
+/// communication only delays them), and a layer's exposed TP collectives (those not run beside a GEMM) sit between
+/// its tasks on the same chain, so a device of stage s needs at least
 ///
-///   microbatches x (its layers' forward + backward + recompute, and the embedding or head it holds)
+///   microbatches x (its layers' forward + backward + recompute + 0.9 x their exposed TP collectives at the node
+///                   fabric's fitted NCCL time, and the embedding or head it holds)
 ///   + its optimizer step (held on the device)
 ///
 /// and, under a synchronous pipeline (GPipe, 1F1B, interleaved), the first micro-batch's forward through the first
