@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -379,4 +380,37 @@ TEST_CASE("The step-time bound follows a step made of exposed tensor-parallel co
     CHECK(slow_step > 5 * fast_step);
     CHECK(slow_bound - fast_bound >= 0.8 * (slow_step - fast_step));
   }
+}
+
+// Presets that resolve to the same strategy (dp and megatron-3d: both replicate every state and exchange stages as
+// Megatron-LM does; megatron-3d's recompute is the search's to set) are one candidate, simulated once; a preset
+// that places a state otherwise (zero1 shards the optimizer) is not the same.
+TEST_CASE("search simulates once the candidates of presets that resolve to the same strategy") {
+  const SearchRun run = run_search(R"({"model": {"layers": 4, "hidden": 256, "heads": 4, "vocab": 1000,
+      "seq_len": 128}, "cluster": {"preset": "dgx-a100", "nodes": 1}, "training": {"global_batch": 16}})",
+                                   "--presets dp,megatron-3d,zero1 --micro-batches 1 --recompute none --cp 1 "
+                                   "--max-chunks 1 --fidelity analytic --exhaustive");
+  INFO(run.output);
+  REQUIRE(run.rc == 0);
+  std::map<std::int64_t, const Json*> by_index;
+  for (const Json& r : run.rows) by_index[r["index"].get<std::int64_t>()] = &r;
+  std::size_t twins = 0, zero1_simulated = 0;
+  for (const Json& r : run.rows) {
+    const auto preset = r["point"]["strategy"]["preset"].get<std::string>();
+    const std::string reason = r.value("reason", "");
+    if (preset == "zero1" && r.contains("simulation.step_time_s")) ++zero1_simulated;
+    if (reason.rfind("the same candidate as #", 0) != 0) continue;
+    const Json& kept = *by_index.at(std::stoll(reason.substr(23)));
+    CHECK(preset == "megatron-3d");
+    CHECK(kept["point"]["strategy"]["preset"] == "dp");
+    Json a = r["point"], b = kept["point"];
+    a["strategy"].erase("preset");
+    b["strategy"].erase("preset");
+    CHECK(a == b);
+    CHECK(kept.contains("simulation.step_time_s"));
+    ++twins;
+  }
+  CHECK(twins > 0);
+  CHECK(zero1_simulated > 0);
+  CHECK_THAT(run.output, Catch::Contains(std::to_string(twins) + " the same as another"));
 }

@@ -9,6 +9,7 @@
 #include "sim/cli/SweepCli.hpp"
 #include "strategies/placement/Strategy.hpp"
 #include "strategies/sweep/Search.hpp"
+#include "strategies/sweep/SweepPoint.hpp"
 #include "traces/sweep/SweepFile.hpp"
 #include "traces/sweep/SweepRows.hpp"
 #include "workloads/json/JsonReader.hpp"
@@ -288,31 +289,58 @@ Tally tally_analysis(std::vector<Json>& rows) {
   return t;
 }
 
-// Simulates the candidates that fit in the order of their lower bound, `jobs` at a time, until (when pruning) the
-// next bound is at least the best simulated step time; marks the rest as pruned.
-void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std::vector<Json>& rows, bool prune,
-                             const Args& args, Tally& t) {
+// The ok candidates worth simulating, each once: two presets that resolve to the same strategy and training (the
+// megatron-core and megatron-3d presets under a stack that sets the same optimizer and recompute), or a recompute
+// mode that changes nothing analysable (selective recompute where fused attention stores no scores), give the same
+// candidate when their memory, traffic and bound agree too. The others are marked filtered, naming the one kept.
+std::vector<std::size_t> distinct_candidates(const SweepSpec& spec, std::vector<Json>& rows, Tally& t) {
+  struct Kept {
+    StrategySpec strategy;
+    TrainingSpec training;
+    std::uint64_t index;
+  };
+  std::map<std::string, std::vector<Kept>> seen;  // by the point without preset and recompute, and the figures
+  PointEvaluator evaluator(spec, 0);
   std::vector<std::size_t> order;
-  // A recompute mode that changes nothing analysable (selective recompute where fused attention stores no scores:
-  // the same memory, traffic and compute) gives the same candidate; it is simulated once.
-  std::map<std::string, std::uint64_t> seen;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     Json& r = rows[k];
     if (r["status"] != "ok") continue;
     Json key = r["point"];
     key.erase("training.recompute");
+    if (key.contains("strategy")) key["strategy"].erase("preset");
     for (const char* f : {"memory.total_bytes", "communication.bytes_per_step", "compute.step_time_lower_bound_s"})
       key[f] = r.value(f, Json());
-    auto [it, fresh] = seen.emplace(key.dump(), r["index"].get<std::uint64_t>());
-    if (fresh) {
+    const auto index = r["index"].get<std::uint64_t>();
+    evaluator.evaluate(index);
+    Kept mine{evaluator.experiment().strategy, evaluator.experiment().training, index};
+    mine.strategy.preset.clear();
+    mine.training.recompute = Recompute::None;
+    mine.training.recompute_layers = 0;
+    if (mine.strategy.placement.activations == Mode::Materialized)  // the placement's word for a recompute
+      mine.strategy.placement.activations = Mode::Replicated;
+    std::vector<Kept>& same_key = seen[key.dump()];
+    const auto twin = std::find_if(same_key.begin(), same_key.end(), [&](const Kept& x) {
+      return x.strategy == mine.strategy && x.training == mine.training;
+    });
+    if (twin == same_key.end()) {
+      same_key.push_back(std::move(mine));
       order.push_back(k);
       continue;
     }
     r["status"] = "filtered";
-    r["reason"] = "the same candidate as #" + std::to_string(it->second) +
-                  " (its recompute mode changes no memory, traffic or compute here); simulated once";
+    r["reason"] = "the same candidate as #" + std::to_string(twin->index) +
+                  " (the same strategy and training once resolved, and the same memory, traffic and compute); "
+                  "simulated once";
     ++t.same;
   }
+  return order;
+}
+
+// Simulates the candidates that fit in the order of their lower bound, `jobs` at a time, until (when pruning) the
+// next bound is at least the best simulated step time; marks the rest as pruned.
+void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std::vector<Json>& rows, bool prune,
+                             const Args& args, Tally& t) {
+  std::vector<std::size_t> order = distinct_candidates(spec, rows, t);
   const std::string bound = "compute.step_time_lower_bound_s";
   std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
     return row_number(rows[x], bound, 0) < row_number(rows[y], bound, 0);
@@ -351,8 +379,9 @@ void print_tally(const Tally& t, std::size_t candidates, bool simulate, bool pru
             << " the stack cannot run, " << t.memory << " do not fit in memory (with the stack's reserve), " << t.fit
             << " fit\n";
   if (simulate)
-    std::cout << "  " << t.same << " the same as another (a recompute mode that changes nothing here), " << t.simulated
-              << " simulated in the order of their step time's lower bound (compute alone: "
+    std::cout << "  " << t.same << " the same as another (a preset or recompute mode that changes nothing here), "
+              << t.simulated
+              << " simulated in the order of their step time's lower bound (compute and exposed TP collectives: "
               << "strategies/analytic/StepBound.hpp), " << t.pruned
               << (prune ? " pruned: their bound is at least the best simulated step time\n"
                         : " pruned (--exhaustive, or a ranking not in step-time order, simulates every one)\n");

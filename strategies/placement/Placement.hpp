@@ -35,11 +35,14 @@ struct Placement {
     Mode parameters = Mode::Replicated;
     Mode gradients = Mode::Replicated;
     Mode optimizer = Mode::Replicated;
+    bool operator==(const Across&) const = default;
   } replicate;
   /// ZeRO++ hpZ (Wang et al., arXiv 2306.10209, §3.2): besides their primary shard over every axis they are
   /// sharded-with-gather along, parameters keep a secondary shard over dp_shard, cut from the forward's gather; the
   /// backward gathers from it over dp_shard alone.
   bool secondary = false;
+  /// Equal in every mode (a search's candidates of different presets may resolve to the same placement).
+  bool operator==(const Placement&) const = default;
 
   Mode mode(State s, AxisSet axis) const;
   /// Every state has the same mode along both data axes (and no secondary shard): the one-axis placement of old.

@@ -149,6 +149,9 @@ struct StrategySpec {
   std::int64_t data_ranks() const { return dp * cp; }
   /// Expert-data-parallel ranks: the stage's ranks that hold the same experts.
   std::int64_t edp() const { return tp * cp * dp / ep; }
+  /// Equal in every field, the preset's name included (compare with the names set equal to ask whether two
+  /// presets resolve to the same strategy).
+  bool operator==(const StrategySpec&) const = default;
   /// The number of ranks spanned by data axes `axes`; dp_shard includes cp.
   std::int64_t degree(AxisSet axes) const {
     return ((axes & kShardAxis) != 0 ? dp_shard * cp : 1) * ((axes & kReplicateAxis) != 0 ? dp_replicate : 1);

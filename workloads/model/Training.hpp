@@ -75,6 +75,7 @@ struct RoutingSpec {
   std::int64_t hot_experts = 1;
   double hot_fraction = 0;
   std::uint64_t seed = 1;
+  bool operator==(const RoutingSpec&) const = default;
 };
 
 /// How a step is trained. Bytes per parameter follow mixed-precision practice (ZeRO §3): 16-bit parameters with
@@ -144,6 +145,8 @@ struct TrainingSpec {
   /// Bytes of gradient memory per element held: the gradient, and its 16-bit copy with grad_accumulation_cast.
   int held_grad_bytes() const { return grad_bytes() + (grad_accumulation_cast ? param_bytes() : 0); }
   int activation_bytes() const { return param_bytes(); }
+  /// Equal in every field (a search's candidates of different presets may resolve to the same training).
+  bool operator==(const TrainingSpec&) const = default;
 };
 
 /// Memory traffic of one optimizer step, bytes per parameter element, as Megatron-LM's mixed-precision optimizer
