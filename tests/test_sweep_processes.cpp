@@ -67,6 +67,28 @@ TEST_CASE("Progress prints plain lines when stderr is not a terminal") {
   CHECK(captured.str().find('\r') == std::string::npos);
 }
 
+// A search learns after each batch how many candidates its bound still lets through: the total shrinks (never below
+// what is done), and the percentage and ETA follow it.
+TEST_CASE("Progress takes a new total and counts against it") {
+  std::ostringstream captured;
+  auto* saved = std::cerr.rdbuf(captured.rdbuf());
+  {
+    Progress progress("placesim search", 100, false, 0.0);
+    progress.advance(2);
+    progress.set_total(8);  // 6 left
+    progress.advance(2);
+    progress.set_total(1);  // below the 4 done: 4
+    progress.advance(0);
+  }
+  std::cerr.rdbuf(saved);
+  std::vector<std::string> lines = lines_of(captured.str());
+  REQUIRE(lines.size() == 3);
+  CHECK_THAT(lines[0], Catch::StartsWith("placesim search:   2.0% 2/100 points, "));
+  CHECK_THAT(lines[1], Catch::StartsWith("placesim search:  50.0% 4/8 points, "));
+  CHECK_THAT(lines[2], Catch::StartsWith("placesim search: 100.0% 4/4 points, "));
+  CHECK_THAT(lines[2], Catch::Contains(", took "));
+}
+
 TEST_CASE("Durations print as seconds, minutes or hours") {
   CHECK(format_duration(7.2) == "7 s");
   CHECK(format_duration(245) == "4:05");

@@ -345,7 +345,8 @@ void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std
   std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
     return row_number(rows[x], bound, 0) < row_number(rows[y], bound, 0);
   });
-  auto progress = sweep_progress(args, "placesim search: simulating (at most; the bound stops it early)", order.size());
+  auto progress =
+      sweep_progress(args, "placesim search: simulating (those whose bound is below the best so far)", order.size());
   options.progress = progress.get();
   double best = std::numeric_limits<double>::infinity();
   std::size_t next = 0;
@@ -362,6 +363,12 @@ void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std
       const auto index = r["index"].get<std::size_t>();  // read before the move: operator= takes its argument by value
       rows[index] = std::move(r);
       ++t.simulated;
+    }
+    // What is left to simulate: the candidates whose bound is below the best step so far (they are in bound order).
+    if (progress && prune) {
+      std::size_t left = next;
+      while (left < order.size() && row_number(rows[order[left]], bound, 0) < best) ++left;
+      progress->set_total(t.simulated + (left - next));
     }
   }
   if (progress) progress->finish();

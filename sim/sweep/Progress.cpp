@@ -1,5 +1,6 @@
 #include "sim/sweep/Progress.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -51,6 +52,11 @@ void Progress::advance(std::uint64_t n) {
   std::lock_guard lock(mutex_);
   done_ += n;
   draw_locked(false);
+}
+
+void Progress::set_total(std::uint64_t total) {
+  std::lock_guard lock(mutex_);
+  total_ = std::max(total, done_);
 }
 
 void Progress::tick() {

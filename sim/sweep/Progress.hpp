@@ -18,6 +18,9 @@ class Progress {
   void advance(std::uint64_t n);
   /// Redraws when due (for callers waiting on slow points).
   void tick();
+  /// Replaces the number of points the run evaluates (a search learns after each batch how many candidates its
+  /// bound still lets through); never below the points finished.
+  void set_total(std::uint64_t total);
   /// Ends the bar (a final newline on a terminal).
   void finish();
 
