@@ -77,6 +77,12 @@ TEST_CASE("1F1B from schedule to executor is plain mini-batch SGD bit for bit on
   check_plain_sgd(Schedule::OneFOneB, ObjectiveKind::Quadratic, 4, 3, 4, 3);
 }
 
+// The zero-bubble schedules are synchronous: their deferred weight gradients all land before the step's update.
+TEST_CASE("ZB-H1 and ZB-H2 from schedule to executor are plain mini-batch SGD bit for bit on the quadratic") {
+  check_plain_sgd(Schedule::ZbH1, ObjectiveKind::Quadratic, 4, 8, 3, 8);
+  check_plain_sgd(Schedule::ZbH2, ObjectiveKind::Quadratic, 3, 6, 3, 6);
+}
+
 TEST_CASE("GPipe from schedule to executor is plain mini-batch SGD bit for bit on logistic regression") {
   check_plain_sgd(Schedule::GPipe, ObjectiveKind::Logistic, 3, 5, 3, 5);
 }

@@ -314,3 +314,40 @@ TEST_CASE("Performance: PipeDream with S=64 and M=640 is evaluated and measured 
   CHECK(seconds < 1.0);  // about 40 ms on a loaded 2-core machine; a quadratic evaluator takes minutes
   CHECK(report["pipeline"]["staleness"]["max_delay"].get<std::int64_t>() == 64 * 64 - 32);
 }
+
+// Zero-bubble pipelines (Qi et al., arXiv 2401.10241, Table 1; the same figures asserted by arxiv_bubble_rates in
+// sail-sg/zero-bubble-pipeline-parallelism, branch arxiv, efficiency.py), with F, B (input gradient) and W (weight
+// gradient) per micro-batch and stage and free transfers:
+//   1F1B   bubble (p-1)(F+B+W) per stage, peak p micro-batches on stage 0
+//   ZB-H1  bubble (p-1)(F+B-W) per stage, peak p on every stage
+//   ZB-H2  bubble (p-1)(F+B-2W) within a stage's own span (first op to last), peak 2p-1 on every stage
+TEST_CASE("Zero-bubble ZB-H1 and ZB-H2 leave the bubbles and hold the micro-batches of Qi et al.'s Table 1") {
+  struct Costs {
+    double f, b, w;
+  };
+  for (Costs c : {Costs{1, 1, 1}, Costs{2, 3, 1}, Costs{1, 1.5, 0.75}})
+    for (int p : {4, 6})
+      for (int m : {2 * p, 3 * p}) {
+        INFO("F " << c.f << " B " << c.b << " W " << c.w << " p " << p << " m " << m);
+        PipelineTimes times = test::pipeline_times(c.f, c.b + c.w);
+        times.weight_s = c.w;
+        const double work = m * (c.f + c.b + c.w);
+        const test::PipelineRun one = test::run_pipeline(test::pipeline_shape(Schedule::OneFOneB, p, m), times);
+        CHECK(one.metrics.span_s == Approx(work + (p - 1) * (c.f + c.b + c.w)));
+        const test::PipelineRun h1 = test::run_pipeline(test::pipeline_shape(Schedule::ZbH1, p, m), times);
+        for (int s = 0; s < p; ++s) {
+          CHECK(h1.metrics.idle_s[static_cast<std::size_t>(s)] == Approx((p - 1) * (c.f + c.b - c.w)));
+          CHECK(h1.metrics.inflight_microbatches_peak[static_cast<std::size_t>(s)] == p);
+        }
+        const test::PipelineRun h2 = test::run_pipeline(test::pipeline_shape(Schedule::ZbH2, p, m), times);
+        double own_idle = 0;
+        for (int s = 0; s < p; ++s) {
+          const auto& stage = h2.timeline[static_cast<std::size_t>(s)];
+          double first = stage.front().start_s, last = 0;
+          for (const OpInterval& x : stage) last = std::max(last, x.end_s);
+          own_idle = std::max(own_idle, last - first - work);
+          CHECK(h2.metrics.inflight_microbatches_peak[static_cast<std::size_t>(s)] == 2 * p - 1);
+        }
+        CHECK(own_idle == Approx((p - 1) * (c.f + c.b - 2 * c.w)).margin(1e-9));
+      }
+}

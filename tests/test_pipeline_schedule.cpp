@@ -1,5 +1,6 @@
 // Pipeline schedules as per-stage op orders: GPipe, 1F1B (PipeDream-Flush), Megatron-LM interleaved 1F1B
-// (Narayanan et al., arXiv 2104.04473), PipeDream asynchronous 1F1B with weight stashing, PipeDream-2BW and LocalSGD.
+// (Narayanan et al., arXiv 2104.04473), PipeDream asynchronous 1F1B with weight stashing, PipeDream-2BW, LocalSGD and
+// the zero-bubble ZB-H1 and ZB-H2 (Qi et al., arXiv 2401.10241).
 #include <catch2/catch.hpp>
 #include <map>
 
@@ -10,7 +11,8 @@ using namespace placesim;
 
 namespace {
 
-// "F0 F1 B0 A" (interleaved: "F0.1" = micro-batch 0, chunk 1; "A" = Apply, "avg" = Average).
+// "F0 F1 B0 A" (interleaved: "F0.1" = micro-batch 0, chunk 1; "A" = Apply, "avg" = Average; "W0" = the weight
+// gradient of a split backward, whose input gradient is "B0").
 std::string render(const std::vector<PipeOp>& ops, bool chunks = false) {
   std::string out;
   for (const PipeOp& op : ops) {
@@ -20,7 +22,8 @@ std::string render(const std::vector<PipeOp>& ops, bool chunks = false) {
     } else if (op.kind == PipeOpKind::Average) {
       out += "avg";
     } else {
-      out += (op.kind == PipeOpKind::Forward ? "F" : "B") + std::to_string(op.microbatch);
+      const char* letter = op.kind == PipeOpKind::Forward ? "F" : op.kind == PipeOpKind::Weight ? "W" : "B";
+      out += letter + std::to_string(op.microbatch);
       if (chunks) out += "." + std::to_string(op.chunk);
     }
   }
@@ -285,4 +288,60 @@ TEST_CASE("Errors from a strategy name the strategy fields") {
   s.replicas = 4;
   CHECK_THROWS_WITH(make_schedule(shape_of(s, 1), strategy_shape_fields()),
                     "strategy.replicas=4 does not divide strategy.microbatches=6");
+}
+
+// The handcrafted zero-bubble schedules as sail-sg/zero-bubble-pipeline-parallelism builds them (branch arxiv, commit
+// f68d387, megatron/core/pipeline_parallel/efficiency.py, get_hand_schedule with warmup_c 1 for ZB-H1 and 2 for
+// ZB-H2): these orders were derived from that function's loop, for 4 stages and 8 micro-batches, apart from placesim.
+TEST_CASE("ZB-H1 and ZB-H2 run the op orders of the zero-bubble reference code") {
+  const PipelineSchedule h1 = schedule_of(Schedule::ZbH1, 4, 8);
+  CHECK(render(h1.order[0]) == "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7 A");
+  CHECK(render(h1.order[1]) == "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7 A");
+  CHECK(render(h1.order[2]) == "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7 A");
+  CHECK(render(h1.order[3]) == "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7 A");
+  const PipelineSchedule h2 = schedule_of(Schedule::ZbH2, 4, 8);
+  CHECK(render(h2.order[0]) == "F0 F1 F2 F3 F4 F5 F6 B0 W0 F7 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7 A");
+  CHECK(render(h2.order[1]) == "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 W0 F7 B3 W1 B4 W2 B5 W3 B6 W4 B7 W5 W6 W7 A");
+  CHECK(render(h2.order[2]) == "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 W0 F7 B5 W1 B6 W2 B7 W3 W4 W5 W6 W7 A");
+  CHECK(render(h2.order[3]) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 W0 F7 B7 W1 W2 W3 W4 W5 W6 W7 A");
+  // Every backward of a zero-bubble schedule is split; each W reads the version its forward read, and the step is
+  // synchronous (one Apply per stage, after the last W).
+  for (const auto& ops : h2.order)
+    for (const PipeOp& op : ops) {
+      if (op.kind == PipeOpKind::Backward) CHECK(op.split);
+      if (op.kind != PipeOpKind::Apply) CHECK(op.weight_version == 0);
+    }
+}
+
+TEST_CASE("Zero-bubble schedules run B before W for every micro-batch, over several steps") {
+  for (Schedule schedule : {Schedule::ZbH1, Schedule::ZbH2}) {
+    const PipelineSchedule s = schedule_of(schedule, 3, 5, 2);
+    INFO(to_string(schedule));
+    for (const auto& ops : s.order) {
+      std::map<int, int> state;  // micro-batch -> 1 after F, 2 after B, 3 after W
+      int applies = 0;
+      for (const PipeOp& op : ops) {
+        if (op.kind == PipeOpKind::Forward) CHECK(state[op.microbatch]++ == 0);
+        if (op.kind == PipeOpKind::Backward) CHECK(state[op.microbatch]++ == 1);
+        if (op.kind == PipeOpKind::Weight) CHECK(state[op.microbatch]++ == 2);
+        if (op.kind == PipeOpKind::Apply) {
+          ++applies;
+          for (const auto& [mb, seen] : state) CHECK(seen == 3);  // the step's every W before its Apply
+        }
+      }
+      CHECK(state.size() == 10u);
+      CHECK(applies == 2);
+    }
+  }
+}
+
+TEST_CASE("Error: weight_s belongs to the zero-bubble schedules and is a part of the backward") {
+  Json s = section("1f1b", 2, 4);
+  s["weight_s"] = 0.5;
+  CHECK_THAT(error_of(s),
+             Catch::Contains("pipeline.weight_s is only meaningful with pipeline.schedule=zb-h1 or zb-h2"));
+  s = section("zb-h1", 2, 4);
+  s["weight_s"] = 2;
+  CHECK_THAT(error_of(s), Catch::Contains("pipeline.weight_s"));
+  CHECK_THAT(error_of(s), Catch::Contains("must be less than pipeline.backward_s"));
 }

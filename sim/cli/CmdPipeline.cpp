@@ -15,7 +15,7 @@ constexpr const char* kHelp = R"(
 pipeline-sweep [--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]
 staleness, schedule bubble, idle time and throughput of every pipeline schedule over stage counts (abstract stages)
 --stages LIST             stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)
---schedules LIST          comma-separated schedules (default: all six)
+--schedules LIST          comma-separated schedules (default: every schedule)
 --microbatches M          micro-batches per step (default: --microbatches-per-stage x S)
 --microbatches-per-stage K  micro-batches per step per stage when --microbatches is not given (10)
 --steps N                 steps per run (default 2)
@@ -249,10 +249,14 @@ std::string table(const std::vector<Json>& rows) {
 // schedule 25 M.
 constexpr double kMaxSweepPasses = 32e6;
 
-// The forward and backward passes of one row: 2 x stages x chunks x micro-batches x steps (wider than an int).
+// The ops of one row: per forward pass, its backward (or a split backward's B and W) x stages x chunks x micro-batches
+// x steps (wider than an int).
 double row_passes(const SweepConfig& c, const std::string& schedule, int stages) {
   const double microbatches = c.microbatches > 0 ? c.microbatches : double{1} * c.per_stage * stages;
-  return 2.0 * stages * (schedule == "interleaved" ? c.chunks : 1) * microbatches * c.steps;
+  double per_pass = 2.0;
+  for (Schedule s : all_schedules())
+    if (to_string(s) == schedule && splits_backward(s)) per_pass = 3.0;
+  return per_pass * stages * (schedule == "interleaved" ? c.chunks : 1) * microbatches * c.steps;
 }
 
 // Checks every row before any is evaluated: the passes of all rows together, then each section as
@@ -266,7 +270,8 @@ void check_sweep(const SweepConfig& c) {
     std::snprintf(count, sizeof count, "%.3g", passes);
     throw InputError("pipeline-sweep would evaluate " + std::string(count) + " forward and backward passes (" +
                      std::to_string(c.schedules.size() * c.stages.size()) +
-                     " rows of --schedules x --stages, each 2 x stages x micro-batches x --steps x chunks), more "
+                     " rows of --schedules x --stages, each 2 x stages x micro-batches x --steps x chunks, 3 x for "
+                     "the schedules that split the backward), more "
                      "than the limit of 3.2e+07 (about 20 s); give fewer --stages, --schedules, --microbatches or "
                      "--steps");
   }

@@ -11,7 +11,9 @@ namespace {
 
 bool layer_task(const TaskRecord& t) {
   if (t.layer < 0 || t.layers < 1 || t.microbatch < 0 || t.stage < 0) return false;
-  if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute) return true;
+  if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute ||
+      t.kind == TaskKind::WeightGrad)
+    return true;
   return t.kind == TaskKind::Collective && t.comm_class == CommClass::TpCollective;
 }
 

@@ -48,6 +48,8 @@ const char* to_string(TaskKind k) {
       return "offload";
     case TaskKind::HostCompute:
       return "host-compute";
+    case TaskKind::WeightGrad:
+      return "weight-grad";
   }
   return "?";
 }

@@ -20,7 +20,9 @@ inline Stream receive_stream(CommClass c) {
 }
 
 /// What a task is. Collective steps and point-to-point transfers are recorded on the sending device.
-enum class TaskKind { Forward, Backward, Recompute, Optimizer, Collective, P2P, Offload, HostCompute };
+/// Kinds of executed tasks. WeightGrad: the weight-gradient half of a backward that a schedule split (zb-h1, zb-h2);
+/// Backward is then its input-gradient half.
+enum class TaskKind { Forward, Backward, Recompute, Optimizer, Collective, P2P, Offload, HostCompute, WeightGrad };
 const char* to_string(TaskKind k);
 
 /// One executed task: what ran where and when, with the arguments a trace viewer shows.

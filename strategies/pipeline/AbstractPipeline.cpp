@@ -47,6 +47,14 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   p.times.backward_s = op_seconds(r, "backward_s", true);
   p.times.p2p_s = op_seconds(r, "p2p_s", false);
   p.times.apply_s = op_seconds(r, "apply_s", false);
+  refuse_unless(r, "weight_s", splits_backward(sh.schedule), "zb-h1 or zb-h2");
+  // The weight gradient's share of a backward: half by default, as a linear layer's two gradient GEMMs (input and
+  // weight) take equal FLOPs (the zero-bubble paper's T_B = T_W).
+  if (splits_backward(sh.schedule)) {
+    p.times.weight_s = r.has("weight_s") ? op_seconds(r, "weight_s", true) : p.times.backward_s / 2;
+    r.check(p.times.weight_s < p.times.backward_s, "weight_s",
+            "must be less than pipeline.backward_s (the weight gradient is a part of the backward)");
+  }
   const bool asynchronous = sh.schedule == Schedule::PipeDream || sh.schedule == Schedule::PipeDream2BW;
   const bool local_sgd = sh.schedule == Schedule::LocalSGD;
   refuse_unless(r, "chunks", sh.schedule == Schedule::Interleaved, "interleaved");
@@ -74,6 +82,7 @@ Json simulate_abstract_pipeline(const Json& section, SimulationRecord* record_ou
                            {"p2p_s", p.times.p2p_s},
                            {"apply_s", p.times.apply_s},
                            {"average_s", p.times.average_s}};
+  if (splits_backward(p.shape.schedule)) pipeline["times"]["weight_s"] = p.times.weight_s;
   double makespan = 0;
   for (const auto& stage : timeline)
     for (const OpInterval& x : stage) makespan = std::max(makespan, x.end_s);

@@ -65,7 +65,13 @@ double Evaluator::duration(const PipeOp& op) const {
     case PipeOpKind::Forward:
       return times_.forward_by_virtual_stage.empty() ? times_.forward_s / v : times_.forward_by_virtual_stage.at(k);
     case PipeOpKind::Backward:
-      return times_.backward_by_virtual_stage.empty() ? times_.backward_s / v : times_.backward_by_virtual_stage.at(k);
+    case PipeOpKind::Weight: {
+      const double whole =
+          times_.backward_by_virtual_stage.empty() ? times_.backward_s / v : times_.backward_by_virtual_stage.at(k);
+      const double weight = times_.backward_s > 0 ? whole * times_.weight_s / times_.backward_s : 0;
+      if (op.kind == PipeOpKind::Weight) return weight;
+      return op.split ? whole - weight : whole;
+    }
     case PipeOpKind::Apply:
       return times_.apply_s;
     case PipeOpKind::Average:
@@ -77,8 +83,10 @@ double Evaluator::duration(const PipeOp& op) const {
 // The time the op's data dependencies are met, or kPending while one is missing.
 double Evaluator::inputs_ready(const PipeOp& op) {
   double ready = 0;
-  if (op.kind == PipeOpKind::Backward) {
-    ready = ends_.at(PipeOpKind::Forward, op.virtual_stage(stages_), op.microbatch);
+  if (op.kind == PipeOpKind::Backward || op.kind == PipeOpKind::Weight) {
+    // A backward needs its forward; a weight gradient its input gradient (the output gradient it multiplies).
+    const PipeOpKind needs = op.kind == PipeOpKind::Backward ? PipeOpKind::Forward : PipeOpKind::Backward;
+    ready = ends_.at(needs, op.virtual_stage(stages_), op.microbatch);
     if (ready == kPending) return kPending;
   }
   const Upstream up = upstream_of(op, schedule_);
@@ -142,6 +150,8 @@ const char* short_name(PipeOpKind k) {
       return "fwd";
     case PipeOpKind::Backward:
       return "bwd";
+    case PipeOpKind::Weight:
+      return "wgrad";
     case PipeOpKind::Apply:
       return "apply";
     case PipeOpKind::Average:
@@ -156,6 +166,8 @@ TaskKind task_kind(PipeOpKind k) {
       return TaskKind::Forward;
     case PipeOpKind::Backward:
       return TaskKind::Backward;
+    case PipeOpKind::Weight:
+      return TaskKind::WeightGrad;
     case PipeOpKind::Apply:
       return TaskKind::Optimizer;
     case PipeOpKind::Average:
@@ -165,7 +177,7 @@ TaskKind task_kind(PipeOpKind k) {
 }
 
 std::string op_name(const PipeOp& op) {
-  std::string name = std::string(short_name(op.kind)) + " s" + std::to_string(op.stage);
+  std::string name = std::string(op.split ? "igrad" : short_name(op.kind)) + " s" + std::to_string(op.stage);
   if (op.kind == PipeOpKind::Average) return name + " after mb" + std::to_string(op.microbatch);
   if (op.kind != PipeOpKind::Apply) name += " mb" + std::to_string(op.microbatch) + " c" + std::to_string(op.chunk);
   if (op.replica > 0) name += " r" + std::to_string(op.replica);

@@ -9,9 +9,12 @@ namespace placesim {
 struct PipelineTimes {
   double forward_s = 1;   ///< forward of one micro-batch through a whole stage; an interleaved chunk takes 1/v of it
   double backward_s = 1;  ///< backward of one micro-batch through a whole stage; a chunk takes 1/v of it
-  double p2p_s = 0;       ///< one activation or gradient transfer between two stages
-  double apply_s = 0;     ///< one weight update of a stage
-  double average_s = 0;   ///< one LocalSGD averaging of a stage's replicas
+  /// The weight-gradient part of backward_s, for schedules that split the backward (zb-h1, zb-h2): their B takes
+  /// backward_s - weight_s and their W weight_s (uneven stages: the same fraction of each virtual stage's backward).
+  double weight_s = 0;
+  double p2p_s = 0;      ///< one activation or gradient transfer between two stages
+  double apply_s = 0;    ///< one weight update of a stage
+  double average_s = 0;  ///< one LocalSGD averaging of a stage's replicas
   /// Uneven stages: when not empty, the forward (backward) of one micro-batch through virtual stage k takes
   /// forward_by_virtual_stage[k] (backward_by_virtual_stage[k]) instead of the uniform share above.
   std::vector<double> forward_by_virtual_stage, backward_by_virtual_stage;

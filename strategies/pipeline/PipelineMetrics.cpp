@@ -62,14 +62,14 @@ std::vector<std::vector<OpInterval>> measure_idle(const std::vector<std::vector<
 }
 
 bool is_pass(const PipeOp& op) {
-  return op.kind == PipeOpKind::Forward || op.kind == PipeOpKind::Backward;
+  return op.kind == PipeOpKind::Forward || op.kind == PipeOpKind::Backward || op.kind == PipeOpKind::Weight;
 }
 
-// The schedule bubble: the schedule re-timed with balanced stages (mean measured forward and backward ops), zero
-// communication and free Apply and Average ops.
+// The schedule bubble: the schedule re-timed with balanced stages (mean measured forward, backward and weight-gradient
+// ops; a split backward is its B and its W), zero communication and free Apply and Average ops.
 void measure_schedule_bubble(const PipelineSchedule& schedule, const PipelineTimeline& timeline, PipelineMetrics& m) {
-  double forward = 0, backward = 0;
-  std::int64_t forwards = 0, backwards = 0;
+  double forward = 0, backward = 0, weight = 0;
+  std::int64_t forwards = 0, backwards = 0, weights = 0;
   for (std::size_t s = 0; s < schedule.order.size(); ++s)
     for (std::size_t i = 0; i < schedule.order[s].size(); ++i) {
       const double length = timeline[s][i].end_s - timeline[s][i].start_s;
@@ -79,11 +79,18 @@ void measure_schedule_bubble(const PipelineSchedule& schedule, const PipelineTim
       } else if (schedule.order[s][i].kind == PipeOpKind::Backward) {
         backward += length;
         ++backwards;
+      } else if (schedule.order[s][i].kind == PipeOpKind::Weight) {
+        weight += length;
+        ++weights;
       }
     }
+  const auto mean = [&](double sum, std::int64_t n) {
+    return n > 0 ? sum / static_cast<double>(n) * schedule.shape.chunks : 0;
+  };
   PipelineTimes balanced;  // per whole stage: an interleaved chunk takes 1/v of it
-  balanced.forward_s = forwards > 0 ? forward / static_cast<double>(forwards) * schedule.shape.chunks : 0;
-  balanced.backward_s = backwards > 0 ? backward / static_cast<double>(backwards) * schedule.shape.chunks : 0;
+  balanced.forward_s = mean(forward, forwards);
+  balanced.weight_s = mean(weight, weights);
+  balanced.backward_s = mean(backward, backwards) + balanced.weight_s;
   const TimelineIdle idle = timeline_idle(evaluate_pipeline(schedule, balanced));
   for (std::size_t s = 0; s < idle.idle_s.size(); ++s) {
     m.schedule_bubble_s.push_back(idle.idle_s[s]);
@@ -132,11 +139,14 @@ void measure_holdings(const std::vector<PipeOp>& ops, PipelineMetrics& m) {
     if (op.kind == PipeOpKind::Forward) {
       ++held[{op.replica, op.weight_version}];
       ++pending;
-    } else if (op.kind == PipeOpKind::Backward) {
+    } else if (op.kind == PipeOpKind::Weight || (op.kind == PipeOpKind::Backward && !op.split)) {
+      // A micro-batch is held until its weight gradient: the whole backward, or the W of a split one.
       auto it = held.find({op.replica, op.weight_version});
       if (it == held.end()) throw std::logic_error("pipeline backward without its forward");
       if (--it->second == 0) held.erase(it);
       --pending;
+    } else if (op.kind == PipeOpKind::Backward) {
+      // The input gradient of a split backward: the micro-batch stays held.
     } else {
       ++current[r];
     }

@@ -79,7 +79,8 @@ struct PipelineMetrics {
   std::vector<double> busy_s, idle_s, idle_fraction;
   std::vector<double> schedule_bubble_s, schedule_bubble_fraction;
   std::vector<double> warmup_s, optimizer_and_step_end_s, exposed_communication_s, imbalance_and_waiting_s;
-  std::vector<double> inflight_microbatches_peak;  ///< forwards whose backward has not run, in micro-batches
+  std::vector<double> inflight_microbatches_peak;  ///< forwards whose backward (a split one's W) has not run, in
+                                                   ///< micro-batches
                                                    ///< (interleaved: chunk passes / v)
   std::vector<int> stashed_versions_peak;  ///< weight versions held at once: the current one of each replica and
                                            ///< every version an in-flight micro-batch read

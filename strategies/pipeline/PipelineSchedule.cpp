@@ -13,6 +13,8 @@ const char* to_string(PipeOpKind k) {
       return "forward";
     case PipeOpKind::Backward:
       return "backward";
+    case PipeOpKind::Weight:
+      return "weight";
     case PipeOpKind::Apply:
       return "apply";
     case PipeOpKind::Average:
@@ -23,7 +25,8 @@ const char* to_string(PipeOpKind k) {
 
 const std::vector<Schedule>& all_schedules() {
   static const std::vector<Schedule> schedules = {Schedule::GPipe,     Schedule::OneFOneB,     Schedule::Interleaved,
-                                                  Schedule::PipeDream, Schedule::PipeDream2BW, Schedule::LocalSGD};
+                                                  Schedule::PipeDream, Schedule::PipeDream2BW, Schedule::LocalSGD,
+                                                  Schedule::ZbH1,      Schedule::ZbH2};
   return schedules;
 }
 
@@ -113,11 +116,13 @@ void check_shape(const PipelineShape& sh, const ShapeFields& f) {
   if (sh.schedule == Schedule::LocalSGD && sh.microbatches % sh.replicas != 0)
     throw InputError(f.replicas + "=" + std::to_string(sh.replicas) + " does not divide " + f.microbatches + "=" +
                      std::to_string(sh.microbatches));
-  const std::int64_t ops = 2 * std::int64_t{sh.stages} * sh.chunks * sh.microbatches * sh.steps;
-  if (std::int64_t{sh.microbatches} * sh.steps > INT_MAX || ops > kMaxOps)
+  // Ops per forward pass: the forward and its backward, or its B and W when the schedule splits the backward.
+  const int per_pass = splits_backward(sh.schedule) ? 3 : 2;
+  const std::int64_t passes = std::int64_t{sh.stages} * sh.chunks * sh.microbatches * sh.steps;
+  if (std::int64_t{sh.microbatches} * sh.steps > INT_MAX || passes * per_pass > kMaxOps)
     throw InputError(f.stages + " x " + f.microbatches + " x " + f.steps + " x " + f.chunks + " = " +
-                     std::to_string(ops / 2) + " forward passes is more than the evaluator accepts (" +
-                     std::to_string(kMaxOps / 2) + ")");
+                     std::to_string(passes) + " forward passes is more than the evaluator accepts for " +
+                     to_string(sh.schedule) + " (" + std::to_string(kMaxOps / per_pass) + ")");
 }
 
 namespace {
@@ -168,6 +173,24 @@ void push_interleaved(Ops& ops, int stage, int stages, int first, int count, int
   }
 }
 
+// Zero-bubble ZB-H1 (c = 1) and ZB-H2 (c = 2), as get_hand_schedule in sail-sg/zero-bubble-pipeline-parallelism
+// (branch arxiv, megatron/core/pipeline_parallel/efficiency.py): c (S - s - 1) warm-up forwards; then per micro-batch
+// k a forward while any is left, the input gradient B of k, and the oldest pending weight gradient W unless k < c s;
+// the deferred W last.
+void push_zero_bubble(Ops& ops, int stage, int stages, int first, int count, int c) {
+  const int warm = std::min(c * (stages - stage - 1), count);
+  for (int i = 0; i < warm; ++i) ops.push_back(compute_op(PipeOpKind::Forward, stage, first + i, 0));
+  int next_weight = 0;
+  for (int k = 0; k < count; ++k) {
+    if (warm + k < count) ops.push_back(compute_op(PipeOpKind::Forward, stage, first + warm + k, 0));
+    PipeOp input = compute_op(PipeOpKind::Backward, stage, first + k, 0);
+    input.split = true;
+    ops.push_back(input);
+    if (k >= c * stage) ops.push_back(compute_op(PipeOpKind::Weight, stage, first + next_weight++, 0));
+  }
+  while (next_weight < count) ops.push_back(compute_op(PipeOpKind::Weight, stage, first + next_weight++, 0));
+}
+
 struct Segment {
   int first = 0, count = 0;
 };
@@ -207,6 +230,10 @@ Ops segment_compute(const PipelineShape& sh, int stage, Segment seg) {
     case Schedule::LocalSGD:
       push_1f1b(ops, stage, seg.first, seg.count, std::min(sh.replicas, depth));
       break;
+    case Schedule::ZbH1:
+    case Schedule::ZbH2:
+      push_zero_bubble(ops, stage, sh.stages, seg.first, seg.count, sh.schedule == Schedule::ZbH1 ? 1 : 2);
+      break;
   }
   return ops;
 }
@@ -229,20 +256,20 @@ PipeOp follow_up(PipeOpKind kind, const PipeOp& last_backward) {
   PipeOp op = last_backward;
   op.kind = kind;
   op.chunk = -1;
+  op.split = false;
   if (kind == PipeOpKind::Average) op.replica = -1;
   return op;
 }
 
 Ops stage_ops(const PipelineShape& sh, int stage) {
   Ops ops;
-  const bool synchronous =
-      sh.schedule == Schedule::GPipe || sh.schedule == Schedule::OneFOneB || sh.schedule == Schedule::Interleaved;
+  const bool synchronous = synchronous_schedule(sh.schedule);
   for (Segment seg : segments(sh)) {
     PipeOp last_backward;  // every segment has at least one micro-batch
     for (PipeOp& op : segment_compute(sh, stage, seg)) {
       op.replica = sh.schedule == Schedule::LocalSGD ? op.microbatch % sh.replicas : 0;
       ops.push_back(op);
-      if (op.kind != PipeOpKind::Backward) continue;
+      if (op.kind != PipeOpKind::Backward) continue;  // a split backward's W runs before the step's Apply
       last_backward = op;
       if (applies_after(sh, op)) ops.push_back(follow_up(PipeOpKind::Apply, op));
     }
@@ -273,6 +300,7 @@ void assign_versions(Ops& ops, const PipelineShape& sh) {
         break;
       }
       case PipeOpKind::Backward:
+      case PipeOpKind::Weight:
         op.weight_version = read[slot()];
         break;
       case PipeOpKind::Apply:

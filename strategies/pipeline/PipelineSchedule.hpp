@@ -9,7 +9,9 @@ namespace placesim {
 /// What one op on a stage's compute stream does.
 enum class PipeOpKind {
   Forward,   ///< forward of one micro-batch through one model chunk of the stage
-  Backward,  ///< backward of one micro-batch through one model chunk of the stage
+  Backward,  ///< backward of one micro-batch through one model chunk of the stage; with `split`, its input gradient
+             ///< only (B), the weight gradient following as a Weight op
+  Weight,    ///< the weight gradient (W) of a split backward: needs that backward, ends the micro-batch on the stage
   Apply,     ///< the stage's weight update: applies the gradients accumulated since its previous Apply
   Average,   ///< LocalSGD round end: the stage's block of every replica is replaced by the replicas' average
 };
@@ -28,6 +30,7 @@ struct PipeOp {
   int replica = 0;         ///< LocalSGD model replica (micro-batch mod replicas); -1 for Average (all replicas)
   int weight_version = 0;  ///< version of (stage, replica) weights the op read: the number of Applies on that block
                            ///< before the version was made. Apply: the version it replaces. Average: -1.
+  bool split = false;      ///< Backward: input gradient only; a Weight op of the same micro-batch and chunk follows
 
   /// Position of the op's model chunk in the whole model: chunk * stages + stage (Megatron's virtual stage).
   int virtual_stage(int stages) const { return chunk * stages + stage; }
@@ -40,6 +43,7 @@ struct PipeOp {
 /// - pipedream-2bw: no flush; a new weight version per step of `microbatches` (>= stages) micro-batches.
 /// - localsgd: micro-batch i belongs to replica i mod replicas; rounds of replicas * local_steps micro-batches
 ///   (the last one may be shorter) end with a drain and one Average per stage.
+/// - zb-h1, zb-h2: as 1f1b, each backward split into B and W (see make_schedule).
 struct PipelineShape {
   Schedule schedule = Schedule::OneFOneB;
   int stages = 1;        ///< S: devices of the pipeline
@@ -120,6 +124,15 @@ void check_interleaved_group(const PipelineShape& shape, const ShapeFields& fiel
 ///     stage 0: F0 F1 F2 B0 F3 B1 B2 B3 A
 ///     stage 1: F0 F1 B0 F2 B1 F3 B2 B3 A
 ///     stage 2: F0 B0 F1 B1 F2 B2 F3 B3 A
+///
+/// zb-h1 and zb-h2 are the handcrafted schedules of Qi et al. (arXiv 2401.10241; sail-sg/zero-bubble-pipeline-
+/// parallelism, branch arxiv, megatron/core/pipeline_parallel/efficiency.py get_hand_schedule, warm-up factor c = 1
+/// and 2): stage s runs c (S - s - 1) warm-up forwards, then for each micro-batch k a forward (while any is left),
+/// B of k, and W of the oldest micro-batch whose W is pending, except in the first c s rounds; the c s deferred W run
+/// at the end, where 1F1B's drain idles. S=3, M=4, zb-h1 (W = weight gradient):
+///     stage 0: F0 F1 F2 B0 W0 F3 B1 W1 B2 W2 B3 W3 A
+///     stage 1: F0 F1 B0 F2 B1 W0 F3 B2 W1 B3 W2 W3 A
+///     stage 2: F0 B0 F1 B1 F2 B2 W0 F3 B3 W1 W2 W3 A
 PipelineSchedule make_schedule(const PipelineShape& shape, const ShapeFields& fields);
 
 }  // namespace placesim

@@ -11,8 +11,8 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// One slot per op: forwards and backwards by (virtual stage, micro-batch), Applies and Averages by (stage,
-// micro-batch).
+// One slot per op: forwards, backwards and weight gradients by (virtual stage, micro-batch), Applies and Averages by
+// (stage, micro-batch).
 class OpSlots {
  public:
   explicit OpSlots(const PipelineSchedule& s)
@@ -21,6 +21,7 @@ class OpSlots {
         total_(s.shape.total_microbatches()),
         forward_(slots(s.virtual_stages())),
         backward_(slots(s.virtual_stages())),
+        weight_(slots(s.virtual_stages())),
         apply_(slots(stages_)),
         average_(slots(stages_)) {}
 
@@ -33,8 +34,8 @@ class OpSlots {
     const bool tensor_parallel =
         t.kind == TaskKind::Collective && t.comm_class == CommClass::TpCollective && t.chunk >= 0;
     // A backward pass begins with its activations' recompute.
-    const bool compute =
-        t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute || tensor_parallel;
+    const bool compute = t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute ||
+                         t.kind == TaskKind::WeightGrad || tensor_parallel;
     const bool average = t.kind == TaskKind::Collective && t.comm_class == CommClass::DpGradSync;
     // The optimizer step is a device kernel, or a host task when the optimizer state is offloaded (ZeRO-Offload).
     const bool apply = t.kind == TaskKind::Optimizer || t.kind == TaskKind::HostCompute;
@@ -46,6 +47,7 @@ class OpSlots {
                                   std::to_string(chunk) + ", which the pipeline schedule does not have");
     const bool forward = t.kind == TaskKind::Forward || (tensor_parallel && !t.backward);
     if (forward) return &at(forward_, chunk * stages_ + t.stage, t.microbatch);
+    if (t.kind == TaskKind::WeightGrad) return &at(weight_, chunk * stages_ + t.stage, t.microbatch);
     if (compute) return &at(backward_, chunk * stages_ + t.stage, t.microbatch);
     return &at(average ? average_ : apply_, t.stage, t.microbatch);
   }
@@ -56,6 +58,8 @@ class OpSlots {
         return at(forward_, op.virtual_stage(stages_), op.microbatch);
       case PipeOpKind::Backward:
         return at(backward_, op.virtual_stage(stages_), op.microbatch);
+      case PipeOpKind::Weight:
+        return at(weight_, op.virtual_stage(stages_), op.microbatch);
       case PipeOpKind::Apply:
         return at(apply_, op.stage, op.microbatch);
       case PipeOpKind::Average:
@@ -74,7 +78,7 @@ class OpSlots {
   }
 
   int stages_, chunks_, total_;
-  std::vector<OpInterval> forward_, backward_, apply_, average_;
+  std::vector<OpInterval> forward_, backward_, weight_, apply_, average_;
 };
 
 }  // namespace
@@ -128,7 +132,8 @@ UpdateLog update_log(const PipelineSchedule& schedule, const PipelineTimeline& t
   trace.replicas = schedule.shape.replicas;
   for (const OpId& id : completion_order(schedule, timeline)) {
     const PipeOp& op = schedule.order[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)];
-    if (op.kind == PipeOpKind::Forward) continue;
+    // A split backward's gradient is computed by its B and W; its event stands at B (both read the same version).
+    if (op.kind == PipeOpKind::Forward || op.kind == PipeOpKind::Weight) continue;
     TrainEvent e;
     e.stage = op.stage;
     e.replica = std::max(op.replica, 0);

@@ -24,7 +24,8 @@ struct OpId {
 /// Recovers the timeline of `schedule` from the records of one pipeline (an evaluated abstract pipeline, or the
 /// records of one representative pipeline of a simulation). Records are matched to ops by their fields; several
 /// records of one op (one per layer group, say) merge into their first start and last end:
-///   - forward/backward: TaskKind::Forward / Backward with stage, microbatch and chunk (chunk -1 counts as 0);
+///   - forward/backward/weight gradient: TaskKind::Forward / Backward / WeightGrad with stage, microbatch and chunk
+///     (chunk -1 counts as 0);
 ///   - Apply: TaskKind::Optimizer with stage and microbatch = the micro-batch of the backward it follows;
 ///   - Average: TaskKind::Collective of class DpGradSync with stage and microbatch = the round's last micro-batch.
 /// Records with a negative stage or micro-batch, and all other kinds, are not ops of the schedule and are skipped.

@@ -396,6 +396,12 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
       return layers * static_cast<double>(std::min({m, s.replicas, p - stage}));
     case Schedule::Interleaved:
       return interleaved_peak(e, st, true);
+    // Every stage holds p (ZB-H1) or 2p - 1 (ZB-H2) micro-batches at its peak (Qi et al., arXiv 2401.10241,
+    // Table 1), counting a micro-batch from its forward to its weight gradient.
+    case Schedule::ZbH1:
+      return layers * static_cast<double>(std::min(m, p));
+    case Schedule::ZbH2:
+      return layers * static_cast<double>(std::min(m, 2 * p - 1));
   }
   return layers;
 }

@@ -21,6 +21,8 @@ Schedule parse_schedule(const std::string& s) {
   if (s == "interleaved") return Schedule::Interleaved;
   if (s == "pipedream") return Schedule::PipeDream;
   if (s == "pipedream-2bw") return Schedule::PipeDream2BW;
+  if (s == "zb-h1") return Schedule::ZbH1;
+  if (s == "zb-h2") return Schedule::ZbH2;
   return Schedule::LocalSGD;
 }
 
@@ -175,8 +177,9 @@ void read_mesh(ObjectReader& outer, const Json& /*object*/, StrategySpec& s) {
 
 // The pipeline schedule's fields: schedule, exchange, micro-batches, chunks, stage split, LocalSGD replicas.
 void read_schedule(ObjectReader& r, const Json& object, StrategySpec& s) {
-  s.schedule = parse_schedule(
-      r.get_choice("schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd"}, "1f1b"));
+  s.schedule = parse_schedule(r.get_choice(
+      "schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd", "zb-h1", "zb-h2"},
+      "1f1b"));
   const std::string p2p = r.get_choice("p2p", {"async", "megatron", "deepspeed"}, "megatron");
   s.p2p = p2p == "megatron" ? PipelineP2P::Megatron : p2p == "deepspeed" ? PipelineP2P::DeepSpeed : PipelineP2P::Async;
   s.microbatches = r.get_positive_int("microbatches", 0);
@@ -268,7 +271,12 @@ StrategySpec read_strategy_object(const Json& object, ErrorList* errors) {
 }  // namespace
 
 bool synchronous_schedule(Schedule schedule) {
-  return schedule == Schedule::GPipe || schedule == Schedule::OneFOneB || schedule == Schedule::Interleaved;
+  return schedule == Schedule::GPipe || schedule == Schedule::OneFOneB || schedule == Schedule::Interleaved ||
+         splits_backward(schedule);
+}
+
+bool splits_backward(Schedule schedule) {
+  return schedule == Schedule::ZbH1 || schedule == Schedule::ZbH2;
 }
 
 StrategySpec parse_strategy(const Json& value, ErrorList* errors) {
@@ -335,6 +343,10 @@ std::string to_string(Schedule s) {
       return "pipedream-2bw";
     case Schedule::LocalSGD:
       return "localsgd";
+    case Schedule::ZbH1:
+      return "zb-h1";
+    case Schedule::ZbH2:
+      return "zb-h2";
   }
   return "?";
 }

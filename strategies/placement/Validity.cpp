@@ -103,6 +103,10 @@ void check_mesh(const Experiment& e) {
 
 void check_schedule(const Experiment& e) {
   const auto& s = e.strategy;
+  if (splits_backward(s.schedule))
+    refuse("strategy.schedule=" + to_string(s.schedule) +
+           " runs on abstract pipelines only (an experiment's \"pipeline\" section, or placesim pipeline-sweep): the "
+           "task graph of a model does not split a layer's backward into its input- and weight-gradient tasks yet");
   if (s.chunks != 1 && s.schedule != Schedule::Interleaved)
     refuse("strategy.chunks=" + str(s.chunks) + " is only meaningful with strategy.schedule=interleaved");
   if (s.p2p == PipelineP2P::DeepSpeed && s.pp > 1 && s.schedule != Schedule::OneFOneB)

@@ -98,7 +98,7 @@ TimeScale time_scale(const SimulationRecord& record, const TraceLayout& layout, 
 }
 
 bool is_compute(TaskKind k) {
-  return k == TaskKind::Forward || k == TaskKind::Backward || k == TaskKind::Recompute;
+  return k == TaskKind::Forward || k == TaskKind::Backward || k == TaskKind::Recompute || k == TaskKind::WeightGrad;
 }
 
 /// A box to draw: one slice, or sub-pixel slices of one kind joined.
