@@ -381,6 +381,21 @@ void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std
   }
 }
 
+// Candidates whose simulation failed are not ranked, and one of them may have been the best: said after the table,
+// with the first one's reason. Returns the exit code: 1 when any failed.
+int warn_failures(const std::vector<Json>& rows) {
+  std::size_t failed = 0;
+  const Json* first = nullptr;
+  for (const Json& r : rows)
+    if (r["status"] == "error" && failed++ == 0) first = &r;
+  if (failed == 0) return 0;
+  std::cout << "\nwarning: " << failed << " simulated candidate" << (failed == 1 ? "" : "s")
+            << " failed and are not ranked (any of them could have been the best); the first, #"
+            << (*first)["index"].get<std::uint64_t>() << " " << (*first)["point"].dump() << ": "
+            << first->value("reason", std::string("(no reason given)")) << "\n";
+  return 1;
+}
+
 void print_tally(const Tally& t, std::size_t candidates, bool simulate, bool prune) {
   std::cout << "  " << candidates << " candidates: " << t.layout << " invalid layouts, " << t.stack
             << " the stack cannot run, " << t.memory << " do not fit in memory (with the stack's reserve), " << t.fit
@@ -448,9 +463,7 @@ int run_search(const Args& args) {
     return 1;
   }
   print_table(ranked, by, static_cast<std::size_t>(positive(args.value("--top").value_or("10"), "--top")), space);
-  std::size_t errors = 0;
-  for (const Json& r : rows) errors += r["status"] == "error";
-  return errors > 0 ? 1 : 0;
+  return warn_failures(rows);
 }
 
 // The experiment flags but --device-memory, which the sweep flags carry for every candidate.

@@ -142,6 +142,8 @@ PointOutcome simulated_outcome(const ChildResult& r, Json& report) {
   if (r.exit_code == 2) return {PointStatus::Invalid, "simulate: " + child_message(r.err), true};
   std::string how =
       r.signal ? "was killed by signal " + std::to_string(r.signal) : "exited with code " + std::to_string(r.exit_code);
+  if (r.signal == 9)
+    how += " (SIGKILL, most often the kernel's out-of-memory killer: fewer --jobs leave each simulation more memory)";
   return {PointStatus::Error, "simulator " + how + ": " + child_message(r.err), true};
 }
 
