@@ -264,7 +264,16 @@ std::vector<Json> parse_rows(std::string text) {
 // candidate that fits only without its stack's reserve (CUDA context, communicators) is marked invalid here.
 struct Tally {
   std::size_t layout = 0, stack = 0, memory = 0, fit = 0, simulated = 0, pruned = 0, same = 0;
+  std::size_t retried = 0;  ///< simulations killed beside others (SIGKILL: out of memory) and run again alone
 };
+
+// Simulates the candidates `indices` (`options.jobs` at a time) and returns their rows.
+std::vector<Json> simulate_batch(const SweepSpec& spec, const std::vector<std::uint64_t>& indices,
+                                 const SweepRunOptions& options) {
+  std::string text;
+  run_sweep(spec, indices, options, [&](std::string_view lines) { text += lines; });
+  return parse_rows(text);
+}
 
 Tally tally_analysis(std::vector<Json>& rows) {
   Tally t;
@@ -356,14 +365,26 @@ void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std
       if (prune && row_number(rows[order[next]], bound, 0) >= best) break;
       batch.push_back(rows[order[next]]["index"].get<std::uint64_t>());
     }
-    std::string text;
-    run_sweep(spec, batch, options, [&](std::string_view lines) { text += lines; });
-    for (Json& r : parse_rows(text)) {
+    std::vector<Json> done = simulate_batch(spec, batch, options);
+    // A simulation the kernel killed for memory beside others of its batch is run again alone.
+    std::vector<std::uint64_t> again;
+    for (const Json& r : done)
+      if (batch.size() > 1 && r["status"] == "error" &&
+          r.value("reason", std::string()).find("killed by signal 9") != std::string::npos)
+        again.push_back(r["index"].get<std::uint64_t>());
+    if (!again.empty()) {
+      SweepRunOptions alone = options;
+      alone.jobs = 1;
+      alone.progress = nullptr;
+      for (std::uint64_t index : again) done.push_back(simulate_batch(spec, {index}, alone).front());
+      t.retried += again.size();
+    }
+    for (Json& r : done) {  // a retried candidate's second row comes last and replaces its first
       if (r["status"] == "ok") best = std::min(best, row_number(r, "simulation.step_time_s", best));
       const auto index = r["index"].get<std::size_t>();  // read before the move: operator= takes its argument by value
       rows[index] = std::move(r);
-      ++t.simulated;
     }
+    t.simulated += batch.size();
     // What is left to simulate: the candidates whose bound is below the best step so far (they are in bound order).
     if (progress && prune) {
       std::size_t left = next;
@@ -407,6 +428,9 @@ void print_tally(const Tally& t, std::size_t candidates, bool simulate, bool pru
               << "strategies/analytic/StepBound.hpp), " << t.pruned
               << (prune ? " pruned: their bound is at least the best simulated step time\n"
                         : " pruned (--exhaustive, or a ranking not in step-time order, simulates every one)\n");
+  if (t.retried > 0)
+    std::cout << "  " << t.retried
+              << " simulated again alone after the kernel killed them beside others (SIGKILL: out of memory)\n";
 }
 
 int run_search(const Args& args) {
