@@ -12,6 +12,7 @@ inline PipelineShape pipeline_shape(Schedule schedule, int stages, int microbatc
   sh.microbatches = microbatches;
   sh.steps = steps;
   sh.noam = stages;
+  if (schedule == Schedule::ZbV) sh.chunks = 2;  // its V places two chunks on every stage
   return sh;
 }
 

@@ -351,3 +351,25 @@ TEST_CASE("Zero-bubble ZB-H1 and ZB-H2 leave the bubbles and hold the micro-batc
         CHECK(own_idle == Approx((p - 1) * (c.f + c.b - 2 * c.w)).margin(1e-9));
       }
 }
+
+// ZB-V (Qi et al., arXiv 2405.15362; PyTorch's ScheduleZBVZeroBubble): zero bubble within a stage's own span when
+// F = B = W per chunk, about 1F1B's activation memory (p micro-batches: 2p chunk passes of half a stage), and the
+// whole step longer than the work only by the forward stagger of the first chunk, (p - 1) F / 2 per stage.
+TEST_CASE("ZB-V leaves no bubble within a stage's span and holds p micro-batches") {
+  for (int p : {4, 6})
+    for (int m : {2 * p, 3 * p}) {
+      INFO("p " << p << " m " << m);
+      PipelineTimes times = test::pipeline_times(1, 2);  // per stage: F 1, B 1, W 1; a chunk takes half of each
+      times.weight_s = 1;
+      const test::PipelineRun v = test::run_pipeline(test::pipeline_shape(Schedule::ZbV, p, m), times);
+      const double work = m * 3.0;
+      for (int s = 0; s < p; ++s) {
+        const auto& stage = v.timeline[static_cast<std::size_t>(s)];
+        double first = stage.front().start_s, last = 0;
+        for (const OpInterval& x : stage) last = std::max(last, x.end_s);
+        CHECK(last - first == Approx(work));
+        CHECK(v.metrics.inflight_microbatches_peak[static_cast<std::size_t>(s)] == p);
+      }
+      CHECK(v.metrics.span_s == Approx(work + (p - 1) * 0.5));
+    }
+}

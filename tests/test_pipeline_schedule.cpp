@@ -339,9 +339,39 @@ TEST_CASE("Error: weight_s belongs to the zero-bubble schedules and is a part of
   Json s = section("1f1b", 2, 4);
   s["weight_s"] = 0.5;
   CHECK_THAT(error_of(s),
-             Catch::Contains("pipeline.weight_s is only meaningful with pipeline.schedule=zb-h1 or zb-h2"));
+             Catch::Contains("pipeline.weight_s is only meaningful with pipeline.schedule=zb-h1, zb-h2 or zb-v"));
   s = section("zb-h1", 2, 4);
   s["weight_s"] = 2;
   CHECK_THAT(error_of(s), Catch::Contains("pipeline.weight_s"));
   CHECK_THAT(error_of(s), Catch::Contains("must be less than pipeline.backward_s"));
+}
+
+// ZB-V as PyTorch builds it (pytorch/pytorch torch/distributed/pipelining/schedules.py, ScheduleZBVZeroBubble.
+// _calculate_single_rank_operations; its idle slots left out), for 4 stages and 8 micro-batches: "F3.1" is the
+// forward of micro-batch 3 through chunk 1, which stage s holds as virtual stage 2S - 1 - s. These orders were derived
+// from that function apart from placesim.
+TEST_CASE("ZB-V runs PyTorch's op order on chunks placed in a V") {
+  const PipelineSchedule v = schedule_of(Schedule::ZbV, 4, 8);
+  CHECK(render(v.order[0], true) ==
+        "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F6.0 F0.1 B0.1 W0.1 F1.1 B1.1 W1.1 F2.1 B2.1 W2.1 F3.1 B3.1 W3.1 F7.0 B0.0 "
+        "W0.0 F4.1 B4.1 W4.1 B1.0 W1.0 F5.1 B5.1 W5.1 B2.0 W2.0 F6.1 B6.1 W6.1 B3.0 W3.0 F7.1 B7.1 W7.1 B4.0 W4.0 "
+        "B5.0 W5.0 B6.0 W6.0 B7.0 W7.0 A");
+  CHECK(render(v.order[1], true) ==
+        "F0.0 F1.0 F2.0 F3.0 F4.0 F0.1 F5.0 F1.1 B0.1 W0.1 F2.1 B1.1 W1.1 F3.1 B2.1 W2.1 F6.0 B0.0 W0.0 F4.1 B3.1 "
+        "W3.1 F7.0 B1.0 W1.0 F5.1 B4.1 W4.1 B2.0 W2.0 F6.1 B5.1 W5.1 B3.0 W3.0 F7.1 B6.1 W6.1 B4.0 B7.1 B5.0 W4.0 "
+        "B6.0 W5.0 B7.0 W6.0 W7.1 W7.0 A");
+  CHECK(render(v.order[2], true) ==
+        "F0.0 F1.0 F2.0 F0.1 F3.0 F1.1 F4.0 F2.1 B0.1 W0.1 F3.1 B1.1 W1.1 F5.0 B0.0 W0.0 F4.1 B2.1 W2.1 F6.0 B1.0 "
+        "W1.0 F5.1 B3.1 W3.1 F7.0 B2.0 W2.0 F6.1 B4.1 W4.1 B3.0 W3.0 F7.1 B5.1 W5.1 B4.0 B6.1 B5.0 B7.1 B6.0 W4.0 "
+        "B7.0 W5.0 W6.1 W7.1 W6.0 W7.0 A");
+  CHECK(render(v.order[3], true) ==
+        "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1 F3.0 F3.1 B0.1 W0.1 F4.0 B0.0 W0.0 F4.1 B1.1 W1.1 F5.0 B1.0 W1.0 F5.1 B2.1 "
+        "W2.1 F6.0 B2.0 W2.0 F6.1 B3.1 W3.1 F7.0 B3.0 W3.0 F7.1 B4.1 W4.1 B4.0 B5.1 B5.0 B6.1 B6.0 B7.1 B7.0 W4.0 "
+        "W5.1 W6.1 W7.1 W5.0 W6.0 W7.0 A");
+  // The V: stage s holds virtual stages s and 2S - 1 - s; the last stage feeds its own second chunk.
+  CHECK(v.virtual_stage(0, 1) == 1);
+  CHECK(v.virtual_stage(1, 1) == 6);
+  CHECK(v.stage_of(6) == 1);
+  CHECK(v.stage_of(4) == 3);
+  CHECK(v.stage_of(7) == 0);
 }

@@ -27,7 +27,7 @@ constexpr double kMinPassSeconds = 1e-9, kMaxOpSeconds = 1e6;
 ///    "chunks": v, "microbatch_group": N,              interleaved only; defaults 2, S
 ///    "noam": n,                                       pipedream, pipedream-2bw only; >= 1, default S
 ///    "replicas": R, "local_steps": H, "average_s": a, localsgd only; defaults 1, 1, 0
-///    "weight_s": w}                                   zb-h1, zb-h2 only: the weight-gradient part of backward_s
+///    "weight_s": w}                                   zb-h1, zb-h2, zb-v only: the weight-gradient part of backward_s
 ///                                                     (their B takes b - w, their W w); default b / 2, below b
 AbstractPipeline parse_abstract_pipeline(const Json& section);
 

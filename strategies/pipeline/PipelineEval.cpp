@@ -60,7 +60,7 @@ Evaluator::Evaluator(const PipelineSchedule& schedule, const PipelineTimes& time
 
 double Evaluator::duration(const PipeOp& op) const {
   const double v = schedule_.shape.chunks;
-  const auto k = static_cast<std::size_t>(op.virtual_stage(stages_));
+  const auto k = static_cast<std::size_t>(schedule_.virtual_stage(op));
   switch (op.kind) {
     case PipeOpKind::Forward:
       return times_.forward_by_virtual_stage.empty() ? times_.forward_s / v : times_.forward_by_virtual_stage.at(k);
@@ -86,7 +86,7 @@ double Evaluator::inputs_ready(const PipeOp& op) {
   if (op.kind == PipeOpKind::Backward || op.kind == PipeOpKind::Weight) {
     // A backward needs its forward; a weight gradient its input gradient (the output gradient it multiplies).
     const PipeOpKind needs = op.kind == PipeOpKind::Backward ? PipeOpKind::Forward : PipeOpKind::Backward;
-    ready = ends_.at(needs, op.virtual_stage(stages_), op.microbatch);
+    ready = ends_.at(needs, schedule_.virtual_stage(op), op.microbatch);
     if (ready == kPending) return kPending;
   }
   const Upstream up = upstream_of(op, schedule_);
@@ -110,7 +110,7 @@ bool Evaluator::advance(int stage) {
     x.end_s = x.start_s + duration(op);
     free_[s] = x.end_s;
     if (op.kind == PipeOpKind::Forward || op.kind == PipeOpKind::Backward)
-      ends_.at(op.kind, op.virtual_stage(stages_), op.microbatch) = x.end_s;
+      ends_.at(op.kind, schedule_.virtual_stage(op), op.microbatch) = x.end_s;
     ++next_[s];
     progressed = true;
   }
@@ -252,7 +252,7 @@ void push_transfers(const PipelineSchedule& schedule, const PipelineTimeline& ti
     for (std::size_t i = 0; i < schedule.order[s].size(); ++i) {
       const PipeOp& op = schedule.order[s][i];
       if (op.kind == PipeOpKind::Forward || op.kind == PipeOpKind::Backward)
-        ends.at(op.kind, op.virtual_stage(schedule.stages()), op.microbatch) = timeline[s][i].end_s;
+        ends.at(op.kind, schedule.virtual_stage(op), op.microbatch) = timeline[s][i].end_s;
     }
   for (const auto& ops : schedule.order)
     for (const PipeOp& op : ops) {

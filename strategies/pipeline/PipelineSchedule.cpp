@@ -26,7 +26,7 @@ const char* to_string(PipeOpKind k) {
 const std::vector<Schedule>& all_schedules() {
   static const std::vector<Schedule> schedules = {Schedule::GPipe,     Schedule::OneFOneB,     Schedule::Interleaved,
                                                   Schedule::PipeDream, Schedule::PipeDream2BW, Schedule::LocalSGD,
-                                                  Schedule::ZbH1,      Schedule::ZbH2};
+                                                  Schedule::ZbH1,      Schedule::ZbH2,         Schedule::ZbV};
   return schedules;
 }
 
@@ -100,7 +100,10 @@ void check_shape(const PipelineShape& sh, const ShapeFields& f) {
     throw InputError(f.noam + "=" + std::to_string(sh.noam) + " must be at least 1 (micro-batches admitted at once)");
   if (sh.schedule == Schedule::LocalSGD && sh.local_steps < 1)
     throw InputError(f.local_steps + "=" + std::to_string(sh.local_steps) + " must be at least 1");
-  if (sh.chunks != 1 && sh.schedule != Schedule::Interleaved)
+  if (sh.schedule == Schedule::ZbV && sh.chunks != 2)
+    throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + ": " + schedule +
+                     " places exactly two chunks on every stage");
+  if (sh.chunks != 1 && sh.schedule != Schedule::Interleaved && sh.schedule != Schedule::ZbV)
     throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + " is only meaningful with " + f.schedule +
                      "=interleaved");
   if (sh.schedule == Schedule::Interleaved && sh.stages < 2)
@@ -191,6 +194,63 @@ void push_zero_bubble(Ops& ops, int stage, int stages, int first, int count, int
   while (next_weight < count) ops.push_back(compute_op(PipeOpKind::Weight, stage, first + next_weight++, 0));
 }
 
+// ZB-V on stage `stage` (see make_schedule): counters per chunk of the forwards, input gradients and weight gradients
+// issued; ops of micro-batches past the segment are left out.
+class ZbvOrder {
+ public:
+  ZbvOrder(Ops& ops, int stage, int first, int count) : ops_(ops), stage_(stage), first_(first), count_(count) {}
+  void f(int chunk) { push(PipeOpKind::Forward, chunk, next_[0][chunk]); }
+  void b(int chunk) { push(PipeOpKind::Backward, chunk, next_[1][chunk]); }
+  void w(int chunk) { push(PipeOpKind::Weight, chunk, next_[2][chunk]); }
+  int forwards(int chunk) const { return next_[0][chunk]; }
+  int weights(int chunk) const { return next_[2][chunk]; }
+
+ private:
+  void push(PipeOpKind kind, int chunk, int& k) {
+    const int microbatch = k++;
+    if (microbatch >= count_) return;
+    PipeOp op = compute_op(kind, stage_, first_ + microbatch, chunk);
+    op.split = kind == PipeOpKind::Backward;
+    ops_.push_back(op);
+  }
+  Ops& ops_;
+  int stage_, first_, count_;
+  int next_[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+};
+
+void push_zbv(Ops& ops, int stage, int stages, int first, int count) {
+  const int n = std::max(2 * stages - 1, count), s = stage, p = stages;
+  ZbvOrder z(ops, stage, first, count);
+  for (int i = 0; i < 2 * (p - s) - 1; ++i) z.f(0);
+  for (int i = 0; i < s; ++i) {
+    z.f(1);
+    z.f(0);
+  }
+  for (int i = 0; i < p - s; ++i) {
+    z.f(1);
+    z.b(1);
+    z.w(1);
+  }
+  while (z.forwards(1) < z.forwards(0) || z.forwards(0) < n) {
+    if (z.forwards(0) < n) z.f(0);
+    z.b(0);
+    z.w(0);
+    z.f(1);
+    z.b(1);
+    z.w(1);
+  }
+  for (int i = 0; i < s; ++i) {
+    z.b(0);
+    z.b(1);
+  }
+  for (int i = 0; i < p - s; ++i) {
+    z.b(0);
+    z.w(0);
+  }
+  while (z.weights(1) < n) z.w(1);
+  while (z.weights(0) < n) z.w(0);
+}
+
 struct Segment {
   int first = 0, count = 0;
 };
@@ -233,6 +293,9 @@ Ops segment_compute(const PipelineShape& sh, int stage, Segment seg) {
     case Schedule::ZbH1:
     case Schedule::ZbH2:
       push_zero_bubble(ops, stage, sh.stages, seg.first, seg.count, sh.schedule == Schedule::ZbH1 ? 1 : 2);
+      break;
+    case Schedule::ZbV:
+      push_zbv(ops, stage, sh.stages, seg.first, seg.count);
       break;
   }
   return ops;
@@ -346,7 +409,7 @@ PipelineShape shape_of(const StrategySpec& s, int steps) {
 }
 
 Upstream upstream_of(const PipeOp& op, const PipelineSchedule& schedule) {
-  const int k = op.virtual_stage(schedule.stages());
+  const int k = schedule.virtual_stage(op);
   if (op.kind == PipeOpKind::Forward && k > 0) return {PipeOpKind::Forward, k - 1};
   if (op.kind == PipeOpKind::Backward && k + 1 < schedule.virtual_stages()) return {PipeOpKind::Backward, k + 1};
   return {};

@@ -32,7 +32,8 @@ struct PipeOp {
                            ///< before the version was made. Apply: the version it replaces. Average: -1.
   bool split = false;      ///< Backward: input gradient only; a Weight op of the same micro-batch and chunk follows
 
-  /// Position of the op's model chunk in the whole model: chunk * stages + stage (Megatron's virtual stage).
+  /// Position of the op's model chunk in the whole model: chunk * stages + stage (Megatron's virtual stage). A V-shaped
+  /// schedule (zb-v) places its chunks otherwise: use PipelineSchedule::virtual_stage.
   int virtual_stage(int stages) const { return chunk * stages + stage; }
 };
 
@@ -44,6 +45,7 @@ struct PipeOp {
 /// - localsgd: micro-batch i belongs to replica i mod replicas; rounds of replicas * local_steps micro-batches
 ///   (the last one may be shorter) end with a drain and one Average per stage.
 /// - zb-h1, zb-h2: as 1f1b, each backward split into B and W (see make_schedule).
+/// - zb-v: two chunks per stage in a V (stage s holds virtual stages s and 2S - 1 - s), backwards split.
 struct PipelineShape {
   Schedule schedule = Schedule::OneFOneB;
   int stages = 1;        ///< S: devices of the pipeline
@@ -85,7 +87,17 @@ struct PipelineSchedule {
 
   int stages() const { return shape.stages; }
   int virtual_stages() const { return shape.stages * shape.chunks; }
-  int stage_of(int virtual_stage) const { return virtual_stage % shape.stages; }
+  /// Chunks placed in a V (zb-v): chunk 0 of stage s is virtual stage s, chunk 1 is 2S - 1 - s, so the last stage
+  /// feeds its own second chunk and the first stage holds the model's end. Otherwise chunk c of stage s is c S + s.
+  bool v_shape() const { return shape.schedule == Schedule::ZbV; }
+  int virtual_stage(int chunk, int stage) const {
+    return v_shape() && chunk == 1 ? 2 * shape.stages - 1 - stage : chunk * shape.stages + stage;
+  }
+  int virtual_stage(const PipeOp& op) const { return virtual_stage(op.chunk, op.stage); }
+  int stage_of(int virtual_stage) const {
+    if (v_shape() && virtual_stage >= shape.stages) return 2 * shape.stages - 1 - virtual_stage;
+    return virtual_stage % shape.stages;
+  }
 };
 
 /// The other-virtual-stage input of an op: the forward at virtual stage k-1 feeds a forward at k, the backward at
@@ -124,6 +136,13 @@ void check_interleaved_group(const PipelineShape& shape, const ShapeFields& fiel
 ///     stage 0: F0 F1 F2 B0 F3 B1 B2 B3 A
 ///     stage 1: F0 F1 B0 F2 B1 F3 B2 B3 A
 ///     stage 2: F0 B0 F1 B1 F2 B2 F3 B3 A
+///
+/// zb-v follows PyTorch's ScheduleZBVZeroBubble (torch/distributed/pipelining/schedules.py,
+/// _calculate_single_rank_operations; the order sail-sg's zbv.py finds for equal F, B and W): with n = max(2S - 1, M)
+/// and ops of micro-batches >= M left out, stage s runs 2(S - s) - 1 forwards of chunk 0; s times a forward of chunk 1
+/// and one of chunk 0; S - s times F, B and W of chunk 1; then, while chunk 1 has forwards left or chunk 0 has, a
+/// forward of chunk 0 (while any is left), its B and W, and F, B and W of chunk 1; then s times B of chunk 0 and of
+/// chunk 1, S - s times B and W of chunk 0, and the W left of chunk 1 and of chunk 0.
 ///
 /// zb-h1 and zb-h2 are the handcrafted schedules of Qi et al. (arXiv 2401.10241; sail-sg/zero-bubble-pipeline-
 /// parallelism, branch arxiv, megatron/core/pipeline_parallel/efficiency.py get_hand_schedule, warm-up factor c = 1

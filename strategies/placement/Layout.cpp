@@ -402,6 +402,9 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
       return layers * static_cast<double>(std::min(m, p));
     case Schedule::ZbH2:
       return layers * static_cast<double>(std::min(m, 2 * p - 1));
+    // ZB-V: 2p chunk passes of half a stage each (Qi et al., arXiv 2405.15362).
+    case Schedule::ZbV:
+      return layers * static_cast<double>(std::min(m, p));
   }
   return layers;
 }

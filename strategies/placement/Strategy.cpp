@@ -23,6 +23,7 @@ Schedule parse_schedule(const std::string& s) {
   if (s == "pipedream-2bw") return Schedule::PipeDream2BW;
   if (s == "zb-h1") return Schedule::ZbH1;
   if (s == "zb-h2") return Schedule::ZbH2;
+  if (s == "zb-v") return Schedule::ZbV;
   return Schedule::LocalSGD;
 }
 
@@ -178,7 +179,7 @@ void read_mesh(ObjectReader& outer, const Json& /*object*/, StrategySpec& s) {
 // The pipeline schedule's fields: schedule, exchange, micro-batches, chunks, stage split, LocalSGD replicas.
 void read_schedule(ObjectReader& r, const Json& object, StrategySpec& s) {
   s.schedule = parse_schedule(r.get_choice(
-      "schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd", "zb-h1", "zb-h2"},
+      "schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd", "zb-h1", "zb-h2", "zb-v"},
       "1f1b"));
   const std::string p2p = r.get_choice("p2p", {"async", "megatron", "deepspeed"}, "megatron");
   s.p2p = p2p == "megatron" ? PipelineP2P::Megatron : p2p == "deepspeed" ? PipelineP2P::DeepSpeed : PipelineP2P::Async;
@@ -276,7 +277,7 @@ bool synchronous_schedule(Schedule schedule) {
 }
 
 bool splits_backward(Schedule schedule) {
-  return schedule == Schedule::ZbH1 || schedule == Schedule::ZbH2;
+  return schedule == Schedule::ZbH1 || schedule == Schedule::ZbH2 || schedule == Schedule::ZbV;
 }
 
 StrategySpec parse_strategy(const Json& value, ErrorList* errors) {
@@ -347,6 +348,8 @@ std::string to_string(Schedule s) {
       return "zb-h1";
     case Schedule::ZbH2:
       return "zb-h2";
+    case Schedule::ZbV:
+      return "zb-v";
   }
   return "?";
 }

@@ -10,8 +10,9 @@ namespace placesim {
 
 /// Pipeline schedules. ZbH1 and ZbH2 split each backward into its input-gradient part (B) and its weight-gradient
 /// part (W), and run W later to fill the pipeline's bubble (Qi et al., "Zero Bubble Pipeline Parallelism", arXiv
-/// 2401.10241, handcrafted schedules ZB-H1 and ZB-H2).
-enum class Schedule { GPipe, OneFOneB, Interleaved, PipeDream, PipeDream2BW, LocalSGD, ZbH1, ZbH2 };
+/// 2401.10241, handcrafted schedules ZB-H1 and ZB-H2); ZbV does so on two model chunks per stage placed in a V
+/// (Qi et al., arXiv 2405.15362: stage s holds virtual stages s and 2S - 1 - s).
+enum class Schedule { GPipe, OneFOneB, Interleaved, PipeDream, PipeDream2BW, LocalSGD, ZbH1, ZbH2, ZbV };
 
 /// How pipeline stages exchange activations and gradients.
 /// - Async: each boundary is sent as soon as its op ends and overlaps the sender's next op; every TP rank sends the
@@ -190,9 +191,10 @@ std::string to_string(CpComm c);
 std::string to_string(CpImpl c);
 std::vector<std::pair<std::string, std::string>> strategy_preset_list();
 
-/// True for the schedules that make one synchronous SGD step per step (gpipe, 1f1b, interleaved, zb-h1, zb-h2).
+/// True for the schedules that make one synchronous SGD step per step (gpipe, 1f1b, interleaved and the zero-bubble
+/// ones).
 bool synchronous_schedule(Schedule schedule);
-/// True for the schedules that run a backward as two ops, input gradient then weight gradient (zb-h1, zb-h2).
+/// True for the schedules that run a backward as two ops, input gradient then weight gradient (zb-h1, zb-h2, zb-v).
 bool splits_backward(Schedule schedule);
 
 }  // namespace placesim
