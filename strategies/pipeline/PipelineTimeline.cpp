@@ -130,10 +130,17 @@ UpdateLog update_log(const PipelineSchedule& schedule, const PipelineTimeline& t
   UpdateLog trace;
   trace.stages = schedule.stages();
   trace.replicas = schedule.shape.replicas;
+  // Backwards of each (stage, micro-batch) seen: a stage's gradient for a micro-batch is complete when the backwards
+  // of all its chunks are (interleaved, zb-v), so its one event stands at the last of them.
+  std::vector<int> backwards(static_cast<std::size_t>(schedule.shape.total_microbatches()) * stages, 0);
   for (const OpId& id : completion_order(schedule, timeline)) {
     const PipeOp& op = schedule.order[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)];
     // A split backward's gradient is computed by its B and W; its event stands at B (both read the same version).
     if (op.kind == PipeOpKind::Forward || op.kind == PipeOpKind::Weight) continue;
+    if (op.kind == PipeOpKind::Backward &&
+        ++backwards[static_cast<std::size_t>(op.microbatch) * stages + static_cast<std::size_t>(op.stage)] <
+            schedule.shape.chunks)
+      continue;
     TrainEvent e;
     e.stage = op.stage;
     e.replica = std::max(op.replica, 0);

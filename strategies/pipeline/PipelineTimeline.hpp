@@ -37,9 +37,9 @@ PipelineTimeline pipeline_timeline(const PipelineSchedule& schedule, const Simul
 /// across stages never end at the same time (forward and backward times are positive), so this order is causal.
 std::vector<OpId> completion_order(const PipelineSchedule& schedule, const PipelineTimeline& timeline);
 
-/// What the run did to the weights, in completion order: one Backward event per backward op (versions_read: the
-/// version each stage's forward of that micro-batch read), one Apply event per Apply op, one Average event per
-/// Average op (replica 0).
+/// What the run did to the weights, in completion order: one Backward event per stage and micro-batch, at the last
+/// of its chunks' backward ops (versions_read: the version each stage's forward of that micro-batch read), one Apply
+/// event per Apply op, one Average event per Average op (replica 0).
 UpdateLog update_log(const PipelineSchedule& schedule, const PipelineTimeline& timeline);
 
 }  // namespace placesim
