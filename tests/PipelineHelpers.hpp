@@ -12,7 +12,8 @@ inline PipelineShape pipeline_shape(Schedule schedule, int stages, int microbatc
   sh.microbatches = microbatches;
   sh.steps = steps;
   sh.noam = stages;
-  if (schedule == Schedule::ZbV) sh.chunks = 2;  // its V places two chunks on every stage
+  // Their V places two chunks on every stage.
+  if (schedule == Schedule::ZbV || schedule == Schedule::DualPipeV) sh.chunks = 2;
   return sh;
 }
 

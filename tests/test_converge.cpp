@@ -88,6 +88,7 @@ TEST_CASE("The zero-bubble schedules from schedule to executor are plain mini-ba
   check_plain_sgd(Schedule::ZbH1, ObjectiveKind::Quadratic, 4, 8, 3, 8);
   check_plain_sgd(Schedule::ZbH2, ObjectiveKind::Quadratic, 3, 6, 3, 6);
   check_plain_sgd(Schedule::ZbV, ObjectiveKind::Quadratic, 3, 6, 3, 6);
+  check_plain_sgd(Schedule::DualPipeV, ObjectiveKind::Quadratic, 3, 6, 3, 6);
 }
 
 // A stage of the interleaved schedule holds several chunks: its gradient of a micro-batch is one, complete after the

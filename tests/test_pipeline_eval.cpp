@@ -373,3 +373,23 @@ TEST_CASE("ZB-V leaves no bubble within a stage's span and holds p micro-batches
       CHECK(v.metrics.span_s == Approx(work + (p - 1) * 0.5));
     }
 }
+
+// DualPipeV (DeepSeek-V3 report, arXiv 2412.19437, Table 2, as the DualPipe README gives it for DualPipeV): a bubble
+// of (PP/2 - 1)(F&B + B - 3W) on PP = 2p virtual stages, with F, B (the whole backward) and W of one chunk and F&B a
+// forward-backward pair (here F + B: an abstract pipeline has no communication to hide), and PP + 1 chunk activations
+// on every device. With F = B_input = W = 1 per stage (0.5 per chunk): (p - 1)(1.5 + 1 - 1.5) = p - 1 per stage,
+// whatever m.
+TEST_CASE("DualPipeV leaves the bubble and holds the activations of the DeepSeek-V3 report's Table 2") {
+  for (int p : {4, 6})
+    for (int m : {2 * p, 3 * p}) {
+      INFO("p " << p << " m " << m);
+      PipelineTimes times = test::pipeline_times(1, 2);
+      times.weight_s = 1;
+      const test::PipelineRun v = test::run_pipeline(test::pipeline_shape(Schedule::DualPipeV, p, m), times);
+      CHECK(v.metrics.span_s == Approx(m * 3.0 + (p - 1)));
+      for (int s = 0; s < p; ++s) {
+        CHECK(v.metrics.idle_s[static_cast<std::size_t>(s)] == Approx(p - 1));
+        CHECK(v.metrics.inflight_microbatches_peak[static_cast<std::size_t>(s)] == (2 * p + 1) / 2.0);
+      }
+    }
+}

@@ -339,7 +339,8 @@ TEST_CASE("Error: weight_s belongs to the zero-bubble schedules and is a part of
   Json s = section("1f1b", 2, 4);
   s["weight_s"] = 0.5;
   CHECK_THAT(error_of(s),
-             Catch::Contains("pipeline.weight_s is only meaningful with pipeline.schedule=zb-h1, zb-h2 or zb-v"));
+             Catch::Contains("pipeline.weight_s is only meaningful with pipeline.schedule=zb-h1, zb-h2, zb-v or "
+                             "dualpipev"));
   s = section("zb-h1", 2, 4);
   s["weight_s"] = 2;
   CHECK_THAT(error_of(s), Catch::Contains("pipeline.weight_s"));
@@ -374,4 +375,43 @@ TEST_CASE("ZB-V runs PyTorch's op order on chunks placed in a V") {
   CHECK(v.stage_of(6) == 1);
   CHECK(v.stage_of(4) == 3);
   CHECK(v.stage_of(7) == 0);
+}
+
+// DualPipeV as deepseek-ai/DualPipe runs it (commit 3da1bbe, dualpipe/dualpipev.py, DualPipeV.step, steps 1 to 8),
+// for 4 stages and 8 micro-batches, derived from that function apart from placesim: "BW" a backward whose weight
+// gradient it computes too, "B" a split one whose "W" comes later, oldest first over both chunks; "F3.1" micro-batch 3
+// through chunk 1 (virtual stage 2S - 1 - s). The steady state's forward-backward pairs are marked.
+TEST_CASE("DualPipeV runs DeepSeek's op order on chunks placed in a V") {
+  const PipelineSchedule v = schedule_of(Schedule::DualPipeV, 4, 8);
+  const auto show = [](const std::vector<PipeOp>& ops) {
+    std::string out;
+    for (const PipeOp& op : ops) {
+      if (!out.empty()) out += " ";
+      if (op.kind == PipeOpKind::Apply) {
+        out += "A";
+        continue;
+      }
+      out += op.kind == PipeOpKind::Forward ? "F" : op.kind == PipeOpKind::Weight ? "W" : op.split ? "B" : "BW";
+      out += std::to_string(op.microbatch) + "." + std::to_string(op.chunk) + (op.pairs_next ? "+" : "");
+    }
+    return out;
+  };
+  CHECK(show(v.order[0]) ==
+        "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F6.0 F0.1 B0.1 W0.1 F1.1 B1.1 W1.1 F2.1 B2.1 W2.1 F3.1 F7.0+ BW3.1 F4.1+ "
+        "BW0.0 BW4.1 F5.1+ BW1.0 BW5.1 F6.1+ BW2.0 BW6.1 F7.1+ BW3.0 BW7.1 B4.0 W4.0 B5.0 W5.0 B6.0 W6.0 B7.0 W7.0 A");
+  CHECK(show(v.order[1]) ==
+        "F0.0 F1.0 F2.0 F3.0 F4.0 F0.1 F5.0 F1.1 B0.1 W0.1 F2.1 B1.1 W1.1 F3.1 F6.0+ BW2.1 F4.1+ BW0.0 F7.0+ BW3.1 "
+        "F5.1+ BW1.0 BW4.1 F6.1+ BW2.0 BW5.1 F7.1+ BW3.0 BW6.1 BW4.0 B7.1 B5.0 W7.1 B6.0 W5.0 B7.0 W6.0 W7.0 A");
+  CHECK(show(v.order[2]) ==
+        "F0.0 F1.0 F2.0 F0.1 F3.0 F1.1 F4.0 F2.1 B0.1 W0.1 F3.1 F5.0+ BW1.1 F4.1+ BW0.0 F6.0+ BW2.1 F5.1+ BW1.0 "
+        "F7.0+ BW3.1 F6.1+ BW2.0 BW4.1 F7.1+ BW3.0 BW5.1 BW4.0 BW6.1 B5.0 B7.1 B6.0 W5.0 B7.0 W7.1 W6.0 W7.0 A");
+  CHECK(show(v.order[3]) ==
+        "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1 F3.0 F3.1 F4.0 BW0.1 F4.1+ BW0.0 F5.0+ BW1.1 F5.1+ BW1.0 F6.0+ BW2.1 F6.1+ "
+        "BW2.0 F7.0+ BW3.1 F7.1+ BW3.0 BW4.1 BW4.0 BW5.1 BW5.0 B6.1 B6.0 B7.1 B7.0 W6.1 W6.0 W7.1 W7.0 A");
+}
+
+TEST_CASE("Error: DualPipeV needs at least twice as many micro-batches as stages") {
+  CHECK_THAT(error_of(section("dualpipev", 4, 7)),
+             Catch::Contains("pipeline.microbatches=7 is fewer than 2 x pipeline.stages=8"));
+  CHECK(error_of(section("dualpipev", 4, 8)) == "no error");
 }

@@ -256,7 +256,7 @@ double row_passes(const SweepConfig& c, const std::string& schedule, int stages)
   double per_pass = 2.0;
   for (Schedule s : all_schedules())
     if (to_string(s) == schedule && splits_backward(s)) per_pass = 3.0;
-  const double chunks = schedule == "interleaved" ? c.chunks : schedule == "zb-v" ? 2 : 1;
+  const double chunks = schedule == "interleaved" ? c.chunks : schedule == "zb-v" || schedule == "dualpipev" ? 2 : 1;
   return per_pass * stages * chunks * microbatches * c.steps;
 }
 

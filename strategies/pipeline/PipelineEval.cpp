@@ -103,7 +103,12 @@ bool Evaluator::advance(int stage) {
   bool progressed = false;
   while (next_[s] < ops.size()) {
     const PipeOp& op = ops[next_[s]];
-    const double ready = inputs_ready(op);
+    double ready = inputs_ready(op);
+    // An overlapped pair starts when the inputs of both its passes are there.
+    if (ready != kPending && op.pairs_next && next_[s] + 1 < ops.size()) {
+      const double partner = inputs_ready(ops[next_[s] + 1]);
+      ready = partner == kPending ? kPending : std::max(ready, partner);
+    }
     if (ready == kPending) break;
     OpInterval& x = timeline_[s][next_[s]];
     x.start_s = std::max(free_[s], ready);

@@ -24,9 +24,9 @@ const char* to_string(PipeOpKind k) {
 }
 
 const std::vector<Schedule>& all_schedules() {
-  static const std::vector<Schedule> schedules = {Schedule::GPipe,     Schedule::OneFOneB,     Schedule::Interleaved,
-                                                  Schedule::PipeDream, Schedule::PipeDream2BW, Schedule::LocalSGD,
-                                                  Schedule::ZbH1,      Schedule::ZbH2,         Schedule::ZbV};
+  static const std::vector<Schedule> schedules = {
+      Schedule::GPipe,    Schedule::OneFOneB, Schedule::Interleaved, Schedule::PipeDream, Schedule::PipeDream2BW,
+      Schedule::LocalSGD, Schedule::ZbH1,     Schedule::ZbH2,        Schedule::ZbV,       Schedule::DualPipeV};
   return schedules;
 }
 
@@ -100,10 +100,15 @@ void check_shape(const PipelineShape& sh, const ShapeFields& f) {
     throw InputError(f.noam + "=" + std::to_string(sh.noam) + " must be at least 1 (micro-batches admitted at once)");
   if (sh.schedule == Schedule::LocalSGD && sh.local_steps < 1)
     throw InputError(f.local_steps + "=" + std::to_string(sh.local_steps) + " must be at least 1");
-  if (sh.schedule == Schedule::ZbV && sh.chunks != 2)
+  if (sh.schedule == Schedule::DualPipeV && sh.microbatches < 2 * sh.stages)
+    throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " is fewer than 2 x " + f.stages + "=" +
+                     std::to_string(2 * sh.stages) + " (" + schedule +
+                     " fills its V from both ends: DualPipeV.step asserts num_chunks >= num_ranks * 2)");
+  if ((sh.schedule == Schedule::ZbV || sh.schedule == Schedule::DualPipeV) && sh.chunks != 2)
     throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + ": " + schedule +
                      " places exactly two chunks on every stage");
-  if (sh.chunks != 1 && sh.schedule != Schedule::Interleaved && sh.schedule != Schedule::ZbV)
+  if (sh.chunks != 1 && sh.schedule != Schedule::Interleaved && sh.schedule != Schedule::ZbV &&
+      sh.schedule != Schedule::DualPipeV)
     throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + " is only meaningful with " + f.schedule +
                      "=interleaved");
   if (sh.schedule == Schedule::Interleaved && sh.stages < 2)
@@ -218,6 +223,79 @@ class ZbvOrder {
   int next_[3][2] = {{0, 0}, {0, 0}, {0, 0}};
 };
 
+// DualPipeV on stage `stage` (see make_schedule): per chunk the next forward and backward, and the split backwards
+// whose weight gradient is pending, oldest first over both chunks (DualPipe's WeightGradStore).
+class DualPipeOrder {
+ public:
+  DualPipeOrder(Ops& ops, int stage, int first) : ops_(ops), stage_(stage), first_(first) {}
+  void f(int chunk) { ops_.push_back(compute_op(PipeOpKind::Forward, stage_, first_ + forward_[chunk]++, chunk)); }
+  // A forward and a backward run as one overlapped pair.
+  void pair(int forward, int backward) {
+    f(forward);
+    ops_.back().pairs_next = true;
+    b(backward, false);
+  }
+  void b(int chunk, bool split) {
+    PipeOp op = compute_op(PipeOpKind::Backward, stage_, first_ + backward_[chunk]++, chunk);
+    op.split = split;
+    ops_.push_back(op);
+    if (split) pending_.push_back(op);
+  }
+  void w() {
+    PipeOp op = pending_.front();
+    pending_.erase(pending_.begin());
+    op.kind = PipeOpKind::Weight;
+    op.split = false;
+    ops_.push_back(op);
+  }
+
+ private:
+  Ops& ops_;
+  int stage_, first_;
+  int forward_[2] = {0, 0}, backward_[2] = {0, 0};
+  std::vector<PipeOp> pending_;
+};
+
+void push_dualpipev(Ops& ops, int stage, int stages, int first, int count) {
+  const int s = stage, p = stages;
+  DualPipeOrder d(ops, stage, first);
+  for (int i = 0; i < 2 * (p - s - 1); ++i) d.f(0);
+  for (int i = 0; i < s + 1; ++i) {
+    d.f(0);
+    d.f(1);
+  }
+  for (int i = 0; i < p - s - 1; ++i) {
+    d.b(1, true);
+    d.w();
+    d.f(1);
+  }
+  for (int i = 0; i < count - 2 * p + s + 1; ++i) {
+    if (i == 0 && s == p - 1) {  // the last stage feeds its own chunk 1: its first pair runs one pass after the other
+      d.f(0);
+      d.b(1, false);
+    } else {
+      d.pair(0, 1);
+    }
+    d.pair(1, 0);
+  }
+  for (int i = 0; i < p - s - 1; ++i) {
+    d.b(1, false);
+    d.pair(1, 0);
+  }
+  bool split = false;
+  for (int i = 0; i < s + 1; ++i) {
+    if (i == (s + 1) / 2 && s % 2 == 1) split = true;
+    d.b(1, split);
+    if (i == (s + 1) / 2 && s % 2 == 0) split = true;
+    d.b(0, split);
+  }
+  for (int i = 0; i < p - s - 1; ++i) {
+    d.w();
+    d.b(0, true);
+  }
+  for (int i = 0; i < s + 1; ++i) d.w();
+}
+
 void push_zbv(Ops& ops, int stage, int stages, int first, int count) {
   const int n = std::max(2 * stages - 1, count), s = stage, p = stages;
   ZbvOrder z(ops, stage, first, count);
@@ -296,6 +374,9 @@ Ops segment_compute(const PipelineShape& sh, int stage, Segment seg) {
       break;
     case Schedule::ZbV:
       push_zbv(ops, stage, sh.stages, seg.first, seg.count);
+      break;
+    case Schedule::DualPipeV:
+      push_dualpipev(ops, stage, sh.stages, seg.first, seg.count);
       break;
   }
   return ops;

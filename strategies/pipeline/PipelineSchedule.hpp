@@ -31,6 +31,9 @@ struct PipeOp {
   int weight_version = 0;  ///< version of (stage, replica) weights the op read: the number of Applies on that block
                            ///< before the version was made. Apply: the version it replaces. Average: -1.
   bool split = false;      ///< Backward: input gradient only; a Weight op of the same micro-batch and chunk follows
+  /// DualPipe's overlapped pair (a forward and the next op, a backward of the other chunk): the op starts only when
+  /// the next op's inputs are there too, as _forward_backward_chunk receives both before running either.
+  bool pairs_next = false;
 
   /// Position of the op's model chunk in the whole model: chunk * stages + stage (Megatron's virtual stage). A V-shaped
   /// schedule (zb-v) places its chunks otherwise: use PipelineSchedule::virtual_stage.
@@ -89,7 +92,7 @@ struct PipelineSchedule {
   int virtual_stages() const { return shape.stages * shape.chunks; }
   /// Chunks placed in a V (zb-v): chunk 0 of stage s is virtual stage s, chunk 1 is 2S - 1 - s, so the last stage
   /// feeds its own second chunk and the first stage holds the model's end. Otherwise chunk c of stage s is c S + s.
-  bool v_shape() const { return shape.schedule == Schedule::ZbV; }
+  bool v_shape() const { return shape.schedule == Schedule::ZbV || shape.schedule == Schedule::DualPipeV; }
   int virtual_stage(int chunk, int stage) const {
     return v_shape() && chunk == 1 ? 2 * shape.stages - 1 - stage : chunk * shape.stages + stage;
   }
@@ -143,6 +146,13 @@ void check_interleaved_group(const PipelineShape& shape, const ShapeFields& fiel
 /// and one of chunk 0; S - s times F, B and W of chunk 1; then, while chunk 1 has forwards left or chunk 0 has, a
 /// forward of chunk 0 (while any is left), its B and W, and F, B and W of chunk 1; then s times B of chunk 0 and of
 /// chunk 1, S - s times B and W of chunk 0, and the W left of chunk 1 and of chunk 0.
+///
+/// dualpipev follows DualPipeV.step (deepseek-ai/DualPipe, dualpipe/dualpipev.py, steps 1 to 8) on the same V, with
+/// M >= 2S: 2(S - s - 1) forwards of chunk 0; s + 1 times F of chunk 0 and of chunk 1; S - s - 1 times a split B of
+/// chunk 1, the oldest pending W and F of chunk 1; M - 2S + s + 1 times the pairs (F of chunk 0, B of chunk 1) and
+/// (F of chunk 1, B of chunk 0); S - s - 1 times B of chunk 1 and the pair (F of chunk 1, B of chunk 0); s + 1 times
+/// B of chunk 1 and of chunk 0, split from the middle one on; S - s - 1 times the oldest W and a split B of chunk 0;
+/// the W left. A pair's two passes run one after the other here (no communication to hide in an abstract pipeline).
 ///
 /// zb-h1 and zb-h2 are the handcrafted schedules of Qi et al. (arXiv 2401.10241; sail-sg/zero-bubble-pipeline-
 /// parallelism, branch arxiv, megatron/core/pipeline_parallel/efficiency.py get_hand_schedule, warm-up factor c = 1

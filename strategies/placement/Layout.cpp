@@ -405,6 +405,9 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
     // ZB-V: 2p chunk passes of half a stage each (Qi et al., arXiv 2405.15362).
     case Schedule::ZbV:
       return layers * static_cast<double>(std::min(m, p));
+    // DualPipeV: 2p + 1 chunk passes of half a stage (the DeepSeek-V3 report's PP + 1 with PP = 2p).
+    case Schedule::DualPipeV:
+      return layers * std::min(static_cast<double>(m), (2.0 * static_cast<double>(p) + 1) / 2);
   }
   return layers;
 }

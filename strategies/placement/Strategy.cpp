@@ -24,6 +24,7 @@ Schedule parse_schedule(const std::string& s) {
   if (s == "zb-h1") return Schedule::ZbH1;
   if (s == "zb-h2") return Schedule::ZbH2;
   if (s == "zb-v") return Schedule::ZbV;
+  if (s == "dualpipev") return Schedule::DualPipeV;
   return Schedule::LocalSGD;
 }
 
@@ -179,7 +180,8 @@ void read_mesh(ObjectReader& outer, const Json& /*object*/, StrategySpec& s) {
 // The pipeline schedule's fields: schedule, exchange, micro-batches, chunks, stage split, LocalSGD replicas.
 void read_schedule(ObjectReader& r, const Json& object, StrategySpec& s) {
   s.schedule = parse_schedule(r.get_choice(
-      "schedule", {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd", "zb-h1", "zb-h2", "zb-v"},
+      "schedule",
+      {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd", "zb-h1", "zb-h2", "zb-v", "dualpipev"},
       "1f1b"));
   const std::string p2p = r.get_choice("p2p", {"async", "megatron", "deepspeed"}, "megatron");
   s.p2p = p2p == "megatron" ? PipelineP2P::Megatron : p2p == "deepspeed" ? PipelineP2P::DeepSpeed : PipelineP2P::Async;
@@ -277,7 +279,8 @@ bool synchronous_schedule(Schedule schedule) {
 }
 
 bool splits_backward(Schedule schedule) {
-  return schedule == Schedule::ZbH1 || schedule == Schedule::ZbH2 || schedule == Schedule::ZbV;
+  return schedule == Schedule::ZbH1 || schedule == Schedule::ZbH2 || schedule == Schedule::ZbV ||
+         schedule == Schedule::DualPipeV;
 }
 
 StrategySpec parse_strategy(const Json& value, ErrorList* errors) {
@@ -350,6 +353,8 @@ std::string to_string(Schedule s) {
       return "zb-h2";
     case Schedule::ZbV:
       return "zb-v";
+    case Schedule::DualPipeV:
+      return "dualpipev";
   }
   return "?";
 }

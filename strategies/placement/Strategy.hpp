@@ -12,7 +12,9 @@ namespace placesim {
 /// part (W), and run W later to fill the pipeline's bubble (Qi et al., "Zero Bubble Pipeline Parallelism", arXiv
 /// 2401.10241, handcrafted schedules ZB-H1 and ZB-H2); ZbV does so on two model chunks per stage placed in a V
 /// (Qi et al., arXiv 2405.15362: stage s holds virtual stages s and 2S - 1 - s).
-enum class Schedule { GPipe, OneFOneB, Interleaved, PipeDream, PipeDream2BW, LocalSGD, ZbH1, ZbH2, ZbV };
+/// DualPipeV (deepseek-ai/DualPipe, dualpipev.py; the V-shaped DualPipe of the DeepSeek-V3 report, arXiv 2412.19437)
+/// uses the same V and pairs one chunk's forward with the other's backward in its steady state.
+enum class Schedule { GPipe, OneFOneB, Interleaved, PipeDream, PipeDream2BW, LocalSGD, ZbH1, ZbH2, ZbV, DualPipeV };
 
 /// How pipeline stages exchange activations and gradients.
 /// - Async: each boundary is sent as soon as its op ends and overlaps the sender's next op; every TP rank sends the
