@@ -13,7 +13,7 @@ inline PipelineShape pipeline_shape(Schedule schedule, int stages, int microbatc
   sh.steps = steps;
   sh.noam = stages;
   // Their V places two chunks on every stage.
-  if (schedule == Schedule::ZbV || schedule == Schedule::DualPipeV) sh.chunks = 2;
+  if (v_shaped(schedule)) sh.chunks = 2;
   return sh;
 }
 

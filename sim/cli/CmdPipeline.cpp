@@ -253,10 +253,9 @@ constexpr double kMaxSweepPasses = 32e6;
 // x steps (wider than an int).
 double row_passes(const SweepConfig& c, const std::string& schedule, int stages) {
   const double microbatches = c.microbatches > 0 ? c.microbatches : double{1} * c.per_stage * stages;
-  double per_pass = 2.0;
-  for (Schedule s : all_schedules())
-    if (to_string(s) == schedule && splits_backward(s)) per_pass = 3.0;
-  const double chunks = schedule == "interleaved" ? c.chunks : schedule == "zb-v" || schedule == "dualpipev" ? 2 : 1;
+  const Schedule s = schedule_named(schedule);  // the names were checked by parse_schedules
+  const double per_pass = splits_backward(s) ? 3 : 2;
+  const double chunks = s == Schedule::Interleaved ? c.chunks : v_shaped(s) ? 2 : 1;
   return per_pass * stages * chunks * microbatches * c.steps;
 }
 

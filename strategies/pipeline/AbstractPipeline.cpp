@@ -13,10 +13,7 @@ namespace {
 Schedule read_schedule(ObjectReader& r) {
   std::vector<std::string> names;
   for (Schedule s : all_schedules()) names.push_back(to_string(s));
-  const std::string name = r.get_choice("schedule", names, to_string(Schedule::OneFOneB));
-  for (Schedule s : all_schedules())
-    if (name == to_string(s)) return s;
-  return Schedule::OneFOneB;  // unreachable: get_choice accepts only the names above
+  return schedule_named(r.get_choice("schedule", names, to_string(Schedule::OneFOneB)));
 }
 
 // Keys that belong to one schedule only are refused with the others, so a typo'd schedule cannot ignore them.
@@ -64,7 +61,7 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   // Interleaved without chunks would be 1F1B under another name: 2 chunks, as pipeline-sweep.
   sh.chunks = r.get_int_in("chunks", sh.schedule == Schedule::Interleaved ? 2 : 1, 1);
   // Their V places two chunks on every stage.
-  if (sh.schedule == Schedule::ZbV || sh.schedule == Schedule::DualPipeV) sh.chunks = 2;
+  if (v_shaped(sh.schedule)) sh.chunks = 2;
   sh.microbatch_group = r.get_int_in("microbatch_group", 0, 1);
   sh.noam = r.get_int_in("noam", sh.stages, 1);
   sh.replicas = r.get_int_in("replicas", 1, 1);

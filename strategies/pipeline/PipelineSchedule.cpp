@@ -30,6 +30,12 @@ const std::vector<Schedule>& all_schedules() {
   return schedules;
 }
 
+Schedule schedule_named(const std::string& name) {
+  for (Schedule s : all_schedules())
+    if (name == to_string(s)) return s;
+  throw std::invalid_argument("no pipeline schedule is named '" + name + "'");
+}
+
 ShapeFields strategy_shape_fields() {
   return {"strategy.schedule",        "strategy.pp",   "strategy.microbatches", "steps",
           "strategy.chunks",          "strategy.noam", "strategy.replicas",     "strategy.local_steps",
@@ -104,11 +110,10 @@ void check_shape(const PipelineShape& sh, const ShapeFields& f) {
     throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " is fewer than 2 x " + f.stages + "=" +
                      std::to_string(2 * sh.stages) + " (" + schedule +
                      " fills its V from both ends: DualPipeV.step asserts num_chunks >= num_ranks * 2)");
-  if ((sh.schedule == Schedule::ZbV || sh.schedule == Schedule::DualPipeV) && sh.chunks != 2)
+  if (v_shaped(sh.schedule) && sh.chunks != 2)
     throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + ": " + schedule +
                      " places exactly two chunks on every stage");
-  if (sh.chunks != 1 && sh.schedule != Schedule::Interleaved && sh.schedule != Schedule::ZbV &&
-      sh.schedule != Schedule::DualPipeV)
+  if (sh.chunks != 1 && sh.schedule != Schedule::Interleaved && !v_shaped(sh.schedule))
     throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + " is only meaningful with " + f.schedule +
                      "=interleaved");
   if (sh.schedule == Schedule::Interleaved && sh.stages < 2)

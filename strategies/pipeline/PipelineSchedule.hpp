@@ -19,6 +19,8 @@ const char* to_string(PipeOpKind k);
 
 /// Every pipeline schedule, in the order the CLI lists them.
 const std::vector<Schedule>& all_schedules();
+/// The schedule whose to_string is `name`; throws std::invalid_argument for any other name (callers check names first).
+Schedule schedule_named(const std::string& name);
 
 /// One op of a stage's compute stream.
 struct PipeOp {
@@ -92,7 +94,7 @@ struct PipelineSchedule {
   int virtual_stages() const { return shape.stages * shape.chunks; }
   /// Chunks placed in a V (zb-v): chunk 0 of stage s is virtual stage s, chunk 1 is 2S - 1 - s, so the last stage
   /// feeds its own second chunk and the first stage holds the model's end. Otherwise chunk c of stage s is c S + s.
-  bool v_shape() const { return shape.schedule == Schedule::ZbV || shape.schedule == Schedule::DualPipeV; }
+  bool v_shape() const { return v_shaped(shape.schedule); }
   int virtual_stage(int chunk, int stage) const {
     return v_shape() && chunk == 1 ? 2 * shape.stages - 1 - stage : chunk * shape.stages + stage;
   }

@@ -278,6 +278,10 @@ bool synchronous_schedule(Schedule schedule) {
          splits_backward(schedule);
 }
 
+bool v_shaped(Schedule schedule) {
+  return schedule == Schedule::ZbV || schedule == Schedule::DualPipeV;
+}
+
 bool splits_backward(Schedule schedule) {
   return schedule == Schedule::ZbH1 || schedule == Schedule::ZbH2 || schedule == Schedule::ZbV ||
          schedule == Schedule::DualPipeV;

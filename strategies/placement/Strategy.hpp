@@ -196,7 +196,10 @@ std::vector<std::pair<std::string, std::string>> strategy_preset_list();
 /// True for the schedules that make one synchronous SGD step per step (gpipe, 1f1b, interleaved and the zero-bubble
 /// ones).
 bool synchronous_schedule(Schedule schedule);
-/// True for the schedules that run a backward as two ops, input gradient then weight gradient (zb-h1, zb-h2, zb-v).
+/// True for the schedules that run a backward as two ops, input gradient then weight gradient (zb-h1, zb-h2, zb-v,
+/// dualpipev).
 bool splits_backward(Schedule schedule);
+/// True for the schedules that place exactly two model chunks on every stage in a V (zb-v, dualpipev).
+bool v_shaped(Schedule schedule);
 
 }  // namespace placesim
