@@ -22,24 +22,27 @@ struct StageCompute {
 // equal the analytic ones on one node (docs/validation.md section 1) but need not at every size.
 constexpr double kTpCommShare = 0.9;
 
-// Seconds of TP collectives one layer's forward and backward leave on the device's chain (not those run beside a
-// GEMM: their cost is in layer_backward_s already), on the node's fabric.
-double exposed_tp_s(const Experiment& e, const ClusterSpec& c) {
-  const TpExposure x = tp_exposure(e, c.accelerator, c.comm.intra_node);
-  return x.forward_s + (x.backward_s - x.backward_hidden_s);
-}
+// Seconds of TP collectives a dense layer leaves on the device's chain, at kTpCommShare of their analytic time on the
+// node's fabric (the simulation runs them at their NCCL-fitted time or slower: a group across nodes, contention); the
+// same on every stage.
+struct TpChain {
+  double layer_s = 0;      ///< its forward's and backward's (not those beside a GEMM: in layer_backward_s already)
+  double recompute_s = 0;  ///< a full recompute's: the forward's again
+};
 
-// A full recompute runs the forward's collectives again.
-double recompute_tp_s(const Experiment& e, const ClusterSpec& c) {
-  if (e.training.recompute != Recompute::Full) return 0;
-  return tp_exposure(e, c.accelerator, c.comm.intra_node).forward_s;
+TpChain tp_chain(const Experiment& e, const ClusterSpec& c) {
+  const TpExposure x = tp_exposure(e, c.accelerator, c.comm.intra_node);
+  TpChain t;
+  t.layer_s = kTpCommShare * (x.forward_s + (x.backward_s - x.backward_hidden_s));
+  if (e.training.recompute == Recompute::Full) t.recompute_s = kTpCommShare * x.forward_s;
+  return t;
 }
 
 double least(const std::vector<double>& v) {
   return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
 }
 
-StageCompute stage_compute(const Experiment& e, const ClusterSpec& c, const StageLayout& st) {
+StageCompute stage_compute(const Experiment& e, const ClusterSpec& c, const StageLayout& st, const TpChain& tp) {
   const StageCosts k = stage_costs(e, c, st);
   const double dense = static_cast<double>(st.n_layers - st.moe_layers);
   const double layer = k.layer_forward_s + k.layer_backward_s;
@@ -52,14 +55,12 @@ StageCompute stage_compute(const Experiment& e, const ClusterSpec& c, const Stag
   }
   // Full recompute of dense layers only (a model's MoE layers' recompute is left out: a bound may omit work).
   const double recomputed = st.moe_layers == 0 ? static_cast<double>(stage_recomputed_layers(e, st)) : 0;
-  // The tensor-parallel collectives a layer waits for on its device's chain (exposed_tp_s), at kTpCommShare of their
-  // analytic time: the simulation runs them at their NCCL-fitted time or slower (a group across nodes, contention).
-  const double exposed = kTpCommShare * exposed_tp_s(e, c);
-  const double moe_exposed = e.model.shared_experts == 0 ? exposed / 2 : exposed;
+  // An MoE layer without shared experts has no tensor-parallel MLP: its attention's collectives only.
+  const double moe_tp = e.model.shared_experts == 0 ? tp.layer_s / 2 : tp.layer_s;
   StageCompute out;
-  out.per_microbatch = dense * (layer + exposed) + static_cast<double>(st.moe_layers) * (moe + moe_exposed) +
-                       recomputed * (k.layer_recompute_s + kTpCommShare * recompute_tp_s(e, c)) + k.embed_forward_s +
-                       k.embed_backward_s + k.extra_forward_s + k.extra_backward_s;
+  out.per_microbatch = dense * (layer + tp.layer_s) + static_cast<double>(st.moe_layers) * (moe + moe_tp) +
+                       recomputed * (k.layer_recompute_s + tp.recompute_s) + k.embed_forward_s + k.embed_backward_s +
+                       k.extra_forward_s + k.extra_backward_s;
   const double chunk_layers = st.chunk_layers.empty() ? 0 : static_cast<double>(st.chunk_layers.front());
   out.first_chunk = chunk_layers * (st.moe_layers > 0 ? std::min(layer, moe) : layer);
   if (e.strategy.placement.optimizer != Mode::Offloaded)
@@ -76,8 +77,9 @@ double step_time_lower_bound(const Experiment& e, const ClusterSpec& c) {
   if (!(microbatches > 0)) return 0;
   const bool fills = synchronous_schedule(s.schedule);
   double bound = 0, before = 0;  // before: the first chunks' passes of the stages before this one
+  const TpChain tp = tp_chain(e, c);
   for (const StageLayout& st : stage_layouts(e)) {
-    const StageCompute sc = stage_compute(e, c, st);
+    const StageCompute sc = stage_compute(e, c, st, tp);
     bound = std::max(bound, microbatches * sc.per_microbatch + sc.optimizer + (fills ? before : 0));
     before += sc.first_chunk;
   }
