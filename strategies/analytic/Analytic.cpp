@@ -134,7 +134,8 @@ void data_parallel_comm(const Experiment& e, const StageLayout& st, const std::v
     DataCollectiveBytes b;
     b.plan = dc;
     b.group_size = s.degree(dc.group);
-    b.runs = per_microbatch(dc.when) ? d(m) : 1;
+    // Once per weight update: per step, or per micro-batch under PipeDream across data-parallel replicas.
+    b.runs = d(per_microbatch(dc.when) ? m : updates_per_step(s));
     b.bytes_per_run =
         data_collective_elems_sent(s, dc, d(st.padded_elems(n))) * (dc.state == State::Parameters ? pb : gb);
     at(c, dc.cls) += b.bytes();

@@ -397,10 +397,12 @@ void Expander::expand_stage(int s) {
     if (pop.kind == PipeOpKind::Forward && pop.chunk == 0)
       host_wait(s, e_.training.host_time_per_microbatch_s, pop.microbatch);
     if (pop.kind == PipeOpKind::Apply) {
-      if (synchronous_)
+      if (synchronous_) {
         apply_microbatch_[static_cast<std::size_t>(s)] = pop.microbatch;
-      else
+      } else {
+        for (int t = 0; t < tp_; ++t) flush_bucket(t, s);
         apply_inline(s, pop);
+      }
       continue;
     }
     if (pop.kind == PipeOpKind::Average)
@@ -433,7 +435,12 @@ StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
     op_reduces_[lane].clear();
   }
   const auto chunk = static_cast<std::size_t>(op.chunk);
-  const bool last_op_of_chunk = !op.forward && i == last_backward_op_[chunk];
+  const auto& order = schedule_.order[static_cast<std::size_t>(s)];
+  // Across data-parallel replicas an asynchronous schedule synchronises the gradients before each update, as a
+  // synchronous one does before its step's.
+  const bool before_update = !synchronous_ && dp_ > 1 && i + 1 < static_cast<int>(order.size()) &&
+                             order[static_cast<std::size_t>(i) + 1].kind == PipeOpKind::Apply;
+  const bool last_op_of_chunk = !op.forward && (i == last_backward_op_[chunk] || before_update);
   op_first_forward_ = op.forward && i == first_forward_op_[chunk];
   op_first_backward_ = !op.forward && i == first_backward_op_[chunk];
   op_last_backward_ = last_op_of_chunk;
@@ -483,6 +490,10 @@ void Expander::apply_inline(int s, const PipeOp& op) {
       TaskId id = add_single(Compute{TaskKind::Optimizer, x, elems * k.optimizer_s_per_elem, 0, -1, 0, op.microbatch,
                                      -1, op.weight_version},
                              s, x, Stream::Compute);
+      // The update reads the gradients the replicas all-reduced (none when dp = 1).
+      auto& synced = step_end_deps_[static_cast<std::size_t>(x)];
+      for (TaskId dep : synced) g_.depend(dep, id);
+      synced.clear();
       if (stash) g_.set_memory(id, {}, {{x, State::Parameters, stashed * e_.training.param_bytes(), false}});
     }
 }

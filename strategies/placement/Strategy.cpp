@@ -278,6 +278,10 @@ bool synchronous_schedule(Schedule schedule) {
          splits_backward(schedule);
 }
 
+std::int64_t updates_per_step(const StrategySpec& s) {
+  return s.schedule == Schedule::PipeDream ? s.microbatches : 1;
+}
+
 bool v_shaped(Schedule schedule) {
   return schedule == Schedule::ZbV || schedule == Schedule::DualPipeV;
 }

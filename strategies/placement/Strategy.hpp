@@ -196,6 +196,9 @@ std::vector<std::pair<std::string, std::string>> strategy_preset_list();
 /// True for the schedules that make one synchronous SGD step per step (gpipe, 1f1b, interleaved and the zero-bubble
 /// ones).
 bool synchronous_schedule(Schedule schedule);
+/// Weight updates of a stage per step of s.microbatches micro-batches: one per micro-batch under PipeDream, one
+/// under every other schedule (PipeDream-2BW's version per step, LocalSGD's rounds aside).
+std::int64_t updates_per_step(const StrategySpec& s);
 /// True for the schedules that run a backward as two ops, input gradient then weight gradient (zb-h1, zb-h2, zb-v,
 /// dualpipev).
 bool splits_backward(Schedule schedule);

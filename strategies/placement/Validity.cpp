@@ -139,6 +139,17 @@ void check_schedule(const Experiment& e) {
     refuse(
         "strategy.layers_per_stage needs a model with layers (model.hidden, model.layers, ...); an opaque model is "
         "split evenly");
+  // PipeDream across data-parallel replicas (Narayanan et al., SOSP 2019, section 3.2; PipeDream-2BW, ICML 2021,
+  // section 3.1): every replica stashes whole weight versions and all-reduces a stage's gradients before each update.
+  const bool asynchronous = s.schedule == Schedule::PipeDream || s.schedule == Schedule::PipeDream2BW;
+  if (asynchronous && s.data_ranks() > 1)
+    for (State state : {State::Parameters, State::Gradients, State::Optimizer})
+      for (AxisSet axis : {kShardAxis, kReplicateAxis})
+        if (s.degree(axis) > 1 && s.placement.mode(state, axis) != Mode::Replicated)
+          refuse("strategy.schedule=" + to_string(s.schedule) + " with " + to_string(state) + "=" +
+                 to_string(s.placement.mode(state, axis)) + " along " + axes_name(axis) +
+                 ": its replicas keep whole weight versions and all-reduce the gradients before each update; use "
+                 "the dp preset (every state replicated)");
   if (s.schedule == Schedule::LocalSGD && s.microbatches % s.replicas != 0)
     refuse("strategy.replicas=" + str(s.replicas) + " does not divide strategy.microbatches=" + str(s.microbatches));
 }
