@@ -383,6 +383,38 @@ TEST_CASE("The step-time bound follows a step made of exposed tensor-parallel co
   }
 }
 
+// Two stages on two nodes (tp 8 fills a node), 1F1B with Megatron-LM's blocking exchanges: each stage sends once per
+// micro-batch (the first its outputs, the second its input gradients), 2048 x 4096 / 8 (sequence parallel) x 2 B =
+// 2097152 B over the NIC. With the NIC slowed from 50 to 1 GB/s the bound grows by 4 micro-batches x 0.9 x 2097152 B
+// x (1/1e9 - 1/50e9) s/B = 7.3985 ms, and stays below the simulated step.
+TEST_CASE("The step-time bound counts the blocking pipeline sends at the NIC's bandwidth") {
+  const auto run = [](const std::string& nic, const std::string& fidelity) {
+    char pattern[] = "/tmp/placesim-bound-test-XXXXXX";
+    const std::string dir = ::mkdtemp(pattern);
+    std::ofstream(dir + "/exp.json") << R"({"model": {"layers": 8, "hidden": 4096, "heads": 32, "vocab": 32000,
+        "seq_len": 2048}, "cluster": {"preset": "dgx-h100", "nodes": 2, "nic_bw": ")"
+                                     << nic << R"("}, "strategy": {"preset": "megatron-core", "tp": 8, "pp": 2,
+        "schedule": "1f1b", "p2p": "megatron"}, "training": {"global_batch": 4, "micro_batch": 1}})";
+    std::string output;
+    const int rc = test::run_placesim(
+        "simulate " + dir + "/exp.json --quiet --fidelity " + fidelity + " --report " + dir + "/r.json", &output);
+    INFO(output);
+    REQUIRE(rc == 0);
+    const Json r = Json::parse(std::ifstream(dir + "/r.json"));
+    std::filesystem::remove_all(dir);
+    return std::pair{r["simulation"]["step_time_s"].get<double>(),
+                     r["compute"]["step_time_lower_bound_s"].get<double>()};
+  };
+  for (const std::string fidelity : {"analytic", "flow"}) {
+    INFO(fidelity);
+    const auto [fast_step, fast_bound] = run("50 GB/s", fidelity);
+    const auto [slow_step, slow_bound] = run("1 GB/s", fidelity);
+    CHECK(fast_bound <= fast_step);
+    CHECK(slow_bound <= slow_step);
+    CHECK(slow_bound - fast_bound == Approx(4 * 0.9 * 2097152 * (1 / 1e9 - 1 / 50e9)).epsilon(1e-6));
+  }
+}
+
 // Presets that resolve to the same strategy (dp and megatron-3d: both replicate every state and exchange stages as
 // Megatron-LM does; megatron-3d's recompute is the search's to set) are one candidate, simulated once; a preset
 // that places a state otherwise (zero1 shards the optimizer) is not the same.

@@ -424,7 +424,8 @@ void print_tally(const Tally& t, std::size_t candidates, bool simulate, bool pru
   if (simulate)
     std::cout << "  " << t.same << " the same as another (a preset or recompute mode that changes nothing here), "
               << t.simulated
-              << " simulated in the order of their step time's lower bound (compute and exposed TP collectives: "
+              << " simulated in the order of their step time's lower bound (compute, exposed TP collectives and "
+                 "blocking pipeline sends: "
               << "strategies/analytic/StepBound.hpp), " << t.pruned
               << (prune ? " pruned: their bound is at least the best simulated step time\n"
                         : " pruned (--exhaustive, or a ranking not in step-time order, simulates every one)\n");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "strategies/analytic/Collective.hpp"
 #include "strategies/analytic/Costs.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "strategies/placement/Layout.hpp"
@@ -36,6 +37,30 @@ TpChain tp_chain(const Experiment& e, const ClusterSpec& c) {
   t.layer_s = kTpCommShare * (x.forward_s + (x.backward_s - x.backward_hidden_s));
   if (e.training.recompute == Recompute::Full) t.recompute_s = kTpCommShare * x.forward_s;
   return t;
+}
+
+// The share of a pipeline send's shortest possible duration (its bytes over the fastest link it may take) the bound
+// counts: a margin, as for the TP collectives.
+constexpr double kP2pShare = 0.9;
+
+// Seconds of blocking pipeline sends on a stage's chain per micro-batch and send. Under Megatron-LM's or DeepSpeed's
+// exchanges of GPipe and 1F1B (one model chunk) every forward's send of its output and every backward's send of its
+// input gradient is a call of its own that the device waits for (the expander's p2p_call): a middle stage sends twice
+// per micro-batch, the first and last stage once. A send moves the stage boundary's activation (split over the TP
+// group under sp or scatter-gather) and lasts at least its bytes over the fastest link it may take: the NIC when
+// every stage fills whole nodes, else NVLink or the NIC (raw or as simulated with NCCL's figures). 0 otherwise.
+double p2p_send_s(const Experiment& e, const ClusterSpec& c) {
+  const StrategySpec& s = e.strategy;
+  const bool one_chunk = s.schedule == Schedule::GPipe || s.schedule == Schedule::OneFOneB;
+  if (s.pp <= 1 || s.p2p == PipelineP2P::Async || !one_chunk || s.chunks > 1 || e.model.opaque()) return 0;
+  const std::int64_t x = local_seq_len(e) * e.training.micro_batch * e.model.hidden;
+  const bool piece = s.sp || s.scatter_gather();
+  const double bytes = static_cast<double>(piece ? shard_elems(x, s.tp) : x) * e.training.activation_bytes();
+  const ClusterSpec net = simulated_network(c);
+  double bw = std::max(c.nic_bw_Bps, net.nic_bw_Bps);
+  if (static_cast<double>(s.tp) * static_cast<double>(s.data_ranks()) < c.gpus_per_node)
+    bw = std::max({bw, c.nvlink_bw_Bps, net.nvlink_bw_Bps});
+  return kP2pShare * bytes / bw;
 }
 
 double least(const std::vector<double>& v) {
@@ -78,9 +103,11 @@ double step_time_lower_bound(const Experiment& e, const ClusterSpec& c) {
   const bool fills = synchronous_schedule(s.schedule);
   double bound = 0, before = 0;  // before: the first chunks' passes of the stages before this one
   const TpChain tp = tp_chain(e, c);
+  const double send = p2p_send_s(e, c);
   for (const StageLayout& st : stage_layouts(e)) {
     const StageCompute sc = stage_compute(e, c, st, tp);
-    bound = std::max(bound, microbatches * sc.per_microbatch + sc.optimizer + (fills ? before : 0));
+    const double sends = (st.stage > 0 ? 1 : 0) + (st.stage + 1 < s.pp ? 1 : 0);
+    bound = std::max(bound, microbatches * (sc.per_microbatch + sends * send) + sc.optimizer + (fills ? before : 0));
     before += sc.first_chunk;
   }
   return bound;

@@ -11,7 +11,10 @@ namespace placesim {
 /// its tasks on the same chain, so a device of stage s needs at least
 ///
 ///   microbatches x (its layers' forward + backward + recompute + 0.9 x their exposed TP collectives at the node
-///                   fabric's fitted NCCL time, and the embedding or head it holds)
+///                   fabric's fitted NCCL time, and the embedding or head it holds
+///                   + under GPipe or 1F1B with blocking exchanges (strategy.p2p megatron or deepspeed), 0.9 x each
+///                   send of its boundary activation (one per micro-batch on the first and last stage, two on the
+///                   others) at its bytes over the fastest link it may cross)
 ///   + its optimizer step (held on the device)
 ///
 /// and, under a synchronous pipeline (GPipe, 1F1B, interleaved), the first micro-batch's forward through the first
