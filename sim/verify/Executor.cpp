@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include "sim/verify/TinyMlp.hpp"
@@ -224,6 +226,7 @@ class SyncRun {
     const PipelineSchedule schedule = make_schedule(shape_of(s_, x_.steps), strategy_shape_fields());
     PipelineTimes times;
     times.backward_s = 2;
+    if (splits_backward(s_.schedule)) times.weight_s = 1;
     const PipelineTimeline timeline = evaluate_pipeline(schedule, times);
     std::vector<int> applies(static_cast<std::size_t>(pp_), 0);
     int completed_steps = 0;
@@ -231,6 +234,7 @@ class SyncRun {
       const PipeOp& op = schedule.order[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)];
       if (op.kind == PipeOpKind::Forward) forward(op);
       if (op.kind == PipeOpKind::Backward) backward(op);
+      if (op.kind == PipeOpKind::Weight) weight(op);
       if (op.kind == PipeOpKind::Apply) {
         apply(op.stage, applies[static_cast<std::size_t>(op.stage)]++);
         const int done = *std::min_element(applies.begin(), applies.end());
@@ -532,13 +536,26 @@ class SyncRun {
                      dx);
         dz[static_cast<std::size_t>(q)] = dx;
       }
-      accumulate(op.stage, u, grad);
+      // A split backward (zero-bubble schedules) computes the input gradient now and leaves the weight gradient
+      // to its W op, which accumulates it later.
+      if (op.split)
+        deferred_[{op.stage, op.microbatch, op.chunk}].emplace_back(u, std::move(grad));
+      else
+        accumulate(op.stage, u, grad);
     }
     if (v > 0)
       for (int q = 0; q < n; ++q) {
         dev((v - 1) % pp_, q).inbox_grad[{v - 1, op.microbatch}] = dz[static_cast<std::size_t>(q)];
         dev(op.stage, q).sent.p2p += tm::kActElems;
       }
+  }
+
+  /// The W op of a split backward: the weight gradients its B op computed, accumulated now, in the B op's unit order.
+  void weight(const PipeOp& op) {
+    auto it = deferred_.find({op.stage, op.microbatch, op.chunk});
+    if (it == deferred_.end()) throw std::logic_error("a weight-gradient op without its input-gradient op");
+    for (const auto& [u, grad] : it->second) accumulate(op.stage, u, grad);
+    deferred_.erase(it);
   }
 
   /// Runs the group collective `c` of every group of the stage over each rank's gradient store of unit u.
@@ -724,6 +741,8 @@ class SyncRun {
   Reference ref_;
   std::vector<std::vector<Device>> devices_;
   std::vector<std::array<double, 3>> deviation_;
+  /// (stage, micro-batch, chunk) -> the weight gradients of a split backward, per unit, until its W op.
+  std::map<std::tuple<int, int, int>, std::vector<std::pair<int, std::vector<Vec>>>> deferred_;
 };
 
 }  // namespace

@@ -589,12 +589,20 @@ PassTimes layer_times_of(const Experiment& e, const LayerShape& L, const std::ve
   settle(t.forward_classes, t.forward_s);
   {
     Tally tally(t.backward_classes);
-    for (const Linear& x : all) t.backward_s += linear_dgrad_s(x, L, acc) + linear_wgrad_s(x, L, acc);
-    for (const Linear& x : lin.mla_replicated)
-      t.backward_s += linear_dgrad_s(x, own, acc) + linear_wgrad_s(x, own, acc);
+    for (const Linear& x : all) {
+      const double dgrad = linear_dgrad_s(x, L, acc), wgrad = linear_wgrad_s(x, L, acc);
+      t.backward_s += dgrad + wgrad;
+      t.weight_s += wgrad;
+    }
+    for (const Linear& x : lin.mla_replicated) {
+      const double dgrad = linear_dgrad_s(x, own, acc), wgrad = linear_wgrad_s(x, own, acc);
+      t.backward_s += dgrad + wgrad;
+      t.weight_s += wgrad;
+    }
     t.attention_backward_s = attention_backward_s(L, acc);
-    t.backward_s +=
-        pointwise_backward_s(L, acc) + t.attention_backward_s + layout_copy_s(L, acc) + bias_gradients_s(L, lin, acc);
+    const double bias = bias_gradients_s(L, lin, acc);
+    t.backward_s += pointwise_backward_s(L, acc) + t.attention_backward_s + layout_copy_s(L, acc) + bias;
+    t.weight_s += bias;
   }
   settle(t.backward_classes, t.backward_s);
   // Host-bound passes (training.launch_overhead): a pass lasts at least its kernels' issue time.

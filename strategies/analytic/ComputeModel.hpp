@@ -22,6 +22,9 @@ struct PassTimes {
   /// The fused attention kernel's share of forward_s and backward_s (and of recompute_s when it is the forward):
   /// what context parallelism's ring splits into steps.
   double attention_forward_s = 0, attention_backward_s = 0;
+  /// The weight-gradient kernels' share of backward_s (the linears' weight-gradient GEMMs and bias reductions): the
+  /// W pass of the schedules that split the backward (zero-bubble).
+  double weight_s = 0;
 };
 
 /// FLOPs of one layer's fused causal attention forward for one micro-batch on one device: 4 x head_dim per query-key

@@ -42,6 +42,8 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
   // is added to the compute, as Megatron-LM's layer timers measure it (Korthikanti et al. §4.2, calibrated).
   const TpExposure tp_x = tp_exposure(e, acc, c.comm.intra_node);
   k.layer_backward_s = layer.backward_s + tp_x.backward_hidden_s;
+  k.layer_weight_s = layer.weight_s;
+  k.layer_backward_hidden_s = tp_x.backward_hidden_s;
   k.layer_recompute_s = layer.recompute_s;
   // PyTorch's copies around the sequence-parallel collectives (strategy.tp_copies) are compute-stream kernels of the
   // layer: the backward takes the re-gathers' and its own collectives' copies, a full recompute its forward's.

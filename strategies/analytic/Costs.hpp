@@ -13,6 +13,9 @@ struct StageCosts {
   /// The fused attention kernel's part of layer_forward_s (and of layer_recompute_s under a full recompute) and of
   /// layer_backward_s: with ring context parallelism, cp steps of 1/cp each.
   double layer_attention_forward_s = 0, layer_attention_backward_s = 0;
+  /// A layer's weight-gradient kernels (the W pass of a split backward), and the cost the TP collectives hidden
+  /// behind them add to layer_backward_s (the input-gradient pass B runs them exposed instead).
+  double layer_weight_s = 0, layer_backward_hidden_s = 0;
   double layer_forward_flops = 0, layer_backward_flops = 0, layer_recompute_flops = 0;
   double extra_forward_s = 0, extra_backward_s = 0;  ///< logits and loss (last stage)
   double extra_forward_flops = 0, extra_backward_flops = 0;

@@ -160,8 +160,7 @@ Expander::Expander(const Experiment& e, const ClusterSpec& c, const ExpandOption
       plan_(data_plan(e.strategy)) {
   for (const auto& st : layouts_) costs_.push_back(stage_costs(e, c, st));
   schedule_ = step_schedule(e);
-  synchronous_ = e.strategy.schedule == Schedule::GPipe || e.strategy.schedule == Schedule::OneFOneB ||
-                 e.strategy.schedule == Schedule::Interleaved;
+  synchronous_ = synchronous_schedule(e.strategy.schedule);
   const bool blocking_p2p = e.strategy.p2p != PipelineP2P::Async && pp_ > 1 && !e.model.opaque();
   blocking_p2p_ = blocking_p2p && synchronous_;
   scatter_gather_ = blocking_p2p && e.strategy.scatter_gather();
@@ -362,9 +361,10 @@ void Expander::expand_stage(int s) {
   for (int i = 0; i < static_cast<int>(order.size()); ++i) {
     const PipeOp& op = order[static_cast<std::size_t>(i)];
     const auto chunk = static_cast<std::size_t>(op.chunk);
-    if (op.kind == PipeOpKind::Backward) {
-      last_backward_op_[chunk] = i;
-      if (first_backward_op_[chunk] < 0) first_backward_op_[chunk] = i;
+    // A split backward's gradients are complete after its W op: the chunk's last backward is then its last W.
+    if (op.kind == PipeOpKind::Backward || op.kind == PipeOpKind::Weight) {
+      if (op.kind == PipeOpKind::Weight || !op.split) last_backward_op_[chunk] = i;
+      if (op.kind == PipeOpKind::Backward && first_backward_op_[chunk] < 0) first_backward_op_[chunk] = i;
     }
     if (op.kind == PipeOpKind::Forward && first_forward_op_[chunk] < 0) first_forward_op_[chunk] = i;
   }
@@ -408,6 +408,7 @@ void Expander::expand_stage(int s) {
     if (pop.kind == PipeOpKind::Average)
       throw InputError("strategy.schedule=localsgd is simulated for abstract pipelines only");
     const StageOp op = expand_op(s, i, pop);
+    if (op.weight) continue;  // a W op receives and sends nothing
     if (!blocking_p2p_) {
       send_boundary(s, op);
       continue;
@@ -425,7 +426,8 @@ void Expander::expand_stage(int s) {
 
 StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
   if (!blocking_p2p_ && scatter_gather_) receive_gather(s, pop);
-  const StageOp op{pop.kind == PipeOpKind::Forward, pop.microbatch, pop.chunk, pop.weight_version};
+  const StageOp op{pop.kind == PipeOpKind::Forward, pop.microbatch, pop.chunk, pop.weight_version, pop.split,
+                   pop.kind == PipeOpKind::Weight};
   const double stash = stash_change(s, pop);
   const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
   const int n = static_cast<int>(groups.size());
@@ -441,9 +443,11 @@ StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
   const bool before_update = !synchronous_ && dp_ > 1 && i + 1 < static_cast<int>(order.size()) &&
                              order[static_cast<std::size_t>(i) + 1].kind == PipeOpKind::Apply;
   const bool last_op_of_chunk = !op.forward && (i == last_backward_op_[chunk] || before_update);
+  // A split backward's B ends no gradient: its W does.
+  const bool grads_done = !op.split && last_op_of_chunk;
   op_first_forward_ = op.forward && i == first_forward_op_[chunk];
   op_first_backward_ = !op.forward && i == first_backward_op_[chunk];
-  op_last_backward_ = last_op_of_chunk;
+  op_last_backward_ = grads_done;
   // reshard_after_backward: the chunk's units are gathered again after each of its backwards (and at its first op).
   op_regather_ = e_.strategy.regathers_after_backward() && chunk_resharded_[chunk];
   chunk_resharded_[chunk] = !op.forward;
@@ -452,7 +456,7 @@ StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
   defer_sync_ = last_op_of_chunk && e_.strategy.defers_grad_sync();
   for (int k = 0; k < n; ++k) {
     int g = op.forward ? k : n - 1 - k;
-    expand_group(s, op, g, last_op_of_chunk, k == n - 1 ? stash : 0);
+    expand_group(s, op, g, grads_done, k == n - 1 ? stash : 0);
   }
   if (defer_sync_)
     for (int g = 0; g < n; ++g) sync_gradients(s, op, g, true);

@@ -18,7 +18,10 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
   const LayerGroup& lg =
       groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
   const bool offload = offloads_activations(s, op.chunk, g);
-  if (op.forward) {
+  if (op.weight) {
+    weight_group(s, op, g);
+    sync_gradients(s, op, g, last_backward);
+  } else if (op.forward) {
     forward_group(s, op, g, stash_delta);
     if (offload) store_activations(s, op, g);
   } else {
@@ -27,9 +30,9 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
     if (offload)
       for (std::size_t lane = 0; lane < compute_of_group_.size(); ++lane)
         activation_window_[lane].push_back(compute_of_group_[lane]);  // the backward frees them
-    if (!defer_sync_) sync_gradients(s, op, g, last_backward);
+    if (!defer_sync_ && !op.split) sync_gradients(s, op, g, last_backward);
   }
-  if (last_backward && (lg.has_embedding || lg.has_head))
+  if (last_backward && !op.weight && (lg.has_embedding || lg.has_head))
     for (int d = 0; d < dl_; ++d)
       for (int t = 0; t < tp_; ++t)
         first_backward_[static_cast<std::size_t>(rank(d, t, s))] =
@@ -112,11 +115,18 @@ void Expander::backward_group(int s, const StageOp& op, int g, double stash_delt
   tp_collective(s, op, g, (sp ? 2 : 0) + (full ? (sp ? 4 : 2) : 0), sp ? 2 + (full ? 2 : 0) : 0, false);
   if (moe_group(lg)) expert_block(s, op, g, TaskKind::Backward);
   compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
-  tp_collective(s, op, g, sp ? 4 : 2, sp ? 2 : 0, e_.strategy.tp_overlap);
+  // Split (B): the weight-gradient GEMMs these collectives hide behind run later, in W: here they are exposed.
+  tp_collective(s, op, g, sp ? 4 : 2, sp ? 2 : 0, e_.strategy.tp_overlap && !op.split);
   if (lg.has_embedding) {
     if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
     compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Embedding, true, stash_delta);
   }
+}
+
+// The W op of a split backward: the layers' weight-gradient kernels, after their B (the device's chain orders them);
+// the layers' activations, held since their forward, are freed when it ends.
+void Expander::weight_group(int s, const StageOp& op, int g) {
+  compute_tasks(s, op, g, TaskKind::WeightGrad, ModelPart::Layers, true, 0);
 }
 
 namespace {
@@ -125,8 +135,15 @@ struct PartCost {
   double seconds = 0, flops = 0;
 };
 
-PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, ModelPart part, bool moe) {
+PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, ModelPart part, bool moe, bool split) {
   const bool forward = kind == TaskKind::Forward;
+  // A split backward: W takes the layers' weight-gradient kernels (and a third of the backward's FLOPs: the
+  // weight-gradient GEMMs equal the forward's), B the rest without the cost of collectives hidden behind them.
+  const double layers = static_cast<double>(lg.layers);
+  if (kind == TaskKind::WeightGrad) return {layers * k.layer_weight_s, layers * k.layer_backward_flops / 2};
+  if (split && kind == TaskKind::Backward && part == ModelPart::Layers)
+    return {layers * (k.layer_backward_s - k.layer_backward_hidden_s - k.layer_weight_s),
+            layers * k.layer_backward_flops / 2};
   if (moe && part == ModelPart::Layers) {  // an MoE layer's dense part (its experts are tasks of their own)
     if (kind == TaskKind::Recompute) return {k.moe_recompute_s, k.moe_recompute_flops};
     return {forward ? k.moe_forward_s : k.moe_backward_s, forward ? k.moe_forward_flops : k.moe_backward_flops};
@@ -174,11 +191,11 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
       frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
   const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
   const bool moe = moe_group(lg);
-  PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part, moe);
+  PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part, moe, op.split);
   const bool layers = part == ModelPart::Layers;
   // Context parallelism: the attention runs as tasks of its own after the layers' other work.
   // A recompute re-runs the attention only under full recompute (selective-op saves the attention's output).
-  const bool cp_split = layers && lg.layers > 0 && cp_ > 1 && !e_.model.opaque() &&
+  const bool cp_split = layers && lg.layers > 0 && cp_ > 1 && !e_.model.opaque() && kind != TaskKind::WeightGrad &&
                         (kind != TaskKind::Recompute || e_.training.recompute == Recompute::Full);
   if (cp_split) {
     const StageCosts& k = costs_[static_cast<std::size_t>(s)];
@@ -201,7 +218,9 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
       std::vector<MemDelta> on_end;
       const double act = activation_bytes(lg, lane);
       if (closes) {
-        if (act > 0) on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
+        // A split backward's B keeps the activations for its W, which frees them.
+        if (act > 0 && !(op.split && kind == TaskKind::Backward))
+          on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
         // Without resharding after the forward the unit stays gathered until its backward closes; kept for the
         // step (once), until the reduce-scatter after its last backward, or that backward when there is none.
         if (param_buffer && (once ? !op.forward && op_last_backward_ && !grad_reduce()
@@ -238,7 +257,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
         deferred.push_back(std::move(on_end));
       }
       for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, id);
-      if (first_of_op) link_op_inputs(d, t, vstage, op.microbatch, op.forward, id);
+      if (first_of_op && !op.weight) link_op_inputs(d, t, vstage, op.microbatch, op.forward, id);
       if (gather_of_group_.size() > lane)
         for (TaskId gather : gather_of_group_[lane]) g_.depend(gather, id);
       // Double-buffered unsharded gradients (as DeepSpeed's reduce buckets): a backward waits until the buffer

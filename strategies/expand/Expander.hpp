@@ -22,6 +22,9 @@ struct StageOp {
   int microbatch = 0;
   int chunk = 0;
   int weight_version = 0;
+  /// A split backward (zero-bubble schedules): `split` marks its input-gradient op B, `weight` its weight-gradient
+  /// op W (forward false in both).
+  bool split = false, weight = false;
 };
 
 /// A contiguous run of layers processed by one compute task, with the units (layers, embedding, head) it holds.
@@ -90,6 +93,7 @@ class Expander {
   void expand_group(int s, const StageOp& op, int g, bool last_of_op, double stash_delta);
   void forward_group(int s, const StageOp& op, int g, double stash_delta);
   void backward_group(int s, const StageOp& op, int g, double stash_delta);
+  void weight_group(int s, const StageOp& op, int g);
   /// The compute tasks of `part` of group g on every (d, t) lane. The task that `closes` the group's pass (its last
   /// compute) carries the group's memory changes and releases its gathered parameters.
   void compute_tasks(int s, const StageOp& op, int g, TaskKind kind, ModelPart part, bool closes, double stash_delta);

@@ -103,10 +103,36 @@ void check_mesh(const Experiment& e) {
 
 void check_schedule(const Experiment& e) {
   const auto& s = e.strategy;
-  if (splits_backward(s.schedule))
+  if (v_shaped(s.schedule))
     refuse("strategy.schedule=" + to_string(s.schedule) +
-           " runs on abstract pipelines only (an experiment's \"pipeline\" section, or placesim pipeline-sweep): the "
-           "task graph of a model does not split a layer's backward into its input- and weight-gradient tasks yet");
+           " runs on abstract pipelines only (an experiment's \"pipeline\" section, or placesim pipeline-sweep): a "
+           "model's layers are not placed on the stages in a V yet; zb-h1 and zb-h2 run on models");
+  // The split backward's W accumulates into whole gradients that the step synchronises (DDP, ZeRO-1, Megatron's
+  // distributed optimizer), as the zero-bubble reference code runs it (sail-sg/zero-bubble-pipeline-parallelism,
+  // on Megatron-LM).
+  if (splits_backward(s.schedule))
+    for (State state : {State::Parameters, State::Gradients, State::Optimizer, State::Activations})
+      for (AxisSet axis : {kShardAxis, kReplicateAxis}) {
+        const Mode mode = s.placement.mode(state, axis);
+        const bool kept = mode == Mode::Replicated || (state == State::Optimizer && mode == Mode::Sharded) ||
+                          (state == State::Activations && mode == Mode::Materialized);
+        const bool checked = s.degree(axis) > 1 || state == State::Activations;  // else only offload matters
+        if (checked ? !kept : mode == Mode::Offloaded)
+          refuse("strategy.schedule=" + to_string(s.schedule) + " with " + to_string(state) + "=" + to_string(mode) +
+                 " along " + axes_name(axis) +
+                 ": the split backward is modelled with whole gradients synchronised at the step (replicated "
+                 "parameters and gradients, the optimizer replicated or sharded, activations kept or recomputed)");
+      }
+  // The zero-bubble reference code posts its sends and receives without blocking and waits for a receive only before
+  // the op that needs it; Megatron-LM's and DeepSpeed's blocking exchanges would serialise the W ops' slots.
+  if (splits_backward(s.schedule) && s.pp > 1 && s.p2p != PipelineP2P::Async && !e.model.opaque())
+    refuse("strategy.schedule=" + to_string(s.schedule) + " with strategy.p2p=" + to_string(s.p2p) +
+           ": the zero-bubble schedules exchange without blocking (sail-sg/zero-bubble-pipeline-parallelism); set "
+           "strategy.p2p=async");
+  if (splits_backward(s.schedule) && e.model.moe())
+    refuse("strategy.schedule=" + to_string(s.schedule) +
+           " with a mixture-of-experts model: the experts' backward is not split into input- and weight-gradient "
+           "tasks yet; use gpipe, 1f1b or interleaved");
   if (s.chunks != 1 && s.schedule != Schedule::Interleaved)
     refuse("strategy.chunks=" + str(s.chunks) + " is only meaningful with strategy.schedule=interleaved");
   if (s.p2p == PipelineP2P::DeepSpeed && s.pp > 1 && s.schedule != Schedule::OneFOneB)
