@@ -248,6 +248,29 @@ TEST_CASE("Folded = unfolded: all-gather context parallelism, its cp groups span
   CHECK(r["simulation"]["symmetry"]["blocks"] == 8);
 }
 
+TEST_CASE("Folded = unfolded: ring context parallelism, its rings spanning blocks", "[symmetry]") {
+  // tp 8 fills a node: blocks of one lane, so each ring of 4 cp ranks spans 4 blocks. Block 0's rank sends its K/V
+  // (and in the backward the gradients) to its successor's real node, and receives what its predecessor's
+  // representative (itself) sent. Megatron-Core's ring (TransformerEngine) and PyTorch's, forward and backward.
+  for (const char* impl : {"te", "pytorch"}) {
+    INFO(impl);
+    const Json r = check_equivalent(temp_file(std::string(R"({"model": {"family": "llama", "layers": 8, "hidden": 1024,
+      "heads": 8, "kv_heads": 8, "ffn": 4096, "vocab": 32000, "seq_len": 8192},
+      "training": {"global_batch": 8, "micro_batch": 1},
+      "strategy": {"preset": "megatron-3d", "tp": 8, "cp": 4, "pp": 2, "dp": 2, "sp": true, "cp_comm": "ring",
+                   "cp_impl": ")") + impl + R"("},
+      "cluster": {"preset": "dgx-h100", "nodes": 16}})"));
+    CHECK(r["simulation"]["symmetry"]["blocks"] == 8);
+  }
+  // Two lanes a node (tp 4) and rings of 8: blocks of 2 lanes, 4 blocks to a ring.
+  const Json r = check_equivalent(temp_file(R"({"model": {"family": "llama", "layers": 4, "hidden": 1024, "heads": 8,
+      "kv_heads": 8, "ffn": 4096, "vocab": 32000, "seq_len": 16384},
+      "training": {"global_batch": 4, "micro_batch": 1},
+      "strategy": {"preset": "megatron-core", "tp": 4, "cp": 8, "pp": 2, "dp": 2, "sp": true},
+      "cluster": {"preset": "dgx-h100", "nodes": 16}})"));
+  CHECK(r["simulation"]["symmetry"]["blocks"] == 8);
+}
+
 TEST_CASE("Folded = unfolded: all-gather cp groups and whole-leaf blocks that do not divide each other", "[symmetry]") {
   // Oversubscribed leaves of 3 nodes (3 lanes) and cp groups of 2: blocks grow to 6 lanes, holding whole groups.
   const Json r = check_equivalent(temp_file(R"({"model": {"family": "llama", "layers": 8, "hidden": 1024, "heads": 8,

@@ -81,11 +81,11 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
                std::to_string(gpn) + " GPUs";
     return f;
   }
-  // Ring context parallelism sends between the cp ranks of a group: whole groups per block; so does PyTorch's, whose
-  // K/V gradients go around the ring. TransformerEngine's all-gather variant is a collective, which folds like any
-  // other.
+  // Context parallelism's cp ranks form rings (ring attention's K/V and PyTorch's K/V gradients) or all-gather
+  // groups: a block holds whole groups, or a group whole blocks (below). A ring spanning blocks is a rotation of
+  // itself under a move by one block: block 0's ranks send to their successors' real devices (routed as mirrored
+  // hops) and receive what their predecessor's representative sends.
   int lanes = gpn / std::gcd(gpn, f.tp);
-  if (s.cp_comm == CpComm::Ring || s.cp_impl == CpImpl::PyTorch) lanes = std::lcm(lanes, static_cast<int>(s.cp));
   // Expert parallelism's all-to-alls stay inside a block: whole ep groups (ep consecutive ranks of the stage) per
   // block.
   if (s.ep > 1) lanes = std::lcm(lanes, static_cast<int>(s.ep / std::gcd(s.ep, s.tp)));
@@ -119,8 +119,8 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
                "slowest congruent route (--symmetry off resolves each block)";
     }
   }
-  // All-gather cp groups may span blocks, evenly: a block holds whole groups or a group whole blocks, so that moving
-  // by a block maps each group's block-0 part onto a congruent part.
+  // Cp groups may span blocks, evenly: a block holds whole groups or a group whole blocks, so that moving by a block
+  // maps each group's block-0 part onto a congruent part.
   const int cp = static_cast<int>(s.cp);
   if (lanes % cp != 0 && cp % lanes != 0) lanes = std::lcm(lanes, cp);
   if (lanes >= f.lanes || f.lanes % lanes != 0) {

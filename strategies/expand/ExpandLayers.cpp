@@ -294,7 +294,10 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
   const double kv_bytes = static_cast<double>(lg.layers) * static_cast<double>(kv_elems) * el;
   const std::size_t lanes = body.size();
   auto lane_of = [&](int d, int t) { return static_cast<std::size_t>(d * tp_ + t); };
-  auto pred = [&](int d) { return d - d % cp_ + (d % cp_ + cp_ - 1) % cp_; };
+  // The lane whose send lane d receives: its ring predecessor, or in a folded step whose blocks split a ring (dl_ <
+  // cp) the predecessor's representative in block 0 (the ring moved by one block is itself). A send goes to the
+  // successor's real device, outside block 0 for the block's last lane (the simulator routes it to a mirror).
+  auto pred = [&](int d) { return dl_ < cp_ ? (d + dl_ - 1) % dl_ : d - d % cp_ + (d % cp_ + cp_ - 1) % cp_; };
   auto succ = [&](int d) { return d - d % cp_ + (d % cp_ + 1) % cp_; };
   auto attention_task = [&](int d, int t, double seconds) {
     const int x = rank(d, t, s);

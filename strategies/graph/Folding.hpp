@@ -12,7 +12,7 @@ namespace placesim {
 struct Folding {
   int tp = 1;
   int lanes = 1;         ///< data lanes of the mesh (cp x dp)
-  int folded_lanes = 1;  ///< lanes simulated: dividing `lanes` (a multiple of cp with ring or PyTorch context parallelism)
+  int folded_lanes = 1;  ///< lanes simulated: dividing `lanes`, and dividing cp or a multiple of it
   std::string reason;    ///< why the step was not folded (empty when folded, or when there is nothing to fold)
   std::string note;      ///< folded approximately: what is approximated (empty when exact)
 
