@@ -3,6 +3,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "sim/cli/Commands.hpp"
@@ -267,14 +268,6 @@ struct Tally {
   std::size_t retried = 0;  ///< simulations killed beside others (SIGKILL: out of memory) and run again alone
 };
 
-// Simulates the candidates `indices` (`options.jobs` at a time) and returns their rows.
-std::vector<Json> simulate_batch(const SweepSpec& spec, const std::vector<std::uint64_t>& indices,
-                                 const SweepRunOptions& options) {
-  std::string text;
-  run_sweep(spec, indices, options, [&](std::string_view lines) { text += lines; });
-  return parse_rows(text);
-}
-
 Tally tally_analysis(std::vector<Json>& rows) {
   Tally t;
   for (Json& r : rows) {
@@ -345,8 +338,9 @@ std::vector<std::size_t> distinct_candidates(const SweepSpec& spec, std::vector<
   return order;
 }
 
-// Simulates the candidates that fit in the order of their lower bound, `jobs` at a time, until (when pruning) the
-// next bound is at least the best simulated step time; marks the rest as pruned.
+// Simulates the candidates that fit in the order of their lower bound, `jobs` at a time as slots free up, until (when
+// pruning) the next bound is at least the best simulated step time; marks the rest as pruned. A simulation the kernel
+// killed for memory beside others is run again alone.
 void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std::vector<Json>& rows, bool prune,
                              const Args& args, Tally& t) {
   std::vector<std::size_t> order = distinct_candidates(spec, rows, t);
@@ -358,43 +352,42 @@ void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std
       sweep_progress(args, "placesim search: simulating (those whose bound is below the best so far)", order.size());
   options.progress = progress.get();
   double best = std::numeric_limits<double>::infinity();
-  std::size_t next = 0;
-  while (next < order.size() && !(prune && row_number(rows[order[next]], bound, 0) >= best)) {
-    std::vector<std::uint64_t> batch;
-    for (; next < order.size() && batch.size() < options.jobs; ++next) {
-      if (prune && row_number(rows[order[next]], bound, 0) >= best) break;
-      batch.push_back(rows[order[next]]["index"].get<std::uint64_t>());
-    }
-    std::vector<Json> done = simulate_batch(spec, batch, options);
-    // A simulation the kernel killed for memory beside others of its batch is run again alone.
-    std::vector<std::uint64_t> again;
-    for (const Json& r : done)
-      if (batch.size() > 1 && r["status"] == "error" &&
+  std::vector<std::uint64_t> todo, killed;
+  for (std::size_t k : order) todo.push_back(rows[k]["index"].get<std::uint64_t>());
+  std::set<std::uint64_t> simulated;
+  options.stop_before = [&](std::uint64_t index) { return prune && row_number(rows[index], bound, 0) >= best; };
+  // What is left to simulate: the candidates whose bound is below the best step so far (they are in bound order).
+  auto update_total = [&] {
+    if (!progress || !prune) return;
+    std::size_t left = 0;
+    for (std::uint64_t index : todo)
+      if (!simulated.count(index) && row_number(rows[index], bound, 0) < best) ++left;
+    progress->set_total(simulated.size() + left);
+  };
+  auto take = [&](std::string_view lines, bool retry) {
+    for (Json& r : parse_rows(std::string(lines))) {
+      const auto index = r["index"].get<std::uint64_t>();
+      if (!retry && options.jobs > 1 && r["status"] == "error" &&
           r.value("reason", std::string()).find("killed by signal 9") != std::string::npos)
-        again.push_back(r["index"].get<std::uint64_t>());
-    if (!again.empty()) {
-      SweepRunOptions alone = options;
-      alone.jobs = 1;
-      alone.progress = nullptr;
-      for (std::uint64_t index : again) done.push_back(simulate_batch(spec, {index}, alone).front());
-      t.retried += again.size();
-    }
-    for (Json& r : done) {  // a retried candidate's second row comes last and replaces its first
+        killed.push_back(index);
       if (r["status"] == "ok") best = std::min(best, row_number(r, "simulation.step_time_s", best));
-      const auto index = r["index"].get<std::size_t>();  // read before the move: operator= takes its argument by value
-      rows[index] = std::move(r);
+      simulated.insert(index);
+      rows[static_cast<std::size_t>(index)] = std::move(r);
     }
-    t.simulated += batch.size();
-    // What is left to simulate: the candidates whose bound is below the best step so far (they are in bound order).
-    if (progress && prune) {
-      std::size_t left = next;
-      while (left < order.size() && row_number(rows[order[left]], bound, 0) < best) ++left;
-      progress->set_total(t.simulated + (left - next));
-    }
-  }
+    update_total();
+  };
+  run_sweep(spec, todo, options, [&](std::string_view lines) { take(lines, false); });
+  SweepRunOptions alone = options;
+  alone.jobs = 1;
+  alone.progress = nullptr;
+  alone.stop_before = nullptr;
+  for (std::uint64_t index : killed) run_sweep(spec, {index}, alone, [&](std::string_view l) { take(l, true); });
+  t.retried += killed.size();
+  t.simulated += simulated.size();
   if (progress) progress->finish();
-  for (; next < order.size(); ++next) {
-    Json& r = rows[order[next]];
+  for (std::uint64_t index : todo) {
+    if (simulated.count(index)) continue;
+    Json& r = rows[static_cast<std::size_t>(index)];
     r["status"] = "filtered";
     r["reason"] = "pruned: its step time's lower bound " + format_seconds(row_number(r, bound, 0)) +
                   " is at least the best simulated step time " + format_seconds(best);

@@ -168,7 +168,13 @@ class SimulateRun {
     const std::size_t jobs = std::max(1u, options_.jobs);
     std::size_t k = 0;
     while (k < todo.size() || pool_.running() > 0) {
-      while (k < todo.size() && pool_.running() < jobs) launch(todo[k++]);
+      while (k < todo.size() && pool_.running() < jobs) {
+        if (options_.stop_before && options_.stop_before(todo[k])) {
+          k = todo.size();
+          break;
+        }
+        launch(todo[k++]);
+      }
       for (auto& [index, result] : pool_.wait(200)) finish(index, result);
       if (options_.progress) options_.progress->tick();
     }

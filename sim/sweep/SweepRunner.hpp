@@ -24,6 +24,9 @@ struct SweepRunOptions {
   std::string simulator;           ///< simulate mode: the placesim executable run once per point
   Progress* progress = nullptr;    ///< advanced as points finish; may be null
   Shard shard;                     ///< the shard the rows say they belong to (SweepRows)
+  /// Simulate mode: asked before each point is launched, in the order of `todo`; once it says true no further point
+  /// is launched and those left write no row (a search stops at the first candidate its bound prunes).
+  std::function<bool(std::uint64_t index)> stop_before;
 };
 
 /// Receives complete result lines as points finish (completion order); called under a lock, one call per batch.
