@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The README's what-if table: Llama 3 70B and 405B on 512 GPUs of each built-in accelerator generation.
+"""The what-if table of docs/whatif.md: Llama 3 70B and 405B on 512 GPUs of each built-in accelerator generation.
 
 Simulates examples/whatif/*.json (analytic fidelity) on each cluster below and prints a Markdown table of the step
 time, tokens/s, MFU and peak memory, with the accelerator profile's sources and what it does not measure. With
---write it replaces the table in README.md (between the whatif markers); with --check it exits 1 when the README's
-table differs from what this binary gives (tests/golden runs it).
+--write it replaces the table in docs/whatif.md (between the whatif markers); with --check it exits 1 when that
+table differs from what this binary gives (CTest's docs/whatif_table runs it).
 Usage: scripts/whatif_table.py [build/placesim] [--write | --check]
 """
 import json
@@ -62,17 +62,17 @@ def table(placesim):
 def main(argv):
     placesim = next((a for a in argv if not a.startswith("--")), os.path.join(ROOT, "build", "placesim"))
     text = table(placesim)
-    readme_path = os.path.join(ROOT, "README.md")
-    readme = open(readme_path).read()
+    doc_path = os.path.join(ROOT, "docs", "whatif.md")
+    doc = open(doc_path).read()
     if "--write" in argv or "--check" in argv:
-        start, end = readme.index(BEGIN) + len(BEGIN) + 1, readme.index(END)
+        start, end = doc.index(BEGIN) + len(BEGIN) + 1, doc.index(END)
         if "--check" in argv:
-            if readme[start:end] != text:
-                print("README.md's what-if table differs from this binary's (scripts/whatif_table.py --write):")
+            if doc[start:end] != text:
+                print("docs/whatif.md's what-if table differs from this binary's (scripts/whatif_table.py --write):")
                 print(text)
                 return 1
             return 0
-        open(readme_path, "w").write(readme[:start] + text + readme[end:])
+        open(doc_path, "w").write(doc[:start] + text + doc[end:])
         return 0
     print(text, end="")
     return 0

@@ -1,4 +1,4 @@
-// The layering of the source tree (README, Design): workloads and topology (specs) -> strategies -> traces -> sim.
+// The layering of the source tree (docs/design.md): workloads and topology (specs) -> strategies -> traces -> sim.
 // A file may include its own layer and the layers below it; only sim/ may include SimGrid. The rules are a pure
 // function over (file, included header) pairs, checked on the real tree and on planted fixtures that break each rule.
 #include <catch2/catch.hpp>

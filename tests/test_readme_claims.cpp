@@ -1,7 +1,7 @@
-// The README's and docs' claims of equality, zero difference or a stated figure, each checked against the program:
-// the README's "Reports" section (validation rows, bounds, MFU, the data collectives' sums), its "Matching the papers"
-// recipe for ZeRO's Table 1 followed literally, the Slurm script's word on shared paths (docs/slurm.md) and the
-// summary's kernel-latency assumption. Numbers are derived here by hand from the formulas the README states.
+// The docs' claims of equality, zero difference or a stated figure, each checked against the program: docs/reports.md
+// (validation rows, bounds, MFU, the data collectives' sums), docs/papers.md's recipe for ZeRO's Table 1 followed
+// literally, the Slurm script's word on shared paths (docs/slurm.md) and the summary's kernel-latency assumption.
+// Numbers are derived here by hand from the formulas the docs state.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
@@ -91,7 +91,7 @@ void check_validation_rows(const Json& report, bool below_bound) {
         std::set<std::string>{"memory.buffers_bytes (analytic bound)", "memory.total_bytes (analytic bound)"});
 }
 
-// README: the data-parallel collectives of a stage "add up to dp_grad_sync and zero_gather".
+// docs/reports.md: the data-parallel collectives of a stage "add up to dp_grad_sync and zero_gather".
 void check_data_collectives_sum(const Json& report) {
   for (const auto& stage : report["communication"]["per_stage"]) {
     std::map<std::string, double> sum;
@@ -115,7 +115,7 @@ std::vector<std::string> strategy_presets() {
 
 }  // namespace
 
-TEST_CASE("README Reports: every strategy preset's exact figures are identical and its bounds hold on 2 DGX A100") {
+TEST_CASE("docs/reports.md: every strategy preset's exact figures are identical and its bounds hold on 2 DGX A100") {
   const std::vector<std::string> presets = strategy_presets();
   CHECK(presets.size() == kPresets.size());  // a new preset needs its mesh and its expectation here
   for (const std::string& name : presets) {
@@ -133,7 +133,7 @@ TEST_CASE("README Reports: every strategy preset's exact figures are identical a
   }
 }
 
-TEST_CASE("README Reports: offloaded activations make memory.activations_bytes an analytic bound") {
+TEST_CASE("docs/reports.md: offloaded activations make memory.activations_bytes an analytic bound") {
   const Simulated s = simulate(experiment(R"({"dp": 16, "placement": {"activations": "offloaded"}})"));
   bool activations_bound = false;
   for (const auto& row : s.report["validation"]) {
@@ -147,7 +147,7 @@ TEST_CASE("README Reports: offloaded activations make memory.activations_bytes a
   CHECK(activations_bound);
 }
 
-TEST_CASE("README Reports: a layer group larger than one can exceed the bound, and the summary says so") {
+TEST_CASE("docs/reports.md: a layer group larger than one can exceed the bound, and the summary says so") {
   const Simulated s = simulate(experiment(R"({"preset": "zero3", "dp": 16})"), "--layer-group 8");
   CHECK(s.report["simulation"]["layer_group"] == 8);
   for (const auto& row : s.report["validation"])
@@ -156,7 +156,7 @@ TEST_CASE("README Reports: a layer group larger than one can exceed the bound, a
   CHECK_THAT(s.output, Catch::Contains("memory.buffers_bytes: analytic bound") && Catch::Contains("above the bound"));
 }
 
-TEST_CASE("README Reports: staleness is 0 for the synchronous schedules") {
+TEST_CASE("docs/reports.md: staleness is 0 for the synchronous schedules") {
   for (const char* schedule : {"1f1b", "gpipe"}) {
     INFO(schedule);
     const Simulated s = simulate(experiment(std::string(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4,
@@ -166,7 +166,7 @@ TEST_CASE("README Reports: staleness is 0 for the synchronous schedules") {
   }
 }
 
-TEST_CASE("README Reports: analyze --table labels the buffers and the total as bounds") {
+TEST_CASE("docs/reports.md: analyze --table labels the buffers and the total as bounds") {
   test::TempDir dir;
   test::write(dir / "e.json", experiment(R"({"preset": "zero3", "dp": 16})"));
   std::string table;
@@ -175,11 +175,11 @@ TEST_CASE("README Reports: analyze --table labels the buffers and the total as b
   CHECK_THAT(table, !Catch::Contains("\n  total  ") && !Catch::Contains("\n  buffers  "));
 }
 
-// README Reports, MFU: model FLOPs / (step x GPUs x the rated dense bf16 peak). For a GPT (ffn 4h) the model FLOPs of
+// docs/reports.md, MFU: model FLOPs / (step x GPUs x the rated dense bf16 peak). For a GPT (ffn 4h) the model FLOPs of
 // a step are 72 B s l h^2 (1 + s/(6h) + V/(12 l h)): 3 x (l (24 h^2 + 4 s h) + 2 h V) per token. H100 SXM's dense
 // BF16 peak is 989.4 TFLOP/s (NVIDIA H100 Tensor Core GPU datasheet; 1,979 with sparsity), also the divisor under a
 // power limit and for FP8 runs.
-TEST_CASE("README Reports: MFU divides the model FLOPs by the rated dense bf16 peak, under a power limit and FP8 too") {
+TEST_CASE("docs/reports.md: MFU divides model FLOPs by the rated dense bf16 peak, under a power limit and FP8 too") {
   const double B = 32, s = 256, l = 8, h = 512, V = 1000, gpus = 8, peak = 989.4e12;
   const double flops = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
   for (const char* accelerator : {"", R"(, "accelerator": {"preset": "h100-sxm", "power_limit_w": 500})"}) {
@@ -199,15 +199,15 @@ TEST_CASE("README Reports: MFU divides the model FLOPs by the rated dense bf16 p
 
 namespace {
 
-// The JSON block that follows `heading` in README.md.
-std::string readme_json_after(const std::string& heading) {
-  const std::string readme = test::read(std::string(PLACESIM_SOURCE_DIR) + "/README.md");
-  const auto at = readme.find(heading);
+// The JSON block that follows `heading` in docs/papers.md.
+std::string papers_json_after(const std::string& heading) {
+  const std::string doc = test::read(std::string(PLACESIM_SOURCE_DIR) + "/docs/papers.md");
+  const auto at = doc.find(heading);
   REQUIRE(at != std::string::npos);
-  const auto open = readme.find("```json\n", at);
+  const auto open = doc.find("```json\n", at);
   REQUIRE(open != std::string::npos);
   const auto begin = open + 8;
-  return readme.substr(begin, readme.find("```", begin) - begin);
+  return doc.substr(begin, doc.find("```", begin) - begin);
 }
 
 // A table cell without its spaces, and half a unit of its last printed digit.
@@ -232,8 +232,8 @@ double comm_bytes(const std::string& dtype, const char* preset) {
 
 // ZeRO (Rajbhandari et al., arXiv 1910.02054) Table 1: 7.5B at dp 1 holds 16 bytes per parameter in fp16 mixed
 // precision (2 parameters + 2 gradients + 12 Adam), 120 GB; placesim's bf16 default keeps fp32 gradients, 2 + 4 + 12.
-TEST_CASE("README Matching the papers: the ZeRO Table 1 recipe followed literally gives 120 GB, and 135 GB in bf16") {
-  const std::string recipe = readme_json_after("**ZeRO, Table 1**");
+TEST_CASE("docs/papers.md: the ZeRO Table 1 recipe followed literally gives 120 GB, and 135 GB in bf16") {
+  const std::string recipe = papers_json_after("**ZeRO, Table 1**");
   const Experiment fp16 = test::experiment(recipe);
   CHECK(fp16.training.dtype == DType::FP16);
   CHECK(analyze(fp16).model_states_bytes == 16 * 7.5e9);
@@ -242,12 +242,12 @@ TEST_CASE("README Matching the papers: the ZeRO Table 1 recipe followed literall
   CHECK(analyze(test::experiment(bf16.dump())).model_states_bytes == 18 * 7.5e9);
 }
 
-// README's 7.5B rows of ZeRO's Table 1: placesim's columns are the exact model states in fp16, by hand (2 + 2 + 12)
-// bytes per parameter with the optimizer sharded (ZeRO-1), also the gradients (ZeRO-2), or everything (ZeRO-3) over
-// dp, each shard ceil(7.5e9 / dp) elements, printed to the table's digits.
-TEST_CASE("README Matching the papers: the 7.5B rows' placesim columns are the fp16 model states over dp") {
-  const std::string readme = test::read(std::string(PLACESIM_SOURCE_DIR) + "/README.md");
-  std::istringstream table(readme.substr(readme.find("| dp | ZeRO-1 (paper) | placesim |")));
+// docs/papers.md's 7.5B rows of ZeRO's Table 1: placesim's columns are the exact model states in fp16, by hand
+// (2 + 2 + 12) bytes per parameter with the optimizer sharded (ZeRO-1), also the gradients (ZeRO-2), or everything
+// (ZeRO-3) over dp, each shard ceil(7.5e9 / dp) elements, printed to the table's digits.
+TEST_CASE("docs/papers.md: the 7.5B rows' placesim columns are the fp16 model states over dp") {
+  const std::string doc = test::read(std::string(PLACESIM_SOURCE_DIR) + "/docs/papers.md");
+  std::istringstream table(doc.substr(doc.find("| dp | ZeRO-1 (paper) | placesim |")));
   const double psi = 7.5e9;
   int rows = 0;
   for (std::string line; std::getline(table, line) && line.rfind("|", 0) == 0;) {
@@ -277,7 +277,7 @@ TEST_CASE("README Matching the papers: the 7.5B rows' placesim columns are the f
 
 // ZeRO section 7 in bf16, where the gradients are fp32: DP all-reduces 4-byte gradients, ZeRO-1/2 reduce-scatter them
 // and all-gather the 2-byte parameters, ZeRO-3 gathers the parameters twice (forward, backward) and reduce-scatters.
-TEST_CASE("README Matching the papers: in bf16 DP and ZeRO-3 send the same bytes, ZeRO-1/2 three quarters of them") {
+TEST_CASE("docs/papers.md: in bf16 DP and ZeRO-3 send the same bytes, ZeRO-1/2 three quarters of them") {
   const double psi = 7.5e9, n = 64, share = (n - 1) / n * psi;
   CHECK(comm_bytes("bf16", "dp") == 2 * share * 4);  // 59,062,500,000
   CHECK(comm_bytes("bf16", "dp") == 59062500000.0);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The README's trace workflow, as shipped: a stand-in node's simulated profiler trace calibrates to the committed
-# examples/trace/profiles/node-calibration.json (the same fitted figures), compare runs on it, and the calibrated
-# 1,024-GPU example simulates. Usage: tests/trace_workflow.sh PLACESIM [REPO_ROOT]
+# The trace workflow of docs/calibration.md, as shipped: a stand-in node's simulated profiler trace calibrates to the
+# committed examples/trace/profiles/node-calibration.json (the same fitted figures), compare runs on it, and the
+# calibrated 1,024-GPU example simulates. Usage: tests/trace_workflow.sh PLACESIM [REPO_ROOT]
 set -eu
 placesim=$1
 root=${2:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -26,7 +26,7 @@ def same(a, b):
     return a == b
 for section in ("compute", "comm", "training"):
     if not same(fresh.get(section), shipped.get(section)):
-        sys.exit(f"examples/trace/profiles/node-calibration.json: its {section} differs from what the README's "
-                 f"commands fit now; re-run them (README, From one node's profiler trace to a cluster)")
+        sys.exit(f"examples/trace/profiles/node-calibration.json: its {section} differs from what the commands of "
+                 f"docs/calibration.md fit now; re-run them (From one node's profiler trace to a cluster)")
 PY
 echo "trace workflow: ok"
