@@ -68,10 +68,14 @@ SAMPLES = [
                     "--out fig.png")]),
     Sample("search",
            [Command("build/placesim search examples/whatif/llama3-70b-1t-tokens.json --cp 1,2,4,8 "
-                    "--set run.gpu_hour_usd=2.5 --top 3"),
+                    "--set run.gpu_hour_usd=2.5 --top 1"),
+            Command("build/placesim search examples/whatif/llama3-70b-1t-tokens.json --cp 1,2,4,8 "
+                    "--set cluster.preset=dgx-b200 --set cluster.nodes=32 --set run.gpu_hour_usd=4 --top 1"),
+            Command("build/placesim search examples/whatif/llama3-70b-1t-tokens.json --cp 1,2,4,8 "
+                    "--set cluster.preset=gb200-nvl72 --set cluster.nodes=4 --set run.gpu_hour_usd=5 --top 1"),
             Command("build/placesim simulate examples/whatif/llama3-70b-1t-tokens.json --set run.gpu_hour_usd=2.5 "
                     "--quiet")],
-           keep=r"placesim search|\d+ candidates|\d+ the same|rank|\d+ +megatron|warning|days:|time to train|"
+           keep=r"placesim search|\d+ candidates|\d+ the same|rank|\d+ +megatron|days:|time to train|"
                 r"goodput|energy|cost "),
     Sample("check-verify",
            [Command("build/placesim check examples/verify/gradients-sharded-optimizer-replicated.json", 2),
