@@ -355,6 +355,7 @@ void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std
   std::vector<std::uint64_t> todo, killed;
   for (std::size_t k : order) todo.push_back(rows[k]["index"].get<std::uint64_t>());
   std::set<std::uint64_t> simulated;
+  std::map<std::uint64_t, Json> analysed;  // the rows of the simulated candidates before their simulation
   options.stop_before = [&](std::uint64_t index) { return prune && row_number(rows[index], bound, 0) >= best; };
   // What is left to simulate: the candidates whose bound is below the best step so far (they are in bound order).
   auto update_total = [&] {
@@ -371,7 +372,7 @@ void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std
           r.value("reason", std::string()).find("killed by signal 9") != std::string::npos)
         killed.push_back(index);
       if (r["status"] == "ok") best = std::min(best, row_number(r, "simulation.step_time_s", best));
-      simulated.insert(index);
+      if (simulated.insert(index).second) analysed[index] = rows[static_cast<std::size_t>(index)];
       rows[static_cast<std::size_t>(index)] = std::move(r);
     }
     update_total();
@@ -383,11 +384,18 @@ void simulate_in_bound_order(const SweepSpec& spec, SweepRunOptions options, std
   alone.stop_before = nullptr;
   for (std::uint64_t index : killed) run_sweep(spec, {index}, alone, [&](std::string_view l) { take(l, true); });
   t.retried += killed.size();
-  t.simulated += simulated.size();
   if (progress) progress->finish();
+  // Which candidates a slot started before the best was known depends on timing; the rows do not: a candidate whose
+  // bound is at least the best step is pruned whether or not it ran (it could not have been the best), one below it
+  // ran in any order.
   for (std::uint64_t index : todo) {
-    if (simulated.count(index)) continue;
+    const bool needed = !prune || row_number(rows[index], bound, 0) < best;
+    if (simulated.count(index) && needed) {
+      ++t.simulated;
+      continue;
+    }
     Json& r = rows[static_cast<std::size_t>(index)];
+    if (simulated.count(index)) r = analysed.at(index);
     r["status"] = "filtered";
     r["reason"] = "pruned: its step time's lower bound " + format_seconds(row_number(r, bound, 0)) +
                   " is at least the best simulated step time " + format_seconds(best);
