@@ -161,6 +161,9 @@ class Runner {
   sg::Host* destination(int from, int to) const;
   const GroupRing& group_ring(int group);
   CollectivePlan plan(const Collective& c);
+  /// Starts a collective task: an exact delay, an all-to-all or a ring of steps (start_ring).
+  void start_collective(TaskId id, const Collective& b, double now);
+  void start_ring(TaskId id, const Collective& b, double now);
   /// A collective run as one exact delay of `seconds`; analytic fidelity's inter-node collectives also count their
   /// `overlap_nics` (OverlapMeter) and share `shared_nics` (share_nics).
   void exact_collective(TaskId id, double seconds, const std::vector<int>& overlap_nics,

@@ -67,114 +67,150 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+// Walks a graph's tasks for estimate_simulation: the SimGrid activities and records each makes, and the longest task
+// and transfer.
+class EstimateWalk {
+ public:
+  EstimateWalk(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o, const std::vector<int>& stands_for,
+               SimulationEstimate& est)
+      : g_(g), c_(c), o_(o), stands_for_(stands_for), est_(est) {
+    // The slowest bandwidth a transfer between devices may take: the NIC when the step spans nodes, else NVLink.
+    const bool multi_node = c.nodes > 1;
+    device_bw_ = multi_node ? std::min(c.nic_bw_Bps, c.nvlink_bw_Bps) : c.nvlink_bw_Bps;
+    device_bw_field_ = multi_node && c.nic_bw_Bps < c.nvlink_bw_Bps ? "cluster.nic_bw" : "cluster.nvlink_bw";
+  }
+
+  double events() const { return events_; }
+
+  void task(TaskId id) {
+    std::visit(
+        [&](const auto& b) {
+          using B = std::decay_t<decltype(b)>;
+          if constexpr (std::is_same_v<B, Compute>) {
+            est_.timers += 1;
+            events_ += recorded(b.device);
+            compute(b.seconds, std::string(to_string(b.kind)) + " compute task" +
+                                   (b.layer >= 0 ? " of layer " + std::to_string(b.layer) : std::string()));
+          } else if constexpr (std::is_same_v<B, HostCompute>) {
+            est_.timers += 1;
+            events_ += recorded(b.device);
+            compute(b.seconds, b.wait ? "host time" : "host optimizer step");
+          } else if constexpr (std::is_same_v<B, P2P>) {
+            est_.flows += 1;
+            events_ += recorded(b.src);  // recorded on the sender
+            transfer(b.bytes, device_bw_, device_bw_field_, "a point-to-point transfer");
+          } else if constexpr (std::is_same_v<B, Offload>) {
+            est_.flows += 1;
+            events_ += recorded(b.device);
+            transfer(b.bytes, c_.pcie_bw_Bps, "cluster.pcie_bw", "an offload copy");
+          } else {
+            collective(b, g_[id]);
+          }
+        },
+        g_[id].body);
+  }
+
+ private:
+  // Records (trace events) a task of `device` leaves: one if recorded, or its folded copies.
+  double recorded(int device) const {
+    if (!stands_for_.empty())
+      return device >= 0 && static_cast<std::size_t>(device) < stands_for_.size()
+                 ? stands_for_[static_cast<std::size_t>(device)]
+                 : 0;
+    return o_.record.empty() || (device >= 0 && static_cast<std::size_t>(device) < o_.record.size() &&
+                                 o_.record[static_cast<std::size_t>(device)]);
+  }
+
+  void transfer(double bytes, double bw, const std::string& field, const std::string& what) {
+    const double s = bytes / bw;
+    if (!(s <= est_.longest_transfer_s)) {
+      est_.longest_transfer_s = s;
+      est_.longest_transfer =
+          what + " of " + format_significant(bytes, 3) + " B at " + field + "=" + format_significant(bw, 3) + " B/s";
+    }
+  }
+
+  void compute(double seconds, const std::string& what) {
+    if (!(seconds <= est_.longest_compute_s)) {
+      est_.longest_compute_s = seconds;
+      est_.longest_compute = what;
+    }
+  }
+
+  bool one_node(const std::vector<int>& members) const {
+    const double gpn = c_.gpus_per_node;
+    bool one = true;
+    for (int x : members) one = one && std::floor(x / gpn) == std::floor(members.front() / gpn);
+    return one;
+  }
+
+  // An all-to-all decomposed is a flow per ordered pair and round (an upper bound: pairs without tokens send
+  // nothing); each member's sends leave through its own link.
+  void alltoall(const Collective& b, const Task& task) {
+    const auto& members = g_.groups[static_cast<std::size_t>(b.group)];
+    const auto n = static_cast<double>(members.size());
+    const bool same_node = one_node(members);
+    const bool decomposed = detail::decomposes(o_.fidelity, same_node);
+    if (decomposed)
+      est_.flows += n * (n - 1) * b.repeat;
+    else
+      est_.timers += 1;
+    const int per_member = o_.fine && decomposed ? b.repeat : 1;
+    for (int x : members) events_ += recorded(x) * per_member;
+    if (b.split < 0 || static_cast<std::size_t>(b.split) >= g_.a2a_tokens.size() ||
+        g_.a2a_tokens[static_cast<std::size_t>(b.split)].size() != members.size())
+      return;  // the simulator refuses it
+    double sent = 0;
+    for (int x : members) sent = std::max(sent, task_bytes_sent(g_, task, x));
+    transfer(sent, same_node ? c_.nvlink_bw_Bps : device_bw_, same_node ? "cluster.nvlink_bw" : device_bw_field_,
+             "an all-to-all");
+  }
+
+  void collective(const Collective& b, const Task& task) {
+    const auto& members = g_.groups[static_cast<std::size_t>(b.group)];
+    const int n = static_cast<int>(members.size());
+    if (n <= 1) {
+      events_ += recorded(members.front());
+      return;
+    }
+    if (b.op == CollectiveOp::AllToAll) return alltoall(b, task);
+    // A folded step runs block 0's ranks of the ring only.
+    const auto ranks = static_cast<double>(
+        std::count_if(members.begin(), members.end(), [&](int x) { return o_.folding.simulated(x); }));
+    const bool same_node = one_node(members);
+    // Decomposed into ring steps (an upper bound: latency-bound and NVLS collectives stay one timer).
+    const bool decomposed = detail::decomposes(o_.fidelity, same_node);
+    if (decomposed)
+      est_.flows += static_cast<double>(detail::ring_steps(b.op, n)) * b.repeat * ranks;
+    else
+      est_.timers += 1;
+    // Fine detail records each ring step of a decomposed collective; an exact delay is one record a member.
+    const int per_member = o_.fine && decomposed ? detail::ring_steps(b.op, n) * b.repeat : 1;
+    for (int x : members) events_ += recorded(x) * per_member;
+    const double bytes = static_cast<double>(b.elems) * b.elem_bytes;
+    transfer(bytes * detail::ring_steps(b.op, n) / n * b.repeat, same_node ? c_.nvlink_bw_Bps : device_bw_,
+             same_node ? "cluster.nvlink_bw" : device_bw_field_, "a collective");
+  }
+
+  const TaskGraph& g_;
+  const ClusterSpec& c_;
+  const SimOptions& o_;
+  const std::vector<int>& stands_for_;
+  SimulationEstimate& est_;
+  double events_ = 0;
+  double device_bw_ = 0;
+  std::string device_bw_field_;
+};
+
 }  // namespace
 
 SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o, bool trace,
                                        const std::vector<int>& stands_for) {
   SimulationEstimate est;
   est.tasks = static_cast<double>(g.size());
-  // Records (trace events) a task of `device` leaves: one if recorded, or its folded copies.
-  auto recorded = [&](int device) -> double {
-    if (!stands_for.empty())
-      return device >= 0 && static_cast<std::size_t>(device) < stands_for.size()
-                 ? stands_for[static_cast<std::size_t>(device)]
-                 : 0;
-    return o.record.empty() || (device >= 0 && static_cast<std::size_t>(device) < o.record.size() &&
-                                o.record[static_cast<std::size_t>(device)]);
-  };
-  double events = 0;
-  const double gpn = c.gpus_per_node;
-  // The slowest bandwidth a transfer between devices may take: the NIC when the step spans nodes, else NVLink.
-  const bool multi_node = c.nodes > 1;
-  const double device_bw = multi_node ? std::min(c.nic_bw_Bps, c.nvlink_bw_Bps) : c.nvlink_bw_Bps;
-  const std::string device_bw_field =
-      multi_node && c.nic_bw_Bps < c.nvlink_bw_Bps ? "cluster.nic_bw" : "cluster.nvlink_bw";
-  auto transfer = [&](double bytes, double bw, const std::string& field, const std::string& what) {
-    const double s = bytes / bw;
-    if (!(s <= est.longest_transfer_s)) {
-      est.longest_transfer_s = s;
-      est.longest_transfer =
-          what + " of " + format_significant(bytes, 3) + " B at " + field + "=" + format_significant(bw, 3) + " B/s";
-    }
-  };
-  auto compute = [&](double seconds, const std::string& what) {
-    if (!(seconds <= est.longest_compute_s)) {
-      est.longest_compute_s = seconds;
-      est.longest_compute = what;
-    }
-  };
-  // An all-to-all decomposed is a flow per ordered pair and round (an upper bound: pairs without tokens send nothing);
-  // each member's sends leave through its own link.
-  auto estimate_alltoall = [&](const Collective& b, const Task& task) {
-    const auto& members = g.groups[static_cast<std::size_t>(b.group)];
-    const auto n = static_cast<double>(members.size());
-    bool one_node = true;
-    for (int x : members) one_node = one_node && std::floor(x / gpn) == std::floor(members.front() / gpn);
-    const bool decomposed = detail::decomposes(o.fidelity, one_node);
-    if (decomposed)
-      est.flows += n * (n - 1) * b.repeat;
-    else
-      est.timers += 1;
-    const int per_member = o.fine && decomposed ? b.repeat : 1;
-    for (int x : members) events += recorded(x) * per_member;
-    if (b.split < 0 || static_cast<std::size_t>(b.split) >= g.a2a_tokens.size() ||
-        g.a2a_tokens[static_cast<std::size_t>(b.split)].size() != members.size())
-      return;  // the simulator refuses it
-    double sent = 0;
-    for (int x : members) sent = std::max(sent, task_bytes_sent(g, task, x));
-    transfer(sent, one_node ? c.nvlink_bw_Bps : device_bw, one_node ? "cluster.nvlink_bw" : device_bw_field,
-             "an all-to-all");
-  };
-  for (TaskId id = 0; id < g.size(); ++id) {
-    std::visit(
-        [&](const auto& b) {
-          using B = std::decay_t<decltype(b)>;
-          if constexpr (std::is_same_v<B, Compute>) {
-            est.timers += 1;
-            events += recorded(b.device);
-            compute(b.seconds, std::string(to_string(b.kind)) + " compute task" +
-                                   (b.layer >= 0 ? " of layer " + std::to_string(b.layer) : std::string()));
-          } else if constexpr (std::is_same_v<B, HostCompute>) {
-            est.timers += 1;
-            events += recorded(b.device);
-            compute(b.seconds, b.wait ? "host time" : "host optimizer step");
-          } else if constexpr (std::is_same_v<B, P2P>) {
-            est.flows += 1;
-            events += recorded(b.src);  // recorded on the sender
-            transfer(b.bytes, device_bw, device_bw_field, "a point-to-point transfer");
-          } else if constexpr (std::is_same_v<B, Offload>) {
-            est.flows += 1;
-            events += recorded(b.device);
-            transfer(b.bytes, c.pcie_bw_Bps, "cluster.pcie_bw", "an offload copy");
-          } else {
-            const auto& members = g.groups[static_cast<std::size_t>(b.group)];
-            const int n = static_cast<int>(members.size());
-            if (n <= 1) {
-              events += recorded(members.front());
-              return;
-            }
-            if (b.op == CollectiveOp::AllToAll) return estimate_alltoall(b, g[id]);
-            // A folded step runs block 0's ranks of the ring only.
-            const auto ranks = static_cast<double>(
-                std::count_if(members.begin(), members.end(), [&](int x) { return o.folding.simulated(x); }));
-            bool one_node = true;
-            for (int x : members) one_node = one_node && std::floor(x / gpn) == std::floor(members.front() / gpn);
-            // Decomposed into ring steps (an upper bound: latency-bound and NVLS collectives stay one timer).
-            const bool decomposed = detail::decomposes(o.fidelity, one_node);
-            if (decomposed)
-              est.flows += static_cast<double>(detail::ring_steps(b.op, n)) * b.repeat * ranks;
-            else
-              est.timers += 1;
-            // Fine detail records each ring step of a decomposed collective; an exact delay is one record a member.
-            const int per_member = o.fine && decomposed ? detail::ring_steps(b.op, n) * b.repeat : 1;
-            for (int x : members) events += recorded(x) * per_member;
-            const double bytes = static_cast<double>(b.elems) * b.elem_bytes;
-            transfer(bytes * detail::ring_steps(b.op, n) / n * b.repeat, one_node ? c.nvlink_bw_Bps : device_bw,
-                     one_node ? "cluster.nvlink_bw" : device_bw_field, "a collective");
-          }
-        },
-        g[id].body);
-  }
+  EstimateWalk walk(g, c, o, stands_for, est);
+  for (TaskId id = 0; id < g.size(); ++id) walk.task(id);
+  const double events = walk.events();
   est.seconds = est.flows * kSecondsPerFlow + est.timers * kSecondsPerTimer;
   // Folded records copied to the devices they stand for cost memory beyond the graph's tasks.
   est.memory_bytes =

@@ -101,53 +101,65 @@ void Runner::start(TaskId id) {
           launch(id, sg::Comm::sendto_init(b.to_host ? gpu : cpu, b.to_host ? cpu : gpu)
                          ->set_payload_size(static_cast<std::uint64_t>(b.bytes)));
         } else {
-          const auto& members = g_.groups[static_cast<std::size_t>(b.group)];
-          const int n = static_cast<int>(members.size());
-          if (n == 1) return finish(id, now, now);
-          if (b.op == CollectiveOp::AllToAll) return start_alltoall(id, b);
-          const CollectivePlan p = plan(b);
-          // A collective NCCL runs with its low-latency protocol is latency-bound (too few bytes to contend) and
-          // NVLS reduces inside the switch: both are exact delays at every fidelity.
-          const bool ring_flows = !p.low_latency && p.algorithm == CollectiveAlgorithm::Ring;
-          const bool decomposed = decomposes(o_.fidelity, group_ring(b.group).one_node);
-          if (!decomposed || !ring_flows) {
-            // A ring across nodes that flow fidelity would decompose holds its NICs for the whole delay; the
-            // analytic fidelity gives it their full bandwidth, so overlaps on a NIC are what it leaves out, and it
-            // shares each NIC between the inter-node rings on it (share_nics).
-            const bool shares = o_.fidelity == Fidelity::Analytic && ring_flows;
-            return exact_collective(id, p.time_s, shares ? group_ring(b.group).nics : std::vector<int>{},
-                                    shares ? shared_nics(b.group) : std::vector<int>{});
-          }
-          if (interferes_) {
-            const int f = interfering_fabric(id);
-            if (f >= 0)
-              for (int x : members)
-                if (simulated(x)) transfer_on(x, f, +1);
-          }
-          RingRun& run = rings_[id];
-          // A folded step runs the ranks of block 0; their predecessors outside it are their representatives' (the
-          // previous simulated rank), which by symmetry finish each step at the same time.
-          int ranks = n;
-          if (o_.folding.active()) {
-            for (int p = 0; p < n; ++p)
-              if (simulated(members[static_cast<std::size_t>(p)])) run.positions.push_back(p);
-            if (static_cast<int>(run.positions.size()) == n)
-              run.positions.clear();
-            else
-              ranks = static_cast<int>(run.positions.size());
-          }
-          run.steps = ring_steps(b.op, n) * b.repeat;
-          run.chunk_bytes = static_cast<double>(b.elems / n) * b.elem_bytes;
-          run.sent.assign(static_cast<std::size_t>(ranks), 0);
-          run.pending.assign(static_cast<std::size_t>(ranks), 0);
-          run.step_start.assign(static_cast<std::size_t>(ranks), 0);
-          run.first_start.assign(static_cast<std::size_t>(ranks), -1);
-          run.last_end.assign(static_cast<std::size_t>(ranks), now);
-          run.unfinished = ranks;
-          for (int r = 0; r < ranks; ++r) launch_ring_step(id, r);
+          start_collective(id, b, now);
         }
       },
       t.body);
+}
+
+// A collective: an exact delay (one-node rings at flow fidelity, every collective at analytic, latency-bound and NVLS
+// ones always), an all-to-all, or a ring decomposed into steps (start_ring).
+void Runner::start_collective(TaskId id, const Collective& b, double now) {
+  const auto& members = g_.groups[static_cast<std::size_t>(b.group)];
+  const int n = static_cast<int>(members.size());
+  if (n == 1) return finish(id, now, now);
+  if (b.op == CollectiveOp::AllToAll) return start_alltoall(id, b);
+  const CollectivePlan p = plan(b);
+  // A collective NCCL runs with its low-latency protocol is latency-bound (too few bytes to contend) and
+  // NVLS reduces inside the switch: both are exact delays at every fidelity.
+  const bool ring_flows = !p.low_latency && p.algorithm == CollectiveAlgorithm::Ring;
+  const bool decomposed = decomposes(o_.fidelity, group_ring(b.group).one_node);
+  if (!decomposed || !ring_flows) {
+    // A ring across nodes that flow fidelity would decompose holds its NICs for the whole delay; the
+    // analytic fidelity gives it their full bandwidth, so overlaps on a NIC are what it leaves out, and it
+    // shares each NIC between the inter-node rings on it (share_nics).
+    const bool shares = o_.fidelity == Fidelity::Analytic && ring_flows;
+    return exact_collective(id, p.time_s, shares ? group_ring(b.group).nics : std::vector<int>{},
+                            shares ? shared_nics(b.group) : std::vector<int>{});
+  }
+  if (interferes_) {
+    const int f = interfering_fabric(id);
+    if (f >= 0)
+      for (int x : members)
+        if (simulated(x)) transfer_on(x, f, +1);
+  }
+  start_ring(id, b, now);
+}
+// A ring decomposed into steps, each rank's step k sent once its step k - 1 is sent and its predecessor's has arrived.
+void Runner::start_ring(TaskId id, const Collective& b, double now) {
+  const auto& members = g_.groups[static_cast<std::size_t>(b.group)];
+  const int n = static_cast<int>(members.size());
+  RingRun& run = rings_[id];
+  // A folded step runs the ranks of block 0; their predecessors outside it are their representatives' (the
+  // previous simulated rank), which by symmetry finish each step at the same time.
+  int ranks = n;
+  if (o_.folding.active()) {
+    for (int p = 0; p < n; ++p)
+      if (simulated(members[static_cast<std::size_t>(p)])) run.positions.push_back(p);
+    if (static_cast<int>(run.positions.size()) == n)
+      run.positions.clear();
+    else
+      ranks = static_cast<int>(run.positions.size());
+  }
+  run.steps = ring_steps(b.op, n) * b.repeat;
+  run.chunk_bytes = static_cast<double>(b.elems / n) * b.elem_bytes;
+  run.sent.assign(static_cast<std::size_t>(ranks), 0);
+  run.pending.assign(static_cast<std::size_t>(ranks), 0);
+  run.step_start.assign(static_cast<std::size_t>(ranks), 0);
+  run.first_start.assign(static_cast<std::size_t>(ranks), -1);
+  run.last_end.assign(static_cast<std::size_t>(ranks), now);
+  run.unfinished = ranks;
+  for (int r = 0; r < ranks; ++r) launch_ring_step(id, r);
 }
 
 void Runner::exact_collective(TaskId id, double seconds, const std::vector<int>& overlap_nics,

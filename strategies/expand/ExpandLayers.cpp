@@ -182,6 +182,41 @@ double Expander::gather_copy_s(const LayerGroup& lg, bool forward) const {
   return bytes > 0 ? elementwise_time_s(bytes, c_.accelerator) : 0;
 }
 
+// The memory changes of a compute task on device x (lane `lane`): what the task that closes the group's pass frees or
+// keeps (activations, gathered parameters, unsharded gradients, a stashed weight version), and the loss's buffers
+// around the head.
+void Expander::compute_memory(const StageOp& op, const LayerGroup& lg, std::size_t lane, int x, TaskKind kind,
+                              ModelPart part, bool closes, double stash_delta, std::vector<MemDelta>& on_start,
+                              std::vector<MemDelta>& on_end) const {
+  const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
+  const bool grad_buffer = holds_unit_buffer(e_.strategy, State::Gradients);
+  const bool param_buffer = holds_unit_buffer(e_.strategy, State::Parameters);
+  const bool once = e_.strategy.gathers_once_per_step();
+  const double act = activation_bytes(lg, lane);
+  if (closes) {
+    // A split backward's B keeps the activations for its W, which frees them.
+    if (act > 0 && !(op.split && kind == TaskKind::Backward))
+      on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
+    // Without resharding after the forward the unit stays gathered until its backward closes; kept for the
+    // step (once), until the reduce-scatter after its last backward, or that backward when there is none.
+    if (param_buffer &&
+        (once ? !op.forward && op_last_backward_ && !grad_reduce() : !op.forward || e_.strategy.reshard_after_forward))
+      on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
+    // Kept for the step, the unsharded gradients accumulate from the chunk's first backward.
+    if (!op.forward && grad_buffer && (!e_.strategy.defers_grad_sync() || op_first_backward_))
+      on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
+    if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
+  }
+  // The loss (loss_saved_bytes): the head's forward leaves its softmax, the head's backward adds its gradients
+  // while it runs and frees both.
+  if (part == ModelPart::Head && kind == TaskKind::Forward)
+    on_end.push_back({x, State::Activations, loss_saved_, false});
+  if (part == ModelPart::Head && kind == TaskKind::Backward) {
+    on_start.push_back({x, State::Activations, loss_transient_, false});
+    on_end.push_back({x, State::Activations, -(loss_saved_ + loss_transient_), false});
+  }
+}
+
 void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, ModelPart part, bool closes,
                              double stash_delta) {
   const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
@@ -189,7 +224,6 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
   const int vstage = op.chunk * pp_ + s;
   const bool first_of_op =
       frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
-  const double pb = e_.training.param_bytes(), gb = e_.training.grad_bytes();
   const bool moe = moe_group(lg);
   PartCost cost = part_cost(costs_[static_cast<std::size_t>(s)], lg, kind, part, moe, op.split);
   const bool layers = part == ModelPart::Layers;
@@ -207,7 +241,6 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
   std::vector<TaskId> bodies;
   std::vector<std::vector<MemDelta>> deferred;
   const bool grad_buffer = holds_unit_buffer(e_.strategy, State::Gradients);
-  const bool param_buffer = holds_unit_buffer(e_.strategy, State::Parameters);
   const bool once = e_.strategy.gathers_once_per_step();
   compute_of_group_.assign(static_cast<std::size_t>(dl_ * tp_), kNoTask);
   before_compute_.assign(static_cast<std::size_t>(dl_ * tp_), {});
@@ -215,31 +248,8 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
     for (int t = 0; t < tp_; ++t) {
       const int x = rank(d, t, s);
       const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
-      std::vector<MemDelta> on_end;
-      const double act = activation_bytes(lg, lane);
-      if (closes) {
-        // A split backward's B keeps the activations for its W, which frees them.
-        if (act > 0 && !(op.split && kind == TaskKind::Backward))
-          on_end.push_back({x, State::Activations, op.forward ? act : -act, false});
-        // Without resharding after the forward the unit stays gathered until its backward closes; kept for the
-        // step (once), until the reduce-scatter after its last backward, or that backward when there is none.
-        if (param_buffer && (once ? !op.forward && op_last_backward_ && !grad_reduce()
-                                  : !op.forward || e_.strategy.reshard_after_forward))
-          on_end.push_back({x, State::Parameters, -static_cast<double>(lg.elems) * pb, true});
-        // Kept for the step, the unsharded gradients accumulate from the chunk's first backward.
-        if (!op.forward && grad_buffer && (!e_.strategy.defers_grad_sync() || op_first_backward_))
-          on_end.push_back({x, State::Gradients, static_cast<double>(lg.elems) * gb, true});
-        if (stash_delta != 0) on_end.push_back({x, State::Parameters, stash_delta, false});
-      }
-      // The loss (loss_saved_bytes): the head's forward leaves its softmax, the head's backward adds its gradients
-      // while it runs and frees both.
-      std::vector<MemDelta> on_start;
-      if (part == ModelPart::Head && kind == TaskKind::Forward)
-        on_end.push_back({x, State::Activations, loss_saved_, false});
-      if (part == ModelPart::Head && kind == TaskKind::Backward) {
-        on_start.push_back({x, State::Activations, loss_transient_, false});
-        on_end.push_back({x, State::Activations, -(loss_saved_ + loss_transient_), false});
-      }
+      std::vector<MemDelta> on_start, on_end;
+      compute_memory(op, lg, lane, x, kind, part, closes, stash_delta, on_start, on_end);
       Compute c{kind,
                 x,
                 cost.seconds,
@@ -272,14 +282,8 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
   if (cp_split) cp_attention(s, op, g, kind, bodies, deferred, closes);
 }
 
-// Ring (Megatron-Core/TransformerEngine "p2p" CP): in forward step i each rank computes attention against the K/V
-// block it holds while sending that block to the ring's next rank (cp - 1 transfers); step i + 1 needs the block
-// received in step i. Backward (TransformerEngine's AttnFuncWithCPAndKVP2P): the transfer launched at step i carries
-// the K/V for the next step and the K/V gradient accumulated through step i - 1: K/V alone at step 0, both in the
-// middle, the gradient alone at step cp - 1, which brings each rank its own block's full gradient.
-// All-gather (Llama 3): K and V all-gathered before the attention (again in the backward), their gradients
-// reduce-scattered after it; exposed. PyTorch's (strategy.cp_impl): see its branch below; its forward ring is the one
-// above.
+// Context parallelism's attention of a group: a ring (cp_ring), PyTorch's variants (cp_pytorch) or all-gathered K/V
+// (cp_gathered); then the K/V buffers' lifetime and the lanes' frontier.
 void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, const std::vector<TaskId>& body,
                             std::vector<std::vector<MemDelta>>& on_end, bool closes) {
   const LayerGroup& lg =
@@ -289,170 +293,218 @@ void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, cons
   const double attention =
       lg.layers * (moe_group(lg) ? (backward ? k.moe_attention_backward_s : k.moe_attention_forward_s)
                                  : (backward ? k.layer_attention_backward_s : k.layer_attention_forward_s));
-  const std::int64_t kv_elems = cp_kv_elems(e_);
   const int el = static_cast<int>(e_.training.activation_bytes());
-  const double kv_bytes = static_cast<double>(lg.layers) * static_cast<double>(kv_elems) * el;
+  const double kv_bytes = static_cast<double>(lg.layers) * static_cast<double>(cp_kv_elems(e_)) * el;
   const std::size_t lanes = body.size();
-  auto lane_of = [&](int d, int t) { return static_cast<std::size_t>(d * tp_ + t); };
-  // The lane whose send lane d receives: its ring predecessor, or in a folded step whose blocks split a ring (dl_ <
-  // cp) the predecessor's representative in block 0 (the ring moved by one block is itself). A send goes to the
-  // successor's real device, outside block 0 for the block's last lane (the simulator routes it to a mirror).
-  auto pred = [&](int d) { return dl_ < cp_ ? (d + dl_ - 1) % dl_ : d - d % cp_ + (d % cp_ + cp_ - 1) % cp_; };
-  auto succ = [&](int d) { return d - d % cp_ + (d % cp_ + 1) % cp_; };
-  auto attention_task = [&](int d, int t, double seconds) {
-    const int x = rank(d, t, s);
-    Compute c{
-        kind, x, seconds, 0, lg.first_layer, lg.layers, op.microbatch, op.chunk, op.weight_version, ModelPart::Layers};
-    return add_single(c, s, x, Stream::Compute);
-  };
-  // A transfer from lane d's rank to the next of its cp ring, on the CP stream.
-  auto ring_send = [&](int d, int t, double bytes) {
-    const int x = rank(d, t, s);
-    return add_single(P2P{x, rank(succ(d), t, s), bytes, CommClass::CpKv, op.microbatch, op.chunk, backward}, s, x,
-                      Stream::CpComm);
-  };
-  // The all-gather of a cp group's K/V blocks (group of lane d's cp ranks, tp rank t), one per layer of the group.
-  auto kv_gather = [&](int d, int t) {
-    Collective c;
-    c.op = CollectiveOp::AllGather;
-    c.cls = CommClass::CpKv;
-    c.stream = Stream::CpComm;
-    c.group = cp_group(d, t, s);
-    c.elems = kv_elems * cp_;
-    c.elem_bytes = el;
-    c.repeat = lg.layers;
-    c.layer = lg.first_layer;
-    c.layers = lg.layers;
-    c.microbatch = op.microbatch;
-    c.backward = backward;
-    return c;
-  };
-  std::vector<TaskId> first(lanes, kNoTask), last(lanes, kNoTask);
-  std::vector<std::vector<TaskId>> tail(lanes);
-  // A ring pass ends with its last block; a backward one also waits until its own block's K/V gradient, the last
-  // of `returned` its predecessor sent, is back.
-  auto close_ring = [&](const std::vector<TaskId>& computed, const std::vector<TaskId>& returned) {
-    for (int d = 0; d < dl_; ++d)
-      for (int t = 0; t < tp_; ++t) {
-        const std::size_t lane = lane_of(d, t);
-        last[lane] = computed[lane];
-        tail[lane] = {computed[lane]};
-        if (!returned.empty()) tail[lane].push_back(returned[lane_of(pred(d), t)]);
-      }
-  };
+  CpPass p{s,
+           g,
+           op,
+           kind,
+           backward,
+           attention,
+           kv_bytes,
+           body,
+           std::vector<TaskId>(lanes, kNoTask),
+           std::vector<TaskId>(lanes, kNoTask),
+           std::vector<std::vector<TaskId>>(lanes)};
   const bool pytorch = e_.strategy.cp_impl == CpImpl::PyTorch;
-  if (e_.strategy.cp_comm == CpComm::Ring && !(pytorch && backward)) {
-    std::vector<TaskId> sent(lanes, kNoTask), computed(body);
-    const int transfers = backward ? cp_ : cp_ - 1;
-    for (int i = 0; i < cp_; ++i) {
-      std::vector<TaskId> step(lanes, kNoTask), send(lanes, kNoTask);
-      for (int d = 0; d < dl_; ++d)
-        for (int t = 0; t < tp_; ++t) {
-          const std::size_t lane = lane_of(d, t);
-          step[lane] = attention_task(d, t, attention / cp_);
-          if (i == 0) first[lane] = step[lane];
-          if (i > 0) g_.depend(sent[lane_of(pred(d), t)], step[lane]);
-          if (i >= transfers) continue;
-          const double bytes = !backward || i == 0 || i == cp_ - 1 ? kv_bytes : 2 * kv_bytes;
-          send[lane] = ring_send(d, t, bytes);
-          g_.depend(i == 0 ? body[lane] : sent[lane_of(pred(d), t)], send[lane]);
-          if (backward && i > 0) g_.depend(computed[lane], send[lane]);  // the gradient of step i - 1
-        }
-      computed = step;
-      sent = send;
-    }
-    close_ring(computed, backward ? sent : std::vector<TaskId>{});
-  } else if (pytorch) {
-    // PyTorch (_templated_ring_attention and its backward): the K/V all-gathered once, beside the first block (the
-    // rank's own K/V, the causal one), or rotated around the ring as above; the blocks run as cp tasks. Backward: after
-    // each block the K/V gradients summed so far go to the next rank in fp32 (the all-to-all rotater), where the next
-    // step adds its block's; the pass ends when the rank's own block's sum has come back (the last send).
-    const bool gathered = e_.strategy.cp_comm == CpComm::AllGather;
-    std::vector<TaskId> kv_ready(lanes, kNoTask);
-    if (gathered)
-      for (int d = 0; d < dl_; d += cp_)
-        for (int t = 0; t < tp_; ++t) {
-          const TaskId gather = add_collective(kv_gather(d, t), s);
-          for (int j = d; j < std::min(d + cp_, dl_); ++j) {
-            g_.depend(body[lane_of(j, t)], gather);
-            kv_ready[lane_of(j, t)] = gather;
-          }
-        }
-    if (!backward) {
-      for (int d = 0; d < dl_; ++d)
-        for (int t = 0; t < tp_; ++t) {
-          const std::size_t lane = lane_of(d, t);
-          first[lane] = attention_task(d, t, attention / cp_);
-          last[lane] = attention_task(d, t, attention * (cp_ - 1) / cp_);
-          g_.depend(kv_ready[lane], last[lane]);
-          tail[lane] = {last[lane]};
-        }
-    } else {
-      const double grad_bytes = static_cast<double>(lg.layers) * cp_grad_send_bytes(e_);
-      std::vector<TaskId> kv_sent(lanes, kNoTask), grad_sent(lanes, kNoTask), computed(lanes, kNoTask);
-      for (int i = 0; i < cp_; ++i) {
-        std::vector<TaskId> kv_send(lanes, kNoTask), grad_send(lanes, kNoTask);
-        for (int d = 0; d < dl_; ++d)
-          for (int t = 0; t < tp_; ++t) {
-            const std::size_t lane = lane_of(d, t);
-            // The ring's K/V for the next step leave before this step's block.
-            if (!gathered && i < cp_ - 1) {
-              kv_send[lane] = ring_send(d, t, kv_bytes);
-              g_.depend(i == 0 ? body[lane] : kv_sent[lane_of(pred(d), t)], kv_send[lane]);
-            }
-            const TaskId step = attention_task(d, t, attention / cp_);
-            if (i == 0) first[lane] = step;
-            if (i > 0) g_.depend(gathered ? kv_ready[lane] : kv_sent[lane_of(pred(d), t)], step);
-            grad_send[lane] = ring_send(d, t, grad_bytes);
-            g_.depend(step, grad_send[lane]);
-            if (i > 0) g_.depend(grad_sent[lane_of(pred(d), t)], grad_send[lane]);
-            computed[lane] = step;
-          }
-        kv_sent = kv_send;
-        grad_sent = grad_send;
-      }
-      close_ring(computed, grad_sent);
-    }
-  } else {
-    for (int d = 0; d < dl_; d += cp_)
-      for (int t = 0; t < tp_; ++t) {
-        Collective c = kv_gather(d, t);
-        const TaskId gather = add_collective(c, s);
-        std::vector<TaskId> kernels;
-        for (int j = d; j < std::min(d + cp_, dl_); ++j) {
-          g_.depend(body[lane_of(j, t)], gather);
-          const TaskId kernel = attention_task(j, t, attention);
-          first[lane_of(j, t)] = kernel;
-          g_.depend(gather, kernel);
-          kernels.push_back(kernel);
-          last[lane_of(j, t)] = kernel;
-          tail[lane_of(j, t)] = {kernel};
-        }
-        if (!backward) continue;
-        c.op = CollectiveOp::ReduceScatter;
-        const TaskId scatter = add_collective(c, s);
-        for (int j = d; j < std::min(d + cp_, dl_); ++j) {
-          g_.depend(kernels[static_cast<std::size_t>(j - d)], scatter);
-          tail[lane_of(j, t)] = {scatter};
-        }
-      }
-  }
+  if (e_.strategy.cp_comm == CpComm::Ring && !(pytorch && backward))
+    cp_ring(p);
+  else if (pytorch)
+    cp_pytorch(p);
+  else
+    cp_gathered(p);
   // The layer's K/V blocks live from its attention's first task to its last (one layer at a time within a group).
   const double buffer = cp_buffer_bytes(e_, backward);
   for (std::size_t lane = 0; lane < lanes; ++lane) {
     const int x = rank(static_cast<int>(lane) / tp_, static_cast<int>(lane) % tp_, s);
     std::vector<MemDelta> start{{x, State::Activations, buffer, true}};
     on_end[lane].push_back({x, State::Activations, -buffer, true});
-    if (first[lane] == last[lane]) {
-      g_.set_memory(last[lane], start, on_end[lane]);
+    if (p.first[lane] == p.last[lane]) {
+      g_.set_memory(p.last[lane], start, on_end[lane]);
     } else {
-      g_.set_memory(first[lane], start, {});
-      g_.set_memory(last[lane], {}, on_end[lane]);
+      g_.set_memory(p.first[lane], start, {});
+      g_.set_memory(p.last[lane], {}, on_end[lane]);
     }
-    frontier_[lane] = tail[lane];
-    compute_of_group_[lane] = last[lane];
-    if (closes) gather_window_[lane].push_back(last[lane]);
+    frontier_[lane] = p.tail[lane];
+    compute_of_group_[lane] = p.last[lane];
+    if (closes) gather_window_[lane].push_back(p.last[lane]);
   }
+}
+
+// The lane whose send lane d receives: its ring predecessor, or in a folded step whose blocks split a ring (dl_ < cp)
+// the predecessor's representative in block 0 (the ring moved by one block is itself). A send goes to the successor's
+// real device, outside block 0 for the block's last lane (the simulator routes it to a mirror).
+int Expander::cp_pred(int d) const {
+  return dl_ < cp_ ? (d + dl_ - 1) % dl_ : d - d % cp_ + (d % cp_ + cp_ - 1) % cp_;
+}
+
+int Expander::cp_succ(int d) const {
+  return d - d % cp_ + (d % cp_ + 1) % cp_;
+}
+
+TaskId Expander::cp_attention_task(const CpPass& p, int d, int t, double seconds) {
+  const LayerGroup& lg =
+      groups_[static_cast<std::size_t>(p.s)][static_cast<std::size_t>(p.op.chunk)][static_cast<std::size_t>(p.g)];
+  const int x = rank(d, t, p.s);
+  Compute c{
+      p.kind,           x, seconds, 0, lg.first_layer, lg.layers, p.op.microbatch, p.op.chunk, p.op.weight_version,
+      ModelPart::Layers};
+  return add_single(c, p.s, x, Stream::Compute);
+}
+
+// A transfer from lane d's rank to the next of its cp ring, on the CP stream.
+TaskId Expander::cp_ring_send(const CpPass& p, int d, int t, double bytes) {
+  const int x = rank(d, t, p.s);
+  return add_single(P2P{x, rank(cp_succ(d), t, p.s), bytes, CommClass::CpKv, p.op.microbatch, p.op.chunk, p.backward},
+                    p.s, x, Stream::CpComm);
+}
+
+// The all-gather of a cp group's K/V blocks (group of lane d's cp ranks, tp rank t), one per layer of the group.
+Collective Expander::cp_kv_gather(const CpPass& p, int d, int t) {
+  const LayerGroup& lg =
+      groups_[static_cast<std::size_t>(p.s)][static_cast<std::size_t>(p.op.chunk)][static_cast<std::size_t>(p.g)];
+  Collective c;
+  c.op = CollectiveOp::AllGather;
+  c.cls = CommClass::CpKv;
+  c.stream = Stream::CpComm;
+  c.group = cp_group(d, t, p.s);
+  c.elems = cp_kv_elems(e_) * cp_;
+  c.elem_bytes = static_cast<int>(e_.training.activation_bytes());
+  c.repeat = lg.layers;
+  c.layer = lg.first_layer;
+  c.layers = lg.layers;
+  c.microbatch = p.op.microbatch;
+  c.backward = p.backward;
+  return c;
+}
+
+// A ring pass ends with its last block; a backward one also waits until its own block's K/V gradient, the last of
+// `returned` its predecessor sent, is back.
+void Expander::cp_close_ring(CpPass& p, const std::vector<TaskId>& computed, const std::vector<TaskId>& returned) {
+  for (int d = 0; d < dl_; ++d)
+    for (int t = 0; t < tp_; ++t) {
+      const auto lane = static_cast<std::size_t>(d * tp_ + t);
+      p.last[lane] = computed[lane];
+      p.tail[lane] = {computed[lane]};
+      if (!returned.empty()) p.tail[lane].push_back(returned[static_cast<std::size_t>(cp_pred(d) * tp_ + t)]);
+    }
+}
+
+// Ring (Megatron-Core/TransformerEngine "p2p" CP, and PyTorch's forward): in forward step i each rank computes
+// attention against the K/V block it holds while sending that block to the ring's next rank (cp - 1 transfers); step
+// i + 1 needs the block received in step i. Backward (TransformerEngine's AttnFuncWithCPAndKVP2P): the transfer
+// launched at step i carries the K/V for the next step and the K/V gradient accumulated through step i - 1: K/V alone
+// at step 0, both in the middle, the gradient alone at step cp - 1, which brings each rank its own block's full
+// gradient.
+void Expander::cp_ring(CpPass& p) {
+  const std::size_t lanes = p.body.size();
+  auto lane_of = [&](int d, int t) { return static_cast<std::size_t>(d * tp_ + t); };
+  std::vector<TaskId> sent(lanes, kNoTask), computed(p.body);
+  const int transfers = p.backward ? cp_ : cp_ - 1;
+  for (int i = 0; i < cp_; ++i) {
+    std::vector<TaskId> step(lanes, kNoTask), send(lanes, kNoTask);
+    for (int d = 0; d < dl_; ++d)
+      for (int t = 0; t < tp_; ++t) {
+        const std::size_t lane = lane_of(d, t);
+        step[lane] = cp_attention_task(p, d, t, p.attention / cp_);
+        if (i == 0) p.first[lane] = step[lane];
+        if (i > 0) g_.depend(sent[lane_of(cp_pred(d), t)], step[lane]);
+        if (i >= transfers) continue;
+        const double bytes = !p.backward || i == 0 || i == cp_ - 1 ? p.kv_bytes : 2 * p.kv_bytes;
+        send[lane] = cp_ring_send(p, d, t, bytes);
+        g_.depend(i == 0 ? p.body[lane] : sent[lane_of(cp_pred(d), t)], send[lane]);
+        if (p.backward && i > 0) g_.depend(computed[lane], send[lane]);  // the gradient of step i - 1
+      }
+    computed = step;
+    sent = send;
+  }
+  cp_close_ring(p, computed, p.backward ? sent : std::vector<TaskId>{});
+}
+
+// PyTorch (_templated_ring_attention and its backward): the K/V all-gathered once, beside the first block (the rank's
+// own K/V, the causal one), or rotated around the ring as cp_ring does; the blocks run as cp tasks. Backward: after
+// each block the K/V gradients summed so far go to the next rank in fp32 (the all-to-all rotater), where the next step
+// adds its block's; the pass ends when the rank's own block's sum has come back (the last send).
+void Expander::cp_pytorch(CpPass& p) {
+  const std::size_t lanes = p.body.size();
+  auto lane_of = [&](int d, int t) { return static_cast<std::size_t>(d * tp_ + t); };
+  const bool gathered = e_.strategy.cp_comm == CpComm::AllGather;
+  std::vector<TaskId> kv_ready(lanes, kNoTask);
+  if (gathered)
+    for (int d = 0; d < dl_; d += cp_)
+      for (int t = 0; t < tp_; ++t) {
+        const TaskId gather = add_collective(cp_kv_gather(p, d, t), p.s);
+        for (int j = d; j < std::min(d + cp_, dl_); ++j) {
+          g_.depend(p.body[lane_of(j, t)], gather);
+          kv_ready[lane_of(j, t)] = gather;
+        }
+      }
+  if (!p.backward) {
+    for (int d = 0; d < dl_; ++d)
+      for (int t = 0; t < tp_; ++t) {
+        const std::size_t lane = lane_of(d, t);
+        p.first[lane] = cp_attention_task(p, d, t, p.attention / cp_);
+        p.last[lane] = cp_attention_task(p, d, t, p.attention * (cp_ - 1) / cp_);
+        g_.depend(kv_ready[lane], p.last[lane]);
+        p.tail[lane] = {p.last[lane]};
+      }
+    return;
+  }
+  const LayerGroup& lg =
+      groups_[static_cast<std::size_t>(p.s)][static_cast<std::size_t>(p.op.chunk)][static_cast<std::size_t>(p.g)];
+  const double grad_bytes = static_cast<double>(lg.layers) * cp_grad_send_bytes(e_);
+  std::vector<TaskId> kv_sent(lanes, kNoTask), grad_sent(lanes, kNoTask), computed(lanes, kNoTask);
+  for (int i = 0; i < cp_; ++i) {
+    std::vector<TaskId> kv_send(lanes, kNoTask), grad_send(lanes, kNoTask);
+    for (int d = 0; d < dl_; ++d)
+      for (int t = 0; t < tp_; ++t) {
+        const std::size_t lane = lane_of(d, t);
+        // The ring's K/V for the next step leave before this step's block.
+        if (!gathered && i < cp_ - 1) {
+          kv_send[lane] = cp_ring_send(p, d, t, p.kv_bytes);
+          g_.depend(i == 0 ? p.body[lane] : kv_sent[lane_of(cp_pred(d), t)], kv_send[lane]);
+        }
+        const TaskId step = cp_attention_task(p, d, t, p.attention / cp_);
+        if (i == 0) p.first[lane] = step;
+        if (i > 0) g_.depend(gathered ? kv_ready[lane] : kv_sent[lane_of(cp_pred(d), t)], step);
+        grad_send[lane] = cp_ring_send(p, d, t, grad_bytes);
+        g_.depend(step, grad_send[lane]);
+        if (i > 0) g_.depend(grad_sent[lane_of(cp_pred(d), t)], grad_send[lane]);
+        computed[lane] = step;
+      }
+    kv_sent = kv_send;
+    grad_sent = grad_send;
+  }
+  cp_close_ring(p, computed, grad_sent);
+}
+
+// All-gather (Llama 3): K and V all-gathered before the attention (again in the backward), their gradients
+// reduce-scattered after it; exposed.
+void Expander::cp_gathered(CpPass& p) {
+  auto lane_of = [&](int d, int t) { return static_cast<std::size_t>(d * tp_ + t); };
+  for (int d = 0; d < dl_; d += cp_)
+    for (int t = 0; t < tp_; ++t) {
+      Collective c = cp_kv_gather(p, d, t);
+      const TaskId gather = add_collective(c, p.s);
+      std::vector<TaskId> kernels;
+      for (int j = d; j < std::min(d + cp_, dl_); ++j) {
+        g_.depend(p.body[lane_of(j, t)], gather);
+        const TaskId kernel = cp_attention_task(p, j, t, p.attention);
+        p.first[lane_of(j, t)] = kernel;
+        g_.depend(gather, kernel);
+        kernels.push_back(kernel);
+        p.last[lane_of(j, t)] = kernel;
+        p.tail[lane_of(j, t)] = {kernel};
+      }
+      if (!p.backward) continue;
+      c.op = CollectiveOp::ReduceScatter;
+      const TaskId scatter = add_collective(c, p.s);
+      for (int j = d; j < std::min(d + cp_, dl_); ++j) {
+        g_.depend(kernels[static_cast<std::size_t>(j - d)], scatter);
+        p.tail[lane_of(j, t)] = {scatter};
+      }
+    }
 }
 
 void Expander::tp_collective(int s, const StageOp& op, int g, int ops, int gathers, bool hidden) {

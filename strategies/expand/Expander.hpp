@@ -97,6 +97,9 @@ class Expander {
   /// The compute tasks of `part` of group g on every (d, t) lane. The task that `closes` the group's pass (its last
   /// compute) carries the group's memory changes and releases its gathered parameters.
   void compute_tasks(int s, const StageOp& op, int g, TaskKind kind, ModelPart part, bool closes, double stash_delta);
+  void compute_memory(const StageOp& op, const LayerGroup& lg, std::size_t lane, int x, TaskKind kind, ModelPart part,
+                      bool closes, double stash_delta, std::vector<MemDelta>& on_start,
+                      std::vector<MemDelta>& on_end) const;
   /// The tasks the next task of the op on `lane` follows: the op's frontier, or at the op's start the previous op's.
   const std::vector<TaskId>& preceding(std::size_t lane, const std::vector<TaskId>& frontier) const;
   void apply_inline(int s, const PipeOp& op);
@@ -113,6 +116,28 @@ class Expander {
   /// gradients in the backward). The last attention compute of each lane closes the group with `on_end`.
   void cp_attention(int s, const StageOp& op, int g, TaskKind kind, const std::vector<TaskId>& body,
                     std::vector<std::vector<MemDelta>>& on_end, bool closes);
+  /// One group's context-parallel attention being expanded: its pass, the cost of its attention, and per lane the
+  /// first and last attention task and the tasks the op's next task follows.
+  struct CpPass {
+    int s, g;
+    const StageOp& op;
+    TaskKind kind;
+    bool backward;
+    double attention;  ///< seconds of the group's attention on one rank
+    double kv_bytes;   ///< the group's K/V block of one rank
+    const std::vector<TaskId>& body;
+    std::vector<TaskId> first, last;
+    std::vector<std::vector<TaskId>> tail;
+  };
+  int cp_pred(int d) const;
+  int cp_succ(int d) const;
+  TaskId cp_attention_task(const CpPass& p, int d, int t, double seconds);
+  TaskId cp_ring_send(const CpPass& p, int d, int t, double bytes);
+  Collective cp_kv_gather(const CpPass& p, int d, int t);
+  void cp_close_ring(CpPass& p, const std::vector<TaskId>& computed, const std::vector<TaskId>& returned);
+  void cp_ring(CpPass& p);
+  void cp_pytorch(CpPass& p);
+  void cp_gathered(CpPass& p);
   /// The cp group of data lane d (its cp ranks) for TP rank t on stage s.
   int cp_group(int d, int t, int s);
   /// Megatron-LM's TP collective around the vocabulary-parallel embedding or output layer of group g (one per op).

@@ -278,7 +278,10 @@ void check_optimizer_kernel(const Experiment& e) {
 
 }  // namespace
 
-void resolve(Experiment& e) {
+namespace {
+
+// The micro-batch count from the global batch (or the reverse), within the counts placesim multiplies exactly.
+void resolve_batch(Experiment& e) {
   StrategySpec& s = e.strategy;
   TrainingSpec& t = e.training;
   std::int64_t per_microbatch_step = 0;
@@ -314,10 +317,14 @@ void resolve(Experiment& e) {
     throw InputError("model.seq_len x training.micro_batch x model.hidden = " + std::to_string(e.model.seq_len) +
                      " x " + std::to_string(t.micro_batch) + " x " + std::to_string(e.model.hidden) +
                      " elements in one activation tensor is more than the 2^50 (1.1e15) placesim counts exactly");
-  if (s.noam == 0) s.noam = s.pp;
-  check_experts(e);
-  // Recompute and the activation placement say the same thing twice; make them agree. An explicit
-  // training.recompute wins over the placement (which may come from a preset such as megatron-3d).
+}
+
+// Recompute and the activation placement say the same thing twice; make them agree, and check what a recompute
+// mode or a recomputed layer count is modelled with.
+void resolve_recompute(Experiment& e) {
+  StrategySpec& s = e.strategy;
+  TrainingSpec& t = e.training;
+  // An explicit training.recompute wins over the placement (which may come from a preset such as megatron-3d).
   const Provenance& given = e.provenance;
   if (given.present("training.recompute") && t.recompute == Recompute::None &&
       s.placement.activations == Mode::Materialized)
@@ -346,6 +353,13 @@ void resolve(Experiment& e) {
     if (s.placement.activations == Mode::Offloaded)
       throw InputError(what + " with offloaded activations is not modelled");
   }
+}
+
+// The kernels' and precisions' fields against each other and the model.
+void resolve_kernels(Experiment& e) {
+  StrategySpec& s = e.strategy;
+  TrainingSpec& t = e.training;
+  const Provenance& given = e.provenance;
   if (!given.present("training.loss_kernel"))
     t.loss_kernel = t.kernels == Kernels::Fused ? LossKernel::VocabParallel : LossKernel::PyTorch;
   check_master_weights(e);
@@ -386,6 +400,17 @@ void resolve(Experiment& e) {
   if (t.attention_kernel != AttentionKernel::Fused && !e.model.flash_attention)
     throw InputError("training.attention_kernel=" + to_string(t.attention_kernel) +
                      " names a fused attention kernel, but model.flash_attention=false (scores stored)");
+}
+
+}  // namespace
+
+void resolve(Experiment& e) {
+  resolve_batch(e);
+  StrategySpec& s = e.strategy;
+  if (s.noam == 0) s.noam = s.pp;
+  check_experts(e);
+  resolve_recompute(e);
+  resolve_kernels(e);
 }
 
 namespace {
