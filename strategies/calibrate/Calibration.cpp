@@ -541,12 +541,8 @@ void check_point_counts(const Json& measured) {
                      std::to_string(kMaxCalibrationPoints) + " a file may; keep a representative subset");
 }
 
-}  // namespace
-
-Calibration calibrate(const Json& measured, const std::string& base_dir) {
-  ObjectReader r(measured, "measured");
-  check_point_counts(measured);
-  Calibration c;
+// The accelerator and fabric the fit starts from, and the file's sources, fixed fields and exclusions.
+void read_starting_point(ObjectReader& r, const std::string& base_dir, Calibration& c) {
   const Json* acc = r.child("accelerator");
   if (!acc) throw InputError("measured.accelerator is required but missing (the preset or object to calibrate)");
   c.accelerator = parse_accelerator(*acc, r.field("accelerator"), base_dir);
@@ -567,37 +563,69 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
   if (const Json* fixed = r.child("fixed")) read_fixed(*fixed, r.field("fixed"), c);
   if (const Json* list = r.child("not_measured")) c.not_measured = parse_not_measured(*list, r.field("not_measured"));
   if (const Json* list = r.child("excluded")) c.excluded = read_excluded(*list, r.field("excluded"));
-  ComputeProfile& p = c.accelerator.profile;
+}
+
+// The SM count for the GEMM model's wave quantization is the hardware's, given rather than fitted.
+void read_gemm_sms(ObjectReader& r, ComputeProfile& p) {
+  if (!r.has("gemm_sms")) return;
+  const double sms = r.get_number("gemm_sms", 0);
+  r.check(sms >= 1 && sms == std::floor(sms), "gemm_sms", "must be a whole number of SMs >= 1");
+  r.check(sms <= kMaxGemmSms, "gemm_sms",
+          "is more than the 1024 SMs an accelerator has at most (A100 108, H100 132, MI300X 304 compute units)");
+  p.gemm_sms = sms;
+}
+
+// Fits one compute scale per power limit of the power_limited_gemm points (`where`), after the rated GEMM points:
+// the scale is relative to the GEMM model they fitted.
+std::vector<Point> fit_power_limited_gemm(const Json& items, const std::string& where, Calibration& c) {
+  auto scales = std::make_shared<std::map<double, double>>();
+  std::vector<double> watts;
+  std::vector<Point> group = power_limited_gemm_points(items, where, c.accelerator, scales, watts);
+  for (auto& [w, slot] : *scales) {
+    std::vector<Point> at;
+    for (std::size_t i = 0; i < group.size(); ++i)
+      if (watts[i] == w) at.push_back(group[i]);
+    const std::string name = "compute_scale at " + format_significant(w, 4) + " W";
+    fit_group("power_limited_gemm", {{name.c_str(), &slot, slot}}, at, c);
+    if (!(slot > 0 && slot <= 1))
+      throw InputError(where + ": the points at " + format_significant(w, 4) + " W give a compute scale of " +
+                       format_significant(slot, 4) + ", outside (0, 1]: faster than the rated profile");
+  }
+  for (const auto& [w, slot] : *scales) c.accelerator.profile.power_scales.push_back({w, slot});
+  return group;
+}
+
+// Reads and fits the collectives points (`where`) and marks the fabric fitted when there are any.
+std::vector<Point> fit_collective_group(const Json& items, const std::string& where, int protocols, Calibration& c) {
   FabricProfile& f = c.fabric;
+  bool nvls = false;
+  std::vector<Point> group = collective_points(items, where, f, &nvls);
+  fit_collectives(group, nvls, protocols, f, c);
+  c.fabric_fitted = !group.empty();
+  if (c.fabric_fitted) f.sources = c.sources;  // the fitted figures come from these measurements, not the base's
+  return group;
+}
+
+// Reads and fits every measured group, in an order where a group's model uses the groups fitted before it; returns
+// all their points.
+std::vector<Point> fit_groups(ObjectReader& r, const std::string& base_dir, Calibration& c) {
+  ComputeProfile& p = c.accelerator.profile;
   // The compute groups start from fixed values, not from the base accelerator's (already fitted) ones: the GEMM
   // parameters trade off along a flat valley, so a fit started from its own result would drift, and refitting a
   // preset's measurements would not reproduce the preset.
   const ComputeProfile fresh;
-  // Measured power limits come from this file's power_limited_gemm points alone, not from the base accelerator.
-  p.power_scales.clear();
-  // The SM count for the GEMM model's wave quantization is the hardware's, given rather than fitted.
-  if (r.has("gemm_sms")) {
-    const double sms = r.get_number("gemm_sms", 0);
-    r.check(sms >= 1 && sms == std::floor(sms), "gemm_sms", "must be a whole number of SMs >= 1");
-    r.check(sms <= kMaxGemmSms, "gemm_sms",
-            "is more than the 1024 SMs an accelerator has at most (A100 108, H100 132, MI300X 304 compute units)");
-    p.gemm_sms = sms;
-  }
   std::vector<Point> all, group;
-  bool nvls = false;
   auto take = [&](const char* key) { return r.has(key) ? &list(r, key) : nullptr; };
+  auto keep = [&] { all.insert(all.end(), group.begin(), group.end()); };
   const int protocols = collective_protocols(r);
   if (const Json* items = take("collectives")) {
-    group = collective_points(*items, r.field("collectives"), f, &nvls);
-    fit_collectives(group, nvls, protocols, f, c);
-    c.fabric_fitted = !group.empty();
-    if (c.fabric_fitted) f.sources = c.sources;  // the fitted figures come from these measurements, not the base's
-    all.insert(all.end(), group.begin(), group.end());
+    group = fit_collective_group(*items, r.field("collectives"), protocols, c);
+    keep();
   }
   if (const Json* items = take("memory")) {
     group = memory_points(*items, r.field("memory"), c.accelerator);
     fit_group("memory", {{"memory_efficiency", &p.memory_efficiency, fresh.memory_efficiency}}, group, c);
-    all.insert(all.end(), group.begin(), group.end());
+    keep();
   }
   if (const Json* items = take("gemm")) {
     group = gemm_points(*items, r.field("gemm"), c.accelerator, base_dir);
@@ -607,7 +635,7 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
                {"gemm_k_overhead", &p.gemm_k_overhead, fresh.gemm_k_overhead},
                {"gemm_roofline_p", &p.gemm_roofline_p, fresh.gemm_roofline_p}},
               group, c);
-    all.insert(all.end(), group.begin(), group.end());
+    keep();
   }
   if (const Json* model = r.child("attention_model"))
     p.attention = read_attention_model(*model, r.field("attention_model"), base_dir);
@@ -616,7 +644,7 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
     fit_group("attention",
               {{"flash_attention_efficiency", &p.flash_attention_efficiency, fresh.flash_attention_efficiency}}, group,
               c);
-    all.insert(all.end(), group.begin(), group.end());
+    keep();
   }
   if (const Json* items = take("layers")) {
     group = layer_points(*items, r.field("layers"), c.accelerator, c.fabric, base_dir);
@@ -624,37 +652,21 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
         "layers",
         {{"memory_efficiency", &p.memory_efficiency}, {"overlap_penalty", &p.overlap_penalty, fresh.overlap_penalty}},
         group, c);
-    all.insert(all.end(), group.begin(), group.end());
+    keep();
   }
   if (const Json* items = take("power_limited_gemm")) {
-    // After the rated GEMM points: the scale is relative to the GEMM model they fitted.
-    auto scales = std::make_shared<std::map<double, double>>();
-    std::vector<double> watts;
-    group = power_limited_gemm_points(*items, r.field("power_limited_gemm"), c.accelerator, scales, watts);
-    for (auto& [w, slot] : *scales) {
-      std::vector<Point> at;
-      for (std::size_t i = 0; i < group.size(); ++i)
-        if (watts[i] == w) at.push_back(group[i]);
-      const std::string name = "compute_scale at " + format_significant(w, 4) + " W";
-      fit_group("power_limited_gemm", {{name.c_str(), &slot, slot}}, at, c);
-      if (!(slot > 0 && slot <= 1))
-        throw InputError(r.field("power_limited_gemm") + ": the points at " + format_significant(w, 4) +
-                         " W give a compute scale of " + format_significant(slot, 4) +
-                         ", outside (0, 1]: faster than the rated profile");
-    }
-    for (const auto& [w, slot] : *scales) p.power_scales.push_back({w, slot});
-    all.insert(all.end(), group.begin(), group.end());
+    group = fit_power_limited_gemm(*items, r.field("power_limited_gemm"), c);
+    keep();
   }
   if (const Json* items = take("interference")) {
     group = interference_points(*items, r.field("interference"), p, &c.fitted_parameters);
-    all.insert(all.end(), group.begin(), group.end());
+    keep();
   }
-  r.skip("description");
-  r.finish();
-  if (all.empty())
-    throw InputError(
-        "measured: no points (give gemm, memory, attention, collectives, layers, power_limited_gemm or interference)");
-  c.accelerator.gemm_efficiency = std::min(1.0, p.gemm_peak_efficiency);
+  return all;
+}
+
+// Checks every point's source against the file's labels and records its residual.
+void record_residuals(const std::vector<Point>& all, Calibration& c) {
   for (const auto& point : all) {
     if (!c.source_labels.empty() && point.source.empty())
       throw InputError(point.where + ".source is required: the file's sources are labelled" +
@@ -666,6 +678,26 @@ Calibration calibrate(const Json& measured, const std::string& base_dir) {
                   known_names(c.source_labels));
     c.residuals.push_back({point.group, point.name, point.measured, point.model(), point.unit, point.source});
   }
+}
+
+}  // namespace
+
+Calibration calibrate(const Json& measured, const std::string& base_dir) {
+  ObjectReader r(measured, "measured");
+  check_point_counts(measured);
+  Calibration c;
+  read_starting_point(r, base_dir, c);
+  // Measured power limits come from this file's power_limited_gemm points alone, not from the base accelerator.
+  c.accelerator.profile.power_scales.clear();
+  read_gemm_sms(r, c.accelerator.profile);
+  const std::vector<Point> all = fit_groups(r, base_dir, c);
+  r.skip("description");
+  r.finish();
+  if (all.empty())
+    throw InputError(
+        "measured: no points (give gemm, memory, attention, collectives, layers, power_limited_gemm or interference)");
+  c.accelerator.gemm_efficiency = std::min(1.0, c.accelerator.profile.gemm_peak_efficiency);
+  record_residuals(all, c);
   c.accelerator.profile.not_measured = c.not_measured;
   return c;
 }
