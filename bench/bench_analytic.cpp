@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "strategies/analytic/Analytic.hpp"
-#include "strategies/placement/Validity.hpp"
+#include "strategies/analytic/Validity.hpp"
 
 using namespace placesim;
 

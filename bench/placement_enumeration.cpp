@@ -16,8 +16,8 @@
 #include <string>
 
 #include "strategies/analytic/Analytic.hpp"
+#include "strategies/analytic/Validity.hpp"
 #include "strategies/placement/Enumerate.hpp"
-#include "strategies/placement/Validity.hpp"
 #include "workloads/json/JsonReader.hpp"
 
 using namespace placesim;

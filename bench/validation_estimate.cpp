@@ -3,6 +3,7 @@
 // all-reduce (not overlapped, as in Megatron-LM 2021) and the optimizer step. DGX A100 / Selene only.
 #include <cstdio>
 
+#include "strategies/analytic/ExperimentFile.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "strategies/placement/Layout.hpp"
 

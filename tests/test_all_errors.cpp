@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "strategies/analytic/ExperimentFile.hpp"
 #include "strategies/placement/Experiment.hpp"
 #include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"

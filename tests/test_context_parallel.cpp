@@ -6,8 +6,8 @@
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/analytic/ComputeModel.hpp"
 #include "strategies/analytic/Costs.hpp"
+#include "strategies/analytic/Validity.hpp"
 #include "strategies/expand/Expand.hpp"
-#include "strategies/placement/Validity.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;

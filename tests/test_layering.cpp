@@ -1,10 +1,15 @@
 // The layering of the source tree (docs/design.md): workloads and topology (specs) -> strategies -> traces -> sim.
-// A file may include its own layer and the layers below it; only sim/ may include SimGrid. The rules are a pure
-// function over (file, included header) pairs, checked on the real tree and on planted fixtures that break each rule.
+// A file may include its own layer and the layers below it; only sim/ may include SimGrid; the rooms (subfolders) of
+// a layer include each other in one direction (strategies: placement <- graph <- pipeline <- analytic <- the rest). The
+// rules are a pure function over (file, included header) pairs, checked on the real tree and on planted fixtures that
+// break each rule.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +52,64 @@ std::vector<std::string> layering_violations(const std::vector<Include>& include
   return out;
 }
 
+/// The room (subfolder) of a path inside a layer, "strategies/placement" for "strategies/placement/Layout.cpp"; "" for
+/// a file directly in a layer's folder or outside the layering.
+std::string room(const std::string& path) {
+  if (layer_rank(path) < 0) return "";
+  const auto first = path.find('/');
+  const auto second = path.find('/', first + 1);
+  return second == std::string::npos ? "" : path.substr(0, second);
+}
+
+/// The loops between the rooms of one layer: each a list of rooms where each includes a header of the next and the
+/// last one of the first. Rooms include each other in one direction, so a new include that closes a loop fails here.
+std::vector<std::vector<std::string>> room_loops(const std::vector<Include>& includes) {
+  std::map<std::string, std::set<std::string>> edges;
+  for (const auto& inc : includes) {
+    const std::string from = room(inc.file), to = inc.header.front() == '<' ? "" : room(inc.header);
+    if (!from.empty() && !to.empty() && from != to && layer_rank(from) == layer_rank(to)) edges[from].insert(to);
+  }
+  // Tarjan's strongly connected components: a component of more than one room is a loop.
+  std::map<std::string, int> index, low;
+  std::vector<std::string> stack;
+  std::set<std::string> on_stack;
+  std::vector<std::vector<std::string>> loops;
+  int next = 0;
+  std::function<void(const std::string&)> visit = [&](const std::string& v) {
+    index[v] = low[v] = next++;
+    stack.push_back(v);
+    on_stack.insert(v);
+    for (const auto& w : edges[v]) {
+      if (!index.count(w)) {
+        visit(w);
+        low[v] = std::min(low[v], low[w]);
+      } else if (on_stack.count(w)) {
+        low[v] = std::min(low[v], index[w]);
+      }
+    }
+    if (low[v] != index[v]) return;
+    std::vector<std::string> component;
+    for (std::string w; w != v;) {
+      w = stack.back();
+      stack.pop_back();
+      on_stack.erase(w);
+      component.push_back(w);
+    }
+    if (component.size() > 1) loops.push_back(component);
+  };
+  std::vector<std::string> rooms;
+  for (const auto& [from, to] : edges) rooms.push_back(from);
+  for (const auto& r : rooms)
+    if (!index.count(r)) visit(r);
+  return loops;
+}
+
+std::string joined(const std::vector<std::string>& rooms) {
+  std::string out;
+  for (const auto& r : rooms) out += (out.empty() ? "" : ", ") + r;
+  return out;
+}
+
 std::vector<Include> tree_includes(const std::filesystem::path& root) {
   static const std::regex include_line(R"(^\s*#\s*include\s*([<"][^>"]+[>"]))");
   std::vector<Include> out;
@@ -77,6 +140,26 @@ TEST_CASE("layering: the source tree includes only downwards and SimGrid only in
   const auto violations = layering_violations(includes);
   INFO((violations.empty() ? std::string() : violations.front()));
   CHECK(violations.empty());
+}
+
+TEST_CASE("layering: the rooms of a layer include each other in one direction") {
+  const auto loops = room_loops(tree_includes(PLACESIM_SOURCE_DIR));
+  INFO((loops.empty() ? std::string() : "a loop between " + joined(loops.front())));
+  CHECK(loops.empty());
+}
+
+TEST_CASE("layering: a planted loop between rooms is found") {
+  // graph -> analytic -> placement -> graph, and a room including itself or a lower layer's room (no loop).
+  const auto loops = room_loops({{"strategies/graph/TaskGraph.hpp", "strategies/analytic/Collective.hpp"},
+                                 {"strategies/analytic/Costs.cpp", "strategies/placement/Layout.hpp"},
+                                 {"strategies/placement/Layout.cpp", "strategies/graph/Record.hpp"},
+                                 {"strategies/expand/Expand.cpp", "strategies/expand/Expander.hpp"},
+                                 {"strategies/expand/Expand.cpp", "workloads/json/JsonReader.hpp"}});
+  REQUIRE(loops.size() == 1);
+  CHECK(loops.front().size() == 3);
+  CHECK(room_loops({{"strategies/graph/TaskGraph.hpp", "strategies/placement/Placement.hpp"},
+                    {"strategies/analytic/Costs.cpp", "strategies/graph/Record.hpp"}})
+            .empty());
 }
 
 TEST_CASE("layering: planted violations of each rule are rejected") {

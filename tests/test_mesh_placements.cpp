@@ -16,7 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "strategies/analytic/Analytic.hpp"
-#include "strategies/placement/Validity.hpp"
+#include "strategies/analytic/Validity.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;

@@ -9,7 +9,7 @@
 
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/analytic/ComputeModel.hpp"
-#include "strategies/analytic/Routing.hpp"
+#include "strategies/placement/Routing.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;

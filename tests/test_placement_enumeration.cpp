@@ -9,8 +9,8 @@
 #include <map>
 
 #include "strategies/analytic/Analytic.hpp"
+#include "strategies/analytic/Validity.hpp"
 #include "strategies/placement/Enumerate.hpp"
-#include "strategies/placement/Validity.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"
 

@@ -4,6 +4,7 @@
 
 #include "sim/backend/Simulate.hpp"
 #include "sim/backend/Simulator.hpp"
+#include "strategies/analytic/ExperimentFile.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "strategies/analytic/ExperimentFile.hpp"
 #include "strategies/plan/RunPlan.hpp"
 #include "strategies/plan/TimeToTrain.hpp"
 #include "tests/Helpers.hpp"

@@ -5,8 +5,9 @@
 #include <fstream>
 
 #include "strategies/analytic/Analytic.hpp"
+#include "strategies/analytic/Validity.hpp"
+#include "strategies/pipeline/StageMemory.hpp"
 #include "strategies/pipeline/StagePlan.hpp"
-#include "strategies/placement/Validity.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "strategies/analytic/ExperimentFile.hpp"
 #include "strategies/analytic/LayerTimes.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "tests/Helpers.hpp"

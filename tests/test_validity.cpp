@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "strategies/analytic/Validity.hpp"
 #include "strategies/placement/Layout.hpp"
-#include "strategies/placement/Validity.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;

@@ -6,11 +6,11 @@
 
 #include "sim/backend/Runner.hpp"
 #include "strategies/analytic/LayerTimes.hpp"
+#include "strategies/analytic/Validity.hpp"
 #include "strategies/pipeline/PipelineMetrics.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
 #include "strategies/placement/ClusterFit.hpp"
 #include "strategies/placement/Mesh.hpp"
-#include "strategies/placement/Validity.hpp"
 #include "traces/report/SimReport.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"

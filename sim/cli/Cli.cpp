@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/cli/Commands.hpp"
+#include "strategies/analytic/ExperimentFile.hpp"
 #include "traces/output/OutputFile.hpp"
 #include "traces/output/OutputPolicy.hpp"
 #include "workloads/json/Units.hpp"

@@ -3,7 +3,7 @@
 
 #include "sim/cli/Commands.hpp"
 #include "sim/verify/Verify.hpp"
-#include "strategies/placement/Validity.hpp"
+#include "strategies/analytic/Validity.hpp"
 #include "traces/report/Report.hpp"
 
 namespace placesim {

@@ -2,7 +2,7 @@
 #include <string>
 
 #include "sim/cli/Cli.hpp"
-#include "strategies/placement/Validity.hpp"
+#include "strategies/analytic/Validity.hpp"
 
 namespace placesim {
 

@@ -10,10 +10,10 @@
 #include <utility>
 
 #include "sim/verify/TinyMlp.hpp"
-#include "strategies/analytic/DataPlan.hpp"
 #include "strategies/pipeline/PipelineEval.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
 #include "strategies/pipeline/PipelineTimeline.hpp"
+#include "strategies/placement/DataPlan.hpp"
 
 namespace placesim {
 

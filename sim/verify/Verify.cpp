@@ -4,10 +4,10 @@
 #include <cmath>
 
 #include "sim/verify/TinyMlp.hpp"
+#include "strategies/analytic/Validity.hpp"
 #include "strategies/pipeline/Equivalence.hpp"
 #include "strategies/placement/Enumerate.hpp"
 #include "strategies/placement/Presets.hpp"
-#include "strategies/placement/Validity.hpp"
 
 namespace placesim {
 

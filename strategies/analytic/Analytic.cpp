@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
-#include "strategies/analytic/DataPlan.hpp"
-#include "strategies/analytic/Routing.hpp"
+#include "strategies/placement/DataPlan.hpp"
+#include "strategies/placement/Routing.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
+#include "strategies/pipeline/StageMemory.hpp"
 
 namespace placesim {
 

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "strategies/analytic/Collective.hpp"
-#include "strategies/analytic/DataPlan.hpp"
+#include "strategies/placement/Collective.hpp"
+#include "strategies/placement/DataPlan.hpp"
 #include "strategies/placement/Experiment.hpp"
 #include "strategies/placement/Layout.hpp"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "strategies/analytic/DataPlan.hpp"
+#include "strategies/placement/DataPlan.hpp"
 
 namespace placesim {
 

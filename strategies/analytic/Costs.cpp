@@ -1,7 +1,7 @@
 #include "strategies/analytic/Costs.hpp"
 
 #include "strategies/analytic/ComputeModel.hpp"
-#include "strategies/analytic/Routing.hpp"
+#include "strategies/placement/Routing.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "strategies/placement/Layout.hpp"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "strategies/analytic/Collective.hpp"
+#include "strategies/placement/Collective.hpp"
 #include "strategies/analytic/Costs.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "strategies/placement/Layout.hpp"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "strategies/analytic/Routing.hpp"
+#include "strategies/placement/Routing.hpp"
 
 namespace placesim {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "strategies/analytic/Costs.hpp"
-#include "strategies/analytic/DataPlan.hpp"
-#include "strategies/analytic/Routing.hpp"
+#include "strategies/placement/DataPlan.hpp"
+#include "strategies/placement/Routing.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
 #include "strategies/placement/Layout.hpp"

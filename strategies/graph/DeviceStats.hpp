@@ -3,7 +3,7 @@
 #include <memory>
 #include <vector>
 
-#include "strategies/analytic/Collective.hpp"
+#include "strategies/placement/Collective.hpp"
 #include "strategies/graph/Record.hpp"
 
 namespace placesim {

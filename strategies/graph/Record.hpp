@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "strategies/analytic/Collective.hpp"
+#include "strategies/placement/Collective.hpp"
 #include "strategies/placement/Placement.hpp"
 
 namespace placesim {

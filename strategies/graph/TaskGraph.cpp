@@ -4,20 +4,6 @@
 
 namespace placesim {
 
-const char* to_string(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::AllReduce:
-      return "allreduce";
-    case CollectiveOp::AllGather:
-      return "allgather";
-    case CollectiveOp::ReduceScatter:
-      return "reducescatter";
-    case CollectiveOp::AllToAll:
-      return "alltoall";
-  }
-  return "?";
-}
-
 TaskId TaskGraph::add(TaskBody body, int stage) {
   Task t;
   t.body = std::move(body);

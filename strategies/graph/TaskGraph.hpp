@@ -5,7 +5,7 @@
 #include <variant>
 #include <vector>
 
-#include "strategies/analytic/Collective.hpp"
+#include "strategies/placement/Collective.hpp"
 #include "strategies/graph/Record.hpp"
 #include "strategies/placement/Placement.hpp"
 
@@ -31,10 +31,6 @@ struct Compute {
   ModelPart part = ModelPart::Layers;  ///< Embedding and Head tasks have layer -1
 };
 
-/// AllToAll: expert parallelism's dispatch or combine; its pairwise volumes are TaskGraph::a2a_tokens[split] tokens of
-/// `elems` elements each (alltoall_pair_elems).
-enum class CollectiveOp { AllReduce, AllGather, ReduceScatter, AllToAll };
-const char* to_string(CollectiveOp op);
 
 /// A collective over a group of devices, lowered by the simulator into algorithm steps (or an exact α–β delay).
 /// `elems` is the full (padded) buffer: a multiple of the group size.

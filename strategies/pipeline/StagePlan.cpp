@@ -6,6 +6,7 @@
 
 #include "strategies/pipeline/PipelineEval.hpp"
 #include "strategies/placement/Layout.hpp"
+#include "strategies/pipeline/StageMemory.hpp"
 
 namespace placesim {
 

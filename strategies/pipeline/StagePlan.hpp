@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "strategies/placement/Experiment.hpp"
+#include "strategies/pipeline/StageMemory.hpp"
 
 namespace placesim {
 

@@ -1,6 +1,5 @@
 #include "strategies/placement/ClusterFit.hpp"
 
-#include "strategies/placement/Validity.hpp"
 #include "topology/cluster/Cluster.hpp"
 
 namespace placesim {

@@ -1,11 +1,8 @@
 #include "strategies/placement/Experiment.hpp"
 
-#include <filesystem>
-
-#include "strategies/analytic/DataPlan.hpp"
 #include "strategies/placement/ClusterFit.hpp"
+#include "strategies/placement/DataPlan.hpp"
 #include "strategies/placement/StackApply.hpp"
-#include "strategies/placement/Validity.hpp"
 #include "topology/cluster/Cluster.hpp"
 
 namespace placesim {
@@ -124,15 +121,6 @@ Experiment read_sections(const Json& given, const std::string& base_dir, ErrorLi
   return e;
 }
 
-// The checks the commands run after parsing (check_validity, the mesh against the cluster's GPUs), joined to a file's
-// other errors so that one run shows them all. A file without other errors leaves them to the commands, in their
-// order and exception types (a command that checks no validity, such as verify, then runs). check_validity names a
-// placement's states by their modes ("gradients=sharded"), not their fields, so a failed placement skips it.
-void join_command_checks(const Experiment& e, const std::optional<ClusterSpec>& cluster, ErrorList& errors) {
-  if (!errors.failed_within("strategy.placement")) errors.attempt([&] { check_validity(e); });
-  if (cluster) errors.attempt([&] { check_cluster_mesh(e, cluster_fit(*cluster)); });
-}
-
 // Whether the checks across sections may run: the model, training and strategy sections were read, and the mesh's
 // degrees parsed (the checks read them through products such as "tp x cp x dp", which name no failed field). The
 // micro-batch count and global batch resolve() derives then fail with what they derive from.
@@ -157,22 +145,14 @@ Experiment parse_experiment(const Json& value, const std::string& base_dir) {
   return e;
 }
 
-Experiment parse_experiment(const Json& value, const std::string& base_dir, ErrorList& errors) {
-  Experiment e = read_sections(value, base_dir, &errors);
-  std::optional<ClusterSpec> cluster;
+bool read_experiment(const Json& value, const std::string& base_dir, ErrorList& errors, Experiment& e,
+                     std::optional<ClusterSpec>& cluster) {
+  e = read_sections(value, base_dir, &errors);
+  cluster.reset();
   if (!e.cluster.is_null()) read_section(&errors, "cluster", [&] { cluster = parse_cluster(e.cluster, &errors); });
   if (errors.failed_within("cluster")) cluster.reset();
   // resolve() derives what check_validity reads: the commands' checks join only after it finished.
-  if (e.pipeline.is_null() && checks_apply(errors) && errors.attempt([&] { resolve(e); }) && !errors.empty())
-    join_command_checks(e, cluster, errors);
-  errors.throw_if_any();
-  return e;
-}
-
-Experiment load_experiment(const std::string& path) {
-  Json j = read_json_file(path);
-  ErrorList errors(path);
-  return parse_experiment(j, std::filesystem::path(path).parent_path().string(), errors);
+  return e.pipeline.is_null() && checks_apply(errors) && errors.attempt([&] { resolve(e); }) && !errors.empty();
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include "strategies/placement/Provenance.hpp"
 #include "strategies/placement/Strategy.hpp"
+#include "topology/cluster/Cluster.hpp"
 #include "workloads/model/Model.hpp"
 #include "workloads/model/Training.hpp"
 #include "workloads/objective/ConvergenceSpec.hpp"
@@ -12,6 +13,11 @@
 #include "workloads/stack/Stack.hpp"
 
 namespace placesim {
+
+/// A strategy that would train a different model than one device would: names the state, the axis and the rule.
+struct InvalidStrategy : InputError {
+  using InputError::InputError;
+};
 
 /// One experiment: model x training x strategy (x cluster). Parsed at the JSON edge, then resolved: every derived
 /// field (micro-batch count, global batch, NOAM, activation placement vs recompute) is filled in.
@@ -50,15 +56,14 @@ inline std::int64_t local_seq_len(const Experiment& e) {
 /// the cluster's) and the training fields of its "training" section that the experiment does not write itself.
 /// Throws the first error found as an InputError (a sweep's point is refused for one reason).
 Experiment parse_experiment(const Json& value, const std::string& base_dir);
-/// parse_experiment reporting every error of the experiment at once, as InputErrors (ErrorList::throw_if_any): each
-/// section's field errors and unknown keys, the cluster section's, then the checks across fields whose inputs parsed
-/// (resolve(); and when there are errors already, check_validity and the mesh against the cluster, which the commands
-/// run next). One error reads as a single InputError does.
-Experiment parse_experiment(const Json& value, const std::string& base_dir, ErrorList& errors);
+/// The sections of `value` read into `e` with every error collected in `errors` (each section's field errors and
+/// unknown keys, the cluster section's, parsed into `cluster` when it parsed), then resolve() when the checks across
+/// fields may run. True when resolved while errors were found already: the commands' checks then join them
+/// (parse_experiment with an ErrorList, strategies/analytic/ExperimentFile.hpp).
+bool read_experiment(const Json& value, const std::string& base_dir, ErrorList& errors, Experiment& e,
+                     std::optional<ClusterSpec>& cluster);
 /// The accelerator the calibration `e` names was measured on is the cluster's: else an InputError naming both.
 void check_calibration_accelerator(const Experiment& e, const std::string& cluster_accelerator);
-/// Reads and parses an experiment file, reporting every error at once (named after `path`).
-Experiment load_experiment(const std::string& path);
 /// Fills the derived fields and checks the batch arithmetic; throws InputError naming the fields.
 void resolve(Experiment& e);
 /// The experiment as JSON (the resolved form a report echoes).

@@ -150,27 +150,5 @@ double stage_layer_activation_bytes(const Experiment& e, const StageLayout& st);
 /// backward follows at once (as Megatron-LM's CPU offloading, which offloads fewer layers than the model has).
 /// Layers per micro-batch whose activations a device of the stage offloads: its layers less one per chunk.
 double offloaded_activation_layers(const Experiment& e, const StageLayout& st);
-/// Layers of activations a device of the stage keeps while offloading: one per chunk and micro-batch in flight.
-double kept_activation_layers(const Experiment& e, const StageLayout& st);
-
-/// Most chunk-forwards per step placesim walks for the interleaved schedule's activation peak.
-inline constexpr std::int64_t kMaxInterleavedPasses = 50'000'000;
-/// The interleaved schedule's peak on stage st, its op order walked: layers of the chunk-forwards in flight
-/// (weighted), or their number.
-/// `chunk_weights`: per chunk, the load a chunk-forward holds (bytes of its layers), instead of layers or 1.
-double interleaved_peak(const Experiment& e, const StageLayout& st, bool weighted,
-                        const std::vector<double>* chunk_weights = nullptr);
-
-/// The last stage's activation peak under the interleaved schedule with uneven chunks, the loss walked with the
-/// layers: chunk_bytes[c] held by each forward of chunk c until its backward, `saved` from each head forward (the
-/// last chunk) to its backward, `transient` during that backward. Empty elsewhere, and with even chunks, where the
-/// peak of the layers and a live loss coincide (the last stage's first steady-state forward is of the last chunk).
-std::optional<double> interleaved_peak_with_loss(const Experiment& e, const StageLayout& st,
-                                                 const std::vector<double>& chunk_bytes, double saved,
-                                                 double transient);
-
-/// Layer-equivalents of activations a device of `stage` holds at its peak under the schedule (in-flight micro-batches
-/// times layers, or the interleaved schedule's chunk count).
-double activation_layer_equivalents(const Experiment& e, const StageLayout& s);
 
 }  // namespace placesim

@@ -7,7 +7,7 @@
 
 #include "strategies/placement/Condition.hpp"
 #include "strategies/placement/StackApply.hpp"
-#include "strategies/placement/Validity.hpp"
+#include "strategies/analytic/Validity.hpp"
 
 namespace placesim {
 

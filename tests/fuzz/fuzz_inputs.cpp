@@ -32,13 +32,13 @@
 #include <vector>
 
 #include "strategies/analytic/Analytic.hpp"
+#include "strategies/analytic/Validity.hpp"
 #include "strategies/calibrate/Calibration.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "strategies/pipeline/AbstractPipeline.hpp"
 #include "strategies/pipeline/Equivalence.hpp"
 #include "strategies/placement/ClusterFit.hpp"
 #include "strategies/placement/Experiment.hpp"
-#include "strategies/placement/Validity.hpp"
 #include "strategies/sweep/Search.hpp"
 #include "strategies/sweep/Sweep.hpp"
 #include "strategies/sweep/SweepPoint.hpp"

@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "sim/backend/Simulate.hpp"
+#include "strategies/analytic/Validity.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "strategies/placement/Experiment.hpp"
-#include "strategies/placement/Validity.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/report/SimReport.hpp"
 #include "workloads/json/JsonReader.hpp"

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "strategies/analytic/Routing.hpp"
 #include "strategies/analytic/StepBound.hpp"
 #include "strategies/pipeline/StagePlan.hpp"
+#include "strategies/placement/Routing.hpp"
 #include "traces/report/StackReport.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"

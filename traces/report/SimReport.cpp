@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "strategies/analytic/ComputeModel.hpp"
-#include "strategies/analytic/Routing.hpp"
 #include "strategies/placement/Mesh.hpp"
+#include "strategies/placement/Routing.hpp"
 #include "strategies/placement/Strategy.hpp"
 #include "traces/report/Interval.hpp"
 #include "traces/report/Report.hpp"

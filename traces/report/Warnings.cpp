@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <utility>
 
-#include "strategies/analytic/DataPlan.hpp"
 #include "strategies/placement/Condition.hpp"
+#include "strategies/placement/DataPlan.hpp"
 #include "traces/report/StackReport.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"

@@ -1,6 +1,20 @@
-#include "strategies/analytic/Collective.hpp"
+#include "strategies/placement/Collective.hpp"
 
 namespace placesim {
+
+const char* to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce:
+      return "allreduce";
+    case CollectiveOp::AllGather:
+      return "allgather";
+    case CollectiveOp::ReduceScatter:
+      return "reducescatter";
+    case CollectiveOp::AllToAll:
+      return "alltoall";
+  }
+  return "?";
+}
 
 const char* to_string(CommClass c) {
   switch (c) {

@@ -6,10 +6,6 @@
 
 namespace placesim {
 
-/// A strategy that would train a different model than one device would: names the state, the axis and the rule.
-struct InvalidStrategy : InputError {
-  using InputError::InputError;
-};
 
 /// Checks divisibility of the model by the mesh and the placement's gradient integrity and state consistency
 /// (arXiv 2601.02311): every parameter's update sees the full sum of its gradient contributions exactly once, and

@@ -1,4 +1,4 @@
-#include "strategies/analytic/Routing.hpp"
+#include "strategies/placement/Routing.hpp"
 
 #include <algorithm>
 #include <cmath>

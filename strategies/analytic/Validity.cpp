@@ -1,4 +1,4 @@
-#include "strategies/placement/Validity.hpp"
+#include "strategies/analytic/Validity.hpp"
 
 #include <string>
 

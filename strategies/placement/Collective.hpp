@@ -4,6 +4,11 @@
 
 namespace placesim {
 
+/// AllToAll: expert parallelism's dispatch or combine; its pairwise volumes are TaskGraph::a2a_tokens[split] tokens of
+/// `elems` elements each (alltoall_pair_elems).
+enum class CollectiveOp { AllReduce, AllGather, ReduceScatter, AllToAll };
+const char* to_string(CollectiveOp op);
+
 /// Collective classes: the names used in the analytic `communication.by_class` and the simulated
 /// `simulation.bytes_sent.by_class`.
 /// CpKv: context parallelism's keys and values (and their gradients): ring steps or all-gathers / reduce-scatters.

@@ -2,7 +2,8 @@
 #include <string>
 #include <vector>
 
-#include "strategies/graph/TaskGraph.hpp"
+#include "strategies/placement/Collective.hpp"
+#include "strategies/placement/Placement.hpp"
 #include "strategies/placement/Strategy.hpp"
 
 namespace placesim {

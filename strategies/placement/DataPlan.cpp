@@ -1,4 +1,4 @@
-#include "strategies/analytic/DataPlan.hpp"
+#include "strategies/placement/DataPlan.hpp"
 
 namespace placesim {
 
