@@ -90,12 +90,10 @@ void write_files(const Args& args, const Json& report, const ConvergenceResult& 
   write_flag_output(args, "--report", [&] { return dump(report); });
 }
 
-// Randomized PipeDream on the experiment's objective: the run, the delays it applied and the bound beside it.
-int run_rpd_mode(const Args& args, const Experiment& e, const ConvergenceSpec& spec, const PreparedPipeline& prepared) {
-  const std::string mode = *args.value("--rpd");
-  if (mode != "uniform" && mode != "backward" && mode != "pipedream")
-    throw InputError("--rpd=" + mode + " is not one of: uniform backward pipedream");
-  const auto objective = make_objective(spec.objective);
+// The Randomized PipeDream run the flags ask for on the prepared schedule: with --rpd=pipedream the schedule's own
+// order and delays, else stages sampled uniformly or in the backward order with delays uniform on 0..--delta.
+RpdSpec rpd_spec(const Args& args, const std::string& mode, const ConvergenceSpec& spec,
+                 const PreparedPipeline& prepared) {
   RpdSpec rpd;
   rpd.stages = prepared.trace.stages;
   rpd.step_size = spec.step_size;
@@ -122,17 +120,39 @@ int run_rpd_mode(const Args& args, const Experiment& e, const ConvergenceSpec& s
     rpd.steady_from_microbatch = (last + 1) / 2;
   }
   rpd.sampling = mode == "backward" ? RpdSpec::Sampling::BackwardOrder : RpdSpec::Sampling::Uniform;
-  const RpdResult r = run_rpd(rpd, *objective);
-  const std::int64_t delta = mode == "pipedream" ? r.delays.max : rpd.delta;
-  // f(x0) - f*: a convex objective's minimum estimate; the others' losses are >= 0.
-  std::vector<double> x0(static_cast<std::size_t>(objective->dimension()), 0.0);
-  const double f0 = r.points.front().loss;
-  const bool convex = spec.objective.kind == ObjectiveKind::Quadratic ||
-                      spec.objective.kind == ObjectiveKind::Logistic ||
-                      spec.objective.kind == ObjectiveKind::LeastSquares;
-  const double fstar = convex ? estimate_minimum(*objective, 20000, 1e-9).value : 0.0;
-  const double L = estimate_smoothness(*objective, x0, rpd.seed);
-  const RpdBound b = rpd_bound(rpd.step_size, rpd.stages, r.iterations, delta, L, r.second_moment, f0 - fstar);
+  return rpd;
+}
+
+// An RPD run and the theory's bound evaluated beside it.
+struct RpdOutcome {
+  RpdResult run;
+  std::int64_t delta = 0;  // the bound's delay: --delta, or with the schedule's delays the largest it applied
+  double f0 = 0;           // the initial loss
+  bool convex = false;
+  double fstar = 0;       // f*: a convex objective's minimum estimate; the others' losses are >= 0
+  double smoothness = 0;  // L, a local estimate at x0
+  RpdBound bound;
+};
+
+RpdOutcome run_with_bound(const RpdSpec& rpd, const Objective& objective, const ConvergenceSpec& spec,
+                          const std::string& mode) {
+  RpdOutcome o;
+  o.run = run_rpd(rpd, objective);
+  const RpdResult& r = o.run;
+  o.delta = mode == "pipedream" ? r.delays.max : rpd.delta;
+  std::vector<double> x0(static_cast<std::size_t>(objective.dimension()), 0.0);
+  o.f0 = r.points.front().loss;
+  o.convex = spec.objective.kind == ObjectiveKind::Quadratic || spec.objective.kind == ObjectiveKind::Logistic ||
+             spec.objective.kind == ObjectiveKind::LeastSquares;
+  o.fstar = o.convex ? estimate_minimum(objective, 20000, 1e-9).value : 0.0;
+  o.smoothness = estimate_smoothness(objective, x0, rpd.seed);
+  o.bound = rpd_bound(rpd.step_size, rpd.stages, r.iterations, o.delta, o.smoothness, r.second_moment, o.f0 - o.fstar);
+  return o;
+}
+
+std::string rpd_summary(const std::string& mode, const RpdSpec& rpd, const Objective& objective, const RpdOutcome& o) {
+  const RpdResult& r = o.run;
+  const RpdBound& b = o.bound;
   std::ostringstream text;
   text.precision(4);
   text << "placesim converge --rpd=" << mode << ": S=" << rpd.stages << ", K=" << r.iterations << " block updates, "
@@ -140,38 +160,44 @@ int run_rpd_mode(const Args& args, const Experiment& e, const ConvergenceSpec& s
                ? "PipeDream's order and delays from the schedule"
                : std::string(mode == "uniform" ? "stages sampled uniformly" : "PipeDream's backward order") +
                      ", delays uniform on 0.." + std::to_string(rpd.delta))
-       << "; " << objective->name() << ", d=" << objective->dimension() << ", step size " << rpd.step_size << "\n";
-  text << "  loss " << f0 << " -> " << r.points.back().loss << (r.diverged ? " (diverged)" : "")
+       << "; " << objective.name() << ", d=" << objective.dimension() << ", step size " << rpd.step_size << "\n";
+  text << "  loss " << o.f0 << " -> " << r.points.back().loss << (r.diverged ? " (diverged)" : "")
        << "; mean ||grad f(x_k)||^2 over " << r.points.size() - 1 << " sampled iterates: " << r.mean_squared_gradient
        << "\n";
   text << "  delays of the active block: max " << r.delays.max << ", mean " << r.delays.mean << "\n";
   text << "  bound (Ilin & Richtarik, arXiv 2606.03498, as their code evaluates it): 2S(f0-f*)/(gK) " << b.descent
        << " + gSLG^2 " << b.noise << " + g^2L^2delta^2G^2 " << b.stale << " = " << b.total()
        << (r.mean_squared_gradient <= b.total() ? " >= " : " < ") << "measured " << r.mean_squared_gradient << "\n";
-  text << "    with L " << L << " (local estimate at x0), G^2 " << r.second_moment
+  text << "    with L " << o.smoothness << " (local estimate at x0), G^2 " << r.second_moment
        << " (largest sampled block gradient), "
-       << "f0-f* " << f0 - fstar << (convex ? "" : " (f* >= 0)") << ", delta " << delta << "\n";
+       << "f0-f* " << o.f0 - o.fstar << (o.convex ? "" : " (f* >= 0)") << ", delta " << o.delta << "\n";
   text << "  tuned step g* = sqrt(2(f0-f*)/(L G^2 K)) = " << b.tuned_step << ": 2S sqrt(2L(f0-f*)G^2/K) "
        << b.tuned_main << " + stale read 2L(f0-f*)delta^2/K " << b.tuned_stale
        << " (Theta(S^4/K)) = " << b.tuned_total() << "\n";
+  return text.str();
+}
+
+Json rpd_report(const Experiment& e, const std::string& mode, const RpdSpec& rpd, const RpdOutcome& o) {
+  const RpdResult& r = o.run;
+  const RpdBound& b = o.bound;
   Json report = {{"experiment", e.name},
                  {"placesim_version", PLACESIM_VERSION},
                  {"rpd",
                   {{"mode", mode},
                    {"stages", rpd.stages},
                    {"iterations", r.iterations},
-                   {"delta", delta},
+                   {"delta", o.delta},
                    {"step_size", rpd.step_size},
-                   {"initial_loss", f0},
+                   {"initial_loss", o.f0},
                    {"final_loss", r.points.back().loss},
                    {"diverged", r.diverged},
                    {"mean_squared_gradient", r.mean_squared_gradient},
                    {"max_delay", r.delays.max},
                    {"mean_delay", r.delays.mean}}},
                  {"bound",
-                  {{"smoothness", L},
+                  {{"smoothness", o.smoothness},
                    {"second_moment", r.second_moment},
-                   {"gap", f0 - fstar},
+                   {"gap", o.f0 - o.fstar},
                    {"descent", b.descent},
                    {"noise", b.noise},
                    {"stale_read", b.stale},
@@ -183,8 +209,20 @@ int run_rpd_mode(const Args& args, const Experiment& e, const ConvergenceSpec& s
   Json histogram = Json::array();
   for (const auto& [delay, count] : r.histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
   report["rpd"]["histogram"] = histogram;
+  return report;
+}
+
+// Randomized PipeDream on the experiment's objective: the run, the delays it applied and the bound beside it.
+int run_rpd_mode(const Args& args, const Experiment& e, const ConvergenceSpec& spec, const PreparedPipeline& prepared) {
+  const std::string mode = *args.value("--rpd");
+  if (mode != "uniform" && mode != "backward" && mode != "pipedream")
+    throw InputError("--rpd=" + mode + " is not one of: uniform backward pipedream");
+  const auto objective = make_objective(spec.objective);
+  const RpdSpec rpd = rpd_spec(args, mode, spec, prepared);
+  const RpdOutcome outcome = run_with_bound(rpd, *objective, spec, mode);
+  const Json report = rpd_report(e, mode, rpd, outcome);
   write_flag_output(args, "--report", [&] { return dump(report); });
-  summary_stream(args.value("--report").value_or("")) << text.str();
+  summary_stream(args.value("--report").value_or("")) << rpd_summary(mode, rpd, *objective, outcome);
   return 0;
 }
 

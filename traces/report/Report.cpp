@@ -286,95 +286,124 @@ std::string attention_text(const Experiment& e) {
   return "fused attention";
 }
 
-std::string analysis_table(const Experiment& e, const Analysis& a) {
-  const auto& s = e.strategy;
-  std::ostringstream out;
+namespace {
+
+// Who set a training field: the field's own name when the experiment writes it, else the origin that gave it.
+std::string given_by(const Experiment& e, const std::string& field) {
+  return e.provenance.written(field) ? field : e.provenance.who(field);
+}
+
+// The strategy's options the mesh line names after the device count.
+std::string mesh_options_text(const Experiment& e) {
+  const StrategySpec& s = e.strategy;
+  std::string text = s.sp ? ", sequence parallel" : "";
+  if (s.costs_tp_copies())
+    text +=
+        ", batch-first TP activations (each sequence-parallel collective's buffer copied on the compute stream: "
+        "strategy.tp_copies)";
+  if (s.tp_fp8_gather)
+    text += std::string(", TP all-gathers in FP8 (torchao's Float8 TP plan: strategy.tp_fp8_gather") +
+            (e.provenance.present("strategy.tp_fp8_gather") ? "" : ", on with tensorwise Float8 and PyTorch's TP") +
+            ")";
+  if (s.gathers_once_per_step() && holds_unit_buffer(s, State::Parameters))
+    text +=
+        ", units gathered once per step and gradients reduce-scattered after the last backward "
+        "(reshard_after_forward=false under the pipeline; torchtitan's default with pp > 1)";
+  else if (s.regathers_after_backward() && holds_unit_buffer(s, State::Parameters))
+    text +=
+        ", units resharded after every backward and gathered again before the chunk's next op, gradients "
+        "reduce-scattered after the last backward (reshard_after_backward=true under the pipeline)";
+  return text;
+}
+
+// The gradients' precision and the optimizer's options, each with who set it.
+std::string optimizer_options_text(const Experiment& e) {
+  const TrainingSpec& t = e.training;
+  std::string text = to_string(t.grad_dtype) + " gradients";
+  if (t.master_weights == MasterWeights::Parameters)
+    text += ", fp32 master weights as the parameters (" + given_by(e, "training.master_weights") + ")";
+  if (t.optimizer_kernel == OptimizerKernel::Foreach)
+    text += ", torch.optim's foreach step (" + given_by(e, "training.optimizer_kernel") + ")";
+  return text;
+}
+
+// What follows "recompute <mode>": the layers a partial recompute covers, and where the mode came from.
+std::string recompute_text(const Experiment& e) {
+  const TrainingSpec& t = e.training;
+  std::string text;
+  if (partial_recompute(e))
+    text += " of the first " + std::to_string(t.recompute_layers) +
+            " layers of each model chunk (training.recompute_layers; the others keep every activation)";
+  if (!e.provenance.present("training.recompute") && t.recompute != Recompute::None)
+    text +=
+        " (training.recompute not given: the placement's activations are materialized, i.e. recomputed in the "
+        "backward; set training.recompute to choose)";
+  return text;
+}
+
+// The model, the strategy and its mesh, the schedule and batch, precision, optimizer, recompute and kernels.
+void write_heading(std::ostream& out, const Experiment& e, const Analysis& a) {
+  const StrategySpec& s = e.strategy;
+  const TrainingSpec& t = e.training;
   out << "placesim analyze: " << e.model.name << " (" << format_count(a.parameters) << " parameters), strategy "
       << s.preset << " " << short_form(s.placement) << " (P/O/G/A)\n";
-  out << "  mesh " << mesh_string(s) << " = " << s.devices() << " devices" << (s.sp ? ", sequence parallel" : "")
-      << (s.costs_tp_copies()
-              ? ", batch-first TP activations (each sequence-parallel collective's buffer copied on the "
-                "compute stream: strategy.tp_copies)"
-              : "")
-      << (s.tp_fp8_gather
-              ? std::string(", TP all-gathers in FP8 (torchao's Float8 TP plan: strategy.tp_fp8_gather") +
-                    (e.provenance.present("strategy.tp_fp8_gather") ? ""
-                                                                    : ", on with tensorwise Float8 and PyTorch's TP") +
-                    ")"
-              : std::string())
-      << (s.gathers_once_per_step() && holds_unit_buffer(s, State::Parameters)
-              ? ", units gathered once per step and gradients reduce-scattered after the last backward "
-                "(reshard_after_forward=false under the pipeline; torchtitan's default with pp > 1)"
-          : s.regathers_after_backward() && holds_unit_buffer(s, State::Parameters)
-              ? ", units resharded after every backward and gathered again before the chunk's next op, gradients "
-                "reduce-scattered after the last backward (reshard_after_backward=true under the pipeline)"
-              : "")
-      << "; " << to_string(s.schedule) << ", " << s.microbatches << " micro-batches of " << e.training.micro_batch
-      << ", global batch " << e.training.global_batch << "; " << to_string(e.training.dtype) << " "
-      << to_string(e.training.optimizer) << " (" << to_string(e.training.grad_dtype) << " gradients"
-      << (e.training.master_weights == MasterWeights::Parameters
-              ? std::string(", fp32 master weights as the parameters (") +
-                    (e.provenance.written("training.master_weights") ? "training.master_weights"
-                                                                     : e.provenance.who("training.master_weights")) +
-                    ")"
-              : std::string())
-      << (e.training.optimizer_kernel == OptimizerKernel::Foreach
-              ? std::string(", torch.optim's foreach step (") +
-                    (e.provenance.written("training.optimizer_kernel")
-                         ? "training.optimizer_kernel"
-                         : e.provenance.who("training.optimizer_kernel")) +
-                    ")"
-              : std::string())
-      << "), recompute " << to_string(e.training.recompute)
-      << (partial_recompute(e) ? " of the first " + std::to_string(e.training.recompute_layers) +
-                                     " layers of each model chunk (training.recompute_layers; the others keep every "
-                                     "activation)"
-                               : std::string())
-      << (!e.provenance.present("training.recompute") && e.training.recompute != Recompute::None
-              ? " (training.recompute not given: the placement's activations are materialized, i.e. recomputed in "
-                "the backward; set training.recompute to choose)"
-              : "")
-      << (e.training.fp8 ? ", FP8 linear layers (training.fp8, " + to_string(e.training.fp8_scaling) + " scaling)"
-                         : std::string());
+  out << "  mesh " << mesh_string(s) << " = " << s.devices() << " devices" << mesh_options_text(e) << "; "
+      << to_string(s.schedule) << ", " << s.microbatches << " micro-batches of " << t.micro_batch << ", global batch "
+      << t.global_batch << "; " << to_string(t.dtype) << " " << to_string(t.optimizer) << " ("
+      << optimizer_options_text(e) << "), recompute " << to_string(t.recompute) << recompute_text(e)
+      << (t.fp8 ? ", FP8 linear layers (training.fp8, " + to_string(t.fp8_scaling) + " scaling)" : std::string());
   if (!e.model.opaque())
     out << "; seq " << e.model.seq_len
         << (e.model.seq_len_source.empty() ? std::string() : " (" + e.model.seq_len_source + ")") << ", "
         << attention_text(e) << ", " << kernels_text(e);
   out << "\n" << stack_summary(e) << "\n";
-  // Columns: the first and the last stage (they differ by embedding/head and in-flight micro-batches) and the max.
-  std::vector<const StageAnalysis*> cols = {&a.stages.front()};
-  if (a.stages.size() > 1) cols.push_back(&a.stages.back());
-  const std::size_t w = 14;
-  out << cell("memory per device", 24);
-  for (const auto* c : cols) out << cell("stage " + std::to_string(c->stage), w);
-  out << cell("max", w) << "\n";
-  auto row = [&](const char* label, auto get, double max_value) {
-    out << "  " << label << std::string(22 - std::string(label).size(), ' ');
-    for (const auto* c : cols) out << cell(format_bytes(get(c->memory)), w);
-    out << cell(format_bytes(max_value), w) << "\n";
-  };
-  row(
-      "parameters", [](const MemoryBytes& m) { return m.parameters; }, a.memory.parameters);
-  row(
-      "gradients", [](const MemoryBytes& m) { return m.gradients; }, a.memory.gradients);
-  row(
-      "optimizer", [](const MemoryBytes& m) { return m.optimizer; }, a.memory.optimizer);
-  row(
-      "activations", [](const MemoryBytes& m) { return m.activations; }, a.memory.activations);
+}
+
+// The table's columns: the first and the last stage (they differ by embedding/head and in-flight micro-batches); the
+// maximum over devices follows them.
+using Columns = std::vector<const StageAnalysis*>;
+constexpr std::size_t kColumnWidth = 14;
+
+void write_column_heads(std::ostream& out, const std::string& title, const Columns& cols) {
+  out << cell(title, 24);
+  for (const auto* c : cols) out << cell("stage " + std::to_string(c->stage), kColumnWidth);
+  out << cell("max", kColumnWidth) << "\n";
+}
+
+void write_memory_row(std::ostream& out, const Columns& cols, const std::string& label,
+                      double (*get)(const MemoryBytes&), double max_value) {
+  out << "  " << label << std::string(22 - label.size(), ' ');
+  for (const auto* c : cols) out << cell(format_bytes(get(c->memory)), kColumnWidth);
+  out << cell(format_bytes(max_value), kColumnWidth) << "\n";
+}
+
+void write_memory_rows(std::ostream& out, const Analysis& a, const Columns& cols) {
+  write_column_heads(out, "memory per device", cols);
+  write_memory_row(
+      out, cols, "parameters", [](const MemoryBytes& m) { return m.parameters; }, a.memory.parameters);
+  write_memory_row(
+      out, cols, "gradients", [](const MemoryBytes& m) { return m.gradients; }, a.memory.gradients);
+  write_memory_row(
+      out, cols, "optimizer", [](const MemoryBytes& m) { return m.optimizer; }, a.memory.optimizer);
+  write_memory_row(
+      out, cols, "activations", [](const MemoryBytes& m) { return m.activations; }, a.memory.activations);
   // Buffers and total assume every transient buffer live at once: a bound, which simulate's peak stays under when
   // each layer is its own group. Named so, as simulate's validation rows name them.
-  row(
-      "buffers (bound)", [](const MemoryBytes& m) { return m.buffers; }, a.memory.buffers);
-  row(
-      "model states", [](const MemoryBytes& m) { return m.model_states(); }, a.model_states_bytes);
-  row(
-      "total (bound)", [](const MemoryBytes& m) { return m.total(); }, a.total_bytes);
+  write_memory_row(
+      out, cols, "buffers (bound)", [](const MemoryBytes& m) { return m.buffers; }, a.memory.buffers);
+  write_memory_row(
+      out, cols, "model states", [](const MemoryBytes& m) { return m.model_states(); }, a.model_states_bytes);
+  write_memory_row(
+      out, cols, "total (bound)", [](const MemoryBytes& m) { return m.total(); }, a.total_bytes);
   if (a.memory.host > 0)
-    row(
-        "host (offloaded)", [](const MemoryBytes& m) { return m.host; }, a.memory.host);
-  out << "\n" << cell("sent per device per step", 24);
-  for (const auto* c : cols) out << cell("stage " + std::to_string(c->stage), w);
-  out << cell("max", w) << "\n";
+    write_memory_row(
+        out, cols, "host (offloaded)", [](const MemoryBytes& m) { return m.host; }, a.memory.host);
+}
+
+void write_comm_rows(std::ostream& out, const Experiment& e, const Analysis& a, const Columns& cols) {
+  const std::size_t w = kColumnWidth;
+  out << "\n";
+  write_column_heads(out, "sent per device per step", cols);
   for (int k = 0; k < kCommClasses; ++k) {
     auto idx = static_cast<std::size_t>(k);
     if (static_cast<CommClass>(k) == CommClass::CpKv && e.strategy.cp == 1) continue;  // no context parallelism
@@ -389,37 +418,53 @@ std::string analysis_table(const Experiment& e, const Analysis& a) {
   out << cell(format_bytes(a.bytes_per_step), w) << "\n";
   if (a.comm.h2d > 0 || a.comm.d2h > 0)
     out << "  PCIe host->device " << format_bytes(a.comm.h2d) << ", device->host " << format_bytes(a.comm.d2h) << "\n";
-  // The data-parallel classes by the collective and axis they come from (stage 0; other stages differ in size only).
+}
+
+// The data-parallel classes by the collective and axis they come from (stage 0; other stages differ in size only).
+void write_data_collectives(std::ostream& out, const Experiment& e, const Analysis& a) {
   const auto& data = a.stages.front().data_collectives;
-  if (!data.empty()) {
-    out << "\ndata-parallel collectives, stage 0 (sent per device):\n";
-    for (const auto& dc : data) {
-      std::string head = std::string("  ") + dc.plan.purpose;
-      out << head << std::string(head.size() < 48 ? 48 - head.size() : 1, ' ') << to_string(dc.plan.op) << " over "
-          << axes_label(e.strategy, dc.plan.group) << " (" << dc.group_size << "), " << to_string(dc.plan.when) << ": "
-          << format_bytes(dc.bytes_per_run) << " x " << dc.runs << " = " << format_bytes(dc.bytes()) << "\n";
-    }
+  if (data.empty()) return;
+  out << "\ndata-parallel collectives, stage 0 (sent per device):\n";
+  for (const auto& dc : data) {
+    std::string head = std::string("  ") + dc.plan.purpose;
+    out << head << std::string(head.size() < 48 ? 48 - head.size() : 1, ' ') << to_string(dc.plan.op) << " over "
+        << axes_label(e.strategy, dc.plan.group) << " (" << dc.group_size << "), " << to_string(dc.plan.when) << ": "
+        << format_bytes(dc.bytes_per_run) << " x " << dc.runs << " = " << format_bytes(dc.bytes()) << "\n";
   }
-  if (has_stage_plan(e)) {
-    const auto& s2 = e.strategy;
-    out << "\npipeline stages (" << to_string(s2.schedule);
-    if (s2.schedule == Schedule::Interleaved)
-      out << ", " << s2.chunks << " chunks, groups of " << s2.interleave_group() << " micro-batches";
-    out << "; bubble: " << stage_plan_basis(e) << "):\n";
-    out << "  stage  layers per chunk        in flight   activations   bubble\n";
-    const std::vector<StageLayout> layouts = stage_layouts(e);
-    for (const StagePlan& p : unit_stage_plan(e)) {
-      std::string layers;
-      for (std::int64_t n : p.chunk_layers) layers += (layers.empty() ? "" : " + ") + std::to_string(n);
-      char bubble[32];
-      std::snprintf(bubble, sizeof bubble, std::isnan(p.bubble_fraction) ? "n/a" : "%.1f %%", 100 * p.bubble_fraction);
-      char inflight[32];
-      std::snprintf(inflight, sizeof inflight, "%g", p.inflight_passes);
-      out << "  " << cell(std::to_string(p.stage), 5) << "  " << cell(layers, 22) << cell(inflight, 10)
-          << cell(format_bytes(stage_activation_bytes(e, layouts[static_cast<std::size_t>(p.stage)])), 14)
-          << cell(bubble, 9) << "\n";
-    }
+}
+
+void write_stage_plan(std::ostream& out, const Experiment& e) {
+  const StrategySpec& s = e.strategy;
+  out << "\npipeline stages (" << to_string(s.schedule);
+  if (s.schedule == Schedule::Interleaved)
+    out << ", " << s.chunks << " chunks, groups of " << s.interleave_group() << " micro-batches";
+  out << "; bubble: " << stage_plan_basis(e) << "):\n";
+  out << "  stage  layers per chunk        in flight   activations   bubble\n";
+  const std::vector<StageLayout> layouts = stage_layouts(e);
+  for (const StagePlan& p : unit_stage_plan(e)) {
+    std::string layers;
+    for (std::int64_t n : p.chunk_layers) layers += (layers.empty() ? "" : " + ") + std::to_string(n);
+    char bubble[32];
+    std::snprintf(bubble, sizeof bubble, std::isnan(p.bubble_fraction) ? "n/a" : "%.1f %%", 100 * p.bubble_fraction);
+    char inflight[32];
+    std::snprintf(inflight, sizeof inflight, "%g", p.inflight_passes);
+    out << "  " << cell(std::to_string(p.stage), 5) << "  " << cell(layers, 22) << cell(inflight, 10)
+        << cell(format_bytes(stage_activation_bytes(e, layouts[static_cast<std::size_t>(p.stage)])), 14)
+        << cell(bubble, 9) << "\n";
   }
+}
+
+}  // namespace
+
+std::string analysis_table(const Experiment& e, const Analysis& a) {
+  std::ostringstream out;
+  write_heading(out, e, a);
+  Columns cols = {&a.stages.front()};
+  if (a.stages.size() > 1) cols.push_back(&a.stages.back());
+  write_memory_rows(out, a, cols);
+  write_comm_rows(out, e, a, cols);
+  write_data_collectives(out, e, a);
+  if (has_stage_plan(e)) write_stage_plan(out, e);
   if (e.model.moe()) out << experts_text(e);
   if (!e.model.opaque())
     out << "\ncompute per step: model " << format_flops(a.model_flops_per_step) << ", hardware "

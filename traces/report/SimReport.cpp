@@ -449,139 +449,182 @@ std::string kernel_latency_summary(const ComputeProfile& p) {
          "\n";
 }
 
-}  // namespace
-
-std::string simulation_summary(const SimulatedStep& s) {
-  const SimFigures& f = s.figures;
-  std::string out = summary_heading(s.experiment, s.cluster) + stack_summary(s.experiment) + calibration_summary(s);
+// Step time, MFU, throughput and exposed communication.
+std::string summary_rates(const SimFigures& f) {
   char line[1024];
   std::snprintf(line, sizeof line,
                 "  step time            %s\n  MFU                  %.1f %%\n  model TFLOP/s / GPU  %.1f (hardware, "
                 "recompute included: %.1f)\n  tokens / s           %.0f\n  exposed comm         %s\n",
                 format_seconds(f.step_time_s).c_str(), 100 * f.mfu, f.model_tflops_per_gpu, f.hardware_tflops_per_gpu,
                 f.tokens_per_s, format_seconds(f.exposed_communication_s).c_str());
-  out += line;
-  const PredictionInterval interval = prediction_interval(s.experiment, s.cluster.accelerator, f.step_time_s);
-  out += "  90 % interval        " +
+  return line;
+}
+
+std::string interval_summary(const SimulatedStep& s) {
+  const PredictionInterval interval = prediction_interval(s.experiment, s.cluster.accelerator, s.figures.step_time_s);
+  return "  90 % interval        " +
          (interval.available
               ? format_seconds(interval.low_s) + " to " + format_seconds(interval.high_s) + " per step, centred on " +
                     format_seconds(interval.centre_s) + " (" + interval.basis + ")\n"
               : interval.basis + "\n");
-  out += time_to_train_summary(step_time_to_train(s));
+}
+
+// The power limit and how its compute scale was found; empty without a limit.
+std::string power_limit_summary(const AcceleratorSpec& acc) {
+  if (!(acc.power_limit_w > 0)) return "";
+  const char* why = "sustained clock taken as proportional to the limit, an estimate";
+  switch (acc.compute_scale_basis) {
+    case ScaleBasis::Measured:
+      why = "the profile's GEMMs measured at this limit";
+      break;
+    case ScaleBasis::Interpolated:
+      why = "interpolated between the profile's measured limits and the rated power";
+      break;
+    case ScaleBasis::BelowMeasured:
+      why = "the lowest measured limit's scale, proportional to the limit below it: an estimate";
+      break;
+    case ScaleBasis::Linear:
+    case ScaleBasis::Rated:
+      break;
+  }
+  char line[1024];
+  std::snprintf(line, sizeof line,
+                "  power limit          %.0f W of the rated %.0f W: compute peaks x%.3f (%s; HBM bandwidth "
+                "unchanged)\n",
+                acc.power_limit_w, acc.tdp_w, acc.compute_scale, why);
+  return line;
+}
+
+// What FP8 training changes and what it leaves out; empty without training.fp8 (refused on opaque models).
+std::string fp8_summary(const Experiment& e, const AcceleratorSpec& acc) {
+  const TrainingSpec& t = e.training;
+  if (!t.fp8) return "";
+  const std::string scaling =
+      (t.fp8_scaling == Fp8Scaling::Tensorwise
+           ? "tensorwise scaling, torchao's Float8Linear: amax and cast passes, the weights cast every forward, "
+             "operand copies for the backward GEMMs"
+           : "delayed scaling, Transformer Engine's: fused cast-transposes, the weights cast once per step") +
+      std::string(e.provenance.written("training.fp8_scaling")
+                      ? " (training.fp8_scaling)"
+                      : " (training.fp8_scaling not given: " + e.provenance.who("training.fp8_scaling") + ")");
+  char line[1024];
+  std::snprintf(line, sizeof line,
+                "  FP8                  the layers' linear GEMMs at the FP8 peak (%.0f TFLOP/s) with their casts "
+                "(training.fp8; %s); attention, norms and the output layer in %s, every collective as without FP8; "
+                "the weights' FP8 copies are not in the memory figures; MFU is of the %s peak (an FP8 MFU, NeMo's, "
+                "divides by the FP8 peak)\n",
+                acc.peak_fp8_flops / 1e12, scaling.c_str(), to_string(t.dtype).c_str(), to_string(t.dtype).c_str());
+  return line;
+}
+
+// The profile's overlap interference, what it did not measure, and the kernels and attention the run costs.
+std::string profile_summary(const SimulatedStep& s) {
   const AcceleratorSpec& acc = s.cluster.accelerator;
-  if (acc.power_limit_w > 0) {
-    const char* why = "sustained clock taken as proportional to the limit, an estimate";
-    switch (acc.compute_scale_basis) {
-      case ScaleBasis::Measured:
-        why = "the profile's GEMMs measured at this limit";
-        break;
-      case ScaleBasis::Interpolated:
-        why = "interpolated between the profile's measured limits and the rated power";
-        break;
-      case ScaleBasis::BelowMeasured:
-        why = "the lowest measured limit's scale, proportional to the limit below it: an estimate";
-        break;
-      case ScaleBasis::Linear:
-      case ScaleBasis::Rated:
-        break;
-    }
-    std::snprintf(line, sizeof line,
-                  "  power limit          %.0f W of the rated %.0f W: compute peaks x%.3f (%s; HBM bandwidth "
-                  "unchanged)\n",
-                  acc.power_limit_w, acc.tdp_w, acc.compute_scale, why);
-    out += line;
-  }
-  if (s.experiment.training.fp8) {  // refused on opaque models (resolve)
-    const TrainingSpec& t = s.experiment.training;
-    const std::string scaling =
-        (t.fp8_scaling == Fp8Scaling::Tensorwise
-             ? "tensorwise scaling, torchao's Float8Linear: amax and cast passes, the weights cast every forward, "
-               "operand copies for the backward GEMMs"
-             : "delayed scaling, Transformer Engine's: fused cast-transposes, the weights cast once per step") +
-        std::string(s.experiment.provenance.written("training.fp8_scaling")
-                        ? " (training.fp8_scaling)"
-                        : " (training.fp8_scaling not given: " + s.experiment.provenance.who("training.fp8_scaling") +
-                              ")");
-    std::snprintf(line, sizeof line,
-                  "  FP8                  the layers' linear GEMMs at the FP8 peak (%.0f TFLOP/s) with their casts "
-                  "(training.fp8; %s); attention, norms and the output layer in %s, every collective as without FP8; "
-                  "the weights' FP8 copies are not in the memory figures; MFU is of the %s peak (an FP8 MFU, NeMo's, "
-                  "divides by the FP8 peak)\n",
-                  acc.peak_fp8_flops / 1e12, scaling.c_str(), to_string(t.dtype).c_str(), to_string(t.dtype).c_str());
-    out += line;
-  }
   const ComputeProfile& profile = acc.profile;
-  out += "  overlap interference inside a node: " + interference_text(profile.intra_node_interference) +
-         (s.result.spanning_interference.empty() ? "; across nodes: " : "; across nodes (NIC hops): ") +
-         interference_text(profile.inter_node_interference) + spanning_text(s.result) + "; compute time lost " +
-         format_seconds(max_interference_s(s.result)) + " (most of any GPU)\n";
+  const Experiment& e = s.experiment;
+  std::string out = "  overlap interference inside a node: " + interference_text(profile.intra_node_interference) +
+                    (s.result.spanning_interference.empty() ? "; across nodes: " : "; across nodes (NIC hops): ") +
+                    interference_text(profile.inter_node_interference) + spanning_text(s.result) +
+                    "; compute time lost " + format_seconds(max_interference_s(s.result)) + " (most of any GPU)\n";
   for (const NotMeasured& n : profile.not_measured)
     out += "  not measured on " + acc.name + ": " + n.component + " - " + n.treatment + "\n";
-  if (!s.experiment.model.opaque()) out += "  kernels: " + kernels_text(s.experiment) + "\n";
-  const AttentionData& attention = profile.attention;
-  if (!s.experiment.model.opaque())
-    if (const AttentionStandIn* stand_in = attention_stand_in(s.experiment.training.attention_kernel, profile))
-      out += "  attention: " + std::regex_replace(stand_in->why, std::regex("\\{accelerator\\}"), acc.name) + "\n";
-  if (!s.experiment.model.opaque() && s.experiment.model.flash_attention &&
-      s.experiment.training.attention_kernel == AttentionKernel::Fused && !attention.note.empty())
-    out += "  attention: " + attention.note + "\n";
-  out += "  host launch overhead " +
-         (s.experiment.training.launch_overhead_s > 0
-              ? format_seconds(s.experiment.training.launch_overhead_s) +
-                    " per kernel (a layer's pass lasts at least its kernels x this)\n"
-              : std::string("off (training.launch_overhead not given: no measurement is built in)\n"));
-  out += kernel_latency_summary(profile);
+  if (e.model.opaque()) return out;
+  out += "  kernels: " + kernels_text(e) + "\n";
+  if (const AttentionStandIn* stand_in = attention_stand_in(e.training.attention_kernel, profile))
+    out += "  attention: " + std::regex_replace(stand_in->why, std::regex("\\{accelerator\\}"), acc.name) + "\n";
+  if (e.model.flash_attention && e.training.attention_kernel == AttentionKernel::Fused &&
+      !profile.attention.note.empty())
+    out += "  attention: " + profile.attention.note + "\n";
+  return out;
+}
+
+// The host's time per kernel launch and outside the kernels.
+std::string host_summary(const SimulatedStep& s) {
   const TrainingSpec& tr = s.experiment.training;
-  if (tr.host_time_per_microbatch_s > 0 || tr.host_time_per_step_s > 0) {
-    std::string given;
-    if (tr.host_time_per_microbatch_s > 0)
-      given = format_seconds(tr.host_time_per_microbatch_s) + " per micro-batch (before its first forward)";
-    if (tr.host_time_per_step_s > 0)
-      given += (given.empty() ? "" : " and ") + format_seconds(tr.host_time_per_step_s) + " per step (at its start)";
-    out += "  host time outside the kernels: " + given +
-           " on every GPU, whose compute waits for it (training.host_time_per_microbatch, host_time_per_step)" +
-           (s.pipeline ? "; the pipeline idle below spans first to last compute: it leaves out the step's and the "
-                         "first micro-batch's and counts the others under imbalance and waiting\n"
-                       : "\n");
-  }
-  if (s.pipeline) {
-    const PipelineMetrics& m = *s.pipeline;
-    auto share = [&m](const std::vector<double>& seconds) {
-      return m.span_s > 0 ? 100 * stage_mean(seconds) / m.span_s : 0.0;
-    };
-    std::snprintf(
-        line, sizeof line,
-        "  pipeline idle        %.1f %% (mean over stages, %s, all causes): schedule bubble %.1f %%, %s "
-        "%.1f %%, imbalance and waiting %.1f %%, optimizer and step end %.1f %%, warm-up %.1f %%\n"
-        "  schedule bubble      %.1f %% (mean over stages of the schedule re-timed with balanced stages and "
-        "free communication)\n",
-        100 * stage_mean(m.idle_fraction), to_string(s.experiment.strategy.schedule).c_str(),
-        share(m.schedule_bubble_s),
-        // Idle inside a pass: with experts it is also the wait for the busiest ep rank at each combine.
-        s.experiment.model.moe() ? "inside passes (exposed comm, waiting for the busiest ep rank)" : "exposed comm",
-        share(m.exposed_communication_s), share(m.imbalance_and_waiting_s), share(m.optimizer_and_step_end_s),
-        share(m.warmup_s), 100 * stage_mean(m.schedule_bubble_fraction));
-    out += line;
-  }
-  if (s.experiment.model.moe()) {
-    const ExpertBreakdown b = expert_breakdown(s.result);
-    const ExpertRouting r = expert_routing(s.experiment);
-    std::snprintf(line, sizeof line,
-                  "  experts (GPU means)  expert compute %s, dense compute %s, all-to-all %s (exposed %s), schedule "
-                  "bubble %.1f %%; routing %s, busiest ep rank x%.2f the mean\n",
-                  format_seconds(b.expert_compute_s).c_str(), format_seconds(b.dense_compute_s).c_str(),
-                  format_seconds(b.alltoall_s).c_str(), format_seconds(b.alltoall_exposed_s).c_str(),
-                  s.pipeline ? 100 * stage_mean(s.pipeline->schedule_bubble_fraction) : 0.0,
-                  to_string(s.experiment.training.routing).c_str(), r.imbalance());
-    out += line;
-  }
-  out += summary_bytes(f) + headroom_summary(memory_headroom(s.experiment, f.max.peak_total)) +
-         summary_validation(s.validation);
+  std::string out =
+      "  host launch overhead " +
+      (tr.launch_overhead_s > 0
+           ? format_seconds(tr.launch_overhead_s) + " per kernel (a layer's pass lasts at least its kernels x this)\n"
+           : std::string("off (training.launch_overhead not given: no measurement is built in)\n"));
+  out += kernel_latency_summary(s.cluster.accelerator.profile);
+  if (!(tr.host_time_per_microbatch_s > 0 || tr.host_time_per_step_s > 0)) return out;
+  std::string given;
+  if (tr.host_time_per_microbatch_s > 0)
+    given = format_seconds(tr.host_time_per_microbatch_s) + " per micro-batch (before its first forward)";
+  if (tr.host_time_per_step_s > 0)
+    given += (given.empty() ? "" : " and ") + format_seconds(tr.host_time_per_step_s) + " per step (at its start)";
+  return out + "  host time outside the kernels: " + given +
+         " on every GPU, whose compute waits for it (training.host_time_per_microbatch, host_time_per_step)" +
+         (s.pipeline ? "; the pipeline idle below spans first to last compute: it leaves out the step's and the "
+                       "first micro-batch's and counts the others under imbalance and waiting\n"
+                     : "\n");
+}
+
+// The pipeline's idle time by cause and its schedule bubble; empty without a pipeline.
+std::string pipeline_summary(const SimulatedStep& s) {
+  if (!s.pipeline) return "";
+  const PipelineMetrics& m = *s.pipeline;
+  auto share = [&m](const std::vector<double>& seconds) {
+    return m.span_s > 0 ? 100 * stage_mean(seconds) / m.span_s : 0.0;
+  };
+  char line[1024];
+  std::snprintf(
+      line, sizeof line,
+      "  pipeline idle        %.1f %% (mean over stages, %s, all causes): schedule bubble %.1f %%, %s "
+      "%.1f %%, imbalance and waiting %.1f %%, optimizer and step end %.1f %%, warm-up %.1f %%\n"
+      "  schedule bubble      %.1f %% (mean over stages of the schedule re-timed with balanced stages and "
+      "free communication)\n",
+      100 * stage_mean(m.idle_fraction), to_string(s.experiment.strategy.schedule).c_str(), share(m.schedule_bubble_s),
+      // Idle inside a pass: with experts it is also the wait for the busiest ep rank at each combine.
+      s.experiment.model.moe() ? "inside passes (exposed comm, waiting for the busiest ep rank)" : "exposed comm",
+      share(m.exposed_communication_s), share(m.imbalance_and_waiting_s), share(m.optimizer_and_step_end_s),
+      share(m.warmup_s), 100 * stage_mean(m.schedule_bubble_fraction));
+  return line;
+}
+
+// Where the experts' time went and how unevenly routing loads the ep ranks; empty without experts.
+std::string experts_summary(const SimulatedStep& s) {
+  if (!s.experiment.model.moe()) return "";
+  const ExpertBreakdown b = expert_breakdown(s.result);
+  const ExpertRouting r = expert_routing(s.experiment);
+  char line[1024];
+  std::snprintf(line, sizeof line,
+                "  experts (GPU means)  expert compute %s, dense compute %s, all-to-all %s (exposed %s), schedule "
+                "bubble %.1f %%; routing %s, busiest ep rank x%.2f the mean\n",
+                format_seconds(b.expert_compute_s).c_str(), format_seconds(b.dense_compute_s).c_str(),
+                format_seconds(b.alltoall_s).c_str(), format_seconds(b.alltoall_exposed_s).c_str(),
+                s.pipeline ? 100 * stage_mean(s.pipeline->schedule_bubble_fraction) : 0.0,
+                to_string(s.experiment.training.routing).c_str(), r.imbalance());
+  return line;
+}
+
+// What the simulation took: wall time, SimGrid activities and timers, the symmetry it used.
+std::string cost_summary(const SimulatedStep& s) {
+  char line[1024];
   std::snprintf(line, sizeof line,
                 "  simulated in %.2f s: %llu SimGrid activities (flows), %llu timers (compute, exact collectives); ",
                 s.result.wall_time_s, static_cast<unsigned long long>(s.result.activities),
                 static_cast<unsigned long long>(s.result.timers));
-  return out + line + symmetry_text(s.result) + "\n" + warning_lines(simulation_warnings(s));
+  return line + symmetry_text(s.result) + "\n";
+}
+
+}  // namespace
+
+std::string simulation_summary(const SimulatedStep& s) {
+  const SimFigures& f = s.figures;
+  std::string out = summary_heading(s.experiment, s.cluster) + stack_summary(s.experiment) + calibration_summary(s);
+  out += summary_rates(f);
+  out += interval_summary(s);
+  out += time_to_train_summary(step_time_to_train(s));
+  out += power_limit_summary(s.cluster.accelerator);
+  out += fp8_summary(s.experiment, s.cluster.accelerator);
+  out += profile_summary(s);
+  out += host_summary(s);
+  out += pipeline_summary(s);
+  out += experts_summary(s);
+  out += summary_bytes(f) + headroom_summary(memory_headroom(s.experiment, f.max.peak_total)) +
+         summary_validation(s.validation);
+  return out + cost_summary(s) + warning_lines(simulation_warnings(s));
 }
 
 }  // namespace placesim
