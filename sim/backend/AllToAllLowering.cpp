@@ -228,12 +228,7 @@ void Runner::finish_alltoall(TaskId id, double start, double end, bool recorded_
     dev.bytes_sent[static_cast<std::size_t>(c.cls)] += task_bytes_sent(g_, t, x);
     if (!recorded_rounds && recorded(x)) account(id, x, start, end);
   }
-  if (interferes_)
-    if (const int f = interfering_fabric(id); f >= 0)
-      for (int x : m)
-        if (simulated(x)) transfer_on(x, f, -1);
-  apply_memory(t, false, end);
-  release_successors(id, end);
+  end_group_transfer(id, m, end);
 }
 
 }  // namespace placesim::detail

@@ -202,11 +202,17 @@ void Runner::finish_collective(TaskId id, const RingRun& run) {
     if (!o_.fine && recorded(x)) account(id, x, run.first_start[r], run.last_end[r]);
     end = std::max(end, run.last_end[r]);
   }
+  end_group_transfer(id, m, end);
+}
+
+// The end of a collective run as flows: its members' transfers leave the interference counts, its memory changes
+// apply and its successors are released.
+void Runner::end_group_transfer(TaskId id, const std::vector<int>& members, double end) {
   if (interferes_)
     if (const int f = interfering_fabric(id); f >= 0)
-      for (int x : m)
+      for (int x : members)
         if (simulated(x)) transfer_on(x, f, -1);
-  apply_memory(t, false, end);
+  apply_memory(g_[id], false, end);
   release_successors(id, end);
 }
 

@@ -161,6 +161,8 @@ class Runner {
   sg::Host* destination(int from, int to) const;
   const GroupRing& group_ring(int group);
   CollectivePlan plan(const Collective& c);
+  /// The end of a collective run as flows (a ring or an all-to-all) at `end`.
+  void end_group_transfer(TaskId id, const std::vector<int>& members, double end);
   /// Starts a collective task: an exact delay, an all-to-all or a ring of steps (start_ring).
   void start_collective(TaskId id, const Collective& b, double now);
   void start_ring(TaskId id, const Collective& b, double now);
