@@ -1,6 +1,7 @@
 #pragma once
 // Temporary folders and whole-file reads and writes for the tests that run placesim on files.
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,13 @@ struct TempDir {
 
 inline void write(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
+}
+
+/// Writes `text` to /tmp/placesim-test-<pid>-<name>, a file of this test process, and returns its path.
+inline std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = "/tmp/placesim-test-" + std::to_string(::getpid()) + "-" + name;
+  write(path, text);
+  return path;
 }
 
 inline std::string read(const std::string& path) {

@@ -3,6 +3,7 @@
 
 #include "strategies/placement/Experiment.hpp"
 #include "topology/cluster/Cluster.hpp"
+#include "workloads/json/Error.hpp"
 
 namespace placesim::test {
 
@@ -17,6 +18,17 @@ inline ClusterSpec nodes_of(const std::string& accelerator, int nodes) {
   c.accelerator = accelerator_preset(accelerator, "cluster.accelerator");
   c.nodes = nodes;
   return c;
+}
+
+/// The message `attempt()` is refused with (an InputError), or "(no error)" when it returns.
+template <class Attempt>
+std::string refusal_message(Attempt&& attempt) {
+  try {
+    attempt();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 /// Path of a reference data file (tests/data/reference: copies of the workplace's shared/reference tables, each

@@ -1,10 +1,31 @@
 #pragma once
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "sim/converge/Objectives.hpp"
 
 namespace placesim::test {
+
+/// A small seeded objective: `kind` over `dimension` coordinates, 64 samples in micro-batches of 8, data seeded with
+/// `seed`; other fields at their defaults.
+inline ObjectiveSpec small_objective(ObjectiveKind kind, int dimension, std::uint64_t seed) {
+  ObjectiveSpec o;
+  o.kind = kind;
+  o.dimension = dimension;
+  o.samples = 64;
+  o.batch_size = 8;
+  o.seed = seed;
+  return o;
+}
+
+/// A run on small_objective(kind, dimension, seed) with step size `step`; other fields at their defaults.
+inline ConvergenceSpec small_convergence(ObjectiveKind kind, int dimension, double step, std::uint64_t seed) {
+  ConvergenceSpec spec;
+  spec.objective = small_objective(kind, dimension, seed);
+  spec.step_size = step;
+  return spec;
+}
 
 /// Plain mini-batch SGD on one device, written independently of the executor: step n averages the full-vector
 /// gradients of micro-batches n*m .. n*m+m-1 (summed in that order, then divided by m) at the current x.

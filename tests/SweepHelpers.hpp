@@ -15,12 +15,7 @@ inline SweepSpec sweep(const std::string& text) {
 
 /// The message a sweep text is refused with, or "(no error)".
 inline std::string sweep_error(const std::string& text) {
-  try {
-    sweep(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return refusal_message([&] { sweep(text); });
 }
 
 /// A base experiment for small sweeps: GPT 1.7B with Megatron-LM 3D.

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "strategies/graph/Record.hpp"
+#include "tests/RecordBuilders.hpp"
 
 namespace placesim::test {
 
@@ -39,13 +40,8 @@ inline SimulationRecord synthetic_pipeline(const PipelineShape& s) {
   std::uint64_t id = 0, collective = 0, order = 0;
   auto rank_of = [&](int dp, int tp, int pp) { return tp + s.tp * (dp + s.dp * pp); };
   auto add = [&](int device, Stream stream, TaskKind kind, double start, double duration, std::string name) {
-    TaskRecord t;
+    TaskRecord t = task_record(device, stream, kind, start, start + duration);
     t.task = ++id;
-    t.device = device;
-    t.stream = stream;
-    t.kind = kind;
-    t.start_s = start;
-    t.end_s = start + duration;
     t.name = std::move(name);
     t.stage = static_cast<int>(r.devices[static_cast<std::size_t>(device)].pp);
     r.tasks.push_back(std::move(t));

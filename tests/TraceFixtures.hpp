@@ -6,6 +6,7 @@
 #include <string>
 
 #include "strategies/graph/Record.hpp"
+#include "tests/RecordBuilders.hpp"
 
 namespace placesim::test {
 
@@ -28,13 +29,8 @@ inline SimulationRecord two_stage_record() {
   r.step_time_s = 14 * ms;
   std::uint64_t id = 0;
   auto task = [&](int device, Stream stream, TaskKind kind, double start_ms, double end_ms, std::string name) {
-    TaskRecord t;
+    TaskRecord t = task_record(device, stream, kind, start_ms * ms, end_ms * ms);
     t.task = ++id;
-    t.device = device;
-    t.stream = stream;
-    t.kind = kind;
-    t.start_s = start_ms * ms;
-    t.end_s = end_ms * ms;
     t.name = std::move(name);
     t.stage = device;
     r.tasks.push_back(t);

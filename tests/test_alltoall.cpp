@@ -8,23 +8,17 @@
 #include "sim/backend/Simulator.hpp"
 #include "sim/backend/TaskNames.hpp"
 #include "strategies/graph/TaskGraph.hpp"
+#include "tests/SimFixtures.hpp"
 
 using namespace placesim;
 
 namespace {
 
-// One node of 4 GPUs on an NVSwitch: 100 GB/s and 1 us per NVLink direction; a route GPU -> GPU crosses the sender's
-// link up and the receiver's down, 2 us.
+// One node of 4 GPUs on an NVSwitch (tests/SimFixtures.hpp): 100 GB/s and 1 us per NVLink direction; a route GPU ->
+// GPU crosses the sender's link up and the receiver's down, 2 us.
 ClusterSpec one_node() {
-  ClusterSpec c;
-  c.accelerator = accelerator_preset("a100-80gb", "cluster.accelerator");
-  c.nodes = 1;
-  c.gpus_per_node = 4;
+  ClusterSpec c = test::links_node(4);
   c.nics_per_node = 1;
-  c.nvlink_bw_Bps = 100e9;
-  c.nvlink_latency_s = 1e-6;
-  c.comm_model = CommModel::Links;
-  c.accelerator.profile.intra_node_interference = {};
   c.accelerator.profile.inter_node_interference = {};
   return c;
 }
@@ -44,12 +38,7 @@ ClusterSpec two_nodes(int nics) {
 
 const double nvlink_route = 2e-6, nic_route = 5e-6;
 
-TaskGraph graph(int devices) {
-  TaskGraph g;
-  g.devices = devices;
-  g.resident.assign(static_cast<std::size_t>(devices), {0, 0, 0, 0});
-  return g;
-}
+using test::empty_graph;
 
 // An all-to-all over `members` routed by `tokens`, tokens of `elems` 2-byte elements (2 MB by default); its group and
 // routing are added to `g`.
@@ -99,12 +88,24 @@ void check_uneven_bytes(const TaskGraph& g, TaskId id, const SimResult& r) {
   }
 }
 
+// One all-to-all over the four GPUs routed by `tokens` (a combine when `combine`, else a dispatch), simulated alone.
+struct AllToAllRun {
+  TaskGraph g;
+  TaskId id;
+  SimResult r;
+};
+
+AllToAllRun run_alltoall(const std::vector<std::int64_t>& tokens, bool combine, const ClusterSpec& c, Fidelity f) {
+  AllToAllRun run{empty_graph(4), 0, {}};
+  run.id = add_alltoall(run.g, {0, 1, 2, 3}, tokens, combine);
+  run.r = simulate(run.g, c, at(f));
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("All-to-all in one node as concurrent flows: the busiest NVLink port's load") {
-  TaskGraph g = graph(4);
-  const TaskId id = add_alltoall(g, {0, 1, 2, 3}, uneven, false);
-  const SimResult r = simulate(g, one_node(), at(Fidelity::Full));
+  const auto [g, id, r] = run_alltoall(uneven, false, one_node(), Fidelity::Full);
   CHECK(r.step_time_s == Approx(uneven_in_node).epsilon(1e-9));  // 182 us
   CHECK(r.activities == 12);                                     // one flow per ordered pair, none to itself
   check_uneven_bytes(g, id, r);
@@ -113,9 +114,7 @@ TEST_CASE("All-to-all in one node as concurrent flows: the busiest NVLink port's
 }
 
 TEST_CASE("All-to-all in one node as one exact delay takes the same time") {
-  TaskGraph g = graph(4);
-  const TaskId id = add_alltoall(g, {0, 1, 2, 3}, uneven, false);
-  const SimResult r = simulate(g, one_node(), at(Fidelity::Analytic));
+  const auto [g, id, r] = run_alltoall(uneven, false, one_node(), Fidelity::Analytic);
   CHECK(r.step_time_s == Approx(uneven_in_node).epsilon(1e-12));
   CHECK(r.activities == 0);
   CHECK(r.timers == 1);
@@ -123,9 +122,7 @@ TEST_CASE("All-to-all in one node as one exact delay takes the same time") {
 }
 
 TEST_CASE("All-to-all in one node at flow fidelity is an exact delay") {
-  TaskGraph g = graph(4);
-  add_alltoall(g, {0, 1, 2, 3}, uneven, false);
-  const SimResult r = simulate(g, one_node(), at(Fidelity::Flow));
+  const SimResult r = run_alltoall(uneven, false, one_node(), Fidelity::Flow).r;
   CHECK(r.step_time_s == Approx(uneven_in_node).epsilon(1e-12));
   CHECK(r.activities == 0);
 }
@@ -140,18 +137,14 @@ const double uneven_across = nic_route + 12e6 / 10e9;
 }  // namespace
 
 TEST_CASE("All-to-all across nodes as concurrent flows: the busiest NIC's load") {
-  TaskGraph g = graph(4);
-  const TaskId id = add_alltoall(g, {0, 1, 2, 3}, uneven, false);
-  const SimResult r = simulate(g, two_nodes(2), at(Fidelity::Flow));
+  const auto [g, id, r] = run_alltoall(uneven, false, two_nodes(2), Fidelity::Flow);
   CHECK(r.step_time_s == Approx(uneven_across).epsilon(1e-9));
   CHECK(r.activities == 12);
   check_uneven_bytes(g, id, r);
 }
 
 TEST_CASE("All-to-all across nodes as one exact delay takes the same time and shares no NIC alone") {
-  TaskGraph g = graph(4);
-  const TaskId id = add_alltoall(g, {0, 1, 2, 3}, uneven, false);
-  const SimResult r = simulate(g, two_nodes(2), at(Fidelity::Analytic));
+  const auto [g, id, r] = run_alltoall(uneven, false, two_nodes(2), Fidelity::Analytic);
   CHECK(r.step_time_s == Approx(uneven_across).epsilon(1e-12));
   CHECK(r.timers == 1);
   CHECK(r.nic_overlap_s == 0);
@@ -163,7 +156,7 @@ namespace {
 // With NVLink at 1 GB/s the same dispatch is bound inside the nodes: gpu0's link down receives gpu1's 3 tokens, 6 MB /
 // 1 GB/s = 6 ms, after the NVLink route's 2 us (not the NIC route's 5 us: the two fabrics share no link).
 SimResult nvlink_bound(Fidelity fidelity) {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   add_alltoall(g, {0, 1, 2, 3}, uneven, false);
   ClusterSpec c = two_nodes(2);
   c.nvlink_bw_Bps = 1e9;
@@ -199,18 +192,14 @@ void check_hot_bytes(const TaskGraph& g, TaskId id, const SimResult& r) {
 }  // namespace
 
 TEST_CASE("All-to-all combine: the hot member sends most, its NIC bounds the time (flows)") {
-  TaskGraph g = graph(4);
-  const TaskId id = add_alltoall(g, {0, 1, 2, 3}, hot, true);
-  const SimResult r = simulate(g, two_nodes(2), at(Fidelity::Flow));
+  const auto [g, id, r] = run_alltoall(hot, true, two_nodes(2), Fidelity::Flow);
   CHECK(r.step_time_s == Approx(hot_across).epsilon(1e-9));
   CHECK(r.activities == 12);
   check_hot_bytes(g, id, r);
 }
 
 TEST_CASE("All-to-all combine: the hot member sends most, its NIC bounds the time (exact delay)") {
-  TaskGraph g = graph(4);
-  const TaskId id = add_alltoall(g, {0, 1, 2, 3}, hot, true);
-  const SimResult r = simulate(g, two_nodes(2), at(Fidelity::Analytic));
+  const auto [g, id, r] = run_alltoall(hot, true, two_nodes(2), Fidelity::Analytic);
   CHECK(r.step_time_s == Approx(hot_across).epsilon(1e-12));
   check_hot_bytes(g, id, r);
 }
@@ -221,7 +210,7 @@ namespace {
 // token of 10 MB each way: alone, each direction of the NICs carries one 10 MB flow, 1 ms + 5 us; together, two, so
 // both take 1 ms longer (the other's 10 MB over the 10 GB/s NIC).
 SimResult pairs_on_shared_nics(bool both, Fidelity fidelity) {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   add_alltoall(g, {0, 2}, {1, 1}, false, 5000000);
   if (both) add_alltoall(g, {1, 3}, {1, 1}, false, 5000000);
   return simulate(g, two_nodes(1), at(fidelity));
@@ -256,7 +245,7 @@ TEST_CASE("All-to-all contention: analytic fidelity shares the NICs between all-
 // One all-to-all beside a pipeline send on the same NIC: gpu1 -> gpu3's 10 MB shares gpu0 -> gpu2's NIC links, so
 // both take 2.005 ms; gpu2 -> gpu0 goes the other way alone (1.005 ms); the all-to-all ends with its last flow.
 TEST_CASE("All-to-all contention: a send on the same NIC delays its flow") {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   const TaskId id = add_alltoall(g, {0, 2}, {1, 1}, false, 5000000);
   g.add(P2P{1, 3, 10e6}, 0);
   const SimResult r = simulate(g, two_nodes(1), at(Fidelity::Flow));
@@ -269,7 +258,7 @@ TEST_CASE("All-to-all contention: a send on the same NIC delays its flow") {
 // Repeated all-to-alls (Collective::repeat) run back to back: round after round, each ended by its last flow; fine
 // detail records one slice per member and round, not per flow (a member's flows overlap on its stream).
 TEST_CASE("All-to-all repeated: rounds one after another, a record per member and round") {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   Collective c = alltoall(g, {0, 1, 2, 3}, uneven, false);
   c.repeat = 2;
   const TaskId id = g.add(c, 0);
@@ -292,7 +281,7 @@ TEST_CASE("All-to-all repeated: rounds one after another, a record per member an
 }
 
 TEST_CASE("All-to-all repeated as an exact delay: the rounds' sum") {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   Collective c = alltoall(g, {0, 1, 2, 3}, uneven, false);
   c.repeat = 2;
   g.add(c, 0);
@@ -302,7 +291,7 @@ TEST_CASE("All-to-all repeated as an exact delay: the rounds' sum") {
 }
 
 TEST_CASE("All-to-all whose members keep all their tokens moves nothing and takes no time") {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   const TaskId id = add_alltoall(g, {0, 1}, {0, 0}, false);
   const TaskId after = g.add(Compute{TaskKind::Forward, 0, 1e-3, 0}, 0);
   g.depend(id, after);
@@ -325,7 +314,7 @@ ClusterSpec interfering() {
 }
 
 TaskGraph compute_beside_dispatch() {
-  TaskGraph g = graph(2);
+  TaskGraph g = empty_graph(2);
   g.add(Compute{TaskKind::Forward, 1, 10e-3, 0}, 0);
   add_alltoall(g, {0, 1}, {1, 2}, false, 100000000);
   return g;
@@ -364,13 +353,13 @@ SimOptions folded() {
 }  // namespace
 
 TEST_CASE("All-to-all in a folded step: a group beyond block 0 is refused") {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   add_alltoall(g, {0, 1, 2, 3}, uneven, false);
   CHECK_THROWS_AS(simulate(g, one_node(), folded()), std::runtime_error);
 }
 
 TEST_CASE("All-to-all in a folded step: the refusal names the device and the way out") {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   add_alltoall(g, {0, 1, 2, 3}, uneven, false);
   CHECK_THROWS_WITH(simulate(g, one_node(), folded()),
                     Catch::Contains("device 2 is outside block 0") && Catch::Contains("--symmetry off"));
@@ -378,7 +367,7 @@ TEST_CASE("All-to-all in a folded step: the refusal names the device and the way
 
 // gpu0 -> gpu1 carries 2 tokens, 4 MB: 2 us + 40 us.
 TEST_CASE("All-to-all in a folded step: a group inside block 0 runs as usual") {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   add_alltoall(g, {0, 1}, {1, 2}, false);
   const SimResult r = simulate(g, one_node(), folded());
   CHECK(r.step_time_s == Approx(nvlink_route + 4e6 / 100e9).epsilon(1e-9));
@@ -387,7 +376,7 @@ TEST_CASE("All-to-all in a folded step: a group inside block 0 runs as usual") {
 }
 
 TEST_CASE("All-to-all names: direction, class, group, what the device sends; algorithm direct") {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   const TaskId dispatch = add_alltoall(g, {0, 1, 2, 3}, uneven, false);
   Collective c = alltoall(g, {0, 1, 2, 3}, hot, true);
   c.layer = 3;
@@ -408,7 +397,7 @@ TEST_CASE("All-to-all names: direction, class, group, what the device sends; alg
 }
 
 TEST_CASE("All-to-all with a routing that does not fit its group is refused, naming the task") {
-  TaskGraph g = graph(4);
+  TaskGraph g = empty_graph(4);
   add_alltoall(g, {0, 1, 2}, uneven, false);
   CHECK_THROWS_WITH(simulate(g, one_node(), at(Fidelity::Full)),
                     Catch::Contains("all-to-all task 0") && Catch::Contains("4 token counts for 3 members"));

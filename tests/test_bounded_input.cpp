@@ -18,23 +18,13 @@
 using namespace placesim;
 using test::lines_of;
 using test::read;
+using test::refusal_message;
 using test::run_placesim;
 using test::sweep_cli;
 using test::TempDir;
 using test::write;
 
 namespace {
-
-// The message `read` is refused with, or "(no error)".
-template <class Read>
-std::string refusal(Read read) {
-  try {
-    read();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // Runs `placesim <arguments>` in folder `cwd` under coreutils' timeout: a read that blocks ends as exit code 124
 // (timeout's), never as a hung test. (run_placesim puts the binary first: a harmless --version, then the command.)
@@ -69,9 +59,10 @@ TEST_CASE("A FIFO given as input is refused without blocking", "[bounded-input]"
   REQUIRE(cli("sweep merge --check " + fifo, &out) == 2);
   CHECK_THAT(out, Catch::Contains("'" + fifo + "' is a FIFO"));
   // In the library, after the command line proved it returns: JSON inputs and streamed traces alike.
-  CHECK_THAT(refusal([&] { read_json_file(fifo); }), Catch::Contains("is a FIFO (named pipe), not a regular file"));
-  CHECK_THAT(refusal([&] { GzReadBuffer buffer(fifo); }), Catch::Contains("is a FIFO"));
-  CHECK_THAT(refusal([&] { validate_trace_file(fifo); }), Catch::Contains("is a FIFO"));
+  CHECK_THAT(refusal_message([&] { read_json_file(fifo); }),
+             Catch::Contains("is a FIFO (named pipe), not a regular file"));
+  CHECK_THAT(refusal_message([&] { GzReadBuffer buffer(fifo); }), Catch::Contains("is a FIFO"));
+  CHECK_THAT(refusal_message([&] { validate_trace_file(fifo); }), Catch::Contains("is a FIFO"));
 }
 
 TEST_CASE("A directory given as input is refused as a directory, not as malformed JSON", "[bounded-input]") {
@@ -81,7 +72,7 @@ TEST_CASE("A directory given as input is refused as a directory, not as malforme
   CHECK(cli("check " + dir / "in", &out) == 2);
   CHECK_THAT(out, Catch::Contains("'" + dir / "in" + "' is a directory, not a regular file"));
   CHECK_THAT(out, !Catch::Contains("malformed JSON"));
-  CHECK_THAT(refusal([&] { read_text_file(dir.path); }), Catch::Contains("is a directory"));
+  CHECK_THAT(refusal_message([&] { read_text_file(dir.path); }), Catch::Contains("is a directory"));
 }
 
 TEST_CASE("Devices are refused before a byte is read, wherever a file is named", "[bounded-input]") {
@@ -128,7 +119,7 @@ TEST_CASE("A JSON input larger than the limit is refused by its size; the larges
   CHECK_THAT(out, Catch::Contains("holds " + std::to_string(kMaxJsonInputBytes + 1) + " bytes"));
   // Exactly at the limit the size passes; the zeros are then malformed JSON.
   REQUIRE(::truncate(big.c_str(), static_cast<off_t>(kMaxJsonInputBytes)) == 0);
-  CHECK_THAT(refusal([&] { read_json_file(big); }), !Catch::Contains("bytes; an input read whole"));
+  CHECK_THAT(refusal_message([&] { read_json_file(big); }), !Catch::Contains("bytes; an input read whole"));
   // Every JSON file of the source tree is within the limit, and the largest reads.
   std::uintmax_t largest = 0;
   std::string largest_path;
@@ -157,7 +148,7 @@ TEST_CASE("Standard input is read up to the same limit, then refused", "[bounded
 
 TEST_CASE("A key written with escapes is the key: given twice it is refused, naming both spellings",
           "[bounded-input]") {
-  auto structure = [](const std::string& text) { return refusal([&] { check_json_structure(text, "x"); }); };
+  auto structure = [](const std::string& text) { return refusal_message([&] { check_json_structure(text, "x"); }); };
   CHECK(structure(R"({"l\u0061yers": 4, "layers": 8})") ==
         "x:1:20: key \"layers\" appears twice in one object (first at 1:2 as \"l\\u0061yers\", here as \"layers\"); "
         "JSON parsers keep only the last, so say it once");
@@ -172,7 +163,7 @@ TEST_CASE("A key written with escapes is the key: given twice it is refused, nam
   CHECK(structure(R"({"\u00e9": 1, "e": 2, "\u00c9": 3})") == "(no error)");  // é, e, É
   CHECK_THAT(structure(R"({"\u00e9": 1, "\u00E9": 2})"), Catch::Contains("appears twice"));
   CHECK(structure(R"({"\u12": 1, "\ud800": 2, "\ud800": 3})") != "(no error)");  // two equal (bad) spellings
-  CHECK_THAT(refusal([] { parse_json_text(R"({"\u12": 1})", "x"); }), Catch::Contains("malformed JSON"));
+  CHECK_THAT(refusal_message([] { parse_json_text(R"({"\u12": 1})", "x"); }), Catch::Contains("malformed JSON"));
   // Through the command line: an experiment with the escaped duplicate.
   TempDir dir;
   write(dir / "e.json", R"({"model": {"preset": "gpt-1.7b", "l\u0061yers": 4, "layers": 8}, "strategy": "dp"})");

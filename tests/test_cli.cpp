@@ -3,20 +3,12 @@
 #include <cstdio>
 #include <fstream>
 
+#include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/Units.hpp"
 
 using placesim::test::run_placesim;
-
-namespace {
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = "/tmp/placesim-test-" + std::to_string(::getpid()) + "-" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
-}  // namespace
+using placesim::test::write_temp;
 
 TEST_CASE("The issue's two experiments work as written") {
   std::string out;

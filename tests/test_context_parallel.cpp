@@ -9,6 +9,7 @@
 #include "strategies/analytic/Validity.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "tests/Helpers.hpp"
+#include "tests/SimFixtures.hpp"
 
 using namespace placesim;
 
@@ -128,18 +129,9 @@ TEST_CASE("Context parallelism refusals name the field") {
 
 namespace {
 
-// One DGX-like node of raw links (as test_sim_timing): 1 us per NVLink direction, a route crosses two.
+// One DGX-like node of 8 GPUs of raw links (tests/SimFixtures.hpp): 1 us per NVLink direction, a route crosses two.
 ClusterSpec node(double nvlink_bw) {
-  ClusterSpec c;
-  c.accelerator = accelerator_preset("a100-80gb", "cluster.accelerator");
-  c.nodes = 1;
-  c.gpus_per_node = 8;
-  c.nvlink_bw_Bps = nvlink_bw;
-  c.nvlink_latency_s = 1e-6;
-  c.comm_model = CommModel::Links;
-  // The schedule's own timing: overlap interference (tests/test_interference.cpp) off.
-  c.accelerator.profile.intra_node_interference = {};
-  return c;
+  return test::links_node(8, nvlink_bw);
 }
 
 // The span of layer 0's forward attention on device 0, micro-batch 0: from the end of the layer's other work to the

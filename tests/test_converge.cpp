@@ -15,14 +15,7 @@ using namespace placesim;
 namespace {
 
 ConvergenceSpec spec_for(ObjectiveKind kind, int dimension, double step) {
-  ConvergenceSpec spec;
-  spec.objective.kind = kind;
-  spec.objective.dimension = dimension;
-  spec.objective.samples = 64;
-  spec.objective.batch_size = 8;
-  spec.objective.seed = 11;
-  spec.step_size = step;
-  return spec;
+  return test::small_convergence(kind, dimension, step, 11);
 }
 
 // The UpdateLog of a schedule evaluated with forward 1, backward 2 and transfers of 0.25 (uneven on purpose: the

@@ -6,21 +6,13 @@
 #include <fstream>
 
 #include "strategies/sweep/SweepPoint.hpp"
+#include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"
 
 using namespace placesim;
 using placesim::test::run_placesim;
-
-namespace {
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = "/tmp/placesim-hostile-" + std::to_string(::getpid()) + "-" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
-}  // namespace
+using placesim::test::write_temp;
 
 // Defect 1: 50,000 nested levels overflowed the stack (SIGSEGV) in the recursive merge-patch, copy and dump.
 TEST_CASE("Deeply nested JSON is refused with its position, in files and in --set values") {

@@ -5,6 +5,7 @@
 #include "sim/backend/Simulator.hpp"
 #include "strategies/calibrate/Calibration.hpp"
 #include "strategies/graph/TaskGraph.hpp"
+#include "tests/SimFixtures.hpp"
 #include "topology/cluster/Cluster.hpp"
 #include "workloads/json/Error.hpp"
 
@@ -31,13 +32,6 @@ ClusterSpec cluster(int nodes, bool inter = false) {
   return c;
 }
 
-TaskGraph graph() {
-  TaskGraph g;
-  g.devices = 2;
-  g.resident.assign(2, {0, 0, 0, 0});
-  return g;
-}
-
 // A 2-rank all-gather of a 4e8-byte buffer: one ring step of 2e8 bytes, 2 us + 2e8 / 100e9 = 2.002 ms alone.
 Collective gather(int group) {
   Collective c;
@@ -54,7 +48,7 @@ const double gather_alone = 2e-6 + 2e8 / 100e9;
 
 // Both GPUs start `compute_s` of compute and the collective `c` (over both) at time 0.
 TaskGraph compute_beside(double compute_s, Collective c) {
-  TaskGraph g = graph();
+  TaskGraph g = test::empty_graph(2);
   c.group = g.add_group({0, 1});
   g.add(Compute{TaskKind::Forward, 0, compute_s, 0}, 0);
   g.add(Compute{TaskKind::Forward, 1, compute_s, 0}, 0);
@@ -121,7 +115,7 @@ TEST_CASE("Interference: a ring-step flow that outlasts the compute is slowed on
 
 // Nothing overlaps when the all-gather waits for the compute: the step is their sum, untouched.
 TEST_CASE("Interference: compute and a collective one after the other cost their times alone") {
-  TaskGraph g = graph();
+  TaskGraph g = test::empty_graph(2);
   int group = g.add_group({0, 1});
   TaskId a = g.add(Compute{TaskKind::Forward, 0, 1e-3, 0}, 0);
   TaskId b = g.add(Compute{TaskKind::Forward, 1, 1e-3, 0}, 0);
@@ -256,7 +250,7 @@ TEST_CASE("Interference: switched off by SimOptions, the overlap is free") {
 // A send beside compute on its sender: 1 GB at 100 GB/s over two links (2 us) = 10.002 ms alone; the sender computes
 // for the whole transfer, so it takes 1.25 x that.
 TEST_CASE("Interference: a pipeline send beside compute is slowed") {
-  TaskGraph g = graph();
+  TaskGraph g = test::empty_graph(2);
   g.add(Compute{TaskKind::Forward, 0, 20e-3, 0}, 0);
   g.add(P2P{0, 1, 1e9}, 0);
   SimResult r = simulate(g, cluster(1), {});

@@ -10,10 +10,12 @@
 #include "strategies/analytic/Analytic.hpp"
 #include "strategies/analytic/ComputeModel.hpp"
 #include "strategies/placement/Routing.hpp"
+#include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;
 using placesim::test::run_placesim;
+using placesim::test::write_temp;
 
 namespace {
 
@@ -37,19 +39,13 @@ double by_class(const Analysis& a, CommClass c) {
   return a.comm.by_class[static_cast<std::size_t>(c)];
 }
 
-std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = "/tmp/placesim-moe-test-" + std::to_string(::getpid()) + "-" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
 // The JSON report of `placesim simulate` on `experiment`.
 Json simulate_report(const std::string& experiment, const std::string& args = "") {
   static int runs = 0;
   const std::string tag = std::to_string(runs++);
   std::string out;
   const std::string path = write_temp("e" + tag + ".json", experiment);
-  const std::string report = "/tmp/placesim-moe-test-" + std::to_string(::getpid()) + "-r" + tag + ".json";
+  const std::string report = path + ".report";
   INFO(out);
   REQUIRE(run_placesim("simulate " + path + " " + args + " --report " + report, &out) == 0);
   std::ifstream in(report);

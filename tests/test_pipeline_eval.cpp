@@ -7,6 +7,7 @@
 
 #include "strategies/pipeline/AbstractPipeline.hpp"
 #include "tests/PipelineHelpers.hpp"
+#include "tests/RecordBuilders.hpp"
 
 using namespace placesim;
 
@@ -19,6 +20,22 @@ OpInterval interval(const test::PipelineRun& r, int stage, PipeOpKind kind, int 
     if (ops[i].kind == kind && ops[i].microbatch == microbatch) return r.timeline[static_cast<std::size_t>(stage)][i];
   FAIL("no such op");
   return {};
+}
+
+// `shape` evaluated with forward 1, backward 2 and transfers of 0.25 s, and the record of that timeline.
+struct RecordedPipeline {
+  PipelineSchedule schedule;
+  PipelineTimeline timeline;
+  SimulationRecord record;
+};
+
+RecordedPipeline recorded(const PipelineShape& shape) {
+  const PipelineTimes times = test::pipeline_times(1, 2, 0.25);
+  RecordedPipeline r;
+  r.schedule = make_schedule(shape, abstract_shape_fields());
+  r.timeline = evaluate_pipeline(r.schedule, times);
+  r.record = pipeline_record(r.schedule, r.timeline, times);
+  return r;
 }
 
 }  // namespace
@@ -127,11 +144,7 @@ TEST_CASE("Interleaved in-flight chunk passes follow the warm-up 2(p-s-1)+(v-1)p
 }
 
 TEST_CASE("Record: a compute task per op and a send and a receive per transfer in completion order") {
-  PipelineShape sh = test::pipeline_shape(Schedule::OneFOneB, 3, 4);
-  PipelineTimes times = test::pipeline_times(1, 2, 0.25);
-  PipelineSchedule schedule = make_schedule(sh, abstract_shape_fields());
-  PipelineTimeline timeline = evaluate_pipeline(schedule, times);
-  SimulationRecord record = pipeline_record(schedule, timeline, times);
+  const auto [schedule, timeline, record] = recorded(test::pipeline_shape(Schedule::OneFOneB, 3, 4));
   REQUIRE(record.devices.size() == 3);
   std::map<Stream, int> per_stream;
   std::map<std::uint64_t, std::vector<const TaskRecord*>> transfers;
@@ -171,11 +184,7 @@ TEST_CASE("Record: a compute task per op and a send and a receive per transfer i
 }
 
 TEST_CASE("Metrics from records equal metrics from the timeline and tolerate several records per op") {
-  PipelineShape sh = test::pipeline_shape(Schedule::PipeDream, 4, 24);
-  PipelineTimes times = test::pipeline_times(1, 2, 0.25);
-  PipelineSchedule schedule = make_schedule(sh, abstract_shape_fields());
-  PipelineTimeline timeline = evaluate_pipeline(schedule, times);
-  SimulationRecord record = pipeline_record(schedule, timeline, times);
+  const auto [schedule, timeline, record] = recorded(test::pipeline_shape(Schedule::PipeDream, 4, 24));
   const Json expected = pipeline_json(measure_pipeline(schedule, timeline));
   CHECK(pipeline_json(measure_pipeline(schedule, record)) == expected);
   // A simulation records one task per layer group: split every forward and backward in two halves.
@@ -205,30 +214,22 @@ TEST_CASE("A pass holds its recompute and the tensor-parallel collectives it iss
   SimulationRecord record = pipeline_record(schedule, evaluate_pipeline(schedule, times), times);
   const PipelineMetrics before = measure_pipeline(schedule, record);
   CHECK(before.exposed_communication_s == std::vector<double>{0, 0});
-  TaskRecord tp;
-  tp.kind = TaskKind::Collective;
+  TaskRecord tp = test::task_record(0, Stream::TpComm, TaskKind::Collective, 2, 2.5);
   tp.comm_class = CommClass::TpCollective;
-  tp.stream = Stream::TpComm;
   tp.stage = 0;
   tp.microbatch = 1;
   tp.chunk = 0;
-  tp.start_s = 2;
-  tp.end_s = 2.5;
   TaskRecord gather = tp;
   gather.chunk = -1;
   gather.backward = true;
   gather.microbatch = 0;
   gather.start_s = 3.5;
   gather.end_s = 4;
-  TaskRecord recompute;
-  recompute.kind = TaskKind::Recompute;
-  recompute.stream = Stream::Compute;
+  TaskRecord recompute = test::task_record(0, Stream::Compute, TaskKind::Recompute, 4.4, 5);
   recompute.backward = true;
   recompute.stage = 0;
   recompute.microbatch = 0;
   recompute.chunk = 0;
-  recompute.start_s = 4.4;
-  recompute.end_s = 5;
   record.tasks.insert(record.tasks.end(), {tp, gather, recompute});
   const PipelineTimeline timeline = pipeline_timeline(schedule, record);
   for (std::size_t i = 0; i < schedule.order[0].size(); ++i) {

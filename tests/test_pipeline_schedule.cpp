@@ -48,6 +48,13 @@ Json section(const std::string& schedule, int stages, int microbatches) {
       {"schedule", schedule}, {"stages", stages}, {"microbatches", microbatches}, {"forward_s", 1}, {"backward_s", 2}};
 }
 
+// The error of a `schedule` section of 4 stages and 8 micro-batches with `key` set to `value`.
+std::string error_with(const std::string& schedule, const std::string& key, const Json& value) {
+  Json j = section(schedule, 4, 8);
+  j[key] = value;
+  return error_of(j);
+}
+
 }  // namespace
 
 TEST_CASE("1F1B: S-s-1 warm-up forwards then one forward and one backward in turn then the cool-down") {
@@ -144,31 +151,34 @@ TEST_CASE("LocalSGD: one micro-batch per replica in flight and an Average on eve
 }
 
 TEST_CASE("Interleaved with a micro-batch group N: N micro-batches through a chunk, warm-up 2(S-s-1)+(v-1)N") {
-  PipelineShape sh = test::pipeline_shape(Schedule::Interleaved, 2, 4);
-  sh.chunks = 2;
-  sh.microbatches = 6;
-  sh.microbatch_group = 6;  // breadth-first: every micro-batch through chunk 0, then chunk 1
-  PipelineSchedule s = make_schedule(sh, abstract_shape_fields());
-  // stage 0 warms up with 2(2-0-1) + (2-1)6 = 8 of its 12 forwards, stage 1 with 6 (Megatron-Core decides per rank).
-  CHECK(render(s.order[0], true) ==
-        "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F0.1 F1.1 F2.1 B0.1 F3.1 B1.1 F4.1 B2.1 F5.1 B3.1 B4.1 B5.1 "
-        "B0.0 B1.0 B2.0 B3.0 B4.0 B5.0 A");
-  CHECK(render(s.order[1], true) ==
-        "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4.1 B4.1 F5.1 B5.1 "
-        "B0.0 B1.0 B2.0 B3.0 B4.0 B5.0 A");
-  // 8 micro-batches in groups of 4 on 2 stages: stage 1 warms up with 2(2-1-1) + (2-1)4 = 4 forwards.
-  sh.microbatches = 8;
-  sh.microbatch_group = 4;
-  s = make_schedule(sh, abstract_shape_fields());
-  CHECK(render(s.order[1], true) ==
-        "F0.0 F1.0 F2.0 F3.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4.0 B0.0 F5.0 B1.0 F6.0 B2.0 F7.0 B3.0 "
-        "F4.1 B4.1 F5.1 B5.1 F6.1 B6.1 F7.1 B7.1 B4.0 B5.0 B6.0 B7.0 A");
-  // 5 micro-batches in groups of 3 on 2 stages: (0 1 2) then the last group (3 4), chunk-major in each.
-  sh.microbatches = 5;
-  sh.microbatch_group = 3;
-  s = make_schedule(sh, abstract_shape_fields());
-  CHECK(render(s.order[1], true) ==
-        "F0.0 F1.0 F2.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.0 B0.0 F4.0 B1.0 F3.1 B2.0 F4.1 B3.1 B4.1 B3.0 B4.0 A");
+  struct Case {
+    int microbatches, group, stage;
+    const char* order;
+  };
+  const Case cases[] = {
+      // Breadth-first, a group of all 6: every micro-batch through chunk 0, then chunk 1. Stage 0 warms up with
+      // 2(2-0-1) + (2-1)6 = 8 of its 12 forwards, stage 1 with 6 (Megatron-Core decides per rank).
+      {6, 6, 0,
+       "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F0.1 F1.1 F2.1 B0.1 F3.1 B1.1 F4.1 B2.1 F5.1 B3.1 B4.1 B5.1 "
+       "B0.0 B1.0 B2.0 B3.0 B4.0 B5.0 A"},
+      {6, 6, 1,
+       "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4.1 B4.1 F5.1 B5.1 "
+       "B0.0 B1.0 B2.0 B3.0 B4.0 B5.0 A"},
+      // 8 micro-batches in groups of 4 on 2 stages: stage 1 warms up with 2(2-1-1) + (2-1)4 = 4 forwards.
+      {8, 4, 1,
+       "F0.0 F1.0 F2.0 F3.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4.0 B0.0 F5.0 B1.0 F6.0 B2.0 F7.0 B3.0 "
+       "F4.1 B4.1 F5.1 B5.1 F6.1 B6.1 F7.1 B7.1 B4.0 B5.0 B6.0 B7.0 A"},
+      // 5 micro-batches in groups of 3 on 2 stages: (0 1 2) then the last group (3 4), chunk-major in each.
+      {5, 3, 1,
+       "F0.0 F1.0 F2.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.0 B0.0 F4.0 B1.0 F3.1 B2.0 F4.1 B3.1 B4.1 B3.0 B4.0 A"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.microbatches << " micro-batches in groups of " << c.group << ", stage " << c.stage);
+    PipelineShape sh = test::pipeline_shape(Schedule::Interleaved, 2, c.microbatches);
+    sh.chunks = 2;
+    sh.microbatch_group = c.group;
+    CHECK(render(make_schedule(sh, abstract_shape_fields()).order[static_cast<std::size_t>(c.stage)], true) == c.order);
+  }
 }
 
 TEST_CASE("Interleaved: every accepted group size runs without deadlock, the refused ones are named") {
@@ -225,21 +235,15 @@ TEST_CASE("Interleaved without chunks runs 2 chunks, not 1F1B under another name
 }
 
 TEST_CASE("Error: NOAM below 1") {
-  Json j = section("pipedream", 4, 8);
-  j["noam"] = 0;
-  CHECK(error_of(j) == "pipeline.noam=0 must be an integer >= 1");
+  CHECK(error_with("pipedream", "noam", 0) == "pipeline.noam=0 must be an integer >= 1");
 }
 
 TEST_CASE("Error: local_steps below 1") {
-  Json j = section("localsgd", 4, 8);
-  j["local_steps"] = 0;
-  CHECK(error_of(j) == "pipeline.local_steps=0 must be an integer >= 1");
+  CHECK(error_with("localsgd", "local_steps", 0) == "pipeline.local_steps=0 must be an integer >= 1");
 }
 
 TEST_CASE("Error: replicas that do not divide the micro-batches") {
-  Json j = section("localsgd", 4, 8);
-  j["replicas"] = 3;
-  CHECK(error_of(j) == "pipeline.replicas=3 does not divide pipeline.microbatches=8");
+  CHECK(error_with("localsgd", "replicas", 3) == "pipeline.replicas=3 does not divide pipeline.microbatches=8");
 }
 
 TEST_CASE("Error: PipeDream-2BW with fewer micro-batches per version than stages") {
@@ -249,30 +253,19 @@ TEST_CASE("Error: PipeDream-2BW with fewer micro-batches per version than stages
 }
 
 TEST_CASE("Error: a schedule's own key given to another schedule") {
-  Json j = section("1f1b", 4, 8);
-  j["noam"] = 2;
-  CHECK(error_of(j) == "pipeline.noam is only meaningful with pipeline.schedule=pipedream or pipedream-2bw");
-  j = section("gpipe", 4, 8);
-  j["chunks"] = 2;
-  CHECK(error_of(j) == "pipeline.chunks is only meaningful with pipeline.schedule=interleaved");
+  CHECK(error_with("1f1b", "noam", 2) ==
+        "pipeline.noam is only meaningful with pipeline.schedule=pipedream or pipedream-2bw");
+  CHECK(error_with("gpipe", "chunks", 2) == "pipeline.chunks is only meaningful with pipeline.schedule=interleaved");
 }
 
 TEST_CASE("Error: unknown keys and missing or non-positive times in the pipeline section") {
+  CHECK(error_with("1f1b", "forwards_s", 1) == "unknown key pipeline.forwards_s (did you mean 'pipeline.forward_s'?)");
   Json j = section("1f1b", 4, 8);
-  j["forwards_s"] = 1;
-  CHECK(error_of(j) == "unknown key pipeline.forwards_s (did you mean 'pipeline.forward_s'?)");
-  j = section("1f1b", 4, 8);
   j.erase("backward_s");
   CHECK(error_of(j) == "pipeline.backward_s is required but missing");
-  j = section("1f1b", 4, 8);
-  j["forward_s"] = 0;
-  CHECK(error_of(j) == "pipeline.forward_s=0 must be positive");
-  j = section("1f1b", 4, 8);
-  j["p2p_s"] = -1;
-  CHECK(error_of(j) == "pipeline.p2p_s=-1 must not be negative");
-  j = section("1f1b", 4, 8);
-  j["schedule"] = "pipedrem";
-  CHECK(error_of(j).find("(did you mean 'pipedream'?)") != std::string::npos);
+  CHECK(error_with("1f1b", "forward_s", 0) == "pipeline.forward_s=0 must be positive");
+  CHECK(error_with("1f1b", "p2p_s", -1) == "pipeline.p2p_s=-1 must not be negative");
+  CHECK(error_with("1f1b", "schedule", "pipedrem").find("(did you mean 'pipedream'?)") != std::string::npos);
 }
 
 TEST_CASE("Errors from a strategy name the strategy fields") {
@@ -353,22 +346,24 @@ TEST_CASE("Error: weight_s belongs to the zero-bubble schedules and is a part of
 // from that function apart from placesim.
 TEST_CASE("ZB-V runs PyTorch's op order on chunks placed in a V") {
   const PipelineSchedule v = schedule_of(Schedule::ZbV, 4, 8);
-  CHECK(render(v.order[0], true) ==
-        "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F6.0 F0.1 B0.1 W0.1 F1.1 B1.1 W1.1 F2.1 B2.1 W2.1 F3.1 B3.1 W3.1 F7.0 B0.0 "
-        "W0.0 F4.1 B4.1 W4.1 B1.0 W1.0 F5.1 B5.1 W5.1 B2.0 W2.0 F6.1 B6.1 W6.1 B3.0 W3.0 F7.1 B7.1 W7.1 B4.0 W4.0 "
-        "B5.0 W5.0 B6.0 W6.0 B7.0 W7.0 A");
-  CHECK(render(v.order[1], true) ==
-        "F0.0 F1.0 F2.0 F3.0 F4.0 F0.1 F5.0 F1.1 B0.1 W0.1 F2.1 B1.1 W1.1 F3.1 B2.1 W2.1 F6.0 B0.0 W0.0 F4.1 B3.1 "
-        "W3.1 F7.0 B1.0 W1.0 F5.1 B4.1 W4.1 B2.0 W2.0 F6.1 B5.1 W5.1 B3.0 W3.0 F7.1 B6.1 W6.1 B4.0 B7.1 B5.0 W4.0 "
-        "B6.0 W5.0 B7.0 W6.0 W7.1 W7.0 A");
-  CHECK(render(v.order[2], true) ==
-        "F0.0 F1.0 F2.0 F0.1 F3.0 F1.1 F4.0 F2.1 B0.1 W0.1 F3.1 B1.1 W1.1 F5.0 B0.0 W0.0 F4.1 B2.1 W2.1 F6.0 B1.0 "
-        "W1.0 F5.1 B3.1 W3.1 F7.0 B2.0 W2.0 F6.1 B4.1 W4.1 B3.0 W3.0 F7.1 B5.1 W5.1 B4.0 B6.1 B5.0 B7.1 B6.0 W4.0 "
-        "B7.0 W5.0 W6.1 W7.1 W6.0 W7.0 A");
-  CHECK(render(v.order[3], true) ==
-        "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1 F3.0 F3.1 B0.1 W0.1 F4.0 B0.0 W0.0 F4.1 B1.1 W1.1 F5.0 B1.0 W1.0 F5.1 B2.1 "
-        "W2.1 F6.0 B2.0 W2.0 F6.1 B3.1 W3.1 F7.0 B3.0 W3.0 F7.1 B4.1 W4.1 B4.0 B5.1 B5.0 B6.1 B6.0 B7.1 B7.0 W4.0 "
-        "W5.1 W6.1 W7.1 W5.0 W6.0 W7.0 A");
+  const char* const expected[] = {
+      "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F6.0 F0.1 B0.1 W0.1 F1.1 B1.1 W1.1 F2.1 B2.1 W2.1 F3.1 B3.1 W3.1 F7.0 B0.0 "
+      "W0.0 F4.1 B4.1 W4.1 B1.0 W1.0 F5.1 B5.1 W5.1 B2.0 W2.0 F6.1 B6.1 W6.1 B3.0 W3.0 F7.1 B7.1 W7.1 B4.0 W4.0 "
+      "B5.0 W5.0 B6.0 W6.0 B7.0 W7.0 A",
+      "F0.0 F1.0 F2.0 F3.0 F4.0 F0.1 F5.0 F1.1 B0.1 W0.1 F2.1 B1.1 W1.1 F3.1 B2.1 W2.1 F6.0 B0.0 W0.0 F4.1 B3.1 "
+      "W3.1 F7.0 B1.0 W1.0 F5.1 B4.1 W4.1 B2.0 W2.0 F6.1 B5.1 W5.1 B3.0 W3.0 F7.1 B6.1 W6.1 B4.0 B7.1 B5.0 W4.0 "
+      "B6.0 W5.0 B7.0 W6.0 W7.1 W7.0 A",
+      "F0.0 F1.0 F2.0 F0.1 F3.0 F1.1 F4.0 F2.1 B0.1 W0.1 F3.1 B1.1 W1.1 F5.0 B0.0 W0.0 F4.1 B2.1 W2.1 F6.0 B1.0 "
+      "W1.0 F5.1 B3.1 W3.1 F7.0 B2.0 W2.0 F6.1 B4.1 W4.1 B3.0 W3.0 F7.1 B5.1 W5.1 B4.0 B6.1 B5.0 B7.1 B6.0 W4.0 "
+      "B7.0 W5.0 W6.1 W7.1 W6.0 W7.0 A",
+      "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1 F3.0 F3.1 B0.1 W0.1 F4.0 B0.0 W0.0 F4.1 B1.1 W1.1 F5.0 B1.0 W1.0 F5.1 B2.1 "
+      "W2.1 F6.0 B2.0 W2.0 F6.1 B3.1 W3.1 F7.0 B3.0 W3.0 F7.1 B4.1 W4.1 B4.0 B5.1 B5.0 B6.1 B6.0 B7.1 B7.0 W4.0 "
+      "W5.1 W6.1 W7.1 W5.0 W6.0 W7.0 A",
+  };
+  for (std::size_t s = 0; s < 4; ++s) {
+    INFO("stage " << s);
+    CHECK(render(v.order[s], true) == expected[s]);
+  }
   // The V: stage s holds virtual stages s and 2S - 1 - s; the last stage feeds its own second chunk.
   CHECK(v.virtual_stage(0, 1) == 1);
   CHECK(v.virtual_stage(1, 1) == 6);

@@ -21,12 +21,16 @@ Json tiny_json(int nodes, int gpus, int nics) {
       {"switch_latency", "0.5us"},  {"host_flops", "1TFLOPS"}, {"nvme_read_bw", "8GB/s"}, {"nvme_write_bw", "4GB/s"}};
 }
 
-// One engine and its platform. The engine must outlive every activity.
-struct Simulation {
+// The engine of this process, with no platform yet.
+struct Engine {
   int argc = 1;
   char name[16] = "placesim_tests";
   char* argv[2] = {name, nullptr};
   s4u::Engine engine{&argc, argv};
+};
+
+// One engine and its platform. The engine must outlive every activity.
+struct Simulation : Engine {
   Platform platform;
 
   Simulation(const Json& cluster, const std::vector<std::pair<int, int>>& pairs)
@@ -210,31 +214,22 @@ TEST_CASE("only declared pairs are routed and duplicates collapse") {
 }
 
 TEST_CASE("a pair out of range is refused naming the devices") {
-  int argc = 1;
-  char name[] = "placesim_tests";
-  char* argv[] = {name, nullptr};
-  s4u::Engine engine(&argc, argv);
-  CHECK_THROWS_WITH(build_platform(engine, parse_cluster(tiny_json(2, 2, 2)), {{0, 1}, {2, 7}}),
+  Engine e;
+  CHECK_THROWS_WITH(build_platform(e.engine, parse_cluster(tiny_json(2, 2, 2)), {{0, 1}, {2, 7}}),
                     Contains("transfer device 2 -> device 7: device 7 is out of range"));
 }
 
 TEST_CASE("a pair whose route cannot exist is refused naming the devices") {
-  int argc = 1;
-  char name[] = "placesim_tests";
-  char* argv[] = {name, nullptr};
-  s4u::Engine engine(&argc, argv);
-  CHECK_THROWS_WITH(build_platform(engine, parse_cluster(tiny_json(2, 2, 2)), {{1, 1}}),
+  Engine e;
+  CHECK_THROWS_WITH(build_platform(e.engine, parse_cluster(tiny_json(2, 2, 2)), {{1, 1}}),
                     Contains("transfer device 1 -> device 1 has no route"));
 }
 
 TEST_CASE("a SimGrid configuration key placesim does not pass is refused naming it") {
-  int argc = 1;
-  char name[] = "placesim_tests";
-  char* argv[] = {name, nullptr};
-  s4u::Engine engine(&argc, argv);
+  Engine e;
   Json cluster = tiny_json(1, 2, 1);
   cluster["simgrid_config"] = Json{{"network/no-such-key", "1"}};
-  CHECK_THROWS_WITH(build_platform(engine, parse_cluster(cluster), {}),
+  CHECK_THROWS_WITH(build_platform(e.engine, parse_cluster(cluster), {}),
                     Contains("cluster.simgrid_config: unknown key \"network/no-such-key\""));
 }
 

@@ -15,13 +15,7 @@ using namespace placesim;
 namespace {
 
 std::unique_ptr<Objective> objective(ObjectiveKind kind, int dimension) {
-  ObjectiveSpec o;
-  o.kind = kind;
-  o.dimension = dimension;
-  o.samples = 64;
-  o.batch_size = 8;
-  o.seed = 5;
-  return make_objective(o);
+  return make_objective(test::small_objective(kind, dimension, 5));
 }
 
 }  // namespace
@@ -29,11 +23,7 @@ std::unique_ptr<Objective> objective(ObjectiveKind kind, int dimension) {
 TEST_CASE("RPD with one stage and delay bound 0 is plain SGD bit for bit") {
   for (ObjectiveKind kind : {ObjectiveKind::Quadratic, ObjectiveKind::Logistic}) {
     const auto f = objective(kind, 24);
-    RpdSpec spec;
-    spec.stages = 1;
-    spec.iterations = 40;
-    spec.step_size = 0.1;
-    spec.delta = 0;
+    const RpdSpec spec{.stages = 1, .iterations = 40, .step_size = 0.1, .delta = 0};
     const RpdResult r = run_rpd(spec, *f);
     const auto reference = test::plain_sgd(*f, spec.step_size, 1, 40);
     CHECK(r.final_x == reference.back());
@@ -73,11 +63,7 @@ TEST_CASE("RPD with PipeDream's delays is the stale replay bit for bit and meets
 
 TEST_CASE("RPD's uniform delays stay in 0..delta, and stages are sampled uniformly or in backward order") {
   const auto f = objective(ObjectiveKind::Quadratic, 64);
-  RpdSpec spec;
-  spec.stages = 8;
-  spec.iterations = 4000;
-  spec.step_size = 0.01;
-  spec.delta = 60;
+  RpdSpec spec{.stages = 8, .iterations = 4000, .step_size = 0.01, .delta = 60};
   const RpdResult r = run_rpd(spec, *f);
   CHECK(r.delays.max == 60);
   CHECK(r.histogram.begin()->first == 0);

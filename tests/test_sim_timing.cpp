@@ -4,30 +4,17 @@
 
 #include "sim/backend/Simulator.hpp"
 #include "strategies/graph/TaskGraph.hpp"
+#include "tests/SimFixtures.hpp"
 
 using namespace placesim;
 
 namespace {
 
+using test::empty_graph;
+
 // One node of 8 GPUs on an NVSwitch: 100 GB/s and 1 us per NVLink direction; a route GPU -> GPU crosses two links.
 ClusterSpec node() {
-  ClusterSpec c;
-  c.accelerator = accelerator_preset("a100-80gb", "cluster.accelerator");
-  c.nodes = 1;
-  c.gpus_per_node = 8;
-  c.nvlink_bw_Bps = 100e9;
-  c.nvlink_latency_s = 1e-6;
-  c.comm_model = CommModel::Links;
-  // The schedule's own timing: overlap interference (tests/test_interference.cpp) off.
-  c.accelerator.profile.intra_node_interference = {};
-  return c;
-}
-
-TaskGraph empty_graph(int devices) {
-  TaskGraph g;
-  g.devices = devices;
-  g.resident.assign(static_cast<std::size_t>(devices), {0, 0, 0, 0});
-  return g;
+  return test::links_node(8);
 }
 
 Collective allreduce(int group, std::int64_t bytes) {

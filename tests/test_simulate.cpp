@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"
 #include "workloads/json/Units.hpp"
@@ -14,6 +15,14 @@ using placesim::test::run_placesim;
 namespace {
 
 const char* kModel = R"({"layers": 8, "hidden": 512, "heads": 8, "vocab": 1000, "seq_len": 256})";
+
+// What `placesim simulate` says of `experiment` (written to a file named after `name`), checking it refuses it (exit
+// 2).
+std::string refusal(const std::string& name, const std::string& experiment) {
+  std::string out;
+  CHECK(run_placesim("simulate " + placesim::test::write_temp(name, experiment), &out) == 2);
+  return out;
+}
 
 Json simulate(const std::string& strategy, const std::string& extra_flags = "",
               const std::string& training = R"({"global_batch": 32, "micro_batch": 1})",
@@ -91,21 +100,17 @@ TEST_CASE("Simulate reports are byte-identical for equal input") {
 }
 
 TEST_CASE("Simulate refuses a mesh that does not match the cluster") {
-  std::string path = "/tmp/placesim-mesh-" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path)
-      << R"({"model": "gpt-7.5b", "strategy": {"preset": "dp", "dp": 12}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
-  std::string out;
-  CHECK(run_placesim("simulate " + path, &out) == 2);
+  const std::string out = refusal(
+      "mesh.json",
+      R"({"model": "gpt-7.5b", "strategy": {"preset": "dp", "dp": 12}, "cluster": {"preset": "dgx-a100", "nodes": 2}})");
   CHECK_THAT(out,
              Catch::Contains("= 12 devices does not match the cluster's 16 GPUs (cluster.nodes=2 x 8 GPUs per node)"));
 }
 
 TEST_CASE("Simulate refuses an experiment whose memory does not fit the accelerator") {
-  std::string path = "/tmp/placesim-fit-" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path)
-      << R"({"model": "gpt3-175b", "strategy": {"preset": "dp", "dp": 16}, "cluster": {"preset": "dgx-a100", "nodes": 2}})";
-  std::string out;
-  CHECK(run_placesim("simulate " + path, &out) == 2);
+  const std::string out = refusal(
+      "fit.json",
+      R"({"model": "gpt3-175b", "strategy": {"preset": "dp", "dp": 16}, "cluster": {"preset": "dgx-a100", "nodes": 2}})");
   CHECK_THAT(out, Catch::Contains("does not fit") && Catch::Contains("device memory is 85.9 GB"));
 }
 
@@ -144,10 +149,7 @@ TEST_CASE("Simulate refuses by the simulated peak when only the analytic bound i
 }
 
 TEST_CASE("Simulate needs a cluster") {
-  std::string path = "/tmp/placesim-nocluster-" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path) << R"({"model": "gpt-7.5b", "strategy": "dp"})";
-  std::string out;
-  CHECK(run_placesim("simulate " + path, &out) == 2);
+  const std::string out = refusal("nocluster.json", R"({"model": "gpt-7.5b", "strategy": "dp"})");
   CHECK_THAT(out, Catch::Contains("cluster is required to simulate"));
 }
 

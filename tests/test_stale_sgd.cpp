@@ -16,15 +16,23 @@ using test::plain_sgd;
 namespace {
 
 ConvergenceSpec spec_for(ObjectiveKind kind, int dimension, double step) {
-  ConvergenceSpec spec;
-  spec.objective.kind = kind;
-  spec.objective.dimension = dimension;
-  spec.objective.samples = 64;
-  spec.objective.batch_size = 8;
+  ConvergenceSpec spec = test::small_convergence(kind, dimension, step, 7);
   spec.objective.l2 = 1e-3;
-  spec.objective.seed = 7;
-  spec.step_size = step;
   return spec;
+}
+
+// Two replicas of two stages: replica 0 steps micro-batch 0, replica 1 micro-batches 0 and 1; a step is both
+// stages' backwards (stage 1 first) at one version of the whole vector, then both stages' Applies.
+UpdateLog replicas_stepped_once_and_twice() {
+  UpdateLog trace{2, 2, {}};
+  auto step = [&](int replica, int microbatch, int version) {
+    for (int s : {1, 0}) trace.events.push_back(backward(s, microbatch, {version, version}, 1, replica));
+    for (int s : {1, 0}) trace.events.push_back(apply(s, 1, replica));
+  };
+  step(0, 0, 0);
+  step(1, 0, 0);
+  step(1, 1, 1);
+  return trace;
 }
 
 // Runs synchronous traces of `stages` for 1 .. steps steps and compares with plain SGD: every coordinate of every
@@ -117,14 +125,7 @@ TEST_CASE("A stale trace takes each gradient at the versions it read on a 2-bloc
 // replica 0 steps block 0 from its averaged weights: (2.5, 5) - 1/2 (-1.5, -3) = (3.25, 6.5).
 TEST_CASE("Average replaces a block of every replica by the replicas' mean") {
   QuadraticObjective f({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 8, 4, 8}, 0.0, 0.0, 1);
-  UpdateLog trace{2, 2, {}};
-  auto step = [&](int replica, int microbatch, int version) {
-    for (int s : {1, 0}) trace.events.push_back(backward(s, microbatch, {version, version}, 1, replica));
-    for (int s : {1, 0}) trace.events.push_back(apply(s, 1, replica));
-  };
-  step(0, 0, 0);
-  step(1, 0, 0);
-  step(1, 1, 1);
+  UpdateLog trace = replicas_stepped_once_and_twice();
   trace.events.push_back(average(0, 2));
   trace.events.push_back(backward(0, 1, {1, 1}, 3, 0));
   trace.events.push_back(apply(0, 3, 0));
@@ -144,14 +145,7 @@ TEST_CASE("Average replaces a block of every replica by the replicas' mean") {
 // reads version 1 of block 0, which is the averaged one: g0 = (2.5 - 4, 5 - 8) = (-1.5, -3), not (-2, -4).
 TEST_CASE("A backward after an Average reads the averaged newest version") {
   QuadraticObjective f({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 8, 4, 8}, 0.0, 0.0, 1);
-  UpdateLog trace{2, 2, {}};
-  auto step = [&](int replica, int microbatch, int version) {
-    for (int s : {1, 0}) trace.events.push_back(backward(s, microbatch, {version, version}, 1, replica));
-    for (int s : {1, 0}) trace.events.push_back(apply(s, 1, replica));
-  };
-  step(0, 0, 0);
-  step(1, 0, 0);
-  step(1, 1, 1);
+  UpdateLog trace = replicas_stepped_once_and_twice();
   trace.events.push_back(backward(1, 1, {1, 1}, 2, 0));
   trace.events.push_back(average(0, 3));
   trace.events.push_back(backward(0, 1, {1, 1}, 4, 0));

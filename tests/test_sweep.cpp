@@ -51,14 +51,7 @@ TEST_CASE("Axis geometric ranges multiply up to and including to") {
 }
 
 TEST_CASE("Ranges that never end or are empty are refused naming the field") {
-  auto message = [](const std::string& axis) {
-    try {
-      values(axis);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  auto message = [](const std::string& axis) { return test::refusal_message([&] { values(axis); }); };
   CHECK_THAT(message(R"({"from": 1, "to": 10, "step": 0})"), Catch::Contains("axes.x.step=0 must be positive"));
   CHECK_THAT(message(R"({"from": 1, "to": 10, "step": -1})"), Catch::Contains("axes.x.step=-1 must be positive"));
   CHECK_THAT(message(R"({"from": 1, "to": 10, "times": 1})"), Catch::Contains("axes.x.times=1 must be greater than 1"));
@@ -134,14 +127,7 @@ TEST_CASE("Unknown field paths are refused naming the axis") {
 }
 
 TEST_CASE("Shard specs are i/N with i below N") {
-  auto message = [](const std::string& text) {
-    try {
-      parse_shard(text);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  auto message = [](const std::string& text) { return test::refusal_message([&] { parse_shard(text); }); };
   CHECK(parse_shard("3/16").index == 3);
   CHECK(parse_shard("3/16").count == 16);
   CHECK(parse_shard("0/1").count == 1);
@@ -303,13 +289,10 @@ TEST_CASE("Figures read from the analysis equal the analyze report's values") {
 
 TEST_CASE("Figures the analyze report never has are refused naming the figure") {
   auto message = [](const std::string& figures, const char* mode) {
-    try {
+    return test::refusal_message([&] {
       check_figures(sweep(std::string("{") + kSmallBase + R"(, "axes": {"strategy.dp": [1]}, "mode": ")" + mode +
                           R"(", "figures": )" + figures + "}"));
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
+    });
   };
   CHECK(message(R"(["memory.total_bytes", "memory.per_stage.0.activations_bytes"])", "analyze") == "(no error)");
   CHECK_THAT(message(R"(["memory.totl_bytes"])", "analyze"),

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -23,10 +24,19 @@
 
 using namespace placesim;
 using test::lines_of;
-using test::read;
-using test::sweep_cli;
-using test::TempDir;
-using test::write;
+
+namespace {
+
+// What `body` writes to std::cerr, captured.
+std::string stderr_of(const std::function<void()>& body) {
+  std::ostringstream captured;
+  auto* saved = std::cerr.rdbuf(captured.rdbuf());
+  body();
+  std::cerr.rdbuf(saved);
+  return captured.str();
+}
+
+}  // namespace
 
 TEST_CASE("ProcessPool feeds stdin and collects stdout and exit status of each child") {
   ProcessPool pool;
@@ -49,39 +59,32 @@ TEST_CASE("ProcessPool feeds stdin and collects stdout and exit status of each c
 }
 
 TEST_CASE("Progress prints plain lines when stderr is not a terminal") {
-  std::ostringstream captured;
-  auto* saved = std::cerr.rdbuf(captured.rdbuf());
-  {
+  const std::string captured = stderr_of([] {
     Progress progress("placesim sweep", 10, false, 0.0);  // interval 0: a line on every advance
     progress.advance(5);
     progress.advance(5);
     progress.finish();
-  }
-  std::cerr.rdbuf(saved);
-  std::vector<std::string> lines = lines_of(captured.str());
+  });
+  std::vector<std::string> lines = lines_of(captured);
   REQUIRE(lines.size() == 2);
   CHECK_THAT(lines[0], Catch::StartsWith("placesim sweep:  50.0% 5/10 points, "));
   CHECK_THAT(lines[0], Catch::Contains("points/s, ETA "));
   CHECK_THAT(lines[1], Catch::StartsWith("placesim sweep: 100.0% 10/10 points, "));
   CHECK_THAT(lines[1], Catch::Contains(", took "));
-  CHECK(captured.str().find('\r') == std::string::npos);
+  CHECK(captured.find('\r') == std::string::npos);
 }
 
 // A search learns after each batch how many candidates its bound still lets through: the total shrinks (never below
 // what is done), and the percentage and ETA follow it.
 TEST_CASE("Progress takes a new total and counts against it") {
-  std::ostringstream captured;
-  auto* saved = std::cerr.rdbuf(captured.rdbuf());
-  {
+  std::vector<std::string> lines = lines_of(stderr_of([] {
     Progress progress("placesim search", 100, false, 0.0);
     progress.advance(2);
     progress.set_total(8);  // 6 left
     progress.advance(2);
     progress.set_total(1);  // below the 4 done: 4
     progress.advance(0);
-  }
-  std::cerr.rdbuf(saved);
-  std::vector<std::string> lines = lines_of(captured.str());
+  }));
   REQUIRE(lines.size() == 3);
   CHECK_THAT(lines[0], Catch::StartsWith("placesim search:   2.0% 2/100 points, "));
   CHECK_THAT(lines[1], Catch::StartsWith("placesim search:  50.0% 4/8 points, "));
@@ -97,10 +100,11 @@ TEST_CASE("Durations print as seconds, minutes or hours") {
 }
 
 TEST_CASE("plot_sweep.py draws a PNG and an SVG from sweep results") {
-  TempDir dir;
-  write(dir / "sweep.json", R"({"base": {"model": "gpt-1.7b", "training": {"global_batch": 512}, "strategy": "dp"},
+  test::TempDir dir;
+  test::write(dir / "sweep.json",
+              R"({"base": {"model": "gpt-1.7b", "training": {"global_batch": 512}, "strategy": "dp"},
       "axes": {"strategy.preset": ["dp", "zero1", "zero3"], "strategy.dp": {"from": 1, "to": 64, "times": 2}}})");
-  REQUIRE(sweep_cli(dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --quiet") == 0);
+  REQUIRE(test::sweep_cli(dir / "sweep.json" + " --out " + dir / "r.jsonl" + " --quiet") == 0);
   std::string script = std::string(PLACESIM_SOURCE_DIR) + "/traces/sweep/plot_sweep.py";
   std::string command = "/usr/bin/python3 " + script + " " + dir / "r.jsonl" +
                         " --x strategy.dp --y memory.total_bytes " + "--hue strategy.preset --out " + dir / "plot.png" +
@@ -112,9 +116,9 @@ TEST_CASE("plot_sweep.py draws a PNG and an SVG from sweep results") {
   for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
   INFO(output);
   REQUIRE(WEXITSTATUS(::pclose(pipe)) == 0);
-  std::string png = read(dir / "plot.png");
+  std::string png = test::read(dir / "plot.png");
   REQUIRE(png.size() > 1000);
   CHECK(png.substr(1, 3) == "PNG");
-  CHECK_THAT(read(dir / "plot.svg"), Catch::Contains("<svg"));
-  CHECK_THAT(read(dir / "plot.svg"), Catch::Contains("zero3"));  // the legend names every strategy
+  CHECK_THAT(test::read(dir / "plot.svg"), Catch::Contains("<svg"));
+  CHECK_THAT(test::read(dir / "plot.svg"), Catch::Contains("zero3"));  // the legend names every strategy
 }

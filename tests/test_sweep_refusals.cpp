@@ -31,12 +31,7 @@ std::string tiny_sweep(const std::string& rest) {
 
 // The message check_sweep_figures() refuses a sweep with (the built placesim simulating), or "(no error)".
 std::string figures_error(const std::string& text) {
-  try {
-    check_sweep_figures(test::sweep(text), PLACESIM_BINARY);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::refusal_message([&] { check_sweep_figures(test::sweep(text), PLACESIM_BINARY); });
 }
 
 }  // namespace

@@ -75,12 +75,7 @@ TEST_CASE("Resume scanning keeps complete rows of this sweep and drops a cut las
   CHECK(scan.complete_bytes == good.size());
   CHECK(scan_results("", expected, "r.jsonl").done.empty());
   auto message = [&](const std::string& text) {
-    try {
-      scan_results(text, expected, "r.jsonl");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
+    return test::refusal_message([&] { scan_results(text, expected, "r.jsonl"); });
   };
   CHECK_THAT(message("{\"index\":3,\"point\":{\"a\":3},\"status\":\"ok\"}\n"),
              Catch::Contains("r.jsonl:1: point 3 is not a point of this sweep and shard"));

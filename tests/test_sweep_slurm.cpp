@@ -343,12 +343,7 @@ TEST_CASE("A filesystem without flock gets its own message and --no-lock") {
   });
   auto message = [&](int error) {
     fake_errno = error;
-    try {
-      ResultsFile file(path, false, false);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
+    return test::refusal_message([&] { ResultsFile file(path, false, false); });
   };
   CHECK_THAT(message(ENOSYS), Catch::StartsWith("cannot lock '" + path +
                                                 "' (flock: Function not implemented): this "

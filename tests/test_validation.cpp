@@ -11,6 +11,7 @@
 #include "strategies/analytic/LayerTimes.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "tests/Helpers.hpp"
+#include "tests/RecordBuilders.hpp"
 #include "topology/cluster/Cluster.hpp"
 
 using namespace placesim;
@@ -112,16 +113,12 @@ namespace {
 
 TaskRecord record(int device, TaskKind kind, int layer, int layers, int microbatch, bool backward, double start,
                   double end, CommClass cls = CommClass::TpCollective) {
-  TaskRecord r;
-  r.device = device;
-  r.kind = kind;
+  TaskRecord r = test::task_record(device, Stream::Compute, kind, start, end);
   r.layer = layer;
   r.layers = layers;
   r.microbatch = microbatch;
   r.backward = backward;
   r.stage = 0;
-  r.start_s = start;
-  r.end_s = end;
   r.comm_class = cls;
   return r;
 }

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -271,32 +272,18 @@ std::size_t selector(char c, std::size_t choices) {
 
 void fuzz_units(const std::string& text) {
   if (text.empty()) return;
-  const std::string value = text.substr(1);
-  switch (selector(text[0], 8)) {
-    case 0:
-      format_bytes(parse_bytes(value, "size"));
-      break;
-    case 1:
-      format_bytes(parse_bandwidth(value, "bandwidth"));
-      break;
-    case 2:
-      format_seconds(parse_time(value, "latency"));
-      break;
-    case 3:
-      format_bytes(parse_flops(value, "flops"));
-      break;
-    case 4:
-      parse_shard(value).size(1000);
-      break;
-    case 5:
-      parse_rank_by(value);
-      break;
-    case 6:
-      parse_fidelity(value, "--fidelity");
-      break;
-    default:
-      parse_cli_value(value);  // what becomes of the value is the --set parser's (1) to fuzz
-  }
+  using Reader = void (*)(const std::string&);
+  static const Reader readers[] = {
+      [](const std::string& v) { format_bytes(parse_bytes(v, "size")); },
+      [](const std::string& v) { format_bytes(parse_bandwidth(v, "bandwidth")); },
+      [](const std::string& v) { format_seconds(parse_time(v, "latency")); },
+      [](const std::string& v) { format_bytes(parse_flops(v, "flops")); },
+      [](const std::string& v) { parse_shard(v).size(1000); },
+      [](const std::string& v) { parse_rank_by(v); },
+      [](const std::string& v) { parse_fidelity(v, "--fidelity"); },
+      [](const std::string& v) { parse_cli_value(v); },  // what becomes of the value is the --set parser's (1) to fuzz
+  };
+  readers[selector(text[0], std::size(readers))](text.substr(1));
 }
 
 /// Points a results row may claim for the merge to be run on it: the merge tracks coverage a bit per point (and

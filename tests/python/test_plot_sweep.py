@@ -61,6 +61,12 @@ class Files:
                 f.write(json.dumps(row) + "\n")
         return path
 
+    def assert_labels(self, expected):
+        """plot_sweep.label names every field of `expected` as it says."""
+        for field, name in expected.items():
+            with self.subTest(field=field):
+                self.assertEqual(plot_sweep.label(field), name)
+
     def load(self, *paths, allow_mixed=False):
         warnings = []
         frame, axes = plot_sweep.load_frame(list(paths), allow_mixed=allow_mixed, warn=warnings.append)
@@ -187,15 +193,17 @@ class Labels(Files, unittest.TestCase):
     """Defect 3: axes showed raw dotted paths."""
 
     def test_known_fields_have_names_and_units(self):
-        self.assertEqual(plot_sweep.label("strategy.dp"), "data-parallel degree")
-        self.assertEqual(plot_sweep.label("strategy.tp"), "tensor-parallel degree")
-        self.assertEqual(plot_sweep.label("strategy.pp"), "pipeline stages")
-        self.assertEqual(plot_sweep.label("memory.total_bytes"), "memory per GPU [GB]")
-        self.assertEqual(plot_sweep.label("communication.bytes_per_step"), "bytes sent per GPU per step [GB]")
-        self.assertEqual(plot_sweep.label("simulation.step_time_s"), "step time [s]")
-        self.assertEqual(plot_sweep.label("simulation.mfu"), "MFU [%]")
-        self.assertEqual(plot_sweep.label("simulation.tokens_per_s"), "throughput [tokens/s]")
-        self.assertEqual(plot_sweep.label("strategy.placement.optimizer"), "optimizer placement")
+        self.assert_labels({
+            "strategy.dp": "data-parallel degree",
+            "strategy.tp": "tensor-parallel degree",
+            "strategy.pp": "pipeline stages",
+            "memory.total_bytes": "memory per GPU [GB]",
+            "communication.bytes_per_step": "bytes sent per GPU per step [GB]",
+            "simulation.step_time_s": "step time [s]",
+            "simulation.mfu": "MFU [%]",
+            "simulation.tokens_per_s": "throughput [tokens/s]",
+            "strategy.placement.optimizer": "optimizer placement",
+        })
 
     def test_unknown_fields_read_as_their_last_component(self):
         self.assertEqual(plot_sweep.label("memory.per_stage.0.activations_bytes"), "activations [GB]")
@@ -644,14 +652,16 @@ class LabelTable(Files, unittest.TestCase):
     """Fields are named with units, and their values drawn in those units."""
 
     def test_names_of_the_sweep_figures_and_common_axes(self):
-        self.assertEqual(plot_sweep.label("simulation.step_time_s"), "step time [s]")
-        self.assertEqual(plot_sweep.label("device_memory_bytes"), "GPU memory [GB]")
-        self.assertEqual(plot_sweep.label("memory.model_states_bytes"), "model-state memory per GPU [GB]")
-        self.assertEqual(plot_sweep.label("compute.model_flops_per_step"), "model FLOPs per step [PFLOP]")
-        self.assertEqual(plot_sweep.label("strategy.microbatches"), "micro-batches per step")
-        self.assertEqual(plot_sweep.label("pipeline.microbatches"), "micro-batches per step")
-        self.assertEqual(plot_sweep.label("pipeline.schedule_bubble_fraction_mean"), "schedule bubble [%]")
-        self.assertEqual(plot_sweep.label("training.micro_batch"), "micro-batch size [sequences]")
+        self.assert_labels({
+            "simulation.step_time_s": "step time [s]",
+            "device_memory_bytes": "GPU memory [GB]",
+            "memory.model_states_bytes": "model-state memory per GPU [GB]",
+            "compute.model_flops_per_step": "model FLOPs per step [PFLOP]",
+            "strategy.microbatches": "micro-batches per step",
+            "pipeline.microbatches": "micro-batches per step",
+            "pipeline.schedule_bubble_fraction_mean": "schedule bubble [%]",
+            "training.micro_batch": "micro-batch size [sequences]",
+        })
         self.assertEqual(plot_sweep.short_label("strategy.dp"), "dp")
         self.assertEqual(plot_sweep.short_label("cluster.nodes"), "nodes")
         self.assertEqual(plot_sweep.label("strategy.dp", {"strategy.dp": "GPUs"}), "GPUs")
