@@ -1,11 +1,13 @@
-// Zero-bubble schedules (ZB-H1, ZB-H2; Qi et al., arXiv 2401.10241) on a model's task graph: each layer's backward
-// split into its input-gradient task B and its weight-gradient task W, the activations held until W, the gradients
-// synchronised after the last W; `verify` executes them numerically against one device.
+// Zero-bubble schedules (ZB-H1, ZB-H2, ZB-V; Qi et al., arXiv 2401.10241 and 2405.15362) and DualPipeV on a model's
+// task graph: each layer's backward split into its input-gradient task B and its weight-gradient task W, the
+// activations held until W, the gradients synchronised after the last W, ZB-V's and DualPipeV's chunks in a V;
+// `verify` executes them numerically against one device.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "strategies/placement/Layout.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;
@@ -78,8 +80,8 @@ TEST_CASE("A zero-bubble schedule with blocking exchanges is refused naming stra
   CHECK_THAT(out, Catch::Contains("set strategy.p2p=async"));
 }
 
-TEST_CASE("verify executes ZB-H1 and ZB-H2 and finds them equal to one device") {
-  for (const std::string schedule : {"zb-h1", "zb-h2"}) {
+TEST_CASE("verify executes the zero-bubble schedules and DualPipeV and finds them equal to one device") {
+  for (const std::string schedule : {"zb-h1", "zb-h2", "zb-v", "dualpipev"}) {
     INFO(schedule);
     std::string out;
     CHECK(run_placesim("verify " + std::string(PLACESIM_SOURCE_DIR) +
@@ -88,4 +90,60 @@ TEST_CASE("verify executes ZB-H1 and ZB-H2 and finds them equal to one device") 
                        &out) == 0);
     CHECK_THAT(out, Catch::Contains("verdict: trains the same model as one device; checker and execution agree"));
   }
+}
+
+TEST_CASE("A V places chunk c of stage s at virtual stage s or 2p - 1 - s with the head on stage 0") {
+  // 8 layers over 4 stages in a V (Qi et al., arXiv 2405.15362, Figure 4; DualPipeV): stage s holds layer s and
+  // layer 7 - s, so stage 0 holds the first and the last layer, the embedding and the output layer.
+  const Experiment e = test::experiment(experiment("zb-v"));
+  const std::vector<StageLayout> layouts = stage_layouts(e);
+  REQUIRE(layouts.size() == 4);
+  for (int s = 0; s < 4; ++s) {
+    INFO("stage " << s);
+    CHECK(layouts[static_cast<std::size_t>(s)].chunk_first == std::vector<std::int64_t>{s, 7 - s});
+    CHECK(layouts[static_cast<std::size_t>(s)].chunk_layers == std::vector<std::int64_t>{1, 1});
+    CHECK((layouts[static_cast<std::size_t>(s)].head_elems > 0) == (s == 0));
+    CHECK((layouts[static_cast<std::size_t>(s)].embed_elems > 0) == (s == 0));
+  }
+  // Tied embeddings need no copy on another stage: the V's ends meet on stage 0.
+  Experiment tied = e;
+  tied.model.tied_embeddings = true;
+  for (const StageLayout& st : stage_layouts(tied)) CHECK(st.tied_copy_elems == 0);
+  // 10 layers: ceil(10 / 4) = 3 a stage, stages 0 and 1 one fewer; the odd layer in the first chunk.
+  CHECK(v_stage_layer_counts(10, 4) == std::vector<std::int64_t>{1, 1, 2, 2, 1, 1, 1, 1});
+}
+
+TEST_CASE("ZB-V and DualPipeV on a model hold their papers' activations and exchange only across stages") {
+  const Json h1 = simulate_report(experiment("zb-h1"));
+  const Json h2 = simulate_report(experiment("zb-h2"));
+  const Json v = simulate_report(experiment("zb-v"));
+  const Json dv = simulate_report(experiment("dualpipev"));
+  for (const Json* r : {&v, &dv})
+    for (const Json& row : (*r)["validation"]) {
+      INFO(row["figure"].get<std::string>());
+      CHECK(row["difference"].get<double>() == 0);
+    }
+  // Activations at the peak, in layer-passes of this 2-layer stage plus the loss (the same on every schedule):
+  // ZB-H1 p = 4 micro-batches = 8, ZB-H2 2p - 1 = 7 micro-batches = 14; ZB-V 2p = 8 chunk passes of one layer = 8,
+  // as ZB-H1 (Qi et al., arXiv 2405.15362, Table 1); DualPipeV 2p + 1 = 9 (DeepSeek-V3 report, Table 2: PP + 1 chunks).
+  auto act = [](const Json& r) { return r["memory"]["activations_bytes"].get<double>(); };
+  const double layer = (act(h2) - act(h1)) / 6;
+  CHECK(act(v) == act(h1));
+  CHECK(act(dv) - act(h1) == Approx(layer).epsilon(1e-12));
+  // ZB-V keeps a smaller bubble than ZB-H2 (with ZB-H1's memory).
+  CHECK(bubble(v) < bubble(h2));
+  // The exchanges: every stage sends each micro-batch's boundary forward and its gradient back once per chunk, except
+  // where the V turns (the last stage feeds itself) and where it ends (stage 0): 4 boundaries on the middle stages,
+  // 2 on the ends, against 2 and 1 under ZB-H1.
+  auto p2p = [](const Json& r, int stage) {
+    return r["communication"]["per_stage"][stage]["by_class"]["pp_p2p"].get<double>();
+  };
+  for (int s = 0; s < 4; ++s) CHECK(p2p(v, s) == (s == 0 || s == 3 ? 2 : 4) * p2p(h1, 1) / 2);
+}
+
+TEST_CASE("DualPipeV on a model refuses fewer micro-batches than twice the stages") {
+  const std::string path = write(experiment("dualpipev"));
+  std::string out;
+  CHECK(run_placesim("check " + path + ".json --set training.global_batch=12", &out) != 0);
+  CHECK_THAT(out, Catch::Contains("strategy.microbatches=6"));
 }

@@ -210,7 +210,7 @@ class SyncRun {
     mesh_.padded = (tm::kUnitElems + mesh_.n - 1) / mesh_.n * mesh_.n;
     mesh_.atom = mesh_.padded / mesh_.n;
     pp_ = static_cast<int>(s_.pp);
-    chunks_ = s_.schedule == Schedule::Interleaved ? static_cast<int>(s_.chunks) : 1;
+    chunks_ = static_cast<int>(chunks_per_stage(s_));
     per_vstage_ = x.layers / (pp_ * chunks_);
     m_ = static_cast<int>(s_.microbatches);
     plan_ = data_plan(s_);
@@ -276,7 +276,9 @@ class SyncRun {
  private:
   Device& dev(int stage, int q) { return devices_[static_cast<std::size_t>(stage)][static_cast<std::size_t>(q)]; }
   int vstage_of_unit(int u) const { return u / per_vstage_; }
-  int stage_of_unit(int u) const { return vstage_of_unit(u) % pp_; }
+  int stage_of_unit(int u) const { return stage_of_virtual(s_.schedule, pp_, vstage_of_unit(u)); }
+  int vstage_of(const PipeOp& op) const { return virtual_stage_of(s_.schedule, pp_, op.chunk, op.stage); }
+  int stage_of_vstage(int v) const { return stage_of_virtual(s_.schedule, pp_, v); }
   const double* theta0(int u) const { return theta0_.data() + static_cast<std::size_t>(u) * tm::kUnitElems; }
   std::vector<int> units_of_stage(int stage) const {
     std::vector<int> out;
@@ -424,7 +426,7 @@ class SyncRun {
   }
 
   void forward(const PipeOp& op) {
-    const int v = op.virtual_stage(pp_), n = mesh_.n;
+    const int v = vstage_of(op), n = mesh_.n;
     std::vector<Vec> x(static_cast<std::size_t>(n));
     for (int q = 0; q < n; ++q) {
       Device& d = dev(op.stage, q);
@@ -453,8 +455,8 @@ class SyncRun {
         tm::loss_gradient(x[static_cast<std::size_t>(q)], tm::sample(x_.seed, 0, q, op.microbatch).target, dz);
         d.loss_grad[op.microbatch] = dz;
       } else {
-        dev((v + 1) % pp_, q).inbox_act[{v + 1, op.microbatch}] = x[static_cast<std::size_t>(q)];
-        d.sent.p2p += tm::kActElems;
+        dev(stage_of_vstage(v + 1), q).inbox_act[{v + 1, op.microbatch}] = x[static_cast<std::size_t>(q)];
+        if (stage_of_vstage(v + 1) != op.stage) d.sent.p2p += tm::kActElems;  // a V's turn stays on the stage
       }
     }
   }
@@ -508,7 +510,7 @@ class SyncRun {
   }
 
   void backward(const PipeOp& op) {
-    const int v = op.virtual_stage(pp_), n = mesh_.n, first = v * per_vstage_;
+    const int v = vstage_of(op), n = mesh_.n, first = v * per_vstage_;
     std::vector<Vec> dz(static_cast<std::size_t>(n));
     for (int q = 0; q < n; ++q) {
       Device& d = dev(op.stage, q);
@@ -545,8 +547,8 @@ class SyncRun {
     }
     if (v > 0)
       for (int q = 0; q < n; ++q) {
-        dev((v - 1) % pp_, q).inbox_grad[{v - 1, op.microbatch}] = dz[static_cast<std::size_t>(q)];
-        dev(op.stage, q).sent.p2p += tm::kActElems;
+        dev(stage_of_vstage(v - 1), q).inbox_grad[{v - 1, op.microbatch}] = dz[static_cast<std::size_t>(q)];
+        if (stage_of_vstage(v - 1) != op.stage) dev(op.stage, q).sent.p2p += tm::kActElems;
       }
   }
 
@@ -756,7 +758,7 @@ ExecutorResult execute_placement(const ExecutorSpec& spec) {
     refuse(
         "strategy.tp, strategy.cp and strategy.ep must be 1 (the miniature places states along dp_shard, "
         "dp_replicate and pp)");
-  const std::int64_t vstages = s.pp * (s.schedule == Schedule::Interleaved ? s.chunks : 1);
+  const std::int64_t vstages = s.pp * chunks_per_stage(s);
   if (spec.layers < 1 || spec.layers % vstages != 0)
     refuse("layers=" + std::to_string(spec.layers) + " is not a multiple of the " + std::to_string(vstages) +
            " virtual stages");

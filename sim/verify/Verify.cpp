@@ -50,7 +50,7 @@ Miniature miniature_of(const Experiment& e) {
   m.dp = m.dp_shard * m.dp_replicate;
   m.pp = std::min<std::int64_t>(s.pp, 4);
   change("strategy.pp", s.pp, m.pp, "four stages show every pipeline pattern");
-  m.chunks = s.schedule == Schedule::Interleaved ? std::min<std::int64_t>(s.chunks, 2) : 1;
+  m.chunks = std::min<std::int64_t>(s.chunks, 2);  // a V keeps its two
   change("strategy.chunks", s.chunks, m.chunks, "two chunks per stage");
   if (!m.layers_per_stage.empty()) out.changes.push_back("strategy.layers_per_stage -> 2 layers per virtual stage");
   m.layers_per_stage.clear();

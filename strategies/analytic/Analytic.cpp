@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "strategies/placement/DataPlan.hpp"
-#include "strategies/placement/Routing.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "strategies/pipeline/StageMemory.hpp"
+#include "strategies/placement/DataPlan.hpp"
+#include "strategies/placement/Routing.hpp"
 
 namespace placesim {
 
@@ -69,7 +69,7 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   // its backward (all of them under GPipe, one otherwise), and the backward's gradients of one.
   // Under the interleaved schedule with uneven chunks the peak of the layers need not meet a live loss (a last chunk
   // without layers, or a lighter one): the op order is walked with both.
-  if (st.stage == s.pp - 1) {
+  if (st.stage == head_stage(s)) {
     const std::optional<double> walked = pl.activations == Mode::Offloaded
                                              ? std::nullopt
                                              : interleaved_peak_with_loss(e, st, chunk_activation_bytes(e, st),
@@ -177,14 +177,14 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
       cp_layer_bytes(e, false) * (e.training.recompute == Recompute::Full ? 2 : 1) + cp_layer_bytes(e, true);
   at(c, CommClass::CpKv) = m * d(st.n_layers) * cp_passes;
   const std::int64_t x = local_seq_len(e) * t.micro_batch * e.model.hidden;
-  const bool first = st.stage == 0, last = st.stage == s.pp - 1;
+  const bool first = st.stage == 0, last = st.stage == s.pp - 1, head = st.stage == head_stage(s);
   if (s.tp > 1) {
     // The vocabulary-parallel embedding all-reduces its output (sp: its backward all-gathers the gradient); the output
     // layer's backward all-reduces the input gradient (sp: all-gather forward, re-gather and reduce-scatter backward).
     const double all_reduce = d(ring_allreduce_elems_sent(x, s.tp)), gather = d(ring_gather_elems_sent(x, s.tp));
     double vocab = 0;
     if (first) vocab += all_reduce + (s.sp ? gather : 0);
-    if (last) vocab += s.sp ? 3 * gather : all_reduce;
+    if (head) vocab += s.sp ? 3 * gather : all_reduce;
     at(c, CommClass::TpCollective) += m * vocab * el;
     if (s.sp)  // the norm and row-parallel-bias gradients, once per step
       at(c, CommClass::TpCollective) +=
@@ -195,8 +195,12 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
   // activation and the receiving TP group all-gathers it; every stage receives as many boundaries as it sends.
   const bool scatter_gather = s.scatter_gather();
   const double msg = d(s.sp || scatter_gather ? shard_elems(x, s.tp) : x) * el;
-  const std::int64_t v = s.schedule == Schedule::Interleaved ? s.chunks : 1;
-  const double sends = m * (d(v - (last ? 1 : 0)) + d(v - (first ? 1 : 0)));  // activations forward, gradients back
+  // Activations forward, gradients back: a boundary per chunk but the model's ends; in a V the last stage's chunks
+  // meet on the stage itself and the first stage holds both ends, so each direction sends 2 - first - last.
+  const std::int64_t v = chunks_per_stage(s);
+  const double per_microbatch = v_shaped(s.schedule) ? 2 * d(2 - (first ? 1 : 0) - (last ? 1 : 0))
+                                                     : d(v - (last ? 1 : 0)) + d(v - (first ? 1 : 0));
+  const double sends = m * per_microbatch;
   at(c, CommClass::PpP2P) = sends * msg;
   if (scatter_gather) at(c, CommClass::TpCollective) += sends * d(ring_gather_elems_sent(x, s.tp)) * el;
   // DeepSpeed gathers each sent output again over the TP group before its backward.
@@ -265,7 +269,7 @@ double stage_hardware_flops(const Experiment& e, const StageLayout& st, const Ex
                                                                             : 0;
     per_token += d(st.moe_layers) * (3 * dense + recompute);
   }
-  if (st.stage == s.pp - 1) per_token += 3 * logit_forward_flops_per_token(m);
+  if (st.stage == head_stage(s)) per_token += 3 * logit_forward_flops_per_token(m);
   double flops = per_token * tokens / d(s.tp);
   if (st.moe_layers > 0) {
     const double mean = d(routing.total()) / d(s.ep);
@@ -292,6 +296,8 @@ std::vector<double> chunk_activation_bytes(const Experiment& e, const StageLayou
 }
 
 double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
+  if (partial_recompute(e) && v_shaped(e.strategy.schedule) && e.strategy.pp > 1)
+    return v_shape_peak(e, s, chunk_activation_bytes(e, s));
   if (((s.moe_layers > 0 && s.moe_layers < s.n_layers) || partial_recompute(e)) &&
       e.strategy.schedule == Schedule::Interleaved && e.strategy.pp > 1) {
     // Chunks of dense and MoE layers, or of recomputed and kept layers, hold different bytes: the op order walked

@@ -1,9 +1,9 @@
 #include "strategies/analytic/Costs.hpp"
 
 #include "strategies/analytic/ComputeModel.hpp"
-#include "strategies/placement/Routing.hpp"
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "strategies/placement/Layout.hpp"
+#include "strategies/placement/Routing.hpp"
 
 namespace placesim {
 
@@ -130,7 +130,7 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
     add_moe_dense_part(e, acc, overheads, tokens, tp, k);
     add_experts(e, acc, k);
   }
-  if (st.stage == e.strategy.pp - 1) {
+  if (st.stage == head_stage(e.strategy)) {
     PassTimes logits = logit_times(e, acc);
     k.extra_forward_s = logits.forward_s;
     k.extra_backward_s = logits.backward_s;

@@ -29,14 +29,14 @@ void require_divides(std::int64_t degree, const char* degree_field, std::int64_t
 // embedding, and the last model chunk on the last stage has only output projection and loss calculation").
 void check_layers_per_stage(const Experiment& e) {
   const auto& s = e.strategy;
-  const bool interleaved = s.schedule == Schedule::Interleaved;
+  const bool chunked = chunks_per_stage(s) > 1;
   std::int64_t virtual_stages = 0;
-  if (__builtin_mul_overflow(s.pp, interleaved ? s.chunks : 1, &virtual_stages))
+  if (__builtin_mul_overflow(s.pp, chunks_per_stage(s), &virtual_stages))
     refuse("strategy.pp x strategy.chunks = " + str(s.pp) + " x " + str(s.chunks) +
            " virtual stages overflows a 64-bit count");
-  const std::string what = interleaved ? "strategy.pp x strategy.chunks = " + str(s.pp) + " x " + str(s.chunks) +
-                                             " = " + str(virtual_stages) + " virtual stages"
-                                       : "strategy.pp=" + str(s.pp) + " stages";
+  const std::string what = chunked ? "strategy.pp x strategy.chunks = " + str(s.pp) + " x " + str(s.chunks) + " = " +
+                                         str(virtual_stages) + " virtual stages"
+                                   : "strategy.pp=" + str(s.pp) + " stages";
   // The ends may go without layers only when there are two ends: one stage must carry the layers.
   const std::int64_t empty_ends = virtual_stages >= 2 ? 2 : 0;
   if (s.layers_per_stage.empty()) {
@@ -101,12 +101,47 @@ void check_mesh(const Experiment& e) {
   check_context_parallel(e);
 }
 
+// Chunks per stage: the interleaved schedule's (its group, Megatron-LM's exchange), a V's two, an opaque model's
+// even split.
+void check_chunks(const Experiment& e) {
+  const auto& s = e.strategy;
+  if (v_shaped(s.schedule) && s.chunks != 2)
+    refuse("strategy.chunks=" + str(s.chunks) + ": strategy.schedule=" + to_string(s.schedule) +
+           " places exactly two chunks on every stage, in a V");
+  if (s.chunks != 1 && s.schedule != Schedule::Interleaved && !v_shaped(s.schedule))
+    refuse("strategy.chunks=" + str(s.chunks) + " is only meaningful with strategy.schedule=interleaved");
+  if (s.schedule == Schedule::Interleaved) {
+    if (s.pp < 2) refuse("strategy.schedule=interleaved needs strategy.pp >= 2");
+    // Megatron-LM's blocking exchange: the last stage's send into the first stage's next chunk waits until the first
+    // stage has run its group's forwards, and those wait for the last stage (its receives are blocked behind the send).
+    const bool blocking = s.p2p == PipelineP2P::Megatron && !e.model.opaque();
+    if (blocking && s.microbatch_group > s.pp)
+      refuse("strategy.microbatch_group=" + str(s.microbatch_group) + " above strategy.pp=" + str(s.pp) +
+             " needs strategy.p2p=async: with Megatron-LM's blocking exchanges (strategy.p2p=megatron) the last "
+             "stage's send into the first stage's next chunk waits for forwards that wait for the last stage");
+    // The schedule itself refuses what it cannot run (a group below pp micro-batches, or more than a step has).
+    try {
+      check_interleaved_group(shape_of(s, 1), strategy_shape_fields());
+    } catch (const InputError& x) {
+      refuse(x.what());
+    }
+  }
+  if (v_shaped(s.schedule)) {  // what the V's schedule itself refuses (DualPipeV: too few micro-batches)
+    try {
+      check_shape(shape_of(s, 1), strategy_shape_fields());
+    } catch (const InputError& x) {
+      refuse(x.what());
+    }
+  }
+  // An opaque model's layers are split evenly (it has no layer list to place unevenly).
+  const std::int64_t opaque_layers = e.model.opaque() ? e.model.opaque_layers : 0;
+  if (opaque_layers > 0 && (opaque_layers / s.pp) % chunks_per_stage(s) != 0)
+    refuse("strategy.chunks=" + str(s.chunks) + " does not divide the " + str(opaque_layers / s.pp) +
+           " layers per stage (model.layers / strategy.pp) of an opaque model");
+}
+
 void check_schedule(const Experiment& e) {
   const auto& s = e.strategy;
-  if (v_shaped(s.schedule))
-    refuse("strategy.schedule=" + to_string(s.schedule) +
-           " runs on abstract pipelines only (an experiment's \"pipeline\" section, or placesim pipeline-sweep): a "
-           "model's layers are not placed on the stages in a V yet; zb-h1 and zb-h2 run on models");
   // The split backward's W accumulates into whole gradients that the step synchronises (DDP, ZeRO-1, Megatron's
   // distributed optimizer), as the zero-bubble reference code runs it (sail-sg/zero-bubble-pipeline-parallelism,
   // on Megatron-LM).
@@ -133,34 +168,12 @@ void check_schedule(const Experiment& e) {
     refuse("strategy.schedule=" + to_string(s.schedule) +
            " with a mixture-of-experts model: the experts' backward is not split into input- and weight-gradient "
            "tasks yet; use gpipe, 1f1b or interleaved");
-  if (s.chunks != 1 && s.schedule != Schedule::Interleaved)
-    refuse("strategy.chunks=" + str(s.chunks) + " is only meaningful with strategy.schedule=interleaved");
   if (s.p2p == PipelineP2P::DeepSpeed && s.pp > 1 && s.schedule != Schedule::OneFOneB)
     refuse(
         "strategy.p2p=deepspeed is DeepSpeed's pipeline engine, whose only training schedule is 1F1B "
         "(deepspeed/runtime/pipe/schedule.py TrainSchedule); strategy.schedule=" +
         to_string(s.schedule) + " needs p2p megatron or async");
-  if (s.schedule == Schedule::Interleaved) {
-    if (s.pp < 2) refuse("strategy.schedule=interleaved needs strategy.pp >= 2");
-    // Megatron-LM's blocking exchange: the last stage's send into the first stage's next chunk waits until the first
-    // stage has run its group's forwards, and those wait for the last stage (its receives are blocked behind the send).
-    const bool blocking = s.p2p == PipelineP2P::Megatron && !e.model.opaque();
-    if (blocking && s.microbatch_group > s.pp)
-      refuse("strategy.microbatch_group=" + str(s.microbatch_group) + " above strategy.pp=" + str(s.pp) +
-             " needs strategy.p2p=async: with Megatron-LM's blocking exchanges (strategy.p2p=megatron) the last "
-             "stage's send into the first stage's next chunk waits for forwards that wait for the last stage");
-    // The schedule itself refuses what it cannot run (a group below pp micro-batches, or more than a step has).
-    try {
-      check_interleaved_group(shape_of(s, 1), strategy_shape_fields());
-    } catch (const InputError& x) {
-      refuse(x.what());
-    }
-    // An opaque model's layers are split evenly (it has no layer list to place unevenly).
-    const std::int64_t layers = e.model.opaque() ? e.model.opaque_layers : 0;
-    if (layers > 0 && (layers / s.pp) % s.chunks != 0)
-      refuse("strategy.chunks=" + str(s.chunks) + " does not divide the " + str(layers / s.pp) +
-             " layers per stage (model.layers / strategy.pp) of an opaque model");
-  }
+  check_chunks(e);
   if (!s.layers_per_stage.empty() && e.model.opaque())
     refuse(
         "strategy.layers_per_stage needs a model with layers (model.hidden, model.layers, ...); an opaque model is "

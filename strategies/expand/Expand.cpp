@@ -320,7 +320,7 @@ std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
     out.front().has_embedding = true;
     out.front().units.push_back(st.embed_elems);
   }
-  if (s == pp_ - 1 && chunk == v_ - 1 && st.head_elems > 0) {
+  if (virtual_stage(chunk, s) == pp_ * v_ - 1 && st.head_elems > 0) {
     out.back().has_head = true;
     out.back().units.push_back(st.head_elems);
   }
@@ -426,8 +426,16 @@ void Expander::expand_stage(int s) {
 
 StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
   if (!blocking_p2p_ && scatter_gather_) receive_gather(s, pop);
-  const StageOp op{pop.kind == PipeOpKind::Forward, pop.microbatch, pop.chunk, pop.weight_version, pop.split,
-                   pop.kind == PipeOpKind::Weight};
+  StageOp op{pop.kind == PipeOpKind::Forward, pop.microbatch, pop.chunk, pop.weight_version, pop.split,
+             pop.kind == PipeOpKind::Weight};
+  const auto& order = schedule_.order[static_cast<std::size_t>(s)];
+  if (pop.pairs_next && i + 1 < static_cast<int>(order.size()) &&
+      has_input(s, order[static_cast<std::size_t>(i) + 1])) {
+    const PipeOp& next = order[static_cast<std::size_t>(i) + 1];
+    op.pair_vstage = virtual_stage(next.chunk, s);
+    op.pair_microbatch = next.microbatch;
+    op.pair_forward = next.kind == PipeOpKind::Forward;
+  }
   const double stash = stash_change(s, pop);
   const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
   const int n = static_cast<int>(groups.size());
@@ -437,7 +445,6 @@ StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
     op_reduces_[lane].clear();
   }
   const auto chunk = static_cast<std::size_t>(op.chunk);
-  const auto& order = schedule_.order[static_cast<std::size_t>(s)];
   // Across data-parallel replicas an asynchronous schedule synchronises the gradients before each update, as a
   // synchronous one does before its step's.
   const bool before_update = !synchronous_ && dp_ > 1 && i + 1 < static_cast<int>(order.size()) &&

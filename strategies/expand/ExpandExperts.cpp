@@ -44,7 +44,7 @@ void Expander::expert_block(int s, const StageOp& op, int g, TaskKind kind) {
   const bool backward = kind == TaskKind::Backward;
   const bool first_group = op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1;
   const bool first_of_op = first_group && frontier_.front().empty();
-  const int vstage = op.chunk * pp_ + s;
+  const int vstage = virtual_stage(op.chunk, s);
   const int lanes = dl_ * tp_;
   for (int first = 0; first < lanes; first += ep_) {
     const TaskId in = ep_alltoall(s, op, lg, first, false, !op.forward);

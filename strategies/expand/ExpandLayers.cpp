@@ -221,7 +221,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
                              double stash_delta) {
   const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
   const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
-  const int vstage = op.chunk * pp_ + s;
+  const int vstage = virtual_stage(op.chunk, s);
   const bool first_of_op =
       frontier_.front().empty() && (op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1);
   const bool moe = moe_group(lg);
@@ -268,6 +268,8 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
       }
       for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, id);
       if (first_of_op && !op.weight) link_op_inputs(d, t, vstage, op.microbatch, op.forward, id);
+      if (first_of_op && op.pair_vstage >= 0)
+        link_boundary(d, t, op.pair_vstage, op.pair_microbatch, op.pair_forward, id, false);
       if (gather_of_group_.size() > lane)
         for (TaskId gather : gather_of_group_[lane]) g_.depend(gather, id);
       // Double-buffered unsharded gradients (as DeepSpeed's reduce buckets): a backward waits until the buffer
@@ -551,7 +553,9 @@ void Expander::add_tp_collective(int s, const StageOp& op, int g, CollectiveOp k
     for (int t = 0; t < tp_; ++t) {
       std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
       for (TaskId dep : preceding(lane, hidden ? before_compute_[lane] : frontier_[lane])) g_.depend(dep, id);
-      if (first_of_op) link_op_inputs(d, t, op.chunk * pp_ + s, op.microbatch, op.forward, id);
+      if (first_of_op) link_op_inputs(d, t, virtual_stage(op.chunk, s), op.microbatch, op.forward, id);
+      if (first_of_op && op.pair_vstage >= 0)
+        link_boundary(d, t, op.pair_vstage, op.pair_microbatch, op.pair_forward, id, false);
       if (hidden)
         frontier_[lane].push_back(id);
       else

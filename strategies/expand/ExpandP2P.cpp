@@ -7,17 +7,25 @@ namespace placesim::detail {
 
 std::vector<TaskId> Expander::send_boundary(int s, const StageOp& op) {
   std::vector<TaskId> sent(static_cast<std::size_t>(dl_ * tp_), kNoTask);
-  const int vstage = op.chunk * pp_ + s;
+  const int vstage = virtual_stage(op.chunk, s);
   const int last_vstage = pp_ * v_ - 1;
   if ((op.forward && vstage == last_vstage) || (!op.forward && vstage == 0) || e_.model.opaque()) return sent;
   const int dst_v = op.forward ? vstage + 1 : vstage - 1;
+  const int dst = stage_of_virtual(e_.strategy.schedule, pp_, dst_v);
+  if (dst == s) {  // a V's turn: the stage's next chunk takes the output where it is, once the op has ended
+    for (int d = 0; d < dl_; ++d)
+      for (int t = 0; t < tp_; ++t)
+        for (TaskId end : frontier_[static_cast<std::size_t>(d * tp_ + t)])
+          link_boundary(d, t, dst_v, op.microbatch, op.forward, end, true);
+    return sent;
+  }
   const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
   const bool piece = e_.strategy.sp || scatter_gather_;
   const double bytes = static_cast<double>(piece ? shard_elems(x, tp_) : x) * e_.training.activation_bytes();
   for (int d = 0; d < dl_; ++d) {
     for (int t = 0; t < tp_; ++t) {
       const std::size_t lane = static_cast<std::size_t>(d * tp_ + t);
-      P2P p{rank(d, t, s), rank(d, t, dst_v % pp_), bytes, CommClass::PpP2P, op.microbatch, op.chunk, !op.forward};
+      P2P p{rank(d, t, s), rank(d, t, dst), bytes, CommClass::PpP2P, op.microbatch, op.chunk, !op.forward};
       TaskId id = add_single(p, s, p.src, Stream::PpSend);
       for (TaskId dep : frontier_[lane]) g_.depend(dep, id);
       link_boundary(d, t, dst_v, op.microbatch, op.forward, id, true);
@@ -30,19 +38,20 @@ std::vector<TaskId> Expander::send_boundary(int s, const StageOp& op) {
 void Expander::link_boundary(int d, int t, int vstage, int mb, bool forward, TaskId task, bool is_producer) {
   Boundary& b = boundaries_[{d, t, vstage, mb, forward}];
   if (is_producer) {
-    b.producer = task;
+    b.producers.push_back(task);
     for (TaskId c : b.consumers) g_.depend(task, c);
     for (TaskId p : b.posters) g_.depend(p, task);
     return;
   }
   b.consumers.push_back(task);
-  if (b.producer != kNoTask) g_.depend(b.producer, task);
+  for (TaskId producer : b.producers) g_.depend(producer, task);
 }
 
 void Expander::post_boundary(const BoundaryKey& key, const std::vector<TaskId>& tail) {
   Boundary& b = boundaries_[key];
-  if (b.producer != kNoTask)
-    for (TaskId p : tail) g_.depend(p, b.producer);
+  if (!b.producers.empty())
+    for (TaskId p : tail)
+      for (TaskId producer : b.producers) g_.depend(p, producer);
   else
     b.posters.insert(b.posters.end(), tail.begin(), tail.end());
 }
@@ -56,13 +65,13 @@ void Expander::link_op_inputs(int d, int t, int vstage, int mb, bool forward, Ta
 }
 
 bool Expander::has_input(int s, const PipeOp& op) const {
-  const int vstage = op.chunk * pp_ + s;
+  const int vstage = virtual_stage(op.chunk, s);
   return op.kind == PipeOpKind::Forward ? vstage > 0 : vstage < pp_ * v_ - 1;
 }
 
 void Expander::receive_gather(int s, const PipeOp& op) {
   if (!has_input(s, op)) return;
-  const int vstage = op.chunk * pp_ + s;
+  const int vstage = virtual_stage(op.chunk, s);
   const bool forward = op.kind == PipeOpKind::Forward;
   const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
   for (int d = 0; d < dl_; ++d) {
@@ -158,7 +167,7 @@ void Expander::deepspeed_exchange(int s, const std::vector<PipeOp>& order, int i
 }
 
 void Expander::regather_output(int s, const PipeOp& op) {
-  const int vstage = op.chunk * pp_ + s;
+  const int vstage = virtual_stage(op.chunk, s);
   if (!scatter_gather_ || vstage == pp_ * v_ - 1) return;
   const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
   for (int d = 0; d < dl_; ++d) {
@@ -183,7 +192,7 @@ void Expander::post_receives(int s, const std::vector<PipeOp>& order, int first,
     const PipeOp& op = order[static_cast<std::size_t>(k)];
     if (op.kind != PipeOpKind::Forward && op.kind != PipeOpKind::Backward) continue;
     if (has_input(s, op)) {
-      const int vstage = op.chunk * pp_ + s;
+      const int vstage = virtual_stage(op.chunk, s);
       const bool forward = op.kind == PipeOpKind::Forward;
       for (int d = 0; d < dl_; ++d)
         for (int t = 0; t < tp_; ++t) {

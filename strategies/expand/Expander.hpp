@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "strategies/analytic/Costs.hpp"
-#include "strategies/placement/DataPlan.hpp"
-#include "strategies/placement/Routing.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
+#include "strategies/placement/DataPlan.hpp"
 #include "strategies/placement/Layout.hpp"
+#include "strategies/placement/Routing.hpp"
 
 namespace placesim::detail {
 
@@ -25,6 +25,10 @@ struct StageOp {
   /// A split backward (zero-bubble schedules): `split` marks its input-gradient op B, `weight` its weight-gradient
   /// op W (forward false in both).
   bool split = false, weight = false;
+  /// DualPipe's overlapped pair (PipeOp::pairs_next): the input the next op receives, (virtual stage, micro-batch,
+  /// forward), which this op waits for too; pair_vstage -1 when there is none.
+  int pair_vstage = -1, pair_microbatch = 0;
+  bool pair_forward = false;
 };
 
 /// A contiguous run of layers processed by one compute task, with the units (layers, embedding, head) it holds.
@@ -194,6 +198,8 @@ class Expander {
   void link_op_inputs(int d, int t, int vstage, int mb, bool forward, TaskId task);
   /// The input of `op` on stage s, if it has one (its virtual stage receives from a neighbour).
   bool has_input(int s, const PipeOp& op) const;
+  /// The position in the model of chunk `chunk` of stage s (virtual_stage_of: interleaved or in a V).
+  int virtual_stage(int chunk, int s) const { return virtual_stage_of(e_.strategy.schedule, pp_, chunk, s); }
   /// Scatter-gather (strategy.p2p=megatron without sp): each TP group all-gathers the pieces of op's input its ranks
   /// received. Adds the all-gathers to op_tail_, so what follows waits for them.
   void receive_gather(int s, const PipeOp& op);
@@ -269,7 +275,7 @@ class Expander {
   std::vector<std::vector<TaskId>> activation_window_;
   std::map<std::tuple<int, int, int, int>, TaskId> activation_copies_;  // (lane, micro-batch, chunk, group) -> D2H
   struct Boundary {
-    TaskId producer = kNoTask;
+    std::vector<TaskId> producers;  ///< a transfer, or a V's turn on its stage: the tasks ending the sending op
     std::vector<TaskId> consumers, posters;
   };
   std::map<BoundaryKey, Boundary> boundaries_;

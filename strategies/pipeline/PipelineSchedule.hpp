@@ -95,14 +95,9 @@ struct PipelineSchedule {
   /// Chunks placed in a V (zb-v): chunk 0 of stage s is virtual stage s, chunk 1 is 2S - 1 - s, so the last stage
   /// feeds its own second chunk and the first stage holds the model's end. Otherwise chunk c of stage s is c S + s.
   bool v_shape() const { return v_shaped(shape.schedule); }
-  int virtual_stage(int chunk, int stage) const {
-    return v_shape() && chunk == 1 ? 2 * shape.stages - 1 - stage : chunk * shape.stages + stage;
-  }
+  int virtual_stage(int chunk, int stage) const { return virtual_stage_of(shape.schedule, shape.stages, chunk, stage); }
   int virtual_stage(const PipeOp& op) const { return virtual_stage(op.chunk, op.stage); }
-  int stage_of(int virtual_stage) const {
-    if (v_shape() && virtual_stage >= shape.stages) return 2 * shape.stages - 1 - virtual_stage;
-    return virtual_stage % shape.stages;
-  }
+  int stage_of(int virtual_stage) const { return stage_of_virtual(shape.schedule, shape.stages, virtual_stage); }
 };
 
 /// The other-virtual-stage input of an op: the forward at virtual stage k-1 feeds a forward at k, the backward at

@@ -6,6 +6,33 @@
 
 namespace placesim {
 
+namespace {
+
+bool even_chunks(const StageLayout& st) {
+  return std::all_of(st.chunk_layers.begin(), st.chunk_layers.end(),
+                     [&](std::int64_t n) { return n == st.chunk_layers.front(); });
+}
+
+std::vector<double> chunk_layer_loads(const StageLayout& st) {
+  return std::vector<double>(st.chunk_layers.begin(), st.chunk_layers.end());
+}
+
+}  // namespace
+
+double v_shape_peak(const Experiment& e, const StageLayout& st, const std::vector<double>& chunk_load) {
+  const PipelineSchedule schedule = make_schedule(shape_of(e.strategy, 1), strategy_shape_fields());
+  double level = 0, peak = 0;
+  for (const PipeOp& op : schedule.order[static_cast<std::size_t>(st.stage)]) {
+    if (op.chunk < 0) continue;
+    const double load = chunk_load[static_cast<std::size_t>(op.chunk)];
+    if (op.kind == PipeOpKind::Forward)
+      peak = std::max(peak, level += load);
+    else if (op.kind == PipeOpKind::Weight || (op.kind == PipeOpKind::Backward && !op.split))
+      level -= load;
+  }
+  return peak;
+}
+
 double activation_layer_equivalents(const Experiment& e, const StageLayout& st) {
   const auto& s = e.strategy;
   const std::int64_t p = s.pp, m = s.microbatches, stage = st.stage;
@@ -29,11 +56,13 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
       return layers * static_cast<double>(std::min(m, p));
     case Schedule::ZbH2:
       return layers * static_cast<double>(std::min(m, 2 * p - 1));
-    // ZB-V: 2p chunk passes of half a stage each (Qi et al., arXiv 2405.15362).
+    // ZB-V: 2p chunk passes of half a stage each (Qi et al., arXiv 2405.15362). Uneven chunks: the order walked.
     case Schedule::ZbV:
+      if (!even_chunks(st)) return v_shape_peak(e, st, chunk_layer_loads(st));
       return layers * static_cast<double>(std::min(m, p));
     // DualPipeV: 2p + 1 chunk passes of half a stage (the DeepSeek-V3 report's PP + 1 with PP = 2p).
     case Schedule::DualPipeV:
+      if (!even_chunks(st)) return v_shape_peak(e, st, chunk_layer_loads(st));
       return layers * std::min(static_cast<double>(m), (2.0 * static_cast<double>(p) + 1) / 2);
   }
   return layers;
@@ -63,11 +92,6 @@ void walk_interleaved(const Experiment& e, const StageLayout& st, Visit&& visit)
     if (warm + k < n) visit(chunk(warm + k, true), true);
     visit(chunk(k, false), false);
   }
-}
-
-bool even_chunks(const StageLayout& st) {
-  return std::all_of(st.chunk_layers.begin(), st.chunk_layers.end(),
-                     [&](std::int64_t n) { return n == st.chunk_layers.front(); });
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "strategies/pipeline/PipelineEval.hpp"
-#include "strategies/placement/Layout.hpp"
 #include "strategies/pipeline/StageMemory.hpp"
+#include "strategies/placement/Layout.hpp"
 
 namespace placesim {
 
@@ -18,9 +18,12 @@ std::vector<StagePlan> stage_plan(const Experiment& e, const StageWork& w) {
     p.stage = st.stage;
     p.chunk_layers = st.chunk_layers;
     p.activation_layers = activation_layer_equivalents(e, st);
-    p.inflight_passes = e.strategy.schedule == Schedule::Interleaved && e.strategy.pp > 1
-                            ? interleaved_peak(e, st, false)
-                            : (st.n_layers > 0 ? p.activation_layers / static_cast<double>(st.n_layers) : 0);
+    if (e.strategy.schedule == Schedule::Interleaved && e.strategy.pp > 1)
+      p.inflight_passes = interleaved_peak(e, st, false);
+    else if (v_shaped(e.strategy.schedule) && e.strategy.pp > 1)  // a V's chunk-forwards, its order walked
+      p.inflight_passes = v_shape_peak(e, st, {1.0, 1.0});
+    else
+      p.inflight_passes = st.n_layers > 0 ? p.activation_layers / static_cast<double>(st.n_layers) : 0;
     out.push_back(std::move(p));
   }
   // The bubble: one step of the schedule with every virtual stage's own durations.

@@ -56,7 +56,7 @@ std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t s
 namespace {
 
 std::int64_t virtual_chunks(const Experiment& e) {
-  return e.strategy.schedule == Schedule::Interleaved ? e.strategy.chunks : 1;
+  return chunks_per_stage(e.strategy);
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
@@ -86,7 +86,7 @@ std::vector<StageLayout> opaque_layouts(const Experiment& e) {
     const std::int64_t v = virtual_chunks(e), per_chunk = std::max<std::int64_t>(1, st.n_layers / v);
     for (std::int64_t k = 0; k < v; ++k) {
       st.chunk_layers.push_back(per_chunk);
-      st.chunk_first.push_back((k * s.pp + i) * per_chunk);
+      st.chunk_first.push_back(virtual_stage_of(s.schedule, s.pp, static_cast<int>(k), i) * per_chunk);
     }
   }
   return out;
@@ -97,7 +97,19 @@ std::vector<StageLayout> opaque_layouts(const Experiment& e) {
 std::vector<std::int64_t> virtual_stage_layers(const Experiment& e) {
   if (e.model.opaque()) return {};
   if (!e.strategy.layers_per_stage.empty()) return e.strategy.layers_per_stage;
+  if (v_shaped(e.strategy.schedule)) return v_stage_layer_counts(e.model.layers, e.strategy.pp);
   return stage_layer_counts(e.model.layers, e.strategy.pp * virtual_chunks(e));
+}
+
+std::vector<std::int64_t> v_stage_layer_counts(std::int64_t layers, std::int64_t stages) {
+  const std::int64_t ceil = (layers + stages - 1) / stages, surplus = ceil * stages - layers;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(2 * stages));
+  for (std::int64_t s = 0; s < stages; ++s) {
+    const std::int64_t n = ceil - (s < surplus ? 1 : 0);
+    counts[static_cast<std::size_t>(s)] = n - n / 2;               // chunk 0: virtual stage s
+    counts[static_cast<std::size_t>(2 * stages - 1 - s)] = n / 2;  // chunk 1: virtual stage 2 stages - 1 - s
+  }
+  return counts;
 }
 
 std::vector<StageLayout> stage_layouts(const Experiment& e) {
@@ -121,7 +133,7 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
   }
   std::int64_t first = 0;
   for (std::int64_t k = 0; k < s.pp * v; ++k) {  // virtual stages in model order
-    auto& st = out[static_cast<std::size_t>(k % s.pp)];
+    auto& st = out[static_cast<std::size_t>(stage_of_virtual(s.schedule, s.pp, static_cast<int>(k)))];
     const std::int64_t n = counts[static_cast<std::size_t>(k)];
     if (st.chunk_layers.empty()) st.first_layer = first;
     st.chunk_layers.push_back(n);
@@ -131,11 +143,12 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
     first += n;
   }
   out.front().embed_elems = word + position_embedding_params(m);
-  StageLayout& last = out.back();
+  StageLayout& last = out[static_cast<std::size_t>(head_stage(s))];
   last.head_elems += final_norm_params(m) + ceil_div(output_head_params(m), s.tp);
-  if (m.tied_embeddings && s.pp > 1) {
+  if (m.tied_embeddings && head_stage(s) != 0) {
     // Megatron-LM keeps a copy of the tied word embedding on the last stage and all-reduces its gradient with
-    // the first stage's (the embedding_sync class), so both copies see the full gradient.
+    // the first stage's (the embedding_sync class), so both copies see the full gradient. In a V the first stage
+    // holds both ends of the model and its one copy.
     last.head_elems += word;
     last.tied_copy_elems = word;
     out.front().tied_copy_elems = word;
@@ -386,7 +399,7 @@ double offloaded_activation_layers(const Experiment& e, const StageLayout& st) {
 }
 
 std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st) {
-  const bool last = st.stage == e.strategy.pp - 1;
+  const bool last = st.stage == head_stage(e.strategy);
   // MoE layers: their norms, the router and MLA's down projections (Megatron marks them sequence-parallel).
   return (st.n_layers - st.moe_layers) * layer_params(e.model).tp_replicated +
          st.moe_layers * moe_layer_params(e.model).tp_replicated + (last ? final_norm_params(e.model) : 0);

@@ -67,8 +67,14 @@ std::int64_t stashed_version_elems(const Experiment& e, const StageLayout& st);
 /// each, alternating first, last, second, second-to-last, ... (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7).
 std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t stages);
 
-/// Layers of each virtual stage in model order (pp x chunks entries with the interleaved schedule, pp otherwise):
-/// strategy.layers_per_stage when given, else stage_layer_counts over the virtual stages. Empty for an opaque model.
+/// Layers of each of the 2 x `stages` virtual stages of a V, in model order: every stage gets ceil(layers / stages)
+/// except that the first stages, from stage 0 (which holds both the embedding and the head), give up one layer each;
+/// a stage's layers split over its chunks with the odd one in the first.
+std::vector<std::int64_t> v_stage_layer_counts(std::int64_t layers, std::int64_t stages);
+
+/// Layers of each virtual stage in model order (pp x chunks entries with the interleaved schedule, 2 pp in a V, pp
+/// otherwise): strategy.layers_per_stage when given, else stage_layer_counts over the virtual stages (in a V
+/// v_stage_layer_counts). Empty for an opaque model.
 std::vector<std::int64_t> virtual_stage_layers(const Experiment& e);
 
 /// One entry per pipeline stage.

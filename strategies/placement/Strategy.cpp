@@ -186,8 +186,9 @@ void read_schedule(ObjectReader& r, const Json& object, StrategySpec& s) {
   const std::string p2p = r.get_choice("p2p", {"async", "megatron", "deepspeed"}, "megatron");
   s.p2p = p2p == "megatron" ? PipelineP2P::Megatron : p2p == "deepspeed" ? PipelineP2P::DeepSpeed : PipelineP2P::Async;
   s.microbatches = r.get_positive_int("microbatches", 0);
-  // The interleaved schedule without chunks would be 1F1B under another name: it gets 2 chunks, as pipeline-sweep.
-  s.chunks = r.get_positive_int("chunks", s.schedule == Schedule::Interleaved ? 2 : 1);
+  // The interleaved schedule without chunks would be 1F1B under another name: it gets 2 chunks, as pipeline-sweep; a
+  // V holds two.
+  s.chunks = r.get_positive_int("chunks", s.schedule == Schedule::Interleaved || v_shaped(s.schedule) ? 2 : 1);
   if (r.has("microbatch_group")) {
     if (s.schedule != Schedule::Interleaved)
       r.refuse("microbatch_group", r.field("microbatch_group") + "=" + show(object["microbatch_group"]) +
@@ -284,6 +285,23 @@ std::int64_t updates_per_step(const StrategySpec& s) {
 
 bool v_shaped(Schedule schedule) {
   return schedule == Schedule::ZbV || schedule == Schedule::DualPipeV;
+}
+
+std::int64_t chunks_per_stage(const StrategySpec& s) {
+  return s.schedule == Schedule::Interleaved ? s.chunks : v_shaped(s.schedule) ? 2 : 1;
+}
+
+int virtual_stage_of(Schedule schedule, int stages, int chunk, int stage) {
+  return v_shaped(schedule) && chunk == 1 ? 2 * stages - 1 - stage : chunk * stages + stage;
+}
+
+int stage_of_virtual(Schedule schedule, int stages, int vstage) {
+  if (v_shaped(schedule) && vstage >= stages) return 2 * stages - 1 - vstage;
+  return vstage % stages;
+}
+
+std::int64_t head_stage(const StrategySpec& s) {
+  return v_shaped(s.schedule) ? 0 : s.pp - 1;
 }
 
 bool splits_backward(Schedule schedule) {

@@ -204,5 +204,15 @@ std::int64_t updates_per_step(const StrategySpec& s);
 bool splits_backward(Schedule schedule);
 /// True for the schedules that place exactly two model chunks on every stage in a V (zb-v, dualpipev).
 bool v_shaped(Schedule schedule);
+/// Model chunks on every pipeline stage: strategy.chunks under the interleaved schedule, two in a V, else one.
+std::int64_t chunks_per_stage(const StrategySpec& s);
+/// The position in the model (virtual stage) of chunk `chunk` of stage `stage` of `stages`: chunk x stages + stage
+/// (Megatron-LM's interleaving), except in a V, where stage s holds virtual stages s and 2 stages - 1 - s (Qi et al.,
+/// arXiv 2405.15362; DualPipeV): the last stage feeds its own second chunk and the first stage holds the model's end.
+int virtual_stage_of(Schedule schedule, int stages, int chunk, int stage);
+/// The stage holding virtual stage `vstage` (the inverse of virtual_stage_of over stages).
+int stage_of_virtual(Schedule schedule, int stages, int vstage);
+/// The stage holding the model's last layers, its output layer and the loss: the last stage, or the first in a V.
+std::int64_t head_stage(const StrategySpec& s);
 
 }  // namespace placesim
