@@ -63,9 +63,9 @@ SAMPLES = [
                     "--trace-devices dp0 --svg small.svg --quiet")],
            keep=r"simulated step:|step time|pipeline idle|schedule bubble|wrote", width=118),
     Sample("sweep",
-           [Command("build/placesim sweep docs/examples/zero-memory-sweep.json --out results.jsonl"),
-            Command("python3 traces/sweep/plot_sweep.py results.jsonl --size column --device-memory 32GB "
-                    "--out fig.png")]),
+           [Command("build/placesim sweep docs/examples/schedule-sweep.json --out results.jsonl"),
+            Command("python3 traces/sweep/plot_sweep.py results.jsonl --x strategy.microbatches --hue "
+                    "strategy.schedule --y simulation.tokens_per_s --y memory.activations_bytes --out fig.png")]),
     Sample("search",
            [Command("build/placesim search examples/whatif/llama3-70b-1t-tokens.json --cp 1,2,4,8 "
                     "--set run.gpu_hour_usd=2.5 --top 1"),
