@@ -10,12 +10,17 @@
 
 #include "strategies/analytic/TpLayerTimes.hpp"
 #include "strategies/calibrate/LeastSquares.hpp"
+#include "workloads/json/EnumNames.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
 namespace placesim {
 
 namespace {
+
+// The fabrics a calibration names: its fabric_scope and each interference point's fabric.
+constexpr EnumName<FabricScope> kFabricScopeNames[] = {{FabricScope::IntraNode, "intra_node"},
+                                                       {FabricScope::InterNode, "inter_node"}};
 
 // A measured number and how to compute the model's value of it.
 struct Point {
@@ -221,7 +226,7 @@ std::vector<Point> interference_points(const Json& items, const std::string& fie
   std::vector<std::tuple<std::string, std::string, double>> alone;
   for (std::size_t i = 0; i < items.size(); ++i) {
     ObjectReader r(items[i], field + "[" + std::to_string(i) + "]");
-    std::string fabric = r.get_choice("fabric", {"intra_node", "inter_node"}, "intra_node");
+    std::string fabric = r.get_choice("fabric", enum_names(kFabricScopeNames), "intra_node");
     std::string kind = r.get_choice("kind", {"compute", "comm"}, "");
     if (kind.empty()) throw InputError(r.field("kind") + " is required: compute or comm");
     double a = r.require_positive("alone_s"), o = r.require_positive("overlapped_s");
@@ -517,7 +522,7 @@ void fit_collectives(const std::vector<Point>& points, bool nvls, int protocols,
 }  // namespace
 
 std::string to_string(FabricScope s) {
-  return s == FabricScope::InterNode ? "inter_node" : "intra_node";
+  return name_of(kFabricScopeNames, s, "intra_node");
 }
 
 namespace {
@@ -546,9 +551,7 @@ void read_starting_point(ObjectReader& r, const std::string& base_dir, Calibrati
   const Json* acc = r.child("accelerator");
   if (!acc) throw InputError("measured.accelerator is required but missing (the preset or object to calibrate)");
   c.accelerator = parse_accelerator(*acc, r.field("accelerator"), base_dir);
-  c.fabric_scope = r.get_choice("fabric_scope", {"intra_node", "inter_node"}, "intra_node") == "inter_node"
-                       ? FabricScope::InterNode
-                       : FabricScope::IntraNode;
+  c.fabric_scope = get_enum(r, "fabric_scope", kFabricScopeNames, FabricScope::IntraNode);
   if (r.has("fabric")) {
     c.fabric = parse_fabric_profile(*r.child("fabric"), r.field("fabric"));
   } else {

@@ -1,57 +1,31 @@
 #include "strategies/graph/Record.hpp"
 
+#include "workloads/json/EnumNames.hpp"
+
 namespace placesim {
 
+namespace {
+
+constexpr EnumName<Stream> kStreamNames[] = {{Stream::Compute, "compute"}, {Stream::TpComm, "tp-comm"},
+                                             {Stream::DpComm, "dp-comm"},  {Stream::DpGather, "dp-gather"},
+                                             {Stream::PpSend, "pp-send"},  {Stream::PpRecv, "pp-recv"},
+                                             {Stream::H2D, "h2d"},         {Stream::D2H, "d2h"},
+                                             {Stream::Host, "host-cpu"},   {Stream::CpComm, "cp-comm"},
+                                             {Stream::EpComm, "ep-comm"}};
+
+constexpr EnumName<TaskKind> kTaskKindNames[] = {
+    {TaskKind::Forward, "forward"},     {TaskKind::Backward, "backward"},        {TaskKind::Recompute, "recompute"},
+    {TaskKind::Optimizer, "optimizer"}, {TaskKind::Collective, "collective"},    {TaskKind::P2P, "p2p"},
+    {TaskKind::Offload, "offload"},     {TaskKind::HostCompute, "host-compute"}, {TaskKind::WeightGrad, "weight-grad"}};
+
+}  // namespace
+
 const char* to_string(Stream s) {
-  switch (s) {
-    case Stream::Compute:
-      return "compute";
-    case Stream::TpComm:
-      return "tp-comm";
-    case Stream::DpComm:
-      return "dp-comm";
-    case Stream::DpGather:
-      return "dp-gather";
-    case Stream::PpSend:
-      return "pp-send";
-    case Stream::PpRecv:
-      return "pp-recv";
-    case Stream::H2D:
-      return "h2d";
-    case Stream::D2H:
-      return "d2h";
-    case Stream::Host:
-      return "host-cpu";
-    case Stream::CpComm:
-      return "cp-comm";
-    case Stream::EpComm:
-      return "ep-comm";
-  }
-  return "?";
+  return name_of(kStreamNames, s);
 }
 
 const char* to_string(TaskKind k) {
-  switch (k) {
-    case TaskKind::Forward:
-      return "forward";
-    case TaskKind::Backward:
-      return "backward";
-    case TaskKind::Recompute:
-      return "recompute";
-    case TaskKind::Optimizer:
-      return "optimizer";
-    case TaskKind::Collective:
-      return "collective";
-    case TaskKind::P2P:
-      return "p2p";
-    case TaskKind::Offload:
-      return "offload";
-    case TaskKind::HostCompute:
-      return "host-compute";
-    case TaskKind::WeightGrad:
-      return "weight-grad";
-  }
-  return "?";
+  return name_of(kTaskKindNames, k);
 }
 
 std::string DeviceInfo::name() const {

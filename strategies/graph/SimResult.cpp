@@ -1,18 +1,23 @@
 #include "strategies/graph/SimResult.hpp"
 
-#include "workloads/json/Error.hpp"
+#include "workloads/json/EnumNames.hpp"
 
 namespace placesim {
 
+namespace {
+
+constexpr EnumName<Fidelity> kFidelityNames[] = {
+    {Fidelity::Analytic, "analytic"}, {Fidelity::Flow, "flow"}, {Fidelity::Full, "full"}};
+
+}  // namespace
+
 const char* to_string(Fidelity f) {
-  return f == Fidelity::Analytic ? "analytic" : f == Fidelity::Flow ? "flow" : "full";
+  return name_of(kFidelityNames, f, "full");
 }
 
 Fidelity parse_fidelity(const std::string& text, const std::string& field) {
-  if (text == "analytic") return Fidelity::Analytic;
-  if (text == "flow") return Fidelity::Flow;
-  if (text == "full") return Fidelity::Full;
-  throw InputError(field + "=" + text + " is not one of: analytic flow full");
+  if (auto f = value_named(kFidelityNames, text)) return *f;
+  throw InputError(field + "=" + text + " is not one of: " + joined_names(kFidelityNames, " "));
 }
 
 std::vector<double> exposed_communication(const SimResult& r) {

@@ -5,22 +5,22 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "workloads/json/EnumNames.hpp"
+
 namespace placesim {
 
+namespace {
+
+constexpr EnumName<PipeOpKind> kPipeOpKindNames[] = {{PipeOpKind::Forward, "forward"},
+                                                     {PipeOpKind::Backward, "backward"},
+                                                     {PipeOpKind::Weight, "weight"},
+                                                     {PipeOpKind::Apply, "apply"},
+                                                     {PipeOpKind::Average, "average"}};
+
+}  // namespace
+
 const char* to_string(PipeOpKind k) {
-  switch (k) {
-    case PipeOpKind::Forward:
-      return "forward";
-    case PipeOpKind::Backward:
-      return "backward";
-    case PipeOpKind::Weight:
-      return "weight";
-    case PipeOpKind::Apply:
-      return "apply";
-    case PipeOpKind::Average:
-      return "average";
-  }
-  return "?";
+  return name_of(kPipeOpKindNames, k);
 }
 
 const std::vector<Schedule>& all_schedules() {

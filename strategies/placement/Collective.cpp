@@ -1,41 +1,30 @@
 #include "strategies/placement/Collective.hpp"
 
+#include "workloads/json/EnumNames.hpp"
+
 namespace placesim {
 
+namespace {
+
+constexpr EnumName<CollectiveOp> kCollectiveOpNames[] = {{CollectiveOp::AllReduce, "allreduce"},
+                                                         {CollectiveOp::AllGather, "allgather"},
+                                                         {CollectiveOp::ReduceScatter, "reducescatter"},
+                                                         {CollectiveOp::AllToAll, "alltoall"}};
+
+constexpr EnumName<CommClass> kCommClassNames[] = {
+    {CommClass::DpGradSync, "dp_grad_sync"},      {CommClass::ZeroGather, "zero_gather"},
+    {CommClass::TpCollective, "tp_collective"},   {CommClass::PpP2P, "pp_p2p"},
+    {CommClass::EmbeddingSync, "embedding_sync"}, {CommClass::CpKv, "cp_kv"},
+    {CommClass::EpAllToAll, "ep_all_to_all"},     {CommClass::ExpertDataSync, "expert_data_sync"}};
+
+}  // namespace
+
 const char* to_string(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::AllReduce:
-      return "allreduce";
-    case CollectiveOp::AllGather:
-      return "allgather";
-    case CollectiveOp::ReduceScatter:
-      return "reducescatter";
-    case CollectiveOp::AllToAll:
-      return "alltoall";
-  }
-  return "?";
+  return name_of(kCollectiveOpNames, op);
 }
 
 const char* to_string(CommClass c) {
-  switch (c) {
-    case CommClass::DpGradSync:
-      return "dp_grad_sync";
-    case CommClass::ZeroGather:
-      return "zero_gather";
-    case CommClass::TpCollective:
-      return "tp_collective";
-    case CommClass::PpP2P:
-      return "pp_p2p";
-    case CommClass::EmbeddingSync:
-      return "embedding_sync";
-    case CommClass::CpKv:
-      return "cp_kv";
-    case CommClass::EpAllToAll:
-      return "ep_all_to_all";
-    case CommClass::ExpertDataSync:
-      return "expert_data_sync";
-  }
-  return "?";
+  return name_of(kCommClassNames, c);
 }
 
 }  // namespace placesim

@@ -1,25 +1,24 @@
 #include "strategies/placement/DataPlan.hpp"
 
+#include "workloads/json/EnumNames.hpp"
+
 namespace placesim {
 
+namespace {
+
+constexpr EnumName<DataWhen> kDataWhenNames[] = {
+    {DataWhen::Forward, "per micro-batch, before the forward"},
+    {DataWhen::Backward, "per micro-batch, in the backward"},
+    {DataWhen::Step, "per step, before the optimizer"},
+    {DataWhen::AfterStep, "per step, after the optimizer"},
+    {DataWhen::FirstForward, "per step, before the unit's first forward"},
+    {DataWhen::LastBackward, "per step, after the chunk's last backward"},
+    {DataWhen::AfterBackward, "per micro-batch, before the chunk's first op and each op after a backward"}};
+
+}  // namespace
+
 const char* to_string(DataWhen w) {
-  switch (w) {
-    case DataWhen::Forward:
-      return "per micro-batch, before the forward";
-    case DataWhen::Backward:
-      return "per micro-batch, in the backward";
-    case DataWhen::Step:
-      return "per step, before the optimizer";
-    case DataWhen::AfterStep:
-      return "per step, after the optimizer";
-    case DataWhen::FirstForward:
-      return "per step, before the unit's first forward";
-    case DataWhen::LastBackward:
-      return "per step, after the chunk's last backward";
-    case DataWhen::AfterBackward:
-      return "per micro-batch, before the chunk's first op and each op after a backward";
-  }
-  return "?";
+  return name_of(kDataWhenNames, w);
 }
 
 namespace {

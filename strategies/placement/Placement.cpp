@@ -1,67 +1,49 @@
 #include "strategies/placement/Placement.hpp"
 
-#include <vector>
-
-#include "workloads/json/JsonReader.hpp"
+#include "workloads/json/EnumNames.hpp"
 
 namespace placesim {
 
+namespace {
+
+constexpr EnumName<Mode> kModeNames[] = {{Mode::Replicated, "replicated"},
+                                         {Mode::Sharded, "sharded"},
+                                         {Mode::ShardedWithGather, "sharded-with-gather"},
+                                         {Mode::Materialized, "materialized"},
+                                         {Mode::Offloaded, "offloaded"}};
+
+// The tables' short forms (R, S, SG, M, Off), which parse_mode accepts too.
+constexpr EnumName<Mode> kModeShortNames[] = {{Mode::Replicated, "R"},
+                                              {Mode::Sharded, "S"},
+                                              {Mode::ShardedWithGather, "SG"},
+                                              {Mode::Materialized, "M"},
+                                              {Mode::Offloaded, "Off"}};
+
+constexpr EnumName<State> kStateNames[] = {{State::Parameters, "parameters"},
+                                           {State::Gradients, "gradients"},
+                                           {State::Optimizer, "optimizer"},
+                                           {State::Activations, "activations"}};
+
+}  // namespace
+
 std::string to_string(Mode m) {
-  switch (m) {
-    case Mode::Replicated:
-      return "replicated";
-    case Mode::Sharded:
-      return "sharded";
-    case Mode::ShardedWithGather:
-      return "sharded-with-gather";
-    case Mode::Materialized:
-      return "materialized";
-    case Mode::Offloaded:
-      return "offloaded";
-  }
-  return "?";
+  return name_of(kModeNames, m);
 }
 
 std::string to_string(State s) {
-  switch (s) {
-    case State::Parameters:
-      return "parameters";
-    case State::Gradients:
-      return "gradients";
-    case State::Optimizer:
-      return "optimizer";
-    case State::Activations:
-      return "activations";
-  }
-  return "?";
+  return name_of(kStateNames, s);
 }
 
 Mode parse_mode(const std::string& text, const std::string& field) {
-  if (text == "replicated" || text == "R") return Mode::Replicated;
-  if (text == "sharded" || text == "S") return Mode::Sharded;
-  if (text == "sharded-with-gather" || text == "SG") return Mode::ShardedWithGather;
-  if (text == "materialized" || text == "M") return Mode::Materialized;
-  if (text == "offloaded" || text == "Off") return Mode::Offloaded;
-  std::vector<std::string> names = {"replicated", "sharded", "sharded-with-gather", "materialized", "offloaded"};
-  std::string guess = nearest(text, names);
-  throw InputError(field + "=" + text + " is not a placement mode (replicated, sharded, sharded-with-gather, " +
-                   "materialized, offloaded)" + (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+  if (auto m = value_named(kModeNames, text)) return *m;
+  if (auto m = value_named(kModeShortNames, text)) return *m;
+  std::string guess = nearest(text, enum_names(kModeNames));
+  throw InputError(field + "=" + text + " is not a placement mode (" + joined_names(kModeNames, ", ") + ")" +
+                   (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
 }
 
 std::string short_name(Mode m) {
-  switch (m) {
-    case Mode::Replicated:
-      return "R";
-    case Mode::Sharded:
-      return "S";
-    case Mode::ShardedWithGather:
-      return "SG";
-    case Mode::Materialized:
-      return "M";
-    case Mode::Offloaded:
-      return "Off";
-  }
-  return "?";
+  return name_of(kModeShortNames, m);
 }
 
 std::string axes_name(AxisSet axes) {

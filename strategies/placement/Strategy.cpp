@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "strategies/placement/Presets.hpp"
+#include "workloads/json/EnumNames.hpp"
 #include "workloads/json/Units.hpp"
 #include "workloads/model/Model.hpp"
 
@@ -15,18 +16,23 @@ Json preset_json(const std::string& name, const std::string& field) {
   return strategy_preset(name, field).strategy;
 }
 
-Schedule parse_schedule(const std::string& s) {
-  if (s == "gpipe") return Schedule::GPipe;
-  if (s == "1f1b") return Schedule::OneFOneB;
-  if (s == "interleaved") return Schedule::Interleaved;
-  if (s == "pipedream") return Schedule::PipeDream;
-  if (s == "pipedream-2bw") return Schedule::PipeDream2BW;
-  if (s == "zb-h1") return Schedule::ZbH1;
-  if (s == "zb-h2") return Schedule::ZbH2;
-  if (s == "zb-v") return Schedule::ZbV;
-  if (s == "dualpipev") return Schedule::DualPipeV;
-  return Schedule::LocalSGD;
-}
+constexpr EnumName<Schedule> kScheduleNames[] = {{Schedule::GPipe, "gpipe"},
+                                                 {Schedule::OneFOneB, "1f1b"},
+                                                 {Schedule::Interleaved, "interleaved"},
+                                                 {Schedule::PipeDream, "pipedream"},
+                                                 {Schedule::PipeDream2BW, "pipedream-2bw"},
+                                                 {Schedule::LocalSGD, "localsgd"},
+                                                 {Schedule::ZbH1, "zb-h1"},
+                                                 {Schedule::ZbH2, "zb-h2"},
+                                                 {Schedule::ZbV, "zb-v"},
+                                                 {Schedule::DualPipeV, "dualpipev"}};
+constexpr EnumName<PipelineP2P> kPipelineP2PNames[] = {
+    {PipelineP2P::Async, "async"}, {PipelineP2P::Megatron, "megatron"}, {PipelineP2P::DeepSpeed, "deepspeed"}};
+// The names to_string writes; cp_comm also reads "p2p" for ring and "all_gather".
+constexpr EnumName<CpComm> kCpCommNames[] = {{CpComm::AllGather, "all-gather"}, {CpComm::Ring, "ring"}};
+constexpr EnumName<CpImpl> kCpImplNames[] = {{CpImpl::TransformerEngine, "te"}, {CpImpl::PyTorch, "pytorch"}};
+constexpr EnumName<CollectiveScheme> kCollectiveSchemeNames[] = {{CollectiveScheme::Ring, "ring"},
+                                                                 {CollectiveScheme::Hierarchical, "hierarchical"}};
 
 // One state's modes along the mesh axes: a string is one mode along both data axes; an object names each axis.
 // Along tp and pp the modes are fixed by construction and only those are accepted: tp shards each layer's
@@ -179,12 +185,8 @@ void read_mesh(ObjectReader& outer, const Json& /*object*/, StrategySpec& s) {
 
 // The pipeline schedule's fields: schedule, exchange, micro-batches, chunks, stage split, LocalSGD replicas.
 void read_schedule(ObjectReader& r, const Json& object, StrategySpec& s) {
-  s.schedule = parse_schedule(r.get_choice(
-      "schedule",
-      {"gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "localsgd", "zb-h1", "zb-h2", "zb-v", "dualpipev"},
-      "1f1b"));
-  const std::string p2p = r.get_choice("p2p", {"async", "megatron", "deepspeed"}, "megatron");
-  s.p2p = p2p == "megatron" ? PipelineP2P::Megatron : p2p == "deepspeed" ? PipelineP2P::DeepSpeed : PipelineP2P::Async;
+  s.schedule = get_enum(r, "schedule", kScheduleNames, Schedule::OneFOneB);
+  s.p2p = get_enum(r, "p2p", kPipelineP2PNames, PipelineP2P::Megatron);
   s.microbatches = r.get_positive_int("microbatches", 0);
   // The interleaved schedule without chunks would be 1F1B under another name: it gets 2 chunks, as pipeline-sweep; a
   // V holds two.
@@ -248,17 +250,14 @@ StrategySpec read_strategy_object(const Json& object, ErrorList* errors) {
     const std::string comm = r.get_choice("cp_comm", {"ring", "p2p", "all-gather", "all_gather"}, "ring");
     s.cp_comm = comm == "all-gather" || comm == "all_gather" ? CpComm::AllGather : CpComm::Ring;
   }
-  const std::string impl = r.get_choice("cp_impl", {"te", "pytorch"}, "te");
-  s.cp_impl = impl == "pytorch" ? CpImpl::PyTorch : CpImpl::TransformerEngine;
+  s.cp_impl = get_enum(r, "cp_impl", kCpImplNames, CpImpl::TransformerEngine);
   s.tp_overlap = r.get_bool("tp_overlap", true);
   s.tp_copies = r.get_bool("tp_copies", false);
   s.tp_fp8_gather = r.get_bool("tp_fp8_gather", false);
   read_schedule(r, object, s);
   read_gathers(r, s);
   // Both algorithms send 2(N-1)/N of an all-reduce's buffer per device, so the analytic volumes hold for either.
-  s.collective = r.get_choice("collective", {"ring", "hierarchical"}, "ring") == "hierarchical"
-                     ? CollectiveScheme::Hierarchical
-                     : CollectiveScheme::Ring;
+  s.collective = get_enum(r, "collective", kCollectiveSchemeNames, CollectiveScheme::Ring);
   if (const Json* p = r.child("placement")) {
     std::optional<bool> sequence_parallel;
     s.placement = r.guarded("placement", Placement(), [&] { return parse_placement(*p, sequence_parallel, errors); });
@@ -344,45 +343,23 @@ std::string mesh_string(const StrategySpec& s) {
 }
 
 std::string to_string(PipelineP2P p) {
-  return p == PipelineP2P::Megatron ? "megatron" : p == PipelineP2P::DeepSpeed ? "deepspeed" : "async";
+  return name_of(kPipelineP2PNames, p, "async");
 }
 
 std::string to_string(CpComm c) {
-  return c == CpComm::AllGather ? "all-gather" : "ring";
+  return name_of(kCpCommNames, c, "ring");
 }
 
 std::string to_string(CpImpl c) {
-  return c == CpImpl::PyTorch ? "pytorch" : "te";
+  return name_of(kCpImplNames, c, "te");
 }
 
 std::string to_string(CollectiveScheme c) {
-  return c == CollectiveScheme::Hierarchical ? "hierarchical" : "ring";
+  return name_of(kCollectiveSchemeNames, c, "ring");
 }
 
 std::string to_string(Schedule s) {
-  switch (s) {
-    case Schedule::GPipe:
-      return "gpipe";
-    case Schedule::OneFOneB:
-      return "1f1b";
-    case Schedule::Interleaved:
-      return "interleaved";
-    case Schedule::PipeDream:
-      return "pipedream";
-    case Schedule::PipeDream2BW:
-      return "pipedream-2bw";
-    case Schedule::LocalSGD:
-      return "localsgd";
-    case Schedule::ZbH1:
-      return "zb-h1";
-    case Schedule::ZbH2:
-      return "zb-h2";
-    case Schedule::ZbV:
-      return "zb-v";
-    case Schedule::DualPipeV:
-      return "dualpipev";
-  }
-  return "?";
+  return name_of(kScheduleNames, s);
 }
 
 std::vector<PresetTable> strategy_preset_tables() {

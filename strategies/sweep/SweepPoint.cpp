@@ -5,24 +5,24 @@
 #include <functional>
 #include <unordered_map>
 
+#include "strategies/analytic/Validity.hpp"
 #include "strategies/placement/Condition.hpp"
 #include "strategies/placement/StackApply.hpp"
-#include "strategies/analytic/Validity.hpp"
+#include "workloads/json/EnumNames.hpp"
 
 namespace placesim {
 
+namespace {
+
+constexpr EnumName<PointStatus> kPointStatusNames[] = {{PointStatus::Ok, "ok"},
+                                                       {PointStatus::Invalid, "invalid"},
+                                                       {PointStatus::Filtered, "filtered"},
+                                                       {PointStatus::Error, "error"}};
+
+}  // namespace
+
 const char* to_string(PointStatus s) {
-  switch (s) {
-    case PointStatus::Ok:
-      return "ok";
-    case PointStatus::Invalid:
-      return "invalid";
-    case PointStatus::Filtered:
-      return "filtered";
-    case PointStatus::Error:
-      return "error";
-  }
-  return "?";
+  return name_of(kPointStatusNames, s);
 }
 
 namespace {

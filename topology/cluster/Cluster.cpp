@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include "workloads/json/EnumNames.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -20,6 +21,10 @@ namespace {
 // which tests use; a tiny one is refused by the longest transfer simulate estimates.)
 constexpr int kMaxGpusPerNode = 1024;
 constexpr double kMaxOversubscription = 64, kMaxLatencySeconds = 1;
+
+constexpr EnumName<FabricTopology> kFabricTopologyNames[] = {{FabricTopology::FatTree, "fat-tree"},
+                                                             {FabricTopology::RailOptimized, "rail-optimized"}};
+constexpr EnumName<CommModel> kCommModelNames[] = {{CommModel::Nccl, "nccl"}, {CommModel::Links, "links"}};
 
 // DGX A100 (NVIDIA DGX A100 data sheet and user guide): 8x A100 SXM4 80GB; third-generation NVLink through six
 // NVSwitches, 600 GB/s bidirectional per GPU = 300 GB/s per direction; PCIe Gen4 x16 to the host (31.5 GB/s raw
@@ -353,9 +358,7 @@ void read_network(ObjectReader& r, ClusterSpec& c) {
   c.nics_per_node = r.get_int_in("nics_per_node", c.nics_per_node, 0);
   c.nic_bw_Bps = r.get_positive("nic_bw", c.nic_bw_Bps, parse_bandwidth);
   c.nic_latency_s = r.get_non_negative("nic_latency", c.nic_latency_s, parse_time);
-  c.fabric = r.get_choice("fabric", {"fat-tree", "rail-optimized"}, to_string(c.fabric)) == "rail-optimized"
-                 ? FabricTopology::RailOptimized
-                 : FabricTopology::FatTree;
+  c.fabric = get_enum(r, "fabric", kFabricTopologyNames, c.fabric);
   c.switch_radix = r.get_int_in("switch_radix", c.switch_radix, 2);
   if (r.has("oversubscription")) {
     c.oversubscription = r.get_number("oversubscription", 1);
@@ -649,8 +652,7 @@ ClusterSpec parse_cluster(const Json& value, ErrorList* errors) {
     read_simgrid_config(r, c);
     return true;
   });
-  c.comm_model = r.get_choice("comm_model", {"nccl", "links"}, to_string(c.comm_model)) == "links" ? CommModel::Links
-                                                                                                   : CommModel::Nccl;
+  c.comm_model = get_enum(r, "comm_model", kCommModelNames, c.comm_model);
   read_comm_and_links(r, c);
   r.finish();
   if (r.clean()) validate_cluster(c);
@@ -673,11 +675,11 @@ ClusterSpec simulated_network(const ClusterSpec& c) {
 }
 
 std::string to_string(FabricTopology f) {
-  return f == FabricTopology::RailOptimized ? "rail-optimized" : "fat-tree";
+  return name_of(kFabricTopologyNames, f, "fat-tree");
 }
 
 std::string to_string(CommModel m) {
-  return m == CommModel::Links ? "links" : "nccl";
+  return name_of(kCommModelNames, m, "nccl");
 }
 
 std::vector<std::pair<std::string, std::string>> cluster_preset_list() {

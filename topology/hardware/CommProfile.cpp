@@ -1,10 +1,12 @@
 #include "topology/hardware/CommProfile.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
 
 #include "workloads/json/Embedded.hpp"
+#include "workloads/json/EnumNames.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -181,49 +183,42 @@ double bus_bandwidth_Bps(CollectiveKind kind, double bytes, int ranks, double ti
   }
 }
 
+namespace {
+
+constexpr EnumName<CollectiveKind> kCollectiveKindNames[] = {{CollectiveKind::AllReduce, "all-reduce"},
+                                                             {CollectiveKind::AllGather, "all-gather"},
+                                                             {CollectiveKind::ReduceScatter, "reduce-scatter"},
+                                                             {CollectiveKind::Broadcast, "broadcast"},
+                                                             {CollectiveKind::Reduce, "reduce"},
+                                                             {CollectiveKind::SendRecv, "send-recv"}};
+
+constexpr EnumName<CollectiveAlgorithm> kCollectiveAlgorithmNames[] = {
+    {CollectiveAlgorithm::Ring, "ring"}, {CollectiveAlgorithm::Tree, "tree"}, {CollectiveAlgorithm::Nvls, "nvls"}};
+
+}  // namespace
+
 CollectiveKind parse_collective_kind(const std::string& text, const std::string& field) {
-  static const std::map<std::string, CollectiveKind> names = {{"all-reduce", CollectiveKind::AllReduce},
-                                                              {"all-gather", CollectiveKind::AllGather},
-                                                              {"reduce-scatter", CollectiveKind::ReduceScatter},
-                                                              {"broadcast", CollectiveKind::Broadcast},
-                                                              {"reduce", CollectiveKind::Reduce},
-                                                              {"send-recv", CollectiveKind::SendRecv}};
-  auto it = names.find(text);
-  if (it != names.end()) return it->second;
-  std::vector<std::string> keys;
-  for (const auto& [k, v] : names) keys.push_back(k);
-  std::string guess = nearest(text, keys);
+  if (auto k = value_named(kCollectiveKindNames, text)) return *k;
+  // The guess is taken from the names in alphabetical order: of two equally near, the first there.
+  std::vector<std::string> names = enum_names(kCollectiveKindNames);
+  std::sort(names.begin(), names.end());
+  std::string guess = nearest(text, names);
   throw InputError(field + "=" + text + " is not a collective" +
                    (guess.empty() ? "" : " (did you mean '" + guess + "'?)"));
 }
 
 CollectiveAlgorithm parse_collective_algorithm(const std::string& text, const std::string& field) {
-  if (text == "ring") return CollectiveAlgorithm::Ring;
-  if (text == "tree") return CollectiveAlgorithm::Tree;
-  if (text == "nvls") return CollectiveAlgorithm::Nvls;
-  throw InputError(field + "=" + text + " is not a collective algorithm (ring, tree, nvls)");
+  if (auto a = value_named(kCollectiveAlgorithmNames, text)) return *a;
+  throw InputError(field + "=" + text + " is not a collective algorithm (" +
+                   joined_names(kCollectiveAlgorithmNames, ", ") + ")");
 }
 
 std::string to_string(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::AllReduce:
-      return "all-reduce";
-    case CollectiveKind::AllGather:
-      return "all-gather";
-    case CollectiveKind::ReduceScatter:
-      return "reduce-scatter";
-    case CollectiveKind::Broadcast:
-      return "broadcast";
-    case CollectiveKind::Reduce:
-      return "reduce";
-    case CollectiveKind::SendRecv:
-      return "send-recv";
-  }
-  return "?";
+  return name_of(kCollectiveKindNames, k);
 }
 
 std::string to_string(CollectiveAlgorithm a) {
-  return a == CollectiveAlgorithm::Ring ? "ring" : a == CollectiveAlgorithm::Tree ? "tree" : "nvls";
+  return name_of(kCollectiveAlgorithmNames, a, "nvls");
 }
 
 }  // namespace placesim

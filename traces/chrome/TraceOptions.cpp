@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "workloads/json/Error.hpp"
+#include "workloads/json/EnumNames.hpp"
 
 namespace placesim {
 
@@ -144,14 +144,20 @@ std::vector<int> parse_device_selection(const std::string& text, const std::vect
   return selected;
 }
 
+namespace {
+
+constexpr EnumName<TraceDetail> kTraceDetailNames[] = {{TraceDetail::Coarse, "coarse"}, {TraceDetail::Fine, "fine"}};
+
+}  // namespace
+
 TraceDetail parse_trace_detail(const std::string& text) {
-  if (text == "coarse") return TraceDetail::Coarse;
-  if (text == "fine") return TraceDetail::Fine;
-  throw InputError("--trace-detail=" + text + " is not a detail level (use coarse or fine)");
+  if (auto d = value_named(kTraceDetailNames, text)) return *d;
+  throw InputError("--trace-detail=" + text + " is not a detail level (use " + joined_names(kTraceDetailNames, " or ") +
+                   ")");
 }
 
 const char* to_string(TraceDetail d) {
-  return d == TraceDetail::Coarse ? "coarse" : "fine";
+  return name_of(kTraceDetailNames, d, "fine");
 }
 
 }  // namespace placesim

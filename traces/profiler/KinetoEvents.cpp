@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "traces/output/OutputFile.hpp"
+#include "workloads/json/EnumNames.hpp"
 #include "workloads/json/Error.hpp"
 
 namespace placesim::kineto {
@@ -35,31 +36,31 @@ enum class Arg : std::uint8_t {
 };
 enum class Top : std::uint8_t { Other, TraceEvents, DistributedInfo };
 
+// The names of the kept members as Kineto writes them.
+constexpr EnumName<Field> kFieldNames[] = {{Field::Ph, "ph"},   {Field::Cat, "cat"},  {Field::Name, "name"},
+                                           {Field::Pid, "pid"}, {Field::Tid, "tid"},  {Field::Ts, "ts"},
+                                           {Field::Dur, "dur"}, {Field::Args, "args"}};
+constexpr EnumName<Arg> kArgNames[] = {{Arg::Correlation, "correlation"},
+                                       {Arg::ExternalId, "External id"},
+                                       {Arg::Device, "device"},
+                                       {Arg::Stream, "stream"},
+                                       {Arg::InputDims, "Input Dims"},
+                                       {Arg::InputType, "Input type"},
+                                       {Arg::InNelems, "In msg nelems"},
+                                       {Arg::OutNelems, "Out msg nelems"},
+                                       {Arg::GroupSize, "Group size"},
+                                       {Arg::Dtype, "dtype"},
+                                       {Arg::CollectiveName, "Collective name"}};
+// The "cat" of each GPU activity.
+constexpr EnumName<GpuCategory> kGpuCategoryNames[] = {
+    {GpuCategory::Kernel, "kernel"}, {GpuCategory::Memcpy, "gpu_memcpy"}, {GpuCategory::Memset, "gpu_memset"}};
+
 Field field_of(std::string_view k) {
-  if (k == "ph") return Field::Ph;
-  if (k == "cat") return Field::Cat;
-  if (k == "name") return Field::Name;
-  if (k == "pid") return Field::Pid;
-  if (k == "tid") return Field::Tid;
-  if (k == "ts") return Field::Ts;
-  if (k == "dur") return Field::Dur;
-  if (k == "args") return Field::Args;
-  return Field::Other;
+  return value_named(kFieldNames, k).value_or(Field::Other);
 }
 
 Arg arg_of(std::string_view k) {
-  if (k == "correlation") return Arg::Correlation;
-  if (k == "External id") return Arg::ExternalId;
-  if (k == "device") return Arg::Device;
-  if (k == "stream") return Arg::Stream;
-  if (k == "Input Dims") return Arg::InputDims;
-  if (k == "Input type") return Arg::InputType;
-  if (k == "In msg nelems") return Arg::InNelems;
-  if (k == "Out msg nelems") return Arg::OutNelems;
-  if (k == "Group size") return Arg::GroupSize;
-  if (k == "dtype") return Arg::Dtype;
-  if (k == "Collective name") return Arg::CollectiveName;
-  return Arg::Other;
+  return value_named(kArgNames, k).value_or(Arg::Other);
 }
 
 /// Operators name at most this many inputs that matter (addmm's third is the last).
@@ -290,9 +291,7 @@ bool Reader::string(std::string& s) {
 void Reader::finish_event() {
   if (ev_.ph != "X" || std::isnan(ev_.ts)) return;
   const std::string& cat = ev_.cat;
-  if (cat == "kernel") return gpu_activity(GpuCategory::Kernel);
-  if (cat == "gpu_memcpy") return gpu_activity(GpuCategory::Memcpy);
-  if (cat == "gpu_memset") return gpu_activity(GpuCategory::Memset);
+  if (const std::optional<GpuCategory> gpu = value_named(kGpuCategoryNames, cat)) return gpu_activity(*gpu);
   if (cat == "cuda_runtime" || cat == "cuda_driver") {
     out_.hip_runtime = out_.hip_runtime || ev_.name.starts_with("hip");
     if (ev_.pid >= 0 && ev_.pid == ev_.tid && !out_.main_tid) out_.main_tid = ev_.tid;
@@ -354,15 +353,7 @@ std::uint32_t NameTable::intern(const std::string& name) {
 }
 
 const char* to_string(GpuCategory c) {
-  switch (c) {
-    case GpuCategory::Kernel:
-      return "kernel";
-    case GpuCategory::Memcpy:
-      return "gpu_memcpy";
-    case GpuCategory::Memset:
-      return "gpu_memset";
-  }
-  return "kernel";
+  return name_of(kGpuCategoryNames, c, "kernel");
 }
 
 FileEvents read_kineto_events(const std::string& path, NameTable& names) {

@@ -5,6 +5,7 @@
 
 #include "strategies/analytic/TaskClasses.hpp"
 #include "traces/profiler/Intervals.hpp"
+#include "workloads/json/EnumNames.hpp"
 
 namespace placesim {
 
@@ -68,29 +69,25 @@ class KinetoWriter {
 };
 
 // The "Collective name" PyTorch's record_param_comms gives each (torch.distributed's c10d op names).
+constexpr EnumName<CollectiveOp> kCollectiveNames[] = {{CollectiveOp::AllReduce, "allreduce"},
+                                                       {CollectiveOp::AllGather, "_allgather_base"},
+                                                       {CollectiveOp::ReduceScatter, "_reduce_scatter_base"},
+                                                       {CollectiveOp::AllToAll, "all_to_all"}};
+
+// The NCCL kernel that runs each.
+constexpr EnumName<CollectiveOp> kNcclKernels[] = {
+    {CollectiveOp::AllReduce, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"},
+    {CollectiveOp::AllGather, "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"},
+    {CollectiveOp::ReduceScatter,
+     "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"},
+    {CollectiveOp::AllToAll, "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"}};
+
 const char* collective_name(CollectiveOp op) {
-  static constexpr std::pair<CollectiveOp, const char*> kNames[] = {
-      {CollectiveOp::AllReduce, "allreduce"},
-      {CollectiveOp::AllGather, "_allgather_base"},
-      {CollectiveOp::ReduceScatter, "_reduce_scatter_base"},
-      {CollectiveOp::AllToAll, "all_to_all"}};
-  for (const auto& [o, name] : kNames)
-    if (o == op) return name;
-  return "";
+  return name_of(kCollectiveNames, op, "");
 }
 
 const char* nccl_kernel(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::AllReduce:
-      return "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
-    case CollectiveOp::AllGather:
-      return "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
-    case CollectiveOp::ReduceScatter:
-      return "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
-    case CollectiveOp::AllToAll:
-      return "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)";
-  }
-  return "";
+  return name_of(kNcclKernels, op, "");
 }
 
 // The compute task's kernels back to back over [start, end): GEMM, attention, memory-bound, optimizer, each taking

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "traces/profiler/KinetoEvents.hpp"
+#include "workloads/json/EnumNames.hpp"
 #include "workloads/json/Error.hpp"
 
 namespace placesim {
@@ -391,38 +392,25 @@ ProfilerTrace join(std::vector<RankTrace> ranks, std::vector<std::string> names)
   return t;
 }
 
+constexpr EnumName<KernelClass> kKernelClassNames[] = {{KernelClass::Gemm, "gemm"},
+                                                       {KernelClass::Attention, "attention"},
+                                                       {KernelClass::Normalization, "normalization"},
+                                                       {KernelClass::Elementwise, "elementwise"},
+                                                       {KernelClass::Optimizer, "optimizer"},
+                                                       {KernelClass::Collective, "collective"},
+                                                       {KernelClass::Copy, "copy"}};
+
+constexpr EnumName<Phase> kPhaseNames[] = {
+    {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"}};
+
 }  // namespace
 
 const char* to_string(KernelClass c) {
-  switch (c) {
-    case KernelClass::Gemm:
-      return "gemm";
-    case KernelClass::Attention:
-      return "attention";
-    case KernelClass::Normalization:
-      return "normalization";
-    case KernelClass::Elementwise:
-      return "elementwise";
-    case KernelClass::Optimizer:
-      return "optimizer";
-    case KernelClass::Collective:
-      return "collective";
-    case KernelClass::Copy:
-      return "copy";
-  }
-  return "elementwise";
+  return name_of(kKernelClassNames, c, "elementwise");
 }
 
 const char* to_string(Phase p) {
-  switch (p) {
-    case Phase::Forward:
-      return "forward";
-    case Phase::Backward:
-      return "backward";
-    case Phase::Optimizer:
-      return "optimizer";
-  }
-  return "forward";
+  return name_of(kPhaseNames, p, "forward");
 }
 
 KernelClass classify_kernel(const std::string& name, const std::string& category) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "workloads/json/EnumNames.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -138,24 +139,14 @@ Json comparison_json(const TraceComparison& c) {
 
 namespace {
 
+// Each kernel class's colour in the timeline (Tableau 10).
+constexpr EnumName<KernelClass> kClassColours[] = {
+    {KernelClass::Gemm, "#4e79a7"},        {KernelClass::Attention, "#f28e2b"}, {KernelClass::Normalization, "#76b7b2"},
+    {KernelClass::Elementwise, "#59a14f"}, {KernelClass::Optimizer, "#edc948"}, {KernelClass::Collective, "#e15759"},
+    {KernelClass::Copy, "#b07aa1"}};
+
 const char* class_colour(KernelClass k) {
-  switch (k) {
-    case KernelClass::Gemm:
-      return "#4e79a7";
-    case KernelClass::Attention:
-      return "#f28e2b";
-    case KernelClass::Normalization:
-      return "#76b7b2";
-    case KernelClass::Elementwise:
-      return "#59a14f";
-    case KernelClass::Optimizer:
-      return "#edc948";
-    case KernelClass::Collective:
-      return "#e15759";
-    case KernelClass::Copy:
-      return "#b07aa1";
-  }
-  return "#999999";
+  return name_of(kClassColours, k, "#999999");
 }
 
 struct Lane {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "workloads/json/EnumNames.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/model/ModelPresets.hpp"
 
@@ -173,10 +174,8 @@ double logit_forward_flops_per_token(const ModelSpec& m) {
 
 namespace {
 
-// A spelling get_choice accepted.
-ModelFamily parse_family(const std::string& name) {
-  return name == "llama" ? ModelFamily::Llama : name == "neox" ? ModelFamily::Neox : ModelFamily::Gpt;
-}
+constexpr EnumName<ModelFamily> kModelFamilyNames[] = {
+    {ModelFamily::Gpt, "gpt"}, {ModelFamily::Llama, "llama"}, {ModelFamily::Neox, "neox"}};
 
 void apply_family_defaults(ModelSpec& m) {
   if (m.family == ModelFamily::Llama) {
@@ -359,7 +358,7 @@ ModelSpec read_model_object(const Json& object, const std::string& path, ErrorLi
     if (!r.ok({"parameters"})) r.abandon();
     return m;
   }
-  m.family = parse_family(r.get_choice("family", {"gpt", "llama", "neox"}, "gpt"));
+  m.family = get_enum(r, "family", kModelFamilyNames, ModelFamily::Gpt);
   apply_family_defaults(m);
   if (!r.has("layers") && !r.has("hidden"))
     throw InputError(path +
@@ -427,15 +426,7 @@ ModelSpec parse_model(const Json& value, const std::string& base_dir, ErrorList*
 }
 
 std::string to_string(ModelFamily f) {
-  switch (f) {
-    case ModelFamily::Gpt:
-      return "gpt";
-    case ModelFamily::Llama:
-      return "llama";
-    case ModelFamily::Neox:
-      return "neox";
-  }
-  return "?";
+  return name_of(kModelFamilyNames, f);
 }
 
 }  // namespace placesim

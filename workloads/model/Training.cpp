@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "workloads/json/EnumNames.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
 
@@ -29,15 +30,26 @@ double optimizer_step_bytes(const TrainingSpec& t) {
 
 namespace {
 
-// A spelling get_choice accepted.
-DType parse_dtype(const std::string& name) {
-  return name == "bf16" ? DType::BF16 : name == "fp16" ? DType::FP16 : DType::FP32;
-}
-
-// Every training.attention_kernel, in the order the field's error lists them; their spellings are to_string's.
-constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::Fused,  AttentionKernel::Fa2,
-                                                 AttentionKernel::Flash1, AttentionKernel::Triton,
-                                                 AttentionKernel::Cudnn,  AttentionKernel::Fa3};
+// Each table lists its names in the order the field's error lists them.
+constexpr EnumName<DType> kDTypeNames[] = {{DType::BF16, "bf16"}, {DType::FP16, "fp16"}, {DType::FP32, "fp32"}};
+constexpr EnumName<Optimizer> kOptimizerNames[] = {{Optimizer::Adam, "adam"}, {Optimizer::SGD, "sgd"}};
+constexpr EnumName<MasterWeights> kMasterWeightsNames[] = {{MasterWeights::Optimizer, "optimizer"},
+                                                           {MasterWeights::Parameters, "parameters"}};
+constexpr EnumName<OptimizerKernel> kOptimizerKernelNames[] = {{OptimizerKernel::Fused, "fused"},
+                                                               {OptimizerKernel::Foreach, "foreach"}};
+constexpr EnumName<Kernels> kKernelsNames[] = {
+    {Kernels::Fused, "fused"}, {Kernels::Compiled, "compiled"}, {Kernels::Eager, "eager"}};
+constexpr EnumName<AttentionKernel> kAttentionKernelNames[] = {
+    {AttentionKernel::Fused, "fused"},   {AttentionKernel::Fa2, "fa2"},     {AttentionKernel::Flash1, "flash1"},
+    {AttentionKernel::Triton, "triton"}, {AttentionKernel::Cudnn, "cudnn"}, {AttentionKernel::Fa3, "fa3"}};
+constexpr EnumName<Fp8Scaling> kFp8ScalingNames[] = {{Fp8Scaling::Delayed, "delayed"},
+                                                     {Fp8Scaling::Tensorwise, "tensorwise"}};
+constexpr EnumName<LossKernel> kLossKernelNames[] = {
+    {LossKernel::VocabParallel, "vocab-parallel"}, {LossKernel::PyTorch, "pytorch"}, {LossKernel::Fused, "fused"}};
+constexpr EnumName<Recompute> kRecomputeNames[] = {{Recompute::None, "none"},
+                                                   {Recompute::Selective, "selective"},
+                                                   {Recompute::SelectiveOp, "selective-op"},
+                                                   {Recompute::Full, "full"}};
 
 }  // namespace
 
@@ -101,24 +113,18 @@ void read_precision(ObjectReader& r, const Json& value, TrainingSpec& t) {
                             ": FP8 training keeps 16-bit weights and runs the linear layers in FP8; write "
                             "\"dtype\": \"bf16\" with \"fp8\": true");
   }
-  t.dtype = parse_dtype(r.get_choice("dtype", {"bf16", "fp16", "fp32"}, "bf16"));
-  t.grad_dtype =
-      parse_dtype(r.get_choice("grad_dtype", {"bf16", "fp16", "fp32"}, t.dtype == DType::FP16 ? "fp16" : "fp32"));
+  t.dtype = get_enum(r, "dtype", kDTypeNames, DType::BF16);
+  t.grad_dtype = get_enum(r, "grad_dtype", kDTypeNames, t.dtype == DType::FP16 ? DType::FP16 : DType::FP32);
   if (t.dtype == DType::FP32 && t.grad_dtype != DType::FP32)
     r.refuse("grad_dtype", r.field("grad_dtype") + "=" + to_string(t.grad_dtype) +
                                " with training.dtype=fp32: fp32 training has fp32 gradients");
-  std::string opt = r.get_choice("optimizer", {"adam", "sgd"}, "adam");
-  t.optimizer = opt == "adam" ? Optimizer::Adam : Optimizer::SGD;
+  t.optimizer = get_enum(r, "optimizer", kOptimizerNames, Optimizer::Adam);
   const bool master_weights_given = r.has("master_weights");
-  t.master_weights = r.get_choice("master_weights", {"optimizer", "parameters"}, "optimizer") == "parameters"
-                         ? MasterWeights::Parameters
-                         : MasterWeights::Optimizer;
+  t.master_weights = get_enum(r, "master_weights", kMasterWeightsNames, MasterWeights::Optimizer);
   if (master_weights_given && t.dtype == DType::FP32)
     r.refuse("master_weights", r.field("master_weights") + "=" + to_string(t.master_weights) +
                                    " with training.dtype=fp32: fp32 training has no master weights");
-  t.optimizer_kernel = r.get_choice("optimizer_kernel", {"fused", "foreach"}, "fused") == "foreach"
-                           ? OptimizerKernel::Foreach
-                           : OptimizerKernel::Fused;
+  t.optimizer_kernel = get_enum(r, "optimizer_kernel", kOptimizerKernelNames, OptimizerKernel::Fused);
   t.optimizer_bytes_per_param =
       r.get_number("optimizer_bytes_per_param", default_optimizer_bytes(t.optimizer, t.dtype, t.master_weights));
   if (t.optimizer_bytes_per_param < 0)
@@ -128,31 +134,21 @@ void read_precision(ObjectReader& r, const Json& value, TrainingSpec& t) {
 
 // The kernels: fused, compiled or eager layers, the attention and loss kernels, FP8 linears.
 void read_kernels(ObjectReader& r, TrainingSpec& t) {
-  const std::string kernels = r.get_choice("kernels", {"fused", "compiled", "eager"}, "fused");
-  t.kernels = kernels == "eager" ? Kernels::Eager : kernels == "compiled" ? Kernels::Compiled : Kernels::Fused;
+  t.kernels = get_enum(r, "kernels", kKernelsNames, Kernels::Fused);
   t.fused_norm = r.get_bool("fused_norm", false);
-  std::vector<std::string> attention_kernels;
-  for (AttentionKernel k : kAttentionKernels) attention_kernels.push_back(to_string(k));
-  const std::string attention = r.get_choice("attention_kernel", attention_kernels, "fused");
-  for (AttentionKernel k : kAttentionKernels)
-    if (to_string(k) == attention) t.attention_kernel = k;
+  t.attention_kernel = get_enum(r, "attention_kernel", kAttentionKernelNames, AttentionKernel::Fused);
   t.fp8 = r.get_bool("fp8", false);
   if (t.fp8 && t.dtype == DType::FP32)
     r.refuse("fp8", r.field("fp8") +
                         "=true runs the linear layers in FP8 beside 16-bit training, but training.dtype=fp32: set "
                         "training.dtype to bf16 (Transformer Engine's and torchao's FP8 recipes keep bf16 weights)");
   const bool fp8_scaling_given = r.has("fp8_scaling");
-  t.fp8_scaling = r.get_choice("fp8_scaling", {"delayed", "tensorwise"}, "delayed") == "tensorwise"
-                      ? Fp8Scaling::Tensorwise
-                      : Fp8Scaling::Delayed;
+  t.fp8_scaling = get_enum(r, "fp8_scaling", kFp8ScalingNames, Fp8Scaling::Delayed);
   if (fp8_scaling_given && !t.fp8)
     r.refuse("fp8_scaling", r.field("fp8_scaling") + "=" + to_string(t.fp8_scaling) +
                                 " without training.fp8=true: it says how FP8 linears scale their casts; set \"fp8\": "
                                 "true or leave it out");
-  const std::string loss = r.get_choice("loss_kernel", {"vocab-parallel", "pytorch", "fused"}, "vocab-parallel");
-  t.loss_kernel = loss == "pytorch" ? LossKernel::PyTorch
-                  : loss == "fused" ? LossKernel::Fused
-                                    : LossKernel::VocabParallel;
+  t.loss_kernel = get_enum(r, "loss_kernel", kLossKernelNames, LossKernel::VocabParallel);
 }
 
 // The run's length: training.tokens or training.steps, at most one.
@@ -173,7 +169,7 @@ void read_length(ObjectReader& r, TrainingSpec& t) {
 }  // namespace
 
 const std::vector<std::string>& recompute_names() {
-  static const std::vector<std::string> names = {"none", "selective", "selective-op", "full"};
+  static const std::vector<std::string> names = enum_names(kRecomputeNames);
   return names;
 }
 
@@ -183,11 +179,7 @@ TrainingSpec parse_training(const Json& value, ErrorList* errors) {
   t.global_batch = r.get_positive_int("global_batch", 0);
   t.micro_batch = r.get_positive_int("micro_batch", 1);
   read_precision(r, value, t);
-  std::string rc = r.get_choice("recompute", recompute_names(), "none");
-  t.recompute = rc == "none"           ? Recompute::None
-                : rc == "selective"    ? Recompute::Selective
-                : rc == "selective-op" ? Recompute::SelectiveOp
-                                       : Recompute::Full;
+  t.recompute = get_enum(r, "recompute", kRecomputeNames, Recompute::None);
   if (r.has("recompute_layers")) t.recompute_layers = r.get_positive_int("recompute_layers", 0);
   t.grad_accumulation_fusion = r.get_bool("grad_accumulation_fusion", true);
   t.grad_accumulation_cast = r.get_bool("grad_accumulation_cast", false);
@@ -215,49 +207,32 @@ TrainingSpec parse_training(const Json& value, ErrorList* errors) {
 }
 
 std::string to_string(DType d) {
-  return d == DType::BF16 ? "bf16" : d == DType::FP16 ? "fp16" : "fp32";
+  return name_of(kDTypeNames, d, "fp32");
 }
 std::string to_string(OptimizerKernel k) {
-  return k == OptimizerKernel::Foreach ? "foreach" : "fused";
+  return name_of(kOptimizerKernelNames, k, "fused");
 }
 std::string to_string(Optimizer o) {
-  return o == Optimizer::Adam ? "adam" : "sgd";
+  return name_of(kOptimizerNames, o, "sgd");
 }
 std::string to_string(Recompute r) {
-  return r == Recompute::None          ? "none"
-         : r == Recompute::Selective   ? "selective"
-         : r == Recompute::SelectiveOp ? "selective-op"
-                                       : "full";
+  return name_of(kRecomputeNames, r, "full");
 }
 
 std::string to_string(Kernels k) {
-  return k == Kernels::Eager ? "eager" : k == Kernels::Compiled ? "compiled" : "fused";
+  return name_of(kKernelsNames, k, "fused");
 }
 std::string to_string(MasterWeights m) {
-  return m == MasterWeights::Parameters ? "parameters" : "optimizer";
+  return name_of(kMasterWeightsNames, m, "optimizer");
 }
 std::string to_string(LossKernel k) {
-  return k == LossKernel::PyTorch ? "pytorch" : k == LossKernel::Fused ? "fused" : "vocab-parallel";
+  return name_of(kLossKernelNames, k, "vocab-parallel");
 }
 std::string to_string(Fp8Scaling s) {
-  return s == Fp8Scaling::Tensorwise ? "tensorwise" : "delayed";
+  return name_of(kFp8ScalingNames, s, "delayed");
 }
 std::string to_string(AttentionKernel k) {
-  switch (k) {
-    case AttentionKernel::Flash1:
-      return "flash1";
-    case AttentionKernel::Triton:
-      return "triton";
-    case AttentionKernel::Cudnn:
-      return "cudnn";
-    case AttentionKernel::Fa3:
-      return "fa3";
-    case AttentionKernel::Fa2:
-      return "fa2";
-    case AttentionKernel::Fused:
-      break;
-  }
-  return "fused";
+  return name_of(kAttentionKernelNames, k, "fused");
 }
 
 }  // namespace placesim

@@ -2,17 +2,16 @@
 
 #include <algorithm>
 
+#include "workloads/json/EnumNames.hpp"
+
 namespace placesim {
 
 namespace {
 
-ObjectiveKind parse_kind(ObjectReader& r) {
-  std::string name = r.get_choice("objective", {"quadratic", "logistic", "least_squares", "char_lm"}, "quadratic");
-  if (name == "logistic") return ObjectiveKind::Logistic;
-  if (name == "least_squares") return ObjectiveKind::LeastSquares;
-  if (name == "char_lm") return ObjectiveKind::CharLm;
-  return ObjectiveKind::Quadratic;
-}
+constexpr EnumName<ObjectiveKind> kObjectiveKindNames[] = {{ObjectiveKind::Quadratic, "quadratic"},
+                                                           {ObjectiveKind::Logistic, "logistic"},
+                                                           {ObjectiveKind::LeastSquares, "least_squares"},
+                                                           {ObjectiveKind::CharLm, "char_lm"}};
 
 // The quadratic uses its full gradient plus noise: a data-set size or batch would silently mean nothing.
 void refuse_data_fields(ObjectReader& r) {
@@ -103,7 +102,7 @@ void parse_synthetic(ObjectReader& r, const Json& value, ObjectiveSpec& o) {
 
 ObjectiveSpec parse_objective(ObjectReader& r, const Json& value) {
   ObjectiveSpec o;
-  o.kind = parse_kind(r);
+  o.kind = get_enum(r, "objective", kObjectiveKindNames, ObjectiveKind::Quadratic);
   if (o.kind == ObjectiveKind::CharLm) {
     parse_char_lm(r, o);
   } else {
@@ -130,17 +129,7 @@ ConvergenceSpec parse_convergence(const Json& value) {
 }
 
 std::string to_string(ObjectiveKind kind) {
-  switch (kind) {
-    case ObjectiveKind::Logistic:
-      return "logistic";
-    case ObjectiveKind::LeastSquares:
-      return "least_squares";
-    case ObjectiveKind::CharLm:
-      return "char_lm";
-    case ObjectiveKind::Quadratic:
-      break;
-  }
-  return "quadratic";
+  return name_of(kObjectiveKindNames, kind, "quadratic");
 }
 
 }  // namespace placesim
