@@ -255,7 +255,8 @@ TEST_CASE("Error: PipeDream-2BW with fewer micro-batches per version than stages
 TEST_CASE("Error: a schedule's own key given to another schedule") {
   CHECK(error_with("1f1b", "noam", 2) ==
         "pipeline.noam is only meaningful with pipeline.schedule=pipedream or pipedream-2bw");
-  CHECK(error_with("gpipe", "chunks", 2) == "pipeline.chunks is only meaningful with pipeline.schedule=interleaved");
+  CHECK(error_with("gpipe", "chunks", 2) ==
+        "pipeline.chunks is only meaningful with pipeline.schedule=interleaved or interleaved-zb");
 }
 
 TEST_CASE("Error: unknown keys and missing or non-positive times in the pipeline section") {
@@ -332,8 +333,8 @@ TEST_CASE("Error: weight_s belongs to the zero-bubble schedules and is a part of
   Json s = section("1f1b", 2, 4);
   s["weight_s"] = 0.5;
   CHECK_THAT(error_of(s),
-             Catch::Contains("pipeline.weight_s is only meaningful with pipeline.schedule=zb-h1, zb-h2, zb-v or "
-                             "dualpipev"));
+             Catch::Contains("pipeline.weight_s is only meaningful with pipeline.schedule=zb-h1, zb-h2, zb-v, "
+                             "dualpipev or interleaved-zb"));
   s = section("zb-h1", 2, 4);
   s["weight_s"] = 2;
   CHECK_THAT(error_of(s), Catch::Contains("pipeline.weight_s"));
@@ -409,4 +410,52 @@ TEST_CASE("Error: DualPipeV needs at least twice as many micro-batches as stages
   CHECK_THAT(error_of(section("dualpipev", 4, 7)),
              Catch::Contains("pipeline.microbatches=7 is fewer than 2 x pipeline.stages=8"));
   CHECK(error_of(section("dualpipev", 4, 8)) == "no error");
+}
+
+// PyTorch's interleaved zero bubble (pytorch/pytorch torch/distributed/pipelining/schedules.py,
+// ScheduleInterleavedZeroBubble, "the ZB1P schedule"; its idle slots left out), for 4 stages, 8 micro-batches and 2
+// chunks: rounds of 8 / max(1, 8 / 4) = 4 micro-batches per chunk, (2 - 1) 4 + 3 - s warm-up forwards, then a forward
+// and an input gradient B in turn, a W after each B from the (s + 1)-th on. These orders were derived from that class
+// apart from placesim; "F3.1" is micro-batch 3 through chunk 1 (virtual stage 4 + s).
+TEST_CASE("Interleaved zero bubble runs PyTorch's ZB1P op order") {
+  PipelineShape sh = test::pipeline_shape(Schedule::InterleavedZb, 4, 8);
+  sh.chunks = 2;
+  const PipelineSchedule z = make_schedule(sh, abstract_shape_fields());
+  CHECK(render(z.order[0], true) ==
+        "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 F3.1 B0.1 W0.1 F4.0 B1.1 W1.1 F5.0 B2.1 W2.1 F6.0 B3.1 W3.1 F7.0 B0.0 "
+        "W0.0 F4.1 B1.0 W1.0 F5.1 B2.0 W2.0 F6.1 B3.0 W3.0 F7.1 B4.1 W4.1 B5.1 W5.1 B6.1 W6.1 B7.1 W7.1 B4.0 W4.0 "
+        "B5.0 W5.0 B6.0 W6.0 B7.0 W7.0 A");
+  CHECK(render(z.order[3], true) ==
+        "F0.0 F1.0 F2.0 F3.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 W0.1 F4.0 B0.0 W1.1 F5.0 B1.0 W2.1 F6.0 B2.0 "
+        "W3.1 F7.0 B3.0 W0.0 F4.1 B4.1 W1.0 F5.1 B5.1 W2.0 F6.1 B6.1 W3.0 F7.1 B7.1 W4.1 B4.0 W5.1 B5.0 W6.1 B6.0 "
+        "W7.1 B7.0 W4.0 W5.0 W6.0 W7.0 A");
+}
+
+// Peak chunk-forwards held (from F to W): the warm-up (v - 1) mpr + S - s - 1, the s pairs whose W waits, and the
+// next forward: (v - 1) mpr + S on every stage, mpr = m / max(1, m / S) (at most the step's m v).
+TEST_CASE("Interleaved zero bubble holds (v - 1) mpr + S chunk-forwards on every stage and never deadlocks") {
+  for (int stages = 2; stages <= 5; ++stages)
+    for (int chunks = 2; chunks <= 3; ++chunks)
+      for (int m = stages; m <= 3 * stages; ++m) {
+        PipelineShape sh = test::pipeline_shape(Schedule::InterleavedZb, stages, m, 2);
+        sh.chunks = chunks;
+        const int rounds = std::max(1, m / stages), mpr = m / rounds;
+        INFO("S " << stages << " v " << chunks << " m " << m);
+        if (m % rounds != 0) {
+          CHECK_THROWS_WITH(make_schedule(sh, abstract_shape_fields()),
+                            Catch::Contains("a multiple of its rounds max(1, m / S) = " + std::to_string(rounds)));
+          continue;
+        }
+        const PipelineSchedule z = make_schedule(sh, abstract_shape_fields());
+        for (int s = 0; s < stages; ++s) {
+          int level = 0, peak = 0;
+          for (const PipeOp& op : z.order[static_cast<std::size_t>(s)]) {
+            if (op.kind == PipeOpKind::Forward) peak = std::max(peak, ++level);
+            if (op.kind == PipeOpKind::Weight) --level;
+          }
+          CHECK(peak == std::min((chunks - 1) * mpr + stages, m * chunks));
+        }
+        CHECK_NOTHROW(evaluate_pipeline(z, test::pipeline_times(1, 2, 0.25)));
+      }
+  CHECK_THAT(error_of(section("interleaved-zb", 4, 3)), Catch::Contains("needs at least pipeline.stages=4"));
 }

@@ -255,7 +255,7 @@ double row_passes(const SweepConfig& c, const std::string& schedule, int stages)
   const double microbatches = c.microbatches > 0 ? c.microbatches : double{1} * c.per_stage * stages;
   const Schedule s = schedule_named(schedule);  // the names were checked by parse_schedules
   const double per_pass = splits_backward(s) ? 3 : 2;
-  const double chunks = s == Schedule::Interleaved ? c.chunks : v_shaped(s) ? 2 : 1;
+  const double chunks = interleaves_chunks(s) ? c.chunks : v_shaped(s) ? 2 : 1;
   return per_pass * stages * chunks * microbatches * c.steps;
 }
 

@@ -45,8 +45,8 @@ void print_miniature(std::ostream& out, const Experiment& e, const Miniature& mi
       << to_string(e.strategy.schedule) << "\n";
   out << "miniature: tiny MLP of " << x.layers << " layers (5x5 weights + bias, tanh, fp64), dp_shard " << s.dp_shard
       << " x dp_replicate " << s.dp_replicate << " x pp " << s.pp
-      << (s.schedule == Schedule::Interleaved ? " x " + std::to_string(s.chunks) + " chunks" : "") << ", "
-      << s.microbatches << " micro-batches of 2 samples per data rank, " << x.steps << " steps, "
+      << (chunks_per_stage(s) > 1 ? " x " + std::to_string(s.chunks) + " chunks" : "") << ", " << s.microbatches
+      << " micro-batches of 2 samples per data rank, " << x.steps << " steps, "
       << (x.strategy.schedule == Schedule::PipeDream || x.strategy.schedule == Schedule::PipeDream2BW ||
                   x.strategy.schedule == Schedule::LocalSGD
               ? "SGD step " + number(x.step_size)

@@ -90,7 +90,7 @@ AbstractPipeline pipeline_for(const ConvergeSweepSpec& spec, int stages, Schedul
   sh.stages = stages;
   sh.microbatches = spec.microbatches_per_stage * stages;
   sh.noam = stages;
-  sh.chunks = schedule == Schedule::Interleaved ? 2 : 1;
+  sh.chunks = interleaves_chunks(schedule) || v_shaped(schedule) ? 2 : 1;
   if (schedule == Schedule::LocalSGD) {
     sh.replicas = spec.replicas > 0 ? spec.replicas : stages;
     sh.local_steps = spec.local_steps;

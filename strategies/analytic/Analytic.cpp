@@ -296,8 +296,9 @@ std::vector<double> chunk_activation_bytes(const Experiment& e, const StageLayou
 }
 
 double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
-  if (partial_recompute(e) && v_shaped(e.strategy.schedule) && e.strategy.pp > 1)
-    return v_shape_peak(e, s, chunk_activation_bytes(e, s));
+  if (partial_recompute(e) && splits_backward(e.strategy.schedule) && chunks_per_stage(e.strategy) > 1 &&
+      e.strategy.pp > 1)
+    return walked_peak(e, s, chunk_activation_bytes(e, s));
   if (((s.moe_layers > 0 && s.moe_layers < s.n_layers) || partial_recompute(e)) &&
       e.strategy.schedule == Schedule::Interleaved && e.strategy.pp > 1) {
     // Chunks of dense and MoE layers, or of recomputed and kept layers, hold different bytes: the op order walked

@@ -108,8 +108,16 @@ void check_chunks(const Experiment& e) {
   if (v_shaped(s.schedule) && s.chunks != 2)
     refuse("strategy.chunks=" + str(s.chunks) + ": strategy.schedule=" + to_string(s.schedule) +
            " places exactly two chunks on every stage, in a V");
-  if (s.chunks != 1 && s.schedule != Schedule::Interleaved && !v_shaped(s.schedule))
+  if (s.chunks != 1 && !interleaves_chunks(s.schedule) && !v_shaped(s.schedule))
     refuse("strategy.chunks=" + str(s.chunks) + " is only meaningful with strategy.schedule=interleaved");
+  if (s.schedule == Schedule::InterleavedZb) {  // what the schedule itself refuses (its rounds)
+    if (s.pp < 2) refuse("strategy.schedule=interleaved-zb needs strategy.pp >= 2");
+    try {
+      check_shape(shape_of(s, 1), strategy_shape_fields());
+    } catch (const InputError& x) {
+      refuse(x.what());
+    }
+  }
   if (s.schedule == Schedule::Interleaved) {
     if (s.pp < 2) refuse("strategy.schedule=interleaved needs strategy.pp >= 2");
     // Megatron-LM's blocking exchange: the last stage's send into the first stage's next chunk waits until the first

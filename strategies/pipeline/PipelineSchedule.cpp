@@ -24,9 +24,10 @@ const char* to_string(PipeOpKind k) {
 }
 
 const std::vector<Schedule>& all_schedules() {
-  static const std::vector<Schedule> schedules = {
-      Schedule::GPipe,    Schedule::OneFOneB, Schedule::Interleaved, Schedule::PipeDream, Schedule::PipeDream2BW,
-      Schedule::LocalSGD, Schedule::ZbH1,     Schedule::ZbH2,        Schedule::ZbV,       Schedule::DualPipeV};
+  static const std::vector<Schedule> schedules = {Schedule::GPipe,     Schedule::OneFOneB,     Schedule::Interleaved,
+                                                  Schedule::PipeDream, Schedule::PipeDream2BW, Schedule::LocalSGD,
+                                                  Schedule::ZbH1,      Schedule::ZbH2,         Schedule::ZbV,
+                                                  Schedule::DualPipeV, Schedule::InterleavedZb};
   return schedules;
 }
 
@@ -113,15 +114,23 @@ void check_shape(const PipelineShape& sh, const ShapeFields& f) {
   if (v_shaped(sh.schedule) && sh.chunks != 2)
     throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + ": " + schedule +
                      " places exactly two chunks on every stage");
-  if (sh.chunks != 1 && sh.schedule != Schedule::Interleaved && !v_shaped(sh.schedule))
+  if (sh.chunks != 1 && !interleaves_chunks(sh.schedule) && !v_shaped(sh.schedule))
     throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + " is only meaningful with " + f.schedule +
                      "=interleaved");
-  if (sh.schedule == Schedule::Interleaved && sh.stages < 2)
+  if (interleaves_chunks(sh.schedule) && sh.stages < 2)
     throw InputError(schedule + " needs " + f.stages + " >= 2, got " + std::to_string(sh.stages));
   if (sh.microbatch_group != 0 && sh.schedule != Schedule::Interleaved)
     throw InputError(f.microbatch_group + "=" + std::to_string(sh.microbatch_group) + " is only meaningful with " +
                      f.schedule + "=interleaved");
   check_interleaved_group(sh, f);
+  // ScheduleInterleavedZeroBubble runs rounds of m / max(1, m / S) micro-batches through each chunk and needs the
+  // rounds to be whole; a round below S micro-batches would leave the first stage waiting for a chunk no stage runs.
+  const int rounds = std::max(1, sh.microbatches / std::max(1, sh.stages));
+  if (sh.schedule == Schedule::InterleavedZb && (sh.microbatches < sh.stages || sh.microbatches % rounds != 0))
+    throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + ": " + schedule + " needs at least " +
+                     f.stages + "=" + std::to_string(sh.stages) +
+                     " micro-batches, a multiple of its rounds max(1, m / S) = " + std::to_string(rounds) +
+                     " (torch.distributed.pipelining ScheduleInterleavedZeroBubble)");
   if (sh.schedule == Schedule::PipeDream2BW && sh.microbatches < sh.stages)
     throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " must be at least " + f.stages + "=" +
                      std::to_string(sh.stages) + " (" + schedule + " keeps two weight versions only when a version " +
@@ -202,6 +211,40 @@ void push_zero_bubble(Ops& ops, int stage, int stages, int first, int count, int
     if (k >= c * stage) ops.push_back(compute_op(PipeOpKind::Weight, stage, first + next_weight++, 0));
   }
   while (next_weight < count) ops.push_back(compute_op(PipeOpKind::Weight, stage, first + next_weight++, 0));
+}
+
+// PyTorch's interleaved zero bubble (torch.distributed.pipelining ScheduleInterleavedZeroBubble, "the ZB1P
+// schedule"): chunk c of stage s is virtual stage c S + s; micro-batches pass the chunks in rounds of
+// mpr = m / max(1, m / S) (Megatron's groups of N = mpr); (v - 1) mpr + S - s - 1 warm-up forwards; then a forward
+// (while any is left) and an input gradient B in turn, each B from the (s + 1)-th on followed by the oldest pending
+// weight gradient W; the deferred W last.
+void push_interleaved_zb(Ops& ops, int stage, int stages, int first, int count, int chunks) {
+  const int total = count * chunks, group = count / std::max(1, count / stages);
+  auto op = [&](PipeOpKind kind, int k) {
+    const InterleavedSlot x = interleaved_slot(k, count, chunks, group);
+    return compute_op(kind, stage, first + x.microbatch, kind == PipeOpKind::Forward ? x.chunk : chunks - 1 - x.chunk);
+  };
+  const int warm = std::min((chunks - 1) * group + stages - stage - 1, total);
+  for (int k = 0; k < warm; ++k) ops.push_back(op(PipeOpKind::Forward, k));
+  std::vector<PipeOp> pending;
+  for (int k = 0; k < total; ++k) {
+    if (warm + k < total) ops.push_back(op(PipeOpKind::Forward, warm + k));
+    PipeOp input = op(PipeOpKind::Backward, k);
+    input.split = true;
+    ops.push_back(input);
+    pending.push_back(input);
+    if (k < stage && warm + k < total) continue;  // the first s pairs of the steady state defer their W
+    PipeOp weight = pending.front();
+    pending.erase(pending.begin());
+    weight.kind = PipeOpKind::Weight;
+    weight.split = false;
+    ops.push_back(weight);
+  }
+  for (PipeOp weight : pending) {
+    weight.kind = PipeOpKind::Weight;
+    weight.split = false;
+    ops.push_back(weight);
+  }
 }
 
 // ZB-V on stage `stage` (see make_schedule): counters per chunk of the forwards, input gradients and weight gradients
@@ -382,6 +425,9 @@ Ops segment_compute(const PipelineShape& sh, int stage, Segment seg) {
       break;
     case Schedule::DualPipeV:
       push_dualpipev(ops, stage, sh.stages, seg.first, seg.count);
+      break;
+    case Schedule::InterleavedZb:
+      push_interleaved_zb(ops, stage, sh.stages, seg.first, seg.count, sh.chunks);
       break;
   }
   return ops;

@@ -19,7 +19,7 @@ std::vector<double> chunk_layer_loads(const StageLayout& st) {
 
 }  // namespace
 
-double v_shape_peak(const Experiment& e, const StageLayout& st, const std::vector<double>& chunk_load) {
+double walked_peak(const Experiment& e, const StageLayout& st, const std::vector<double>& chunk_load) {
   const PipelineSchedule schedule = make_schedule(shape_of(e.strategy, 1), strategy_shape_fields());
   double level = 0, peak = 0;
   for (const PipeOp& op : schedule.order[static_cast<std::size_t>(st.stage)]) {
@@ -58,12 +58,15 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
       return layers * static_cast<double>(std::min(m, 2 * p - 1));
     // ZB-V: 2p chunk passes of half a stage each (Qi et al., arXiv 2405.15362). Uneven chunks: the order walked.
     case Schedule::ZbV:
-      if (!even_chunks(st)) return v_shape_peak(e, st, chunk_layer_loads(st));
+      if (!even_chunks(st)) return walked_peak(e, st, chunk_layer_loads(st));
       return layers * static_cast<double>(std::min(m, p));
     // DualPipeV: 2p + 1 chunk passes of half a stage (the DeepSeek-V3 report's PP + 1 with PP = 2p).
     case Schedule::DualPipeV:
-      if (!even_chunks(st)) return v_shape_peak(e, st, chunk_layer_loads(st));
+      if (!even_chunks(st)) return walked_peak(e, st, chunk_layer_loads(st));
       return layers * std::min(static_cast<double>(m), (2.0 * static_cast<double>(p) + 1) / 2);
+    // Interleaved zero bubble: no closed form published; the order walked.
+    case Schedule::InterleavedZb:
+      return walked_peak(e, st, chunk_layer_loads(st));
   }
   return layers;
 }

@@ -28,9 +28,9 @@ std::optional<double> interleaved_peak_with_loss(const Experiment& e, const Stag
                                                  const std::vector<double>& chunk_bytes, double saved,
                                                  double transient);
 
-/// A V's peak on stage st (zb-v, dualpipev), its op order walked: each chunk-forward holds chunk_load[chunk] until
-/// its weight gradient (or its backward, when that is not split).
-double v_shape_peak(const Experiment& e, const StageLayout& st, const std::vector<double>& chunk_load);
+/// The peak on stage st with the schedule's op order walked (make_schedule): each chunk-forward holds chunk_load[chunk]
+/// until its weight gradient (or its backward, when that is not split). Serves zb-v, dualpipev and interleaved-zb.
+double walked_peak(const Experiment& e, const StageLayout& st, const std::vector<double>& chunk_load);
 
 /// Layer-equivalents of activations a device of `stage` holds at its peak under the schedule (in-flight micro-batches
 /// times layers, or the interleaved schedule's chunk count).

@@ -20,8 +20,8 @@ std::vector<StagePlan> stage_plan(const Experiment& e, const StageWork& w) {
     p.activation_layers = activation_layer_equivalents(e, st);
     if (e.strategy.schedule == Schedule::Interleaved && e.strategy.pp > 1)
       p.inflight_passes = interleaved_peak(e, st, false);
-    else if (v_shaped(e.strategy.schedule) && e.strategy.pp > 1)  // a V's chunk-forwards, its order walked
-      p.inflight_passes = v_shape_peak(e, st, {1.0, 1.0});
+    else if (chunks_per_stage(e.strategy) > 1 && e.strategy.pp > 1)  // chunk-forwards, the order walked
+      p.inflight_passes = walked_peak(e, st, std::vector<double>(st.chunk_layers.size(), 1.0));
     else
       p.inflight_passes = st.n_layers > 0 ? p.activation_layers / static_cast<double>(st.n_layers) : 0;
     out.push_back(std::move(p));

@@ -25,7 +25,8 @@ constexpr EnumName<Schedule> kScheduleNames[] = {{Schedule::GPipe, "gpipe"},
                                                  {Schedule::ZbH1, "zb-h1"},
                                                  {Schedule::ZbH2, "zb-h2"},
                                                  {Schedule::ZbV, "zb-v"},
-                                                 {Schedule::DualPipeV, "dualpipev"}};
+                                                 {Schedule::DualPipeV, "dualpipev"},
+                                                 {Schedule::InterleavedZb, "interleaved-zb"}};
 constexpr EnumName<PipelineP2P> kPipelineP2PNames[] = {
     {PipelineP2P::Async, "async"}, {PipelineP2P::Megatron, "megatron"}, {PipelineP2P::DeepSpeed, "deepspeed"}};
 // The names to_string writes; cp_comm also reads "p2p" for ring and "all_gather".
@@ -190,7 +191,7 @@ void read_schedule(ObjectReader& r, const Json& object, StrategySpec& s) {
   s.microbatches = r.get_positive_int("microbatches", 0);
   // The interleaved schedule without chunks would be 1F1B under another name: it gets 2 chunks, as pipeline-sweep; a
   // V holds two.
-  s.chunks = r.get_positive_int("chunks", s.schedule == Schedule::Interleaved || v_shaped(s.schedule) ? 2 : 1);
+  s.chunks = r.get_positive_int("chunks", interleaves_chunks(s.schedule) || v_shaped(s.schedule) ? 2 : 1);
   if (r.has("microbatch_group")) {
     if (s.schedule != Schedule::Interleaved)
       r.refuse("microbatch_group", r.field("microbatch_group") + "=" + show(object["microbatch_group"]) +
@@ -287,7 +288,11 @@ bool v_shaped(Schedule schedule) {
 }
 
 std::int64_t chunks_per_stage(const StrategySpec& s) {
-  return s.schedule == Schedule::Interleaved ? s.chunks : v_shaped(s.schedule) ? 2 : 1;
+  return interleaves_chunks(s.schedule) ? s.chunks : v_shaped(s.schedule) ? 2 : 1;
+}
+
+bool interleaves_chunks(Schedule schedule) {
+  return schedule == Schedule::Interleaved || schedule == Schedule::InterleavedZb;
 }
 
 int virtual_stage_of(Schedule schedule, int stages, int chunk, int stage) {
@@ -305,7 +310,7 @@ std::int64_t head_stage(const StrategySpec& s) {
 
 bool splits_backward(Schedule schedule) {
   return schedule == Schedule::ZbH1 || schedule == Schedule::ZbH2 || schedule == Schedule::ZbV ||
-         schedule == Schedule::DualPipeV;
+         schedule == Schedule::DualPipeV || schedule == Schedule::InterleavedZb;
 }
 
 StrategySpec parse_strategy(const Json& value, ErrorList* errors) {

@@ -13,8 +13,22 @@ namespace placesim {
 /// 2401.10241, handcrafted schedules ZB-H1 and ZB-H2); ZbV does so on two model chunks per stage placed in a V
 /// (Qi et al., arXiv 2405.15362: stage s holds virtual stages s and 2S - 1 - s).
 /// DualPipeV (deepseek-ai/DualPipe, dualpipev.py; the V-shaped DualPipe of the DeepSeek-V3 report, arXiv 2412.19437)
-/// uses the same V and pairs one chunk's forward with the other's backward in its steady state.
-enum class Schedule { GPipe, OneFOneB, Interleaved, PipeDream, PipeDream2BW, LocalSGD, ZbH1, ZbH2, ZbV, DualPipeV };
+/// uses the same V and pairs one chunk's forward with the other's backward in its steady state. InterleavedZb is
+/// PyTorch's interleaved zero bubble (torch.distributed.pipelining ScheduleInterleavedZeroBubble, "ZB1P"): Megatron's
+/// interleaved chunks, each backward split into B and W.
+enum class Schedule {
+  GPipe,
+  OneFOneB,
+  Interleaved,
+  PipeDream,
+  PipeDream2BW,
+  LocalSGD,
+  ZbH1,
+  ZbH2,
+  ZbV,
+  DualPipeV,
+  InterleavedZb
+};
 
 /// How pipeline stages exchange activations and gradients.
 /// - Async: each boundary is sent as soon as its op ends and overlaps the sender's next op; every TP rank sends the
@@ -200,10 +214,13 @@ bool synchronous_schedule(Schedule schedule);
 /// under every other schedule (PipeDream-2BW's version per step, LocalSGD's rounds aside).
 std::int64_t updates_per_step(const StrategySpec& s);
 /// True for the schedules that run a backward as two ops, input gradient then weight gradient (zb-h1, zb-h2, zb-v,
-/// dualpipev).
+/// dualpipev, interleaved-zb).
 bool splits_backward(Schedule schedule);
 /// True for the schedules that place exactly two model chunks on every stage in a V (zb-v, dualpipev).
 bool v_shaped(Schedule schedule);
+/// True for the schedules that place strategy.chunks model chunks on every stage, chunk c of stage s at virtual stage
+/// c x pp + s (interleaved, interleaved-zb).
+bool interleaves_chunks(Schedule schedule);
 /// Model chunks on every pipeline stage: strategy.chunks under the interleaved schedule, two in a V, else one.
 std::int64_t chunks_per_stage(const StrategySpec& s);
 /// The position in the model (virtual stage) of chunk `chunk` of stage `stage` of `stages`: chunk x stages + stage

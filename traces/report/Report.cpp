@@ -438,6 +438,7 @@ void write_stage_plan(std::ostream& out, const Experiment& e) {
   out << "\npipeline stages (" << to_string(s.schedule);
   if (s.schedule == Schedule::Interleaved)
     out << ", " << s.chunks << " chunks, groups of " << s.interleave_group() << " micro-batches";
+  if (s.schedule == Schedule::InterleavedZb) out << ", " << s.chunks << " chunks";
   if (v_shaped(s.schedule)) out << ", 2 chunks per stage in a V";
   out << "; bubble: " << stage_plan_basis(e) << "):\n";
   out << "  stage  layers per chunk        in flight   activations   bubble\n";
