@@ -102,12 +102,24 @@ AllToAllRun run_alltoall(const std::vector<std::int64_t>& tokens, bool combine, 
   return run;
 }
 
+// The four-member all-to-all decomposed into flows: one per ordered pair, none to itself (12), the last ending at
+// `step_s`.
+void check_flows(const SimResult& r, double step_s) {
+  CHECK(r.step_time_s == Approx(step_s).epsilon(1e-9));
+  CHECK(r.activities == 12);
+}
+
+// The all-to-all as one exact delay: a single timer of `step_s`.
+void check_exact_delay(const SimResult& r, double step_s) {
+  CHECK(r.step_time_s == Approx(step_s).epsilon(1e-12));
+  CHECK(r.timers == 1);
+}
+
 }  // namespace
 
 TEST_CASE("All-to-all in one node as concurrent flows: the busiest NVLink port's load") {
   const auto [g, id, r] = run_alltoall(uneven, false, one_node(), Fidelity::Full);
-  CHECK(r.step_time_s == Approx(uneven_in_node).epsilon(1e-9));  // 182 us
-  CHECK(r.activities == 12);                                     // one flow per ordered pair, none to itself
+  check_flows(r, uneven_in_node);  // 182 us
   check_uneven_bytes(g, id, r);
   for (int x = 0; x < 4; ++x)  // every member busy from the start to the last flow's end
     CHECK(r.devices[static_cast<std::size_t>(x)].busy_s(Stream::EpComm) == Approx(uneven_in_node).epsilon(1e-9));
@@ -115,15 +127,14 @@ TEST_CASE("All-to-all in one node as concurrent flows: the busiest NVLink port's
 
 TEST_CASE("All-to-all in one node as one exact delay takes the same time") {
   const auto [g, id, r] = run_alltoall(uneven, false, one_node(), Fidelity::Analytic);
-  CHECK(r.step_time_s == Approx(uneven_in_node).epsilon(1e-12));
+  check_exact_delay(r, uneven_in_node);
   CHECK(r.activities == 0);
-  CHECK(r.timers == 1);
   check_uneven_bytes(g, id, r);
 }
 
 TEST_CASE("All-to-all in one node at flow fidelity is an exact delay") {
   const SimResult r = run_alltoall(uneven, false, one_node(), Fidelity::Flow).r;
-  CHECK(r.step_time_s == Approx(uneven_in_node).epsilon(1e-12));
+  check_exact_delay(r, uneven_in_node);
   CHECK(r.activities == 0);
 }
 
@@ -134,19 +145,26 @@ namespace {
 // no NIC sends more than 8 MB (two peers' 2 + 2 tokens).
 const double uneven_across = nic_route + 12e6 / 10e9;
 
+// The all-to-all routed by `tokens` over two nodes, a NIC per GPU, at fidelity Flow (as flows) or Analytic (as one
+// exact delay): it ends at `step_s` either way.
+AllToAllRun across_nodes(const std::vector<std::int64_t>& tokens, bool combine, Fidelity f, double step_s) {
+  AllToAllRun run = run_alltoall(tokens, combine, two_nodes(2), f);
+  if (f == Fidelity::Analytic)
+    check_exact_delay(run.r, step_s);
+  else
+    check_flows(run.r, step_s);
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("All-to-all across nodes as concurrent flows: the busiest NIC's load") {
-  const auto [g, id, r] = run_alltoall(uneven, false, two_nodes(2), Fidelity::Flow);
-  CHECK(r.step_time_s == Approx(uneven_across).epsilon(1e-9));
-  CHECK(r.activities == 12);
+  const auto [g, id, r] = across_nodes(uneven, false, Fidelity::Flow, uneven_across);
   check_uneven_bytes(g, id, r);
 }
 
 TEST_CASE("All-to-all across nodes as one exact delay takes the same time and shares no NIC alone") {
-  const auto [g, id, r] = run_alltoall(uneven, false, two_nodes(2), Fidelity::Analytic);
-  CHECK(r.step_time_s == Approx(uneven_across).epsilon(1e-12));
-  CHECK(r.timers == 1);
+  const auto [g, id, r] = across_nodes(uneven, false, Fidelity::Analytic, uneven_across);
   CHECK(r.nic_overlap_s == 0);
   check_uneven_bytes(g, id, r);
 }
@@ -192,15 +210,12 @@ void check_hot_bytes(const TaskGraph& g, TaskId id, const SimResult& r) {
 }  // namespace
 
 TEST_CASE("All-to-all combine: the hot member sends most, its NIC bounds the time (flows)") {
-  const auto [g, id, r] = run_alltoall(hot, true, two_nodes(2), Fidelity::Flow);
-  CHECK(r.step_time_s == Approx(hot_across).epsilon(1e-9));
-  CHECK(r.activities == 12);
+  const auto [g, id, r] = across_nodes(hot, true, Fidelity::Flow, hot_across);
   check_hot_bytes(g, id, r);
 }
 
 TEST_CASE("All-to-all combine: the hot member sends most, its NIC bounds the time (exact delay)") {
-  const auto [g, id, r] = run_alltoall(hot, true, two_nodes(2), Fidelity::Analytic);
-  CHECK(r.step_time_s == Approx(hot_across).epsilon(1e-12));
+  const auto [g, id, r] = across_nodes(hot, true, Fidelity::Analytic, hot_across);
   check_hot_bytes(g, id, r);
 }
 

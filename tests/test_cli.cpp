@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <fstream>
 
+#include "tests/CliHelpers.hpp"
 #include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/Units.hpp"
 
+using placesim::test::cli_output;
 using placesim::test::run_placesim;
 using placesim::test::write_temp;
 
@@ -161,17 +163,16 @@ TEST_CASE("A run given host time states it in the summary") {
                        &out) == 0);
   CHECK_THAT(out, Catch::Contains("host time outside the kernels: 80.000 ms per micro-batch (before its first forward) "
                                   "and 200.000 ms per step (at its start) on every GPU, whose compute waits for it"));
-  CHECK(run_placesim("simulate examples/llama3-8b-fsdp.json --quiet --set training.host_time_per_step=-1s", &out) == 2);
-  CHECK_THAT(out, Catch::Contains("training.host_time_per_step"));
+  CHECK_THAT(cli_output("simulate examples/llama3-8b-fsdp.json --quiet --set training.host_time_per_step=-1s", 2),
+             Catch::Contains("training.host_time_per_step"));
 }
 
 // `--set cluster.nic_bw=400` was read as 400 B/s and gave a step of 29,407,695 s, exit 0.
 TEST_CASE("A bare bandwidth too small for bytes/s is refused naming the field and suggesting units") {
-  std::string out;
-  CHECK(run_placesim("simulate examples/llama3-8b-fsdp.json --set cluster.nic_bw=400 --quiet", &out) == 2);
-  CHECK_THAT(out, Catch::Contains("cluster.nic_bw=400 is a bare number read as 400 B/s: give a unit, e.g. "
-                                  "\"400Gbps\" or \"400GB/s\""));
-  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set cluster.nic_bw=400Gbps", &out) == 0);
+  CHECK_THAT(cli_output("simulate examples/llama3-8b-fsdp.json --set cluster.nic_bw=400 --quiet", 2),
+             Catch::Contains("cluster.nic_bw=400 is a bare number read as 400 B/s: give a unit, e.g. "
+                             "\"400Gbps\" or \"400GB/s\""));
+  cli_output("analyze examples/llama3-8b-fsdp.json --set cluster.nic_bw=400Gbps", 0);
 }
 
 namespace {
@@ -317,15 +318,13 @@ TEST_CASE("An opaque ZeRO-3 model is simulated bucket by bucket within the analy
 }
 
 TEST_CASE("check: one-stage PipeDream-2BW is gradient accumulation; one-stage PipeDream updates per micro-batch") {
-  std::string out;
-  CHECK(run_placesim("check examples/small-3d-1f1b.json --set strategy.schedule=pipedream-2bw --set strategy.pp=1 "
-                     "--set strategy.dp=8",
-                     &out) == 0);
-  CHECK_THAT(out, Catch::StartsWith("valid: "));
-  CHECK(run_placesim("check examples/small-3d-1f1b.json --set strategy.schedule=pipedream --set strategy.pp=1 "
-                     "--set strategy.dp=8",
-                     &out) == 3);
-  CHECK_THAT(out, Catch::Contains("updates the weights after every micro-batch instead of once per global batch"));
+  const auto one_stage = [](const std::string& schedule) {
+    return "check examples/small-3d-1f1b.json --set strategy.schedule=" + schedule +
+           " --set strategy.pp=1 --set strategy.dp=8";
+  };
+  CHECK_THAT(cli_output(one_stage("pipedream-2bw"), 0), Catch::StartsWith("valid: "));
+  CHECK_THAT(cli_output(one_stage("pipedream"), 3),
+             Catch::Contains("updates the weights after every micro-batch instead of once per global batch"));
 }
 
 // A refusal for memory says which one-field change would fit, judged by the changed experiment's analytic bound.

@@ -10,6 +10,7 @@
 #include "strategies/analytic/Validity.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "strategies/placement/Mesh.hpp"
+#include "tests/GraphHelpers.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;
@@ -281,6 +282,11 @@ std::vector<const Compute*> compute_order(const TaskGraph& g, int device) {
   return out;
 }
 
+// The strategy of megatron-3d with the JSON members `fields` on top, as in R"("tp": 2, "sp": true)".
+std::string megatron_3d(const std::string& fields) {
+  return R"({"preset": "megatron-3d", )" + fields + "}";
+}
+
 bool has_compute_successor(const TaskGraph& g, TaskId id, int device) {
   for (auto [e, last] = boost::out_edges(id, g.graph); e != last; ++e)
     if (const auto* c = std::get_if<Compute>(&g[boost::target(*e, g.graph)].body); c && c->device == device)
@@ -315,13 +321,11 @@ TEST_CASE("Every TP collective is awaited by a compute task of each member as Me
   // next op's compute. Checked with the overlap (hidden backward collectives) and without it.
   for (const char* overlap : {"true", "false"}) {
     INFO("tp_overlap " << overlap);
-    Experiment e =
-        small(std::string(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 4, "tp_overlap": )") + overlap + "}");
+    Experiment e = small(megatron_3d(R"("dp": 2, "tp": 2, "pp": 4, "tp_overlap": )" + std::string(overlap)));
     TaskGraph g = expand(e, two_dgx());
     int collectives = 0;
-    for (TaskId id = 0; id < g.size(); ++id) {
-      const auto* c = std::get_if<Collective>(&g[id].body);
-      if (!c || c->cls != CommClass::TpCollective) continue;
+    for (const auto& [id, c] : test::tasks_of<Collective>(g)) {
+      if (c->cls != CommClass::TpCollective) continue;
       ++collectives;
       for (int x : g.groups[static_cast<std::size_t>(c->group)]) CHECK(has_compute_successor(g, id, x));
     }
@@ -331,13 +335,11 @@ TEST_CASE("Every TP collective is awaited by a compute task of each member as Me
 
 TEST_CASE("Without tp_overlap the backward TP collectives follow the backward compute instead of running beside it") {
   auto backward_collective_follows_compute = [](bool overlap) {
-    Experiment e =
-        small(std::string(R"({"preset": "megatron-3d", "tp": 2, "tp_overlap": )") + (overlap ? "true" : "false") + "}",
-              R"({"global_batch": 1, "micro_batch": 1, "recompute": "none"})");
+    Experiment e = small(megatron_3d(R"("tp": 2, "tp_overlap": )" + std::string(overlap ? "true" : "false")),
+                         R"({"global_batch": 1, "micro_batch": 1, "recompute": "none"})");
     TaskGraph g = expand(e, two_dgx());
-    for (TaskId id = 0; id < g.size(); ++id) {
-      const auto* c = std::get_if<Collective>(&g[id].body);
-      if (!c || !c->backward || c->cls != CommClass::TpCollective) continue;
+    for (const auto& [id, c] : test::tasks_of<Collective>(g)) {
+      if (!c->backward || c->cls != CommClass::TpCollective) continue;
       for (auto [edge, last] = boost::in_edges(id, g.graph); edge != last; ++edge)
         if (const auto* before = std::get_if<Compute>(&g[boost::source(*edge, g.graph)].body))
           if (before->kind == TaskKind::Backward && before->part == ModelPart::Layers && before->layer == c->layer)
@@ -351,8 +353,8 @@ TEST_CASE("Without tp_overlap the backward TP collectives follow the backward co
 
 // megatron-3d on 4 stages (16 micro-batches of the small model) with the given tp and pipeline exchange.
 static Experiment four_stages(int tp, bool megatron_p2p) {
-  return small(std::string(R"({"preset": "megatron-3d", "dp": 1, "pp": 4, "tp": )") + std::to_string(tp) +
-               R"(, "p2p": ")" + (megatron_p2p ? "megatron" : "async") + "\"}");
+  return small(megatron_3d(R"("dp": 1, "pp": 4, "tp": )" + std::to_string(tp) + R"(, "p2p": ")" +
+                           (megatron_p2p ? "megatron" : "async") + "\""));
 }
 
 TEST_CASE("Megatron p2p scatter-gathers activations over tp without sp and async p2p sends them whole") {
@@ -388,9 +390,7 @@ TEST_CASE("Megatron p2p blocks: a transfer waits for its receiver and the sender
       return c && c->device == device && c->kind != TaskKind::Optimizer;
     };
     int sends = 0, posted = 0, blocking = 0;
-    for (TaskId id = 0; id < g.size(); ++id) {
-      const auto* p = std::get_if<P2P>(&g[id].body);
-      if (!p) continue;
+    for (const auto& [id, p] : test::tasks_of<P2P>(g)) {
       ++sends;
       bool waits_for_receiver = false, sender_waits = false;
       for (auto [it, end] = boost::in_edges(id, g.graph); it != end; ++it)
@@ -413,13 +413,11 @@ TEST_CASE("Interleaved Megatron p2p sends a steady-state forward's output after 
   // (stage 0: 4, stage 1: 2), so 28 and 30 steady-state forward-backward pairs exchange once after the backward.
   for (const char* schedule : {R"("interleaved", "chunks": 2)", R"("1f1b")"}) {
     INFO(schedule);
-    Experiment e =
-        small(std::string(R"({"preset": "megatron-3d", "dp": 1, "tp": 1, "pp": 2, "schedule": )") + schedule + "}");
+    Experiment e = small(megatron_3d(R"("dp": 1, "tp": 1, "pp": 2, "schedule": )" + std::string(schedule)));
     TaskGraph g = expand(e, two_dgx());
     int after_backward = 0;
-    for (TaskId id = 0; id < g.size(); ++id) {
-      const auto* p = std::get_if<P2P>(&g[id].body);
-      if (!p || p->backward) continue;
+    for (const auto& [id, p] : test::tasks_of<P2P>(g)) {
+      if (p->backward) continue;
       for (auto [it, end] = boost::in_edges(id, g.graph); it != end; ++it) {
         const auto* c = std::get_if<Compute>(&g[boost::source(*it, g.graph)].body);
         if (c && c->device == p->src && c->kind == TaskKind::Backward) {
@@ -440,13 +438,11 @@ TEST_CASE("The vocabulary-parallel embedding and output layer add their TP colle
   // re-gather plus a reduce-scatter (costed as an all-gather) backward.
   for (bool sp : {false, true}) {
     INFO("sp " << sp);
-    Experiment e =
-        small(std::string(R"({"preset": "megatron-3d", "tp": 2, "pp": 2, "sp": )") + (sp ? "true" : "false") + "}");
+    Experiment e = small(megatron_3d(R"("tp": 2, "pp": 2, "sp": )" + std::string(sp ? "true" : "false")));
     TaskGraph g = expand(e, two_dgx());
     std::array<int, 2> reduces{}, gathers{};
-    for (TaskId id = 0; id < g.size(); ++id) {
-      const auto* c = std::get_if<Collective>(&g[id].body);
-      if (!c || c->cls != CommClass::TpCollective || c->layers != 0 || c->microbatch < 0) continue;
+    for (const auto& [id, c] : test::tasks_of<Collective>(g)) {
+      if (c->cls != CommClass::TpCollective || c->layers != 0 || c->microbatch < 0) continue;
       const int stage = g.groups[static_cast<std::size_t>(c->group)].front() / 2;
       if (!sp && c->op == CollectiveOp::AllGather) continue;  // the scatter-gather of pipeline transfers
       (c->op == CollectiveOp::AllReduce ? reduces : gathers)[static_cast<std::size_t>(stage)]++;
@@ -464,14 +460,11 @@ TEST_CASE("Sequence parallelism all-reduces the norm and row-parallel-bias gradi
   // replicated over tp, 3072 elements; stage 0 holds 4 layers (12288), stage 1 also the final norm (2h): 13312.
   for (bool sp : {false, true}) {
     INFO("sp " << sp);
-    Experiment e = small(std::string(R"({"preset": "megatron-3d", "dp": 2, "tp": 2, "pp": 2, "sp": )") +
-                         (sp ? "true" : "false") + "}");
+    Experiment e = small(megatron_3d(R"("dp": 2, "tp": 2, "pp": 2, "sp": )" + std::string(sp ? "true" : "false")));
     TaskGraph g = expand(e, two_dgx());
     std::vector<std::int64_t> elems;
-    for (TaskId id = 0; id < g.size(); ++id) {
-      const auto* c = std::get_if<Collective>(&g[id].body);
-      if (c && c->cls == CommClass::TpCollective && c->microbatch < 0) elems.push_back(c->elems);
-    }
+    for (const auto& [id, c] : test::tasks_of<Collective>(g))
+      if (c->cls == CommClass::TpCollective && c->microbatch < 0) elems.push_back(c->elems);
     std::sort(elems.begin(), elems.end());
     CHECK(elems == (sp ? std::vector<std::int64_t>{12288, 12288, 13312, 13312} : std::vector<std::int64_t>{}));
     check_bytes_match_analytic(e);

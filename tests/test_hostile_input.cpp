@@ -6,11 +6,13 @@
 #include <fstream>
 
 #include "strategies/sweep/SweepPoint.hpp"
+#include "tests/CliHelpers.hpp"
 #include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"
 
 using namespace placesim;
+using placesim::test::cli_output;
 using placesim::test::run_placesim;
 using placesim::test::write_temp;
 
@@ -70,24 +72,23 @@ TEST_CASE("Products of degrees and batch sizes that overflow are refused naming 
 
 // Defect 2 (model sizes): hidden = 2^31 reported 2.98e12 parameters (the true count is about 5.5e20) with exit 0.
 TEST_CASE("Model shapes whose counts overflow 64 bits are refused naming the fields") {
-  std::string out;
-  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set model.hidden=2147483648", &out) == 2);
-  CHECK_THAT(out, Catch::Contains("model.hidden=2147483648 is above the largest model dimension placesim accepts "
-                                  "(2147483647)"));
-  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set model.layers=4611686018427387904", &out) == 2);
-  CHECK_THAT(out, Catch::Contains("model.layers=4611686018427387904 is above the largest model dimension"));
+  const std::string fsdp = "analyze examples/llama3-8b-fsdp.json ";
+  CHECK_THAT(cli_output(fsdp + "--set model.hidden=2147483648", 2),
+             Catch::Contains("model.hidden=2147483648 is above the largest model dimension placesim accepts "
+                             "(2147483647)"));
+  CHECK_THAT(cli_output(fsdp + "--set model.layers=4611686018427387904", 2),
+             Catch::Contains("model.layers=4611686018427387904 is above the largest model dimension"));
   // Every dimension within 2^31 - 1, the product beyond 2^50: 32 layers x 3 x 2^20 x 2^24 MLP parameters = 1.7e15.
-  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set model.hidden=1048576 --set model.ffn=16777216",
-                     &out) == 2);
-  CHECK_THAT(out, Catch::Contains("model.layers=32, model.hidden=1048576, model.ffn=16777216, model.vocab=128256 "
-                                  "gives about") &&
-                      Catch::Contains("parameters, more than the 2^50 (1.1e15) placesim counts exactly"));
+  CHECK_THAT(cli_output(fsdp + "--set model.hidden=1048576 --set model.ffn=16777216", 2),
+             Catch::Contains("model.layers=32, model.hidden=1048576, model.ffn=16777216, model.vocab=128256 "
+                             "gives about") &&
+                 Catch::Contains("parameters, more than the 2^50 (1.1e15) placesim counts exactly"));
   // One micro-batch's activations: 2^31 - 1 tokens x 8 x 4096 = 7.0e13 is fine, x 2^20 x 4096 is not.
-  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set model.seq_len=2147483647 "
-                     "--set training.micro_batch=1048576 --set training.global_batch=16777216",
-                     &out) == 2);
-  CHECK_THAT(out, Catch::Contains("model.seq_len x training.micro_batch x model.hidden = 2147483647 x 1048576 x 4096"));
-  CHECK(run_placesim("analyze examples/llama3-8b-fsdp.json --set model.parameters=1e16", &out) == 2);
+  CHECK_THAT(cli_output(fsdp + "--set model.seq_len=2147483647 --set training.micro_batch=1048576 "
+                               "--set training.global_batch=16777216",
+                        2),
+             Catch::Contains("model.seq_len x training.micro_batch x model.hidden = 2147483647 x 1048576 x 4096"));
+  cli_output(fsdp + "--set model.parameters=1e16", 2);
 }
 
 // Defect 3 (times): seq_len = 1e9 stalled SimGrid, a bandwidth of 1e-300 gave non-finite times after the whole run.

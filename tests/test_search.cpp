@@ -8,7 +8,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 #include "strategies/sweep/Search.hpp"
 #include "tests/Helpers.hpp"
@@ -17,10 +16,11 @@ using namespace placesim;
 
 namespace {
 
-std::vector<std::tuple<int, int, int>> meshes(std::int64_t devices, std::int64_t per_node) {
-  std::vector<std::tuple<int, int, int>> out;
+// The meshes enumerated for `devices` GPUs, `per_node` to a node, in order: "dp x tp x pp" each, as "8x2x1".
+std::string meshes(std::int64_t devices, std::int64_t per_node) {
+  std::string out;
   for (const CandidateMesh& m : enumerate_meshes(devices, per_node))
-    out.emplace_back(static_cast<int>(m.dp), static_cast<int>(m.tp), static_cast<int>(m.pp));
+    out += (out.empty() ? "" : " ") + std::to_string(m.dp) + "x" + std::to_string(m.tp) + "x" + std::to_string(m.pp);
   return out;
 }
 
@@ -31,35 +31,10 @@ Json row(int index, const char* status, double bytes) {
 }  // namespace
 
 TEST_CASE("Meshes multiply to the GPU count with tp inside a node") {
-  using T = std::tuple<int, int, int>;  // dp, tp, pp
-  CHECK(meshes(16, 8) == std::vector<T>{{16, 1, 1},
-                                        {8, 1, 2},
-                                        {4, 1, 4},
-                                        {2, 1, 8},
-                                        {1, 1, 16},
-                                        {8, 2, 1},
-                                        {4, 2, 2},
-                                        {2, 2, 4},
-                                        {1, 2, 8},
-                                        {4, 4, 1},
-                                        {2, 4, 2},
-                                        {1, 4, 4},
-                                        {2, 8, 1},
-                                        {1, 8, 2}});
+  CHECK(meshes(16, 8) == "16x1x1 8x1x2 4x1x4 2x1x8 1x1x16 8x2x1 4x2x2 2x2x4 1x2x8 4x4x1 2x4x2 1x4x4 2x8x1 1x8x2");
   // 12 GPUs, 8 per node: tp 8 does not divide 12.
-  CHECK(meshes(12, 8) == std::vector<T>{{12, 1, 1},
-                                        {6, 1, 2},
-                                        {4, 1, 3},
-                                        {3, 1, 4},
-                                        {2, 1, 6},
-                                        {1, 1, 12},
-                                        {6, 2, 1},
-                                        {3, 2, 2},
-                                        {2, 2, 3},
-                                        {1, 2, 6},
-                                        {3, 4, 1},
-                                        {1, 4, 3}});
-  CHECK(meshes(1, 8) == std::vector<T>{{1, 1, 1}});
+  CHECK(meshes(12, 8) == "12x1x1 6x1x2 4x1x3 3x1x4 2x1x6 1x1x12 6x2x1 3x2x2 2x2x3 1x2x6 3x4x1 1x4x3");
+  CHECK(meshes(1, 8) == "1x1x1");
 }
 
 TEST_CASE("The search sweep needs a fixed global batch and a free micro-batch count") {

@@ -4,6 +4,7 @@
 
 #include "strategies/sweep/SweepPoint.hpp"
 #include "tests/Helpers.hpp"
+#include "tests/RefusalHelpers.hpp"
 #include "tests/SweepHelpers.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/sweep/SweepFile.hpp"
@@ -52,20 +53,20 @@ TEST_CASE("Axis geometric ranges multiply up to and including to") {
 
 TEST_CASE("Ranges that never end or are empty are refused naming the field") {
   auto message = [](const std::string& axis) { return test::refusal_message([&] { values(axis); }); };
-  CHECK_THAT(message(R"({"from": 1, "to": 10, "step": 0})"), Catch::Contains("axes.x.step=0 must be positive"));
-  CHECK_THAT(message(R"({"from": 1, "to": 10, "step": -1})"), Catch::Contains("axes.x.step=-1 must be positive"));
-  CHECK_THAT(message(R"({"from": 1, "to": 10, "times": 1})"), Catch::Contains("axes.x.times=1 must be greater than 1"));
-  CHECK_THAT(message(R"({"from": 1, "to": 10, "times": 0.5})"), Catch::Contains("never end"));
-  CHECK_THAT(message(R"({"from": 0, "to": 10, "times": 2})"), Catch::Contains("axes.x.from=0 must be positive"));
-  CHECK_THAT(message(R"({"from": 10, "to": 1, "step": 1})"), Catch::Contains("never reach to"));
-  CHECK_THAT(message(R"({"from": 10, "to": 1, "times": 2})"), Catch::Contains("never reach to"));
-  CHECK_THAT(message(R"({"from": 1, "to": 10})"), Catch::Contains("exactly one of \"step\""));
-  CHECK_THAT(message(R"({"from": 1, "to": 10, "step": 1, "times": 2})"), Catch::Contains("exactly one of"));
-  CHECK_THAT(message(R"({"to": 10, "step": 1})"), Catch::Contains("axes.x.from is required"));
-  CHECK_THAT(message(R"({"from": 1, "to": 10, "stepp": 1})"), Catch::Contains("axes.x"));
-  CHECK_THAT(message(R"({"from": 1, "to": 1e12, "step": 1})"), Catch::Contains("more than 10000000 values"));
-  CHECK_THAT(message("[]"), Catch::Contains("axes.x is an empty axis"));
-  CHECK_THAT(message("4"), Catch::Contains("must be a list of values or a range"));
+  test::check_refusals(message, {{R"({"from": 1, "to": 10, "step": 0})", "axes.x.step=0 must be positive"},
+                                 {R"({"from": 1, "to": 10, "step": -1})", "axes.x.step=-1 must be positive"},
+                                 {R"({"from": 1, "to": 10, "times": 1})", "axes.x.times=1 must be greater than 1"},
+                                 {R"({"from": 1, "to": 10, "times": 0.5})", "never end"},
+                                 {R"({"from": 0, "to": 10, "times": 2})", "axes.x.from=0 must be positive"},
+                                 {R"({"from": 10, "to": 1, "step": 1})", "never reach to"},
+                                 {R"({"from": 10, "to": 1, "times": 2})", "never reach to"},
+                                 {R"({"from": 1, "to": 10})", "exactly one of \"step\""},
+                                 {R"({"from": 1, "to": 10, "step": 1, "times": 2})", "exactly one of"},
+                                 {R"({"to": 10, "step": 1})", "axes.x.from is required"},
+                                 {R"({"from": 1, "to": 10, "stepp": 1})", "axes.x"},
+                                 {R"({"from": 1, "to": 1e12, "step": 1})", "more than 10000000 values"},
+                                 {"[]", "axes.x is an empty axis"},
+                                 {"4", "must be a list of values or a range"}});
 }
 
 TEST_CASE("Points are the Cartesian product in file order with the last axis fastest") {
@@ -103,13 +104,13 @@ TEST_CASE("Unknown field paths are refused naming the axis") {
   auto with_axis = [](const std::string& axis) {
     return test::sweep_error(std::string("{") + kSmallBase + R"(, "axes": {")" + axis + R"(": [1]}})");
   };
-  CHECK_THAT(with_axis("strategy.tpp"), Catch::Contains("axes.strategy.tpp: strategy.tpp is not a field"));
-  CHECK_THAT(with_axis("strategy.tpp"), Catch::Contains("(did you mean 'strategy."));
-  CHECK_THAT(with_axis("training.micro_batchh"), Catch::Contains("axes.training.micro_batchh"));
-  CHECK_THAT(with_axis("model.layerz"), Catch::Contains("axes.model.layerz: model.layerz is not a field"));
-  CHECK_THAT(with_axis("stratgy.tp"), Catch::Contains("axes.stratgy.tp"));
-  CHECK_THAT(with_axis("strategy.placement.optimiser"), Catch::Contains("axes.strategy.placement.optimiser"));
-  CHECK_THAT(with_axis("training.micro_batch.size"), Catch::Contains("axes.training.micro_batch.size"));
+  test::check_refusals(with_axis, {{"strategy.tpp", "axes.strategy.tpp: strategy.tpp is not a field"},
+                                   {"strategy.tpp", "(did you mean 'strategy."},
+                                   {"training.micro_batchh", "axes.training.micro_batchh"},
+                                   {"model.layerz", "axes.model.layerz: model.layerz is not a field"},
+                                   {"stratgy.tp", "axes.stratgy.tp"},
+                                   {"strategy.placement.optimiser", "axes.strategy.placement.optimiser"},
+                                   {"training.micro_batch.size", "axes.training.micro_batch.size"}});
   // A model given only by an axis does not hide an unknown strategy field.
   CHECK_THAT(test::sweep_error(R"({"base": {"strategy": "dp"}, "axes": {"model": ["gpt-1.7b"], "strategy.tpp": [1]}})"),
              Catch::Contains("axes.strategy.tpp"));
@@ -131,13 +132,13 @@ TEST_CASE("Shard specs are i/N with i below N") {
   CHECK(parse_shard("3/16").index == 3);
   CHECK(parse_shard("3/16").count == 16);
   CHECK(parse_shard("0/1").count == 1);
-  CHECK_THAT(message("3/3"), Catch::Contains("--shard=3/3: i must be below N"));
-  CHECK_THAT(message("1/0"), Catch::Contains("N must be at least 1"));
-  CHECK_THAT(message("2"), Catch::Contains("expected i/N"));
-  CHECK_THAT(message("a/2"), Catch::Contains("i must be a non-negative integer"));
-  CHECK_THAT(message("-1/2"), Catch::Contains("i must be a non-negative integer"));
-  CHECK_THAT(message("1/x"), Catch::Contains("N must be a non-negative integer"));
-  CHECK_THAT(message("/4"), Catch::Contains("i must be"));
+  test::check_refusals(message, {{"3/3", "--shard=3/3: i must be below N"},
+                                 {"1/0", "N must be at least 1"},
+                                 {"2", "expected i/N"},
+                                 {"a/2", "i must be a non-negative integer"},
+                                 {"-1/2", "i must be a non-negative integer"},
+                                 {"1/x", "N must be a non-negative integer"},
+                                 {"/4", "i must be"}});
 }
 
 TEST_CASE("Shards partition the points: each index in exactly one shard") {
