@@ -1,7 +1,5 @@
 #include "strategies/placement/Presets.hpp"
 
-#include <filesystem>
-
 #include "workloads/json/Embedded.hpp"
 
 namespace placesim {
@@ -24,9 +22,9 @@ StrategyPreset parse_strategy_preset(const Json& value, const std::string& origi
   p.strategy = strategy;
   if (const Json* req = r.child("requires")) {
     ObjectReader q(*req, r.field("requires"));
-    p.requirement = StrategyPreset::Requirement{Condition(q.require_string("rule"), q.field("rule")),
-                                             q.require_string("needs"), q.require_string("otherwise"),
-                                             q.require_string("otherwise_text")};
+    p.requirement =
+        StrategyPreset::Requirement{Condition(q.require_string("rule"), q.field("rule")), q.require_string("needs"),
+                                    q.require_string("otherwise"), q.require_string("otherwise_text")};
     q.finish();
   }
   r.finish();
@@ -34,16 +32,7 @@ StrategyPreset parse_strategy_preset(const Json& value, const std::string& origi
 }
 
 const std::map<std::string, StrategyPreset>& strategy_presets() {
-  static const std::map<std::string, StrategyPreset> table = [] {
-    std::map<std::string, StrategyPreset> out;
-    for (const std::string& path : embedded_folder(kPresetFolder)) {
-      StrategyPreset p = parse_strategy_preset(parse_json_text(std::string(*embedded_file(path)), path), path);
-      if (std::filesystem::path(path).stem().string() != p.name)
-        throw InputError(path + ": name=" + p.name + " differs from the file's name");
-      out.emplace(p.name, std::move(p));
-    }
-    return out;
-  }();
+  static const std::map<std::string, StrategyPreset> table = read_named_files(kPresetFolder, parse_strategy_preset);
   return table;
 }
 

@@ -22,22 +22,15 @@ std::string resolve_path(const std::string& path, const std::string& base_dir) {
 
 // The built-in accelerators: topology/hardware/accelerators/<name>.json, each the accelerator object a user would
 // write plus its title and sources, parsed by the same reader.
-std::map<std::string, AcceleratorSpec> load_builtin() {
-  std::map<std::string, AcceleratorSpec> out;
-  for (const std::string& path : embedded_folder(kAcceleratorFolder)) {
-    const Json j = parse_json_text(std::string(*embedded_file(path)), path);
-    AcceleratorSpec a = parse_accelerator(j, path);
-    if (std::filesystem::path(path).stem().string() != a.name)
-      throw InputError(path + ": name=" + a.name + " differs from the file's name");
-    if (a.title.empty() || a.sources.empty() || a.generation.empty() || !a.intra_node_fabric || !a.inter_node_fabric)
-      throw InputError(path + ": a built-in accelerator needs title, generation, fabrics and sources");
-    out.emplace(a.name, std::move(a));
-  }
-  return out;
+AcceleratorSpec parse_builtin_accelerator(const Json& value, const std::string& path) {
+  AcceleratorSpec a = parse_accelerator(value, path);
+  if (a.title.empty() || a.sources.empty() || a.generation.empty() || !a.intra_node_fabric || !a.inter_node_fabric)
+    throw InputError(path + ": a built-in accelerator needs title, generation, fabrics and sources");
+  return a;
 }
 
 const std::map<std::string, AcceleratorSpec>& builtin() {
-  static const auto table = load_builtin();
+  static const auto table = read_named_files(kAcceleratorFolder, parse_builtin_accelerator);
   return table;
 }
 
@@ -45,7 +38,7 @@ const std::map<std::string, AcceleratorSpec>& builtin() {
 ProfileFile read_profile(const std::string& value, const std::string& base_dir, bool* builtin_profile) {
   const std::string path = std::string(kProfileFolder) + "/" + value + ".json";
   *builtin_profile = value.find('/') == std::string::npos && embedded_file(path).has_value();
-  if (*builtin_profile) return parse_profile_file(parse_json_text(std::string(*embedded_file(path)), path), path);
+  if (*builtin_profile) return parse_profile_file(embedded_json(path), path);
   return load_profile_file(resolve_path(value, base_dir));
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 
 #include "workloads/json/Embedded.hpp"
@@ -34,7 +33,7 @@ std::map<std::string, BuiltinFabric> load_builtin() {
   std::map<std::string, BuiltinFabric> out;
   for (bool derived : {false, true})
     for (const std::string& path : embedded_folder(kFabricFolder)) {
-      Json j = parse_json_text(std::string(*embedded_file(path)), path);
+      Json j = embedded_json(path);
       if (j.contains("preset") != derived) continue;
       ObjectReader r(j, path);
       const std::string description = r.require_string("description");
@@ -51,8 +50,7 @@ std::map<std::string, BuiltinFabric> load_builtin() {
       } else {
         f = parse_fabric_profile(j, path);
       }
-      if (std::filesystem::path(path).stem().string() != f.name)
-        throw InputError(path + ": name=" + f.name + " differs from the file's name");
+      check_named_after_file(path, f.name);
       out.emplace(f.name, BuiltinFabric{f, description});
     }
   return out;

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "workloads/json/JsonReader.hpp"
+
 namespace placesim {
 
 /// The data files compiled into the program (training stacks, strategy presets), by their path in the source tree
@@ -16,5 +18,27 @@ std::optional<std::string_view> embedded_file(std::string_view path);
 
 /// The paths of the embedded files directly inside `folder` ("workloads/stack/stacks"), sorted.
 std::vector<std::string> embedded_folder(std::string_view folder);
+
+/// The embedded file `path` (one embedded_folder lists), parsed as JSON; a syntax error names the path.
+Json embedded_json(const std::string& path);
+
+/// Refuses, naming the path, a built-in data file whose "name" differs from its file's name: a table by name finds
+/// "workloads/stack/stacks/nemo-24.07.json" as "nemo-24.07".
+void check_named_after_file(const std::string& path, const std::string& name);
+
+/// The built-in data files directly inside `folder`, each read by `parse(json, path)` into a record with a `name`
+/// (check_named_after_file), as a table by that name.
+template <class Parse>
+auto read_named_files(std::string_view folder, Parse parse) {
+  using Record = decltype(parse(Json(), std::string()));
+  std::map<std::string, Record> out;
+  for (const std::string& path : embedded_folder(folder)) {
+    Record record = parse(embedded_json(path), path);
+    check_named_after_file(path, record.name);
+    std::string name = record.name;
+    out.emplace(std::move(name), std::move(record));
+  }
+  return out;
+}
 
 }  // namespace placesim

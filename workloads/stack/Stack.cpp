@@ -38,21 +38,14 @@ StackMemory parse_memory(const Json& value, const std::string& field) {
   return m;
 }
 
-std::map<std::string, std::shared_ptr<const StackSpec>> load_builtin() {
-  std::map<std::string, std::shared_ptr<const StackSpec>> out;
-  for (const std::string& path : embedded_folder(kStackFolder)) {
-    StackSpec s = parse_stack(parse_json_text(std::string(*embedded_file(path)), path), path);
-    if (std::filesystem::path(path).stem().string() != s.name)
-      throw InputError(path + ": name=" + s.name + " differs from the file's name");
-    s.file = path;
-    const std::string name = s.name;
-    out.emplace(name, std::make_shared<const StackSpec>(std::move(s)));
-  }
-  return out;
-}
-
-const std::map<std::string, std::shared_ptr<const StackSpec>>& builtin() {
-  static const auto table = load_builtin();
+// The built-in stacks, read once; find_stack hands out pointers into this table (aliasing its ownership).
+const std::shared_ptr<const std::map<std::string, StackSpec>>& builtin() {
+  static const auto table = std::make_shared<const std::map<std::string, StackSpec>>(
+      read_named_files(kStackFolder, [](const Json& j, const std::string& path) {
+        StackSpec s = parse_stack(j, path);
+        s.file = path;
+        return s;
+      }));
   return table;
 }
 
@@ -115,7 +108,7 @@ StackSpec parse_stack(const Json& value, const std::string& origin) {
 }
 
 std::vector<std::string> builtin_stack_names() {
-  return names_of(builtin());
+  return names_of(*builtin());
 }
 
 std::shared_ptr<const StackSpec> find_stack(const std::string& name, const std::string& field,
@@ -127,11 +120,11 @@ std::shared_ptr<const StackSpec> find_stack(const std::string& name, const std::
     s.file = p.string();
     return std::make_shared<const StackSpec>(std::move(s));
   }
-  auto it = builtin().find(name);
-  if (it == builtin().end())
+  auto it = builtin()->find(name);
+  if (it == builtin()->end())
     refuse_name(field, name, "a training stack", builtin_stack_names(),
                 " (see `placesim stacks`; or give a stack file ending in .json)");
-  return it->second;
+  return std::shared_ptr<const StackSpec>(builtin(), &it->second);
 }
 
 }  // namespace placesim
