@@ -73,6 +73,33 @@ double tanh_of(double y) {
   return y < 0 ? -r : r;
 }
 
+// A dense layer, out = W in + b, with W row-major rows x cols.
+void dense_forward(const double* w, const double* b, const double* in, std::size_t rows, std::size_t cols,
+                   double* out) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double* row = w + r * cols;
+    double a = b[r];
+    for (std::size_t c = 0; c < cols; ++c) a += row[c] * in[c];
+    out[r] = a;
+  }
+}
+
+// The dense layer's backward pass for the output gradient `d_out`: adds to the gradients of W and b, and sets
+// d_in = W^T d_out.
+void dense_backward(const double* w, const double* in, const double* d_out, std::size_t rows, std::size_t cols,
+                    double* g_w, double* g_b, double* d_in) {
+  std::fill(d_in, d_in + cols, 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double* row = w + r * cols;
+    double* g_row = g_w + r * cols;
+    g_b[r] += d_out[r];
+    for (std::size_t c = 0; c < cols; ++c) {
+      g_row[c] += d_out[r] * in[c];
+      d_in[c] += row[c] * d_out[r];
+    }
+  }
+}
+
 }  // namespace
 
 CharLmText load_char_lm_text(const std::string& path, const std::string& default_folder) {
@@ -176,20 +203,11 @@ double CharLmObjective::loss_and_gradient(std::span<const double> x, std::span<c
     const std::size_t target = ids_[p + C];
     // Forward: e = the context's embeddings, h = tanh(W1 e + b1), z = W2 h + b2.
     for (std::size_t c = 0; c < C; ++c) std::copy_n(emb + context[c] * E, E, e.data() + c * E);
-    for (std::size_t i = 0; i < H; ++i) {
-      const double* row = w1 + i * CE;
-      double a = b1[i];
-      for (std::size_t j = 0; j < CE; ++j) a += row[j] * e[j];
-      h[i] = tanh_of(a);
-    }
+    dense_forward(w1, b1, e.data(), H, CE, h.data());
+    for (std::size_t i = 0; i < H; ++i) h[i] = tanh_of(h[i]);
+    dense_forward(w2, b2, h.data(), V, H, z.data());
     double top = -std::numeric_limits<double>::infinity();
-    for (std::size_t v = 0; v < V; ++v) {
-      const double* row = w2 + v * H;
-      double a = b2[v];
-      for (std::size_t i = 0; i < H; ++i) a += row[i] * h[i];
-      z[v] = a;
-      top = std::max(top, a);
-    }
+    for (const double a : z) top = std::max(top, a);
     // Loss: log sum exp(z) - z[target], the exponentials shifted by the largest logit.
     double total = 0;
     for (std::size_t v = 0; v < V; ++v) {
@@ -200,27 +218,9 @@ double CharLmObjective::loss_and_gradient(std::span<const double> x, std::span<c
     // Backward: dz = softmax(z) - onehot(target).
     for (std::size_t v = 0; v < V; ++v) dz[v] /= total;
     dz[target] -= 1;
-    std::fill(dh.begin(), dh.end(), 0.0);
-    for (std::size_t v = 0; v < V; ++v) {
-      const double* row = w2 + v * H;
-      double* g_row = g_w2 + v * H;
-      g_b2[v] += dz[v];
-      for (std::size_t i = 0; i < H; ++i) {
-        g_row[i] += dz[v] * h[i];
-        dh[i] += row[i] * dz[v];
-      }
-    }
-    std::fill(de.begin(), de.end(), 0.0);
-    for (std::size_t i = 0; i < H; ++i) {
-      da[i] = dh[i] * (1 - h[i] * h[i]);
-      const double* row = w1 + i * CE;
-      double* g_row = g_w1 + i * CE;
-      g_b1[i] += da[i];
-      for (std::size_t j = 0; j < CE; ++j) {
-        g_row[j] += da[i] * e[j];
-        de[j] += row[j] * da[i];
-      }
-    }
+    dense_backward(w2, h.data(), dz.data(), V, H, g_w2, g_b2, dh.data());
+    for (std::size_t i = 0; i < H; ++i) da[i] = dh[i] * (1 - h[i] * h[i]);
+    dense_backward(w1, e.data(), da.data(), H, CE, g_w1, g_b1, de.data());
     for (std::size_t c = 0; c < C; ++c) {
       double* g_row = g_emb + context[c] * E;
       for (std::size_t q = 0; q < E; ++q) g_row[q] += de[c * E + q];

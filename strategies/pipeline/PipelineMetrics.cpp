@@ -85,7 +85,7 @@ void measure_schedule_bubble(const PipelineSchedule& schedule, const PipelineTim
       }
     }
   const auto mean = [&](double sum, std::int64_t n) {
-    return n > 0 ? sum / static_cast<double>(n) * schedule.shape.chunks : 0;
+    return n > 0 ? sum / static_cast<double>(n) * schedule.shape.passes_per_stage() : 0;
   };
   PipelineTimes balanced;  // per whole stage: an interleaved chunk takes 1/v of it
   balanced.forward_s = mean(forward, forwards);
@@ -154,7 +154,7 @@ void measure_holdings(const std::vector<PipeOp>& ops, PipelineMetrics& m) {
     pending_peak = std::max(pending_peak, pending);
     versions_peak = std::max(versions_peak, static_cast<int>(held.size()) + replicas_off_held);
   }
-  m.inflight_microbatches_peak.push_back(static_cast<double>(pending_peak) / m.shape.chunks);
+  m.inflight_microbatches_peak.push_back(static_cast<double>(pending_peak) / m.shape.passes_per_stage());
   m.stashed_versions_peak.push_back(versions_peak);
 }
 
@@ -264,6 +264,22 @@ Json per_stage_json(const std::vector<DelayStats>& list) {
   return out;
 }
 
+// A count of the steady state's backward ops (staleness, block updates between): its samples, max and mean (keys
+// "max" and "mean" plus `suffix`), per stage, histogram (`value_key` -> backward ops) and over the whole run.
+Json steady_stats_json(const PipelineMetrics& m, const DelayStats& steady, const std::vector<DelayStats>& per_stage,
+                       const std::map<std::int64_t, std::int64_t>& histogram, const DelayStats& whole_run,
+                       const std::string& value_key, const std::string& suffix) {
+  Json bins = Json::array();
+  for (const auto& [value, count] : histogram) bins.push_back(Json{{value_key, value}, {"count", count}});
+  return Json{{"steady_from_microbatch", m.steady_from_microbatch},
+              {"samples", steady.samples},
+              {"max" + suffix, steady.max},
+              {"mean" + suffix, steady.mean},
+              {"per_stage", per_stage_json(per_stage)},
+              {"histogram", bins},
+              {"whole_run", stats_json(whole_run)}};
+}
+
 PipelineMetrics measure(const PipelineSchedule& schedule, const PipelineTimeline& timeline,
                         const std::vector<std::vector<OpInterval>>& busy) {
   PipelineMetrics m;
@@ -299,11 +315,6 @@ double stage_mean(const std::vector<double>& per_stage) {
 
 Json pipeline_json(const PipelineMetrics& m) {
   const PipelineShape& sh = m.shape;
-  Json histogram = Json::array();
-  for (const auto& [delay, count] : m.delay_histogram) histogram.push_back(Json{{"delay", delay}, {"count", count}});
-  Json updates_histogram = Json::array();
-  for (const auto& [updates, count] : m.block_updates_histogram)
-    updates_histogram.push_back(Json{{"updates", updates}, {"count", count}});
   Json idle_over_busy = Json::array();
   for (std::size_t s = 0; s < m.busy_s.size(); ++s)
     idle_over_busy.push_back(m.busy_s[s] > 0 ? m.idle_s[s] / m.busy_s[s] : 0);
@@ -333,21 +344,9 @@ Json pipeline_json(const PipelineMetrics& m) {
       {"inflight_microbatches_peak", m.inflight_microbatches_peak},
       {"stashed_versions_peak", m.stashed_versions_peak},
       {"staleness",
-       {{"steady_from_microbatch", m.steady_from_microbatch},
-        {"samples", m.delay.samples},
-        {"max_delay", m.delay.max},
-        {"mean_delay", m.delay.mean},
-        {"per_stage", per_stage_json(m.delay_per_stage)},
-        {"histogram", histogram},
-        {"whole_run", stats_json(m.delay_whole_run)}}},
-      {"block_updates_between",
-       {{"steady_from_microbatch", m.steady_from_microbatch},
-        {"samples", m.block_updates.samples},
-        {"max", m.block_updates.max},
-        {"mean", m.block_updates.mean},
-        {"per_stage", per_stage_json(m.block_updates_per_stage)},
-        {"histogram", updates_histogram},
-        {"whole_run", stats_json(m.block_updates_whole_run)}}},
+       steady_stats_json(m, m.delay, m.delay_per_stage, m.delay_histogram, m.delay_whole_run, "delay", "_delay")},
+      {"block_updates_between", steady_stats_json(m, m.block_updates, m.block_updates_per_stage,
+                                                  m.block_updates_histogram, m.block_updates_whole_run, "updates", "")},
       {"version_lag",
        {{"max", m.version_lag.max},
         {"mean", m.version_lag.mean},

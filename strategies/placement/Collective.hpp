@@ -56,13 +56,11 @@ inline std::int64_t alltoall_elems_sent(const std::vector<std::int64_t>& tokens,
     sum += alltoall_pair_elems(tokens, per_token, from, j, combine);
   return sum;
 }
-/// Elements member `to` receives in such an all-to-all.
+/// Elements member `to` receives in such an all-to-all: what it sends in the reverse one (a dispatch's receipts are
+/// the combine's sends, alltoall_pair_elems(i, to, combine) = alltoall_pair_elems(to, i, !combine)).
 inline std::int64_t alltoall_elems_received(const std::vector<std::int64_t>& tokens, std::int64_t per_token, int to,
                                             bool combine) {
-  std::int64_t sum = 0;
-  for (int i = 0; i < static_cast<int>(tokens.size()); ++i)
-    sum += alltoall_pair_elems(tokens, per_token, i, to, combine);
-  return sum;
+  return alltoall_elems_sent(tokens, per_token, to, !combine);
 }
 
 }  // namespace placesim
