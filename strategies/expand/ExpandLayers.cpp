@@ -15,8 +15,7 @@ namespace placesim::detail {
 // reduce-scatter under sp) beside its weight-gradient GEMM (megatron/model/language_model.py, 2022).
 void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward, double stash_delta) {
   gather_params(s, op, g);
-  const LayerGroup& lg =
-      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg = group_of(s, op, g);
   const bool offload = offloads_activations(s, op.chunk, g);
   if (op.weight) {
     weight_group(s, op, g);
@@ -48,42 +47,33 @@ bool Expander::offloads_activations(int s, int chunk, int g) const {
 // The layer's activations go to the host once its forward has closed. At most two offloaded layers are on the
 // device at once: a forward waits until the copy (or backward) that frees the layer two before it has finished.
 void Expander::store_activations(int s, const StageOp& op, int g) {
-  const double bytes = activation_bytes(
-      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)]);
-  for (int d = 0; d < dl_; ++d)
-    for (int t = 0; t < tp_; ++t) {
-      const auto lane = static_cast<std::size_t>(d * tp_ + t);
-      const int x = rank(d, t, s);
-      TaskId closes = compute_of_group_[lane];
-      after_window(activation_window_[lane], closes);
-      TaskId copy = add_single(Offload{x, true, bytes, State::Activations}, s, x, Stream::D2H);
-      g_.depend(closes, copy);
-      g_.set_memory(copy, {}, {{x, State::Activations, -bytes, false}});
-      activation_window_[lane].push_back(copy);
-      activation_copies_[{static_cast<int>(lane), op.microbatch, op.chunk, g}] = copy;
-    }
+  const double bytes = activation_bytes(group_of(s, op, g));
+  for_each_lane(s, [&](std::size_t lane, int x) {
+    TaskId closes = compute_of_group_[lane];
+    after_window(activation_window_[lane], closes);
+    TaskId copy = add_single(Offload{x, true, bytes, State::Activations}, s, x, Stream::D2H);
+    g_.depend(closes, copy);
+    g_.set_memory(copy, {}, {{x, State::Activations, -bytes, false}});
+    activation_window_[lane].push_back(copy);
+    activation_copies_[{static_cast<int>(lane), op.microbatch, op.chunk, g}] = copy;
+  });
 }
 
 // Before its backward the layer's activations come back (a prefetch: it runs while the layer after it computes its
 // backward, once the window has room), and every compute task of the group waits for them.
 void Expander::fetch_activations(int s, const StageOp& op, int g) {
-  const double bytes = activation_bytes(
-      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)]);
-  for (int d = 0; d < dl_; ++d)
-    for (int t = 0; t < tp_; ++t) {
-      const auto lane = static_cast<std::size_t>(d * tp_ + t);
-      const int x = rank(d, t, s);
-      TaskId fetch = add_single(Offload{x, false, bytes, State::Activations}, s, x, Stream::H2D);
-      g_.depend(activation_copies_.at({static_cast<int>(lane), op.microbatch, op.chunk, g}), fetch);
-      after_window(activation_window_[lane], fetch);
-      g_.set_memory(fetch, {{x, State::Activations, bytes, false}}, {});
-      gather_of_group_[lane].push_back(fetch);
-    }
+  const double bytes = activation_bytes(group_of(s, op, g));
+  for_each_lane(s, [&](std::size_t lane, int x) {
+    TaskId fetch = add_single(Offload{x, false, bytes, State::Activations}, s, x, Stream::H2D);
+    g_.depend(activation_copies_.at({static_cast<int>(lane), op.microbatch, op.chunk, g}), fetch);
+    after_window(activation_window_[lane], fetch);
+    g_.set_memory(fetch, {{x, State::Activations, bytes, false}}, {});
+    gather_of_group_[lane].push_back(fetch);
+  });
 }
 
 void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta) {
-  const LayerGroup& lg =
-      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg = group_of(s, op, g);
   const bool sp = e_.strategy.sp;
   if (lg.has_embedding) {
     compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
@@ -99,8 +89,7 @@ void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta
 }
 
 void Expander::backward_group(int s, const StageOp& op, int g, double stash_delta) {
-  const LayerGroup& lg =
-      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg = group_of(s, op, g);
   const bool sp = e_.strategy.sp;
   if (lg.has_head) {
     if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
@@ -288,8 +277,7 @@ void Expander::compute_tasks(int s, const StageOp& op, int g, TaskKind kind, Mod
 // (cp_gathered); then the K/V buffers' lifetime and the lanes' frontier.
 void Expander::cp_attention(int s, const StageOp& op, int g, TaskKind kind, const std::vector<TaskId>& body,
                             std::vector<std::vector<MemDelta>>& on_end, bool closes) {
-  const LayerGroup& lg =
-      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg = group_of(s, op, g);
   const StageCosts& k = costs_[static_cast<std::size_t>(s)];
   const bool backward = kind == TaskKind::Backward;
   const double attention =
@@ -510,8 +498,7 @@ void Expander::cp_gathered(CpPass& p) {
 }
 
 void Expander::tp_collective(int s, const StageOp& op, int g, int ops, int gathers, bool hidden) {
-  const auto& lg =
-      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const auto& lg = group_of(s, op, g);
   if (ops == 0 || lg.layers == 0) return;
   // An MoE layer without shared experts has no tensor-parallel MLP: its attention's collectives only.
   if (moe_group(lg) && e_.model.shared_experts == 0) {

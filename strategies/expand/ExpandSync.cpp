@@ -44,8 +44,7 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   const DataCollective* gather = param_gather(op.forward);
   const bool fetch = pl.parameters == Mode::Offloaded;
   if (!gather && !fetch) return;
-  const LayerGroup& lg =
-      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg = group_of(s, op, g);
   const double pb = e_.training.param_bytes();
   // FSDP2's prefetch: a unit's gather is issued once the compute `depth` + 1 units back has finished (depth 1, the
   // default: the unit computing and the next gathered, as FSDP limits them; 0: no overlap).
@@ -210,8 +209,7 @@ Collective Expander::data_collective(const DataCollective& dc, Stream stream, co
 
 void Expander::sync_gradients(int s, const StageOp& op, int g, bool last_backward) {
   const auto& pl = e_.strategy.placement;
-  const LayerGroup& lg =
-      groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  const LayerGroup& lg = group_of(s, op, g);
   const double gb = e_.training.grad_bytes();
   const DataCollective* reduce = grad_reduce();
   const bool offloaded = pl.gradients == Mode::Offloaded;

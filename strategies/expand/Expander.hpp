@@ -198,6 +198,16 @@ class Expander {
   void link_op_inputs(int d, int t, int vstage, int mb, bool forward, TaskId task);
   /// The input of `op` on stage s, if it has one (its virtual stage receives from a neighbour).
   bool has_input(int s, const PipeOp& op) const;
+  /// f(lane, device) for every (d, t) lane of stage s, lane = d x tp + t.
+  template <class F>
+  void for_each_lane(int s, F&& f) {
+    for (int d = 0; d < dl_; ++d)
+      for (int t = 0; t < tp_; ++t) f(static_cast<std::size_t>(d * tp_ + t), rank(d, t, s));
+  }
+  /// Layer group g of op's chunk on stage s.
+  const LayerGroup& group_of(int s, const StageOp& op, int g) const {
+    return groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(g)];
+  }
   /// The position in the model of chunk `chunk` of stage s (virtual_stage_of: interleaved or in a V).
   int virtual_stage(int chunk, int s) const { return virtual_stage_of(e_.strategy.schedule, pp_, chunk, s); }
   /// Scatter-gather (strategy.p2p=megatron without sp): each TP group all-gathers the pieces of op's input its ranks
