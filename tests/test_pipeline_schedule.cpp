@@ -334,7 +334,7 @@ TEST_CASE("Error: weight_s belongs to the zero-bubble schedules and is a part of
   s["weight_s"] = 0.5;
   CHECK_THAT(error_of(s),
              Catch::Contains("pipeline.weight_s is only meaningful with pipeline.schedule=zb-h1, zb-h2, zb-v, "
-                             "dualpipev or interleaved-zb"));
+                             "dualpipev, interleaved-zb or dualpipe"));
   s = section("zb-h1", 2, 4);
   s["weight_s"] = 2;
   CHECK_THAT(error_of(s), Catch::Contains("pipeline.weight_s"));

@@ -15,7 +15,7 @@ constexpr const char* kHelp = R"(
 pipeline-sweep [--stages 2..64] [--out FILE.jsonl|FILE.csv] [options]
 staleness, schedule bubble, idle time and throughput of every pipeline schedule over stage counts (abstract stages)
 --stages LIST             stage counts: ranges and lists, e.g. 2..64 or 2,4,8 (default 2,4,8,16,32,64)
---schedules LIST          comma-separated schedules (default: every schedule)
+--schedules LIST          comma-separated schedules (default: every schedule that can run each stage count)
 --microbatches M          micro-batches per step (default: --microbatches-per-stage x S)
 --microbatches-per-stage K  micro-batches per step per stage when --microbatches is not given (10)
 --steps N                 steps per run (default 2)
@@ -113,6 +113,7 @@ std::vector<std::string> parse_schedules(const std::string& text) {
 struct SweepConfig {
   std::vector<int> stages;
   std::vector<std::string> schedules;
+  bool every_schedule = false;  // --schedules not given: rows a schedule cannot run are left out, not refused
   int microbatches = 0, per_stage = 10, steps = 2, chunks = 2, local_steps = 5, replicas = 0, noam = 0;
   double forward_s = 1, backward_s = 1, p2p_s = 0;
 };
@@ -121,6 +122,7 @@ SweepConfig read_config(const Args& args) {
   SweepConfig c;
   c.stages = parse_stages(args.value("--stages").value_or("2,4,8,16,32,64"));
   c.schedules = args.has("--schedules") ? parse_schedules(*args.value("--schedules")) : schedule_names();
+  c.every_schedule = !args.has("--schedules");
   c.microbatches = int_flag(args, "--microbatches", 0, 1);
   c.per_stage = int_flag(args, "--microbatches-per-stage", 10, 1);
   c.steps = int_flag(args, "--steps", 2, 1);
@@ -259,9 +261,16 @@ double row_passes(const SweepConfig& c, const std::string& schedule, int stages)
   return per_pass * stages * chunks * microbatches * c.steps;
 }
 
+struct Row {
+  std::string schedule;
+  int stages = 0;
+};
+
 // Checks every row before any is evaluated: the passes of all rows together, then each section as
-// simulate_abstract_pipeline reads it and each shape as the evaluator accepts it.
-void check_sweep(const SweepConfig& c) {
+// simulate_abstract_pipeline reads it and each shape as the evaluator accepts it. Returns the rows to evaluate: all of
+// them, except that without --schedules a row its schedule refuses (dualpipe at an odd stage count) is left out and
+// named on stderr.
+std::vector<Row> check_sweep(const SweepConfig& c) {
   double passes = 0;
   for (const std::string& schedule : c.schedules)
     for (int stages : c.stages) passes += row_passes(c, schedule, stages);
@@ -275,25 +284,28 @@ void check_sweep(const SweepConfig& c) {
                      "than the limit of 3.2e+07 (about 20 s); give fewer --stages, --schedules, --microbatches or "
                      "--steps");
   }
+  std::vector<Row> rows;
   for (const std::string& schedule : c.schedules) {
     for (int stages : c.stages) {
       try {
         check_shape(parse_abstract_pipeline(section_for(c, schedule, stages)).shape, abstract_shape_fields());
+        rows.push_back({schedule, stages});
       } catch (const InputError& e) {
-        throw InputError("--schedules " + schedule + " at --stages " + std::to_string(stages) + ": " + e.what());
+        const std::string what = schedule + " at --stages " + std::to_string(stages) + ": " + e.what();
+        if (!c.every_schedule) throw InputError("--schedules " + what);
+        std::cerr << "pipeline-sweep: left out " << what << "\n";
       }
     }
   }
+  return rows;
 }
 
 int run(const Args& args) {
   if (!args.positional().empty())
     throw InputError("pipeline-sweep takes no file argument, got " + args.positional()[0]);
   const SweepConfig config = read_config(args);
-  check_sweep(config);
   std::vector<Json> rows;
-  for (const std::string& schedule : config.schedules)
-    for (int stages : config.stages) rows.push_back(sweep_row(config, schedule, stages));
+  for (const Row& row : check_sweep(config)) rows.push_back(sweep_row(config, row.schedule, row.stages));
   std::cout << table(rows);
   write_flag_output(args, "--out", [&] { return rows_text(*args.value("--out"), rows); });
   return 0;

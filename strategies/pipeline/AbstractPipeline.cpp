@@ -44,7 +44,8 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   p.times.backward_s = op_seconds(r, "backward_s", true);
   p.times.p2p_s = op_seconds(r, "p2p_s", false);
   p.times.apply_s = op_seconds(r, "apply_s", false);
-  refuse_unless(r, "weight_s", splits_backward(sh.schedule), "zb-h1, zb-h2, zb-v, dualpipev or interleaved-zb");
+  refuse_unless(r, "weight_s", splits_backward(sh.schedule),
+                "zb-h1, zb-h2, zb-v, dualpipev, interleaved-zb or dualpipe");
   // The weight gradient's share of a backward: half by default, as a linear layer's two gradient GEMMs (input and
   // weight) take equal FLOPs (the zero-bubble paper's T_B = T_W).
   if (splits_backward(sh.schedule)) {
@@ -60,8 +61,8 @@ AbstractPipeline parse_abstract_pipeline(const Json& section) {
   for (const char* key : {"replicas", "local_steps", "average_s"}) refuse_unless(r, key, local_sgd, "localsgd");
   // Interleaved without chunks would be 1F1B under another name: 2 chunks, as pipeline-sweep.
   sh.chunks = r.get_int_in("chunks", interleaves_chunks(sh.schedule) ? 2 : 1, 1);
-  // Their V places two chunks on every stage.
-  if (v_shaped(sh.schedule)) sh.chunks = 2;
+  // Their V places two chunks on every stage; DualPipe one per direction.
+  if (v_shaped(sh.schedule) || bidirectional(sh.schedule)) sh.chunks = 2;
   sh.microbatch_group = r.get_int_in("microbatch_group", 0, 1);
   sh.noam = r.get_int_in("noam", sh.stages, 1);
   sh.replicas = r.get_int_in("replicas", 1, 1);

@@ -59,7 +59,7 @@ Evaluator::Evaluator(const PipelineSchedule& schedule, const PipelineTimes& time
 }
 
 double Evaluator::duration(const PipeOp& op) const {
-  const double v = schedule_.shape.chunks;
+  const double v = schedule_.shape.passes_per_stage();
   const auto k = static_cast<std::size_t>(schedule_.virtual_stage(op));
   switch (op.kind) {
     case PipeOpKind::Forward:

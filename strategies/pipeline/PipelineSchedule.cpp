@@ -24,10 +24,10 @@ const char* to_string(PipeOpKind k) {
 }
 
 const std::vector<Schedule>& all_schedules() {
-  static const std::vector<Schedule> schedules = {Schedule::GPipe,     Schedule::OneFOneB,     Schedule::Interleaved,
-                                                  Schedule::PipeDream, Schedule::PipeDream2BW, Schedule::LocalSGD,
-                                                  Schedule::ZbH1,      Schedule::ZbH2,         Schedule::ZbV,
-                                                  Schedule::DualPipeV, Schedule::InterleavedZb};
+  static const std::vector<Schedule> schedules = {Schedule::GPipe,     Schedule::OneFOneB,      Schedule::Interleaved,
+                                                  Schedule::PipeDream, Schedule::PipeDream2BW,  Schedule::LocalSGD,
+                                                  Schedule::ZbH1,      Schedule::ZbH2,          Schedule::ZbV,
+                                                  Schedule::DualPipeV, Schedule::InterleavedZb, Schedule::DualPipe};
   return schedules;
 }
 
@@ -65,6 +65,27 @@ int group_of(const PipelineShape& sh) {
 
 void require_positive(int v, const std::string& field) {
   if (v < 1) throw InputError(field + "=" + std::to_string(v) + " must be a positive integer");
+}
+
+// DualPipe.step's asserts (deepseek-ai/DualPipe, dualpipe/dualpipe.py): num_ranks % 2 == 0, num_chunks % 2 == 0 and
+// num_chunks >= num_ranks * 2.
+void check_dualpipe(const PipelineShape& sh, const ShapeFields& f) {
+  if (!bidirectional(sh.schedule)) return;
+  const std::string schedule = f.schedule + "=" + to_string(sh.schedule);
+  if (sh.stages % 2 != 0)
+    throw InputError(f.stages + "=" + std::to_string(sh.stages) + " is odd: " + schedule +
+                     " pairs stage s with stage S - 1 - s and needs an even number of stages (DualPipe.step asserts "
+                     "num_ranks % 2 == 0); use " +
+                     std::to_string(sh.stages + 1) + " stages, or dualpipev");
+  if (sh.microbatches % 2 != 0)
+    throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " is odd: " + schedule +
+                     " sends half the micro-batches each way and needs an even number (DualPipe.step asserts "
+                     "num_chunks % 2 == 0); use " +
+                     std::to_string(sh.microbatches + 1));
+  if (sh.microbatches < 2 * sh.stages)
+    throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " is fewer than 2 x " + f.stages + "=" +
+                     std::to_string(2 * sh.stages) + " (" + schedule +
+                     " fills both directions: DualPipe.step asserts num_chunks >= num_ranks * 2)");
 }
 
 }  // namespace
@@ -111,10 +132,12 @@ void check_shape(const PipelineShape& sh, const ShapeFields& f) {
     throw InputError(f.microbatches + "=" + std::to_string(sh.microbatches) + " is fewer than 2 x " + f.stages + "=" +
                      std::to_string(2 * sh.stages) + " (" + schedule +
                      " fills its V from both ends: DualPipeV.step asserts num_chunks >= num_ranks * 2)");
-  if (v_shaped(sh.schedule) && sh.chunks != 2)
+  check_dualpipe(sh, f);
+  const bool two_chunks = v_shaped(sh.schedule) || bidirectional(sh.schedule);
+  if (two_chunks && sh.chunks != 2)
     throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + ": " + schedule +
                      " places exactly two chunks on every stage");
-  if (sh.chunks != 1 && !interleaves_chunks(sh.schedule) && !v_shaped(sh.schedule))
+  if (sh.chunks != 1 && !interleaves_chunks(sh.schedule) && !two_chunks)
     throw InputError(f.chunks + "=" + std::to_string(sh.chunks) + " is only meaningful with " + f.schedule +
                      "=interleaved");
   if (interleaves_chunks(sh.schedule) && sh.stages < 2)
@@ -140,7 +163,7 @@ void check_shape(const PipelineShape& sh, const ShapeFields& f) {
                      std::to_string(sh.microbatches));
   // Ops per forward pass: the forward and its backward, or its B and W when the schedule splits the backward.
   const int per_pass = splits_backward(sh.schedule) ? 3 : 2;
-  const std::int64_t passes = std::int64_t{sh.stages} * sh.chunks * sh.microbatches * sh.steps;
+  const std::int64_t passes = std::int64_t{sh.stages} * sh.passes_per_stage() * sh.microbatches * sh.steps;
   if (std::int64_t{sh.microbatches} * sh.steps > INT_MAX || passes * per_pass > kMaxOps)
     throw InputError(f.stages + " x " + f.microbatches + " x " + f.steps + " x " + f.chunks + " = " +
                      std::to_string(passes) + " forward passes is more than the evaluator accepts for " +
@@ -271,12 +294,16 @@ class ZbvOrder {
   int next_[3][2] = {{0, 0}, {0, 0}, {0, 0}};
 };
 
-// DualPipeV on stage `stage` (see make_schedule): per chunk the next forward and backward, and the split backwards
-// whose weight gradient is pending, oldest first over both chunks (DualPipe's WeightGradStore).
+// DualPipeV and DualPipe on stage `stage` (see make_schedule): per chunk the next forward and backward, and the split
+// backwards whose weight gradient is pending, oldest first over both chunks (DualPipe's WeightGradStore). Chunk 1's
+// micro-batches start `second` after `first` (0 in the V; M/2 for DualPipe's second direction).
 class DualPipeOrder {
  public:
-  DualPipeOrder(Ops& ops, int stage, int first) : ops_(ops), stage_(stage), first_(first) {}
-  void f(int chunk) { ops_.push_back(compute_op(PipeOpKind::Forward, stage_, first_ + forward_[chunk]++, chunk)); }
+  DualPipeOrder(Ops& ops, int stage, int first, int second = 0)
+      : ops_(ops), stage_(stage), first_{first, first + second} {}
+  void f(int chunk) {
+    ops_.push_back(compute_op(PipeOpKind::Forward, stage_, first_[chunk] + forward_[chunk]++, chunk));
+  }
   // A forward and a backward run as one overlapped pair.
   void pair(int forward, int backward) {
     f(forward);
@@ -284,7 +311,7 @@ class DualPipeOrder {
     b(backward, false);
   }
   void b(int chunk, bool split) {
-    PipeOp op = compute_op(PipeOpKind::Backward, stage_, first_ + backward_[chunk]++, chunk);
+    PipeOp op = compute_op(PipeOpKind::Backward, stage_, first_[chunk] + backward_[chunk]++, chunk);
     op.split = split;
     ops_.push_back(op);
     if (split) pending_.push_back(op);
@@ -299,10 +326,27 @@ class DualPipeOrder {
 
  private:
   Ops& ops_;
-  int stage_, first_;
+  int stage_, first_[2];
   int forward_[2] = {0, 0}, backward_[2] = {0, 0};
   std::vector<PipeOp> pending_;
 };
+
+// Steps 6 to 8 of DualPipe.step and DualPipeV.step: h + 1 times B of phase 1 (chunk c1) and of phase 0 (chunk c0),
+// split from the middle one on; `rest` times the oldest W and a split B of phase 0; the W left.
+void drain_dualpipe(DualPipeOrder& d, int h, int rest, int c0, int c1) {
+  bool split = false;
+  for (int i = 0; i < h + 1; ++i) {
+    if (i == (h + 1) / 2 && h % 2 == 1) split = true;
+    d.b(c1, split);
+    if (i == (h + 1) / 2 && h % 2 == 0) split = true;
+    d.b(c0, split);
+  }
+  for (int i = 0; i < rest; ++i) {
+    d.w();
+    d.b(c0, true);
+  }
+  for (int i = 0; i < h + 1; ++i) d.w();
+}
 
 void push_dualpipev(Ops& ops, int stage, int stages, int first, int count) {
   const int s = stage, p = stages;
@@ -330,18 +374,39 @@ void push_dualpipev(Ops& ops, int stage, int stages, int first, int count) {
     d.b(1, false);
     d.pair(1, 0);
   }
-  bool split = false;
-  for (int i = 0; i < s + 1; ++i) {
-    if (i == (s + 1) / 2 && s % 2 == 1) split = true;
-    d.b(1, split);
-    if (i == (s + 1) / 2 && s % 2 == 0) split = true;
-    d.b(0, split);
+  drain_dualpipe(d, s, p - s - 1, 0, 1);
+}
+
+// DualPipe on stage `stage` (see make_schedule): as DualPipe.step, with phase 0 the direction entering at the nearer
+// end (chunk `near`) and h the distance to that end.
+void push_dualpipe(Ops& ops, int stage, int stages, int first, int count) {
+  const int half = stages / 2, h = std::min(stage, stages - 1 - stage), n = count / 2;
+  const int near = stage < half ? 0 : 1, far = 1 - near;
+  DualPipeOrder d(ops, stage, first, n);
+  for (int i = 0; i < 2 * (half - h - 1); ++i) d.f(near);
+  for (int i = 0; i < h + 1; ++i) {
+    d.f(near);
+    d.f(far);
   }
-  for (int i = 0; i < p - s - 1; ++i) {
+  for (int i = 0; i < half - h - 1; ++i) {
+    d.b(far, true);
     d.w();
-    d.b(0, true);
+    d.f(far);
   }
-  for (int i = 0; i < s + 1; ++i) d.w();
+  for (int i = 0; i < n - stages + h + 1; ++i) {
+    if (i == 0 && h == half - 1) {  // the middle stages do not overlap their first pair ("to reduce bubble size")
+      d.f(near);
+      d.b(far, false);
+    } else {
+      d.pair(near, far);
+    }
+    d.pair(far, near);
+  }
+  for (int i = 0; i < half - h - 1; ++i) {
+    d.b(far, false);
+    d.pair(far, near);
+  }
+  drain_dualpipe(d, h, half - h - 1, near, far);
 }
 
 void push_zbv(Ops& ops, int stage, int stages, int first, int count) {
@@ -428,6 +493,9 @@ Ops segment_compute(const PipelineShape& sh, int stage, Segment seg) {
       break;
     case Schedule::InterleavedZb:
       push_interleaved_zb(ops, stage, sh.stages, seg.first, seg.count, sh.chunks);
+      break;
+    case Schedule::DualPipe:
+      push_dualpipe(ops, stage, sh.stages, seg.first, seg.count);
       break;
   }
   return ops;
@@ -542,8 +610,11 @@ PipelineShape shape_of(const StrategySpec& s, int steps) {
 
 Upstream upstream_of(const PipeOp& op, const PipelineSchedule& schedule) {
   const int k = schedule.virtual_stage(op);
-  if (op.kind == PipeOpKind::Forward && k > 0) return {PipeOpKind::Forward, k - 1};
-  if (op.kind == PipeOpKind::Backward && k + 1 < schedule.virtual_stages()) return {PipeOpKind::Backward, k + 1};
+  // DualPipe's directions are two pipelines: virtual stages [0, S) and [S, 2S).
+  const int length = bidirectional(schedule.shape.schedule) ? schedule.stages() : schedule.virtual_stages();
+  const int begin = k / length * length, end = begin + length;
+  if (op.kind == PipeOpKind::Forward && k > begin) return {PipeOpKind::Forward, k - 1};
+  if (op.kind == PipeOpKind::Backward && k + 1 < end) return {PipeOpKind::Backward, k + 1};
   return {};
 }
 

@@ -51,6 +51,9 @@ struct PipeOp {
 ///   (the last one may be shorter) end with a drain and one Average per stage.
 /// - zb-h1, zb-h2: as 1f1b, each backward split into B and W (see make_schedule).
 /// - zb-v: two chunks per stage in a V (stage s holds virtual stages s and 2S - 1 - s), backwards split.
+/// - dualpipe: two pipelines in opposite directions, chunk 0 of stage s = virtual stage s (micro-batches 0..M/2-1,
+///   entering at stage 0), chunk 1 = virtual stage 2S - 1 - s (micro-batches M/2..M-1, entering at stage S - 1);
+///   each chunk is a whole stage of its direction's copy of the model.
 struct PipelineShape {
   Schedule schedule = Schedule::OneFOneB;
   int stages = 1;        ///< S: devices of the pipeline
@@ -65,6 +68,9 @@ struct PipelineShape {
   int local_steps = 1;  ///< localsgd: H micro-batches per replica between averagings
 
   int total_microbatches() const { return microbatches * steps; }
+  /// Passes of one micro-batch through a stage, each 1/passes of the stage's forward_s and backward_s: chunks, but 1
+  /// under dualpipe, where a micro-batch passes only its direction's chunk, a whole stage.
+  int passes_per_stage() const { return bidirectional(schedule) ? 1 : chunks; }
 };
 
 /// Names of the shape's fields in error messages: "strategy.pp" or "pipeline.stages".
@@ -101,8 +107,9 @@ struct PipelineSchedule {
 };
 
 /// The other-virtual-stage input of an op: the forward at virtual stage k-1 feeds a forward at k, the backward at
-/// k+1 feeds a backward at k. The first forward, the last backward, Apply and Average have none. (A backward also
-/// needs the forward at its own virtual stage, on its own stage.)
+/// k+1 feeds a backward at k. The first forward, the last backward, Apply and Average have none; under dualpipe each
+/// direction has its own first and last (virtual stages 0 and S - 1, S and 2S - 1). (A backward also needs the
+/// forward at its own virtual stage, on its own stage.)
 struct Upstream {
   PipeOpKind kind = PipeOpKind::Forward;
   int virtual_stage = -1;  ///< -1: the op has no such input
@@ -150,6 +157,18 @@ void check_interleaved_group(const PipelineShape& shape, const ShapeFields& fiel
 /// (F of chunk 1, B of chunk 0); S - s - 1 times B of chunk 1 and the pair (F of chunk 1, B of chunk 0); s + 1 times
 /// B of chunk 1 and of chunk 0, split from the middle one on; S - s - 1 times the oldest W and a split B of chunk 0;
 /// the W left. A pair's two passes run one after the other here (no communication to hide in an abstract pipeline).
+///
+/// dualpipe follows DualPipe.step (same file set, dualpipe/dualpipe.py, steps 1 to 8) with S and M even, M >= 2S and
+/// n = M/2 micro-batches per direction. On stage s, with h = min(s, S - 1 - s) and P = S/2, phase 0 is the direction
+/// entering at the nearer end (chunk 0 for s < P, chunk 1 otherwise) and phase 1 the other: 2(P - h - 1) forwards of
+/// phase 0; h + 1 times F of phase 0 and of phase 1; P - h - 1 times a split B of phase 1, the oldest W and F of
+/// phase 1; n - S + h + 1 times the pairs (F of phase 0, B of phase 1) and (F of phase 1, B of phase 0), the first
+/// pair one pass after the other on the middle stages (s = P - 1, P); P - h - 1 times B of phase 1 and the pair
+/// (F of phase 1, B of phase 0); h + 1 times B of phase 1 and of phase 0, split from the middle one on; P - h - 1
+/// times the oldest W and a split B of phase 0; the W left. S=4, M=8 ("F5.1" micro-batch 5 through chunk 1, "+" an
+/// overlapped pair with the next op, BW a backward that computes its weight gradient too):
+///     stage 0: F0.0 F1.0 F2.0 F4.1 B4.1 W4.1 F5.1 F3.0+ BW5.1 F6.1+ BW0.0 BW6.1 F7.1+ BW1.0 BW7.1 B2.0 W2.0 B3.0 W3.0
+///     stage 3: F4.1 F5.1 F6.1 F0.0 B0.0 W0.0 F1.0 F7.1+ BW1.0 F2.0+ BW4.1 BW2.0 F3.0+ BW5.1 BW3.0 B6.1 W6.1 B7.1 W7.1
 ///
 /// zb-h1 and zb-h2 are the handcrafted schedules of Qi et al. (arXiv 2401.10241; sail-sg/zero-bubble-pipeline-
 /// parallelism, branch arxiv, megatron/core/pipeline_parallel/efficiency.py get_hand_schedule, warm-up factor c = 1

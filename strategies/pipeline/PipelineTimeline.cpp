@@ -121,17 +121,18 @@ std::vector<OpId> completion_order(const PipelineSchedule& schedule, const Pipel
 
 UpdateLog update_log(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
   const auto stages = static_cast<std::size_t>(schedule.stages());
-  // versions_read of every micro-batch, one row per micro-batch; all chunks of a stage read one version.
+  // versions_read of every micro-batch, one row per micro-batch; all chunks of a stage read one version (under dualpipe
+  // a micro-batch passes one chunk of each stage, of its direction).
   std::vector<int> read(static_cast<std::size_t>(schedule.shape.total_microbatches()) * stages, -1);
   for (const auto& ops : schedule.order)
     for (const PipeOp& op : ops)
-      if (op.kind == PipeOpKind::Forward && op.chunk == 0)
+      if (op.kind == PipeOpKind::Forward && (op.chunk == 0 || schedule.shape.passes_per_stage() == 1))
         read[static_cast<std::size_t>(op.microbatch) * stages + static_cast<std::size_t>(op.stage)] = op.weight_version;
   UpdateLog trace;
   trace.stages = schedule.stages();
   trace.replicas = schedule.shape.replicas;
   // Backwards of each (stage, micro-batch) seen: a stage's gradient for a micro-batch is complete when the backwards
-  // of all its chunks are (interleaved, zb-v), so its one event stands at the last of them.
+  // of all its passes are (interleaved, zb-v), so its one event stands at the last of them.
   std::vector<int> backwards(static_cast<std::size_t>(schedule.shape.total_microbatches()) * stages, 0);
   for (const OpId& id : completion_order(schedule, timeline)) {
     const PipeOp& op = schedule.order[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)];
@@ -139,7 +140,7 @@ UpdateLog update_log(const PipelineSchedule& schedule, const PipelineTimeline& t
     if (op.kind == PipeOpKind::Forward || op.kind == PipeOpKind::Weight) continue;
     if (op.kind == PipeOpKind::Backward &&
         ++backwards[static_cast<std::size_t>(op.microbatch) * stages + static_cast<std::size_t>(op.stage)] <
-            schedule.shape.chunks)
+            schedule.shape.passes_per_stage())
       continue;
     TrainEvent e;
     e.stage = op.stage;

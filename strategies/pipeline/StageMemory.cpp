@@ -64,6 +64,10 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
     case Schedule::DualPipeV:
       if (!even_chunks(st)) return walked_peak(e, st, chunk_layer_loads(st));
       return layers * std::min(static_cast<double>(m), (2.0 * static_cast<double>(p) + 1) / 2);
+    // DualPipe: PP + 1 passes of a whole stage (the DeepSeek-V3 report's Table 2); abstract pipelines only, as
+    // check_schedule refuses it on models.
+    case Schedule::DualPipe:
+      return layers * static_cast<double>(std::min(m, p + 1));
     // Interleaved zero bubble: no closed form published; the order walked.
     case Schedule::InterleavedZb:
       return walked_peak(e, st, chunk_layer_loads(st));

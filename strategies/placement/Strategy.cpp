@@ -26,7 +26,8 @@ constexpr EnumName<Schedule> kScheduleNames[] = {{Schedule::GPipe, "gpipe"},
                                                  {Schedule::ZbH2, "zb-h2"},
                                                  {Schedule::ZbV, "zb-v"},
                                                  {Schedule::DualPipeV, "dualpipev"},
-                                                 {Schedule::InterleavedZb, "interleaved-zb"}};
+                                                 {Schedule::InterleavedZb, "interleaved-zb"},
+                                                 {Schedule::DualPipe, "dualpipe"}};
 constexpr EnumName<PipelineP2P> kPipelineP2PNames[] = {
     {PipelineP2P::Async, "async"}, {PipelineP2P::Megatron, "megatron"}, {PipelineP2P::DeepSpeed, "deepspeed"}};
 // The names to_string writes; cp_comm also reads "p2p" for ring and "all_gather".
@@ -191,7 +192,8 @@ void read_schedule(ObjectReader& r, const Json& object, StrategySpec& s) {
   s.microbatches = r.get_positive_int("microbatches", 0);
   // The interleaved schedule without chunks would be 1F1B under another name: it gets 2 chunks, as pipeline-sweep; a
   // V holds two.
-  s.chunks = r.get_positive_int("chunks", interleaves_chunks(s.schedule) || v_shaped(s.schedule) ? 2 : 1);
+  s.chunks = r.get_positive_int(
+      "chunks", interleaves_chunks(s.schedule) || v_shaped(s.schedule) || bidirectional(s.schedule) ? 2 : 1);
   if (r.has("microbatch_group")) {
     if (s.schedule != Schedule::Interleaved)
       r.refuse("microbatch_group", r.field("microbatch_group") + "=" + show(object["microbatch_group"]) +
@@ -287,6 +289,10 @@ bool v_shaped(Schedule schedule) {
   return schedule == Schedule::ZbV || schedule == Schedule::DualPipeV;
 }
 
+bool bidirectional(Schedule schedule) {
+  return schedule == Schedule::DualPipe;
+}
+
 std::int64_t chunks_per_stage(const StrategySpec& s) {
   return interleaves_chunks(s.schedule) ? s.chunks : v_shaped(s.schedule) ? 2 : 1;
 }
@@ -296,11 +302,12 @@ bool interleaves_chunks(Schedule schedule) {
 }
 
 int virtual_stage_of(Schedule schedule, int stages, int chunk, int stage) {
-  return v_shaped(schedule) && chunk == 1 ? 2 * stages - 1 - stage : chunk * stages + stage;
+  const bool mirrored = v_shaped(schedule) || bidirectional(schedule);
+  return mirrored && chunk == 1 ? 2 * stages - 1 - stage : chunk * stages + stage;
 }
 
 int stage_of_virtual(Schedule schedule, int stages, int vstage) {
-  if (v_shaped(schedule) && vstage >= stages) return 2 * stages - 1 - vstage;
+  if ((v_shaped(schedule) || bidirectional(schedule)) && vstage >= stages) return 2 * stages - 1 - vstage;
   return vstage % stages;
 }
 
@@ -310,7 +317,7 @@ std::int64_t head_stage(const StrategySpec& s) {
 
 bool splits_backward(Schedule schedule) {
   return schedule == Schedule::ZbH1 || schedule == Schedule::ZbH2 || schedule == Schedule::ZbV ||
-         schedule == Schedule::DualPipeV || schedule == Schedule::InterleavedZb;
+         schedule == Schedule::DualPipeV || schedule == Schedule::InterleavedZb || schedule == Schedule::DualPipe;
 }
 
 StrategySpec parse_strategy(const Json& value, ErrorList* errors) {

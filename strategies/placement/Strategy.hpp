@@ -15,7 +15,10 @@ namespace placesim {
 /// DualPipeV (deepseek-ai/DualPipe, dualpipev.py; the V-shaped DualPipe of the DeepSeek-V3 report, arXiv 2412.19437)
 /// uses the same V and pairs one chunk's forward with the other's backward in its steady state. InterleavedZb is
 /// PyTorch's interleaved zero bubble (torch.distributed.pipelining ScheduleInterleavedZeroBubble, "ZB1P"): Megatron's
-/// interleaved chunks, each backward split into B and W.
+/// interleaved chunks, each backward split into B and W. DualPipe (deepseek-ai/DualPipe, dualpipe.py; DeepSeek-V3
+/// report, arXiv 2412.19437) runs two pipelines in opposite directions over the same stages (stage s holds stage s of
+/// one and stage S - 1 - s of the other: two copies of the parameters) and pairs them as DualPipeV; abstract
+/// pipelines only.
 enum class Schedule {
   GPipe,
   OneFOneB,
@@ -27,7 +30,8 @@ enum class Schedule {
   ZbH2,
   ZbV,
   DualPipeV,
-  InterleavedZb
+  InterleavedZb,
+  DualPipe
 };
 
 /// How pipeline stages exchange activations and gradients.
@@ -214,10 +218,14 @@ bool synchronous_schedule(Schedule schedule);
 /// under every other schedule (PipeDream-2BW's version per step, LocalSGD's rounds aside).
 std::int64_t updates_per_step(const StrategySpec& s);
 /// True for the schedules that run a backward as two ops, input gradient then weight gradient (zb-h1, zb-h2, zb-v,
-/// dualpipev, interleaved-zb).
+/// dualpipev, interleaved-zb, dualpipe).
 bool splits_backward(Schedule schedule);
 /// True for the schedules that place exactly two model chunks on every stage in a V (zb-v, dualpipev).
 bool v_shaped(Schedule schedule);
+/// True for DualPipe: two pipelines in opposite directions, micro-batches 0..M/2-1 entering at stage 0 and the others
+/// at stage S - 1; chunk 0 of stage s is virtual stage s, chunk 1 virtual stage 2S - 1 - s, as in a V, but a
+/// micro-batch passes virtual stages 0..S-1 or S..2S-1 only.
+bool bidirectional(Schedule schedule);
 /// True for the schedules that place strategy.chunks model chunks on every stage, chunk c of stage s at virtual stage
 /// c x pp + s (interleaved, interleaved-zb).
 bool interleaves_chunks(Schedule schedule);
@@ -226,6 +234,7 @@ std::int64_t chunks_per_stage(const StrategySpec& s);
 /// The position in the model (virtual stage) of chunk `chunk` of stage `stage` of `stages`: chunk x stages + stage
 /// (Megatron-LM's interleaving), except in a V, where stage s holds virtual stages s and 2 stages - 1 - s (Qi et al.,
 /// arXiv 2405.15362; DualPipeV): the last stage feeds its own second chunk and the first stage holds the model's end.
+/// DualPipe numbers its two directions the same way (see bidirectional).
 int virtual_stage_of(Schedule schedule, int stages, int chunk, int stage);
 /// The stage holding virtual stage `vstage` (the inverse of virtual_stage_of over stages).
 int stage_of_virtual(Schedule schedule, int stages, int vstage);
