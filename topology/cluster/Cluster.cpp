@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include "workloads/json/Embedded.hpp"
 #include "workloads/json/EnumNames.hpp"
 #include "workloads/json/Numbers.hpp"
 #include "workloads/json/Units.hpp"
@@ -26,110 +27,65 @@ constexpr EnumName<FabricTopology> kFabricTopologyNames[] = {{FabricTopology::Fa
                                                              {FabricTopology::RailOptimized, "rail-optimized"}};
 constexpr EnumName<CommModel> kCommModelNames[] = {{CommModel::Nccl, "nccl"}, {CommModel::Links, "links"}};
 
-// DGX A100 (NVIDIA DGX A100 data sheet and user guide): 8x A100 SXM4 80GB; third-generation NVLink through six
-// NVSwitches, 600 GB/s bidirectional per GPU = 300 GB/s per direction; PCIe Gen4 x16 to the host (31.5 GB/s raw
-// per direction, ~25 GB/s effective); 8 single-port ConnectX-6 HDR InfiniBand NICs at 200 Gb/s (one per GPU,
-// "rails"); 2 TB host memory; dual AMD EPYC 7742 (2 x 64 cores, 2.25 GHz, 32 FP32 FLOP/cycle/core with two 256-bit
-// FMA pipes = 9.2 TFLOP/s per node, 1.15e12 per GPU share); 8x 3.84 TB U.2 NVMe (PCIe Gen4) as RAID-0 data cache.
-// ConnectX-6 data sheet: sub-600 ns latency; Quantum QM8700/QM8790 HDR switches: 40 ports, 130 ns port-to-port.
-// Assumptions, not data-sheet numbers: NVLink hop latency 0.5 us, PCIe latency 1 us, per-drive NVMe throughput of a
-// typical Gen4 U.2 data-centre drive (6.5 GB/s read, 3.5 GB/s write).
-ClusterSpec dgx_a100() {
-  ClusterSpec c;
-  c.name = "dgx-a100";
-  c.accelerator = accelerator_preset("a100-80gb", "cluster.accelerator");
-  c.nodes = 1;
-  c.gpus_per_node = 8;
-  c.nvlink_bw_Bps = 300e9;
-  c.nvlink_latency_s = 0.5e-6;
-  c.pcie_bw_Bps = 25e9;
-  c.pcie_latency_s = 1e-6;
-  c.host_flops = 2 * 64 * 2.25e9 * 32 / 8;
-  c.host_memory_bytes = 2e12;
-  c.nvme_read_Bps = 8 * 6.5e9;
-  c.nvme_write_Bps = 8 * 3.5e9;
-  c.nics_per_node = 8;
-  c.nic_bw_Bps = 200e9 / 8;
-  c.nic_latency_s = 0.6e-6;
-  c.fabric = FabricTopology::RailOptimized;
-  c.switch_radix = 40;
-  c.oversubscription = 1.0;
-  c.switch_latency_s = 130e-9;
-  return c;
+constexpr const char* kPresetFolder = "topology/cluster/presets";
+
+// A built-in cluster: topology/cluster/presets/<name>.json, the "cluster" section a user would write (it may start
+// from another preset with "preset"), its description and its sources. parse_cluster reads its fields when it is named.
+struct ClusterPresetFile {
+  std::string name;
+  std::string description;
+  Json fields;  ///< the file without description and sources
+};
+
+ClusterPresetFile read_preset_file(const Json& value, const std::string& path) {
+  if (!value.is_object()) throw InputError(path + " must be an object: a cluster section with description and sources");
+  for (const char* key : {"name", "description"})
+    if (!value.contains(key) || !value[key].is_string()) throw InputError(path + ": " + key + " is required, a string");
+  const Json* sources = value.contains("sources") ? &value["sources"] : nullptr;
+  if (!sources || !sources->is_array() || sources->empty() ||
+      !std::all_of(sources->begin(), sources->end(), [](const Json& s) { return s.is_string(); }))
+    throw InputError(path + ": sources is required, a non-empty list of strings citing where each value comes from");
+  ClusterPresetFile p{value["name"].get<std::string>(), value["description"].get<std::string>(), value};
+  p.fields.erase("description");
+  p.fields.erase("sources");
+  return p;
 }
 
-// DGX H100 (NVIDIA DGX H100 data sheet): 8x H100 SXM5 80GB; fourth-generation NVLink through four NVSwitches,
-// 900 GB/s bidirectional per GPU = 450 GB/s per direction; PCIe Gen5 x16 (63 GB/s raw per direction, ~50 GB/s
-// effective); 8 ConnectX-7 NICs at 400 Gb/s NDR InfiniBand; 2 TB host memory; dual Xeon Platinum 8480C
-// (2 x 56 cores, 2.0 GHz, 64 FP32 FLOP/cycle/core with two AVX-512 FMA units = 14.3 TFLOP/s per node);
-// 8x 3.84 TB U.2 NVMe data cache. Quantum-2 QM9700 NDR switches: 64 ports at 400 Gb/s (so 32 nodes per rail
-// leaf, the DGX H100 SuperPOD scalable unit). Latencies as for dgx-a100 (assumed, not from the data sheets).
-ClusterSpec dgx_h100() {
-  ClusterSpec c = dgx_a100();
-  c.name = "dgx-h100";
-  c.accelerator = accelerator_preset("h100-sxm", "cluster.accelerator");
-  c.nvlink_bw_Bps = 450e9;
-  c.pcie_bw_Bps = 50e9;
-  c.host_flops = 2 * 56 * 2.0e9 * 64 / 8;
-  c.nic_bw_Bps = 400e9 / 8;
-  c.switch_radix = 64;
-  return c;
+// Refuses a preset whose "preset" chain comes back to itself (parse_cluster would never end).
+void check_preset_chains(const std::map<std::string, ClusterPresetFile>& table) {
+  for (const auto& [name, preset] : table) {
+    std::string chain = name, at = name;
+    for (std::size_t step = 0; step <= table.size(); ++step) {
+      auto it = table.find(at);
+      if (it == table.end() || !it->second.fields.contains("preset")) break;
+      if (!it->second.fields["preset"].is_string()) break;  // refused by parse_cluster, naming the field
+      at = it->second.fields["preset"].get<std::string>();
+      chain += " -> " + at;
+      if (at == name)
+        throw InputError(std::string(kPresetFolder) + "/" + name + ".json: preset=" + at + " loops (" + chain +
+                         "): start the file from a preset that does not lead back to it, or list every field");
+    }
+  }
 }
 
-// DGX B200 (NVIDIA DGX B200 data sheet): 8x B200; fifth-generation NVLink through two NVSwitch chips, 1.8 TB/s
-// bidirectional per GPU = 900 GB/s per direction (14.4 TB/s aggregate); 8 single-port ConnectX-7 NICs at 400 Gb/s
-// (one per GPU); PCIe Gen5 to the host (~50 GB/s effective per direction, as dgx-h100); 2 TB host memory; dual Xeon
-// Platinum 8570 (2 x 56 cores, 2.1 GHz, 64 FP32 FLOP/cycle/core with two AVX-512 FMA units); 8x 3.84 TB U.2 NVMe.
-// Switches and latencies as for dgx-h100 (Quantum-2 NDR; latencies assumed, not from the data sheets).
-ClusterSpec dgx_b200() {
-  ClusterSpec c = dgx_h100();
-  c.name = "dgx-b200";
-  c.accelerator = accelerator_preset("b200", "cluster.accelerator");
-  c.nvlink_bw_Bps = 900e9;
-  c.host_flops = 2 * 56 * 2.1e9 * 64 / 8;
-  return c;
+const std::map<std::string, ClusterPresetFile>& presets() {
+  static const std::map<std::string, ClusterPresetFile> table = [] {
+    auto files = read_named_files(kPresetFolder, read_preset_file);
+    check_preset_chains(files);
+    return files;
+  }();
+  return table;
 }
 
-// GB200 NVL72 (NVIDIA GB200 NVL72 product page and data sheet): 72 Blackwell GPUs and 36 Grace CPUs in 18 compute
-// trays, all 72 GPUs in one NVLink domain (fifth-generation NVLink Switch System, 1.8 TB/s bidirectional per GPU =
-// 900 GB/s per direction, 130 TB/s in all), so one node here is one rack of 72 GPUs. Each GB200 superchip joins one
-// Grace to two GPUs over NVLink-C2C (900 GB/s bidirectional): 450 GB/s per direction shared by two GPUs = 225 GB/s per
-// GPU to the host. Host per Grace: up to 480 GB LPDDR5X at up to 512 GB/s, 72 Neoverse V2 cores. One ConnectX-7
-// 400 Gb/s NIC per GPU (4 per compute tray). The GPUs are the gb200 preset, fitted to GB200 component measurements.
-// Assumptions, not data-sheet numbers: Grace at 3.1 GHz x 32 FP32 FLOP/cycle/core (four 128-bit FMA pipes); NVMe,
-// switches and latencies as for dgx-b200. gb200_rack: one NVLink domain of `gpus` GB200 GPUs (two per Grace), the
-// rack of gb200-nvl72 or the half of one of gb200-nvl36.
-ClusterSpec gb200_rack(const char* name, int gpus) {
-  ClusterSpec c = dgx_b200();
-  c.name = name;
-  c.accelerator = accelerator_preset("gb200", "cluster.accelerator");
-  c.gpus_per_node = gpus;
-  c.nics_per_node = gpus;
-  c.pcie_bw_Bps = 450e9 / 2;
-  const double graces = gpus / 2.0;
-  c.host_flops = graces * 72 * 3.1e9 * 32 / gpus;
-  c.host_memory_bytes = graces * 480e9;
-  c.host_memory_bw_Bps = graces * 512e9;
-  return c;
-}
-
-ClusterSpec gb200_nvl72() {
-  return gb200_rack("gb200-nvl72", 72);
-}
-
-// GB200 NVL36: half the rack's compute trays (9 trays x 4 GPUs) in one NVLink5 domain of 36 GPUs, each GPU as in
-// gb200-nvl72 (NVL36x2 joins two such racks by InfiniBand here: one node per 36-GPU domain).
-ClusterSpec gb200_nvl36() {
-  return gb200_rack("gb200-nvl36", 36);
-}
-
-// DGX H200 (NVIDIA DGX H200 data sheet): the DGX H100 node with H200 GPUs (141 GB HBM3e, 4.8 TB/s); NVLink4, NICs,
-// host and switches as dgx-h100.
-ClusterSpec dgx_h200() {
-  ClusterSpec c = dgx_h100();
-  c.name = "dgx-h200";
-  c.accelerator = accelerator_preset("h200", "cluster.accelerator");
-  return c;
+ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
+  auto it = presets().find(name);
+  if (it == presets().end())
+    refuse_name(field, name, "a known cluster", names_of(presets()), known_names(names_of(presets())));
+  try {
+    return parse_cluster(it->second.fields);
+  } catch (const InputError& e) {
+    throw InputError(std::string(kPresetFolder) + "/" + name + ".json: " + e.what());
+  }
 }
 
 // A mesh node of `gpus` GPUs, every pair joined by `links` links of `link_bw_Bps` each.
@@ -140,130 +96,6 @@ NodeShape full_mesh(int gpus, int links, double link_bw_Bps) {
   for (int a = 0; a < gpus; ++a)
     for (int b = a + 1; b < gpus; ++b) n.pairs.push_back({a, b, links});
   return n;
-}
-
-// AMD Instinct MI300X platform (8 OAMs, as Azure ND MI300X v5 and the OEM servers): each pair of GPUs joined by one
-// Infinity Fabric link of 64 GB/s per direction, no switch (ROCm MI300 architecture docs; AMD's RCCL/xGMI blog);
-// eight 400 Gb/s NICs, PCIe Gen5 and the dual Xeon Platinum 8480C host as dgx-h100 (Azure ND MI300X v5 has that CPU).
-ClusterSpec amd_mi300x() {
-  ClusterSpec c = dgx_h100();
-  c.name = "amd-mi300x";
-  c.accelerator = accelerator_preset("mi300x", "cluster.accelerator");
-  c.nvlink_bw_Bps = 448e9;  // the seven links together: the xgmi-mi300x fabric's link_bw
-  c.node_links = full_mesh(c.gpus_per_node, 1, 64e9);
-  return c;
-}
-
-// PCIe servers of 8 GPUs (the common 4U design: two CPU sockets, two PCIe Gen4/Gen5 switches per socket, two GPUs per
-// switch). Assumptions, not data-sheet numbers: the switch's uplink at one x16 link, the sockets' link (UPI or
-// Infinity Fabric) at 64 GB/s per direction; NICs, host and latencies as the DGX node of the generation.
-NodeShape pcie_server(double switch_bw_Bps) {
-  NodeShape n;
-  n.kind = NodeLinks::Pcie;
-  n.gpus_per_switch = 2;
-  n.switch_bw_Bps = switch_bw_Bps;
-  n.numa_domains = 2;
-  n.numa_bw_Bps = 64e9;
-  return n;
-}
-
-// 8x A100 80GB PCIe, no NVLink bridges (NVIDIA A100 data sheet: PCIe Gen4 64 GB/s bidirectional = 32 per direction,
-// ~25 GB/s effective as dgx-a100's PCIe).
-ClusterSpec pcie_a100() {
-  ClusterSpec c = dgx_a100();
-  c.name = "pcie-a100";
-  c.accelerator = accelerator_preset("a100-80gb-pcie", "cluster.accelerator");
-  c.node_links = pcie_server(25e9);
-  return c;
-}
-
-// 8x H100 PCIe with NVLink bridges joining GPUs in pairs (0-1, 2-3, 4-5, 6-7; NVIDIA H100 data sheet: 600 GB/s
-// bidirectional per bridged pair = 300 GB/s per direction, three bridges); other pairs over PCIe Gen5 through the host.
-ClusterSpec pcie_h100_nvlink_pairs() {
-  ClusterSpec c = dgx_h100();
-  c.name = "pcie-h100-nvlink-pairs";
-  c.accelerator = accelerator_preset("h100-pcie", "cluster.accelerator");
-  c.node_links.kind = NodeLinks::Mesh;
-  c.node_links.link_bw_Bps = 100e9;
-  for (int a = 0; a < c.gpus_per_node; a += 2) c.node_links.pairs.push_back({a, a + 1, 3});
-  return c;
-}
-
-// The export variants of a DGX node: `base` with `accelerator`, whose NVLink is cut to 400 GB/s bidirectional (its
-// reference fabric's link_bw per direction), and nothing else changed.
-ClusterSpec nvlink_cut_node(ClusterSpec c, const char* name, const char* accelerator) {
-  c.name = name;
-  c.accelerator = accelerator_preset(accelerator, "cluster.accelerator");
-  c.nvlink_bw_Bps = c.accelerator.intra_node_fabric->link_bw_Bps;
-  return c;
-}
-
-// HGX A800: the DGX A100 node with A800 GPUs (the cut: NVIDIA's statement to Reuters, 2022-11-08); 8x HDR 200 Gb/s
-// rails as dgx-a100 (the servers of Chinese clusters built on A800 vary: give nics_per_node and nic_bw when they
-// differ).
-ClusterSpec hgx_a800() {
-  return nvlink_cut_node(dgx_a100(), "hgx-a800", "a800");
-}
-
-// HGX H800: the DGX H100 node with H800 GPUs (the cut: the figure papers' testbeds give, e.g. DeepSeek-V3's; no
-// NVIDIA document found); 8x 400 Gb/s NICs as DeepSeek-V3 describes its cluster.
-ClusterSpec hgx_h800() {
-  return nvlink_cut_node(dgx_h100(), "hgx-h800", "h800");
-}
-
-// Selene, NVIDIA's DGX SuperPOD (TOP500 November 2020: 560 DGX A100 nodes, 4,480 A100 GPUs, HDR InfiniBand).
-// SuperPOD reference architecture: scalable units of 20 nodes; in each unit rail r of every node goes to leaf
-// switch r (40-port QM8790: 20 ports down, 20 up), and a full-bisection fat-tree of spines joins the leaves.
-ClusterSpec selene() {
-  ClusterSpec c = dgx_a100();
-  c.name = "selene";
-  c.nodes = 560;
-  return c;
-}
-
-struct Preset {
-  ClusterSpec (*make)();
-  const char* description;
-};
-
-const std::map<std::string, Preset>& presets() {
-  static const std::map<std::string, Preset> table = {
-      {"dgx-a100", {dgx_a100, "NVIDIA DGX A100 nodes: 8x A100 80GB, NVLink3 300 GB/s, 8x HDR 200 Gb/s rails (1 node)"}},
-      {"dgx-h100", {dgx_h100, "NVIDIA DGX H100 nodes: 8x H100 SXM, NVLink4 450 GB/s, 8x NDR 400 Gb/s rails (1 node)"}},
-      {"dgx-b200", {dgx_b200, "NVIDIA DGX B200 nodes: 8x B200, NVLink5 900 GB/s, 8x NDR 400 Gb/s rails (1 node)"}},
-      {"gb200-nvl72",
-       {gb200_nvl72,
-        "NVIDIA GB200 NVL72 racks: 72 GB200 GPUs in one NVLink5 domain, 900 GB/s, 72x NDR 400 Gb/s rails (1 rack)"}},
-      {"gb200-nvl36",
-       {gb200_nvl36,
-        "NVIDIA GB200 NVL36: 36 GB200 GPUs in one NVLink5 domain, 900 GB/s, 36x NDR 400 Gb/s rails (1 domain)"}},
-      {"amd-mi300x",
-       {amd_mi300x,
-        "AMD Instinct MI300X platform: 8x MI300X, each pair joined by one 64 GB/s Infinity Fabric link (no switch), "
-        "8x NDR 400 Gb/s rails (1 node)"}},
-      {"dgx-h200",
-       {dgx_h200, "NVIDIA DGX H200 nodes: 8x H200 141GB, NVLink4 450 GB/s, 8x NDR 400 Gb/s rails (1 node)"}},
-      {"hgx-a800",
-       {hgx_a800, "HGX A800 nodes: 8x A800 80GB, NVLink 200 GB/s per direction, 8x HDR 200 Gb/s rails (1 node)"}},
-      {"hgx-h800",
-       {hgx_h800, "HGX H800 nodes: 8x H800, NVLink 200 GB/s per direction, 8x NDR 400 Gb/s rails (1 node)"}},
-      {"pcie-a100",
-       {pcie_a100,
-        "8x A100 80GB PCIe servers: no NVLink, GPUs in pairs under 4 PCIe Gen4 switches, 2 sockets, 8x HDR "
-        "200 Gb/s rails (1 node)"}},
-      {"pcie-h100-nvlink-pairs",
-       {pcie_h100_nvlink_pairs,
-        "8x H100 PCIe servers: NVLink bridges join GPUs in pairs (300 GB/s), other pairs over "
-        "PCIe Gen5; 8x NDR 400 Gb/s rails (1 node)"}},
-      {"selene", {selene, "NVIDIA Selene SuperPOD: 560 DGX A100, rail-optimized full-bisection HDR fat-tree"}},
-  };
-  return table;
-}
-
-ClusterSpec cluster_preset(const std::string& name, const std::string& field) {
-  auto it = presets().find(name);
-  if (it != presets().end()) return it->second.make();
-  refuse_name(field, name, "a known cluster", names_of(presets()), known_names(names_of(presets())));
 }
 
 // "node_links": {"kind": "nvswitch"} (the default), {"kind": "mesh", "link_bw", "pairs": [[a, b, links], ...] or
@@ -622,18 +454,17 @@ void check_simgrid_config(const std::map<std::string, std::string>& config) {
 }
 
 ClusterSpec parse_cluster(const Json& value, ErrorList* errors) {
-  if (value.is_string()) {
-    ClusterSpec c = cluster_preset(value.get<std::string>(), "cluster");
-    set_default_comm(c);
-    validate_cluster(c);
-    return c;
-  }
+  if (value.is_string()) return cluster_preset(value.get<std::string>(), "cluster");
   if (!value.is_object()) throw InputError("cluster=" + show(value) + " must be a cluster preset name or an object");
   ObjectReader r(value, "cluster", errors);
   ClusterSpec c;
   bool from_preset = r.has("preset");
-  if (from_preset)
+  if (from_preset) {
     c = r.guarded("preset", c, [&] { return cluster_preset(r.require_string("preset"), r.field("preset")); });
+    // The preset's fabrics are its accelerator's: the cluster's come from the accelerator it ends with
+    // (read_comm_and_links), and a custom accelerator without fabrics gets none.
+    c.comm = CommProfile{};
+  }
   c.name = r.get_string("name", c.name);
   if (const Json* accelerator = r.child("accelerator"))
     c.accelerator = r.guarded("accelerator", c.accelerator,

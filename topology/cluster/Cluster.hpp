@@ -102,7 +102,7 @@ ClusterSpec simulated_network(const ClusterSpec& c);
 std::string to_string(FabricTopology f);
 /// "nccl" | "links", as the input spells them.
 std::string to_string(CommModel m);
-/// Presets: dgx-a100 (80 GB), dgx-h100, selene (A100 SuperPOD); each takes "nodes".
+/// The built-in cluster presets (topology/cluster/presets/<name>.json): name and description, by name.
 std::vector<std::pair<std::string, std::string>> cluster_preset_list();
 /// The cluster echoed in a report.
 Json cluster_to_json(const ClusterSpec& c);
