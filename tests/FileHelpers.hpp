@@ -47,4 +47,9 @@ inline std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+/// The lines of the file at `path`.
+inline std::vector<std::string> file_lines(const std::string& path) {
+  return lines_of(read(path));
+}
+
 }  // namespace placesim::test

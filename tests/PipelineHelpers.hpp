@@ -1,9 +1,28 @@
 #pragma once
+#include <string>
+#include <vector>
+
 #include "strategies/pipeline/PipelineEval.hpp"
 #include "strategies/pipeline/PipelineMetrics.hpp"
 #include "strategies/pipeline/PipelineSchedule.hpp"
 
 namespace placesim::test {
+
+/// DualPipe's op orders: "F5.1" the forward of micro-batch 5 through chunk 1, "+" a pair overlapped with the next op,
+/// "BW" a backward that computes its weight gradient too, "B" a split one whose "W" comes later, "A" the Apply.
+inline std::string render_paired(const std::vector<PipeOp>& ops) {
+  std::string out;
+  for (const PipeOp& op : ops) {
+    if (!out.empty()) out += " ";
+    if (op.kind == PipeOpKind::Apply) {
+      out += "A";
+      continue;
+    }
+    out += op.kind == PipeOpKind::Forward ? "F" : op.kind == PipeOpKind::Weight ? "W" : op.split ? "B" : "BW";
+    out += std::to_string(op.microbatch) + "." + std::to_string(op.chunk) + (op.pairs_next ? "+" : "");
+  }
+  return out;
+}
 
 inline PipelineShape pipeline_shape(Schedule schedule, int stages, int microbatches, int steps = 1) {
   PipelineShape sh;

@@ -7,28 +7,13 @@
 #include <fstream>
 
 #include "strategies/pipeline/AbstractPipeline.hpp"
+#include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
 #include "tests/PipelineHelpers.hpp"
 
 using namespace placesim;
 
 namespace {
-
-// "F5.1" forward of micro-batch 5 through chunk 1, "+" a pair overlapped with the next op, "BW" a backward that
-// computes its weight gradient too, "B" a split one whose "W" comes later, "A" the step's Apply.
-std::string show(const std::vector<PipeOp>& ops) {
-  std::string out;
-  for (const PipeOp& op : ops) {
-    if (!out.empty()) out += " ";
-    if (op.kind == PipeOpKind::Apply) {
-      out += "A";
-      continue;
-    }
-    out += op.kind == PipeOpKind::Forward ? "F" : op.kind == PipeOpKind::Weight ? "W" : op.split ? "B" : "BW";
-    out += std::to_string(op.microbatch) + "." + std::to_string(op.chunk) + (op.pairs_next ? "+" : "");
-  }
-  return out;
-}
 
 // Its two chunks on every stage, one per direction.
 PipelineShape dualpipe_shape(int stages, int microbatches) {
@@ -51,13 +36,6 @@ std::string error_of(int stages, int microbatches) {
   return "no error";
 }
 
-std::vector<std::string> lines_of(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 }  // namespace
 
 // The order DualPipe.step runs for 4 ranks and 8 micro-batches, derived from that function apart from placesim
@@ -73,7 +51,7 @@ TEST_CASE("DualPipe runs DeepSeek's op order in two directions") {
   };
   for (std::size_t s = 0; s < 4; ++s) {
     INFO("stage " << s);
-    CHECK(show(d.order[s]) == expected[s]);
+    CHECK(test::render_paired(d.order[s]) == expected[s]);
   }
   // Chunk 1 of stage s is virtual stage 7 - s; each direction is a pipeline of its own: 0..3 and 4..7.
   CHECK(d.virtual_stage(1, 0) == 7);
@@ -136,7 +114,7 @@ TEST_CASE("pipeline-sweep runs DualPipe at 2, 4, 6 and 8 stages") {
                                      " --microbatches " + std::to_string(m) +
                                      " --steps 1 --forward-s 1 --backward-s 2 --out " + path,
                                  &out) == 0);
-      const std::vector<std::string> lines = lines_of(path);
+      const std::vector<std::string> lines = test::file_lines(path);
       REQUIRE(lines.size() == 2);
       const std::string makespan = std::to_string(3 * m + p - 2) + ".0";
       CHECK(lines[1].rfind("dualpipe," + std::to_string(p) + "," + std::to_string(m) + ",1,", 0) == 0);
@@ -147,7 +125,7 @@ TEST_CASE("pipeline-sweep runs DualPipe at 2, 4, 6 and 8 stages") {
   std::string out;
   CHECK(test::run_placesim("pipeline-sweep --stages 3 --steps 1 --out " + path, &out) == 0);
   CHECK_THAT(out, Catch::Contains("left out dualpipe at --stages 3: pipeline.stages=3 is odd"));
-  for (const std::string& line : lines_of(path)) CHECK(line.rfind("dualpipe,", 0) == std::string::npos);
+  for (const std::string& line : test::file_lines(path)) CHECK(line.rfind("dualpipe,", 0) == std::string::npos);
   std::filesystem::remove(path);
   CHECK(test::run_placesim("pipeline-sweep --stages 3 --schedules dualpipe", &out) != 0);
   CHECK_THAT(out, Catch::Contains("--schedules dualpipe at --stages 3: pipeline.stages=3 is odd"));

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/FileHelpers.hpp"
 #include "tests/Helpers.hpp"
 #include "workloads/json/JsonReader.hpp"
 
@@ -17,13 +18,6 @@ std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("placesim-" + std::to_string(getpid()) + "-" + name)).string();
 }
 
-std::vector<std::string> lines_of(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 }  // namespace
 
 TEST_CASE("pipeline-sweep prints a table and writes CSV rows") {
@@ -33,7 +27,7 @@ TEST_CASE("pipeline-sweep prints a table and writes CSV rows") {
   INFO(output);
   REQUIRE(code == 0);
   CHECK(output.find("max delay") != std::string::npos);
-  std::vector<std::string> lines = lines_of(path);
+  std::vector<std::string> lines = test::file_lines(path);
   std::filesystem::remove(path);
   REQUIRE(lines.size() == 1 + 4);
   CHECK(lines[0].rfind("schedule,stages,microbatches,steps,", 0) == 0);
@@ -53,7 +47,7 @@ TEST_CASE("pipeline-sweep JSON lines carry the steady-state delay of PipeDream")
       &output);
   INFO(output);
   REQUIRE(code == 0);
-  std::vector<std::string> lines = lines_of(path);
+  std::vector<std::string> lines = test::file_lines(path);
   std::filesystem::remove(path);
   REQUIRE(lines.size() == 1);
   Json row = Json::parse(lines[0]);

@@ -379,19 +379,6 @@ TEST_CASE("ZB-V runs PyTorch's op order on chunks placed in a V") {
 // through chunk 1 (virtual stage 2S - 1 - s). The steady state's forward-backward pairs are marked.
 TEST_CASE("DualPipeV runs DeepSeek's op order on chunks placed in a V") {
   const PipelineSchedule v = schedule_of(Schedule::DualPipeV, 4, 8);
-  const auto show = [](const std::vector<PipeOp>& ops) {
-    std::string out;
-    for (const PipeOp& op : ops) {
-      if (!out.empty()) out += " ";
-      if (op.kind == PipeOpKind::Apply) {
-        out += "A";
-        continue;
-      }
-      out += op.kind == PipeOpKind::Forward ? "F" : op.kind == PipeOpKind::Weight ? "W" : op.split ? "B" : "BW";
-      out += std::to_string(op.microbatch) + "." + std::to_string(op.chunk) + (op.pairs_next ? "+" : "");
-    }
-    return out;
-  };
   const char* const expected[] = {
       "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F6.0 F0.1 B0.1 W0.1 F1.1 B1.1 W1.1 F2.1 B2.1 W2.1 F3.1 F7.0+ BW3.1 F4.1+ "
       "BW0.0 BW4.1 F5.1+ BW1.0 BW5.1 F6.1+ BW2.0 BW6.1 F7.1+ BW3.0 BW7.1 B4.0 W4.0 B5.0 W5.0 B6.0 W6.0 B7.0 W7.0 A",
@@ -404,7 +391,7 @@ TEST_CASE("DualPipeV runs DeepSeek's op order on chunks placed in a V") {
   };
   for (std::size_t s = 0; s < 4; ++s) {
     INFO("stage " << s);
-    CHECK(show(v.order[s]) == expected[s]);
+    CHECK(test::render_paired(v.order[s]) == expected[s]);
   }
 }
 

@@ -236,6 +236,13 @@ void push_zero_bubble(Ops& ops, int stage, int stages, int first, int count, int
   while (next_weight < count) ops.push_back(compute_op(PipeOpKind::Weight, stage, first + next_weight++, 0));
 }
 
+// The weight-gradient op W of a split backward B.
+PipeOp weight_of(PipeOp input) {
+  input.kind = PipeOpKind::Weight;
+  input.split = false;
+  return input;
+}
+
 // PyTorch's interleaved zero bubble (torch.distributed.pipelining ScheduleInterleavedZeroBubble, "the ZB1P
 // schedule"): chunk c of stage s is virtual stage c S + s; micro-batches pass the chunks in rounds of
 // mpr = m / max(1, m / S) (Megatron's groups of N = mpr); (v - 1) mpr + S - s - 1 warm-up forwards; then a forward
@@ -257,17 +264,10 @@ void push_interleaved_zb(Ops& ops, int stage, int stages, int first, int count, 
     ops.push_back(input);
     pending.push_back(input);
     if (k < stage && warm + k < total) continue;  // the first s pairs of the steady state defer their W
-    PipeOp weight = pending.front();
+    ops.push_back(weight_of(pending.front()));
     pending.erase(pending.begin());
-    weight.kind = PipeOpKind::Weight;
-    weight.split = false;
-    ops.push_back(weight);
   }
-  for (PipeOp weight : pending) {
-    weight.kind = PipeOpKind::Weight;
-    weight.split = false;
-    ops.push_back(weight);
-  }
+  for (const PipeOp& input : pending) ops.push_back(weight_of(input));
 }
 
 // ZB-V on stage `stage` (see make_schedule): counters per chunk of the forwards, input gradients and weight gradients
@@ -317,11 +317,8 @@ class DualPipeOrder {
     if (split) pending_.push_back(op);
   }
   void w() {
-    PipeOp op = pending_.front();
+    ops_.push_back(weight_of(pending_.front()));
     pending_.erase(pending_.begin());
-    op.kind = PipeOpKind::Weight;
-    op.split = false;
-    ops_.push_back(op);
   }
 
  private:
