@@ -90,7 +90,10 @@ void measure_schedule_bubble(const PipelineSchedule& schedule, const PipelineTim
   PipelineTimes balanced;  // per whole stage: an interleaved chunk takes 1/v of it
   balanced.forward_s = mean(forward, forwards);
   balanced.weight_s = mean(weight, weights);
-  balanced.backward_s = mean(backward, backwards) + balanced.weight_s;
+  // A whole backward is B and its W: where every backward is split, their means; where some are not (DualPipe's BW
+  // ops), the mean whole backward, every W counted with its B.
+  balanced.backward_s =
+      weights == backwards ? mean(backward, backwards) + balanced.weight_s : mean(backward + weight, backwards);
   const TimelineIdle idle = timeline_idle(evaluate_pipeline(schedule, balanced));
   for (std::size_t s = 0; s < idle.idle_s.size(); ++s) {
     m.schedule_bubble_s.push_back(idle.idle_s[s]);
