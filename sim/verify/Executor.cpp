@@ -448,6 +448,7 @@ class SyncRun {
         xq = z;
       }
     }
+    const int next = v + 1 < pp_ * chunks_ ? stage_of_vstage(v + 1) : op.stage;
     for (int q = 0; q < n; ++q) {
       Device& d = dev(op.stage, q);
       if (v == pp_ * chunks_ - 1) {
@@ -455,8 +456,8 @@ class SyncRun {
         tm::loss_gradient(x[static_cast<std::size_t>(q)], tm::sample(x_.seed, 0, q, op.microbatch).target, dz);
         d.loss_grad[op.microbatch] = dz;
       } else {
-        dev(stage_of_vstage(v + 1), q).inbox_act[{v + 1, op.microbatch}] = x[static_cast<std::size_t>(q)];
-        if (stage_of_vstage(v + 1) != op.stage) d.sent.p2p += tm::kActElems;  // a V's turn stays on the stage
+        dev(next, q).inbox_act[{v + 1, op.microbatch}] = x[static_cast<std::size_t>(q)];
+        if (next != op.stage) d.sent.p2p += tm::kActElems;  // a V's turn stays on the stage
       }
     }
   }
@@ -545,10 +546,11 @@ class SyncRun {
       else
         accumulate(op.stage, u, grad);
     }
+    const int previous = v > 0 ? stage_of_vstage(v - 1) : op.stage;
     if (v > 0)
       for (int q = 0; q < n; ++q) {
-        dev(stage_of_vstage(v - 1), q).inbox_grad[{v - 1, op.microbatch}] = dz[static_cast<std::size_t>(q)];
-        if (stage_of_vstage(v - 1) != op.stage) dev(op.stage, q).sent.p2p += tm::kActElems;
+        dev(previous, q).inbox_grad[{v - 1, op.microbatch}] = dz[static_cast<std::size_t>(q)];
+        if (previous != op.stage) dev(op.stage, q).sent.p2p += tm::kActElems;
       }
   }
 

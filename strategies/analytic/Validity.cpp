@@ -105,13 +105,11 @@ void check_mesh(const Experiment& e) {
 // even split.
 void check_chunks(const Experiment& e) {
   const auto& s = e.strategy;
-  if (v_shaped(s.schedule) && s.chunks != 2)
-    refuse("strategy.chunks=" + str(s.chunks) + ": strategy.schedule=" + to_string(s.schedule) +
-           " places exactly two chunks on every stage, in a V");
   if (s.chunks != 1 && !interleaves_chunks(s.schedule) && !v_shaped(s.schedule))
     refuse("strategy.chunks=" + str(s.chunks) + " is only meaningful with strategy.schedule=interleaved");
-  if (s.schedule == Schedule::InterleavedZb) {  // what the schedule itself refuses (its rounds)
-    if (s.pp < 2) refuse("strategy.schedule=interleaved-zb needs strategy.pp >= 2");
+  // What the V schedules and interleaved-zb refuse themselves: a V's two chunks, DualPipeV's micro-batches,
+  // interleaved-zb's stages and rounds.
+  if (v_shaped(s.schedule) || s.schedule == Schedule::InterleavedZb) {
     try {
       check_shape(shape_of(s, 1), strategy_shape_fields());
     } catch (const InputError& x) {
@@ -130,13 +128,6 @@ void check_chunks(const Experiment& e) {
     // The schedule itself refuses what it cannot run (a group below pp micro-batches, or more than a step has).
     try {
       check_interleaved_group(shape_of(s, 1), strategy_shape_fields());
-    } catch (const InputError& x) {
-      refuse(x.what());
-    }
-  }
-  if (v_shaped(s.schedule)) {  // what the V's schedule itself refuses (DualPipeV: too few micro-batches)
-    try {
-      check_shape(shape_of(s, 1), strategy_shape_fields());
     } catch (const InputError& x) {
       refuse(x.what());
     }

@@ -615,6 +615,11 @@ Upstream upstream_of(const PipeOp& op, const PipelineSchedule& schedule) {
   return {};
 }
 
+std::vector<PipeOp> stage_order(const PipelineShape& shape, const ShapeFields& fields, int stage) {
+  check_shape(shape, fields);
+  return stage_ops(shape, stage);
+}
+
 PipelineSchedule make_schedule(const PipelineShape& shape, const ShapeFields& fields) {
   check_shape(shape, fields);
   PipelineSchedule schedule;

@@ -100,7 +100,6 @@ struct PipelineSchedule {
   int virtual_stages() const { return shape.stages * shape.chunks; }
   /// Chunks placed in a V (zb-v): chunk 0 of stage s is virtual stage s, chunk 1 is 2S - 1 - s, so the last stage
   /// feeds its own second chunk and the first stage holds the model's end. Otherwise chunk c of stage s is c S + s.
-  bool v_shape() const { return v_shaped(shape.schedule); }
   int virtual_stage(int chunk, int stage) const { return virtual_stage_of(shape.schedule, shape.stages, chunk, stage); }
   int virtual_stage(const PipeOp& op) const { return virtual_stage(op.chunk, op.stage); }
   int stage_of(int virtual_stage) const { return stage_of_virtual(shape.schedule, shape.stages, virtual_stage); }
@@ -179,5 +178,8 @@ void check_interleaved_group(const PipelineShape& shape, const ShapeFields& fiel
 ///     stage 1: F0 F1 B0 F2 B1 W0 F3 B2 W1 B3 W2 W3 A
 ///     stage 2: F0 B0 F1 B1 F2 B2 W0 F3 B3 W1 W2 W3 A
 PipelineSchedule make_schedule(const PipelineShape& shape, const ShapeFields& fields);
+/// One stage's order of make_schedule (weight versions left at 0), after the same checks: for walking one stage
+/// without building the others.
+std::vector<PipeOp> stage_order(const PipelineShape& shape, const ShapeFields& fields, int stage);
 
 }  // namespace placesim

@@ -20,9 +20,8 @@ std::vector<double> chunk_layer_loads(const StageLayout& st) {
 }  // namespace
 
 double walked_peak(const Experiment& e, const StageLayout& st, const std::vector<double>& chunk_load) {
-  const PipelineSchedule schedule = make_schedule(shape_of(e.strategy, 1), strategy_shape_fields());
   double level = 0, peak = 0;
-  for (const PipeOp& op : schedule.order[static_cast<std::size_t>(st.stage)]) {
+  for (const PipeOp& op : stage_order(shape_of(e.strategy, 1), strategy_shape_fields(), static_cast<int>(st.stage))) {
     if (op.chunk < 0) continue;
     const double load = chunk_load[static_cast<std::size_t>(op.chunk)];
     if (op.kind == PipeOpKind::Forward)

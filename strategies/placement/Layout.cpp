@@ -55,10 +55,6 @@ std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, std::int64_t s
 
 namespace {
 
-std::int64_t virtual_chunks(const Experiment& e) {
-  return chunks_per_stage(e.strategy);
-}
-
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
@@ -83,7 +79,7 @@ std::vector<StageLayout> opaque_layouts(const Experiment& e) {
     st.first_layer = i * st.n_layers;
     st.layer_elems = ceil_div(ceil_div(params, layers), s.tp);
     st.bucket_elems = bucket;
-    const std::int64_t v = virtual_chunks(e), per_chunk = std::max<std::int64_t>(1, st.n_layers / v);
+    const std::int64_t v = chunks_per_stage(e.strategy), per_chunk = std::max<std::int64_t>(1, st.n_layers / v);
     for (std::int64_t k = 0; k < v; ++k) {
       st.chunk_layers.push_back(per_chunk);
       st.chunk_first.push_back(virtual_stage_of(s.schedule, s.pp, static_cast<int>(k), i) * per_chunk);
@@ -98,7 +94,7 @@ std::vector<std::int64_t> virtual_stage_layers(const Experiment& e) {
   if (e.model.opaque()) return {};
   if (!e.strategy.layers_per_stage.empty()) return e.strategy.layers_per_stage;
   if (v_shaped(e.strategy.schedule)) return v_stage_layer_counts(e.model.layers, e.strategy.pp);
-  return stage_layer_counts(e.model.layers, e.strategy.pp * virtual_chunks(e));
+  return stage_layer_counts(e.model.layers, e.strategy.pp * chunks_per_stage(e.strategy));
 }
 
 std::vector<std::int64_t> v_stage_layer_counts(std::int64_t layers, std::int64_t stages) {
@@ -118,7 +114,7 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
   const auto& s = e.strategy;
   LayerParams lp = layer_params(m);
   const std::vector<std::int64_t> counts = virtual_stage_layers(e);
-  const std::int64_t v = virtual_chunks(e);
+  const std::int64_t v = chunks_per_stage(e.strategy);
   std::int64_t layer = lp.tp_sharded / s.tp + lp.tp_replicated;
   std::int64_t word = ceil_div(word_embedding_params(m), s.tp);
   std::vector<StageLayout> out(static_cast<std::size_t>(s.pp));
@@ -392,7 +388,7 @@ double moe_layer_activation_bytes(const Experiment& e, std::int64_t routed) {
 }
 
 double offloaded_activation_layers(const Experiment& e, const StageLayout& st) {
-  if (e.model.opaque()) return std::max(0.0, static_cast<double>(st.n_layers - virtual_chunks(e)));
+  if (e.model.opaque()) return std::max(0.0, static_cast<double>(st.n_layers - chunks_per_stage(e.strategy)));
   double out = 0;  // every chunk keeps its last layer (a chunk without layers keeps none)
   for (std::int64_t n : st.chunk_layers) out += static_cast<double>(std::max<std::int64_t>(0, n - 1));
   return out;
