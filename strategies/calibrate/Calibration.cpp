@@ -447,14 +447,7 @@ void fit_group(const std::string& group, const std::vector<Param>& all_params, c
 
 // "fixed": [{"fields": [...], "why"}]: compute-profile parameters held at the accelerator profile's values.
 void read_fixed(const Json& value, const std::string& field, Calibration& c) {
-  static const std::vector<std::string> known = {"gemm_peak_efficiency",
-                                                 "gemm_latency_s",
-                                                 "gemm_k_overhead",
-                                                 "gemm_roofline_p",
-                                                 "memory_efficiency",
-                                                 "kernel_latency_s",
-                                                 "flash_attention_efficiency",
-                                                 "overlap_penalty"};
+  static const std::vector<std::string> known = fitted_profile_fields();
   if (!value.is_array()) throw InputError(field + " must be a list of {fields, why}");
   for (std::size_t i = 0; i < value.size(); ++i) {
     ObjectReader r(value[i], field + "[" + std::to_string(i) + "]");

@@ -226,5 +226,7 @@ std::vector<std::string> parse_sources(ObjectReader& r, std::vector<std::string>
 ProfileFile parse_profile_file(const Json& j, const std::string& origin);
 /// The profile as the "compute" object of a profile file.
 Json compute_profile_to_json(const ComputeProfile& p);
+/// The scalar fields of a compute profile that `placesim calibrate` fits or holds fixed, in file order.
+std::vector<std::string> fitted_profile_fields();
 
 }  // namespace placesim

@@ -173,26 +173,74 @@ std::vector<std::string> parse_sources(ObjectReader& r, std::vector<std::string>
   return r.get_strings("sources", {});
 }
 
+namespace {
+
+// How a profile file may give one scalar field.
+enum class Range {
+  Fraction,     // in (0, 1]
+  NonNegative,  // >= 0
+  AtLeastOne,   // >= 1
+  WholeCount,   // optional (profiles written before it existed lack it): a whole number, 0 = off
+};
+
+// One scalar field of a compute profile: its key in a profile file (and in calibrate's "fixed"), its member, its
+// range, and whether calibrate fits it (the rest are hardware facts or conventions).
+struct ScalarField {
+  const char* key;
+  double ComputeProfile::*member;
+  Range range;
+  bool fitted;
+};
+
+constexpr ScalarField kScalarFields[] = {
+    {"gemm_peak_efficiency", &ComputeProfile::gemm_peak_efficiency, Range::Fraction, true},
+    {"gemm_latency_s", &ComputeProfile::gemm_latency_s, Range::NonNegative, true},
+    {"gemm_k_overhead", &ComputeProfile::gemm_k_overhead, Range::NonNegative, true},
+    {"gemm_tile", &ComputeProfile::gemm_tile, Range::AtLeastOne, false},
+    {"gemm_sms", &ComputeProfile::gemm_sms, Range::WholeCount, false},
+    {"gemm_roofline_p", &ComputeProfile::gemm_roofline_p, Range::AtLeastOne, true},
+    {"memory_efficiency", &ComputeProfile::memory_efficiency, Range::Fraction, true},
+    {"kernel_latency_s", &ComputeProfile::kernel_latency_s, Range::NonNegative, true},
+    {"flash_attention_efficiency", &ComputeProfile::flash_attention_efficiency, Range::Fraction, true},
+    {"overlap_penalty", &ComputeProfile::overlap_penalty, Range::NonNegative, true},
+};
+
+void read_scalar(ObjectReader& r, const ScalarField& f, ComputeProfile& p) {
+  double& v = p.*f.member;
+  switch (f.range) {
+    case Range::Fraction:
+      v = r.require_fraction(f.key);
+      return;
+    case Range::NonNegative:
+      v = r.require_non_negative(f.key);
+      return;
+    case Range::AtLeastOne:
+      v = r.require_non_negative(f.key);
+      r.check(v >= 1, f.key, "must be >= 1");
+      return;
+    case Range::WholeCount:
+      v = r.get_non_negative(f.key, v);
+      r.check(v == std::floor(v), f.key, "must be a whole number of SMs");
+      return;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> fitted_profile_fields() {
+  std::vector<std::string> out;
+  for (const ScalarField& f : kScalarFields)
+    if (f.fitted) out.emplace_back(f.key);
+  return out;
+}
+
 // Every field of a profile is required: a profile that silently fell back to a default would no longer say what was
 // measured.
 ComputeProfile parse_compute_profile(const Json& value, const std::string& field) {
   ObjectReader r(value, field);
   ComputeProfile p;
-  p.gemm_peak_efficiency = r.require_fraction("gemm_peak_efficiency");
-  p.gemm_latency_s = r.require_non_negative("gemm_latency_s");
-  p.gemm_k_overhead = r.require_non_negative("gemm_k_overhead");
-  p.gemm_tile = r.require_non_negative("gemm_tile");
-  r.check(p.gemm_tile >= 1, "gemm_tile", "must be >= 1");
-  // Optional (profiles written before it existed have no wave quantization): a whole number of SMs, 0 = off.
-  p.gemm_sms = r.get_non_negative("gemm_sms", p.gemm_sms);
-  r.check(p.gemm_sms == std::floor(p.gemm_sms), "gemm_sms", "must be a whole number of SMs");
-  p.gemm_roofline_p = r.require_non_negative("gemm_roofline_p");
-  r.check(p.gemm_roofline_p >= 1, "gemm_roofline_p", "must be >= 1");
-  p.memory_efficiency = r.require_fraction("memory_efficiency");
-  p.kernel_latency_s = r.require_non_negative("kernel_latency_s");
-  p.flash_attention_efficiency = r.require_fraction("flash_attention_efficiency");
+  for (const ScalarField& f : kScalarFields) read_scalar(r, f, p);
   if (const Json* a = r.child("attention")) p.attention = parse_attention_data(*a, r.field("attention"));
-  p.overlap_penalty = r.require_non_negative("overlap_penalty");
   // Optional: profiles without interference measurements model none.
   if (const Json* i = r.child("interference")) parse_interference(*i, r.field("interference"), p);
   // Optional: measured power limits (calibrate's power_limited_gemm group), ascending.
@@ -285,17 +333,8 @@ ProfileFile parse_profile_file(const Json& j, const std::string& path) {
 }
 
 Json compute_profile_to_json(const ComputeProfile& p) {
-  Json j{{"gemm_peak_efficiency", p.gemm_peak_efficiency},
-         {"gemm_latency_s", p.gemm_latency_s},
-         {"gemm_k_overhead", p.gemm_k_overhead},
-         {"gemm_tile", p.gemm_tile},
-         {"gemm_sms", p.gemm_sms},
-         {"gemm_roofline_p", p.gemm_roofline_p},
-         {"memory_efficiency", p.memory_efficiency},
-         {"kernel_latency_s", p.kernel_latency_s},
-         {"flash_attention_efficiency", p.flash_attention_efficiency},
-         {"overlap_penalty", p.overlap_penalty},
-         {"interference", interference_to_json(p)}};
+  Json j{{"interference", interference_to_json(p)}};
+  for (const ScalarField& f : kScalarFields) j[f.key] = p.*f.member;
   if (!p.attention.kernel.empty()) j["attention"] = attention_data_to_json(p.attention);
   if (!p.power_scales.empty()) {
     Json scales = Json::array();
