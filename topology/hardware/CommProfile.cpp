@@ -71,6 +71,60 @@ std::vector<std::pair<std::string, std::string>> fabric_preset_list() {
   return out;
 }
 
+namespace {
+
+// How a fabric file gives one of its figures.
+enum class FabricUnit {
+  Bandwidth,  // positive, with a unit ("100 GB/s")
+  Fraction,   // in (0, 1]
+  Share,      // in [0, 1], 0 = none
+  Time,       // non-negative, with a unit ("2us")
+  Plain,      // non-negative
+};
+
+// One figure of a fabric: its key in a fabric object, its member, its unit, and whether a fabric without a preset
+// must give it.
+struct FabricField {
+  const char* key;
+  double FabricProfile::*member;
+  FabricUnit unit;
+  bool required;
+};
+
+constexpr FabricField kFabricFields[] = {
+    {"link_bw", &FabricProfile::link_bw_Bps, FabricUnit::Bandwidth, true},
+    {"bus_efficiency", &FabricProfile::bus_efficiency, FabricUnit::Fraction, true},
+    {"step_latency", &FabricProfile::step_latency_s, FabricUnit::Time, true},
+    {"ll_bus_efficiency", &FabricProfile::ll_bus_efficiency, FabricUnit::Share, false},
+    {"ll_step_latency", &FabricProfile::ll_step_latency_s, FabricUnit::Time, false},
+    {"nvls_bus_efficiency", &FabricProfile::nvls_bus_efficiency, FabricUnit::Plain, false},
+    {"nvls_latency", &FabricProfile::nvls_latency_s, FabricUnit::Time, false},
+};
+
+void read_figure(ObjectReader& r, const FabricField& f, FabricProfile& out) {
+  double& v = out.*f.member;
+  switch (f.unit) {
+    case FabricUnit::Bandwidth:
+      v = r.get_positive(f.key, v, parse_bandwidth);
+      return;
+    case FabricUnit::Fraction:
+      v = r.get_fraction(f.key, v);
+      return;
+    case FabricUnit::Share:
+      v = r.get_non_negative(f.key, v);
+      r.check(v <= 1, f.key, "must be in [0, 1] (0 = none)");
+      return;
+    case FabricUnit::Time:
+      v = r.get_non_negative(f.key, v, parse_time);
+      return;
+    case FabricUnit::Plain:
+      v = r.get_non_negative(f.key, v);
+      return;
+  }
+}
+
+}  // namespace
+
 FabricProfile parse_fabric_profile(const Json& value, const std::string& field) {
   if (value.is_string()) return fabric_preset(value.get<std::string>(), field);
   ObjectReader r(value, field);
@@ -79,16 +133,10 @@ FabricProfile parse_fabric_profile(const Json& value, const std::string& field) 
   if (base)
     f = fabric_preset(r.get_string("preset", ""), r.field("preset"));
   else
-    for (const char* key : {"link_bw", "bus_efficiency", "step_latency"}) r.require(key);
+    for (const FabricField& figure : kFabricFields)
+      if (figure.required) r.require(figure.key);
   f.name = r.get_string("name", f.name);
-  f.link_bw_Bps = r.get_positive("link_bw", f.link_bw_Bps, parse_bandwidth);
-  f.bus_efficiency = r.get_fraction("bus_efficiency", f.bus_efficiency);
-  f.step_latency_s = r.get_non_negative("step_latency", f.step_latency_s, parse_time);
-  f.ll_bus_efficiency = r.get_non_negative("ll_bus_efficiency", f.ll_bus_efficiency);
-  r.check(f.ll_bus_efficiency <= 1, "ll_bus_efficiency", "must be in [0, 1] (0 = none)");
-  f.ll_step_latency_s = r.get_non_negative("ll_step_latency", f.ll_step_latency_s, parse_time);
-  f.nvls_bus_efficiency = r.get_non_negative("nvls_bus_efficiency", f.nvls_bus_efficiency);
-  f.nvls_latency_s = r.get_non_negative("nvls_latency", f.nvls_latency_s, parse_time);
+  for (const FabricField& figure : kFabricFields) read_figure(r, figure, f);
   f.sources = r.get_strings("sources", f.sources);
   r.finish();
   return f;
@@ -104,14 +152,8 @@ CommProfile parse_comm_profile(const Json& value, const std::string& field) {
 }
 
 Json fabric_profile_to_json(const FabricProfile& f) {
-  Json j{{"name", f.name},
-         {"link_bw", f.link_bw_Bps},
-         {"bus_efficiency", f.bus_efficiency},
-         {"step_latency", f.step_latency_s},
-         {"ll_bus_efficiency", f.ll_bus_efficiency},
-         {"ll_step_latency", f.ll_step_latency_s},
-         {"nvls_bus_efficiency", f.nvls_bus_efficiency},
-         {"nvls_latency", f.nvls_latency_s}};
+  Json j{{"name", f.name}};
+  for (const FabricField& figure : kFabricFields) j[figure.key] = f.*figure.member;
   j["sources"] = f.sources;
   return j;
 }
