@@ -72,6 +72,30 @@ TEST_CASE("ZB-H1 and ZB-H2 on a model fill the 1F1B bubble with weight-gradient 
   CHECK(h2["memory"]["activations_bytes"].get<double>() > 1.5 * h1["memory"]["activations_bytes"].get<double>());
 }
 
+// A trace names each task for what ran: a split backward's B "bwd", its W "wgrad" (category weight-grad), never the
+// optimizer's "optimizer step".
+TEST_CASE("A trace names the weight-gradient tasks of a split backward wgrad") {
+  const std::string path = write(experiment("zb-h1"));
+  std::string out;
+  REQUIRE(run_placesim("simulate " + path + ".json --trace " + path + ".trace.json --trace-devices 0", &out) == 0);
+  std::ifstream in(path + ".trace.json");
+  const Json trace = Json::parse(in);
+  int weights = 0, optimizers = 0;
+  for (const Json& event : trace["traceEvents"]) {
+    if (event.value("ph", "") != "X") continue;
+    const std::string name = event["name"].get<std::string>(), cat = event["cat"].get<std::string>();
+    if (cat == "weight-grad") {
+      ++weights;
+      CHECK(name.rfind("wgrad L", 0) == 0);
+    }
+    if (name.rfind("optimizer step", 0) == 0) ++optimizers;
+  }
+  // Stage 0 holds two layers, each its own group (the task budget allows one layer per task): a W per layer and
+  // micro-batch, 2 x 16; one optimizer step.
+  CHECK(weights == 32);
+  CHECK(optimizers == 1);
+}
+
 TEST_CASE("A zero-bubble schedule with blocking exchanges is refused naming strategy.p2p") {
   const std::string path = write(experiment("zb-h1", "megatron"));
   std::string out;

@@ -31,10 +31,13 @@ struct Describer {
   TaskRecord& r;
 
   void operator()(const Compute& c) const {
-    static const char* verbs[] = {"fwd", "bwd", "recompute", "optimizer step"};
-    int k = c.kind == TaskKind::Forward ? 0 : c.kind == TaskKind::Backward ? 1 : c.kind == TaskKind::Recompute ? 2 : 3;
+    const char* verb = c.kind == TaskKind::Forward      ? "fwd"
+                       : c.kind == TaskKind::Backward   ? "bwd"
+                       : c.kind == TaskKind::Recompute  ? "recompute"
+                       : c.kind == TaskKind::WeightGrad ? "wgrad"
+                                                        : "optimizer step";
     r.kind = c.kind;
-    r.name = verbs[k] + part(c) + microbatch(c.microbatch);
+    r.name = verb + part(c) + microbatch(c.microbatch);
     r.backward = c.kind == TaskKind::Backward || c.kind == TaskKind::Recompute;
     r.layer = c.layer;
     r.layers = c.layers;
