@@ -664,7 +664,9 @@ PassTimes moe_dense_times(const Experiment& e, const AcceleratorSpec& acc) {
   settle(t.forward_classes, t.forward_s);
   {
     Tally tally(t.backward_classes);
-    t.backward_s += linear_dgrad_s(gate, router, acc) + linear_wgrad_s(gate, router, acc);
+    const double dgrad = linear_dgrad_s(gate, router, acc), wgrad = linear_wgrad_s(gate, router, acc);
+    t.backward_s += dgrad + wgrad;
+    t.weight_s += wgrad;
   }
   settle(t.backward_classes, t.backward_s);
   if (e.training.recompute == Recompute::Full) {
@@ -698,11 +700,15 @@ PassTimes expert_times(const Experiment& e, const AcceleratorSpec& acc, double p
                 fp8_cast_s(pairs * (L.h + fe), L, acc) + L.weight_cast_share * fp8_cast_s(weights, L, acc);
   settle(t.forward_classes, t.forward_s);
   Tally backward(t.backward_classes);
-  t.backward_s =
-      linear_gemm_s(fc1_dgrad, L, acc) + linear_gemm_s(fc2_dgrad, L, acc) +
-      linear_gemm_s(fc1_wgrad, L, acc, fused * L.h * up) + linear_gemm_s(fc2_wgrad, L, acc, fused * fe * L.h) +
-      elementwise_time_s((m.gated_mlp ? 5 : 3) * L.el * pairs * fe, acc) + 2 * elementwise_time_s(permute, acc) +
-      elementwise_time_s(3 * L.el * pairs * L.h, acc) + fp8_cast_s(pairs * (up + L.h), L, acc);
+  const double fc1_dgrad_s = linear_gemm_s(fc1_dgrad, L, acc), fc2_dgrad_s = linear_gemm_s(fc2_dgrad, L, acc);
+  const double fc1_wgrad_s = linear_gemm_s(fc1_wgrad, L, acc, fused * L.h * up);
+  const double fc2_wgrad_s = linear_gemm_s(fc2_wgrad, L, acc, fused * fe * L.h);
+  // The W pass of a split backward: the two weight-gradient grouped GEMMs.
+  t.weight_s = fc1_wgrad_s + fc2_wgrad_s;
+  t.backward_s = fc1_dgrad_s + fc2_dgrad_s + fc1_wgrad_s + fc2_wgrad_s +
+                 elementwise_time_s((m.gated_mlp ? 5 : 3) * L.el * pairs * fe, acc) +
+                 2 * elementwise_time_s(permute, acc) + elementwise_time_s(3 * L.el * pairs * L.h, acc) +
+                 fp8_cast_s(pairs * (up + L.h), L, acc);
   settle(t.backward_classes, t.backward_s);
   if (e.training.recompute == Recompute::Full) {
     t.recompute_s = t.forward_s;

@@ -80,6 +80,7 @@ void add_moe_dense_part(const Experiment& e, const AcceleratorSpec& acc, const L
   k.moe_attention_forward_s = moe.attention_forward_s;
   k.moe_attention_backward_s = moe.attention_backward_s;
   k.moe_backward_s = moe.backward_s + o.tp.backward_hidden_s;
+  k.moe_weight_s = moe.weight_s;
   k.moe_recompute_s = moe.recompute_s;
   // Without shared experts an MoE layer's MLP is not tensor-parallel: its attention's collectives only (as the
   // expansion counts them).
@@ -108,6 +109,7 @@ void add_experts(const Experiment& e, const AcceleratorSpec& acc, StageCosts& k)
     const PassTimes x = expert_times(e, acc, pairs);
     k.expert_forward_s.push_back(x.forward_s);
     k.expert_backward_s.push_back(x.backward_s);
+    k.expert_weight_s.push_back(x.weight_s);
     k.expert_recompute_s.push_back(x.recompute_s);
     k.expert_forward_flops.push_back(pairs * expert_forward_flops_per_token(e.model));
   }

@@ -24,9 +24,11 @@ struct StageCosts {
   double moe_forward_s = 0, moe_backward_s = 0, moe_recompute_s = 0;
   double moe_attention_forward_s = 0, moe_attention_backward_s = 0;
   double moe_forward_flops = 0, moe_backward_flops = 0, moe_recompute_flops = 0;
+  double moe_weight_s = 0;  ///< the dense part's weight-gradient kernels (its W pass)
   /// Per ep rank j: its routed experts' forward, backward (and full recompute) of one MoE layer and micro-batch,
-  /// on the token-expert pairs routed to it (ExpertRouting::computed(j)).
-  std::vector<double> expert_forward_s, expert_backward_s, expert_recompute_s, expert_forward_flops;
+  /// on the token-expert pairs routed to it (ExpertRouting::computed(j)), and the weight-gradient GEMMs of the
+  /// backward (their W pass).
+  std::vector<double> expert_forward_s, expert_backward_s, expert_recompute_s, expert_forward_flops, expert_weight_s;
   double optimizer_s_per_elem = 0;       ///< device optimizer step, per parameter element
   double host_optimizer_s_per_elem = 0;  ///< host CPU optimizer step, per parameter element
 };

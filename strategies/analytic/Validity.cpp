@@ -168,10 +168,6 @@ void check_schedule(const Experiment& e) {
     refuse("strategy.schedule=" + to_string(s.schedule) + " with strategy.p2p=" + to_string(s.p2p) +
            ": the zero-bubble schedules exchange without blocking (sail-sg/zero-bubble-pipeline-parallelism); set "
            "strategy.p2p=async");
-  if (splits_backward(s.schedule) && e.model.moe())
-    refuse("strategy.schedule=" + to_string(s.schedule) +
-           " with a mixture-of-experts model: the experts' backward is not split into input- and weight-gradient "
-           "tasks yet; use gpipe, 1f1b or interleaved");
   if (s.p2p == PipelineP2P::DeepSpeed && s.pp > 1 && s.schedule != Schedule::OneFOneB)
     refuse(
         "strategy.p2p=deepspeed is DeepSpeed's pipeline engine, whose only training schedule is 1F1B "

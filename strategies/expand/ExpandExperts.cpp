@@ -36,47 +36,86 @@ TaskId Expander::ep_alltoall(int s, const StageOp& op, const LayerGroup& lg, int
 // Megatron-Core's alltoall token dispatcher (megatron/core/transformer/moe/token_dispatcher.py): the dispatch sends
 // each token to the ranks of its top_k experts, the experts run, the combine returns the outputs; the backward sends
 // the combine's gradient the way of the dispatch and the dispatch's gradient the way of the combine. The step waits
-// for the slowest rank of the group at the second all-to-all.
-void Expander::expert_block(int s, const StageOp& op, int g, TaskKind kind) {
+// for the slowest rank of the group at the second all-to-all. Per ep group of the stage: the first all-to-all, the
+// experts, the second (ExpertPhase::All), or only one of them for every ep group (a DualPipe pair interleaves them
+// with the other op's).
+void Expander::expert_block(int s, const StageOp& op, int g, TaskKind kind, ExpertPhase phase) {
+  const int lanes = dl_ * tp_;
+  if (expert_in_.empty()) {
+    expert_in_.assign(static_cast<std::size_t>(lanes / ep_), kNoTask);
+    expert_computes_.assign(static_cast<std::size_t>(lanes / ep_), {});
+  }
   const auto& chunk_groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
-  const LayerGroup& lg = chunk_groups[static_cast<std::size_t>(g)];
-  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
-  const bool backward = kind == TaskKind::Backward;
   const bool first_group = op.forward ? g == 0 : g == static_cast<int>(chunk_groups.size()) - 1;
   const bool first_of_op = first_group && frontier_.front().empty();
-  const int vstage = virtual_stage(op.chunk, s);
-  const int lanes = dl_ * tp_;
   for (int first = 0; first < lanes; first += ep_) {
-    const TaskId in = ep_alltoall(s, op, lg, first, false, !op.forward);
-    for (int j = 0; j < ep_; ++j) {
-      const auto lane = static_cast<std::size_t>(first + j);
-      for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, in);
-      if (first_of_op) link_op_inputs((first + j) / tp_, (first + j) % tp_, vstage, op.microbatch, op.forward, in);
-    }
-    std::vector<TaskId> computes;
-    for (int j = 0; j < ep_; ++j) {
-      const int lane = first + j;
-      const int x = rank(lane / tp_, lane % tp_, s);
-      const auto r = static_cast<std::size_t>(j);
-      const double seconds = backward                      ? k.expert_backward_s[r]
-                             : kind == TaskKind::Recompute ? k.expert_recompute_s[r]
-                                                           : k.expert_forward_s[r];
-      const double flops = k.expert_forward_flops[r] * (backward ? 2 : 1);
-      Compute c{
-          kind, x, seconds, flops, lg.first_layer, 1, op.microbatch, op.chunk, op.weight_version, ModelPart::Experts};
-      const TaskId id = add_single(c, s, x, Stream::Compute);
-      g_.depend(in, id);
-      computes.push_back(id);
-      if (backward) expert_last_[static_cast<std::size_t>(s)][static_cast<std::size_t>(lane)] = id;
-    }
-    const TaskId out = ep_alltoall(s, op, lg, first, true, !op.forward);
-    for (TaskId id : computes) g_.depend(id, out);
-    for (int j = 0; j < ep_; ++j) {
-      const auto lane = static_cast<std::size_t>(first + j);
-      before_compute_[lane] = frontier_[lane];
-      frontier_[lane] = {out};
+    const auto e = static_cast<std::size_t>(first / ep_);
+    if (phase == ExpertPhase::All || phase == ExpertPhase::In)
+      expert_in_[e] = expert_dispatch(s, op, g, first, first_of_op);
+    if (phase == ExpertPhase::All || phase == ExpertPhase::Compute)
+      expert_computes_[e] = expert_compute(s, op, g, kind, first, expert_in_[e]);
+    if (phase == ExpertPhase::All || phase == ExpertPhase::Out) {
+      const TaskId out = ep_alltoall(s, op, group_of(s, op, g), first, true, !op.forward);
+      for (TaskId id : expert_computes_[e]) g_.depend(id, out);
+      for (int j = 0; j < ep_; ++j) {
+        const auto lane = static_cast<std::size_t>(first + j);
+        before_compute_[lane] = frontier_[lane];
+        frontier_[lane] = {out};
+      }
     }
   }
+}
+
+TaskId Expander::expert_dispatch(int s, const StageOp& op, int g, int first, bool first_of_op) {
+  const int vstage = virtual_stage(op.chunk, s);
+  const TaskId in = ep_alltoall(s, op, group_of(s, op, g), first, false, !op.forward);
+  for (int j = 0; j < ep_; ++j) {
+    const auto lane = static_cast<std::size_t>(first + j);
+    for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, in);
+    if (first_of_op) link_op_inputs((first + j) / tp_, (first + j) % tp_, vstage, op.microbatch, op.forward, in);
+  }
+  return in;
+}
+
+std::vector<TaskId> Expander::expert_compute(int s, const StageOp& op, int g, TaskKind kind, int first, TaskId in) {
+  const LayerGroup& lg = group_of(s, op, g);
+  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
+  const bool backward = kind == TaskKind::Backward;
+  std::vector<TaskId> computes;
+  for (int j = 0; j < ep_; ++j) {
+    const int lane = first + j;
+    const int x = rank(lane / tp_, lane % tp_, s);
+    const auto r = static_cast<std::size_t>(j);
+    // A split backward's B leaves the weight-gradient GEMMs (and their FLOPs) to its W (expert_weights).
+    const double seconds = backward && op.split          ? k.expert_backward_s[r] - k.expert_weight_s[r]
+                           : backward                    ? k.expert_backward_s[r]
+                           : kind == TaskKind::Recompute ? k.expert_recompute_s[r]
+                                                         : k.expert_forward_s[r];
+    const double flops = k.expert_forward_flops[r] * (backward && !op.split ? 2 : 1);
+    Compute c{
+        kind, x, seconds, flops, lg.first_layer, 1, op.microbatch, op.chunk, op.weight_version, ModelPart::Experts};
+    const TaskId id = add_single(c, s, x, Stream::Compute);
+    g_.depend(in, id);
+    computes.push_back(id);
+    if (backward && !op.split) expert_last_[static_cast<std::size_t>(s)][static_cast<std::size_t>(lane)] = id;
+  }
+  return computes;
+}
+
+// The W op of a split backward on an MoE layer: each rank's experts' weight-gradient GEMMs, on its own tokens (no
+// all-to-all: the B op brought the output gradients), after the op's frontier.
+void Expander::expert_weights(int s, const StageOp& op, int g) {
+  const LayerGroup& lg = group_of(s, op, g);
+  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
+  for_each_lane(s, [&](std::size_t lane, int x) {
+    const std::size_t r = lane % static_cast<std::size_t>(ep_);
+    Compute c{TaskKind::WeightGrad, x,        k.expert_weight_s[r], k.expert_forward_flops[r], lg.first_layer, 1,
+              op.microbatch,        op.chunk, op.weight_version,    ModelPart::Experts};
+    const TaskId id = add_single(c, s, x, Stream::Compute);
+    for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, id);
+    frontier_[lane] = {id};
+    expert_last_[static_cast<std::size_t>(s)][lane] = id;
+  });
 }
 
 int Expander::edp_group(int s, int j) {

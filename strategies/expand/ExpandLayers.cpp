@@ -13,29 +13,37 @@ namespace placesim::detail {
 // vocabulary-parallel embedding all-reduces its output (under sp the backward all-gathers its gradient); the output
 // layer all-gathers its input under sp, and its backward reduces the input gradient (all-reduce, or re-gather plus
 // reduce-scatter under sp) beside its weight-gradient GEMM (megatron/model/language_model.py, 2022).
-void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward, double stash_delta) {
-  gather_params(s, op, g);
+void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward, double stash_delta, int phase) {
+  const int last = group_phases(s, op, g) - 1;
+  const auto at = [&](int p) { return phase == kWholeGroup || phase == p; };
+  if (at(0)) gather_params(s, op, g);
   const LayerGroup& lg = group_of(s, op, g);
   const bool offload = offloads_activations(s, op.chunk, g);
   if (op.weight) {
     weight_group(s, op, g);
     sync_gradients(s, op, g, last_backward);
   } else if (op.forward) {
-    forward_group(s, op, g, stash_delta);
-    if (offload) store_activations(s, op, g);
+    forward_group(s, op, g, stash_delta, phase);
+    if (offload && at(last)) store_activations(s, op, g);
   } else {
-    if (offload) fetch_activations(s, op, g);
-    backward_group(s, op, g, stash_delta);
-    if (offload)
+    if (offload && at(0)) fetch_activations(s, op, g);
+    backward_group(s, op, g, stash_delta, phase);
+    if (offload && at(last))
       for (std::size_t lane = 0; lane < compute_of_group_.size(); ++lane)
         activation_window_[lane].push_back(compute_of_group_[lane]);  // the backward frees them
-    if (!defer_sync_ && !op.split) sync_gradients(s, op, g, last_backward);
+    if (!defer_sync_ && !op.split && at(last)) sync_gradients(s, op, g, last_backward);
   }
-  if (last_backward && !op.weight && (lg.has_embedding || lg.has_head))
+  if (at(last) && last_backward && !op.weight && (lg.has_embedding || lg.has_head))
     for (int d = 0; d < dl_; ++d)
       for (int t = 0; t < tp_; ++t)
         first_backward_[static_cast<std::size_t>(rank(d, t, s))] =
             compute_of_group_[static_cast<std::size_t>(d * tp_ + t)];
+}
+
+// An MoE layer's forward or backward: the dense part and its collectives, then the experts' three phases (forward),
+// or the experts' phases, then the dense part (backward); a phase of the experts ends a part.
+int Expander::group_phases(int s, const StageOp& op, int g) const {
+  return !op.weight && moe_group(group_of(s, op, g)) ? 4 : 1;
 }
 
 bool Expander::offloads_activations(int s, int chunk, int g) const {
@@ -72,37 +80,48 @@ void Expander::fetch_activations(int s, const StageOp& op, int g) {
   });
 }
 
-void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta) {
+// Phases of an MoE layer (group_phases): 0 the dense part, 1-3 the experts' dispatch, compute and combine, the head
+// with the last.
+void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta, int phase) {
   const LayerGroup& lg = group_of(s, op, g);
-  const bool sp = e_.strategy.sp;
-  if (lg.has_embedding) {
-    compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
-    vocab_collective(s, op, g, CollectiveOp::AllReduce, false);
+  const bool sp = e_.strategy.sp, moe = moe_group(lg);
+  const auto at = [&](int p) { return phase == kWholeGroup || phase == p; };
+  if (at(0)) {
+    if (lg.has_embedding) {
+      compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
+      vocab_collective(s, op, g, CollectiveOp::AllReduce, false);
+    }
+    compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Layers, !lg.has_head, stash_delta);
+    tp_collective(s, op, g, sp ? 4 : 2, sp ? 2 : 0, false);
   }
-  compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Layers, !lg.has_head, stash_delta);
-  tp_collective(s, op, g, sp ? 4 : 2, sp ? 2 : 0, false);
-  if (moe_group(lg)) expert_block(s, op, g, TaskKind::Forward);
-  if (lg.has_head) {
+  if (moe) expert_phase(s, op, g, TaskKind::Forward, phase, 1);
+  if (lg.has_head && at(moe ? 3 : 0)) {
     if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
     compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Head, true, stash_delta);
   }
 }
 
-void Expander::backward_group(int s, const StageOp& op, int g, double stash_delta) {
+// Phases of an MoE layer (group_phases): 0 the head, the recompute and the experts' first all-to-all, 1 their
+// compute, 2 their second all-to-all, 3 the dense part and the embedding.
+void Expander::backward_group(int s, const StageOp& op, int g, double stash_delta, int phase) {
   const LayerGroup& lg = group_of(s, op, g);
-  const bool sp = e_.strategy.sp;
-  if (lg.has_head) {
-    if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
-    compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Head, false, 0);
-    vocab_collective(s, op, g, sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, e_.strategy.tp_overlap);
+  const bool sp = e_.strategy.sp, moe = moe_group(lg);
+  const auto at = [&](int p) { return phase == kWholeGroup || phase == p; };
+  if (at(0)) {
+    if (lg.has_head) {
+      if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
+      compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Head, false, 0);
+      vocab_collective(s, op, g, sp ? CollectiveOp::AllGather : CollectiveOp::AllReduce, e_.strategy.tp_overlap);
+    }
+    const StageCosts& k = costs_[static_cast<std::size_t>(s)];
+    if (lg.recomputed && (moe ? k.moe_recompute_s : k.layer_recompute_s) > 0)
+      compute_tasks(s, op, g, TaskKind::Recompute, ModelPart::Layers, false, 0);
+    const bool full = e_.training.recompute == Recompute::Full && lg.recomputed;
+    if (moe && full) expert_block(s, op, g, TaskKind::Recompute);
+    tp_collective(s, op, g, (sp ? 2 : 0) + (full ? (sp ? 4 : 2) : 0), sp ? 2 + (full ? 2 : 0) : 0, false);
   }
-  const StageCosts& k = costs_[static_cast<std::size_t>(s)];
-  if (lg.recomputed && (moe_group(lg) ? k.moe_recompute_s : k.layer_recompute_s) > 0)
-    compute_tasks(s, op, g, TaskKind::Recompute, ModelPart::Layers, false, 0);
-  const bool full = e_.training.recompute == Recompute::Full && lg.recomputed;
-  if (moe_group(lg) && full) expert_block(s, op, g, TaskKind::Recompute);
-  tp_collective(s, op, g, (sp ? 2 : 0) + (full ? (sp ? 4 : 2) : 0), sp ? 2 + (full ? 2 : 0) : 0, false);
-  if (moe_group(lg)) expert_block(s, op, g, TaskKind::Backward);
+  if (moe) expert_phase(s, op, g, TaskKind::Backward, phase, 0);
+  if (!at(moe ? 3 : 0)) return;
   compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
   // Split (B): the weight-gradient GEMMs these collectives hide behind run later, in W: here they are exposed.
   tp_collective(s, op, g, sp ? 4 : 2, sp ? 2 : 0, e_.strategy.tp_overlap && !op.split);
@@ -112,9 +131,19 @@ void Expander::backward_group(int s, const StageOp& op, int g, double stash_delt
   }
 }
 
+// The experts of an MoE group in group phase `phase`: all of them in the whole group, else their dispatch, compute
+// and combine in phases `first` to `first` + 2.
+void Expander::expert_phase(int s, const StageOp& op, int g, TaskKind kind, int phase, int first) {
+  if (phase == kWholeGroup) return expert_block(s, op, g, kind);
+  constexpr ExpertPhase kPhases[] = {ExpertPhase::In, ExpertPhase::Compute, ExpertPhase::Out};
+  if (phase >= first && phase < first + 3) expert_block(s, op, g, kind, kPhases[phase - first]);
+}
+
 // The W op of a split backward: the layers' weight-gradient kernels, after their B (the device's chain orders them);
-// the layers' activations, held since their forward, are freed when it ends.
+// the layers' activations, held since their forward, are freed when it ends. An MoE layer's routed experts run
+// their weight-gradient GEMMs first.
 void Expander::weight_group(int s, const StageOp& op, int g) {
+  if (moe_group(group_of(s, op, g))) expert_weights(s, op, g);
   compute_tasks(s, op, g, TaskKind::WeightGrad, ModelPart::Layers, true, 0);
 }
 
@@ -128,11 +157,14 @@ PartCost part_cost(const StageCosts& k, const LayerGroup& lg, TaskKind kind, Mod
   const bool forward = kind == TaskKind::Forward;
   // A split backward: W takes the layers' weight-gradient kernels (and a third of the backward's FLOPs: the
   // weight-gradient GEMMs equal the forward's), B the rest without the cost of collectives hidden behind them.
+  // An MoE layer's dense part splits the same way (its routed experts are tasks of their own).
   const double layers = static_cast<double>(lg.layers);
-  if (kind == TaskKind::WeightGrad) return {layers * k.layer_weight_s, layers * k.layer_backward_flops / 2};
+  const double weight_s = moe ? k.moe_weight_s : layers * k.layer_weight_s;
+  const double backward_s = moe ? k.moe_backward_s : layers * k.layer_backward_s;
+  const double backward_flops = moe ? k.moe_backward_flops : layers * k.layer_backward_flops;
+  if (kind == TaskKind::WeightGrad) return {weight_s, backward_flops / 2};
   if (split && kind == TaskKind::Backward && part == ModelPart::Layers)
-    return {layers * (k.layer_backward_s - k.layer_backward_hidden_s - k.layer_weight_s),
-            layers * k.layer_backward_flops / 2};
+    return {backward_s - layers * k.layer_backward_hidden_s - weight_s, backward_flops / 2};
   if (moe && part == ModelPart::Layers) {  // an MoE layer's dense part (its experts are tasks of their own)
     if (kind == TaskKind::Recompute) return {k.moe_recompute_s, k.moe_recompute_flops};
     return {forward ? k.moe_forward_s : k.moe_backward_s, forward ? k.moe_forward_flops : k.moe_backward_flops};

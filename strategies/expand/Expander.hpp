@@ -94,9 +94,31 @@ class Expander {
   void expand_stage(int s);
   /// The tasks of op i of the stage's order, group by group; leaves op_tail_ at the op's end.
   StageOp expand_op(int s, int i, const PipeOp& pop);
-  void expand_group(int s, const StageOp& op, int g, bool last_of_op, double stash_delta);
-  void forward_group(int s, const StageOp& op, int g, double stash_delta);
-  void backward_group(int s, const StageOp& op, int g, double stash_delta);
+  /// One op being expanded: its StageOp, its chunk's layer groups, whether it completes the chunk's gradients, and
+  /// the change of stashed weights at its end.
+  struct OpRun {
+    StageOp op;
+    int groups = 0;
+    bool grads_done = false;
+    double stash = 0;
+  };
+  /// Sets up op i (its flags, an empty frontier) and returns it.
+  OpRun start_op(int s, int i, const PipeOp& pop);
+  /// The k-th group of the op in its pass's order, whole or one phase of it.
+  void expand_part(const OpRun& run, int s, int k, int phase);
+  /// The op's deferred gradient synchronisation.
+  void finish_op(const OpRun& run, int s);
+  /// Are op i and op i + 1 a DualPipe pair expanded as one (expand_pair)?
+  bool pairs_interleave(const std::vector<PipeOp>& order, int i) const;
+  /// Ops i and i + 1 as one overlapped pair, with their sends; leaves op_tail_ at both ends.
+  void expand_pair(int s, int i);
+  /// Group g of op, whole (kWholeGroup) or one of its group_phases (a DualPipe pair interleaves its two ops' phases).
+  static constexpr int kWholeGroup = -1;
+  void expand_group(int s, const StageOp& op, int g, bool last_of_op, double stash_delta, int phase = kWholeGroup);
+  int group_phases(int s, const StageOp& op, int g) const;
+  void forward_group(int s, const StageOp& op, int g, double stash_delta, int phase);
+  void backward_group(int s, const StageOp& op, int g, double stash_delta, int phase);
+  void expert_phase(int s, const StageOp& op, int g, TaskKind kind, int phase, int first);
   void weight_group(int s, const StageOp& op, int g);
   /// The compute tasks of `part` of group g on every (d, t) lane. The task that `closes` the group's pass (its last
   /// compute) carries the group's memory changes and releases its gathered parameters.
@@ -163,8 +185,17 @@ class Expander {
   bool moe_group(const LayerGroup& lg) const { return lg.layers == 1 && is_moe_layer(e_.model, lg.first_layer); }
   /// The routed experts of MoE group g in `kind`'s pass: per ep group of the stage, an all-to-all dispatch, each
   /// rank's expert compute on the tokens routed to it, an all-to-all combine (backward: the combine's gradient
-  /// travels as a dispatch, the dispatch's as a combine). Follows and replaces the lanes' frontier.
-  void expert_block(int s, const StageOp& op, int g, TaskKind kind);
+  /// travels as a dispatch, the dispatch's as a combine). Follows and replaces the lanes' frontier. `phase`: all of
+  /// it, or one of the three for every ep group (expert_in_ and expert_computes_ carry the rest between them).
+  enum class ExpertPhase { All, In, Compute, Out };
+  void expert_block(int s, const StageOp& op, int g, TaskKind kind, ExpertPhase phase = ExpertPhase::All);
+  /// The first all-to-all of the ep group from lane `first`, after the lanes' frontier (and the op's inputs when it
+  /// is the op's first task).
+  TaskId expert_dispatch(int s, const StageOp& op, int g, int first, bool first_of_op);
+  /// The experts of the ep group from lane `first` after its all-to-all `in`, one task per member.
+  std::vector<TaskId> expert_compute(int s, const StageOp& op, int g, TaskKind kind, int first, TaskId in);
+  /// The routed experts' weight-gradient GEMMs of MoE group g in a split backward's W op, per lane.
+  void expert_weights(int s, const StageOp& op, int g);
   /// The all-to-all over ep group `first_lane / ep` of stage s after `deps` (per member), as dispatch or combine.
   TaskId ep_alltoall(int s, const StageOp& op, const LayerGroup& lg, int first_lane, bool combine, bool backward);
   int ep_group(int s, int first_lane);
@@ -317,6 +348,20 @@ class Expander {
   std::map<std::pair<int, int>, int> ep_groups_;   ///< (stage, first lane) -> group
   std::map<std::pair<int, int>, int> edp_groups_;  ///< (stage, ep rank) -> group
   std::vector<std::vector<TaskId>> expert_last_;   ///< per stage, per lane: the last expert backward of the step
+  // per ep group of the stage, of the op's MoE group being expanded: its first all-to-all and its expert tasks
+  std::vector<TaskId> expert_in_;
+  std::vector<std::vector<TaskId>> expert_computes_;
+  /// What belongs to the op being expanded (the members of the same names), which a DualPipe pair swaps between its
+  /// two ops.
+  struct OpState {
+    std::vector<std::vector<TaskId>> frontier, before_compute, gather_of_group;
+    std::vector<TaskId> compute_of_group;
+    std::vector<std::vector<IssuedReduce>> op_reduces;
+    std::vector<TaskId> expert_in;
+    std::vector<std::vector<TaskId>> expert_computes;
+    bool first_forward = false, first_backward = false, last_backward = false, defer_sync = false, regather = false;
+  };
+  void swap_op_state(OpState& o);
 };
 
 }  // namespace placesim::detail
