@@ -103,24 +103,13 @@ constexpr FabricField kFabricFields[] = {
 
 void read_figure(ObjectReader& r, const FabricField& f, FabricProfile& out) {
   double& v = out.*f.member;
-  switch (f.unit) {
-    case FabricUnit::Bandwidth:
-      v = r.get_positive(f.key, v, parse_bandwidth);
-      return;
-    case FabricUnit::Fraction:
-      v = r.get_fraction(f.key, v);
-      return;
-    case FabricUnit::Share:
-      v = r.get_non_negative(f.key, v);
-      r.check(v <= 1, f.key, "must be in [0, 1] (0 = none)");
-      return;
-    case FabricUnit::Time:
-      v = r.get_non_negative(f.key, v, parse_time);
-      return;
-    case FabricUnit::Plain:
-      v = r.get_non_negative(f.key, v);
-      return;
-  }
+  if (f.unit == FabricUnit::Bandwidth)
+    v = r.get_positive(f.key, v, parse_bandwidth);
+  else if (f.unit == FabricUnit::Fraction)
+    v = r.get_fraction(f.key, v);
+  else
+    v = r.get_non_negative(f.key, v, f.unit == FabricUnit::Time ? parse_time : nullptr);
+  if (f.unit == FabricUnit::Share) r.check(v <= 1, f.key, "must be in [0, 1] (0 = none)");
 }
 
 }  // namespace

@@ -207,22 +207,12 @@ constexpr ScalarField kScalarFields[] = {
 
 void read_scalar(ObjectReader& r, const ScalarField& f, ComputeProfile& p) {
   double& v = p.*f.member;
-  switch (f.range) {
-    case Range::Fraction:
-      v = r.require_fraction(f.key);
-      return;
-    case Range::NonNegative:
-      v = r.require_non_negative(f.key);
-      return;
-    case Range::AtLeastOne:
-      v = r.require_non_negative(f.key);
-      r.check(v >= 1, f.key, "must be >= 1");
-      return;
-    case Range::WholeCount:
-      v = r.get_non_negative(f.key, v);
-      r.check(v == std::floor(v), f.key, "must be a whole number of SMs");
-      return;
-  }
+  if (f.range == Range::Fraction)
+    v = r.require_fraction(f.key);
+  else
+    v = f.range == Range::WholeCount ? r.get_non_negative(f.key, v) : r.require_non_negative(f.key);
+  if (f.range == Range::AtLeastOne) r.check(v >= 1, f.key, "must be >= 1");
+  if (f.range == Range::WholeCount) r.check(v == std::floor(v), f.key, "must be a whole number of SMs");
 }
 
 }  // namespace
