@@ -1,7 +1,8 @@
 // Mixture-of-experts layers under the schedules that split the backward (zero-bubble, DualPipeV): each MoE layer's
 // backward as an input-gradient op B (the experts' data-gradient GEMMs between the two all-to-alls, the dense part's)
-// and a weight-gradient op W (the experts' and the dense part's weight-gradient GEMMs). Each TEST_CASE runs in its own
-// process.
+// and a weight-gradient op W (the experts' and the dense part's weight-gradient GEMMs), and DualPipeV's overlapped
+// pairs, whose forward and backward alternate part by part so that one's all-to-all runs beside the other's compute
+// (deepseek-ai/DualPipe; the DeepSeek-V3 report, arXiv 2412.19437, figure 4). Each TEST_CASE runs in its own process.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -59,6 +60,26 @@ std::vector<Slice> slices(const Json& trace) {
   return out;
 }
 
+bool is_compute(const Slice& s) {
+  return s.cat == "forward" || s.cat == "backward" || s.cat == "weight-grad" || s.cat == "recompute";
+}
+
+bool is_alltoall(const Slice& s) {
+  return s.name.rfind("alltoall", 0) == 0;
+}
+
+// Microseconds during which an all-to-all of one op (micro-batch, chunk) runs beside compute of another op.
+double alltoall_beside_other_compute(const std::vector<Slice>& all) {
+  double total = 0;
+  for (const Slice& a : all) {
+    if (!is_alltoall(a)) continue;
+    for (const Slice& c : all)
+      if (is_compute(c) && std::tie(c.microbatch, c.chunk) != std::tie(a.microbatch, a.chunk))
+        total += std::max(0.0, std::min(a.end, c.end) - std::max(a.start, c.start));
+  }
+  return total;
+}
+
 double flops_of(const std::vector<Slice>& all, const std::string& cat, const std::string& prefix = "") {
   double sum = 0;
   for (const Slice& s : all)
@@ -95,4 +116,49 @@ TEST_CASE("ZB-H1 on an MoE model: the experts' W takes their weight-gradient GEM
   // The same work in less time, every exact figure of the analysis reproduced (bytes and activations held until W).
   CHECK(h1.report["simulation"]["step_time_s"].get<double>() < one.report["simulation"]["step_time_s"].get<double>());
   require_exact(h1.report);
+}
+
+TEST_CASE("DualPipeV on an MoE model runs one op's all-to-all beside the other op's compute") {
+  const Run v = simulate("zb-v"), dual = simulate("dualpipev");
+  // ZB-V runs each op's layers one after the other: an op's all-to-all waits for its own compute and its next compute
+  // waits for the all-to-all, so no all-to-all runs beside another op's compute (but for the trace's rounding of
+  // times to the nanosecond).
+  const std::vector<Slice> z = slices(v.trace);
+  CHECK(alltoall_beside_other_compute(z) < 0.001 * static_cast<double>(z.size()));
+  // DualPipeV's pairs alternate the forward's and the backward's parts: most of the all-to-all time of a paired op
+  // runs beside the other op's compute, and the exposed all-to-all shrinks.
+  const std::vector<Slice> d = slices(dual.trace);
+  double alltoall = 0;
+  for (const Slice& s : d)
+    if (is_alltoall(s)) alltoall += s.end - s.start;
+  CHECK(alltoall_beside_other_compute(d) > 0.5 * alltoall);
+  const Json& ve = v.report["simulation"]["experts"];
+  const Json& de = dual.report["simulation"]["experts"];
+  CHECK(ve["all_to_all_exposed_s"].get<double>() == Approx(ve["all_to_all_s"].get<double>()).epsilon(1e-9));
+  CHECK(de["all_to_all_exposed_s"].get<double>() < 0.5 * de["all_to_all_s"].get<double>());
+  CHECK(dual.report["simulation"]["step_time_s"].get<double>() < v.report["simulation"]["step_time_s"].get<double>());
+  // The activations walked pair by pair (paired_walked_peak) are those the simulation held at its peak.
+  require_exact(dual.report);
+}
+
+// A pair's forward adds its layers' activations as its backward frees its own, layer by layer. DualPipeV on 2 stages
+// and 8 micro-batches (dualpipev.py's steps; chunks of 2 layers): stage 0 runs F0 F1 F2 of chunk 0 and F0 of chunk 1
+// (4 chunk passes), B0 W0 of chunk 1 (3), F1 of chunk 1 (4), then only pairs, the first F3 of chunk 0 with B1 of
+// chunk 1: one layer of F3 is held before B1 frees one, so its peak is 4 passes and a layer, 9 layers, where the
+// DeepSeek-V3 report counts PP + 1 = 2p + 1 = 5 passes (Table 2). Stage 1 runs F0 F1 of both chunks (4), then its
+// first pair one pass after the other (the V's turn feeds itself): F2 of chunk 0 alone reaches 5 passes, 10 layers.
+TEST_CASE("DualPipeV on an MoE model holds 2p + 1 chunk passes at the V's turn and a layer less on stage 0") {
+  const Run v = simulate("zb-v"), dual = simulate("dualpipev");
+  const Json& stages = dual.report["pipeline_stages"]["stages"];
+  CHECK(stages[0]["activation_layers"].get<double>() == 9);
+  CHECK(stages[1]["activation_layers"].get<double>() == 10);
+  for (const Json& st : stages) CHECK(st["inflight_chunk_passes"].get<double>() == 5);
+  // In bytes: ZB-V holds 2p = 4 chunk passes of 2 layers on stage 1 (Qi et al., arXiv 2405.15362), which holds no
+  // loss in a V (the head is on stage 0): 8 layers.
+  const auto activations = [](const Run& r, int stage) {
+    return r.report["memory"]["per_stage"][stage]["activations_bytes"].get<double>();
+  };
+  const double layer = activations(v, 1) / 8;
+  CHECK(activations(dual, 1) == Approx(10 * layer).epsilon(1e-12));
+  CHECK(activations(dual, 0) - activations(v, 0) == Approx(layer).epsilon(1e-12));
 }

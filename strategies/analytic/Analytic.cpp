@@ -295,7 +295,29 @@ std::vector<double> chunk_activation_bytes(const Experiment& e, const StageLayou
   return chunk;
 }
 
+namespace {
+
+// Per chunk of stage s, the bytes each of its layers holds from its forward to its backward (first to last).
+std::vector<std::vector<double>> layer_activation_loads(const Experiment& e, const StageLayout& s) {
+  const double dense = layer_activation_bytes(e), kept = kept_layer_activation_bytes(e);
+  const double moe = s.moe_layers > 0 ? moe_layer_activation_bytes(e, expert_routing(e).busiest()) : 0;
+  std::vector<std::vector<double>> out;
+  for (std::size_t c = 0; c < s.chunk_layers.size(); ++c) {
+    const std::int64_t n = s.chunk_layers[c];
+    const std::int64_t recomputed = partial_recompute(e) ? recomputed_layers(e, n) : n;
+    std::vector<double> loads;
+    for (std::int64_t l = 0; l < n; ++l)
+      loads.push_back(is_moe_layer(e.model, s.chunk_first[c] + l) ? moe : l < recomputed ? dense : kept);
+    out.push_back(std::move(loads));
+  }
+  return out;
+}
+
+}  // namespace
+
 double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
+  if (overlaps_pairs(e.strategy.schedule) && e.strategy.pp > 1 && !e.model.opaque())
+    return paired_walked_peak(e, s, layer_activation_loads(e, s));
   if (partial_recompute(e) && splits_backward(e.strategy.schedule) && chunks_per_stage(e.strategy) > 1 &&
       e.strategy.pp > 1)
     return walked_peak(e, s, chunk_activation_bytes(e, s));

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include "strategies/expand/Expander.hpp"
 #include "topology/cluster/Fabric.hpp"
@@ -40,8 +41,10 @@ std::vector<std::int64_t> chunk_layer_counts(const Experiment& e) {
 int layer_group_size(const Experiment& e, const ExpandOptions& o) {
   const int per_chunk = layers_per_chunk(e);
   // Offloaded activations move layer by layer (offloaded_activation_layers): one layer per compute task. MoE layers
-  // exchange their tokens in the middle of each layer: one layer per group.
-  if (e.strategy.placement.activations == Mode::Offloaded || e.model.moe()) return 1;
+  // exchange their tokens in the middle of each layer: one layer per group. DualPipe's pairs overlap layer by layer
+  // (expand_pair, paired_walked_peak).
+  if (e.strategy.placement.activations == Mode::Offloaded || e.model.moe() || overlaps_pairs(e.strategy.schedule))
+    return 1;
   // Resharded after every backward, a chunk's op gathers its first unit (one layer, FSDP2's unit) before any compute
   // can start: a group of g layers would expose g layers' gather at every op.
   if (e.strategy.regathers_after_backward() && o.layer_group <= 0) return 1;
@@ -407,6 +410,10 @@ void Expander::expand_stage(int s) {
     }
     if (pop.kind == PipeOpKind::Average)
       throw InputError("strategy.schedule=localsgd is simulated for abstract pipelines only");
+    if (pairs_interleave(order, i)) {
+      expand_pair(s, i++);
+      continue;
+    }
     const StageOp op = expand_op(s, i, pop);
     if (op.weight) continue;  // a W op receives and sends nothing
     if (!blocking_p2p_) {
@@ -424,10 +431,12 @@ void Expander::expand_stage(int s) {
   for (int t = 0; t < tp_; ++t) flush_bucket(t, s);
 }
 
-StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
+Expander::OpRun Expander::start_op(int s, int i, const PipeOp& pop) {
   if (!blocking_p2p_ && scatter_gather_) receive_gather(s, pop);
-  StageOp op{pop.kind == PipeOpKind::Forward, pop.microbatch, pop.chunk, pop.weight_version, pop.split,
-             pop.kind == PipeOpKind::Weight};
+  OpRun run;
+  StageOp& op = run.op;
+  op = StageOp{pop.kind == PipeOpKind::Forward, pop.microbatch, pop.chunk, pop.weight_version, pop.split,
+               pop.kind == PipeOpKind::Weight};
   const auto& order = schedule_.order[static_cast<std::size_t>(s)];
   if (pop.pairs_next && i + 1 < static_cast<int>(order.size()) &&
       has_input(s, order[static_cast<std::size_t>(i) + 1])) {
@@ -436,9 +445,8 @@ StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
     op.pair_microbatch = next.microbatch;
     op.pair_forward = next.kind == PipeOpKind::Forward;
   }
-  const double stash = stash_change(s, pop);
-  const auto& groups = groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
-  const int n = static_cast<int>(groups.size());
+  run.stash = stash_change(s, pop);
+  run.groups = static_cast<int>(groups_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)].size());
   frontier_.assign(static_cast<std::size_t>(dl_ * tp_), {});
   for (std::size_t lane = 0; lane < op_reduces_.size(); ++lane) {
     if (!op_reduces_[lane].empty()) reduce_before_op_[lane] = op_reduces_[lane].back();
@@ -451,25 +459,89 @@ StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
                              order[static_cast<std::size_t>(i) + 1].kind == PipeOpKind::Apply;
   const bool last_op_of_chunk = !op.forward && (i == last_backward_op_[chunk] || before_update);
   // A split backward's B ends no gradient: its W does.
-  const bool grads_done = !op.split && last_op_of_chunk;
+  run.grads_done = !op.split && last_op_of_chunk;
   op_first_forward_ = op.forward && i == first_forward_op_[chunk];
   op_first_backward_ = !op.forward && i == first_backward_op_[chunk];
-  op_last_backward_ = grads_done;
+  op_last_backward_ = run.grads_done;
   // reshard_after_backward: the chunk's units are gathered again after each of its backwards (and at its first op).
   op_regather_ = e_.strategy.regathers_after_backward() && chunk_resharded_[chunk];
   chunk_resharded_[chunk] = !op.forward;
   // Kept gathered for the step, the units' gradients are reduce-scattered after the chunk's last backward, in the
   // units' order (torch.distributed.pipelining runs FSDP's post-backward of every unit then).
   defer_sync_ = last_op_of_chunk && e_.strategy.defers_grad_sync();
-  for (int k = 0; k < n; ++k) {
-    int g = op.forward ? k : n - 1 - k;
-    expand_group(s, op, g, grads_done, k == n - 1 ? stash : 0);
-  }
+  return run;
+}
+
+void Expander::expand_part(const OpRun& run, int s, int k, int phase) {
+  const int g = run.op.forward ? k : run.groups - 1 - k;
+  expand_group(s, run.op, g, run.grads_done, k == run.groups - 1 ? run.stash : 0, phase);
+}
+
+void Expander::finish_op(const OpRun& run, int s) {
   if (defer_sync_)
-    for (int g = 0; g < n; ++g) sync_gradients(s, op, g, true);
+    for (int g = 0; g < run.groups; ++g) sync_gradients(s, run.op, g, true);
   defer_sync_ = false;
+}
+
+StageOp Expander::expand_op(int s, int i, const PipeOp& pop) {
+  const OpRun run = start_op(s, i, pop);
+  for (int k = 0; k < run.groups; ++k) expand_part(run, s, k, kWholeGroup);
+  finish_op(run, s);
   op_tail_ = frontier_;
-  return op;
+  return run.op;
+}
+
+void Expander::swap_op_state(OpState& o) {
+  auto mine =
+      std::tie(frontier_, before_compute_, compute_of_group_, gather_of_group_, op_reduces_, expert_in_,
+               expert_computes_, op_first_forward_, op_first_backward_, op_last_backward_, defer_sync_, op_regather_);
+  auto kept = std::tie(o.frontier, o.before_compute, o.compute_of_group, o.gather_of_group, o.op_reduces, o.expert_in,
+                       o.expert_computes, o.first_forward, o.first_backward, o.last_backward, o.defer_sync, o.regather);
+  mine.swap(kept);  // a tuple of references swaps what they refer to
+}
+
+// DualPipe's overlapped pair (deepseek-ai/DualPipe, dualpipe/dualpipev.py _forward_backward_compute_chunk, and the
+// DeepSeek-V3 report's figure 4): the forward of op i and the backward of op i + 1 run as one, their parts
+// alternating on the compute stream so that each one's all-to-all runs beside the other's compute. Part by part:
+// the forward's dense part, the backward's first all-to-all, the forward's dispatch, the backward's experts, the
+// forward's experts, the backward's second all-to-all, the forward's combine, the backward's dense part; a dense
+// layer is one part. Both start from what the op before the pair ended with; the op after follows both.
+void Expander::expand_pair(int s, int i) {
+  const auto& order = schedule_.order[static_cast<std::size_t>(s)];
+  OpState state[2];
+  OpRun runs[2];
+  std::vector<std::pair<int, int>> parts[2];  // (k, phase) in each op's order
+  for (int o = 0; o < 2; ++o) {
+    swap_op_state(state[o]);  // the other op's state is kept aside: a fresh one for start_op, one entry per lane
+    const auto lanes = static_cast<std::size_t>(dl_ * tp_);
+    op_reduces_.assign(lanes, {});
+    before_compute_.assign(lanes, {});
+    gather_of_group_.assign(lanes, {});
+    compute_of_group_.assign(lanes, kNoTask);
+    runs[o] = start_op(s, i + o, order[static_cast<std::size_t>(i + o)]);
+    for (int k = 0; k < runs[o].groups; ++k) {
+      const int g = runs[o].op.forward ? k : runs[o].groups - 1 - k;
+      for (int p = 0; p < group_phases(s, runs[o].op, g); ++p) parts[o].emplace_back(k, p);
+    }
+    swap_op_state(state[o]);
+  }
+  for (std::size_t n = 0; n < std::max(parts[0].size(), parts[1].size()); ++n)
+    for (int o = 0; o < 2; ++o) {
+      if (n >= parts[o].size()) continue;
+      swap_op_state(state[o]);
+      expand_part(runs[o], s, parts[o][n].first, parts[o][n].second);
+      swap_op_state(state[o]);
+    }
+  std::vector<std::vector<TaskId>> tail(static_cast<std::size_t>(dl_ * tp_));
+  for (int o = 0; o < 2; ++o) {
+    swap_op_state(state[o]);
+    finish_op(runs[o], s);
+    send_boundary(s, runs[o].op);
+    for (std::size_t lane = 0; lane < tail.size(); ++lane)
+      tail[lane].insert(tail[lane].end(), frontier_[lane].begin(), frontier_[lane].end());
+    swap_op_state(state[o]);
+  }
+  op_tail_ = std::move(tail);
 }
 
 // PipeDream keeps the weights each in-flight micro-batch's forward read until its backward: a version superseded by
@@ -521,6 +593,12 @@ void Expander::host_wait(int s, double seconds, int microbatch) {
       if (before != kNoTask) g_.depend(before, id);
       compute = id;  // the device's next compute task waits for it
     }
+}
+
+bool Expander::pairs_interleave(const std::vector<PipeOp>& order, int i) const {
+  const auto at = static_cast<std::size_t>(i);
+  return order[at].pairs_next && !blocking_p2p_ && at + 1 < order.size() && order[at].kind == PipeOpKind::Forward &&
+         order[at + 1].kind == PipeOpKind::Backward;
 }
 
 const std::vector<TaskId>& Expander::preceding(std::size_t lane, const std::vector<TaskId>& frontier) const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <tuple>
 
@@ -83,12 +84,42 @@ class OpSlots {
 
 }  // namespace
 
+namespace {
+
+// The ops of a DualPipe pair that overlapped (their parts alternate on the compute stream, expand_pair) as one
+// interval split in proportion to their compute seconds.
+void split_pairs(const PipelineSchedule& schedule, OpSlots& slots, const std::map<const OpInterval*, double>& work,
+                 PipelineTimeline& timeline) {
+  for (std::size_t s = 0; s < schedule.order.size(); ++s) {
+    const auto& order = schedule.order[s];
+    for (std::size_t i = 0; i + 1 < order.size(); ++i) {
+      if (!order[i].pairs_next || order[i].kind != PipeOpKind::Forward || order[i + 1].kind != PipeOpKind::Backward)
+        continue;
+      OpInterval &f = timeline[s][i], &b = timeline[s][i + 1];
+      if (b.start_s >= f.end_s) continue;  // one after the other
+      const auto seconds = [&](const PipeOp& op) {
+        auto it = work.find(&slots.of(op));
+        return it == work.end() ? 0.0 : it->second;
+      };
+      const double wf = seconds(order[i]), wb = seconds(order[i + 1]);
+      const double from = std::min(f.start_s, b.start_s), to = std::max(f.end_s, b.end_s);
+      const double split = wf + wb > 0 ? from + (to - from) * wf / (wf + wb) : from;
+      f = {from, split};
+      b = {split, to};
+    }
+  }
+}
+
+}  // namespace
+
 PipelineTimeline pipeline_timeline(const PipelineSchedule& schedule, const SimulationRecord& record) {
   OpSlots slots(schedule);
+  std::map<const OpInterval*, double> work;  // compute seconds per op
   for (const TaskRecord& t : record.tasks) {
     if (OpInterval* slot = slots.of(t)) {
       slot->start_s = std::min(slot->start_s, t.start_s);
       slot->end_s = std::max(slot->end_s, t.end_s);
+      if (t.stream == Stream::Compute) work[slot] += t.end_s - t.start_s;
     }
   }
   PipelineTimeline timeline(schedule.order.size());
@@ -102,6 +133,7 @@ PipelineTimeline pipeline_timeline(const PipelineSchedule& schedule, const Simul
       timeline[s].push_back(slot);
     }
   }
+  split_pairs(schedule, slots, work, timeline);
   return timeline;
 }
 

@@ -29,6 +29,8 @@ struct OpId {
 ///   - Apply: TaskKind::Optimizer with stage and microbatch = the micro-batch of the backward it follows;
 ///   - Average: TaskKind::Collective of class DpGradSync with stage and microbatch = the round's last micro-batch.
 /// Records with a negative stage or micro-batch, and all other kinds, are not ops of the schedule and are skipped.
+/// A DualPipe pair (PipeOp::pairs_next) whose two ops overlapped is one interval, split between its forward and its
+/// backward in proportion to their compute, so that no time counts twice.
 /// Throws std::invalid_argument when an op has no record or a record names a stage, micro-batch or chunk the schedule
 /// does not have.
 PipelineTimeline pipeline_timeline(const PipelineSchedule& schedule, const SimulationRecord& record);

@@ -32,6 +32,70 @@ double walked_peak(const Experiment& e, const StageLayout& st, const std::vector
   return peak;
 }
 
+namespace {
+
+// One op of a pair in parts (expand_pair's order): the change of the stage's activations at the end of each.
+std::vector<double> pair_parts(const Experiment& e, const StageLayout& st, const PipeOp& op,
+                               const std::vector<double>& loads) {
+  const auto chunk = static_cast<std::size_t>(op.chunk);
+  const std::int64_t first = st.chunk_first[chunk];
+  const auto& s = e.strategy;
+  const bool head = st.head_elems > 0 && virtual_stage_of(s.schedule, static_cast<int>(s.pp), op.chunk,
+                                                          static_cast<int>(st.stage)) == 2 * s.pp - 1;
+  std::vector<double> parts;
+  if (loads.empty()) return {0.0};  // a chunk of no layers: one group carrying the embedding or the head
+  for (std::size_t k = 0; k < loads.size(); ++k) {
+    // The forward walks its layers first to last, the backward last to first.
+    const std::size_t l = op.kind == PipeOpKind::Forward ? k : loads.size() - 1 - k;
+    const int n = is_moe_layer(e.model, first + static_cast<std::int64_t>(l)) ? 4 : 1;
+    const bool holds_head = head && l + 1 == loads.size();
+    for (int p = 0; p < n; ++p) {
+      if (op.kind == PipeOpKind::Forward)
+        parts.push_back(p == (holds_head ? n - 1 : 0) ? loads[l] : 0.0);
+      else
+        parts.push_back(p == n - 1 ? -loads[l] : 0.0);
+    }
+  }
+  return parts;
+}
+
+double sum(const std::vector<double>& v) {
+  double out = 0;
+  for (double x : v) out += x;
+  return out;
+}
+
+}  // namespace
+
+double paired_walked_peak(const Experiment& e, const StageLayout& st,
+                          const std::vector<std::vector<double>>& layer_loads) {
+  const std::vector<PipeOp> order =
+      stage_order(shape_of(e.strategy, 1), strategy_shape_fields(), static_cast<int>(st.stage));
+  double level = 0, peak = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const PipeOp& op = order[i];
+    if (op.chunk < 0) continue;
+    const auto& loads = layer_loads[static_cast<std::size_t>(op.chunk)];
+    const bool paired = op.pairs_next && op.kind == PipeOpKind::Forward && i + 1 < order.size() &&
+                        order[i + 1].kind == PipeOpKind::Backward;
+    if (paired) {
+      const std::vector<double> a = pair_parts(e, st, op, loads);
+      const std::vector<double> b =
+          pair_parts(e, st, order[i + 1], layer_loads[static_cast<std::size_t>(order[i + 1].chunk)]);
+      for (std::size_t n = 0; n < std::max(a.size(), b.size()); ++n) {
+        if (n < a.size()) peak = std::max(peak, level += a[n]);
+        if (n < b.size()) level += b[n];
+      }
+      ++i;
+    } else if (op.kind == PipeOpKind::Forward) {
+      peak = std::max(peak, level += sum(loads));
+    } else if (op.kind == PipeOpKind::Weight || (op.kind == PipeOpKind::Backward && !op.split)) {
+      level -= sum(loads);
+    }
+  }
+  return peak;
+}
+
 double activation_layer_equivalents(const Experiment& e, const StageLayout& st) {
   const auto& s = e.strategy;
   const std::int64_t p = s.pp, m = s.microbatches, stage = st.stage;
@@ -59,10 +123,13 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
     case Schedule::ZbV:
       if (!even_chunks(st)) return walked_peak(e, st, chunk_layer_loads(st));
       return layers * static_cast<double>(std::min(m, p));
-    // DualPipeV: 2p + 1 chunk passes of half a stage (the DeepSeek-V3 report's PP + 1 with PP = 2p).
-    case Schedule::DualPipeV:
-      if (!even_chunks(st)) return walked_peak(e, st, chunk_layer_loads(st));
-      return layers * std::min(static_cast<double>(m), (2.0 * static_cast<double>(p) + 1) / 2);
+    // DualPipeV: 2p + 1 chunk passes of half a stage (the DeepSeek-V3 report's PP + 1 with PP = 2p) where each chunk
+    // is one layer; with more, a pair's backward frees its layers while its forward adds its own, layer by layer.
+    case Schedule::DualPipeV: {
+      std::vector<std::vector<double>> unit;
+      for (std::int64_t n : st.chunk_layers) unit.emplace_back(static_cast<std::size_t>(n), 1.0);
+      return paired_walked_peak(e, st, unit);
+    }
     // DualPipe: PP + 1 passes of a whole stage (the DeepSeek-V3 report's Table 2); abstract pipelines only, as
     // check_schedule refuses it on models.
     case Schedule::DualPipe:

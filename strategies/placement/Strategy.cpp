@@ -285,6 +285,10 @@ std::int64_t updates_per_step(const StrategySpec& s) {
   return s.schedule == Schedule::PipeDream ? s.microbatches : 1;
 }
 
+bool overlaps_pairs(Schedule schedule) {
+  return schedule == Schedule::DualPipeV || schedule == Schedule::DualPipe;
+}
+
 bool v_shaped(Schedule schedule) {
   return schedule == Schedule::ZbV || schedule == Schedule::DualPipeV;
 }

@@ -220,6 +220,9 @@ std::int64_t updates_per_step(const StrategySpec& s);
 /// True for the schedules that run a backward as two ops, input gradient then weight gradient (zb-h1, zb-h2, zb-v,
 /// dualpipev, interleaved-zb, dualpipe).
 bool splits_backward(Schedule schedule);
+/// True for DualPipe's schedules (dualpipev, dualpipe), which run a forward and the next backward as one pair, their
+/// layers overlapping (one's all-to-all beside the other's compute).
+bool overlaps_pairs(Schedule schedule);
 /// True for the schedules that place exactly two model chunks on every stage in a V (zb-v, dualpipev).
 bool v_shaped(Schedule schedule);
 /// True for DualPipe: two pipelines in opposite directions, micro-batches 0..M/2-1 entering at stage 0 and the others
