@@ -138,5 +138,12 @@ TEST_CASE("DualPipe on a model experiment is refused naming strategy.schedule") 
                                "--set strategy.p2p=async --set strategy.preset=zero1 --set strategy.dp=2",
                            &out) != 0);
   CHECK_THAT(out, Catch::Contains("strategy.schedule=dualpipe runs on abstract pipelines only"));
+  // A modelling limit, not a verdict on the strategy (it trains the same model): verify says it cannot run it.
+  CHECK_THAT(out, !Catch::Contains("invalid strategy"));
+  CHECK(test::run_placesim("verify " + std::string(PLACESIM_SOURCE_DIR) +
+                               "/examples/verify/pipedream-s4.json --set strategy.schedule=dualpipe "
+                               "--set strategy.p2p=async --set strategy.preset=zero1 --set strategy.dp=2",
+                           &out) != 0);
+  CHECK_THAT(out, Catch::Contains("runs on abstract pipelines only") && !Catch::Contains("out of memory"));
   CHECK_THAT(out, Catch::Contains("use dualpipev"));
 }

@@ -148,6 +148,8 @@ Verdict report_execution(std::ostream& out, const ExecutorSpec& x, const Judgeme
   if (!j.executed) {
     out << "execution: not run: " << j.not_executed << "\n";
     report["execution"] = {{"executed", false}, {"reason", j.not_executed}};
+    if (j.not_executed.rfind("not modelled", 0) == 0)  // no verdict on the strategy: placesim cannot run it here
+      return {"not verified: placesim does not model this strategy on a model (not executed)", 1};
     return {j.checker_valid ? "not verified: the executor cannot run this strategy" : "invalid strategy (not executed)",
             2};
   }

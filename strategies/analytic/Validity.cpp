@@ -141,11 +141,13 @@ void check_chunks(const Experiment& e) {
 
 void check_schedule(const Experiment& e) {
   const auto& s = e.strategy;
+  // Not a validity verdict (DualPipe trains the same model): what the analysis and the expansion do not model.
   if (bidirectional(s.schedule))
-    refuse("strategy.schedule=" + to_string(s.schedule) +
-           " runs on abstract pipelines only (an experiment's \"pipeline\" section, or placesim pipeline-sweep): a "
-           "model's layers are not placed as two copies running in opposite directions; use dualpipev, its V-shaped "
-           "form on one copy");
+    throw InputError(
+        "strategy.schedule=" + to_string(s.schedule) +
+        " runs on abstract pipelines only (an experiment's \"pipeline\" section, or placesim pipeline-sweep): a "
+        "model's layers are not placed as two copies running in opposite directions; use dualpipev, its V-shaped "
+        "form on one copy");
   // The split backward's W accumulates into whole gradients that the step synchronises (DDP, ZeRO-1, Megatron's
   // distributed optimizer), as the zero-bubble reference code runs it (sail-sg/zero-bubble-pipeline-parallelism,
   // on Megatron-LM).
