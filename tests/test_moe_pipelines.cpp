@@ -10,6 +10,7 @@
 #include <map>
 #include <tuple>
 
+#include "strategies/pipeline/PipelineSchedule.hpp"
 #include "tests/Helpers.hpp"
 
 using namespace placesim;
@@ -161,4 +162,85 @@ TEST_CASE("DualPipeV on an MoE model holds 2p + 1 chunk passes at the V's turn a
   const double layer = activations(v, 1) / 8;
   CHECK(activations(dual, 1) == Approx(10 * layer).epsilon(1e-12));
   CHECK(activations(dual, 0) - activations(v, 0) == Approx(layer).epsilon(1e-12));
+}
+
+namespace {
+
+// "F0 (F1 B0) B1": a pair in parentheses (PipeOp::pairs_next and the op after it), ".c" the chunk when `chunks`.
+std::string render_pairs(const std::vector<PipeOp>& ops, bool chunks) {
+  std::string out;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const PipeOp& op = ops[i];
+    if (op.kind == PipeOpKind::Apply) continue;
+    const bool opens = op.pairs_next, closes = i > 0 && ops[i - 1].pairs_next;
+    out += std::string(out.empty() ? "" : " ") + (opens ? "(" : "") + (op.kind == PipeOpKind::Forward ? "F" : "B") +
+           std::to_string(op.microbatch) + (chunks ? "." + std::to_string(op.chunk) : "") + (closes ? ")" : "");
+  }
+  return out;
+}
+
+PipelineShape combined_shape(Schedule schedule, int stages, int microbatches, int chunks) {
+  PipelineShape sh;
+  sh.schedule = schedule;
+  sh.stages = stages;
+  sh.microbatches = microbatches;
+  sh.chunks = chunks;
+  sh.combined = true;
+  return sh;
+}
+
+}  // namespace
+
+// Megatron-Core's combined_1f1b_schedule_for_no_pipelining, as its docstring lists the phases for 4 micro-batches:
+// the 1st forward alone; the 1st backward with the 2nd forward; ...; the 4th backward alone.
+TEST_CASE("Combined 1F1B without pipeline stages pairs each forward with the previous micro-batch's backward") {
+  const PipelineShape sh = combined_shape(Schedule::OneFOneB, 1, 4, 1);
+  CHECK(render_pairs(stage_order(sh, strategy_shape_fields(), 0), false) == "F0 (F1 B0) (F2 B1) (F3 B2) B3");
+}
+
+// Megatron-Core's get_pp_rank_microbatches with overlap_moe_expert_parallel_comm: the interleaved warm-up
+// 2 (p - s - 1) + (v - 1) N plus one, here p = 2, v = 2, N = p = 2: 5 forwards on stage 0 and 3 on stage 1 before the
+// first backward; then each forward paired with the backward after it, the remaining backwards alone.
+TEST_CASE("Combined 1F1B on interleaved stages runs one more warm-up forward and pairs the steady state") {
+  const PipelineShape sh = combined_shape(Schedule::Interleaved, 2, 4, 2);
+  const std::vector<PipeOp> s0 = stage_order(sh, strategy_shape_fields(), 0);
+  const std::vector<PipeOp> s1 = stage_order(sh, strategy_shape_fields(), 1);
+  CHECK(render_pairs(s0, true) ==
+        "F0.0 F1.0 F0.1 F1.1 F2.0 (F3.0 B0.1) (F2.1 B1.1) (F3.1 B0.0) B1.0 B2.1 B3.1 B2.0 B3.0");
+  CHECK(render_pairs(s1, true) ==
+        "F0.0 F1.0 F0.1 (F1.1 B0.1) (F2.0 B1.1) (F3.0 B0.0) (F2.1 B1.0) (F3.1 B2.1) B3.1 B2.0 B3.0");
+}
+
+TEST_CASE("Combined 1F1B on an MoE model hides most of the all-to-all and holds one layer more") {
+  const std::string pp1 = " --set strategy.pp=1 --set strategy.dp=8 --set strategy.ep=8 --set strategy.schedule=1f1b";
+  const Run plain = simulate("1f1b" + pp1), combined = simulate("1f1b" + pp1 + " --set strategy.ep_overlap=true");
+  const Json &pe = plain.report["simulation"]["experts"], &ce = combined.report["simulation"]["experts"];
+  CHECK(pe["all_to_all_exposed_s"].get<double>() == Approx(pe["all_to_all_s"].get<double>()).epsilon(1e-9));
+  CHECK(ce["all_to_all_exposed_s"].get<double>() < 0.5 * ce["all_to_all_s"].get<double>());
+  CHECK(alltoall_beside_other_compute(slices(combined.trace)) > 0);
+  CHECK(combined.report["simulation"]["step_time_s"].get<double>() <
+        plain.report["simulation"]["step_time_s"].get<double>());
+  // Without pipeline stages 1F1B holds one micro-batch of 8 layers (and the loss); the combined step allocates the
+  // next micro-batch's first layer before the backward frees its first: 9 layers.
+  // One layer's bytes: ZB-V's stage 1 holds 4 chunk passes of 2 layers and no loss (as in the DualPipeV test above).
+  const double layer = simulate("zb-v").report["memory"]["per_stage"][1]["activations_bytes"].get<double>() / 8;
+  const auto activations = [](const Run& r) { return r.report["memory"]["activations_bytes"].get<double>(); };
+  CHECK(activations(combined) - activations(plain) == Approx(layer).epsilon(1e-12));
+  // The simulation held those bytes at its peak (the analysis' exact figures reproduced).
+  require_exact(combined.report);
+}
+
+TEST_CASE("Combined 1F1B is refused where Megatron-Core refuses it, naming the field") {
+  const auto refused = [](const std::string& sets) {
+    std::string out;
+    CHECK(run_placesim("check " + kExperiment + " --set strategy.ep_overlap=true" + sets, &out) != 0);
+    return out;
+  };
+  CHECK_THAT(refused(" --set strategy.ep=1"),
+             Catch::Contains("needs expert parallelism") && Catch::Contains("strategy.ep=1"));
+  CHECK_THAT(refused(" --set strategy.schedule=1f1b"), Catch::Contains("strategy.schedule=1f1b must be interleaved"));
+  CHECK_THAT(refused(" --set strategy.schedule=interleaved --set training.recompute=full"),
+             Catch::Contains("training.recompute=full"));
+  CHECK_THAT(refused(" --set strategy.schedule=interleaved --set strategy.p2p=megatron"),
+             Catch::Contains("set strategy.p2p=async"));
 }

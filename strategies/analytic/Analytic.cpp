@@ -70,7 +70,8 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   // Under the interleaved schedule with uneven chunks the peak of the layers need not meet a live loss (a last chunk
   // without layers, or a lighter one): the op order is walked with both.
   if (st.stage == head_stage(s)) {
-    const std::optional<double> walked = pl.activations == Mode::Offloaded
+    // (Combined 1F1B's pairs are walked without the loss: a bound, as the others.)
+    const std::optional<double> walked = pl.activations == Mode::Offloaded || s.ep_overlap
                                              ? std::nullopt
                                              : interleaved_peak_with_loss(e, st, chunk_activation_bytes(e, st),
                                                                           loss_saved_bytes(e), loss_transient_bytes(e));
@@ -316,8 +317,8 @@ std::vector<std::vector<double>> layer_activation_loads(const Experiment& e, con
 }  // namespace
 
 double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
-  if (overlaps_pairs(e.strategy.schedule) && e.strategy.pp > 1 && !e.model.opaque())
-    return paired_walked_peak(e, s, layer_activation_loads(e, s));
+  const bool pairs = (overlaps_pairs(e.strategy.schedule) && e.strategy.pp > 1) || e.strategy.ep_overlap;
+  if (pairs && !e.model.opaque()) return paired_walked_peak(e, s, layer_activation_loads(e, s));
   if (partial_recompute(e) && splits_backward(e.strategy.schedule) && chunks_per_stage(e.strategy) > 1 &&
       e.strategy.pp > 1)
     return walked_peak(e, s, chunk_activation_bytes(e, s));

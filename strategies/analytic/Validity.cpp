@@ -139,7 +139,32 @@ void check_chunks(const Experiment& e) {
            " layers per stage (model.layers / strategy.pp) of an opaque model");
 }
 
+// Megatron-Core's combined 1F1B (strategy.ep_overlap) where Megatron-Core runs it: TransformerConfig's asserts
+// (expert parallelism, virtual pipeline stages when pp > 1, no full recompute).
+void check_ep_overlap(const Experiment& e) {
+  const auto& s = e.strategy;
+  if (!s.ep_overlap) return;
+  const std::string what = "strategy.ep_overlap=true (Megatron-Core's combined 1F1B)";
+  if (!e.model.moe() || s.ep < 2)
+    throw InputError(what + " needs expert parallelism: a mixture-of-experts model with strategy.ep > 1 (strategy.ep=" +
+                     std::to_string(s.ep) + ")");
+  if (s.pp > 1 && s.schedule != Schedule::Interleaved)
+    throw InputError(what + " with strategy.pp=" + std::to_string(s.pp) +
+                     " runs the interleaved schedule (Megatron-Core " +
+                     "asserts virtual_pipeline_model_parallel_size): strategy.schedule=" + to_string(s.schedule) +
+                     " must be interleaved");
+  if (s.pp == 1 && s.schedule != Schedule::OneFOneB)
+    throw InputError(what + " without pipeline stages pairs each forward with the previous micro-batch's backward: " +
+                     "strategy.schedule=" + to_string(s.schedule) + " must be 1f1b");
+  if (e.training.recompute == Recompute::Full)
+    throw InputError(what + " with training.recompute=full: Megatron-Core refuses full recomputation with it");
+  if (s.pp > 1 && s.p2p != PipelineP2P::Async)
+    throw InputError(what + " with strategy.p2p=" + to_string(s.p2p) + ": the combined step is modelled with " +
+                     "non-blocking exchanges (it receives both inputs before it runs); set strategy.p2p=async");
+}
+
 void check_schedule(const Experiment& e) {
+  check_ep_overlap(e);
   const auto& s = e.strategy;
   // Not a validity verdict (DualPipe trains the same model): what the analysis and the expansion do not model.
   if (bidirectional(s.schedule))

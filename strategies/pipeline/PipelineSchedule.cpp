@@ -190,12 +190,16 @@ void push_gpipe(Ops& ops, int stage, int first, int count) {
 }
 
 // 1F1B with at most `cap` micro-batches in flight on the stage: cap-1 warm-up forwards, then a forward and a backward
-// in turn, then the remaining backwards.
-void push_1f1b(Ops& ops, int stage, int first, int count, int cap) {
-  const int warm = std::min(cap - 1, count);
+// in turn, then the remaining backwards. `combined` (Megatron-Core's combined 1F1B, combined_1f1b.py): one more
+// warm-up forward, and each steady-state forward runs as one pair with the backward after it.
+void push_1f1b(Ops& ops, int stage, int first, int count, int cap, bool combined = false) {
+  const int warm = std::min(cap - 1 + (combined ? 1 : 0), count);
   for (int i = 0; i < warm; ++i) ops.push_back(compute_op(PipeOpKind::Forward, stage, first + i, 0));
   for (int b = 0; b < count; ++b) {
-    if (warm + b < count) ops.push_back(compute_op(PipeOpKind::Forward, stage, first + warm + b, 0));
+    if (warm + b < count) {
+      ops.push_back(compute_op(PipeOpKind::Forward, stage, first + warm + b, 0));
+      ops.back().pairs_next = combined;
+    }
     ops.push_back(compute_op(PipeOpKind::Backward, stage, first + b, 0));
   }
 }
@@ -203,17 +207,23 @@ void push_1f1b(Ops& ops, int stage, int first, int count, int cap) {
 // Megatron-LM's interleaved 1F1B (forward_backward_pipelining_with_interleaving), generalised as Megatron-Core's
 // schedule table (microbatch_group_size_per_vp_stage) and the Llama 3 paper's tunable N: micro-batches pass through
 // the chunks in groups of N; backwards visit the chunks in reverse. Warm-up: 2 (S - s - 1) + (v - 1) N forwards,
-// then one forward and one backward in turn.
-void push_interleaved(Ops& ops, int stage, int stages, int first, int count, int chunks, int group) {
+// then one forward and one backward in turn. `combined` (Megatron-Core's combined 1F1B, get_pp_rank_microbatches and
+// combined_1f1b_schedule_for_interleaved_pipelining): one more warm-up forward, so that each steady-state forward and
+// the backward after it are independent and run as one pair.
+void push_interleaved(Ops& ops, int stage, int stages, int first, int count, int chunks, int group,
+                      bool combined = false) {
   const int total = count * chunks;
   auto op = [&](PipeOpKind kind, int k) {
     const InterleavedSlot x = interleaved_slot(k, count, chunks, group);
     return compute_op(kind, stage, first + x.microbatch, kind == PipeOpKind::Forward ? x.chunk : chunks - 1 - x.chunk);
   };
-  const int warm = interleaved_warmup(stage, stages, count, chunks, group);
+  const int warm = std::min(interleaved_warmup(stage, stages, count, chunks, group) + (combined ? 1 : 0), total);
   for (int k = 0; k < warm; ++k) ops.push_back(op(PipeOpKind::Forward, k));
   for (int k = 0; k < total; ++k) {
-    if (warm + k < total) ops.push_back(op(PipeOpKind::Forward, warm + k));
+    if (warm + k < total) {
+      ops.push_back(op(PipeOpKind::Forward, warm + k));
+      ops.back().pairs_next = combined;
+    }
     ops.push_back(op(PipeOpKind::Backward, k));
   }
 }
@@ -465,10 +475,10 @@ Ops segment_compute(const PipelineShape& sh, int stage, Segment seg) {
       push_gpipe(ops, stage, seg.first, seg.count);
       break;
     case Schedule::OneFOneB:
-      push_1f1b(ops, stage, seg.first, seg.count, depth);
+      push_1f1b(ops, stage, seg.first, seg.count, depth, sh.combined);
       break;
     case Schedule::Interleaved:
-      push_interleaved(ops, stage, sh.stages, seg.first, seg.count, sh.chunks, group_of(sh));
+      push_interleaved(ops, stage, sh.stages, seg.first, seg.count, sh.chunks, group_of(sh), sh.combined);
       break;
     case Schedule::PipeDream:
     case Schedule::PipeDream2BW:
@@ -602,6 +612,7 @@ PipelineShape shape_of(const StrategySpec& s, int steps) {
   sh.noam = narrow(s.noam == 0 ? s.pp : s.noam, "strategy.noam");
   sh.replicas = narrow(s.replicas, "strategy.replicas");
   sh.local_steps = narrow(s.local_steps, "strategy.local_steps");
+  sh.combined = s.ep_overlap;
   return sh;
 }
 

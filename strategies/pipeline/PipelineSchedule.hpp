@@ -33,8 +33,9 @@ struct PipeOp {
   int weight_version = 0;  ///< version of (stage, replica) weights the op read: the number of Applies on that block
                            ///< before the version was made. Apply: the version it replaces. Average: -1.
   bool split = false;      ///< Backward: input gradient only; a Weight op of the same micro-batch and chunk follows
-  /// DualPipe's overlapped pair (a forward and the next op, a backward of the other chunk): the op starts only when
-  /// the next op's inputs are there too, as _forward_backward_chunk receives both before running either.
+  /// An overlapped pair (a forward and the next op, a backward: DualPipe's, or Megatron-Core's combined 1F1B step):
+  /// the op starts only when the next op's inputs are there too, as _forward_backward_chunk and the combined step
+  /// receive both before running either.
   bool pairs_next = false;
 
   /// Position of the op's model chunk in the whole model: chunk * stages + stage (Megatron's virtual stage). A V-shaped
@@ -66,6 +67,9 @@ struct PipelineShape {
   int noam = 1;         ///< pipedream, pipedream-2bw: at most this many micro-batches admitted by stage 0 at once
   int replicas = 1;     ///< localsgd: model replicas sharing the pipeline
   int local_steps = 1;  ///< localsgd: H micro-batches per replica between averagings
+  /// 1f1b, interleaved: Megatron-Core's combined 1F1B (strategy.ep_overlap): one more warm-up forward, each
+  /// steady-state forward paired with the backward after it (PipeOp::pairs_next).
+  bool combined = false;
 
   int total_microbatches() const { return microbatches * steps; }
   /// Passes of one micro-batch through a stage, each 1/passes of the stage's forward_s and backward_s: chunks, but 1

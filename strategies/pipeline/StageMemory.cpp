@@ -17,6 +17,13 @@ std::vector<double> chunk_layer_loads(const StageLayout& st) {
   return std::vector<double>(st.chunk_layers.begin(), st.chunk_layers.end());
 }
 
+// One layer's load for each layer of each chunk (paired_walked_peak in layers).
+std::vector<std::vector<double>> unit_layer_loads(const StageLayout& st) {
+  std::vector<std::vector<double>> out;
+  for (std::int64_t n : st.chunk_layers) out.emplace_back(static_cast<std::size_t>(n), 1.0);
+  return out;
+}
+
 }  // namespace
 
 double walked_peak(const Experiment& e, const StageLayout& st, const std::vector<double>& chunk_load) {
@@ -100,6 +107,8 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
   const auto& s = e.strategy;
   const std::int64_t p = s.pp, m = s.microbatches, stage = st.stage;
   double layers = static_cast<double>(st.n_layers);
+  // Megatron-Core's combined 1F1B: one more warm-up forward, each steady-state pair overlapping layer by layer.
+  if (s.ep_overlap) return paired_walked_peak(e, st, unit_layer_loads(st));
   if (p == 1) return layers;
   switch (s.schedule) {
     case Schedule::GPipe:
@@ -125,11 +134,8 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
       return layers * static_cast<double>(std::min(m, p));
     // DualPipeV: 2p + 1 chunk passes of half a stage (the DeepSeek-V3 report's PP + 1 with PP = 2p) where each chunk
     // is one layer; with more, a pair's backward frees its layers while its forward adds its own, layer by layer.
-    case Schedule::DualPipeV: {
-      std::vector<std::vector<double>> unit;
-      for (std::int64_t n : st.chunk_layers) unit.emplace_back(static_cast<std::size_t>(n), 1.0);
-      return paired_walked_peak(e, st, unit);
-    }
+    case Schedule::DualPipeV:
+      return paired_walked_peak(e, st, unit_layer_loads(st));
     // DualPipe: PP + 1 passes of a whole stage (the DeepSeek-V3 report's Table 2); abstract pipelines only, as
     // check_schedule refuses it on models.
     case Schedule::DualPipe:

@@ -18,9 +18,9 @@ std::vector<StagePlan> stage_plan(const Experiment& e, const StageWork& w) {
     p.stage = st.stage;
     p.chunk_layers = st.chunk_layers;
     p.activation_layers = activation_layer_equivalents(e, st);
-    if (e.strategy.schedule == Schedule::Interleaved && e.strategy.pp > 1)
+    if (e.strategy.schedule == Schedule::Interleaved && e.strategy.pp > 1 && !e.strategy.ep_overlap)
       p.inflight_passes = interleaved_peak(e, st, false);
-    else if (chunks_per_stage(e.strategy) > 1 && e.strategy.pp > 1)  // chunk-forwards, the order walked
+    else if ((chunks_per_stage(e.strategy) > 1 && e.strategy.pp > 1) || e.strategy.ep_overlap)  // the order walked
       p.inflight_passes = walked_peak(e, st, std::vector<double>(st.chunk_layers.size(), 1.0));
     else
       p.inflight_passes = st.n_layers > 0 ? p.activation_layers / static_cast<double>(st.n_layers) : 0;

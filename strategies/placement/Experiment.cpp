@@ -437,6 +437,7 @@ Json strategy_to_json(const StrategySpec& s) {
   j["gather_copies"] = s.gather_copies;
   if (s.flat_params) j["flat_params"] = true;
   if (s.tp_copies) j["tp_copies"] = true;
+  if (s.ep_overlap) j["ep_overlap"] = true;
   if (s.tp_fp8_gather) j["tp_fp8_gather"] = true;
   if (!s.layers_per_stage.empty()) j["layers_per_stage"] = s.layers_per_stage;
   // The split data axis appears only when it is split, so one-axis reports read as before.

@@ -98,6 +98,11 @@ struct StrategySpec {
   /// measured by Korthikanti et al.); false: they run exposed, after the backward compute of their layer, as in the
   /// April 2021 code of Narayanan et al. (arXiv 2104.04473)
   bool tp_overlap = true;
+  /// Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm, megatron/core/pipeline_parallel/
+  /// combined_1f1b.py): one more warm-up forward, then each steady-state forward and the backward after it run as one
+  /// step whose layers alternate, so that one micro-batch's expert all-to-all runs beside the other's compute. MoE
+  /// models with ep > 1; interleaved when pp > 1, 1f1b when pp = 1.
+  bool ep_overlap = false;
   /// PyTorch's DTensor TP on batch-first activations ([batch, seq, hidden], sequence parallel as Shard(1): torchtitan):
   /// funcol's all_gather_tensor(gather_dim=1) gathers along dim 0 and then copies the gathered buffer into place
   /// (torch.cat of its chunks), reduce_scatter_tensor(scatter_dim=1) copies its input into rank order first; each copy
