@@ -12,6 +12,7 @@
 
 #include "strategies/pipeline/PipelineSchedule.hpp"
 #include "tests/Helpers.hpp"
+#include "tests/PipelineHelpers.hpp"
 
 using namespace placesim;
 using placesim::test::run_placesim;
@@ -166,24 +167,8 @@ TEST_CASE("DualPipeV on an MoE model holds 2p + 1 chunk passes at the V's turn a
 
 namespace {
 
-// "F0 (F1 B0) B1": a pair in parentheses (PipeOp::pairs_next and the op after it), ".c" the chunk when `chunks`.
-std::string render_pairs(const std::vector<PipeOp>& ops, bool chunks) {
-  std::string out;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const PipeOp& op = ops[i];
-    if (op.kind == PipeOpKind::Apply) continue;
-    const bool opens = op.pairs_next, closes = i > 0 && ops[i - 1].pairs_next;
-    out += std::string(out.empty() ? "" : " ") + (opens ? "(" : "") + (op.kind == PipeOpKind::Forward ? "F" : "B") +
-           std::to_string(op.microbatch) + (chunks ? "." + std::to_string(op.chunk) : "") + (closes ? ")" : "");
-  }
-  return out;
-}
-
 PipelineShape combined_shape(Schedule schedule, int stages, int microbatches, int chunks) {
-  PipelineShape sh;
-  sh.schedule = schedule;
-  sh.stages = stages;
-  sh.microbatches = microbatches;
+  PipelineShape sh = test::pipeline_shape(schedule, stages, microbatches);
   sh.chunks = chunks;
   sh.combined = true;
   return sh;
@@ -195,7 +180,9 @@ PipelineShape combined_shape(Schedule schedule, int stages, int microbatches, in
 // the 1st forward alone; the 1st backward with the 2nd forward; ...; the 4th backward alone.
 TEST_CASE("Combined 1F1B without pipeline stages pairs each forward with the previous micro-batch's backward") {
   const PipelineShape sh = combined_shape(Schedule::OneFOneB, 1, 4, 1);
-  CHECK(render_pairs(stage_order(sh, strategy_shape_fields(), 0), false) == "F0 (F1 B0) (F2 B1) (F3 B2) B3");
+  // "+": the op and the next one run as a pair; "BW" a whole backward; "A" the step's update.
+  CHECK(test::render_paired(stage_order(sh, strategy_shape_fields(), 0)) ==
+        "F0.0 F1.0+ BW0.0 F2.0+ BW1.0 F3.0+ BW2.0 BW3.0 A");
 }
 
 // Megatron-Core's get_pp_rank_microbatches with overlap_moe_expert_parallel_comm: the interleaved warm-up
@@ -205,10 +192,10 @@ TEST_CASE("Combined 1F1B on interleaved stages runs one more warm-up forward and
   const PipelineShape sh = combined_shape(Schedule::Interleaved, 2, 4, 2);
   const std::vector<PipeOp> s0 = stage_order(sh, strategy_shape_fields(), 0);
   const std::vector<PipeOp> s1 = stage_order(sh, strategy_shape_fields(), 1);
-  CHECK(render_pairs(s0, true) ==
-        "F0.0 F1.0 F0.1 F1.1 F2.0 (F3.0 B0.1) (F2.1 B1.1) (F3.1 B0.0) B1.0 B2.1 B3.1 B2.0 B3.0");
-  CHECK(render_pairs(s1, true) ==
-        "F0.0 F1.0 F0.1 (F1.1 B0.1) (F2.0 B1.1) (F3.0 B0.0) (F2.1 B1.0) (F3.1 B2.1) B3.1 B2.0 B3.0");
+  CHECK(test::render_paired(s0) ==
+        "F0.0 F1.0 F0.1 F1.1 F2.0 F3.0+ BW0.1 F2.1+ BW1.1 F3.1+ BW0.0 BW1.0 BW2.1 BW3.1 BW2.0 BW3.0 A");
+  CHECK(test::render_paired(s1) ==
+        "F0.0 F1.0 F0.1 F1.1+ BW0.1 F2.0+ BW1.1 F3.0+ BW0.0 F2.1+ BW1.0 F3.1+ BW2.1 BW3.1 BW2.0 BW3.0 A");
 }
 
 TEST_CASE("Combined 1F1B on an MoE model hides most of the all-to-all and holds one layer more") {
