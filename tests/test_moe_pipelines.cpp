@@ -217,6 +217,15 @@ TEST_CASE("Combined 1F1B on an MoE model hides most of the all-to-all and holds 
   require_exact(combined.report);
 }
 
+// Dense and MoE layers in turn (model.moe_layers=2): a pair's parts no longer line up layer for layer, and on the
+// stage with the output layer the peak need not meet a live loss; the walk follows both, and the simulation holds
+// what it says, under DualPipeV and under combined 1F1B.
+TEST_CASE("Paired activations with dense and MoE layers in turn equal the simulated peak") {
+  require_exact(simulate("dualpipev --set model.moe_layers=2").report);
+  require_exact(
+      simulate("interleaved --set strategy.chunks=2 --set strategy.ep_overlap=true --set model.moe_layers=3").report);
+}
+
 TEST_CASE("Combined 1F1B is refused where Megatron-Core refuses it, naming the field") {
   const auto refused = [](const std::string& sets) {
     std::string out;

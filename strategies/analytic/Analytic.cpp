@@ -34,6 +34,28 @@ double extra_weight_versions(const Experiment& e, const StageLayout& st) {
   return 0;
 }
 
+// Per chunk of stage s, the bytes each of its layers holds from its forward to its backward (first to last).
+std::vector<std::vector<double>> layer_activation_loads(const Experiment& e, const StageLayout& s) {
+  const double dense = layer_activation_bytes(e), kept = kept_layer_activation_bytes(e);
+  const double moe = s.moe_layers > 0 ? moe_layer_activation_bytes(e, expert_routing(e).busiest()) : 0;
+  std::vector<std::vector<double>> out;
+  for (std::size_t c = 0; c < s.chunk_layers.size(); ++c) {
+    const std::int64_t n = s.chunk_layers[c];
+    const std::int64_t recomputed = partial_recompute(e) ? recomputed_layers(e, n) : n;
+    std::vector<double> loads;
+    for (std::int64_t l = 0; l < n; ++l)
+      loads.push_back(is_moe_layer(e.model, s.chunk_first[c] + l) ? moe : l < recomputed ? dense : kept);
+    out.push_back(std::move(loads));
+  }
+  return out;
+}
+
+// The schedules whose pairs overlap layer by layer (DualPipe's with stages, Megatron-Core's combined 1F1B): their
+// activations are walked part by part (paired_walked_peak).
+bool walks_pairs(const Experiment& e) {
+  return !e.model.opaque() && ((overlaps_pairs(e.strategy.schedule) && e.strategy.pp > 1) || e.strategy.ep_overlap);
+}
+
 MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   const auto& t = e.training;
   const auto& s = e.strategy;
@@ -67,14 +89,16 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   }
   // The loss on the stage with the output head: its saved softmax for every micro-batch whose head forward waits for
   // its backward (all of them under GPipe, one otherwise), and the backward's gradients of one.
-  // Under the interleaved schedule with uneven chunks the peak of the layers need not meet a live loss (a last chunk
-  // without layers, or a lighter one): the op order is walked with both.
+  // Under the interleaved schedule with uneven chunks, and where pairs overlap layer by layer, the peak of the layers
+  // need not meet a live loss (a last chunk without layers, or a lighter one; a pair freeing as it allocates): the op
+  // order is walked with both.
   if (st.stage == head_stage(s)) {
-    // (Combined 1F1B's pairs are walked without the loss: a bound, as the others.)
-    const std::optional<double> walked = pl.activations == Mode::Offloaded || s.ep_overlap
-                                             ? std::nullopt
-                                             : interleaved_peak_with_loss(e, st, chunk_activation_bytes(e, st),
-                                                                          loss_saved_bytes(e), loss_transient_bytes(e));
+    std::optional<double> walked;
+    if (walks_pairs(e))
+      walked = paired_walked_peak(e, st, layer_activation_loads(e, st), loss_saved_bytes(e), loss_transient_bytes(e));
+    else if (pl.activations != Mode::Offloaded)
+      walked = interleaved_peak_with_loss(e, st, chunk_activation_bytes(e, st), loss_saved_bytes(e),
+                                          loss_transient_bytes(e));
     const double in_flight = s.schedule == Schedule::GPipe && s.pp > 1 ? d(s.microbatches) : 1.0;
     if (walked)
       mem.activations = *walked;
@@ -296,29 +320,8 @@ std::vector<double> chunk_activation_bytes(const Experiment& e, const StageLayou
   return chunk;
 }
 
-namespace {
-
-// Per chunk of stage s, the bytes each of its layers holds from its forward to its backward (first to last).
-std::vector<std::vector<double>> layer_activation_loads(const Experiment& e, const StageLayout& s) {
-  const double dense = layer_activation_bytes(e), kept = kept_layer_activation_bytes(e);
-  const double moe = s.moe_layers > 0 ? moe_layer_activation_bytes(e, expert_routing(e).busiest()) : 0;
-  std::vector<std::vector<double>> out;
-  for (std::size_t c = 0; c < s.chunk_layers.size(); ++c) {
-    const std::int64_t n = s.chunk_layers[c];
-    const std::int64_t recomputed = partial_recompute(e) ? recomputed_layers(e, n) : n;
-    std::vector<double> loads;
-    for (std::int64_t l = 0; l < n; ++l)
-      loads.push_back(is_moe_layer(e.model, s.chunk_first[c] + l) ? moe : l < recomputed ? dense : kept);
-    out.push_back(std::move(loads));
-  }
-  return out;
-}
-
-}  // namespace
-
 double stage_activation_bytes(const Experiment& e, const StageLayout& s) {
-  const bool pairs = (overlaps_pairs(e.strategy.schedule) && e.strategy.pp > 1) || e.strategy.ep_overlap;
-  if (pairs && !e.model.opaque()) return paired_walked_peak(e, s, layer_activation_loads(e, s));
+  if (walks_pairs(e)) return paired_walked_peak(e, s, layer_activation_loads(e, s));
   if (partial_recompute(e) && splits_backward(e.strategy.schedule) && chunks_per_stage(e.strategy) > 1 &&
       e.strategy.pp > 1)
     return walked_peak(e, s, chunk_activation_bytes(e, s));

@@ -41,63 +41,81 @@ double walked_peak(const Experiment& e, const StageLayout& st, const std::vector
 
 namespace {
 
-// One op of a pair in parts (expand_pair's order): the change of the stage's activations at the end of each.
-std::vector<double> pair_parts(const Experiment& e, const StageLayout& st, const PipeOp& op,
-                               const std::vector<double>& loads) {
-  const auto chunk = static_cast<std::size_t>(op.chunk);
-  const std::int64_t first = st.chunk_first[chunk];
+// What one part of an op does to the stage's activations: `transient` held while it runs, `change` at its end.
+struct PartMemory {
+  double transient = 0, change = 0;
+};
+
+// The loss's bytes of the walk: on the stage and chunk with the output head only.
+struct LossBytes {
+  double saved = 0, transient = 0;
+};
+
+bool holds_head(const Experiment& e, const StageLayout& st, int chunk) {
   const auto& s = e.strategy;
-  const bool head = st.head_elems > 0 && virtual_stage_of(s.schedule, static_cast<int>(s.pp), op.chunk,
-                                                          static_cast<int>(st.stage)) == 2 * s.pp - 1;
-  std::vector<double> parts;
-  if (loads.empty()) return {0.0};  // a chunk of no layers: one group carrying the embedding or the head
-  for (std::size_t k = 0; k < loads.size(); ++k) {
-    // The forward walks its layers first to last, the backward last to first.
-    const std::size_t l = op.kind == PipeOpKind::Forward ? k : loads.size() - 1 - k;
-    const int n = is_moe_layer(e.model, first + static_cast<std::int64_t>(l)) ? 4 : 1;
-    const bool holds_head = head && l + 1 == loads.size();
+  return st.head_elems > 0 && virtual_stage_of(s.schedule, static_cast<int>(s.pp), chunk, static_cast<int>(st.stage)) ==
+                                  static_cast<int>(s.pp * chunks_per_stage(s)) - 1;
+}
+
+// One op in parts, as the expansion runs it (expand_pair's order): per layer, four parts for an MoE layer and one
+// for any other. A forward holds a layer's activations from its first part (from its last, with the output layer,
+// whose loss it leaves too); a backward frees the loss in its first part, holding the loss's gradients while it runs,
+// and a layer's activations at its last part (a split backward leaves them to its weight gradient).
+std::vector<PartMemory> op_parts(const Experiment& e, const StageLayout& st, const PipeOp& op,
+                                 const std::vector<double>& loads, LossBytes loss) {
+  const bool head = holds_head(e, st, op.chunk), forward = op.kind == PipeOpKind::Forward;
+  const bool frees = op.kind == PipeOpKind::Weight || (op.kind == PipeOpKind::Backward && !op.split);
+  std::vector<PartMemory> parts;
+  for (std::size_t k = 0; k < std::max<std::size_t>(loads.size(), 1); ++k) {
+    // A chunk of no layers is one group carrying the embedding or the head. The forward walks its layers first to
+    // last, the backward last to first.
+    const std::size_t l = forward || loads.empty() ? k : loads.size() - 1 - k;
+    const double load = loads.empty() ? 0 : loads[l];
+    const auto layer = st.chunk_first[static_cast<std::size_t>(op.chunk)] + static_cast<std::int64_t>(l);
+    const int n = !loads.empty() && op.kind != PipeOpKind::Weight && is_moe_layer(e.model, layer) ? 4 : 1;
+    const bool with_head = head && l + 1 == std::max<std::size_t>(loads.size(), 1);
     for (int p = 0; p < n; ++p) {
-      if (op.kind == PipeOpKind::Forward)
-        parts.push_back(p == (holds_head ? n - 1 : 0) ? loads[l] : 0.0);
-      else
-        parts.push_back(p == n - 1 ? -loads[l] : 0.0);
+      PartMemory m;
+      if (forward && p == (with_head ? n - 1 : 0)) m.change = load + (with_head ? loss.saved : 0);
+      if (!forward && with_head && op.kind == PipeOpKind::Backward && p == 0) {
+        m.transient = loss.transient;
+        m.change = -loss.saved;
+      }
+      if (frees && p == n - 1) m.change -= load;
+      parts.push_back(m);
     }
   }
   return parts;
 }
 
-double sum(const std::vector<double>& v) {
-  double out = 0;
-  for (double x : v) out += x;
-  return out;
-}
-
 }  // namespace
 
 double paired_walked_peak(const Experiment& e, const StageLayout& st,
-                          const std::vector<std::vector<double>>& layer_loads) {
+                          const std::vector<std::vector<double>>& layer_loads, double loss_saved,
+                          double loss_transient) {
   const std::vector<PipeOp> order =
       stage_order(shape_of(e.strategy, 1), strategy_shape_fields(), static_cast<int>(st.stage));
+  const LossBytes loss{loss_saved, loss_transient};
   double level = 0, peak = 0;
+  const auto run = [&](const PartMemory& m) {
+    peak = std::max(peak, level + m.transient);
+    peak = std::max(peak, level += m.change);
+  };
   for (std::size_t i = 0; i < order.size(); ++i) {
     const PipeOp& op = order[i];
     if (op.chunk < 0) continue;
-    const auto& loads = layer_loads[static_cast<std::size_t>(op.chunk)];
+    const std::vector<PartMemory> a = op_parts(e, st, op, layer_loads[static_cast<std::size_t>(op.chunk)], loss);
     const bool paired = op.pairs_next && op.kind == PipeOpKind::Forward && i + 1 < order.size() &&
                         order[i + 1].kind == PipeOpKind::Backward;
-    if (paired) {
-      const std::vector<double> a = pair_parts(e, st, op, loads);
-      const std::vector<double> b =
-          pair_parts(e, st, order[i + 1], layer_loads[static_cast<std::size_t>(order[i + 1].chunk)]);
-      for (std::size_t n = 0; n < std::max(a.size(), b.size()); ++n) {
-        if (n < a.size()) peak = std::max(peak, level += a[n]);
-        if (n < b.size()) level += b[n];
-      }
-      ++i;
-    } else if (op.kind == PipeOpKind::Forward) {
-      peak = std::max(peak, level += sum(loads));
-    } else if (op.kind == PipeOpKind::Weight || (op.kind == PipeOpKind::Backward && !op.split)) {
-      level -= sum(loads);
+    if (!paired) {
+      for (const PartMemory& m : a) run(m);
+      continue;
+    }
+    const PipeOp& next = order[++i];
+    const std::vector<PartMemory> b = op_parts(e, st, next, layer_loads[static_cast<std::size_t>(next.chunk)], loss);
+    for (std::size_t n = 0; n < std::max(a.size(), b.size()); ++n) {
+      if (n < a.size()) run(a[n]);
+      if (n < b.size()) run(b[n]);
     }
   }
   return peak;

@@ -32,13 +32,16 @@ std::optional<double> interleaved_peak_with_loss(const Experiment& e, const Stag
 /// until its weight gradient (or its backward, when that is not split). Serves zb-v, dualpipev and interleaved-zb.
 double walked_peak(const Experiment& e, const StageLayout& st, const std::vector<double>& chunk_load);
 
-/// The peak on stage st under DualPipe's schedules, whose pairs overlap layer by layer (the expansion's expand_pair):
-/// the op order walked, each forward holding layer_loads[chunk][l] for each of its chunk's layers until its backward
-/// or weight gradient; in a pair the forward's layers and the backward's alternate part by part (an MoE layer in four
-/// parts, any other in one), the forward's activations held from a layer's first part (its last when it holds the
-/// output layer), the backward's freed at its last.
+/// The peak on stage st under the schedules whose pairs overlap layer by layer (DualPipe's, Megatron-Core's combined
+/// 1F1B; the expansion's expand_pair): the op order walked part by part, each forward holding layer_loads[chunk][l]
+/// for each of its chunk's layers until its backward or weight gradient; in a pair the forward's parts and the
+/// backward's alternate (an MoE layer in four parts, any other in one), the forward's activations held from a layer's
+/// first part (its last when it holds the output layer), the backward's freed at its last. On the stage with the
+/// output layer the loss is walked too: `loss_saved` from each head forward to its backward, `loss_transient` while
+/// that backward's first part runs.
 double paired_walked_peak(const Experiment& e, const StageLayout& st,
-                          const std::vector<std::vector<double>>& layer_loads);
+                          const std::vector<std::vector<double>>& layer_loads, double loss_saved = 0,
+                          double loss_transient = 0);
 
 /// Layer-equivalents of activations a device of `stage` holds at its peak under the schedule (in-flight micro-batches
 /// times layers, or the interleaved schedule's chunk count).
