@@ -99,6 +99,8 @@ class Runner {
     char name[] = "placesim";
     char* argv[] = {name, nullptr};
     engine_ = std::make_unique<sg::Engine>(&argc, argv);
+    if (!c.slow.empty())
+      for (int x = 0; x < c.devices(); ++x) speed_.push_back(c.speed(x));
   }
 
   SimResult run();
@@ -265,6 +267,11 @@ class Runner {
   Platform platform_;
   std::vector<std::uint32_t> waiting_;
   std::vector<double> start_time_;
+  std::vector<double> speed_;  ///< per device: compute speed (ClusterSpec::slow); empty when all run at 1
+  /// A compute task's seconds on `device` at its speed.
+  double at_speed(double seconds, int device) const {
+    return speed_.empty() ? seconds : seconds / speed_[static_cast<std::size_t>(device)];
+  }
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_, release_;
   std::unordered_map<TaskId, RingRun> rings_;

@@ -78,10 +78,11 @@ void Runner::start(TaskId id) {
         // timers, which cost SimGrid far less than activities (whose completion scans every live activity).
         if constexpr (std::is_same_v<B, Compute>) {
           if (b.seconds <= 0) return finish(id, now, now);
-          if (!interferes_) return delay(id, b.seconds);
+          const double seconds = at_speed(b.seconds, b.device);
+          if (!interferes_) return delay(id, seconds);
           compute_on(b.device, +1);
           compute_task_[static_cast<std::size_t>(b.device)] = id;
-          stretch(id, b.seconds, compute_rate(b.device), -1, 0);
+          stretch(id, seconds, compute_rate(b.device), -1, 0);
           stretches_.at(id).compute = true;
         } else if constexpr (std::is_same_v<B, HostCompute>) {
           delay(id, b.seconds);

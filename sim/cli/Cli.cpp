@@ -188,9 +188,12 @@ Json experiment_json_from_args(const Args& args, bool allow_default, std::string
   return j;
 }
 
-Experiment experiment_from_args(const Args& args, bool allow_default, const std::vector<std::string>* positional) {
+Experiment experiment_from_args(const Args& args, bool allow_default, const std::vector<std::string>* positional,
+                                Json* source, std::string* dir) {
   std::string base_dir;
   Json j = experiment_json_from_args(args, allow_default, &base_dir, positional);
+  if (source) *source = j;
+  if (dir) *dir = base_dir;
   // Every error of the experiment at once, under the name of its file.
   const auto& pos = positional ? *positional : args.positional();
   ErrorList errors(pos.empty() ? "the experiment" : pos.front() == "-" ? "<stdin>" : pos.front());

@@ -68,8 +68,10 @@ std::vector<FlagSpec> experiment_flags();
 Json experiment_json_from_args(const Args& args, bool allow_default, std::string* base_dir,
                                const std::vector<std::string>* positional = nullptr);
 /// Parses the experiment named by the arguments, with --device-memory applied.
+/// `source` and `base_dir`, when given, receive the experiment's JSON (after --set) and the folder of its file.
 Experiment experiment_from_args(const Args& args, bool allow_default,
-                                const std::vector<std::string>* positional = nullptr);
+                                const std::vector<std::string>* positional = nullptr, Json* source = nullptr,
+                                std::string* base_dir = nullptr);
 /// Throws InputError when `e` is an abstract pipeline (a "pipeline" section of stage times, without a model, cluster
 /// or placement): `command` (e.g. "analyze") derives its figures from the placement, which such an experiment lacks,
 /// and would answer with zeros or with a one-device placement instead.

@@ -1,9 +1,13 @@
 #include <algorithm>
 #include <iostream>
+#include <optional>
+#include <vector>
 
 #include "sim/backend/Simulate.hpp"
 #include "sim/cli/Commands.hpp"
 #include "sim/cli/FitHint.hpp"
+#include "sim/cli/SweepCli.hpp"
+#include "sim/sweep/Subprocess.hpp"
 #include "strategies/analytic/Validity.hpp"
 #include "strategies/pipeline/AbstractPipeline.hpp"
 #include "traces/chrome/ChromeTrace.hpp"
@@ -122,6 +126,31 @@ Json report_figures(const Json& report, const std::string& list) {
   return out;
 }
 
+// The stragglers' cost: the step of the same experiment without cluster.slow, simulated in a child process (SimGrid
+// runs one simulation per process) with the flags that change the step. Nothing when there are none, or when the
+// child fails (its error is then said on stderr).
+std::optional<double> step_without_slow(Json source, const std::string& dir, const Args& args) {
+  if (!source.contains("cluster") || !source["cluster"].is_object() || !source["cluster"].contains("slow"))
+    return std::nullopt;
+  source["cluster"].erase("slow");
+  std::vector<std::string> argv{own_executable(),        "simulate", "-", "--report", "-", "--report-figures",
+                                "simulation.step_time_s"};
+  for (const char* flag : {"--fidelity", "--symmetry", "--layer-group", "--device-memory"})
+    if (auto v = args.value(flag)) argv.insert(argv.end(), {flag, *v});
+  if (args.has("--force")) argv.push_back("--force");
+  ProcessPool pool;
+  pool.start(0, argv, source.dump(), dir);
+  std::vector<std::pair<std::uint64_t, ChildResult>> ended;
+  while (ended.empty()) ended = pool.wait(1000);
+  const ChildResult& r = ended.front().second;
+  try {
+    if (r.exit_code == 0) return Json::parse(r.out)["simulation"]["step_time_s"].get<double>();
+  } catch (const Json::exception&) {
+  }
+  std::cerr << "placesim simulate: the step without cluster.slow was not simulated: " << r.err << "\n";
+  return std::nullopt;
+}
+
 // Whether a report, trace or picture goes to stdout ("-"): the summary then goes to stderr.
 bool stdout_output(const Args& args) {
   for (const char* flag : {"--report", "--trace", "--svg"})
@@ -132,7 +161,9 @@ bool stdout_output(const Args& args) {
 int run(const Args& args) {
   SimulateSettings settings = settings_from(args);
   const SvgOptions svg = svg_flags(args);
-  Experiment e = experiment_from_args(args, true);
+  Json source;
+  std::string dir;
+  Experiment e = experiment_from_args(args, true, nullptr, &source, &dir);
   if (!e.pipeline.is_null()) return run_abstract(args, e, svg);
   const SimulationInput in = resolve_simulation(std::move(e));
   const bool pictures = args.has("--trace") || args.has("--svg");
@@ -149,7 +180,7 @@ int run(const Args& args) {
     if (std::find(settings.traced_devices.begin(), settings.traced_devices.end(), 0) == settings.traced_devices.end())
       settings.traced_devices.insert(settings.traced_devices.begin(), 0);
   }
-  const SimulatedStep step = [&] {
+  SimulatedStep step = [&] {
     try {
       return simulate_experiment(in, settings);
     } catch (const DoesNotFit& error) {
@@ -159,6 +190,7 @@ int run(const Args& args) {
       throw with_fit_hint(error, in.experiment, args, true);
     }
   }();
+  step.step_without_slow_s = step_without_slow(source, dir, args);
   write_pictures(args, step.result.record, options, in.experiment.name, step.result.step_time_s, svg);
   if (auto path = args.value("--profiler-trace")) {
     OutputFile file(*path);

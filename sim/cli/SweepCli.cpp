@@ -12,17 +12,12 @@
 
 namespace placesim {
 
-namespace {
-
-// The path of the running executable: what simulate mode starts per point unless --simulator says otherwise.
 std::string own_executable() {
   char path[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
   if (n <= 0) throw InputError("cannot find the placesim executable (/proc/self/exe); pass --simulator PATH");
   return std::string(path, static_cast<std::size_t>(n));
 }
-
-}  // namespace
 
 std::vector<FlagSpec> sweep_run_flags() {
   return flag_table(R"(

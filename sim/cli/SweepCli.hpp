@@ -6,6 +6,8 @@
 
 namespace placesim {
 
+/// The path of the running executable (/proc/self/exe): the simulator child processes run.
+std::string own_executable();
 /// The flags `sweep` and `search` share: --jobs, --device-memory, --simulator, --quiet.
 std::vector<FlagSpec> sweep_run_flags();
 /// SweepRunOptions from those flags: available_jobs() (sim/sweep/Cpus.hpp), this executable as the simulator.

@@ -75,6 +75,11 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
   f.lanes = static_cast<int>(s.data_ranks());
   f.folded_lanes = f.lanes;
   if (f.lanes == 1) return f;
+  // A straggler makes its block differ from the others.
+  if (!c.slow.empty()) {
+    f.reason = "cluster.slow names GPUs that run slower than the others, so the blocks differ";
+    return f;
+  }
   const int gpn = c.gpus_per_node;
   // Block 0 of a stage holds devices [0, tp x folded_lanes) of the stage's slab of tp x lanes devices: whole nodes
   // when both are multiples of the node's GPUs. Its lanes hold whole cp groups and whole dp_shard groups (unless

@@ -297,6 +297,42 @@ void check_setting(const std::string& key, const std::string& value, std::vector
   if (std::string problem = setting_problem(*s, value); !problem.empty()) problems.push_back(problem);
 }
 
+// "slow": {"node 17": 0.8, "gpu 3": 0.9}: each key a node or GPU of the cluster, each speed in (0, 1]. Every bad
+// entry is named at once.
+void read_slow(ObjectReader& r, ClusterSpec& c) {
+  const Json* slow = r.child("slow");
+  if (!slow) return;
+  const std::string field = r.field("slow");
+  if (!slow->is_object())
+    throw InputError(field + "=" + show(*slow) + " must be an object of \"node N\" or \"gpu N\": speed");
+  std::vector<std::string> problems;
+  for (auto it = slow->begin(); it != slow->end(); ++it) {
+    const std::string& key = it.key();
+    const std::string at = field + "." + key;
+    const bool node = key.rfind("node ", 0) == 0, gpu = key.rfind("gpu ", 0) == 0;
+    const std::string index = key.substr(node ? 5 : gpu ? 4 : 0);
+    const bool number = (node || gpu) && !index.empty() && index.size() < 10 &&
+                        index.find_first_not_of("0123456789") == std::string::npos;
+    const long n = number ? std::stol(index) : -1;
+    const long count = node ? c.nodes : static_cast<long>(c.devices());
+    if (!number)
+      problems.push_back(at + ": name a node or a GPU as \"node N\" or \"gpu N\"");
+    else if (n >= count)
+      problems.push_back(at + ": the cluster has " + std::to_string(count) + (node ? (count == 1 ? " node" : " nodes") : " GPUs") + " (0 to " +
+                         std::to_string(count - 1) + ")");
+    if (!it.value().is_number() || !(it.value().get<double>() > 0) || it.value().get<double>() > 1)
+      problems.push_back(at + "=" + show(it.value()) +
+                         " must be a speed in (0, 1] relative to the accelerator's (0.8: 80 % of its speed)");
+    else if (number && n < count)
+      c.slow[key] = it.value().get<double>();
+  }
+  if (!problems.empty()) {
+    std::string text = problems.front();
+    for (std::size_t i = 1; i < problems.size(); ++i) text += "; " + problems[i];
+    throw InputError(text);
+  }
+}
+
 void read_simgrid_config(ObjectReader& r, ClusterSpec& c) {
   const Json* config = r.child("simgrid_config");
   if (!config) return;
@@ -483,6 +519,10 @@ ClusterSpec parse_cluster(const Json& value, ErrorList* errors) {
     read_simgrid_config(r, c);
     return true;
   });
+  r.guarded("slow", false, [&] {
+    read_slow(r, c);
+    return true;
+  });
   c.comm_model = get_enum(r, "comm_model", kCommModelNames, c.comm_model);
   read_comm_and_links(r, c);
   r.finish();
@@ -561,7 +601,15 @@ Json cluster_to_json(const ClusterSpec& c) {
             {{"intra_node", fabric_profile_to_json(c.comm.intra_node)},
              {"inter_node", fabric_profile_to_json(c.comm.inter_node)}}}};
   if (c.node_links.kind != NodeLinks::NvSwitch) out["node_links"] = node_links_to_json(c.node_links);
+  if (!c.slow.empty()) out["slow"] = c.slow;
   return out;
+}
+
+double ClusterSpec::speed(int gpu) const {
+  if (slow.empty()) return 1;
+  if (auto it = slow.find("gpu " + std::to_string(gpu)); it != slow.end()) return it->second;
+  if (auto it = slow.find("node " + std::to_string(gpu / gpus_per_node)); it != slow.end()) return it->second;
+  return 1;
 }
 
 int NodeShape::links(int a, int b) const {

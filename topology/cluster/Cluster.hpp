@@ -78,7 +78,14 @@ struct ClusterSpec {
   CommModel comm_model = CommModel::Nccl;
   CommProfile comm;
 
+  /// Stragglers: compute speed relative to the accelerator's, by "node N" (its GPUs) or "gpu N" (one GPU, over its
+  /// node's), in (0, 1]; a GPU named nowhere runs at 1. A compute task on a GPU takes its time / its speed; the
+  /// slowest member gates each collective and each pipeline exchange as the task graph orders them.
+  std::map<std::string, double> slow;
+
   int devices() const { return nodes * gpus_per_node; }
+  /// The compute speed of GPU `gpu` (`slow`).
+  double speed(int gpu) const;
 };
 
 /// Parses the "cluster" section: a preset name, or an object with optional "preset" and overrides. Errors name the

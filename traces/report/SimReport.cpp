@@ -184,6 +184,16 @@ std::string symmetry_text(const SimResult& r) {
 
 Json experts_sim_json(const SimulatedStep& s);
 
+// cluster.slow and its cost (SimulatedStep::step_without_slow_s).
+Json stragglers_json(const SimulatedStep& s) {
+  Json out{{"slow", s.cluster.slow}, {"step_time_without_s", nullptr}, {"cost_fraction", nullptr}};
+  if (s.step_without_slow_s && *s.step_without_slow_s > 0) {
+    out["step_time_without_s"] = *s.step_without_slow_s;
+    out["cost_fraction"] = s.figures.step_time_s / *s.step_without_slow_s - 1;
+  }
+  return out;
+}
+
 Json simulation_json(const SimulatedStep& s) {
   const SimFigures& f = s.figures;
   const SimResult& r = s.result;
@@ -211,6 +221,7 @@ Json simulation_json(const SimulatedStep& s) {
            {"layer_group", s.layer_group},
            {"layer_times", layer_times_json(s.layer_times)}};
   if (s.experiment.model.moe()) out["experts"] = experts_sim_json(s);
+  if (!s.cluster.slow.empty()) out["stragglers"] = stragglers_json(s);
   out["interval"] = interval_json(prediction_interval(s.experiment, s.cluster.accelerator, f.step_time_s));
   out["memory_headroom"] = headroom_json(memory_headroom(s.experiment, f.max.peak_total));
   // What the accelerator's profile has no public measurement of, and how it is costed instead.
@@ -608,12 +619,28 @@ std::string cost_summary(const SimulatedStep& s) {
   return line + symmetry_text(s.result) + "\n";
 }
 
+// The stragglers (cluster.slow) and their cost: the step against the same step without them.
+std::string straggler_summary(const SimulatedStep& s) {
+  if (s.cluster.slow.empty()) return "";
+  std::string named;
+  for (const auto& [where, speed] : s.cluster.slow)
+    named += (named.empty() ? "" : ", ") + where + " x" + format_significant(speed);
+  std::string out = "  stragglers           " + named + " (cluster.slow): ";
+  if (!s.step_without_slow_s) return out + "the step without them was not simulated\n";
+  const double without = *s.step_without_slow_s;
+  char cost[96];
+  std::snprintf(cost, sizeof cost, " (%+.1f %%)", without > 0 ? 100 * (s.figures.step_time_s / without - 1) : 0.0);
+  return out + format_seconds(s.figures.step_time_s) + " a step against " + format_seconds(without) + " without them" +
+         cost + "\n";
+}
+
 }  // namespace
 
 std::string simulation_summary(const SimulatedStep& s) {
   const SimFigures& f = s.figures;
   std::string out = summary_heading(s.experiment, s.cluster) + stack_summary(s.experiment) + calibration_summary(s);
   out += summary_rates(f);
+  out += straggler_summary(s);
   out += interval_summary(s);
   out += time_to_train_summary(step_time_to_train(s));
   out += power_limit_summary(s.cluster.accelerator);

@@ -48,6 +48,9 @@ struct SimulatedStep {
   SimFigures figures;
   std::vector<ValidationRow> validation;
   std::shared_ptr<const TaskGraph> graph;  ///< the expanded step, when SimulateSettings::keep_graph asked for it
+  /// With stragglers (cluster.slow): the step time of the same experiment without them, simulated apart; nothing when
+  /// it was not simulated.
+  std::optional<double> step_without_slow_s;
 };
 
 SimFigures sim_figures(const Experiment& e, const ClusterSpec& c, const Analysis& a, const SimResult& r);
