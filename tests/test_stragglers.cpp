@@ -2,6 +2,7 @@
 // tiny task graphs: the slow member's compute takes its time / its speed and gates what waits for it, exactly as the
 // graph's critical path says. Each TEST_CASE that simulates runs in its own process (ctest).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 
 #include "sim/backend/Simulator.hpp"
@@ -19,16 +20,17 @@ using test::empty_graph;
 const std::string kMoe = std::string(PLACESIM_SOURCE_DIR) + "/tests/golden/simulate-moe-dualpipev/moe-dualpipev.json";
 
 // One node of 4 GPUs on an NVSwitch of raw links: 100 GB/s and 1 us per NVLink direction.
-ClusterSpec node(double speed_of_gpu1) {
+ClusterSpec node(double speed_of_gpu1, double sigma = 0) {
   ClusterSpec c = test::links_node(4);
   c.nics_per_node = 1;
   if (speed_of_gpu1 != 1) c.slow["gpu 1"] = speed_of_gpu1;
+  c.speed_spread.sigma = sigma;
   return c;
 }
 
 // An FSDP unit's step on a ring of 4: each GPU computes 1 s, then the ring reduce-scatters the unit's gradients
 // (8 MB): 3 steps of 1/4 of it, each 2 us of route latency plus 2 MB at 100 GB/s.
-double fsdp_step(double speed_of_gpu1) {
+double fsdp_step(double speed_of_gpu1, double sigma = 0) {
   TaskGraph g = empty_graph(4);
   const int group = g.add_group({0, 1, 2, 3});
   Collective rs;
@@ -40,7 +42,7 @@ double fsdp_step(double speed_of_gpu1) {
   for (int x = 0; x < 4; ++x) g.depend(g.add(Compute{TaskKind::Backward, x, 1.0, 0}, 0), sync);
   SimOptions full;
   full.fidelity = Fidelity::Full;
-  return simulate(g, node(speed_of_gpu1), full).step_time_s;
+  return simulate(g, node(speed_of_gpu1, sigma), full).step_time_s;
 }
 
 // 1F1B on 2 stages (gpu 0, gpu 1) with 2 micro-batches, forward 1 s and backward 2 s, transfers left out: stage 0 runs
@@ -109,4 +111,40 @@ TEST_CASE("Stragglers: simulate reports the step with and without them") {
   CHECK(with > without);
   CHECK(with < 2 * without);
   CHECK(s["cost_fraction"].get<double>() == Approx(with / without - 1).epsilon(1e-12));
+}
+
+// Speeds drawn as 1 - sigma |z|, z standard normal: |z| is half-normal, of mean sqrt(2 / pi), so over 65,536 GPUs the
+// mean slowdown is sigma sqrt(2 / pi) (its standard error sigma 0.6 / 256, well inside 1 %); the same seed draws the
+// same speeds, another seed others; per node, a node's GPUs alike; a GPU cluster.slow names keeps its own.
+TEST_CASE("Stragglers: speeds drawn from cluster.speed_spread are seeded half-normal slowdowns") {
+  ClusterSpec c = parse_cluster(Json::parse(
+      R"({"preset": "dgx-h100", "nodes": 8192, "speed_spread": {"sigma": 0.02, "seed": 7}, "slow": {"gpu 5": 0.7}})"));
+  double slowdown = 0, least = 1;
+  for (int x = 0; x < c.devices(); ++x) {
+    if (x == 5) continue;
+    slowdown += 1 - c.speed(x);
+    least = std::min(least, c.speed(x));
+  }
+  CHECK(slowdown / (c.devices() - 1) == Approx(0.02 * std::sqrt(2 / M_PI)).epsilon(0.01));
+  CHECK(least >= 0.5);
+  CHECK(c.speed(5) == 0.7);
+  ClusterSpec same = c, other = c, nodes = c;
+  other.speed_spread.seed = 8;
+  nodes.speed_spread.per_node = true;
+  int differ = 0;
+  for (int x = 0; x < 64; ++x) {
+    CHECK(same.speed(x) == c.speed(x));
+    differ += other.speed(x) != c.speed(x) ? 1 : 0;
+    if (x != 5) CHECK(nodes.speed(x) == nodes.speed(x / 8 * 8));
+  }
+  CHECK(differ > 60);
+}
+
+// The ring waits for its slowest member, whatever drew it: 1 s / the least of the 4 GPUs' speeds, then the ring.
+TEST_CASE("Stragglers: drawn speeds delay the FSDP reduce-scatter by the slowest GPU's compute") {
+  const ClusterSpec c = node(1.0, 0.05);
+  double least = 1;
+  for (int x = 0; x < 4; ++x) least = std::min(least, c.speed(x));
+  REQUIRE(least < 1);
+  CHECK(fsdp_step(1.0, 0.05) == Approx(1.0 / least + kRing).epsilon(1e-9));
 }

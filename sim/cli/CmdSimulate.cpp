@@ -126,13 +126,15 @@ Json report_figures(const Json& report, const std::string& list) {
   return out;
 }
 
-// The stragglers' cost: the step of the same experiment without cluster.slow, simulated in a child process (SimGrid
-// runs one simulation per process) with the flags that change the step. Nothing when there are none, or when the
-// child fails (its error is then said on stderr).
+// The stragglers' cost: the step of the same experiment without cluster.slow and cluster.speed_spread, simulated in a
+// child process (SimGrid runs one simulation per process) with the flags that change the step. Nothing when there are
+// none, or when the child fails (its error is then said on stderr).
 std::optional<double> step_without_slow(Json source, const std::string& dir, const Args& args) {
-  if (!source.contains("cluster") || !source["cluster"].is_object() || !source["cluster"].contains("slow"))
-    return std::nullopt;
-  source["cluster"].erase("slow");
+  if (!source.contains("cluster") || !source["cluster"].is_object()) return std::nullopt;
+  Json& cluster = source["cluster"];
+  if (!cluster.contains("slow") && !cluster.contains("speed_spread")) return std::nullopt;
+  cluster.erase("slow");
+  cluster.erase("speed_spread");
   std::vector<std::string> argv{own_executable(),        "simulate", "-", "--report", "-", "--report-figures",
                                 "simulation.step_time_s"};
   for (const char* flag : {"--fidelity", "--symmetry", "--layer-group", "--device-memory"})

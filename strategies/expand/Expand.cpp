@@ -76,8 +76,8 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
   f.folded_lanes = f.lanes;
   if (f.lanes == 1) return f;
   // A straggler makes its block differ from the others.
-  if (!c.slow.empty()) {
-    f.reason = "cluster.slow names GPUs that run slower than the others, so the blocks differ";
+  if (c.has_stragglers()) {
+    f.reason = "cluster.slow or cluster.speed_spread makes GPUs run at different speeds, so the blocks differ";
     return f;
   }
   const int gpn = c.gpus_per_node;

@@ -22,6 +22,8 @@ namespace {
 // which tests use; a tiny one is refused by the longest transfer simulate estimates.)
 constexpr int kMaxGpusPerNode = 1024;
 constexpr double kMaxOversubscription = 64, kMaxLatencySeconds = 1;
+// The slowest speed cluster.speed_spread draws: a tail below it is a failing GPU, for cluster.slow to name.
+constexpr double kSlowestDrawn = 0.5;
 
 constexpr EnumName<FabricTopology> kFabricTopologyNames[] = {{FabricTopology::FatTree, "fat-tree"},
                                                              {FabricTopology::RailOptimized, "rail-optimized"}};
@@ -318,8 +320,9 @@ void read_slow(ObjectReader& r, ClusterSpec& c) {
     if (!number)
       problems.push_back(at + ": name a node or a GPU as \"node N\" or \"gpu N\"");
     else if (n >= count)
-      problems.push_back(at + ": the cluster has " + std::to_string(count) + (node ? (count == 1 ? " node" : " nodes") : " GPUs") + " (0 to " +
-                         std::to_string(count - 1) + ")");
+      problems.push_back(at + ": the cluster has " + std::to_string(count) +
+                         (node ? (count == 1 ? " node" : " nodes") : " GPUs") + " (0 to " + std::to_string(count - 1) +
+                         ")");
     if (!it.value().is_number() || !(it.value().get<double>() > 0) || it.value().get<double>() > 1)
       problems.push_back(at + "=" + show(it.value()) +
                          " must be a speed in (0, 1] relative to the accelerator's (0.8: 80 % of its speed)");
@@ -331,6 +334,21 @@ void read_slow(ObjectReader& r, ClusterSpec& c) {
     for (std::size_t i = 1; i < problems.size(); ++i) text += "; " + problems[i];
     throw InputError(text);
   }
+}
+
+// "speed_spread": {"sigma": 0.02, "seed": 7, "per": "gpu" | "node"}.
+void read_speed_spread(ObjectReader& r, ClusterSpec& c) {
+  const Json* spread = r.child("speed_spread");
+  if (!spread) return;
+  ObjectReader s(*spread, r.field("speed_spread"), r.errors());
+  c.speed_spread.sigma = s.require_non_negative("sigma");
+  s.check(c.speed_spread.sigma <= 0.5, "sigma",
+          "must be at most 0.5: the drawn speeds are 1 - sigma |z| (about 1 - 0.8 sigma on average)");
+  const double seed = s.get_non_negative("seed", 1);
+  s.check(seed == std::floor(seed) && seed < 9e15, "seed", "must be a whole number");
+  c.speed_spread.seed = static_cast<std::uint64_t>(seed);
+  c.speed_spread.per_node = s.get_choice("per", {"gpu", "node"}, "gpu") == "node";
+  s.finish();
 }
 
 void read_simgrid_config(ObjectReader& r, ClusterSpec& c) {
@@ -523,6 +541,10 @@ ClusterSpec parse_cluster(const Json& value, ErrorList* errors) {
     read_slow(r, c);
     return true;
   });
+  r.guarded("speed_spread", false, [&] {
+    read_speed_spread(r, c);
+    return true;
+  });
   c.comm_model = get_enum(r, "comm_model", kCommModelNames, c.comm_model);
   read_comm_and_links(r, c);
   r.finish();
@@ -602,14 +624,39 @@ Json cluster_to_json(const ClusterSpec& c) {
              {"inter_node", fabric_profile_to_json(c.comm.inter_node)}}}};
   if (c.node_links.kind != NodeLinks::NvSwitch) out["node_links"] = node_links_to_json(c.node_links);
   if (!c.slow.empty()) out["slow"] = c.slow;
+  if (c.speed_spread.sigma > 0)
+    out["speed_spread"] = {{"sigma", c.speed_spread.sigma},
+                           {"seed", c.speed_spread.seed},
+                           {"per", c.speed_spread.per_node ? "node" : "gpu"}};
   return out;
 }
 
+namespace {
+
+// A standard normal draw for (seed, index), the same on every machine: splitmix64 for two uniforms, Box-Muller.
+double normal_draw(std::uint64_t seed, std::uint64_t index) {
+  auto mix = [](std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  };
+  const std::uint64_t a = mix(seed * 0x100000001b3ULL + 2 * index), b = mix(seed * 0x100000001b3ULL + 2 * index + 1);
+  const double u1 = (static_cast<double>(a >> 11) + 0.5) / 9007199254740992.0;  // (0, 1)
+  const double u2 = static_cast<double>(b >> 11) / 9007199254740992.0;
+  return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+}
+
+}  // namespace
+
 double ClusterSpec::speed(int gpu) const {
-  if (slow.empty()) return 1;
+  if (!has_stragglers()) return 1;
   if (auto it = slow.find("gpu " + std::to_string(gpu)); it != slow.end()) return it->second;
   if (auto it = slow.find("node " + std::to_string(gpu / gpus_per_node)); it != slow.end()) return it->second;
-  return 1;
+  if (speed_spread.sigma <= 0) return 1;
+  const int index = speed_spread.per_node ? gpu / gpus_per_node : gpu;
+  return std::max(kSlowestDrawn,
+                  1 - speed_spread.sigma * std::abs(normal_draw(speed_spread.seed, static_cast<std::uint64_t>(index))));
 }
 
 int NodeShape::links(int a, int b) const {

@@ -82,9 +82,18 @@ struct ClusterSpec {
   /// node's), in (0, 1]; a GPU named nowhere runs at 1. A compute task on a GPU takes its time / its speed; the
   /// slowest member gates each collective and each pipeline exchange as the task graph orders them.
   std::map<std::string, double> slow;
+  /// Speeds drawn for every GPU (or node) `slow` does not name: 1 - sigma |z| with z standard normal, seeded; a
+  /// spread of 0 draws none.
+  struct SpeedSpread {
+    double sigma = 0;
+    std::uint64_t seed = 1;
+    bool per_node = false;  ///< one draw per node (its GPUs alike), else one per GPU
+  } speed_spread;
+  /// Does any GPU run below the accelerator's speed?
+  bool has_stragglers() const { return !slow.empty() || speed_spread.sigma > 0; }
 
   int devices() const { return nodes * gpus_per_node; }
-  /// The compute speed of GPU `gpu` (`slow`).
+  /// The compute speed of GPU `gpu` (`slow`, else `speed_spread`).
   double speed(int gpu) const;
 };
 

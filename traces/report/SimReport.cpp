@@ -187,6 +187,12 @@ Json experts_sim_json(const SimulatedStep& s);
 // cluster.slow and its cost (SimulatedStep::step_without_slow_s).
 Json stragglers_json(const SimulatedStep& s) {
   Json out{{"slow", s.cluster.slow}, {"step_time_without_s", nullptr}, {"cost_fraction", nullptr}};
+  if (s.cluster.speed_spread.sigma > 0) {
+    double slowest = 1;
+    for (int x = 0; x < s.cluster.devices(); ++x) slowest = std::min(slowest, s.cluster.speed(x));
+    out["speed_spread"] = {
+        {"sigma", s.cluster.speed_spread.sigma}, {"seed", s.cluster.speed_spread.seed}, {"slowest_speed", slowest}};
+  }
   if (s.step_without_slow_s && *s.step_without_slow_s > 0) {
     out["step_time_without_s"] = *s.step_without_slow_s;
     out["cost_fraction"] = s.figures.step_time_s / *s.step_without_slow_s - 1;
@@ -221,7 +227,7 @@ Json simulation_json(const SimulatedStep& s) {
            {"layer_group", s.layer_group},
            {"layer_times", layer_times_json(s.layer_times)}};
   if (s.experiment.model.moe()) out["experts"] = experts_sim_json(s);
-  if (!s.cluster.slow.empty()) out["stragglers"] = stragglers_json(s);
+  if (s.cluster.has_stragglers()) out["stragglers"] = stragglers_json(s);
   out["interval"] = interval_json(prediction_interval(s.experiment, s.cluster.accelerator, f.step_time_s));
   out["memory_headroom"] = headroom_json(memory_headroom(s.experiment, f.max.peak_total));
   // What the accelerator's profile has no public measurement of, and how it is costed instead.
@@ -621,11 +627,23 @@ std::string cost_summary(const SimulatedStep& s) {
 
 // The stragglers (cluster.slow) and their cost: the step against the same step without them.
 std::string straggler_summary(const SimulatedStep& s) {
-  if (s.cluster.slow.empty()) return "";
+  const ClusterSpec& c = s.cluster;
+  if (!c.has_stragglers()) return "";
   std::string named;
-  for (const auto& [where, speed] : s.cluster.slow)
+  for (const auto& [where, speed] : c.slow)
     named += (named.empty() ? "" : ", ") + where + " x" + format_significant(speed);
-  std::string out = "  stragglers           " + named + " (cluster.slow): ";
+  if (!c.slow.empty()) named += " (cluster.slow)";
+  if (c.speed_spread.sigma > 0) {
+    double slowest = 1;
+    int at = 0;
+    for (int x = 0; x < c.devices(); ++x)
+      if (c.speed(x) < slowest) std::tie(slowest, at) = std::pair{c.speed(x), x};
+    named += std::string(named.empty() ? "" : "; ") + "speeds drawn per " + (c.speed_spread.per_node ? "node" : "GPU") +
+             " as 1 - " + format_significant(c.speed_spread.sigma) + " |z|, seed " +
+             std::to_string(c.speed_spread.seed) + ", slowest gpu " + std::to_string(at) + " x" +
+             format_significant(slowest) + " (cluster.speed_spread)";
+  }
+  std::string out = "  stragglers           " + named + ": ";
   if (!s.step_without_slow_s) return out + "the step without them was not simulated\n";
   const double without = *s.step_without_slow_s;
   char cost[96];
