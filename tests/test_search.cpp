@@ -235,24 +235,32 @@ TEST_CASE("A search over an MoE model adds every expert-parallel degree the expe
   const SweepAxis& mesh = s.axes.front();
   // (dp, tp, pp) over 4 GPUs, and ep dividing both the 4 experts and tp x dp: dp 4 -> ep 1, 2, 4; dp 2 x pp 2 -> 1, 2;
   // tp 2 x dp 2 -> 1, 2, 4 (sp on); tp 2 x pp 2 -> 1, 2; tp 4 -> 1, 2, 4. pp 4 is not a candidate: the model has 2
-  // layers.
+  // layers. Each ep > 1 without pipeline stages again with Megatron-Core's combined 1F1B (ep_overlap; with stages it
+  // needs interleaved chunks, none here).
   std::vector<std::vector<std::int64_t>> got;
   for (const auto& v : mesh.values)
     got.push_back({v[0]["dp"].get<std::int64_t>(), v[0]["tp"].get<std::int64_t>(), v[0]["pp"].get<std::int64_t>(),
-                   v[0]["ep"].get<std::int64_t>(), v[0]["sp"].get<bool>() ? 1 : 0});
-  CHECK(got == std::vector<std::vector<std::int64_t>>{{4, 1, 1, 1, 0},
-                                                      {4, 1, 1, 2, 0},
-                                                      {4, 1, 1, 4, 0},
-                                                      {2, 1, 2, 1, 0},
-                                                      {2, 1, 2, 2, 0},
-                                                      {2, 2, 1, 1, 1},
-                                                      {2, 2, 1, 2, 1},
-                                                      {2, 2, 1, 4, 1},
-                                                      {1, 2, 2, 1, 1},
-                                                      {1, 2, 2, 2, 1},
-                                                      {1, 4, 1, 1, 1},
-                                                      {1, 4, 1, 2, 1},
-                                                      {1, 4, 1, 4, 1}});
+                   v[0]["ep"].get<std::int64_t>(), v[0]["sp"].get<bool>() ? 1 : 0,
+                   v[0].value("ep_overlap", false) ? 1 : 0});
+  CHECK(got == std::vector<std::vector<std::int64_t>>{{4, 1, 1, 1, 0, 0},
+                                                      {4, 1, 1, 2, 0, 0},
+                                                      {4, 1, 1, 2, 0, 1},
+                                                      {4, 1, 1, 4, 0, 0},
+                                                      {4, 1, 1, 4, 0, 1},
+                                                      {2, 1, 2, 1, 0, 0},
+                                                      {2, 1, 2, 2, 0, 0},
+                                                      {2, 2, 1, 1, 1, 0},
+                                                      {2, 2, 1, 2, 1, 0},
+                                                      {2, 2, 1, 2, 1, 1},
+                                                      {2, 2, 1, 4, 1, 0},
+                                                      {2, 2, 1, 4, 1, 1},
+                                                      {1, 2, 2, 1, 1, 0},
+                                                      {1, 2, 2, 2, 1, 0},
+                                                      {1, 4, 1, 1, 1, 0},
+                                                      {1, 4, 1, 2, 1, 0},
+                                                      {1, 4, 1, 2, 1, 1},
+                                                      {1, 4, 1, 4, 1, 0},
+                                                      {1, 4, 1, 4, 1, 1}});
 }
 
 // The search's pruning against an exhaustive simulation of the same candidates: a tiny model on one DGX H100, every
@@ -389,6 +397,31 @@ TEST_CASE("The step-time bound counts the blocking pipeline sends at the NIC's b
                                  "50 GB/s", "1 GB/s", fidelity);
     CHECK(r.slow_bound - r.fast_bound == Approx(4 * 0.9 * 2097152 * (1 / 1e9 - 1 / 50e9)).epsilon(1e-6));
   }
+}
+
+// Megatron-Core's combined 1F1B pairs nothing when a step is one micro-batch (its forward and backward alone): such a
+// candidate is its plain twin's, simulated once; with micro-batches to pair it is a candidate of its own.
+TEST_CASE("search simulates once a combined 1F1B candidate with nothing to pair") {
+  const SearchRun run =
+      run_search(R"({"model": {"family": "llama", "layers": 4, "hidden": 256, "heads": 4, "vocab": 1000,
+      "seq_len": 128, "experts": 4, "top_k": 2, "moe_ffn": 256}, "cluster": {"preset": "dgx-a100", "nodes": 1},
+      "training": {"global_batch": 32}})",
+                 "--presets zero1 --micro-batches 1,4 --recompute none --cp 1 --max-chunks 1 --fidelity analytic "
+                 "--exhaustive");
+  INFO(run.output);
+  REQUIRE(run.rc == 0);
+  std::size_t twins = 0, own = 0;
+  for (const Json& r : run.rows) {
+    const Json& st = r["point"]["strategy"];
+    if (!st.value("ep_overlap", false) || st["pp"] != 1 || r["status"] == "invalid") continue;
+    // 32 sequences over dp 8 in micro-batches of 4: one micro-batch a step; of 1: four.
+    const bool one = st["dp"] == 8 && r["point"]["training.micro_batch"] == 4;
+    const bool twin = r.value("reason", "").rfind("the same candidate as #", 0) == 0;
+    CHECK(twin == one);
+    (twin ? twins : own) += 1;
+  }
+  CHECK(twins > 0);
+  CHECK(own > 0);
 }
 
 // Presets that resolve to the same strategy (dp and megatron-3d: both replicate every state and exchange stages as

@@ -8,6 +8,7 @@
 
 #include "sim/cli/Commands.hpp"
 #include "sim/cli/SweepCli.hpp"
+#include "strategies/pipeline/PipelineSchedule.hpp"
 #include "strategies/placement/Strategy.hpp"
 #include "strategies/sweep/Search.hpp"
 #include "strategies/sweep/SweepPoint.hpp"
@@ -180,7 +181,9 @@ std::vector<std::string> layout_cells(const Json& point) {
           std::to_string(get("tp", 1)),
           std::to_string(get("pp", 1)),
           std::to_string(get("cp", 1)),
-          st.contains("ep") ? std::to_string(get("ep", 1)) : "-",
+          !st.contains("ep")              ? "-"
+          : st.value("ep_overlap", false) ? std::to_string(get("ep", 1)) + " ov"
+                                          : std::to_string(get("ep", 1)),
           get("pp", 1) > 1 ? schedule : "-",
           point["training.micro_batch"].dump(),
           point["training.recompute"].get<std::string>()};
@@ -198,7 +201,7 @@ void print_table(const std::vector<Json>& ranked, const RankBy& by, std::size_t 
     for (const char* f : {kDays, kCost, kEnergy})
       if (ranked.front().contains(f) && ranked.front()[f].is_number()) figures.push_back(f);
   const std::vector<std::pair<std::string, std::size_t>> columns = {{"preset", 14}, {"dp", 5}, {"tp", 4},
-                                                                    {"pp", 4},      {"cp", 4}, {"ep", 4},
+                                                                    {"pp", 4},      {"cp", 4}, {"ep", 6},
                                                                     {"sched", 7},   {"mb", 4}, {"recompute", 10}};
   std::cout << cell("rank", 5) << "  ";
   for (const auto& [name, width] : columns)
@@ -291,10 +294,20 @@ Tally tally_analysis(std::vector<Json>& rows) {
   return t;
 }
 
+// Does the strategy's schedule pair any forward with a backward (combined 1F1B with a steady state)?
+bool runs_pairs(const StrategySpec& s) {
+  const PipelineShape shape = shape_of(s, 1);
+  for (int stage = 0; stage < shape.stages; ++stage)
+    for (const PipeOp& op : stage_order(shape, strategy_shape_fields(), stage))
+      if (op.pairs_next) return true;
+  return false;
+}
+
 // The ok candidates worth simulating, each once: two presets that resolve to the same strategy and training (the
 // megatron-core and megatron-3d presets under a stack that sets the same optimizer and recompute), or a recompute
-// mode that changes nothing analysable (selective recompute where fused attention stores no scores), give the same
-// candidate when their memory, traffic and bound agree too. The others are marked filtered, naming the one kept.
+// mode that changes nothing analysable (selective recompute where fused attention stores no scores), or combined 1F1B
+// without a steady state to pair (one micro-batch), give the same candidate when their memory, traffic and bound
+// agree too. The others are marked filtered, naming the one kept.
 std::vector<std::size_t> distinct_candidates(const SweepSpec& spec, std::vector<Json>& rows, Tally& t) {
   struct Kept {
     StrategySpec strategy;
@@ -318,6 +331,10 @@ std::vector<std::size_t> distinct_candidates(const SweepSpec& spec, std::vector<
     mine.strategy.preset.clear();
     mine.training.recompute = Recompute::None;
     mine.training.recompute_layers = 0;
+    if (mine.strategy.ep_overlap && !runs_pairs(mine.strategy)) {
+      mine.strategy.ep_overlap = false;
+      key["strategy"].erase("ep_overlap");
+    }
     if (mine.strategy.placement.activations == Mode::Materialized)  // the placement's word for a recompute
       mine.strategy.placement.activations = Mode::Replicated;
     std::vector<Kept>& same_key = seen[key.dump()];
@@ -423,7 +440,7 @@ void print_tally(const Tally& t, std::size_t candidates, bool simulate, bool pru
             << " the stack cannot run, " << t.memory << " do not fit in memory (with the stack's reserve), " << t.fit
             << " fit\n";
   if (simulate)
-    std::cout << "  " << t.same << " the same as another (a preset or recompute mode that changes nothing here), "
+    std::cout << "  " << t.same << " the same as another (a preset, recompute mode or ep_overlap that changes nothing here), "
               << t.simulated
               << " simulated in the order of their step time's lower bound (compute, exposed TP collectives and "
                  "blocking pipeline sends: "

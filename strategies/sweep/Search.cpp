@@ -84,6 +84,7 @@ std::int64_t model_layers(const Json& experiment, const std::string& base_dir, s
 struct Shape {
   std::int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 0, chunks = 1;
   bool moe = false;
+  bool ep_overlap = false;  ///< Megatron-Core's combined 1F1B (strategy.ep_overlap)
 };
 
 // The shard group of a hybrid data-parallel layout: the data-parallel ranks inside one node (FSDP's HYBRID_SHARD and
@@ -130,6 +131,11 @@ Json candidate_strategy(Json strategy, const std::string& preset, const Shape& c
   }
   strategy["schedule"] = c.chunks > 1 ? "interleaved" : "1f1b";
   if (c.chunks > 1) strategy["chunks"] = c.chunks;
+  strategy.erase("ep_overlap");
+  if (c.ep_overlap) {
+    strategy["ep_overlap"] = true;
+    if (c.pp > 1) strategy["p2p"] = "async";  // the combined step receives both inputs before it runs
+  }
   return strategy;
 }
 
@@ -147,7 +153,11 @@ std::vector<Shape> candidate_shapes(const SearchSpace& space, const std::vector<
       const std::vector<std::int64_t> eps = experts > 0 ? divisors(experts) : std::vector<std::int64_t>{0};
       for (std::int64_t ep : eps) {
         if (experts > 0 && (m.tp * cp * m.dp) % ep != 0) continue;
-        for (std::int64_t v : chunk_choices) shapes.push_back({m.dp, m.tp, m.pp, cp, ep, v, experts > 0});
+        for (std::int64_t v : chunk_choices) {
+          shapes.push_back({m.dp, m.tp, m.pp, cp, ep, v, experts > 0});
+          // Megatron-Core's combined 1F1B where it runs: expert parallelism, interleaved stages or none.
+          if (ep > 1 && (m.pp == 1 || v > 1)) shapes.push_back({m.dp, m.tp, m.pp, cp, ep, v, true, true});
+        }
       }
     }
   }
