@@ -22,6 +22,8 @@ namespace {
 // which tests use; a tiny one is refused by the longest transfer simulate estimates.)
 constexpr int kMaxGpusPerNode = 1024;
 constexpr double kMaxOversubscription = 64, kMaxLatencySeconds = 1;
+// The most of a shared switch link cluster.background_load may give to other jobs.
+constexpr double kMostBackground = 0.95;
 // The slowest speed cluster.speed_spread draws: a tail below it is a failing GPU, for cluster.slow to name.
 constexpr double kSlowestDrawn = 0.5;
 
@@ -545,6 +547,9 @@ ClusterSpec parse_cluster(const Json& value, ErrorList* errors) {
     read_speed_spread(r, c);
     return true;
   });
+  c.background_load = r.get_non_negative("background_load", c.background_load);
+  r.check(c.background_load <= kMostBackground, "background_load",
+          "must be at most 0.95: the fraction of each leaf uplink and spine port other jobs take");
   c.comm_model = get_enum(r, "comm_model", kCommModelNames, c.comm_model);
   read_comm_and_links(r, c);
   r.finish();
@@ -624,6 +629,7 @@ Json cluster_to_json(const ClusterSpec& c) {
              {"inter_node", fabric_profile_to_json(c.comm.inter_node)}}}};
   if (c.node_links.kind != NodeLinks::NvSwitch) out["node_links"] = node_links_to_json(c.node_links);
   if (!c.slow.empty()) out["slow"] = c.slow;
+  if (c.background_load > 0) out["background_load"] = c.background_load;
   if (c.speed_spread.sigma > 0)
     out["speed_spread"] = {{"sigma", c.speed_spread.sigma},
                            {"seed", c.speed_spread.seed},

@@ -89,6 +89,9 @@ struct ClusterSpec {
     std::uint64_t seed = 1;
     bool per_node = false;  ///< one draw per node (its GPUs alike), else one per GPU
   } speed_spread;
+  /// Neighbours: the fraction of every link above the leaf switches (leaf uplinks, spine ports) other jobs' traffic
+  /// takes, in [0, 0.95]; the job's transfers across leaves get the rest. NIC and NVLink links are the job's own.
+  double background_load = 0;
   /// Does any GPU run below the accelerator's speed?
   bool has_stragglers() const { return !slow.empty() || speed_spread.sigma > 0; }
 

@@ -77,11 +77,13 @@ LinkParams Fabric::link(LinkId id) const {
       return {"pcie-" + n, c.pcie_bw_Bps, c.pcie_latency_s};
     case LinkKind::Nic:
       return {"nic-" + nic, c.nic_bw_Bps, c.nic_latency_s + c.switch_latency_s / 2};
+    // Above the leaves other jobs' traffic takes cluster.background_load of each link.
     case LinkKind::LeafUplink:
       // The leaf's share of the spine: its NICs' bandwidth divided by the oversubscription, shared by all of them.
-      return {"uplink-" + n, nics_on_leaf(id.index) * c.nic_bw_Bps / c.oversubscription, c.switch_latency_s};
+      return {"uplink-" + n, nics_on_leaf(id.index) * c.nic_bw_Bps / c.oversubscription * (1 - c.background_load),
+              c.switch_latency_s};
     case LinkKind::SpinePort:
-      return {"spine-" + nic, c.nic_bw_Bps, c.switch_latency_s};
+      return {"spine-" + nic, c.nic_bw_Bps * (1 - c.background_load), c.switch_latency_s};
     case LinkKind::MeshLink: {
       // One crossing per transfer: the latency of an NVSwitch route's two.
       const int pairs = c.gpus_per_node * (c.gpus_per_node - 1) / 2;

@@ -10,6 +10,7 @@
 #include "strategies/placement/Mesh.hpp"
 #include "strategies/placement/Routing.hpp"
 #include "strategies/placement/Strategy.hpp"
+#include "topology/cluster/Fabric.hpp"
 #include "traces/report/Interval.hpp"
 #include "traces/report/Report.hpp"
 #include "traces/report/StackReport.hpp"
@@ -625,6 +626,18 @@ std::string cost_summary(const SimulatedStep& s) {
   return line + symmetry_text(s.result) + "\n";
 }
 
+// Other jobs' traffic on the switches above the leaves (cluster.background_load).
+std::string neighbours_summary(const ClusterSpec& c) {
+  if (c.background_load <= 0) return "";
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  neighbours           %.0f %% of each leaf uplink and spine port taken by other jobs "
+                "(cluster.background_load)%s\n",
+                100 * c.background_load,
+                c.nodes > 1 && Fabric(c).leaves() > 1 ? "" : "; no route of this job leaves its leaf switch, so none crosses them");
+  return line;
+}
+
 // The stragglers (cluster.slow) and their cost: the step against the same step without them.
 std::string straggler_summary(const SimulatedStep& s) {
   const ClusterSpec& c = s.cluster;
@@ -659,6 +672,7 @@ std::string simulation_summary(const SimulatedStep& s) {
   std::string out = summary_heading(s.experiment, s.cluster) + stack_summary(s.experiment) + calibration_summary(s);
   out += summary_rates(f);
   out += straggler_summary(s);
+  out += neighbours_summary(s.cluster);
   out += interval_summary(s);
   out += time_to_train_summary(step_time_to_train(s));
   out += power_limit_summary(s.cluster.accelerator);
