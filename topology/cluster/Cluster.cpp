@@ -4,6 +4,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "workloads/json/Embedded.hpp"
@@ -301,41 +302,85 @@ void check_setting(const std::string& key, const std::string& value, std::vector
   if (std::string problem = setting_problem(*s, value); !problem.empty()) problems.push_back(problem);
 }
 
-// "slow": {"node 17": 0.8, "gpu 3": 0.9}: each key a node or GPU of the cluster, each speed in (0, 1]. Every bad
-// entry is named at once.
-void read_slow(ObjectReader& r, ClusterSpec& c) {
-  const Json* slow = r.child("slow");
-  if (!slow) return;
-  const std::string field = r.field("slow");
-  if (!slow->is_object())
-    throw InputError(field + "=" + show(*slow) + " must be an object of \"node N\" or \"gpu N\": speed");
+// A whole number of at most nine digits, or -1.
+long small_index(const std::string& text) {
+  const bool number = !text.empty() && text.size() < 10 && text.find_first_not_of("0123456789") == std::string::npos;
+  return number ? std::stol(text) : -1;
+}
+
+// "0 to n - 1" of `count` things: "the cluster has 8 GPUs (0 to 7)".
+std::string count_text(long count, const std::string& one, const std::string& many) {
+  return "the cluster has " + std::to_string(count) + " " + (count == 1 ? one : many) + " (0 to " +
+         std::to_string(count - 1) + ")";
+}
+
+// An object of "<part>": fraction entries (cluster.slow, cluster.degraded) read into `out`: `check_part(key)` returns
+// what is wrong with a key ("" when it names a part of the cluster), each value must lie in (0, 1] (`what` says
+// what it is). Every bad entry is named at once.
+void read_fractions(ObjectReader& r, const char* name, const std::function<std::string(const std::string&)>& check_part,
+                    const std::string& what, std::map<std::string, double>& out) {
+  const Json* object = r.child(name);
+  if (!object) return;
+  const std::string field = r.field(name);
+  if (!object->is_object()) throw InputError(field + "=" + show(*object) + " must be an object of part: " + what);
   std::vector<std::string> problems;
-  for (auto it = slow->begin(); it != slow->end(); ++it) {
-    const std::string& key = it.key();
-    const std::string at = field + "." + key;
-    const bool node = key.rfind("node ", 0) == 0, gpu = key.rfind("gpu ", 0) == 0;
-    const std::string index = key.substr(node ? 5 : gpu ? 4 : 0);
-    const bool number = (node || gpu) && !index.empty() && index.size() < 10 &&
-                        index.find_first_not_of("0123456789") == std::string::npos;
-    const long n = number ? std::stol(index) : -1;
-    const long count = node ? c.nodes : static_cast<long>(c.devices());
-    if (!number)
-      problems.push_back(at + ": name a node or a GPU as \"node N\" or \"gpu N\"");
-    else if (n >= count)
-      problems.push_back(at + ": the cluster has " + std::to_string(count) +
-                         (node ? (count == 1 ? " node" : " nodes") : " GPUs") + " (0 to " + std::to_string(count - 1) +
-                         ")");
-    if (!it.value().is_number() || !(it.value().get<double>() > 0) || it.value().get<double>() > 1)
-      problems.push_back(at + "=" + show(it.value()) +
-                         " must be a speed in (0, 1] relative to the accelerator's (0.8: 80 % of its speed)");
-    else if (number && n < count)
-      c.slow[key] = it.value().get<double>();
+  for (auto it = object->begin(); it != object->end(); ++it) {
+    const std::string at = field + "." + it.key(), wrong = check_part(it.key());
+    if (!wrong.empty()) problems.push_back(at + ": " + wrong);
+    const bool fraction = it.value().is_number() && it.value().get<double>() > 0 && it.value().get<double>() <= 1;
+    if (!fraction) problems.push_back(at + "=" + show(it.value()) + " must be " + what);
+    if (wrong.empty() && fraction) out[it.key()] = it.value().get<double>();
   }
   if (!problems.empty()) {
     std::string text = problems.front();
     for (std::size_t i = 1; i < problems.size(); ++i) text += "; " + problems[i];
     throw InputError(text);
   }
+}
+
+// "slow": {"node 17": 0.8, "gpu 3": 0.9}: nodes or GPUs of the cluster, each a speed in (0, 1].
+void read_slow(ObjectReader& r, ClusterSpec& c) {
+  read_fractions(
+      r, "slow",
+      [&](const std::string& key) -> std::string {
+        const bool node = key.rfind("node ", 0) == 0, gpu = key.rfind("gpu ", 0) == 0;
+        const long n = node || gpu ? small_index(key.substr(node ? 5 : 4)) : -1;
+        if (n < 0) return "name a node or a GPU as \"node N\" or \"gpu N\"";
+        const long count = node ? c.nodes : static_cast<long>(c.devices());
+        return n < count ? "" : count_text(count, node ? "node" : "GPU", node ? "nodes" : "GPUs");
+      },
+      "a speed in (0, 1] relative to the accelerator's (0.8: 80 % of its speed)", c.slow);
+}
+
+// "degraded": {"nic 3.1": 0.5, "rail 2": 0.5, "nvlink 5": 0.25}: a node's NIC on a rail, every NIC of a rail, or a
+// GPU's NVLink, each the fraction of its bandwidth left in (0, 1].
+void read_degraded(ObjectReader& r, ClusterSpec& c) {
+  read_fractions(
+      r, "degraded",
+      [&](const std::string& key) -> std::string {
+        const auto space = key.find(' ');
+        const std::string kind = key.substr(0, space), index = space == std::string::npos ? "" : key.substr(space + 1);
+        if (kind == "nvlink") {
+          const long g = small_index(index);
+          return g < 0 ? "name the GPU: \"nvlink G\"" : g < c.devices() ? "" : count_text(c.devices(), "GPU", "GPUs");
+        }
+        if (kind == "rail") {
+          const long rail = small_index(index);
+          return rail < 0                 ? "name the rail: \"rail R\""
+                 : rail < c.nics_per_node ? ""
+                                          : count_text(c.nics_per_node, "rail", "rails");
+        }
+        if (kind == "nic") {
+          const auto dot = index.find('.');
+          const long node = small_index(index.substr(0, dot)),
+                     rail = dot == std::string::npos ? -1 : small_index(index.substr(dot + 1));
+          if (node < 0 || rail < 0) return "name the NIC by node and rail: \"nic N.R\"";
+          if (node >= c.nodes) return count_text(c.nodes, "node", "nodes");
+          return rail < c.nics_per_node ? "" : count_text(c.nics_per_node, "rail", "rails");
+        }
+        return "name a link as \"nic N.R\", \"rail R\" or \"nvlink G\"";
+      },
+      "the fraction of its bandwidth left, in (0, 1] (a link down would reroute traffic: not modelled)", c.degraded);
 }
 
 // "speed_spread": {"sigma": 0.02, "seed": 7, "per": "gpu" | "node"}.
@@ -547,6 +592,10 @@ ClusterSpec parse_cluster(const Json& value, ErrorList* errors) {
     read_speed_spread(r, c);
     return true;
   });
+  r.guarded("degraded", false, [&] {
+    read_degraded(r, c);
+    return true;
+  });
   c.background_load = r.get_non_negative("background_load", c.background_load);
   r.check(c.background_load <= kMostBackground, "background_load",
           "must be at most 0.95: the fraction of each leaf uplink and spine port other jobs take");
@@ -629,6 +678,7 @@ Json cluster_to_json(const ClusterSpec& c) {
              {"inter_node", fabric_profile_to_json(c.comm.inter_node)}}}};
   if (c.node_links.kind != NodeLinks::NvSwitch) out["node_links"] = node_links_to_json(c.node_links);
   if (!c.slow.empty()) out["slow"] = c.slow;
+  if (!c.degraded.empty()) out["degraded"] = c.degraded;
   if (c.background_load > 0) out["background_load"] = c.background_load;
   if (c.speed_spread.sigma > 0)
     out["speed_spread"] = {{"sigma", c.speed_spread.sigma},
@@ -654,6 +704,20 @@ double normal_draw(std::uint64_t seed, std::uint64_t index) {
 }
 
 }  // namespace
+
+double ClusterSpec::nic_left(int node, int rail) const {
+  if (degraded.empty()) return 1;
+  if (auto it = degraded.find("nic " + std::to_string(node) + "." + std::to_string(rail)); it != degraded.end())
+    return it->second;
+  auto it = degraded.find("rail " + std::to_string(rail));
+  return it == degraded.end() ? 1 : it->second;
+}
+
+double ClusterSpec::nvlink_left(int gpu) const {
+  if (degraded.empty()) return 1;
+  auto it = degraded.find("nvlink " + std::to_string(gpu));
+  return it == degraded.end() ? 1 : it->second;
+}
 
 double ClusterSpec::speed(int gpu) const {
   if (!has_stragglers()) return 1;

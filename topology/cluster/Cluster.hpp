@@ -89,11 +89,17 @@ struct ClusterSpec {
     std::uint64_t seed = 1;
     bool per_node = false;  ///< one draw per node (its GPUs alike), else one per GPU
   } speed_spread;
+  /// Degraded links: "nic N.R" (node N's NIC on rail R), "rail R" (every NIC of the rail), "nvlink G" (GPU G's NVLink
+  /// port) -> the fraction of the link's bandwidth left, in (0, 1]; a NIC named both ways takes its own entry.
+  std::map<std::string, double> degraded;
   /// Neighbours: the fraction of every link above the leaf switches (leaf uplinks, spine ports) other jobs' traffic
   /// takes, in [0, 0.95]; the job's transfers across leaves get the rest. NIC and NVLink links are the job's own.
   double background_load = 0;
   /// Does any GPU run below the accelerator's speed?
   bool has_stragglers() const { return !slow.empty() || speed_spread.sigma > 0; }
+  /// The fraction of a link's bandwidth `degraded` leaves it: NICs by node and rail, NVLinks by GPU; 1 elsewhere.
+  double nic_left(int node, int rail) const;
+  double nvlink_left(int gpu) const;
 
   int devices() const { return nodes * gpus_per_node; }
   /// The compute speed of GPU `gpu` (`slow`, else `speed_spread`).

@@ -72,11 +72,14 @@ LinkParams Fabric::link(LinkId id) const {
                     std::to_string(id.index % std::max(1, c.nics_per_node));
   switch (id.kind) {
     case LinkKind::NvLink:
-      return {"nvlink-" + n, c.nvlink_bw_Bps, c.nvlink_latency_s};
+      return {"nvlink-" + n, c.nvlink_bw_Bps * c.nvlink_left(id.index), c.nvlink_latency_s};
     case LinkKind::Pcie:
       return {"pcie-" + n, c.pcie_bw_Bps, c.pcie_latency_s};
-    case LinkKind::Nic:
-      return {"nic-" + nic, c.nic_bw_Bps, c.nic_latency_s + c.switch_latency_s / 2};
+    case LinkKind::Nic: {
+      const int per_node = std::max(1, c.nics_per_node);
+      return {"nic-" + nic, c.nic_bw_Bps * c.nic_left(id.index / per_node, id.index % per_node),
+              c.nic_latency_s + c.switch_latency_s / 2};
+    }
     // Above the leaves other jobs' traffic takes cluster.background_load of each link.
     case LinkKind::LeafUplink:
       // The leaf's share of the spine: its NICs' bandwidth divided by the oversubscription, shared by all of them.

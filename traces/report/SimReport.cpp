@@ -626,16 +626,29 @@ std::string cost_summary(const SimulatedStep& s) {
   return line + symmetry_text(s.result) + "\n";
 }
 
-// Other jobs' traffic on the switches above the leaves (cluster.background_load).
+// Degraded links (cluster.degraded) and other jobs' traffic on the switches above the leaves
+// (cluster.background_load).
 std::string neighbours_summary(const ClusterSpec& c) {
-  if (c.background_load <= 0) return "";
+  std::string out;
+  if (!c.degraded.empty()) {
+    out = "  degraded links       ";
+    bool first = true;
+    for (const auto& [link, left] : c.degraded) {
+      out += (first ? "" : ", ") + link + " at " + format_significant(100 * left) + " %";
+      first = false;
+    }
+    out += " of its bandwidth (cluster.degraded)\n";
+  }
+  if (c.background_load <= 0) return out;
   char line[256];
   std::snprintf(line, sizeof line,
                 "  neighbours           %.0f %% of each leaf uplink and spine port taken by other jobs "
                 "(cluster.background_load)%s\n",
                 100 * c.background_load,
-                c.nodes > 1 && Fabric(c).leaves() > 1 ? "" : "; no route of this job leaves its leaf switch, so none crosses them");
-  return line;
+                c.nodes > 1 && Fabric(c).leaves() > 1
+                    ? ""
+                    : "; no route of this job leaves its leaf switch, so none crosses them");
+  return out + line;
 }
 
 // The stragglers (cluster.slow) and their cost: the step against the same step without them.
