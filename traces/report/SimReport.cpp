@@ -666,8 +666,8 @@ std::string straggler_summary(const SimulatedStep& s) {
       if (c.speed(x) < slowest) std::tie(slowest, at) = std::pair{c.speed(x), x};
     named += std::string(named.empty() ? "" : "; ") + "speeds drawn per " + (c.speed_spread.per_node ? "node" : "GPU") +
              " as 1 - " + format_significant(c.speed_spread.sigma) + " |z|, seed " +
-             std::to_string(c.speed_spread.seed) + ", slowest gpu " + std::to_string(at) + " x" +
-             format_significant(slowest) + " (cluster.speed_spread)";
+             std::to_string(c.speed_spread.seed) + ", slowest GPU " + std::to_string(at) + " x" +
+             format_significant(std::round(slowest * 1000) / 1000) + " (cluster.speed_spread)";
   }
   std::string out = "  stragglers           " + named + ": ";
   if (!s.step_without_slow_s) return out + "the step without them was not simulated\n";
