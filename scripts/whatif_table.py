@@ -59,23 +59,29 @@ def table(placesim):
     return "\n".join(lines) + "\n"
 
 
-def main(argv):
+def table_main(argv, table, doc_path, markers, what):
+    """Prints table(placesim); with --write replaces the text between `markers` in doc_path, with --check exits 1 when
+    it differs (naming `what` and the script that writes it)."""
     placesim = next((a for a in argv if not a.startswith("--")), os.path.join(ROOT, "build", "placesim"))
     text = table(placesim)
-    doc_path = os.path.join(ROOT, "docs", "whatif.md")
     doc = open(doc_path).read()
-    if "--write" in argv or "--check" in argv:
-        start, end = doc.index(BEGIN) + len(BEGIN) + 1, doc.index(END)
-        if "--check" in argv:
-            if doc[start:end] != text:
-                print("docs/whatif.md's what-if table differs from this binary's (scripts/whatif_table.py --write):")
-                print(text)
-                return 1
-            return 0
-        open(doc_path, "w").write(doc[:start] + text + doc[end:])
+    if "--write" not in argv and "--check" not in argv:
+        print(text, end="")
         return 0
-    print(text, end="")
+    start, end = doc.index(markers[0]) + len(markers[0]) + 1, doc.index(markers[1])
+    if "--check" in argv:
+        if doc[start:end] != text:
+            print(f"{what} differs from this binary's ({os.path.basename(sys.argv[0])} --write):")
+            print(text)
+            return 1
+        return 0
+    open(doc_path, "w").write(doc[:start] + text + doc[end:])
     return 0
+
+
+def main(argv):
+    return table_main(argv, table, os.path.join(ROOT, "docs", "whatif.md"), (BEGIN, END),
+                      "docs/whatif.md's what-if table")
 
 
 if __name__ == "__main__":
