@@ -274,6 +274,14 @@ std::string setting_problem(const SimgridSetting& s, const std::string& value) {
 
 // Every problem of a simgrid_config object in one InputError: `problems` (values, in key order), then the keys
 // placesim does not pass, each with the nearest one it does, and the list of those.
+// Throws one InputError of every problem, joined with "; ", when there is any.
+void throw_problems(const std::vector<std::string>& problems) {
+  if (problems.empty()) return;
+  std::string message;
+  for (std::size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
+  throw InputError(message);
+}
+
 void refuse_simgrid_config(std::vector<std::string> problems, const std::vector<std::string>& unknown) {
   if (!unknown.empty()) {
     std::vector<std::string> keys;
@@ -287,10 +295,7 @@ void refuse_simgrid_config(std::vector<std::string> problems, const std::vector<
     for (std::size_t i = 0; i < keys.size(); ++i) text += (i ? ", " : " ") + keys[i];
     problems.push_back(text);
   }
-  if (problems.empty()) return;
-  std::string message;
-  for (std::size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
-  throw InputError(message);
+  throw_problems(problems);
 }
 
 // The problem of one key and value, or the key added to `unknown`.
@@ -331,11 +336,7 @@ void read_fractions(ObjectReader& r, const char* name, const std::function<std::
     if (!fraction) problems.push_back(at + "=" + show(it.value()) + " must be " + what);
     if (wrong.empty() && fraction) out[it.key()] = it.value().get<double>();
   }
-  if (!problems.empty()) {
-    std::string text = problems.front();
-    for (std::size_t i = 1; i < problems.size(); ++i) text += "; " + problems[i];
-    throw InputError(text);
-  }
+  throw_problems(problems);
 }
 
 // "slow": {"node 17": 0.8, "gpu 3": 0.9}: nodes or GPUs of the cluster, each a speed in (0, 1].
@@ -574,28 +575,22 @@ ClusterSpec parse_cluster(const Json& value, ErrorList* errors) {
     r.refuse("accelerator", "cluster.accelerator is required when cluster.preset is not given");
   // The fields override the preset's and describe the accelerator's node: without either, no rule over them may run.
   if (!r.ok({"preset", "accelerator"})) r.abandon();
+  // A section whose reader throws is recorded with the others' errors (ObjectReader::guarded).
+  using Section = void (*)(ObjectReader&, ClusterSpec&);
+  const auto section = [&](const char* key, Section read) {
+    r.guarded(key, false, [&] {
+      read(r, c);
+      return true;
+    });
+  };
   read_node(r, c);
-  r.guarded("node_links", false, [&] {
-    read_node_links(r, c);
-    return true;
-  });
+  section("node_links", read_node_links);
   read_network(r, c);
-  r.guarded("simgrid_config", false, [&] {
-    read_simgrid_config(r, c);
-    return true;
-  });
-  r.guarded("slow", false, [&] {
-    read_slow(r, c);
-    return true;
-  });
-  r.guarded("speed_spread", false, [&] {
-    read_speed_spread(r, c);
-    return true;
-  });
-  r.guarded("degraded", false, [&] {
-    read_degraded(r, c);
-    return true;
-  });
+  for (const auto& [key, read] : {std::pair<const char*, Section>{"simgrid_config", read_simgrid_config},
+                                  {"slow", read_slow},
+                                  {"speed_spread", read_speed_spread},
+                                  {"degraded", read_degraded}})
+    section(key, read);
   c.background_load = r.get_non_negative("background_load", c.background_load);
   r.check(c.background_load <= kMostBackground, "background_load",
           "must be at most 0.95: the fraction of each leaf uplink and spine port other jobs take");
