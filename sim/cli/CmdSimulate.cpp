@@ -149,7 +149,7 @@ std::optional<double> step_without_slow(Json source, const std::string& dir, con
     if (r.exit_code == 0) return Json::parse(r.out)["simulation"]["step_time_s"].get<double>();
   } catch (const Json::exception&) {
   }
-  std::cerr << "placesim simulate: the step without cluster.slow was not simulated: " << r.err << "\n";
+  std::cerr << "placesim simulate: the step without the stragglers was not simulated: " << r.err << "\n";
   return std::nullopt;
 }
 

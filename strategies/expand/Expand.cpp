@@ -75,7 +75,6 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
   f.lanes = static_cast<int>(s.data_ranks());
   f.folded_lanes = f.lanes;
   if (f.lanes == 1) return f;
-  // A straggler makes its block differ from the others.
   // A straggler or a degraded link makes its block differ from the others; a degraded rail is every node's.
   const bool odd_link = std::any_of(c.degraded.begin(), c.degraded.end(),
                                     [](const auto& entry) { return entry.first.rfind("rail ", 0) != 0; });

@@ -15,8 +15,7 @@ namespace placesim::detail {
 // reduce-scatter under sp) beside its weight-gradient GEMM (megatron/model/language_model.py, 2022).
 void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward, double stash_delta, int phase) {
   const int last = group_phases(s, op, g) - 1;
-  const auto at = [&](int p) { return phase == kWholeGroup || phase == p; };
-  if (at(0)) gather_params(s, op, g);
+  if (runs_part(phase, 0)) gather_params(s, op, g);
   const LayerGroup& lg = group_of(s, op, g);
   const bool offload = offloads_activations(s, op.chunk, g);
   if (op.weight) {
@@ -24,16 +23,16 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
     sync_gradients(s, op, g, last_backward);
   } else if (op.forward) {
     forward_group(s, op, g, stash_delta, phase);
-    if (offload && at(last)) store_activations(s, op, g);
+    if (offload && runs_part(phase, last)) store_activations(s, op, g);
   } else {
-    if (offload && at(0)) fetch_activations(s, op, g);
+    if (offload && runs_part(phase, 0)) fetch_activations(s, op, g);
     backward_group(s, op, g, stash_delta, phase);
-    if (offload && at(last))
+    if (offload && runs_part(phase, last))
       for (std::size_t lane = 0; lane < compute_of_group_.size(); ++lane)
         activation_window_[lane].push_back(compute_of_group_[lane]);  // the backward frees them
-    if (!defer_sync_ && !op.split && at(last)) sync_gradients(s, op, g, last_backward);
+    if (!defer_sync_ && !op.split && runs_part(phase, last)) sync_gradients(s, op, g, last_backward);
   }
-  if (at(last) && last_backward && !op.weight && (lg.has_embedding || lg.has_head))
+  if (runs_part(phase, last) && last_backward && !op.weight && (lg.has_embedding || lg.has_head))
     for (int d = 0; d < dl_; ++d)
       for (int t = 0; t < tp_; ++t)
         first_backward_[static_cast<std::size_t>(rank(d, t, s))] =
@@ -85,8 +84,7 @@ void Expander::fetch_activations(int s, const StageOp& op, int g) {
 void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta, int phase) {
   const LayerGroup& lg = group_of(s, op, g);
   const bool sp = e_.strategy.sp, moe = moe_group(lg);
-  const auto at = [&](int p) { return phase == kWholeGroup || phase == p; };
-  if (at(0)) {
+  if (runs_part(phase, 0)) {
     if (lg.has_embedding) {
       compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Embedding, false, 0);
       vocab_collective(s, op, g, CollectiveOp::AllReduce, false);
@@ -95,7 +93,7 @@ void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta
     tp_collective(s, op, g, sp ? 4 : 2, sp ? 2 : 0, false);
   }
   if (moe) expert_phase(s, op, g, TaskKind::Forward, phase, 1);
-  if (lg.has_head && at(moe ? 3 : 0)) {
+  if (lg.has_head && runs_part(phase, moe ? 3 : 0)) {
     if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
     compute_tasks(s, op, g, TaskKind::Forward, ModelPart::Head, true, stash_delta);
   }
@@ -106,8 +104,7 @@ void Expander::forward_group(int s, const StageOp& op, int g, double stash_delta
 void Expander::backward_group(int s, const StageOp& op, int g, double stash_delta, int phase) {
   const LayerGroup& lg = group_of(s, op, g);
   const bool sp = e_.strategy.sp, moe = moe_group(lg);
-  const auto at = [&](int p) { return phase == kWholeGroup || phase == p; };
-  if (at(0)) {
+  if (runs_part(phase, 0)) {
     if (lg.has_head) {
       if (sp) vocab_collective(s, op, g, CollectiveOp::AllGather, false);
       compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Head, false, 0);
@@ -121,7 +118,7 @@ void Expander::backward_group(int s, const StageOp& op, int g, double stash_delt
     tp_collective(s, op, g, (sp ? 2 : 0) + (full ? (sp ? 4 : 2) : 0), sp ? 2 + (full ? 2 : 0) : 0, false);
   }
   if (moe) expert_phase(s, op, g, TaskKind::Backward, phase, 0);
-  if (!at(moe ? 3 : 0)) return;
+  if (!runs_part(phase, moe ? 3 : 0)) return;
   compute_tasks(s, op, g, TaskKind::Backward, ModelPart::Layers, !lg.has_embedding, stash_delta);
   // Split (B): the weight-gradient GEMMs these collectives hide behind run later, in W: here they are exposed.
   tp_collective(s, op, g, sp ? 4 : 2, sp ? 2 : 0, e_.strategy.tp_overlap && !op.split);

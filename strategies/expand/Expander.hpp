@@ -114,6 +114,8 @@ class Expander {
   void expand_pair(int s, int i);
   /// Group g of op, whole (kWholeGroup) or one of its group_phases (a DualPipe pair interleaves its two ops' phases).
   static constexpr int kWholeGroup = -1;
+  /// Does group phase `phase` (or the whole group) run part `p`?
+  static bool runs_part(int phase, int p) { return phase == kWholeGroup || phase == p; }
   void expand_group(int s, const StageOp& op, int g, bool last_of_op, double stash_delta, int phase = kWholeGroup);
   int group_phases(int s, const StageOp& op, int g) const;
   void forward_group(int s, const StageOp& op, int g, double stash_delta, int phase);

@@ -114,12 +114,16 @@ void split_pairs(const PipelineSchedule& schedule, OpSlots& slots, const std::ma
 
 PipelineTimeline pipeline_timeline(const PipelineSchedule& schedule, const SimulationRecord& record) {
   OpSlots slots(schedule);
-  std::map<const OpInterval*, double> work;  // compute seconds per op
+  // Compute seconds per op, which only split_pairs reads.
+  const bool pairs = std::any_of(schedule.order.begin(), schedule.order.end(), [](const std::vector<PipeOp>& ops) {
+    return std::any_of(ops.begin(), ops.end(), [](const PipeOp& op) { return op.pairs_next; });
+  });
+  std::map<const OpInterval*, double> work;
   for (const TaskRecord& t : record.tasks) {
     if (OpInterval* slot = slots.of(t)) {
       slot->start_s = std::min(slot->start_s, t.start_s);
       slot->end_s = std::max(slot->end_s, t.end_s);
-      if (t.stream == Stream::Compute) work[slot] += t.end_s - t.start_s;
+      if (pairs && t.stream == Stream::Compute) work[slot] += t.end_s - t.start_s;
     }
   }
   PipelineTimeline timeline(schedule.order.size());
@@ -133,7 +137,7 @@ PipelineTimeline pipeline_timeline(const PipelineSchedule& schedule, const Simul
       timeline[s].push_back(slot);
     }
   }
-  split_pairs(schedule, slots, work, timeline);
+  if (pairs) split_pairs(schedule, slots, work, timeline);
   return timeline;
 }
 

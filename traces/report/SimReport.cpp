@@ -185,15 +185,21 @@ std::string symmetry_text(const SimResult& r) {
 
 Json experts_sim_json(const SimulatedStep& s);
 
+// The slowest GPU of the cluster and its speed (the first of the slowest).
+std::pair<int, double> slowest_gpu(const ClusterSpec& c) {
+  std::pair<int, double> out{0, 1.0};
+  for (int x = 0; x < c.devices(); ++x)
+    if (const double v = c.speed(x); v < out.second) out = {x, v};
+  return out;
+}
+
 // cluster.slow and its cost (SimulatedStep::step_without_slow_s).
 Json stragglers_json(const SimulatedStep& s) {
   Json out{{"slow", s.cluster.slow}, {"step_time_without_s", nullptr}, {"cost_fraction", nullptr}};
-  if (s.cluster.speed_spread.sigma > 0) {
-    double slowest = 1;
-    for (int x = 0; x < s.cluster.devices(); ++x) slowest = std::min(slowest, s.cluster.speed(x));
-    out["speed_spread"] = {
-        {"sigma", s.cluster.speed_spread.sigma}, {"seed", s.cluster.speed_spread.seed}, {"slowest_speed", slowest}};
-  }
+  if (s.cluster.speed_spread.sigma > 0)
+    out["speed_spread"] = {{"sigma", s.cluster.speed_spread.sigma},
+                           {"seed", s.cluster.speed_spread.seed},
+                           {"slowest_speed", slowest_gpu(s.cluster).second}};
   if (s.step_without_slow_s && *s.step_without_slow_s > 0) {
     out["step_time_without_s"] = *s.step_without_slow_s;
     out["cost_fraction"] = s.figures.step_time_s / *s.step_without_slow_s - 1;
@@ -660,10 +666,7 @@ std::string straggler_summary(const SimulatedStep& s) {
     named += (named.empty() ? "" : ", ") + where + " x" + format_significant(speed);
   if (!c.slow.empty()) named += " (cluster.slow)";
   if (c.speed_spread.sigma > 0) {
-    double slowest = 1;
-    int at = 0;
-    for (int x = 0; x < c.devices(); ++x)
-      if (c.speed(x) < slowest) std::tie(slowest, at) = std::pair{c.speed(x), x};
+    const auto [at, slowest] = slowest_gpu(c);
     named += std::string(named.empty() ? "" : "; ") + "speeds drawn per " + (c.speed_spread.per_node ? "node" : "GPU") +
              " as 1 - " + format_significant(c.speed_spread.sigma) + " |z|, seed " +
              std::to_string(c.speed_spread.seed) + ", slowest GPU " + std::to_string(at) + " x" +
