@@ -104,8 +104,8 @@ TEST_CASE("A zero-bubble schedule with blocking exchanges is refused naming stra
   CHECK_THAT(out, Catch::Contains("set strategy.p2p=async"));
 }
 
-TEST_CASE("verify executes the zero-bubble schedules and DualPipeV and finds them equal to one device") {
-  for (const std::string schedule : {"zb-h1", "zb-h2", "zb-v", "dualpipev", "interleaved-zb"}) {
+TEST_CASE("verify executes the zero-bubble schedules and DualPipe(V) and finds them equal to one device") {
+  for (const std::string schedule : {"zb-h1", "zb-h2", "zb-v", "dualpipev", "interleaved-zb", "dualpipe"}) {
     INFO(schedule);
     std::string out;
     CHECK(run_placesim("verify " + std::string(PLACESIM_SOURCE_DIR) +

@@ -211,14 +211,15 @@ class SyncRun {
     mesh_.atom = mesh_.padded / mesh_.n;
     pp_ = static_cast<int>(s_.pp);
     chunks_ = static_cast<int>(chunks_per_stage(s_));
-    per_vstage_ = x.layers / (pp_ * chunks_);
+    per_vstage_ = x.layers / static_cast<int>(model_stages(s_));
     m_ = static_cast<int>(s_.microbatches);
     plan_ = data_plan(s_);
     theta0_ = tm::initial_parameters(x.layers, x.seed);
     ref_ = one_device(x, mesh_.n);
     devices_.assign(static_cast<std::size_t>(pp_), std::vector<Device>(static_cast<std::size_t>(mesh_.n)));
     for (int u = 0; u < x.layers; ++u)
-      for (int q = 0; q < mesh_.n; ++q) init_unit(dev(stage_of_unit(u), q), q, u);
+      for (int stage : stages_of_unit(u))
+        for (int q = 0; q < mesh_.n; ++q) init_unit(dev(stage, q), q, u);
     deviation_.assign(static_cast<std::size_t>(x.steps), {0, 0, 0});
   }
 
@@ -230,17 +231,30 @@ class SyncRun {
     const PipelineTimeline timeline = evaluate_pipeline(schedule, times);
     std::vector<int> applies(static_cast<std::size_t>(pp_), 0);
     int completed_steps = 0;
-    for (const OpId& id : completion_order(schedule, timeline)) {
-      const PipeOp& op = schedule.order[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)];
+    const auto execute = [&](const PipeOp& op) {
       if (op.kind == PipeOpKind::Forward) forward(op);
       if (op.kind == PipeOpKind::Backward) backward(op);
       if (op.kind == PipeOpKind::Weight) weight(op);
       if (op.kind == PipeOpKind::Apply) {
-        apply(op.stage, applies[static_cast<std::size_t>(op.stage)]++);
+        const int step = applies[static_cast<std::size_t>(op.stage)]++;
+        sync_step_gradients(op.stage);
+        if (bidirectional(s_.schedule)) {
+          const int mirror = pp_ - 1 - op.stage;
+          applies[static_cast<std::size_t>(mirror)]++;
+          sync_step_gradients(mirror);
+          mirror_sum(op.stage);
+          update(mirror, step);
+        }
+        update(op.stage, step);
         const int done = *std::min_element(applies.begin(), applies.end());
         while (completed_steps < done) compare_step(completed_steps++);
       }
-    }
+    };
+    if (bidirectional(s_.schedule))
+      run_when_ready(schedule, execute);
+    else
+      for (const OpId& id : completion_order(schedule, timeline))
+        execute(schedule.order[static_cast<std::size_t>(id.stage)][static_cast<std::size_t>(id.index)]);
     ExecutorResult r;
     r.loss_first = ref_.loss_first;
     r.loss_last = ref_.loss_last;
@@ -275,16 +289,83 @@ class SyncRun {
 
  private:
   Device& dev(int stage, int q) { return devices_[static_cast<std::size_t>(stage)][static_cast<std::size_t>(q)]; }
-  int vstage_of_unit(int u) const { return u / per_vstage_; }
-  int stage_of_unit(int u) const { return stage_of_virtual(s_.schedule, pp_, vstage_of_unit(u)); }
+  /// The stages holding unit u: one, or under dualpipe two (one copy per direction, on stages s and pp - 1 - s).
+  std::vector<int> stages_of_unit(int u) const {
+    const int position = u / per_vstage_, stage = stage_of_virtual(s_.schedule, pp_, position);
+    if (!bidirectional(s_.schedule)) return {stage};
+    return {stage, stage_of_virtual(s_.schedule, pp_, position + pp_)};
+  }
   int vstage_of(const PipeOp& op) const { return virtual_stage_of(s_.schedule, pp_, op.chunk, op.stage); }
   int stage_of_vstage(int v) const { return stage_of_virtual(s_.schedule, pp_, v); }
+  /// The first unit of virtual stage v (its position in the model: each direction's copy under dualpipe).
+  int first_unit(int v) const { return model_position(s_.schedule, pp_, v) * per_vstage_; }
+  bool starts(int v) const { return starts_model(s_.schedule, pp_, v); }
+  bool ends(int v) const { return ends_model(s_.schedule, pp_, pp_ * chunks_, v); }
   const double* theta0(int u) const { return theta0_.data() + static_cast<std::size_t>(u) * tm::kUnitElems; }
   std::vector<int> units_of_stage(int stage) const {
     std::vector<int> out;
-    for (int u = 0; u < x_.layers; ++u)
-      if (stage_of_unit(u) == stage) out.push_back(u);
+    for (int u = 0; u < x_.layers; ++u) {
+      const std::vector<int> on = stages_of_unit(u);
+      if (std::find(on.begin(), on.end(), stage) != on.end()) out.push_back(u);
+    }
     return out;
+  }
+
+  /// Each stage's ops in schedule order, each once its input has arrived, an Apply together with the mirror stage's
+  /// (dualpipe: the copies' gradients are summed before either updates, so neither runs on before the other's).
+  template <class Execute>
+  void run_when_ready(const PipelineSchedule& schedule, Execute&& execute) {
+    std::vector<std::size_t> next(static_cast<std::size_t>(pp_), 0);
+    const auto pending = [&](int st) -> const PipeOp* {
+      const auto& order = schedule.order[static_cast<std::size_t>(st)];
+      return next[static_cast<std::size_t>(st)] < order.size() ? &order[next[static_cast<std::size_t>(st)]] : nullptr;
+    };
+    const auto ready = [&](const PipeOp& op) {
+      const int v = vstage_of(op);
+      const Device& d = dev(op.stage, 0);
+      if (op.kind == PipeOpKind::Forward) return starts(v) || d.inbox_act.count({v, op.microbatch}) != 0;
+      if (op.kind == PipeOpKind::Backward)
+        return ends(v) ? d.loss_grad.count(op.microbatch) != 0 : d.inbox_grad.count({v, op.microbatch}) != 0;
+      if (op.kind == PipeOpKind::Apply) {
+        const PipeOp* other = pending(pp_ - 1 - op.stage);
+        return other != nullptr && other->kind == PipeOpKind::Apply;
+      }
+      return true;
+    };
+    for (bool progressed = true; progressed;) {
+      progressed = false;
+      for (int st = 0; st < pp_; ++st)
+        while (const PipeOp* op = pending(st)) {
+          if (!ready(*op)) break;
+          if (op->kind == PipeOpKind::Apply) ++next[static_cast<std::size_t>(pp_ - 1 - st)];
+          ++next[static_cast<std::size_t>(st)];
+          execute(*op);
+          progressed = true;
+        }
+    }
+    for (int st = 0; st < pp_; ++st)
+      if (pending(st) != nullptr) throw std::logic_error("dualpipe's executor stalled on stage " + std::to_string(st));
+  }
+
+  /// dualpipe: after the step's data-parallel collectives, stage s's and its mirror's gradients of each unit, of the
+  /// atoms each rank's optimizer updates, summed on both (an all-reduce of two ranks: each sends its atoms once).
+  void mirror_sum(int stage) {
+    const int mirror = pp_ - 1 - stage;
+    for (int u : units_of_stage(stage))
+      for (int q = 0; q < mesh_.n; ++q) {
+        Store& a = dev(stage, q).G[u];
+        Store& b = dev(mirror, q).G[u];
+        const auto opt = dev(stage, q).O.find(u);  // none kept (materialized): every atom is updated
+        for (int atom = 0; atom < mesh_.n; ++atom) {
+          if (opt != dev(stage, q).O.end() && opt->second.held[static_cast<std::size_t>(atom)] == 0) continue;
+          for (int e = atom * mesh_.atom; e < (atom + 1) * mesh_.atom; ++e) {
+            const std::size_t k = static_cast<std::size_t>(e);
+            a.v[k] = b.v[k] = a.v[k] + b.v[k];
+          }
+          dev(stage, q).sent.grad_sync += mesh_.atom;
+          dev(mirror, q).sent.grad_sync += mesh_.atom;
+        }
+      }
   }
 
   void init_unit(Device& d, int q, int u) {
@@ -319,9 +400,10 @@ class SyncRun {
       for (auto& v : out) v = mesh_.read(mesh_.whole(theta0(u)));
       return out;
     }
-    // Kept across ops: for the step (gathers_once_per_step: gathered before the unit's first forward; apply() drops
-    // it), or until the next backward (regathers_after_backward: gathered at the chunk's first op and again at each op
-    // after a backward, which drops it; the executor runs each stage's ops in schedule order).
+    // Kept across ops: for the step (gathers_once_per_step: gathered before the unit's first forward;
+    // sync_step_gradients drops it), or until the next backward (regathers_after_backward: gathered at the chunk's
+    // first op and again at each op after a backward, which drops it; the executor runs each stage's ops in schedule
+    // order).
     for (DataWhen keep : {DataWhen::FirstForward, DataWhen::AfterBackward}) {
       if (when == keep || !plan_entry(plan_, State::Parameters, CollectiveOp::AllGather, keep)) continue;
       if (dev(stage, 0).kept.count({u, -1}) == 0) {
@@ -430,7 +512,7 @@ class SyncRun {
     std::vector<Vec> x(static_cast<std::size_t>(n));
     for (int q = 0; q < n; ++q) {
       Device& d = dev(op.stage, q);
-      if (v == 0) {
+      if (starts(v)) {
         x[static_cast<std::size_t>(q)] = tm::sample(x_.seed, 0, q, op.microbatch).input;
       } else {
         auto it = d.inbox_act.find({v, op.microbatch});
@@ -438,20 +520,20 @@ class SyncRun {
         d.inbox_act.erase(it);
       }
     }
-    for (int u = v * per_vstage_; u < (v + 1) * per_vstage_; ++u) {
+    for (int u = first_unit(v); u < first_unit(v) + per_vstage_; ++u) {
       const std::vector<Vec> w = parameters(op.stage, u, op.microbatch, DataWhen::Forward);
       for (int q = 0; q < n; ++q) {
         Vec& xq = x[static_cast<std::size_t>(q)];
-        save_activation(dev(op.stage, q), q, u, op.microbatch, xq, u == v * per_vstage_);
+        save_activation(dev(op.stage, q), q, u, op.microbatch, xq, u == first_unit(v));
         Vec z(tm::kActElems);
         tm::forward(w[static_cast<std::size_t>(q)], xq, u == x_.layers - 1, z);
         xq = z;
       }
     }
-    const int next = v + 1 < pp_ * chunks_ ? stage_of_vstage(v + 1) : op.stage;
+    const int next = !ends(v) ? stage_of_vstage(v + 1) : op.stage;
     for (int q = 0; q < n; ++q) {
       Device& d = dev(op.stage, q);
-      if (v == pp_ * chunks_ - 1) {
+      if (ends(v)) {
         Vec dz(tm::kActElems);
         tm::loss_gradient(x[static_cast<std::size_t>(q)], tm::sample(x_.seed, 0, q, op.microbatch).target, dz);
         d.loss_grad[op.microbatch] = dz;
@@ -464,7 +546,7 @@ class SyncRun {
 
   /// The saved input of each unit of virtual stage v for micro-batch mb, on every data rank.
   std::vector<std::vector<Vec>> activations(int stage, int v, int mb, const std::vector<std::vector<Vec>>& w) {
-    const int n = mesh_.n, first = v * per_vstage_;
+    const int n = mesh_.n, first = first_unit(v);
     std::vector<std::vector<Vec>> in(static_cast<std::size_t>(per_vstage_),
                                      std::vector<Vec>(static_cast<std::size_t>(n)));
     for (int l = 0; l < per_vstage_; ++l) {
@@ -511,11 +593,11 @@ class SyncRun {
   }
 
   void backward(const PipeOp& op) {
-    const int v = vstage_of(op), n = mesh_.n, first = v * per_vstage_;
+    const int v = vstage_of(op), n = mesh_.n, first = first_unit(v);
     std::vector<Vec> dz(static_cast<std::size_t>(n));
     for (int q = 0; q < n; ++q) {
       Device& d = dev(op.stage, q);
-      if (v == pp_ * chunks_ - 1) {
+      if (ends(v)) {
         dz[static_cast<std::size_t>(q)] = d.loss_grad[op.microbatch];
         d.loss_grad.erase(op.microbatch);
       } else {
@@ -546,8 +628,8 @@ class SyncRun {
       else
         accumulate(op.stage, u, grad);
     }
-    const int previous = v > 0 ? stage_of_vstage(v - 1) : op.stage;
-    if (v > 0)
+    const int previous = !starts(v) ? stage_of_vstage(v - 1) : op.stage;
+    if (!starts(v))
       for (int q = 0; q < n; ++q) {
         dev(previous, q).inbox_grad[{v - 1, op.microbatch}] = dz[static_cast<std::size_t>(q)];
         if (previous != op.stage) dev(op.stage, q).sent.p2p += tm::kActElems;
@@ -630,11 +712,10 @@ class SyncRun {
     if (std::isnan(g)) worst = INFINITY;
   }
 
-  void apply(int stage, int step) {
+  /// 1. The step's gradient collectives of each unit of the stage, in the plan's order.
+  void sync_step_gradients(int stage) {
     const int n = mesh_.n;
-    const double count = static_cast<double>(n) * m_;
     for (int u : units_of_stage(stage)) {
-      // 1. The step's gradient collectives, in the plan's order.
       // Kept for the step, the unit is resharded now; its accumulated gradients are reduce-scattered first
       // (LastBackward, before the Step collectives in plan order).
       for (int q = 0; q < n; ++q) dev(stage, q).kept.erase({u, -1});
@@ -644,6 +725,15 @@ class SyncRun {
         for (int q = 0; q < n; ++q) in.push_back(mesh_.read(dev(stage, q).G[u]));
         gradient_collective(stage, c, in, [&](int p) -> Store& { return dev(stage, p).G[u]; });
       }
+    }
+  }
+
+  /// 2. and 3. The optimizer of each unit of the stage, on the device or on the host, and the updated parameters'
+  /// all-gather.
+  void update(int stage, int step) {
+    const int n = mesh_.n;
+    const double count = static_cast<double>(n) * m_;
+    for (int u : units_of_stage(stage)) {
       // 2. The optimizer, on the device or on the host.
       for (int q = 0; q < n; ++q) {
         Device& d = dev(stage, q);
@@ -707,10 +797,15 @@ class SyncRun {
         d.resident[0] = std::max(d.resident[0], params);
         d.resident[2] = std::max(d.resident[2], opt);
       }
+    for (int u = 0; u < x_.layers; ++u)
+      for (int stage : stages_of_unit(u)) compare_unit(k, u, stage);
+  }
+
+  /// Step k's parameters and optimizer state of unit u on every device of the stage against one device's.
+  void compare_unit(int k, int u, int stage) {
     auto& dv = deviation_[static_cast<std::size_t>(k)];
     auto worst = [](double& w, double a, double b) { w = std::isnan(a) ? INFINITY : std::max(w, std::abs(a - b)); };
-    for (int u = 0; u < x_.layers; ++u) {
-      const int stage = stage_of_unit(u);
+    {
       for (int e = 0; e < tm::kUnitElems; ++e) {
         const std::size_t at = static_cast<std::size_t>(u * tm::kUnitElems + e);
         const int a = e / mesh_.atom;
@@ -760,7 +855,7 @@ ExecutorResult execute_placement(const ExecutorSpec& spec) {
     refuse(
         "strategy.tp, strategy.cp and strategy.ep must be 1 (the miniature places states along dp_shard, "
         "dp_replicate and pp)");
-  const std::int64_t vstages = s.pp * chunks_per_stage(s);
+  const std::int64_t vstages = model_stages(s);
   if (spec.layers < 1 || spec.layers % vstages != 0)
     refuse("layers=" + std::to_string(spec.layers) + " is not a multiple of the " + std::to_string(vstages) +
            " virtual stages");

@@ -92,7 +92,7 @@ MemoryBytes stage_memory(const Experiment& e, const StageLayout& st) {
   // Under the interleaved schedule with uneven chunks, and where pairs overlap layer by layer, the peak of the layers
   // need not meet a live loss (a last chunk without layers, or a lighter one; a pair freeing as it allocates): the op
   // order is walked with both.
-  if (st.stage == head_stage(s)) {
+  if (holds_head(s, st.stage)) {
     std::optional<double> walked;
     if (walks_pairs(e))
       walked = paired_walked_peak(e, st, layer_activation_loads(e, st), loss_saved_bytes(e), loss_transient_bytes(e));
@@ -188,7 +188,8 @@ void data_parallel_comm(const Experiment& e, const StageLayout& st, const std::v
 void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& c) {
   const auto& s = e.strategy;
   const auto& t = e.training;
-  const double m = d(s.microbatches), el = t.activation_bytes();
+  // Each chunk runs its share of the micro-batches (under dualpipe, each direction half).
+  const double m = d(s.microbatches) * chunk_microbatch_share(s), el = t.activation_bytes();
   // An MoE layer without shared experts has no tensor-parallel MLP: only its attention's collectives (half).
   const double tp_layers = d(st.n_layers - st.moe_layers) + d(st.moe_layers) * (e.model.shared_experts > 0 ? 1.0 : 0.5);
   // Under a full recompute every layer's forward runs twice; with training.recompute_layers only those layers'.
@@ -202,13 +203,14 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
       cp_layer_bytes(e, false) * (e.training.recompute == Recompute::Full ? 2 : 1) + cp_layer_bytes(e, true);
   at(c, CommClass::CpKv) = m * d(st.n_layers) * cp_passes;
   const std::int64_t x = local_seq_len(e) * t.micro_batch * e.model.hidden;
-  const bool first = st.stage == 0, last = st.stage == s.pp - 1, head = st.stage == head_stage(s);
+  const bool first = st.stage == 0, last = st.stage == s.pp - 1, embedding = holds_embedding(s, st.stage),
+             head = holds_head(s, st.stage);
   if (s.tp > 1) {
     // The vocabulary-parallel embedding all-reduces its output (sp: its backward all-gathers the gradient); the output
     // layer's backward all-reduces the input gradient (sp: all-gather forward, re-gather and reduce-scatter backward).
     const double all_reduce = d(ring_allreduce_elems_sent(x, s.tp)), gather = d(ring_gather_elems_sent(x, s.tp));
     double vocab = 0;
-    if (first) vocab += all_reduce + (s.sp ? gather : 0);
+    if (embedding) vocab += all_reduce + (s.sp ? gather : 0);
     if (head) vocab += s.sp ? 3 * gather : all_reduce;
     at(c, CommClass::TpCollective) += m * vocab * el;
     if (s.sp)  // the norm and row-parallel-bias gradients, once per step
@@ -221,10 +223,12 @@ void model_parallel_comm(const Experiment& e, const StageLayout& st, CommBytes& 
   const bool scatter_gather = s.scatter_gather();
   const double msg = d(s.sp || scatter_gather ? shard_elems(x, s.tp) : x) * el;
   // Activations forward, gradients back: a boundary per chunk but the model's ends; in a V the last stage's chunks
-  // meet on the stage itself and the first stage holds both ends, so each direction sends 2 - first - last.
+  // meet on the stage itself and the first stage holds both ends, so each direction sends 2 - first - last; under
+  // dualpipe each chunk is one direction's, whose ends are the first and the last stage.
   const std::int64_t v = chunks_per_stage(s);
-  const double per_microbatch = v_shaped(s.schedule) ? 2 * d(2 - (first ? 1 : 0) - (last ? 1 : 0))
-                                                     : d(v - (last ? 1 : 0)) + d(v - (first ? 1 : 0));
+  const double per_microbatch = v_shaped(s.schedule) || bidirectional(s.schedule)
+                                    ? 2 * d(2 - (first ? 1 : 0) - (last ? 1 : 0))
+                                    : d(v - (last ? 1 : 0)) + d(v - (first ? 1 : 0));
   const double sends = m * per_microbatch;
   at(c, CommClass::PpP2P) = sends * msg;
   if (scatter_gather) at(c, CommClass::TpCollective) += sends * d(ring_gather_elems_sent(x, s.tp)) * el;
@@ -239,7 +243,7 @@ void expert_comm(const Experiment& e, const StageLayout& st, const ExpertRouting
   if (st.moe_layers == 0) return;
   const auto& s = e.strategy;
   const double passes = e.training.recompute == Recompute::Full ? 3 : 2;
-  const double runs = passes * d(st.moe_layers) * d(s.microbatches);
+  const double runs = passes * d(st.moe_layers) * d(s.microbatches) * chunk_microbatch_share(s);
   const double el = e.training.activation_bytes();
   double most = 0;
   for (int j = 0; j < static_cast<int>(routing.tokens_to.size()); ++j) {
@@ -280,7 +284,7 @@ double stage_hardware_flops(const Experiment& e, const StageLayout& st, const Ex
   if (e.model.opaque()) return 0;
   const auto& m = e.model;
   const auto& s = e.strategy;
-  double tokens = d(local_seq_len(e)) * d(e.training.micro_batch) * d(s.microbatches);
+  double tokens = d(local_seq_len(e)) * d(e.training.micro_batch) * d(s.microbatches) * chunk_microbatch_share(s);
   double layer = layer_forward_flops_per_token(m);
   const double dense_layers = d(st.n_layers - st.moe_layers);
   double per_token =
@@ -294,11 +298,12 @@ double stage_hardware_flops(const Experiment& e, const StageLayout& st, const Ex
                                                                             : 0;
     per_token += d(st.moe_layers) * (3 * dense + recompute);
   }
-  if (st.stage == head_stage(s)) per_token += 3 * logit_forward_flops_per_token(m);
+  if (holds_head(s, st.stage)) per_token += 3 * logit_forward_flops_per_token(m);
   double flops = per_token * tokens / d(s.tp);
   if (st.moe_layers > 0) {
     const double mean = d(routing.total()) / d(s.ep);
-    flops += (full ? 4 : 3) * mean * expert_forward_flops_per_token(m) * d(st.moe_layers) * d(s.microbatches);
+    flops += (full ? 4 : 3) * mean * expert_forward_flops_per_token(m) * d(st.moe_layers) * d(s.microbatches) *
+             chunk_microbatch_share(s);
   }
   return flops;
 }
@@ -347,6 +352,10 @@ Analysis analyze(const Experiment& e) {
     sa.stage = st.stage;
     sa.memory = stage_memory(e, st);
     sa.comm = stage_comm(e, st, plan, sa.data_collectives);
+    // dualpipe: the sum with the mirror stage's copy, a two-rank all-reduce, synchronises gradients like the
+    // data-parallel collectives (the two copies are replicas along the direction).
+    sa.mirror_sync_bytes = d(ring_allreduce_elems_sent(mirror_grad_elems(e, st), 2)) * e.training.grad_bytes();
+    at(sa.comm, CommClass::DpGradSync) += sa.mirror_sync_bytes;
     expert_comm(e, st, routing, sa);
     sa.hardware_flops = stage_hardware_flops(e, st, routing);
     auto& mx = a.memory;

@@ -51,6 +51,8 @@ struct StageAnalysis {
   /// makes them differ. Empty without experts.
   std::vector<double> ep_rank_bytes;
   double hardware_flops = 0;  ///< FLOPs one device of this stage executes per step
+  /// dualpipe: bytes one device sends per step summing its gradients with the mirror stage's copy (dp_grad_sync).
+  double mirror_sync_bytes = 0;
 };
 
 struct Analysis {

@@ -132,14 +132,14 @@ StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLay
     add_moe_dense_part(e, acc, overheads, tokens, tp, k);
     add_experts(e, acc, k);
   }
-  if (st.stage == head_stage(e.strategy)) {
+  if (holds_head(e.strategy, st.stage)) {
     PassTimes logits = logit_times(e, acc);
     k.extra_forward_s = logits.forward_s;
     k.extra_backward_s = logits.backward_s;
     k.extra_forward_flops = logit_forward_flops_per_token(m) * tokens / tp;
     k.extra_backward_flops = 2 * k.extra_forward_flops;
   }
-  if (st.stage == 0) {
+  if (holds_embedding(e.strategy, st.stage)) {
     PassTimes embedding = embedding_times(e, acc);
     k.embed_forward_s = embedding.forward_s;
     k.embed_backward_s = embedding.backward_s;

@@ -29,14 +29,16 @@ void require_divides(std::int64_t degree, const char* degree_field, std::int64_t
 // embedding, and the last model chunk on the last stage has only output projection and loss calculation").
 void check_layers_per_stage(const Experiment& e) {
   const auto& s = e.strategy;
-  const bool chunked = chunks_per_stage(s) > 1;
+  // Under dualpipe each direction holds a copy of the model split the same way: one entry per stage.
+  const bool chunked = chunks_per_stage(s) > 1 && !bidirectional(s.schedule);
   std::int64_t virtual_stages = 0;
-  if (__builtin_mul_overflow(s.pp, chunks_per_stage(s), &virtual_stages))
+  if (__builtin_mul_overflow(s.pp, chunked ? chunks_per_stage(s) : 1, &virtual_stages))
     refuse("strategy.pp x strategy.chunks = " + str(s.pp) + " x " + str(s.chunks) +
            " virtual stages overflows a 64-bit count");
   const std::string what = chunked ? "strategy.pp x strategy.chunks = " + str(s.pp) + " x " + str(s.chunks) + " = " +
                                          str(virtual_stages) + " virtual stages"
-                                   : "strategy.pp=" + str(s.pp) + " stages";
+                                   : "strategy.pp=" + str(s.pp) +
+                                         (bidirectional(s.schedule) ? " stages of each direction's copy" : " stages");
   // The ends may go without layers only when there are two ends: one stage must carry the layers.
   const std::int64_t empty_ends = virtual_stages >= 2 ? 2 : 0;
   if (s.layers_per_stage.empty()) {
@@ -105,11 +107,11 @@ void check_mesh(const Experiment& e) {
 // even split.
 void check_chunks(const Experiment& e) {
   const auto& s = e.strategy;
-  if (s.chunks != 1 && !interleaves_chunks(s.schedule) && !v_shaped(s.schedule))
+  if (s.chunks != 1 && !interleaves_chunks(s.schedule) && !v_shaped(s.schedule) && !bidirectional(s.schedule))
     refuse("strategy.chunks=" + str(s.chunks) + " is only meaningful with strategy.schedule=interleaved");
   // What the V schedules and interleaved-zb refuse themselves: a V's two chunks, DualPipeV's micro-batches,
   // interleaved-zb's stages and rounds.
-  if (v_shaped(s.schedule) || s.schedule == Schedule::InterleavedZb) {
+  if (v_shaped(s.schedule) || bidirectional(s.schedule) || s.schedule == Schedule::InterleavedZb) {
     try {
       check_shape(shape_of(s, 1), strategy_shape_fields());
     } catch (const InputError& x) {
@@ -134,7 +136,7 @@ void check_chunks(const Experiment& e) {
   }
   // An opaque model's layers are split evenly (it has no layer list to place unevenly).
   const std::int64_t opaque_layers = e.model.opaque() ? e.model.opaque_layers : 0;
-  if (opaque_layers > 0 && (opaque_layers / s.pp) % chunks_per_stage(s) != 0)
+  if (opaque_layers > 0 && !bidirectional(s.schedule) && (opaque_layers / s.pp) % chunks_per_stage(s) != 0)
     refuse("strategy.chunks=" + str(s.chunks) + " does not divide the " + str(opaque_layers / s.pp) +
            " layers per stage (model.layers / strategy.pp) of an opaque model");
 }
@@ -166,13 +168,11 @@ void check_ep_overlap(const Experiment& e) {
 void check_schedule(const Experiment& e) {
   check_ep_overlap(e);
   const auto& s = e.strategy;
-  // Not a validity verdict (DualPipe trains the same model): what the analysis and the expansion do not model.
-  if (bidirectional(s.schedule))
-    throw InputError(
-        "strategy.schedule=" + to_string(s.schedule) +
-        " runs on abstract pipelines only (an experiment's \"pipeline\" section, or placesim pipeline-sweep): a "
-        "model's layers are not placed as two copies running in opposite directions; use dualpipev, its V-shaped "
-        "form on one copy");
+  // What the model of DualPipe's two copies does not cover (not a validity verdict: DualPipe trains the same model).
+  if (bidirectional(s.schedule) && e.model.tied_embeddings && !e.model.opaque())
+    throw InputError("strategy.schedule=" + to_string(s.schedule) +
+                     " with model.tied_embeddings=true: each end stage would hold one direction's embedding and the "
+                     "other's output layer, copies of one tied matrix whose gradients are not modelled; use dualpipev");
   // The split backward's W accumulates into whole gradients that the step synchronises (DDP, ZeRO-1, Megatron's
   // distributed optimizer), as the zero-bubble reference code runs it (sail-sg/zero-bubble-pipeline-parallelism,
   // on Megatron-LM).

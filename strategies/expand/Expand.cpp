@@ -12,9 +12,9 @@ namespace {
 // The layers of the first model chunk (virtual stage), by which layers are grouped into compute tasks.
 int layers_per_chunk(const Experiment& e) {
   const auto& s = e.strategy;
-  if (e.model.opaque())
-    return static_cast<int>(
-        std::max<std::int64_t>(1, std::max<std::int64_t>(1, e.model.opaque_layers / s.pp) / s.chunks));
+  if (e.model.opaque())  // under dualpipe a chunk is one direction's stage
+    return static_cast<int>(std::max<std::int64_t>(
+        1, std::max<std::int64_t>(1, e.model.opaque_layers / s.pp) / (bidirectional(s.schedule) ? 1 : s.chunks)));
   // The first virtual stage may hold the embedding alone: its first one with layers.
   for (std::int64_t n : virtual_stage_layers(e))
     if (n > 0) return static_cast<int>(n);
@@ -27,7 +27,8 @@ double passes_per_group(const Experiment& e) {
   const auto& s = e.strategy;
   double passes = e.training.recompute == Recompute::None ? 2 : 3;
   if (s.cp > 1) passes *= s.cp_comm == CpComm::Ring || s.cp_impl == CpImpl::PyTorch ? 1 + static_cast<double>(s.cp) : 2;
-  return static_cast<double>(s.devices()) * static_cast<double>(s.microbatches * s.chunks) * passes;
+  return static_cast<double>(s.devices()) * static_cast<double>(s.microbatches * s.chunks) * chunk_microbatch_share(s) *
+         passes;
 }
 
 }  // namespace
@@ -326,11 +327,11 @@ std::vector<LayerGroup> Expander::chunk_groups(int s, int chunk) const {
     g.layers = 0;
     out.push_back(std::move(g));
   }
-  if (s == 0 && chunk == 0 && st.embed_elems > 0) {
+  if (starts_model(virtual_stage(chunk, s)) && st.embed_elems > 0) {
     out.front().has_embedding = true;
     out.front().units.push_back(st.embed_elems);
   }
-  if (virtual_stage(chunk, s) == pp_ * v_ - 1 && st.head_elems > 0) {
+  if (ends_model(virtual_stage(chunk, s)) && st.head_elems > 0) {
     out.back().has_head = true;
     out.back().units.push_back(st.head_elems);
   }
@@ -357,6 +358,7 @@ TaskGraph Expander::run() {
   embedding_sync();
   for (int s = 0; s < pp_; ++s) sequence_parallel_grad_sync(s);
   for (int s = 0; s < pp_; ++s) expert_step_sync(s);
+  mirror_sync();
   for (int s = 0; s < pp_; ++s) finish_step(s);
   set_resident_memory();
   return std::move(g_);

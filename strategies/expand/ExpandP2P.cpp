@@ -8,8 +8,7 @@ namespace placesim::detail {
 std::vector<TaskId> Expander::send_boundary(int s, const StageOp& op) {
   std::vector<TaskId> sent(static_cast<std::size_t>(dl_ * tp_), kNoTask);
   const int vstage = virtual_stage(op.chunk, s);
-  const int last_vstage = pp_ * v_ - 1;
-  if ((op.forward && vstage == last_vstage) || (!op.forward && vstage == 0) || e_.model.opaque()) return sent;
+  if ((op.forward && ends_model(vstage)) || (!op.forward && starts_model(vstage)) || e_.model.opaque()) return sent;
   const int dst_v = op.forward ? vstage + 1 : vstage - 1;
   const int dst = stage_of_virtual(e_.strategy.schedule, pp_, dst_v);
   if (dst == s) {  // a V's turn: the stage's next chunk takes the output where it is, once the op has ended
@@ -66,7 +65,7 @@ void Expander::link_op_inputs(int d, int t, int vstage, int mb, bool forward, Ta
 
 bool Expander::has_input(int s, const PipeOp& op) const {
   const int vstage = virtual_stage(op.chunk, s);
-  return op.kind == PipeOpKind::Forward ? vstage > 0 : vstage < pp_ * v_ - 1;
+  return op.kind == PipeOpKind::Forward ? !starts_model(vstage) : !ends_model(vstage);
 }
 
 void Expander::receive_gather(int s, const PipeOp& op) {
@@ -168,7 +167,7 @@ void Expander::deepspeed_exchange(int s, const std::vector<PipeOp>& order, int i
 
 void Expander::regather_output(int s, const PipeOp& op) {
   const int vstage = virtual_stage(op.chunk, s);
-  if (!scatter_gather_ || vstage == pp_ * v_ - 1) return;
+  if (!scatter_gather_ || ends_model(vstage)) return;
   const std::int64_t x = local_seq_len(e_) * e_.training.micro_batch * e_.model.hidden;
   for (int d = 0; d < dl_; ++d) {
     Collective c = tp_group_collective(d, s, CollectiveOp::AllGather, x, e_.training.activation_bytes());

@@ -328,6 +328,33 @@ void Expander::embedding_sync() {
   }
 }
 
+// DualPipe's two copies of a stage's layers, on stages s and pp - 1 - s, each saw half the micro-batches: after the
+// data-parallel synchronisation each device all-reduces what its optimizer updates with its mirror, so both copies
+// step with the whole gradient (deepseek-ai/DualPipe examples/example_dualpipe.py sums them the same way).
+void Expander::mirror_sync() {
+  if (!bidirectional(e_.strategy.schedule)) return;
+  for (int s = 0; s < pp_ / 2; ++s) {
+    const std::int64_t elems = mirror_grad_elems(e_, layouts_[static_cast<std::size_t>(s)]);
+    for (int d = 0; d < dl_; ++d)
+      for (int t = 0; t < tp_; ++t) {
+        const int a = rank(d, t, s), b = rank(d, t, pp_ - 1 - s);
+        Collective c;
+        c.op = CollectiveOp::AllReduce;
+        c.cls = CommClass::DpGradSync;
+        c.stream = Stream::DpComm;
+        c.group = g_.add_group({a, b});
+        c.elems = elems;
+        c.elem_bytes = e_.training.grad_bytes();
+        const TaskId id = add_collective(c, -1);
+        for (int x : {a, b}) {
+          auto& deps = step_end_deps_[static_cast<std::size_t>(x)];
+          for (TaskId dep : deps) g_.depend(dep, id);
+          deps = {id};
+        }
+      }
+  }
+}
+
 // Sequence parallelism leaves each TP rank the gradients of the replicated norms and row-parallel biases for its
 // slice of the sequence only; Megatron-LM all-reduces them over the TP group, flattened into one buffer, after the
 // backward and before the optimizer (allreduce_sequence_parallel_grads in megatron/training.py, 2022).

@@ -243,6 +243,10 @@ class Expander {
   }
   /// The position in the model of chunk `chunk` of stage s (virtual_stage_of: interleaved or in a V).
   int virtual_stage(int chunk, int s) const { return virtual_stage_of(e_.strategy.schedule, pp_, chunk, s); }
+  /// Does a micro-batch's pass through the model start (end) at virtual stage `vstage` (each direction's ends under
+  /// dualpipe)?
+  bool starts_model(int vstage) const { return placesim::starts_model(e_.strategy.schedule, pp_, vstage); }
+  bool ends_model(int vstage) const { return placesim::ends_model(e_.strategy.schedule, pp_, pp_ * v_, vstage); }
   /// Scatter-gather (strategy.p2p=megatron without sp): each TP group all-gathers the pieces of op's input its ranks
   /// received. Adds the all-gathers to op_tail_, so what follows waits for them.
   void receive_gather(int s, const PipeOp& op);
@@ -260,6 +264,8 @@ class Expander {
   void post_receives(int s, const std::vector<PipeOp>& order, int first, bool gather = true);
   void finish_step(int s);
   void embedding_sync();
+  /// dualpipe: each device's gradients summed with its mirror's (mirror_grad_elems) before the optimizer.
+  void mirror_sync();
   void sequence_parallel_grad_sync(int s);
   void set_resident_memory();
   // layout helpers

@@ -53,8 +53,9 @@ struct LossBytes {
 
 bool holds_head(const Experiment& e, const StageLayout& st, int chunk) {
   const auto& s = e.strategy;
-  return st.head_elems > 0 && virtual_stage_of(s.schedule, static_cast<int>(s.pp), chunk, static_cast<int>(st.stage)) ==
-                                  static_cast<int>(s.pp * chunks_per_stage(s)) - 1;
+  const int pp = static_cast<int>(s.pp);
+  return st.head_elems > 0 && ends_model(s.schedule, pp, static_cast<int>(pp * chunks_per_stage(s)),
+                                         virtual_stage_of(s.schedule, pp, chunk, static_cast<int>(st.stage)));
 }
 
 // One op in parts, as the expansion runs it (expand_pair's order): per layer, four parts for an MoE layer and one
@@ -152,12 +153,11 @@ double activation_layer_equivalents(const Experiment& e, const StageLayout& st) 
       return layers * static_cast<double>(std::min(m, p));
     // DualPipeV: 2p + 1 chunk passes of half a stage (the DeepSeek-V3 report's PP + 1 with PP = 2p) where each chunk
     // is one layer; with more, a pair's backward frees its layers while its forward adds its own, layer by layer.
+    // DualPipe: PP + 1 passes of one direction's chunk (the report's Table 2) where each chunk is one layer; the
+    // same walk.
     case Schedule::DualPipeV:
-      return paired_walked_peak(e, st, unit_layer_loads(st));
-    // DualPipe: PP + 1 passes of a whole stage (the DeepSeek-V3 report's Table 2); abstract pipelines only, as
-    // check_schedule refuses it on models.
     case Schedule::DualPipe:
-      return layers * static_cast<double>(std::min(m, p + 1));
+      return paired_walked_peak(e, st, unit_layer_loads(st));
     // Interleaved zero bubble: no closed form published; the order walked.
     case Schedule::InterleavedZb:
       return walked_peak(e, st, chunk_layer_loads(st));

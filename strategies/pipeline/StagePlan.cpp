@@ -35,10 +35,18 @@ std::vector<StagePlan> stage_plan(const Experiment& e, const StageWork& w) {
     times.backward_by_virtual_stage.push_back(n * w.layer_backward_s);
   }
   if (layers.empty()) return out;
-  times.forward_by_virtual_stage.front() += w.embedding_forward_s;
-  times.backward_by_virtual_stage.front() += w.embedding_backward_s;
-  times.forward_by_virtual_stage.back() += w.head_forward_s;
-  times.backward_by_virtual_stage.back() += w.head_backward_s;
+  const auto& s = e.strategy;
+  for (std::size_t k = 0; k < layers.size(); ++k) {  // a model's ends: each direction's under dualpipe
+    const int pp = static_cast<int>(s.pp), vstages = static_cast<int>(layers.size()), v = static_cast<int>(k);
+    if (starts_model(s.schedule, pp, v)) {
+      times.forward_by_virtual_stage[k] += w.embedding_forward_s;
+      times.backward_by_virtual_stage[k] += w.embedding_backward_s;
+    }
+    if (ends_model(s.schedule, pp, vstages, v)) {
+      times.forward_by_virtual_stage[k] += w.head_forward_s;
+      times.backward_by_virtual_stage[k] += w.head_backward_s;
+    }
+  }
   PipelineSchedule schedule;
   try {
     schedule = make_schedule(shape_of(e.strategy, 1), strategy_shape_fields());

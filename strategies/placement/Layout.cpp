@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "strategies/placement/Collective.hpp"
+#include "strategies/placement/DataPlan.hpp"
 #include "strategies/placement/Routing.hpp"
 
 namespace placesim {
@@ -75,14 +76,17 @@ std::vector<StageLayout> opaque_layouts(const Experiment& e) {
   for (int i = 0; i < s.pp; ++i) {
     auto& st = out[static_cast<std::size_t>(i)];
     st.stage = i;
-    st.n_layers = layers / s.pp;
-    st.first_layer = i * st.n_layers;
+    // Under dualpipe a stage holds a stage of each direction's copy: twice the layers.
+    const std::int64_t v = chunks_per_stage(e.strategy), copies = bidirectional(s.schedule) ? 2 : 1;
+    st.n_layers = copies * (layers / s.pp);
+    st.first_layer = i * (layers / s.pp);
     st.layer_elems = ceil_div(ceil_div(params, layers), s.tp);
     st.bucket_elems = bucket;
-    const std::int64_t v = chunks_per_stage(e.strategy), per_chunk = std::max<std::int64_t>(1, st.n_layers / v);
+    const std::int64_t per_chunk = std::max<std::int64_t>(1, st.n_layers / v);
     for (std::int64_t k = 0; k < v; ++k) {
+      const int vstage = virtual_stage_of(s.schedule, s.pp, static_cast<int>(k), i);
       st.chunk_layers.push_back(per_chunk);
-      st.chunk_first.push_back(virtual_stage_of(s.schedule, s.pp, static_cast<int>(k), i) * per_chunk);
+      st.chunk_first.push_back(model_position(s.schedule, s.pp, vstage) * per_chunk);
     }
   }
   return out;
@@ -92,9 +96,14 @@ std::vector<StageLayout> opaque_layouts(const Experiment& e) {
 
 std::vector<std::int64_t> virtual_stage_layers(const Experiment& e) {
   if (e.model.opaque()) return {};
-  if (!e.strategy.layers_per_stage.empty()) return e.strategy.layers_per_stage;
+  if (!e.strategy.layers_per_stage.empty() && !bidirectional(e.strategy.schedule)) return e.strategy.layers_per_stage;
   if (v_shaped(e.strategy.schedule)) return v_stage_layer_counts(e.model.layers, e.strategy.pp);
-  return stage_layer_counts(e.model.layers, e.strategy.pp * chunks_per_stage(e.strategy));
+  std::vector<std::int64_t> counts = e.strategy.layers_per_stage.empty()
+                                         ? stage_layer_counts(e.model.layers, model_stages(e.strategy))
+                                         : e.strategy.layers_per_stage;
+  // Under dualpipe the second direction's virtual stages hold a second copy, split as the first.
+  if (bidirectional(e.strategy.schedule)) counts.insert(counts.end(), counts.begin(), counts.end());
+  return counts;
 }
 
 std::vector<std::int64_t> v_stage_layer_counts(std::int64_t layers, std::int64_t stages) {
@@ -128,7 +137,8 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
     }
   }
   std::int64_t first = 0;
-  for (std::int64_t k = 0; k < s.pp * v; ++k) {  // virtual stages in model order
+  for (std::int64_t k = 0; k < s.pp * v; ++k) {                          // virtual stages in model order
+    if (starts_model(s.schedule, s.pp, static_cast<int>(k))) first = 0;  // dualpipe: the second copy
     auto& st = out[static_cast<std::size_t>(stage_of_virtual(s.schedule, s.pp, static_cast<int>(k)))];
     const std::int64_t n = counts[static_cast<std::size_t>(k)];
     if (st.chunk_layers.empty()) st.first_layer = first;
@@ -138,9 +148,11 @@ std::vector<StageLayout> stage_layouts(const Experiment& e) {
     st.moe_layers += moe_layers_in(m, first, n);
     first += n;
   }
-  out.front().embed_elems = word + position_embedding_params(m);
+  for (StageLayout& st : out) {
+    if (holds_embedding(s, st.stage)) st.embed_elems = word + position_embedding_params(m);
+    if (holds_head(s, st.stage)) st.head_elems += final_norm_params(m) + ceil_div(output_head_params(m), s.tp);
+  }
   StageLayout& last = out[static_cast<std::size_t>(head_stage(s))];
-  last.head_elems += final_norm_params(m) + ceil_div(output_head_params(m), s.tp);
   if (m.tied_embeddings && head_stage(s) != 0) {
     // Megatron-LM keeps a copy of the tied word embedding on the last stage and all-reduces its gradient with
     // the first stage's (the embedding_sync class), so both copies see the full gradient. In a V the first stage
@@ -395,10 +407,18 @@ double offloaded_activation_layers(const Experiment& e, const StageLayout& st) {
 }
 
 std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st) {
-  const bool last = st.stage == head_stage(e.strategy);
+  const bool last = holds_head(e.strategy, st.stage);
   // MoE layers: their norms, the router and MLA's down projections (Megatron marks them sequence-parallel).
   return (st.n_layers - st.moe_layers) * layer_params(e.model).tp_replicated +
          st.moe_layers * moe_layer_params(e.model).tp_replicated + (last ? final_norm_params(e.model) : 0);
+}
+
+std::int64_t mirror_grad_elems(const Experiment& e, const StageLayout& st) {
+  if (!bidirectional(e.strategy.schedule)) return 0;
+  const std::int64_t experts = st.moe_layers == 0 ? 0
+                                                  : held_share(expert_view(e.strategy), State::Optimizer,
+                                                               st.expert_total(), st.expert_padded(e.strategy.edp()));
+  return st.held_elems(e.strategy, State::Optimizer) + experts;
 }
 
 }  // namespace placesim

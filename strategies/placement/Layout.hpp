@@ -84,6 +84,11 @@ std::vector<StageLayout> stage_layouts(const Experiment& e);
 /// over the TP group once per step: the replicated norms and row-parallel biases of its layers, and the final norm on
 /// the last stage.
 std::int64_t sequence_parallel_grad_elems(const Experiment& e, const StageLayout& st);
+/// Under dualpipe, the gradient elements a device sums with its mirror before the optimizer (the same data and TP
+/// rank on stage pp - 1 - s, which holds the same layers for the other direction), as DeepSeek's example sums the two
+/// copies' gradients (deepseek-ai/DualPipe examples/example_dualpipe.py): what its optimizer updates, routed experts
+/// included. 0 under every other schedule.
+std::int64_t mirror_grad_elems(const Experiment& e, const StageLayout& st);
 
 /// Context parallelism: elements of K and V one rank holds of one layer and micro-batch, its tokens and its tp share
 /// of the key-value heads (GQA: kv_heads, not heads): 2 x seq_len / cp x micro_batch x kv_heads x head_dim / tp.

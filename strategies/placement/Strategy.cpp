@@ -299,7 +299,23 @@ bool bidirectional(Schedule schedule) {
 }
 
 std::int64_t chunks_per_stage(const StrategySpec& s) {
-  return interleaves_chunks(s.schedule) ? s.chunks : v_shaped(s.schedule) ? 2 : 1;
+  return interleaves_chunks(s.schedule) ? s.chunks : v_shaped(s.schedule) || bidirectional(s.schedule) ? 2 : 1;
+}
+
+std::int64_t model_stages(const StrategySpec& s) {
+  return bidirectional(s.schedule) ? s.pp : s.pp * chunks_per_stage(s);
+}
+
+bool starts_model(Schedule schedule, int stages, int vstage) {
+  return model_position(schedule, stages, vstage) == 0;
+}
+
+bool ends_model(Schedule schedule, int stages, int vstages, int vstage) {
+  return bidirectional(schedule) ? vstage % stages == stages - 1 : vstage == vstages - 1;
+}
+
+int model_position(Schedule schedule, int stages, int vstage) {
+  return bidirectional(schedule) ? vstage % stages : vstage;
 }
 
 bool interleaves_chunks(Schedule schedule) {
@@ -318,6 +334,18 @@ int stage_of_virtual(Schedule schedule, int stages, int vstage) {
 
 std::int64_t head_stage(const StrategySpec& s) {
   return v_shaped(s.schedule) ? 0 : s.pp - 1;
+}
+
+bool holds_head(const StrategySpec& s, std::int64_t stage) {
+  return stage == head_stage(s) || (bidirectional(s.schedule) && stage == 0);
+}
+
+bool holds_embedding(const StrategySpec& s, std::int64_t stage) {
+  return stage == 0 || (bidirectional(s.schedule) && stage == s.pp - 1);
+}
+
+double chunk_microbatch_share(const StrategySpec& s) {
+  return bidirectional(s.schedule) ? 0.5 : 1.0;
 }
 
 bool splits_backward(Schedule schedule) {

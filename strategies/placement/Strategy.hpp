@@ -237,8 +237,19 @@ bool bidirectional(Schedule schedule);
 /// True for the schedules that place strategy.chunks model chunks on every stage, chunk c of stage s at virtual stage
 /// c x pp + s (interleaved, interleaved-zb).
 bool interleaves_chunks(Schedule schedule);
-/// Model chunks on every pipeline stage: strategy.chunks under the interleaved schedule, two in a V, else one.
+/// Model chunks on every pipeline stage: strategy.chunks under the interleaved schedule, two in a V and under
+/// dualpipe (one per direction), else one.
 std::int64_t chunks_per_stage(const StrategySpec& s);
+/// The virtual stages one micro-batch passes, in model order: pp x chunks_per_stage, or pp under dualpipe (each
+/// direction is one copy of the whole model on pp stages).
+std::int64_t model_stages(const StrategySpec& s);
+/// Does a micro-batch's pass through the model start (end) at virtual stage `vstage` of `stages` pipeline stages
+/// with `vstages` virtual stages? Virtual stage 0 (the last), or under dualpipe each direction's first, 0 and S
+/// (last, S - 1 and 2S - 1).
+bool starts_model(Schedule schedule, int stages, int vstage);
+bool ends_model(Schedule schedule, int stages, int vstages, int vstage);
+/// The position of virtual stage `vstage` in its copy of the model: vstage, or vstage mod stages under dualpipe.
+int model_position(Schedule schedule, int stages, int vstage);
 /// The position in the model (virtual stage) of chunk `chunk` of stage `stage` of `stages`: chunk x stages + stage
 /// (Megatron-LM's interleaving), except in a V, where stage s holds virtual stages s and 2 stages - 1 - s (Qi et al.,
 /// arXiv 2405.15362; DualPipeV): the last stage feeds its own second chunk and the first stage holds the model's end.
@@ -247,6 +258,14 @@ int virtual_stage_of(Schedule schedule, int stages, int chunk, int stage);
 /// The stage holding virtual stage `vstage` (the inverse of virtual_stage_of over stages).
 int stage_of_virtual(Schedule schedule, int stages, int vstage);
 /// The stage holding the model's last layers, its output layer and the loss: the last stage, or the first in a V.
+/// Under dualpipe the last stage holds the first direction's; the first stage the second's (holds_head).
 std::int64_t head_stage(const StrategySpec& s);
+/// Does stage `stage` run an output layer and loss (head_stage, and stage 0 under dualpipe) or an embedding
+/// (stage 0, and the last stage under dualpipe)?
+bool holds_head(const StrategySpec& s, std::int64_t stage);
+bool holds_embedding(const StrategySpec& s, std::int64_t stage);
+/// The share of a step's micro-batches each model chunk of a stage runs: 1, or 1/2 under dualpipe (each direction
+/// takes half).
+double chunk_microbatch_share(const StrategySpec& s);
 
 }  // namespace placesim

@@ -169,12 +169,13 @@ Json analysis_report(const Experiment& e, const Analysis& a) {
                           {"runs_per_step", number(dc.runs)},
                           {"bytes_per_run", number(dc.bytes_per_run)},
                           {"bytes_per_step", number(dc.bytes())}});
-    comm["per_stage"].push_back(
-        Json{{"stage", st.stage},
-             {"bytes_per_step", number(st.comm.total())},
-             {"by_class", by_class_json(st.comm, e.model.moe())},
-             {"data_collectives", data},
-             {"offload", {{"h2d_bytes", number(st.comm.h2d)}, {"d2h_bytes", number(st.comm.d2h)}}}});
+    Json cs{{"stage", st.stage},
+            {"bytes_per_step", number(st.comm.total())},
+            {"by_class", by_class_json(st.comm, e.model.moe())},
+            {"data_collectives", data},
+            {"offload", {{"h2d_bytes", number(st.comm.h2d)}, {"d2h_bytes", number(st.comm.d2h)}}}};
+    if (st.mirror_sync_bytes > 0) cs["mirror_sync_bytes"] = number(st.mirror_sync_bytes);  // dualpipe
+    comm["per_stage"].push_back(cs);
   }
   report["memory"] = memory;
   report["communication"] = comm;
@@ -423,13 +424,23 @@ void write_comm_rows(std::ostream& out, const Experiment& e, const Analysis& a, 
 // The data-parallel classes by the collective and axis they come from (stage 0; other stages differ in size only).
 void write_data_collectives(std::ostream& out, const Experiment& e, const Analysis& a) {
   const auto& data = a.stages.front().data_collectives;
-  if (data.empty()) return;
+  const double mirror = a.stages.front().mirror_sync_bytes;
+  if (data.empty() && mirror == 0) return;
   out << "\ndata-parallel collectives, stage 0 (sent per device):\n";
+  const auto head = [&](const std::string& purpose) {
+    const std::string h = "  " + purpose;
+    out << h << std::string(h.size() < 48 ? 48 - h.size() : 1, ' ');
+  };
   for (const auto& dc : data) {
-    std::string head = std::string("  ") + dc.plan.purpose;
-    out << head << std::string(head.size() < 48 ? 48 - head.size() : 1, ' ') << to_string(dc.plan.op) << " over "
-        << axes_label(e.strategy, dc.plan.group) << " (" << dc.group_size << "), " << to_string(dc.plan.when) << ": "
-        << format_bytes(dc.bytes_per_run) << " x " << dc.runs << " = " << format_bytes(dc.bytes()) << "\n";
+    head(dc.plan.purpose);
+    out << to_string(dc.plan.op) << " over " << axes_label(e.strategy, dc.plan.group) << " (" << dc.group_size << "), "
+        << to_string(dc.plan.when) << ": " << format_bytes(dc.bytes_per_run) << " x " << dc.runs << " = "
+        << format_bytes(dc.bytes()) << "\n";
+  }
+  if (mirror > 0) {
+    head("gradient sum with the mirror copy");
+    out << "allreduce with stage " << e.strategy.pp - 1
+        << " (2), per step, before the optimizer: " << format_bytes(mirror) << "\n";
   }
 }
 
@@ -440,6 +451,8 @@ void write_stage_plan(std::ostream& out, const Experiment& e) {
     out << ", " << s.chunks << " chunks, groups of " << s.interleave_group() << " micro-batches";
   if (s.schedule == Schedule::InterleavedZb) out << ", " << s.chunks << " chunks";
   if (v_shaped(s.schedule)) out << ", 2 chunks per stage in a V";
+  if (bidirectional(s.schedule))
+    out << ", 2 chunks per stage: stage s of one direction's copy, p - 1 - s of the other's";
   out << "; bubble: " << stage_plan_basis(e) << "):\n";
   out << "  stage  layers per chunk        in flight   activations   bubble\n";
   const std::vector<StageLayout> layouts = stage_layouts(e);
