@@ -143,6 +143,20 @@ TEST_CASE("DualPipeV on an MoE model runs one op's all-to-all beside the other o
   require_exact(dual.report);
 }
 
+// DualPipe (bidirectional) pairs the same way: rank s runs stage s of one direction's copy and stage p - 1 - s of the
+// other's, a forward of one direction beside a backward of the other, their all-to-alls beside each other's compute.
+TEST_CASE("DualPipe on an MoE model runs one op's all-to-all beside the other op's compute") {
+  const Run dual = simulate("dualpipe");
+  const std::vector<Slice> d = slices(dual.trace);
+  double alltoall = 0;
+  for (const Slice& s : d)
+    if (is_alltoall(s)) alltoall += s.end - s.start;
+  CHECK(alltoall_beside_other_compute(d) > 0.5 * alltoall);
+  const Json& de = dual.report["simulation"]["experts"];
+  CHECK(de["all_to_all_exposed_s"].get<double>() < 0.5 * de["all_to_all_s"].get<double>());
+  require_exact(dual.report);
+}
+
 // A pair's forward adds its layers' activations as its backward frees its own, layer by layer. DualPipeV on 2 stages
 // and 8 micro-batches (dualpipev.py's steps; chunks of 2 layers): stage 0 runs F0 F1 F2 of chunk 0 and F0 of chunk 1
 // (4 chunk passes), B0 W0 of chunk 1 (3), F1 of chunk 1 (4), then only pairs, the first F3 of chunk 0 with B1 of
