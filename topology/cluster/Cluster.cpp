@@ -319,20 +319,22 @@ std::string count_text(long count, const std::string& one, const std::string& ma
          std::to_string(count - 1) + ")";
 }
 
-// An object of "<part>": fraction entries (cluster.slow, cluster.degraded) read into `out`: `check_part(key)` returns
-// what is wrong with a key ("" when it names a part of the cluster), each value must lie in (0, 1] (`what` says
-// what it is). Every bad entry is named at once.
-void read_fractions(ObjectReader& r, const char* name, const std::function<std::string(const std::string&)>& check_part,
-                    const std::string& what, std::map<std::string, double>& out) {
+// An object of "<part>": fraction entries (cluster.slow, cluster.degraded) read into `out`: `check_part(key, value)`
+// returns what is wrong with a key or its value ("" when it names a part of the cluster), each value must lie in
+// (0, 1], or [0, 1] when `zero` (`what` says what it is). Every bad entry is named at once.
+void read_fractions(ObjectReader& r, const char* name,
+                    const std::function<std::string(const std::string&, double)>& check_part, const std::string& what,
+                    std::map<std::string, double>& out, bool zero = false) {
   const Json* object = r.child(name);
   if (!object) return;
   const std::string field = r.field(name);
   if (!object->is_object()) throw InputError(field + "=" + show(*object) + " must be an object of part: " + what);
   std::vector<std::string> problems;
   for (auto it = object->begin(); it != object->end(); ++it) {
-    const std::string at = field + "." + it.key(), wrong = check_part(it.key());
-    if (!wrong.empty()) problems.push_back(at + ": " + wrong);
-    const bool fraction = it.value().is_number() && it.value().get<double>() > 0 && it.value().get<double>() <= 1;
+    const double v = it.value().is_number() ? it.value().get<double>() : -1;
+    const bool fraction = it.value().is_number() && (zero ? v >= 0 : v > 0) && v <= 1;
+    const std::string at = field + "." + it.key(), wrong = check_part(it.key(), fraction ? v : 1);
+    if (!wrong.empty()) problems.push_back(at + (fraction && v == 0 ? "=0" : "") + ": " + wrong);
     if (!fraction) problems.push_back(at + "=" + show(it.value()) + " must be " + what);
     if (wrong.empty() && fraction) out[it.key()] = it.value().get<double>();
   }
@@ -343,7 +345,7 @@ void read_fractions(ObjectReader& r, const char* name, const std::function<std::
 void read_slow(ObjectReader& r, ClusterSpec& c) {
   read_fractions(
       r, "slow",
-      [&](const std::string& key) -> std::string {
+      [&](const std::string& key, double) -> std::string {
         const bool node = key.rfind("node ", 0) == 0, gpu = key.rfind("gpu ", 0) == 0;
         const long n = node || gpu ? small_index(key.substr(node ? 5 : 4)) : -1;
         if (n < 0) return "name a node or a GPU as \"node N\" or \"gpu N\"";
@@ -353,12 +355,13 @@ void read_slow(ObjectReader& r, ClusterSpec& c) {
       "a speed in (0, 1] relative to the accelerator's (0.8: 80 % of its speed)", c.slow);
 }
 
-// "degraded": {"nic 3.1": 0.5, "rail 2": 0.5, "nvlink 5": 0.25}: a node's NIC on a rail, every NIC of a rail, or a
-// GPU's NVLink, each the fraction of its bandwidth left in (0, 1].
+// "degraded": {"nic 3.1": 0.5, "rail 2": 0, "nvlink 5": 0.25, "leaf 1": 0.5}: a node's NIC on a rail, every NIC of
+// a rail, a GPU's NVLink, or a leaf switch's uplinks, each the fraction of its bandwidth left in [0, 1] (0: down, its
+// traffic rerouted; refused for a leaf's uplinks, whose NICs would be cut off).
 void read_degraded(ObjectReader& r, ClusterSpec& c) {
   read_fractions(
       r, "degraded",
-      [&](const std::string& key) -> std::string {
+      [&](const std::string& key, double left) -> std::string {
         const auto space = key.find(' ');
         const std::string kind = key.substr(0, space), index = space == std::string::npos ? "" : key.substr(space + 1);
         if (kind == "nvlink") {
@@ -371,6 +374,14 @@ void read_degraded(ObjectReader& r, ClusterSpec& c) {
                  : rail < c.nics_per_node ? ""
                                           : count_text(c.nics_per_node, "rail", "rails");
         }
+        if (kind == "leaf") {
+          const long leaf = small_index(index);
+          if (leaf < 0) return "name the leaf switch: \"leaf L\"";
+          if (left == 0)
+            return "a leaf whose uplinks are all down cuts its NICs off the other leaves (no route around it): give "
+                   "the fraction of its uplink bandwidth left, or take its nodes out of cluster.nodes";
+          return "";  // the leaf count depends on fields read after this one: validate_cluster checks it
+        }
         if (kind == "nic") {
           const auto dot = index.find('.');
           const long node = small_index(index.substr(0, dot)),
@@ -379,9 +390,9 @@ void read_degraded(ObjectReader& r, ClusterSpec& c) {
           if (node >= c.nodes) return count_text(c.nodes, "node", "nodes");
           return rail < c.nics_per_node ? "" : count_text(c.nics_per_node, "rail", "rails");
         }
-        return "name a link as \"nic N.R\", \"rail R\" or \"nvlink G\"";
+        return "name a link as \"nic N.R\", \"rail R\", \"nvlink G\" or \"leaf L\"";
       },
-      "the fraction of its bandwidth left, in (0, 1] (a link down would reroute traffic: not modelled)", c.degraded);
+      "the fraction of its bandwidth left, in [0, 1] (0: down, its traffic rerouted)", c.degraded, true);
 }
 
 // "speed_spread": {"sigma": 0.02, "seed": 7, "per": "gpu" | "node"}.
@@ -504,6 +515,38 @@ void read_comm_and_links(ObjectReader& r, ClusterSpec& c) {
 
 }  // namespace
 
+namespace {
+
+// What cluster.degraded names that the rest of the cluster decides: leaves that exist, NVLink ports of NVSwitch
+// nodes, and a NIC up on every node of a cluster with more than one (each bad entry at once).
+void check_degraded_links(const ClusterSpec& c) {
+  if (c.degraded.empty()) return;
+  std::vector<std::string> problems;
+  const int down_ports = std::max(1, c.switch_radix / 2);
+  const long leaves = c.nics_per_node == 0 ? 0
+                      : c.fabric == FabricTopology::RailOptimized
+                          ? (static_cast<long>(c.nodes) + down_ports - 1) / down_ports * c.nics_per_node
+                          : (static_cast<long>(c.nodes) * c.nics_per_node + down_ports - 1) / down_ports;
+  for (const auto& [key, left] : c.degraded) {
+    const std::string at = "cluster.degraded." + key;
+    if (key.rfind("leaf ", 0) == 0 && std::stol(key.substr(5)) >= leaves)
+      problems.push_back(at + ": " + count_text(leaves, "leaf switch", "leaf switches"));
+    if (key.rfind("nvlink ", 0) == 0 && c.node_links.kind != NodeLinks::NvSwitch)
+      problems.push_back(at +
+                         ": the nodes have no NVSwitch (cluster.node_links): their GPU links are not NVLink ports");
+  }
+  if (c.nodes > 1)
+    for (int node = 0; node < c.nodes; ++node)
+      if (c.nic_rail(node, 0) < 0) {
+        problems.push_back("cluster.degraded: every NIC of node " + std::to_string(node) +
+                           " is down, so nothing reaches it: take the node out of the job");
+        break;
+      }
+  throw_problems(problems);
+}
+
+}  // namespace
+
 void validate_cluster(const ClusterSpec& c) {
   require(c.nodes >= 1, "nodes", c.nodes, "must be at least 1");
   require(c.gpus_per_node >= 1, "gpus_per_node", c.gpus_per_node, "must be at least 1");
@@ -547,6 +590,7 @@ void validate_cluster(const ClusterSpec& c) {
           "must be >= 1 (1 = full bisection)");
   require(c.oversubscription <= kMaxOversubscription, "oversubscription", c.oversubscription,
           "is more than 64: fabrics are built at 1:1 to 8:1 (down:up bandwidth of a leaf)");
+  check_degraded_links(c);
 }
 
 void check_simgrid_config(const std::map<std::string, std::string>& config) {
@@ -712,6 +756,18 @@ double ClusterSpec::nvlink_left(int gpu) const {
   if (degraded.empty()) return 1;
   auto it = degraded.find("nvlink " + std::to_string(gpu));
   return it == degraded.end() ? 1 : it->second;
+}
+
+double ClusterSpec::leaf_left(int leaf) const {
+  if (degraded.empty()) return 1;
+  auto it = degraded.find("leaf " + std::to_string(leaf));
+  return it == degraded.end() ? 1 : it->second;
+}
+
+int ClusterSpec::nic_rail(int node, int rail) const {
+  for (int k = 0; k < nics_per_node; ++k)
+    if (const int r = (rail + k) % nics_per_node; nic_left(node, r) > 0) return r;
+  return -1;
 }
 
 double ClusterSpec::speed(int gpu) const {

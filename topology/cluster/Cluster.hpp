@@ -90,7 +90,9 @@ struct ClusterSpec {
     bool per_node = false;  ///< one draw per node (its GPUs alike), else one per GPU
   } speed_spread;
   /// Degraded links: "nic N.R" (node N's NIC on rail R), "rail R" (every NIC of the rail), "nvlink G" (GPU G's NVLink
-  /// port) -> the fraction of the link's bandwidth left, in (0, 1]; a NIC named both ways takes its own entry.
+  /// port), "leaf L" (leaf switch L's uplinks: its spine ports) -> the fraction of the link's bandwidth left, in
+  /// [0, 1]; a NIC named both ways takes its own entry. 0 is a link down: a NIC's traffic leaves through the node's
+  /// next NIC up (nic_rail), an NVLink's through PCIe; a leaf's uplinks cannot be down.
   std::map<std::string, double> degraded;
   /// Neighbours: the fraction of every link above the leaf switches (leaf uplinks, spine ports) other jobs' traffic
   /// takes, in [0, 0.95]; the job's transfers across leaves get the rest. NIC and NVLink links are the job's own.
@@ -100,6 +102,11 @@ struct ClusterSpec {
   /// The fraction of a link's bandwidth `degraded` leaves it: NICs by node and rail, NVLinks by GPU; 1 elsewhere.
   double nic_left(int node, int rail) const;
   double nvlink_left(int gpu) const;
+  double leaf_left(int leaf) const;
+  /// The rail whose NIC carries node `node`'s traffic of rail `rail`: the rail itself, or when its NIC is down the
+  /// next rail up (rail + 1, + 2, ... modulo the rails) whose NIC is not, as NCCL's PXN sends through another GPU's
+  /// NIC over NVLink; -1 when every NIC of the node is down.
+  int nic_rail(int node, int rail) const;
 
   int devices() const { return nodes * gpus_per_node; }
   /// The compute speed of GPU `gpu` (`slow`, else `speed_spread`).

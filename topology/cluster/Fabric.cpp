@@ -5,12 +5,26 @@
 
 namespace placesim {
 
+namespace {
+
+// The bandwidth fraction a link is built with: its own, or all of it when it is down (no route crosses it then).
+double kept(double left) {
+  return left > 0 ? left : 1;
+}
+
+}  // namespace
+
 Fabric::Fabric(const ClusterSpec& cluster) : cluster_(cluster), down_ports_(cluster.switch_radix / 2) {
   validate_cluster(cluster_);
 }
 
 int Fabric::rail(int local_gpu) const {
   return static_cast<int>(static_cast<long long>(local_gpu) * cluster_.nics_per_node / cluster_.gpus_per_node);
+}
+
+int Fabric::nic_of(int gpu) const {
+  const int node = gpu / cluster_.gpus_per_node;
+  return node * cluster_.nics_per_node + cluster_.nic_rail(node, rail(gpu % cluster_.gpus_per_node));
 }
 
 int Fabric::leaf(int node, int rail) const {
@@ -71,22 +85,30 @@ LinkParams Fabric::link(LinkId id) const {
   std::string nic = std::to_string(id.index / std::max(1, c.nics_per_node)) + "." +
                     std::to_string(id.index % std::max(1, c.nics_per_node));
   switch (id.kind) {
+    // A link down (cluster.degraded 0) keeps its figures: no route crosses it.
     case LinkKind::NvLink:
-      return {"nvlink-" + n, c.nvlink_bw_Bps * c.nvlink_left(id.index), c.nvlink_latency_s};
+      return {"nvlink-" + n, c.nvlink_bw_Bps * kept(c.nvlink_left(id.index)), c.nvlink_latency_s};
     case LinkKind::Pcie:
       return {"pcie-" + n, c.pcie_bw_Bps, c.pcie_latency_s};
     case LinkKind::Nic: {
       const int per_node = std::max(1, c.nics_per_node);
-      return {"nic-" + nic, c.nic_bw_Bps * c.nic_left(id.index / per_node, id.index % per_node),
+      return {"nic-" + nic, c.nic_bw_Bps * kept(c.nic_left(id.index / per_node, id.index % per_node)),
               c.nic_latency_s + c.switch_latency_s / 2};
     }
     // Above the leaves other jobs' traffic takes cluster.background_load of each link.
     case LinkKind::LeafUplink:
       // The leaf's share of the spine: its NICs' bandwidth divided by the oversubscription, shared by all of them.
-      return {"uplink-" + n, nics_on_leaf(id.index) * c.nic_bw_Bps / c.oversubscription * (1 - c.background_load),
+      // cluster.degraded's "leaf L" keeps a fraction of them.
+      return {
+          "uplink-" + n,
+          nics_on_leaf(id.index) * c.nic_bw_Bps / c.oversubscription * (1 - c.background_load) * c.leaf_left(id.index),
+          c.switch_latency_s};
+    case LinkKind::SpinePort: {
+      const int per_node = std::max(1, c.nics_per_node);
+      return {"spine-" + nic,
+              c.nic_bw_Bps * (1 - c.background_load) * c.leaf_left(leaf(id.index / per_node, id.index % per_node)),
               c.switch_latency_s};
-    case LinkKind::SpinePort:
-      return {"spine-" + nic, c.nic_bw_Bps * (1 - c.background_load), c.switch_latency_s};
+    }
     case LinkKind::MeshLink: {
       // One crossing per transfer: the latency of an NVSwitch route's two.
       const int pairs = c.gpus_per_node * (c.gpus_per_node - 1) / 2;
@@ -123,10 +145,15 @@ std::vector<Hop> Fabric::route(int src_gpu, int dst_gpu) const {
   if (cluster_.nics_per_node == 0)
     throw InputError(pair + " has no route: nodes " + std::to_string(src_node) + " and " + std::to_string(dst_node) +
                      " have no NIC (cluster.nics_per_node=0)");
-  int src_rail = rail(src_gpu % g), dst_rail = rail(dst_gpu % g);
+  // A NIC down: the GPU's traffic crosses to a GPU of the node's next rail up over NVLink (NCCL's PXN) and leaves
+  // through that GPU's NIC; it arrives the same way.
+  const int src_rail = cluster_.nic_rail(src_node, rail(src_gpu % g)),
+            dst_rail = cluster_.nic_rail(dst_node, rail(dst_gpu % g));
   int src_nic = src_node * cluster_.nics_per_node + src_rail, dst_nic = dst_node * cluster_.nics_per_node + dst_rail;
   int src_leaf = leaf(src_node, src_rail), dst_leaf = leaf(dst_node, dst_rail);
-  std::vector<Hop> hops = {{{LinkKind::Nic, src_nic}, true}};
+  std::vector<Hop> hops;
+  if (src_rail != rail(src_gpu % g)) hops = node_route(src_gpu, rail_gpu(src_node, src_rail));
+  hops.push_back({{LinkKind::Nic, src_nic}, true});
   if (src_leaf != dst_leaf) {
     if (cluster_.oversubscription > 1)
       hops.insert(hops.end(), {{{LinkKind::LeafUplink, src_leaf}, true}, {{LinkKind::LeafUplink, dst_leaf}, false}});
@@ -134,7 +161,16 @@ std::vector<Hop> Fabric::route(int src_gpu, int dst_gpu) const {
       hops.insert(hops.end(), {{{LinkKind::SpinePort, src_nic}, true}, {{LinkKind::SpinePort, dst_nic}, false}});
   }
   hops.push_back({{LinkKind::Nic, dst_nic}, false});
+  if (dst_rail != rail(dst_gpu % g)) {
+    const std::vector<Hop> last = node_route(rail_gpu(dst_node, dst_rail), dst_gpu);
+    hops.insert(hops.end(), last.begin(), last.end());
+  }
   return hops;
+}
+
+int Fabric::rail_gpu(int node, int rail) const {
+  const int g = cluster_.gpus_per_node;
+  return node * g + rail * (g / cluster_.nics_per_node);
 }
 
 std::vector<Hop> Fabric::node_route(int src_gpu, int dst_gpu) const {
@@ -143,6 +179,8 @@ std::vector<Hop> Fabric::node_route(int src_gpu, int dst_gpu) const {
   const Hop src_pcie{{LinkKind::Pcie, src_gpu}, true}, dst_pcie{{LinkKind::Pcie, dst_gpu}, false};
   switch (n.kind) {
     case NodeLinks::NvSwitch:  // the NVSwitch is non-blocking: only the two GPUs' own links can be shared
+      // A GPU whose NVLink is down reaches the others through the host (cluster.degraded "nvlink G": 0).
+      if (cluster_.nvlink_left(src_gpu) == 0 || cluster_.nvlink_left(dst_gpu) == 0) return {src_pcie, dst_pcie};
       return {{{LinkKind::NvLink, src_gpu}, true}, {{LinkKind::NvLink, dst_gpu}, false}};
     case NodeLinks::Mesh:
       if (n.links(a, b) > 0)

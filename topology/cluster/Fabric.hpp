@@ -55,6 +55,9 @@ class Fabric {
 
   const ClusterSpec& cluster() const { return cluster_; }
   int rail(int local_gpu) const;
+  /// The NIC (node x nics_per_node + rail) GPU `gpu`'s traffic across nodes leaves through: its rail's, or when that
+  /// NIC is down the one ClusterSpec::nic_rail picks.
+  int nic_of(int gpu) const;
   int leaf(int node, int rail) const;
   int leaves() const;
   /// Number of links of a kind (0 for the uplink kind the oversubscription does not use).
@@ -88,6 +91,8 @@ class Fabric {
   /// GPU -> GPU inside one node, by the node's links.
   std::vector<Hop> node_route(int src_gpu, int dst_gpu) const;
   int pair_index(int a, int b) const;
+  /// The lowest GPU of node `node` on rail `rail` (the one whose NIC a PXN detour leaves through).
+  int rail_gpu(int node, int rail) const;
   void check_device(int gpu, const std::string& what) const;
 
   ClusterSpec cluster_;
