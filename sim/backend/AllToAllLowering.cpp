@@ -83,7 +83,7 @@ const Runner::AllToAllGroup& Runner::alltoall_group(int group) {
   const int n = static_cast<int>(m.size()), per_node = c_.gpus_per_node;
   for (int x : m) a.one_node = a.one_node && x / per_node == m.front() / per_node;
   if (!a.one_node) {
-    for (int x : m) a.nics.push_back(x / per_node * c_.nics_per_node + fabric_.rail(x % per_node));
+    for (int x : m) a.nics.push_back(fabric_.nic_of(x));
     std::sort(a.nics.begin(), a.nics.end());
     a.nics.erase(std::unique(a.nics.begin(), a.nics.end()), a.nics.end());
   }

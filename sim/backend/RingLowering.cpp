@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <tuple>
 
 #include "sim/backend/Runner.hpp"
@@ -98,21 +99,25 @@ const Runner::GroupRing& Runner::group_ring(int group) {
   ring.one_node = true;
   for (const auto& transfers : channels_[static_cast<std::size_t>(group)]) {
     // The hop's bytes are split over its channels: its bandwidth is theirs together, its latency the slowest's.
-    double bandwidth = std::numeric_limits<double>::infinity();
+    // Channels through one link (a NIC down sends two rails' channels through the next) share it.
+    std::vector<std::vector<sg::Link*>> routes;
+    std::map<sg::Link*, int> uses;
     for (auto [from, to] : transfers) {
-      std::vector<sg::Link*> links;
+      std::vector<sg::Link*>& links = routes.emplace_back();
       double latency = 0;
       platform_.gpus[static_cast<std::size_t>(from)]->route_to(platform_.gpus[static_cast<std::size_t>(to)], links,
                                                                &latency);
       ring.hop.latency_s = std::max(ring.hop.latency_s, latency);
-      for (auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth());
+      for (auto* l : links) ++uses[l];
       ring.one_node = ring.one_node && from / c_.gpus_per_node == m.front() / c_.gpus_per_node &&
                       to / c_.gpus_per_node == m.front() / c_.gpus_per_node;
     }
+    double bandwidth = std::numeric_limits<double>::infinity();
+    for (const auto& links : routes)
+      for (auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth() / uses[l]);
     ring.hop.bw_Bps = std::min(ring.hop.bw_Bps, bandwidth * static_cast<double>(transfers.size()));
     for (auto [from, to] : transfers)
-      if (from / c_.gpus_per_node != to / c_.gpus_per_node)
-        ring.nics.push_back(from / c_.gpus_per_node * c_.nics_per_node + fabric_.rail(from % c_.gpus_per_node));
+      if (from / c_.gpus_per_node != to / c_.gpus_per_node) ring.nics.push_back(fabric_.nic_of(from));
   }
   // A group only all-to-alls run over has no ring channels: its members tell whether it stays inside one node.
   for (int x : m) ring.one_node = ring.one_node && x / c_.gpus_per_node == m.front() / c_.gpus_per_node;
