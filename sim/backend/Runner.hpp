@@ -99,7 +99,7 @@ class Runner {
     char name[] = "placesim";
     char* argv[] = {name, nullptr};
     engine_ = std::make_unique<sg::Engine>(&argc, argv);
-    if (c.has_stragglers())
+    if (c.has_stragglers() || !c.generation_speed.empty())
       for (int x = 0; x < c.devices(); ++x) speed_.push_back(c.speed(x));
   }
 

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "sim/backend/Generations.hpp"
 #include "sim/backend/Runner.hpp"
+#include "strategies/analytic/Costs.hpp"
 #include "strategies/analytic/LayerTimes.hpp"
 #include "strategies/analytic/Validity.hpp"
 #include "strategies/pipeline/PipelineMetrics.hpp"
@@ -17,12 +19,51 @@
 
 namespace placesim {
 
+namespace {
+
+// Mixed hardware: each stage's model states against the smallest memory of the accelerators it runs on (refused when
+// they exceed it); a bound with every transient buffer above it is noted (the simulated peak decides, as on one
+// accelerator). Without --device-memory, the device memory checked later is the largest stage's.
+void check_stage_memory(Experiment& e, ClusterSpec& c) {
+  // --device-memory stands for every device (the cluster's own accelerator's memory is what callers default to).
+  if (e.device_memory_bytes > 0 && e.device_memory_bytes != c.accelerator.hbm_bytes) return;
+  const Analysis a = analyze(e);
+  const std::int64_t per_stage = e.strategy.tp * e.strategy.data_ranks();
+  double largest = 0;
+  for (const StageAnalysis& st : a.stages) {
+    double capacity = 0;
+    std::string holder;
+    const std::int64_t first = stage_first_gpu(e, st.stage);
+    for (std::int64_t x = first; x < first + per_stage; ++x) {
+      const AcceleratorSpec& acc = c.node_accelerator(static_cast<int>(x / c.gpus_per_node));
+      if (holder.empty() || acc.hbm_bytes < capacity) {
+        capacity = acc.hbm_bytes;
+        holder = acc.name;
+      }
+    }
+    largest = std::max(largest, capacity);
+    const std::string stage = "stage " + std::to_string(st.stage);
+    if (st.memory.model_states() > capacity)
+      throw InputError("memory: " + stage + " does not fit its " + holder + " GPUs: its model states need " +
+                       format_bytes(st.memory.model_states()) + " of " + format_bytes(capacity) +
+                       " (cluster.accelerators places it there)");
+    if (st.memory.total() > capacity)
+      c.mixed_note += "; " + stage + "'s bound with every transient buffer, " + format_bytes(st.memory.total()) +
+                      ", exceeds its " + holder + "'s " + format_bytes(capacity);
+  }
+  e.device_memory_bytes = largest;
+}
+
+}  // namespace
+
 SimulationInput resolve_simulation(Experiment e) {
   if (e.cluster.is_null())
     throw InputError("cluster is required to simulate: add e.g. \"cluster\": {\"preset\": \"dgx-a100\", \"nodes\": 2}");
   ClusterSpec c = parse_cluster(e.cluster);
   check_calibration_accelerator(e, c.accelerator.name);
   check_cluster_mesh(e, cluster_fit(c));
+  apply_generations(e, c);
+  if (c.mixed()) check_stage_memory(e, c);
   if (e.device_memory_bytes <= 0) e.device_memory_bytes = c.accelerator.hbm_bytes;
   return SimulationInput{std::move(e), std::move(c)};
 }

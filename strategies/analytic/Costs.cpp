@@ -117,7 +117,21 @@ void add_experts(const Experiment& e, const AcceleratorSpec& acc, StageCosts& k)
 
 }  // namespace
 
+int stage_first_gpu(const Experiment& e, int stage) {
+  return static_cast<int>(e.strategy.tp * e.strategy.data_ranks() * stage);
+}
+
 StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLayout& st) {
+  // Mixed hardware: the stage's accelerator is its first GPU's.
+  if (c.mixed()) {
+    const int node = stage_first_gpu(e, st.stage) / c.gpus_per_node;
+    if (c.node_kind[static_cast<std::size_t>(node)] >= 0) {
+      ClusterSpec own = c;
+      own.accelerator = c.node_accelerator(node);
+      own.node_kind.clear();
+      return stage_costs(e, own, st);
+    }
+  }
   StageCosts k;
   const auto& m = e.model;
   const AcceleratorSpec& acc = c.accelerator;

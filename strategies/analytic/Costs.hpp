@@ -33,7 +33,10 @@ struct StageCosts {
   double host_optimizer_s_per_elem = 0;  ///< host CPU optimizer step, per parameter element
 };
 
-/// Costs of stage `st` of experiment `e` on the cluster's accelerator.
+/// Costs of stage `st` of experiment `e` on the accelerator of the stage's first GPU (the cluster's, unless
+/// cluster.accelerators names another for its node).
 StageCosts stage_costs(const Experiment& e, const ClusterSpec& c, const StageLayout& st);
+/// The first GPU of pipeline stage `stage` (devices are t + tp x (lane + lanes x stage)).
+int stage_first_gpu(const Experiment& e, int stage);
 
 }  // namespace placesim

@@ -79,8 +79,10 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
   // A straggler or a degraded link makes its block differ from the others; a degraded rail is every node's.
   const bool odd_link = std::any_of(c.degraded.begin(), c.degraded.end(),
                                     [](const auto& entry) { return entry.first.rfind("rail ", 0) != 0; });
-  if (c.has_stragglers() || odd_link) {
-    f.reason = "cluster.slow, cluster.speed_spread or cluster.degraded makes GPUs or links differ, so the blocks do";
+  if (c.has_stragglers() || odd_link || c.mixed()) {
+    f.reason =
+        "cluster.slow, cluster.speed_spread, cluster.degraded or cluster.accelerators makes GPUs or links "
+        "differ, so the blocks do";
     return f;
   }
   const int gpn = c.gpus_per_node;

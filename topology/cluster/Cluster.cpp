@@ -395,6 +395,53 @@ void read_degraded(ObjectReader& r, ClusterSpec& c) {
       "the fraction of its bandwidth left, in [0, 1] (0: down, its traffic rerouted)", c.degraded, true);
 }
 
+// "accelerators": {"nodes 2-3": "a100-80gb", "node 5": {...}}: nodes (a range or one) running another accelerator
+// than cluster.accelerator, each named once.
+void read_node_accelerators(ObjectReader& r, ClusterSpec& c) {
+  const Json* object = r.child("accelerators");
+  if (!object) return;
+  const std::string field = r.field("accelerators");
+  if (!object->is_object())
+    throw InputError(field + "=" + show(*object) + " must be an object of \"nodes A-B\" or \"node N\": accelerator");
+  std::vector<std::string> problems;
+  std::vector<int> kind(static_cast<std::size_t>(c.nodes), -1);
+  for (auto it = object->begin(); it != object->end(); ++it) {
+    const std::string at = field + "." + it.key(), key = it.key();
+    const bool range = key.rfind("nodes ", 0) == 0, one = key.rfind("node ", 0) == 0;
+    const std::string span = range ? key.substr(6) : one ? key.substr(5) : "";
+    const auto dash = span.find('-');
+    const long first = small_index(span.substr(0, dash)), last = range && dash != std::string::npos
+                                                                     ? small_index(span.substr(dash + 1))
+                                                                 : one ? first
+                                                                       : -1;
+    if (first < 0 || last < first) {
+      problems.push_back(at + ": name nodes as \"nodes A-B\" (A <= B) or \"node N\"");
+      continue;
+    }
+    if (last >= c.nodes) {
+      problems.push_back(at + ": " + count_text(c.nodes, "node", "nodes"));
+      continue;
+    }
+    AcceleratorSpec a;
+    try {
+      a = parse_accelerator(it.value(), at);
+    } catch (const InputError& x) {
+      problems.push_back(x.what());
+      continue;
+    }
+    const int index = static_cast<int>(c.node_kinds.size());
+    c.node_kinds.push_back(a);
+    c.accelerator_names[key] = a.name;
+    for (long n = first; n <= last; ++n) {
+      if (kind[static_cast<std::size_t>(n)] >= 0)
+        problems.push_back(at + ": node " + std::to_string(n) + " is named by another entry too");
+      kind[static_cast<std::size_t>(n)] = index;
+    }
+  }
+  throw_problems(problems);
+  c.node_kind = std::move(kind);
+}
+
 // "speed_spread": {"sigma": 0.02, "seed": 7, "per": "gpu" | "node"}.
 void read_speed_spread(ObjectReader& r, ClusterSpec& c) {
   const Json* spread = r.child("speed_spread");
@@ -633,7 +680,8 @@ ClusterSpec parse_cluster(const Json& value, ErrorList* errors) {
   for (const auto& [key, read] : {std::pair<const char*, Section>{"simgrid_config", read_simgrid_config},
                                   {"slow", read_slow},
                                   {"speed_spread", read_speed_spread},
-                                  {"degraded", read_degraded}})
+                                  {"degraded", read_degraded},
+                                  {"accelerators", read_node_accelerators}})
     section(key, read);
   c.background_load = r.get_non_negative("background_load", c.background_load);
   r.check(c.background_load <= kMostBackground, "background_load",
@@ -718,6 +766,7 @@ Json cluster_to_json(const ClusterSpec& c) {
   if (c.node_links.kind != NodeLinks::NvSwitch) out["node_links"] = node_links_to_json(c.node_links);
   if (!c.slow.empty()) out["slow"] = c.slow;
   if (!c.degraded.empty()) out["degraded"] = c.degraded;
+  if (c.mixed()) out["accelerators"] = c.accelerator_names;
   if (c.background_load > 0) out["background_load"] = c.background_load;
   if (c.speed_spread.sigma > 0)
     out["speed_spread"] = {{"sigma", c.speed_spread.sigma},
@@ -771,6 +820,11 @@ int ClusterSpec::nic_rail(int node, int rail) const {
 }
 
 double ClusterSpec::speed(int gpu) const {
+  const double generation = generation_speed.empty() ? 1 : generation_speed[static_cast<std::size_t>(gpu)];
+  return generation * straggler_speed(gpu);
+}
+
+double ClusterSpec::straggler_speed(int gpu) const {
   if (!has_stragglers()) return 1;
   if (auto it = slow.find("gpu " + std::to_string(gpu)); it != slow.end()) return it->second;
   if (auto it = slow.find("node " + std::to_string(gpu / gpus_per_node)); it != slow.end()) return it->second;

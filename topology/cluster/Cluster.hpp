@@ -97,6 +97,23 @@ struct ClusterSpec {
   /// Neighbours: the fraction of every link above the leaf switches (leaf uplinks, spine ports) other jobs' traffic
   /// takes, in [0, 0.95]; the job's transfers across leaves get the rest. NIC and NVLink links are the job's own.
   double background_load = 0;
+  /// Mixed hardware: the accelerators of the nodes `accelerators` names ("nodes 2-3": "a100-80gb"), each node's index
+  /// into `node_kinds` (-1: `accelerator`); empty when every node runs `accelerator`. The fabric (NVLink, NICs) stays
+  /// the cluster's.
+  std::vector<AcceleratorSpec> node_kinds;
+  std::vector<int> node_kind;
+  /// The cluster.accelerators entries as given (echoed in reports).
+  std::map<std::string, std::string> accelerator_names;
+  bool mixed() const { return !node_kind.empty(); }
+  const AcceleratorSpec& node_accelerator(int node) const {
+    const int k = mixed() ? node_kind[static_cast<std::size_t>(node)] : -1;
+    return k < 0 ? accelerator : node_kinds[static_cast<std::size_t>(k)];
+  }
+  /// Mixed hardware: per GPU, its compute speed relative to the accelerator its pipeline stage is costed on (set for
+  /// an experiment by apply_generations; empty: 1 everywhere). Multiplies speed().
+  std::vector<double> generation_speed;
+  /// Mixed hardware: which accelerator each stage is costed on, and the split chosen (apply_generations).
+  std::string mixed_note;
   /// Does any GPU run below the accelerator's speed?
   bool has_stragglers() const { return !slow.empty() || speed_spread.sigma > 0; }
   /// The fraction of a link's bandwidth `degraded` leaves it: NICs by node and rail, NVLinks by GPU; 1 elsewhere.
@@ -109,8 +126,9 @@ struct ClusterSpec {
   int nic_rail(int node, int rail) const;
 
   int devices() const { return nodes * gpus_per_node; }
-  /// The compute speed of GPU `gpu` (`slow`, else `speed_spread`).
+  /// The compute speed of GPU `gpu`: its straggler speed (`slow`, else `speed_spread`) times its generation_speed.
   double speed(int gpu) const;
+  double straggler_speed(int gpu) const;
 };
 
 /// Parses the "cluster" section: a preset name, or an object with optional "preset" and overrides. Errors name the

@@ -189,7 +189,7 @@ Json experts_sim_json(const SimulatedStep& s);
 std::pair<int, double> slowest_gpu(const ClusterSpec& c) {
   std::pair<int, double> out{0, 1.0};
   for (int x = 0; x < c.devices(); ++x)
-    if (const double v = c.speed(x); v < out.second) out = {x, v};
+    if (const double v = c.straggler_speed(x); v < out.second) out = {x, v};
   return out;
 }
 
@@ -235,6 +235,7 @@ Json simulation_json(const SimulatedStep& s) {
            {"layer_times", layer_times_json(s.layer_times)}};
   if (s.experiment.model.moe()) out["experts"] = experts_sim_json(s);
   if (s.cluster.has_stragglers()) out["stragglers"] = stragglers_json(s);
+  if (s.cluster.mixed()) out["mixed_hardware"] = s.cluster.mixed_note;
   out["interval"] = interval_json(prediction_interval(s.experiment, s.cluster.accelerator, f.step_time_s));
   out["memory_headroom"] = headroom_json(memory_headroom(s.experiment, f.max.peak_total));
   // What the accelerator's profile has no public measurement of, and how it is costed instead.
@@ -688,6 +689,7 @@ std::string simulation_summary(const SimulatedStep& s) {
   std::string out = summary_heading(s.experiment, s.cluster) + stack_summary(s.experiment) + calibration_summary(s);
   out += summary_rates(f);
   out += straggler_summary(s);
+  if (s.cluster.mixed()) out += "  accelerators         " + s.cluster.mixed_note + " (cluster.accelerators)\n";
   out += neighbours_summary(s.cluster);
   out += interval_summary(s);
   out += time_to_train_summary(step_time_to_train(s));
