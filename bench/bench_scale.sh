@@ -87,3 +87,17 @@ for entry in llama3-70b-fsdp-64xh100:flow llama3-70b-fsdp-64xh100:analytic mpt-7
   fi
   echo
 done
+
+# An imperfect cluster: one node of the 16,384-GPU Llama 3 405B run at 0.8x turns symmetry folding off (every block
+# simulated); the step without the straggler, which simulate also reports, runs folded in a child process.
+for fidelity in analytic flow; do
+  label=llama3-405b-16384xh100.slow-node.$fidelity
+  r=$(run llama3-405b-16384xh100 "$label" --fidelity "$fidelity" --set 'cluster.slow={"node 17": 0.8}')
+  if [[ "$r" == failed* ]]; then
+    printf '%-44s %7s %9s %s\n' "llama3-405b-16384xh100 + node 17 at 0.8x" 16384 "$fidelity" "$r"
+    continue
+  fi
+  read -r wall rss step sim blocks _ <<<"$r"
+  printf '%-44s %7s %9s %8.1f %9.2f %12.4f %10s\n' "llama3-405b-16384xh100 + node 17 at 0.8x" 16384 "$fidelity" \
+    "$wall" "$(echo "$rss / 1048576" | bc -l)" "$step" "$sim/16384"
+done
