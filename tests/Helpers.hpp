@@ -40,6 +40,10 @@ inline std::string reference(const std::string& name) {
 /// Runs the placesim binary with a shell command line; returns the exit code and fills stdout+stderr.
 int run_placesim(const std::string& arguments, std::string* output);
 
+/// Writes `experiment` (JSON text) to a temporary file, simulates it with placesim and `arguments`, requires it to
+/// succeed, and returns the report.
+Json simulate_report(const std::string& experiment, const std::string& arguments = "");
+
 /// Writes `experiment` (JSON text) to a file named after `name`, simulates it with placesim, requires it to succeed
 /// with every exact figure of the analytic model identical (the report's validation rows but the bounds differing
 /// by 0), and returns the report.

@@ -145,20 +145,6 @@ std::string model_experiment(const std::string& schedule, int layers) {
          schedule + R"("}, "cluster": {"preset": "dgx-a100", "nodes": 1}})";
 }
 
-Json simulate_model(const std::string& schedule, int layers) {
-  static int n = 0;
-  const std::string path = "/tmp/placesim-dualpipe-model-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
-  std::ofstream(path + ".json") << model_experiment(schedule, layers);
-  std::string out;
-  INFO(out);
-  REQUIRE(test::run_placesim("simulate " + path + ".json --report " + path + "-report.json", &out) == 0);
-  std::ifstream in(path + "-report.json");
-  Json r = Json::parse(in);
-  std::filesystem::remove(path + ".json");
-  std::filesystem::remove(path + "-report.json");
-  return r;
-}
-
 double stage_class(const Json& r, int stage, const char* cls) {
   return r["communication"]["per_stage"][stage]["by_class"][cls].get<double>();
 }
@@ -188,8 +174,8 @@ TEST_CASE("DualPipe on a model places stage s and stage p - 1 - s of two copies 
 }
 
 TEST_CASE("DualPipe on a model: analysis equals simulation, exchanges as 1F1B, gradients summed with the mirror") {
-  const Json d = simulate_model("dualpipe", 8);
-  const Json h1 = simulate_model("zb-h1", 8);
+  const Json d = test::simulate_report(model_experiment("dualpipe", 8));
+  const Json h1 = test::simulate_report(model_experiment("zb-h1", 8));
   for (const Json& row : d["validation"]) {
     INFO(row["figure"].get<std::string>());
     CHECK(row["difference"].get<double>() == 0);
@@ -218,9 +204,9 @@ TEST_CASE("DualPipe on a model runs each copy's layers for half the micro-batche
 // report's Table 2), one layer more than ZB-H1's p = 4 micro-batches of a one-layer stage; ZB-H2's 2p - 1 = 7
 // micro-batches give the size of a layer.
 TEST_CASE("DualPipe on a model holds PP + 1 chunk passes of activations") {
-  const Json d = simulate_model("dualpipe", 4);
-  const Json h1 = simulate_model("zb-h1", 4);
-  const Json h2 = simulate_model("zb-h2", 4);
+  const Json d = test::simulate_report(model_experiment("dualpipe", 4));
+  const Json h1 = test::simulate_report(model_experiment("zb-h1", 4));
+  const Json h2 = test::simulate_report(model_experiment("zb-h2", 4));
   auto act = [](const Json& r) { return r["memory"]["activations_bytes"].get<double>(); };
   const double layer = (act(h2) - act(h1)) / 3;
   CHECK(act(d) - act(h1) == Approx(layer).epsilon(1e-12));

@@ -24,6 +24,18 @@ int run_placesim(const std::string& arguments, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+Json simulate_report(const std::string& experiment, const std::string& arguments) {
+  static int runs = 0;
+  const std::string path =
+      "/tmp/placesim-report-" + std::to_string(::getpid()) + "-" + std::to_string(runs++) + ".json";
+  std::ofstream(path) << experiment;
+  std::string out;
+  const int rc = run_placesim("simulate " + path + " --report " + path + ".report " + arguments, &out);
+  INFO(out.substr(0, 3000));
+  REQUIRE(rc == 0);
+  return read_json_file(path + ".report");
+}
+
 Json simulate_exact(const std::string& name, const std::string& experiment) {
   const std::string path = "/tmp/placesim-" + name + "-" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << experiment;

@@ -25,6 +25,10 @@ std::string experiment(const std::string& accelerators, const std::string& strat
          accelerators + "}}";
 }
 
+double step(const std::string& text) {
+  return test::simulate_report(text)["simulation"]["step_time_s"].get<double>();
+}
+
 struct Resolved {
   Experiment e;
   ClusterSpec c;
@@ -35,17 +39,6 @@ Resolved resolve(const std::string& text) {
   r.c = parse_cluster(r.e.cluster);
   apply_generations(r.e, r.c);
   return r;
-}
-
-double step_of(const std::string& text) {
-  static int n = 0;
-  const std::string path = "/tmp/placesim-mixed-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
-  std::ofstream(path + ".json") << text;
-  std::string out;
-  INFO(out);
-  REQUIRE(test::run_placesim("simulate " + path + ".json --report " + path + "-report.json", &out) == 0);
-  std::ifstream in(path + "-report.json");
-  return Json::parse(in)["simulation"]["step_time_s"].get<double>();
 }
 
 }  // namespace
@@ -90,9 +83,9 @@ TEST_CASE("A pipeline across generations gets the split that balances its stages
 
 // The balanced split runs the step faster than the even one, and slower than two H100 nodes.
 TEST_CASE("The balanced two-generation pipeline beats the even split") {
-  const double balanced = step_of(experiment(R"({"node 1": "a100-80gb"})"));
-  const double even = step_of(experiment(R"({"node 1": "a100-80gb"})", R"(, "layers_per_stage": [12, 12])"));
-  const double h100 = step_of(experiment("{}"));
+  const double balanced = step(experiment(R"({"node 1": "a100-80gb"})"));
+  const double even = step(experiment(R"({"node 1": "a100-80gb"})", R"(, "layers_per_stage": [12, 12])"));
+  const double h100 = step(experiment("{}"));
   CHECK(balanced < even);
   CHECK(h100 < balanced);
 }

@@ -96,6 +96,19 @@ void require_exact(const Json& report) {
   }
 }
 
+// Overlapped pairs: more than half of the all-to-all time runs beside another op's compute, less than half of it is
+// exposed, and the activations walked pair by pair (paired_walked_peak) are those the simulation held at its peak.
+void require_paired_alltoall(const Run& run) {
+  const std::vector<Slice> d = slices(run.trace);
+  double alltoall = 0;
+  for (const Slice& s : d)
+    if (is_alltoall(s)) alltoall += s.end - s.start;
+  CHECK(alltoall_beside_other_compute(d) > 0.5 * alltoall);
+  const Json& experts = run.report["simulation"]["experts"];
+  CHECK(experts["all_to_all_exposed_s"].get<double>() < 0.5 * experts["all_to_all_s"].get<double>());
+  require_exact(run.report);
+}
+
 }  // namespace
 
 TEST_CASE("ZB-H1 on an MoE model: the experts' W takes their weight-gradient GEMMs' FLOPs, the forward's") {
@@ -129,32 +142,16 @@ TEST_CASE("DualPipeV on an MoE model runs one op's all-to-all beside the other o
   CHECK(alltoall_beside_other_compute(z) < 0.001 * static_cast<double>(z.size()));
   // DualPipeV's pairs alternate the forward's and the backward's parts: most of the all-to-all time of a paired op
   // runs beside the other op's compute, and the exposed all-to-all shrinks.
-  const std::vector<Slice> d = slices(dual.trace);
-  double alltoall = 0;
-  for (const Slice& s : d)
-    if (is_alltoall(s)) alltoall += s.end - s.start;
-  CHECK(alltoall_beside_other_compute(d) > 0.5 * alltoall);
+  require_paired_alltoall(dual);
   const Json& ve = v.report["simulation"]["experts"];
-  const Json& de = dual.report["simulation"]["experts"];
   CHECK(ve["all_to_all_exposed_s"].get<double>() == Approx(ve["all_to_all_s"].get<double>()).epsilon(1e-9));
-  CHECK(de["all_to_all_exposed_s"].get<double>() < 0.5 * de["all_to_all_s"].get<double>());
   CHECK(dual.report["simulation"]["step_time_s"].get<double>() < v.report["simulation"]["step_time_s"].get<double>());
-  // The activations walked pair by pair (paired_walked_peak) are those the simulation held at its peak.
-  require_exact(dual.report);
 }
 
 // DualPipe (bidirectional) pairs the same way: rank s runs stage s of one direction's copy and stage p - 1 - s of the
 // other's, a forward of one direction beside a backward of the other, their all-to-alls beside each other's compute.
 TEST_CASE("DualPipe on an MoE model runs one op's all-to-all beside the other op's compute") {
-  const Run dual = simulate("dualpipe");
-  const std::vector<Slice> d = slices(dual.trace);
-  double alltoall = 0;
-  for (const Slice& s : d)
-    if (is_alltoall(s)) alltoall += s.end - s.start;
-  CHECK(alltoall_beside_other_compute(d) > 0.5 * alltoall);
-  const Json& de = dual.report["simulation"]["experts"];
-  CHECK(de["all_to_all_exposed_s"].get<double>() < 0.5 * de["all_to_all_s"].get<double>());
-  require_exact(dual.report);
+  require_paired_alltoall(simulate("dualpipe"));
 }
 
 // A pair's forward adds its layers' activations as its backward frees its own, layer by layer. DualPipeV on 2 stages

@@ -27,17 +27,6 @@ std::string experiment(const std::string& schedule, int dp) {
          std::to_string(4 * dp) + R"(, "nics_per_node": )" + std::to_string(4 * dp) + "}}";
 }
 
-Json simulate_report(const std::string& text) {
-  static int runs = 0;
-  const std::string base = "/tmp/placesim-pipedream-dp-" + std::to_string(::getpid()) + "-" + std::to_string(runs++);
-  std::ofstream(base + ".json") << text;
-  std::string out;
-  INFO(out);
-  REQUIRE(run_placesim("simulate " + base + ".json --report " + base + "-report.json", &out) == 0);
-  std::ifstream in(base + "-report.json");
-  return Json::parse(in);
-}
-
 std::vector<double> per_stage(const Json& list, const char* key) {
   std::vector<double> out;
   for (const Json& x : list) out.push_back(x[key].get<double>());
@@ -47,8 +36,8 @@ std::vector<double> per_stage(const Json& list, const char* key) {
 }  // namespace
 
 TEST_CASE("PipeDream across two replicas keeps the delays of one and all-reduces before every update") {
-  const Json one = simulate_report(experiment("pipedream", 1));
-  const Json two = simulate_report(experiment("pipedream", 2));
+  const Json one = test::simulate_report(experiment("pipedream", 1));
+  const Json two = test::simulate_report(experiment("pipedream", 2));
   // Staleness per stage is a property of the schedule, not of the replicas.
   CHECK(two["pipeline"]["staleness"]["per_stage"] == one["pipeline"]["staleness"]["per_stage"]);
   // Weight stashing: stage s's backward uses weights p - s - 1 = 3, 2, 1, 0 updates old in the steady state.
@@ -67,8 +56,8 @@ TEST_CASE("PipeDream across two replicas keeps the delays of one and all-reduces
 }
 
 TEST_CASE("PipeDream-2BW across two replicas all-reduces once per step") {
-  const Json one = simulate_report(experiment("pipedream-2bw", 1));
-  const Json two = simulate_report(experiment("pipedream-2bw", 2));
+  const Json one = test::simulate_report(experiment("pipedream-2bw", 1));
+  const Json two = test::simulate_report(experiment("pipedream-2bw", 2));
   CHECK(two["pipeline"]["staleness"]["per_stage"] == one["pipeline"]["staleness"]["per_stage"]);
   // One update per step of 8 micro-batches: one all-reduce of stage 1's 2623488 B.
   CHECK(two["communication"]["per_stage"][1]["by_class"]["dp_grad_sync"].get<double>() == 2623488.0);

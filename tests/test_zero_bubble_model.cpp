@@ -32,15 +32,6 @@ std::string write(const std::string& text) {
   return path;
 }
 
-Json simulate_report(const std::string& text) {
-  const std::string path = write(text);
-  std::string out;
-  INFO(out);
-  REQUIRE(run_placesim("simulate " + path + ".json --report " + path + "-report.json", &out) == 0);
-  std::ifstream in(path + "-report.json");
-  return Json::parse(in);
-}
-
 double step(const Json& r) {
   return r["simulation"]["step_time_s"].get<double>();
 }
@@ -52,9 +43,9 @@ double bubble(const Json& r) {
 }  // namespace
 
 TEST_CASE("ZB-H1 and ZB-H2 on a model fill the 1F1B bubble with weight-gradient tasks") {
-  const Json one = simulate_report(experiment("1f1b"));
-  const Json h1 = simulate_report(experiment("zb-h1"));
-  const Json h2 = simulate_report(experiment("zb-h2"));
+  const Json one = test::simulate_report(experiment("1f1b"));
+  const Json h1 = test::simulate_report(experiment("zb-h1"));
+  const Json h2 = test::simulate_report(experiment("zb-h2"));
   // The same work, less idle time: each split schedule is faster than the one before it, its bubble smaller.
   CHECK(step(h1) < step(one));
   CHECK(step(h2) < step(h1));
@@ -138,10 +129,10 @@ TEST_CASE("A V places chunk c of stage s at virtual stage s or 2p - 1 - s with t
 }
 
 TEST_CASE("ZB-V and DualPipeV on a model hold their papers' activations and exchange only across stages") {
-  const Json h1 = simulate_report(experiment("zb-h1"));
-  const Json h2 = simulate_report(experiment("zb-h2"));
-  const Json v = simulate_report(experiment("zb-v"));
-  const Json dv = simulate_report(experiment("dualpipev"));
+  const Json h1 = test::simulate_report(experiment("zb-h1"));
+  const Json h2 = test::simulate_report(experiment("zb-h2"));
+  const Json v = test::simulate_report(experiment("zb-v"));
+  const Json dv = test::simulate_report(experiment("dualpipev"));
   for (const Json* r : {&v, &dv})
     for (const Json& row : (*r)["validation"]) {
       INFO(row["figure"].get<std::string>());
@@ -175,9 +166,9 @@ TEST_CASE("DualPipeV on a model refuses fewer micro-batches than twice the stage
 // Interleaved zero bubble on the model: 16 micro-batches, 2 chunks of one layer: rounds of 16 / max(1, 16 / 4) = 4,
 // so (2 - 1) 4 + 4 = 8 chunk-forwards of one layer at the peak, ZB-H1's 4 micro-batches of two layers.
 TEST_CASE("Interleaved zero bubble on a model holds ZB-H1's activations with less bubble than interleaved") {
-  const Json h1 = simulate_report(experiment("zb-h1"));
-  const Json inter = simulate_report(experiment("interleaved"));
-  const Json izb = simulate_report(experiment("interleaved-zb"));
+  const Json h1 = test::simulate_report(experiment("zb-h1"));
+  const Json inter = test::simulate_report(experiment("interleaved"));
+  const Json izb = test::simulate_report(experiment("interleaved-zb"));
   for (const Json& row : izb["validation"]) {
     INFO(row["figure"].get<std::string>());
     CHECK(row["difference"].get<double>() == 0);
