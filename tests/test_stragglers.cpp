@@ -113,6 +113,23 @@ TEST_CASE("Stragglers: simulate reports the step with and without them") {
   CHECK(s["cost_fraction"].get<double>() == Approx(with / without - 1).epsilon(1e-12));
 }
 
+// With both, the drawn speeds' slowest GPU is one cluster.slow does not name (speeds drawn as 1 - 0.01 |z| stay
+// above 0.9 but for a 10-sigma draw; gpu 3's 0.5 is its own).
+TEST_CASE("Stragglers: the slowest drawn GPU is not one cluster.slow names") {
+  std::string out;
+  const std::string report = "/tmp/placesim-stragglers-both.json";
+  REQUIRE(test::run_placesim("simulate " + kMoe +
+                                 " --quiet --set 'cluster.slow={\"gpu 3\":0.5}' "
+                                 "--set 'cluster.speed_spread={\"sigma\":0.01,\"seed\":3}' --report " +
+                                 report,
+                             &out) == 0);
+  std::ifstream in(report);
+  const double slowest = Json::parse(in)["simulation"]["stragglers"]["speed_spread"]["slowest_speed"].get<double>();
+  CHECK(slowest > 0.9);
+  CHECK(slowest < 1);
+  CHECK_THAT(out, !Catch::Contains("slowest GPU 3 "));
+}
+
 // Speeds drawn as 1 - sigma |z|, z standard normal: |z| is half-normal, of mean sqrt(2 / pi), so over 65,536 GPUs the
 // mean slowdown is sigma sqrt(2 / pi) (its standard error sigma 0.6 / 256, well inside 1 %); the same seed draws the
 // same speeds, another seed others; per node, a node's GPUs alike; a GPU cluster.slow names keeps its own.

@@ -185,11 +185,15 @@ std::string symmetry_text(const SimResult& r) {
 
 Json experts_sim_json(const SimulatedStep& s);
 
-// The slowest GPU of the cluster and its speed (the first of the slowest).
-std::pair<int, double> slowest_gpu(const ClusterSpec& c) {
+// The slowest GPU of those cluster.speed_spread draws for (cluster.slow names the others) and its speed (the first
+// of the slowest).
+std::pair<int, double> slowest_drawn_gpu(const ClusterSpec& c) {
   std::pair<int, double> out{0, 1.0};
-  for (int x = 0; x < c.devices(); ++x)
-    if (const double v = c.straggler_speed(x); v < out.second) out = {x, v};
+  for (int x = 0; x < c.devices(); ++x) {
+    const bool named =
+        c.slow.count("gpu " + std::to_string(x)) + c.slow.count("node " + std::to_string(x / c.gpus_per_node)) > 0;
+    if (const double v = c.straggler_speed(x); !named && v < out.second) out = {x, v};
+  }
   return out;
 }
 
@@ -199,7 +203,7 @@ Json stragglers_json(const SimulatedStep& s) {
   if (s.cluster.speed_spread.sigma > 0)
     out["speed_spread"] = {{"sigma", s.cluster.speed_spread.sigma},
                            {"seed", s.cluster.speed_spread.seed},
-                           {"slowest_speed", slowest_gpu(s.cluster).second}};
+                           {"slowest_speed", slowest_drawn_gpu(s.cluster).second}};
   if (s.step_without_slow_s && *s.step_without_slow_s > 0) {
     out["step_time_without_s"] = *s.step_without_slow_s;
     out["cost_fraction"] = s.figures.step_time_s / *s.step_without_slow_s - 1;
@@ -667,7 +671,7 @@ std::string straggler_summary(const SimulatedStep& s) {
     named += (named.empty() ? "" : ", ") + where + " x" + format_significant(speed);
   if (!c.slow.empty()) named += " (cluster.slow)";
   if (c.speed_spread.sigma > 0) {
-    const auto [at, slowest] = slowest_gpu(c);
+    const auto [at, slowest] = slowest_drawn_gpu(c);
     named += std::string(named.empty() ? "" : "; ") + "speeds drawn per " + (c.speed_spread.per_node ? "node" : "GPU") +
              " as 1 - " + format_significant(c.speed_spread.sigma) + " |z|, seed " +
              std::to_string(c.speed_spread.seed) + ", slowest GPU " + std::to_string(at) + " x" +
