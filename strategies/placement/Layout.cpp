@@ -96,13 +96,16 @@ std::vector<StageLayout> opaque_layouts(const Experiment& e) {
 
 std::vector<std::int64_t> virtual_stage_layers(const Experiment& e) {
   if (e.model.opaque()) return {};
-  if (!e.strategy.layers_per_stage.empty() && !bidirectional(e.strategy.schedule)) return e.strategy.layers_per_stage;
-  if (v_shaped(e.strategy.schedule)) return v_stage_layer_counts(e.model.layers, e.strategy.pp);
-  std::vector<std::int64_t> counts = e.strategy.layers_per_stage.empty()
-                                         ? stage_layer_counts(e.model.layers, model_stages(e.strategy))
-                                         : e.strategy.layers_per_stage;
+  const auto& s = e.strategy;
+  std::vector<std::int64_t> counts = s.layers_per_stage;
+  if (counts.empty())
+    counts = v_shaped(s.schedule) ? v_stage_layer_counts(e.model.layers, s.pp)
+                                  : stage_layer_counts(e.model.layers, model_stages(s));
   // Under dualpipe the second direction's virtual stages hold a second copy, split as the first.
-  if (bidirectional(e.strategy.schedule)) counts.insert(counts.end(), counts.begin(), counts.end());
+  if (bidirectional(s.schedule)) {
+    const std::vector<std::int64_t> one = counts;  // (inserting a vector's own range into it is undefined)
+    counts.insert(counts.end(), one.begin(), one.end());
+  }
   return counts;
 }
 
