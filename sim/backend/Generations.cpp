@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <numeric>
 
 #include "strategies/analytic/Analytic.hpp"
@@ -28,8 +29,9 @@ ClusterSpec uniform(const ClusterSpec& c, const AcceleratorSpec& acc) {
   return out;
 }
 
-const AcceleratorSpec& stage_accelerator(const Experiment& e, const ClusterSpec& c, int stage) {
-  return c.node_accelerator(stage_first_gpu(e, stage) / c.gpus_per_node);
+// The accelerator kind of GPU x's node (ClusterSpec::node_kind; -1: the cluster's accelerator).
+int kind_of(const ClusterSpec& c, int x) {
+  return c.node_kind[static_cast<std::size_t>(x / c.gpus_per_node)];
 }
 
 // "nodes 0-1" or "node 3".
@@ -43,7 +45,7 @@ std::string node_span(int first, int last) {
 // the smallest memory among the stage's GPUs.
 std::vector<std::int64_t> layers_that_fit(const Experiment& e, const ClusterSpec& c) {
   const auto& s = e.strategy;
-  const int pp = static_cast<int>(s.pp), per_stage = static_cast<int>(s.tp * s.data_ranks());
+  const int pp = static_cast<int>(s.pp);
   Experiment even = e, more = e;
   even.strategy.layers_per_stage = stage_layer_counts(e.model.layers, pp);
   more.strategy.layers_per_stage = even.strategy.layers_per_stage;
@@ -52,11 +54,7 @@ std::vector<std::int64_t> layers_that_fit(const Experiment& e, const ClusterSpec
   const Analysis a = analyze(even), b = analyze(more);
   std::vector<std::int64_t> most;
   for (int stage = 0; stage < pp; ++stage) {
-    double capacity = 0;
-    for (int x = stage_first_gpu(e, stage); x < stage_first_gpu(e, stage) + per_stage; ++x) {
-      const double hbm = c.node_accelerator(x / c.gpus_per_node).hbm_bytes;
-      capacity = capacity == 0 ? hbm : std::min(capacity, hbm);
-    }
+    const double capacity = smallest_accelerator(e, c, stage).hbm_bytes;
     const double at = a.stages[static_cast<std::size_t>(stage)].memory.total(),
                  per_layer = b.stages[static_cast<std::size_t>(stage)].memory.total() - at;
     const double n = static_cast<double>(even.strategy.layers_per_stage[static_cast<std::size_t>(stage)]);
@@ -67,6 +65,14 @@ std::vector<std::int64_t> layers_that_fit(const Experiment& e, const ClusterSpec
 }
 
 }  // namespace
+
+const AcceleratorSpec& smallest_accelerator(const Experiment& e, const ClusterSpec& c, int stage) {
+  const int first = stage_first_gpu(e, stage), last = first + static_cast<int>(e.strategy.tp * e.strategy.data_ranks());
+  const AcceleratorSpec* smallest = &c.node_accelerator(first / c.gpus_per_node);
+  for (int node = first / c.gpus_per_node + 1; node <= (last - 1) / c.gpus_per_node; ++node)
+    if (c.node_accelerator(node).hbm_bytes < smallest->hbm_bytes) smallest = &c.node_accelerator(node);
+  return *smallest;
+}
 
 double layer_seconds_on(const Experiment& e, const ClusterSpec& c, int stage, const AcceleratorSpec& acc) {
   const std::vector<StageLayout> layouts = stage_layouts(e);
@@ -113,20 +119,25 @@ void apply_generations(Experiment& e, ClusterSpec& c) {
   bool differ = false;
   std::string note;
   for (int stage = 0; stage < pp; ++stage) {
-    const AcceleratorSpec& own = stage_accelerator(e, c, stage);
-    layer_s[static_cast<std::size_t>(stage)] = layer_seconds_on(e, c, stage, own);
-    differ = differ || own.name != stage_accelerator(e, c, 0).name;
-    const int first = stage_first_gpu(e, stage);
+    const int first = stage_first_gpu(e, stage), own = kind_of(c, first);
+    const AcceleratorSpec& acc = c.node_accelerator(first / c.gpus_per_node);
+    layer_s[static_cast<std::size_t>(stage)] = layer_seconds_on(e, c, stage, acc);
+    differ = differ || own != kind_of(c, stage_first_gpu(e, 0));
+    std::map<int, double> speed_of;  // per other kind in the stage, its GPUs' speed
     std::string others;
     for (int x = first; x < first + per_stage && x < c.devices(); ++x) {
-      const AcceleratorSpec& acc = c.node_accelerator(x / c.gpus_per_node);
-      if (acc.name == own.name) continue;
-      c.generation_speed[static_cast<std::size_t>(x)] =
-          layer_s[static_cast<std::size_t>(stage)] / layer_seconds_on(e, c, stage, acc);
-      if (others.find(acc.name) == std::string::npos) others += (others.empty() ? "" : ", ") + acc.name;
+      const int kind = kind_of(c, x);
+      if (kind == own) continue;
+      auto [it, fresh] = speed_of.try_emplace(kind, 0.0);
+      if (fresh) {
+        const AcceleratorSpec& other = c.node_accelerator(x / c.gpus_per_node);
+        it->second = layer_s[static_cast<std::size_t>(stage)] / layer_seconds_on(e, c, stage, other);
+        others += (others.empty() ? "" : ", ") + other.name;
+      }
+      c.generation_speed[static_cast<std::size_t>(x)] = it->second;
     }
     const int first_node = first / c.gpus_per_node, last_node = (first + per_stage - 1) / c.gpus_per_node;
-    note += std::string(note.empty() ? "" : "; ") + "stage " + std::to_string(stage) + " on " + own.name + " (" +
+    note += std::string(note.empty() ? "" : "; ") + "stage " + std::to_string(stage) + " on " + acc.name + " (" +
             node_span(first_node, last_node) + (others.empty() ? "" : ", with " + others + " GPUs at their speed") +
             ")";
   }

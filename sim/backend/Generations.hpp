@@ -7,6 +7,9 @@
 
 namespace placesim {
 
+/// The accelerator of pipeline stage `stage`'s GPUs with the least memory (the first of them on a tie).
+const AcceleratorSpec& smallest_accelerator(const Experiment& e, const ClusterSpec& c, int stage);
+
 /// Seconds of one layer's forward and backward (and recompute) on pipeline stage `stage` if it ran on accelerator
 /// `acc`: the stage's layers averaged (an MoE layer's dense part and its mean ep rank's experts).
 double layer_seconds_on(const Experiment& e, const ClusterSpec& c, int stage, const AcceleratorSpec& acc);

@@ -28,19 +28,11 @@ void check_stage_memory(Experiment& e, ClusterSpec& c) {
   // --device-memory stands for every device (the cluster's own accelerator's memory is what callers default to).
   if (e.device_memory_bytes > 0 && e.device_memory_bytes != c.accelerator.hbm_bytes) return;
   const Analysis a = analyze(e);
-  const std::int64_t per_stage = e.strategy.tp * e.strategy.data_ranks();
   double largest = 0;
   for (const StageAnalysis& st : a.stages) {
-    double capacity = 0;
-    std::string holder;
-    const std::int64_t first = stage_first_gpu(e, st.stage);
-    for (std::int64_t x = first; x < first + per_stage; ++x) {
-      const AcceleratorSpec& acc = c.node_accelerator(static_cast<int>(x / c.gpus_per_node));
-      if (holder.empty() || acc.hbm_bytes < capacity) {
-        capacity = acc.hbm_bytes;
-        holder = acc.name;
-      }
-    }
+    const AcceleratorSpec& smallest = smallest_accelerator(e, c, st.stage);
+    const double capacity = smallest.hbm_bytes;
+    const std::string& holder = smallest.name;
     largest = std::max(largest, capacity);
     const std::string stage = "stage " + std::to_string(st.stage);
     if (st.memory.model_states() > capacity)
