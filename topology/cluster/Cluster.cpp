@@ -569,11 +569,7 @@ namespace {
 void check_degraded_links(const ClusterSpec& c) {
   if (c.degraded.empty()) return;
   std::vector<std::string> problems;
-  const int down_ports = std::max(1, c.switch_radix / 2);
-  const long leaves = c.nics_per_node == 0 ? 0
-                      : c.fabric == FabricTopology::RailOptimized
-                          ? (static_cast<long>(c.nodes) + down_ports - 1) / down_ports * c.nics_per_node
-                          : (static_cast<long>(c.nodes) * c.nics_per_node + down_ports - 1) / down_ports;
+  const long leaves = c.leaf_switches();
   for (const auto& [key, left] : c.degraded) {
     const std::string at = "cluster.degraded." + key;
     if (key.rfind("leaf ", 0) == 0 && std::stol(key.substr(5)) >= leaves)
@@ -811,6 +807,13 @@ double ClusterSpec::leaf_left(int leaf) const {
   if (degraded.empty()) return 1;
   auto it = degraded.find("leaf " + std::to_string(leaf));
   return it == degraded.end() ? 1 : it->second;
+}
+
+int ClusterSpec::leaf_switches() const {
+  const int down_ports = std::max(1, switch_radix / 2);
+  if (nics_per_node == 0) return 0;
+  if (fabric == FabricTopology::RailOptimized) return (nodes + down_ports - 1) / down_ports * nics_per_node;
+  return (nodes * nics_per_node + down_ports - 1) / down_ports;
 }
 
 int ClusterSpec::nic_rail(int node, int rail) const {

@@ -120,6 +120,9 @@ struct ClusterSpec {
   double nic_left(int node, int rail) const;
   double nvlink_left(int gpu) const;
   double leaf_left(int leaf) const;
+  /// Leaf switches of the fabric: switch_radix / 2 ports face NICs; rail-optimized, one leaf per rail of each unit of
+  /// switch_radix / 2 nodes; fat-tree, NICs fill leaves in node order (see Fabric).
+  int leaf_switches() const;
   /// The rail whose NIC carries node `node`'s traffic of rail `rail`: the rail itself, or when its NIC is down the
   /// next rail up (rail + 1, + 2, ... modulo the rails) whose NIC is not, as NCCL's PXN sends through another GPU's
   /// NIC over NVLink; -1 when every NIC of the node is down.

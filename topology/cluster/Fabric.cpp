@@ -33,10 +33,7 @@ int Fabric::leaf(int node, int rail) const {
 }
 
 int Fabric::leaves() const {
-  if (cluster_.nics_per_node == 0) return 0;
-  if (cluster_.fabric == FabricTopology::RailOptimized)
-    return (cluster_.nodes + down_ports_ - 1) / down_ports_ * cluster_.nics_per_node;
-  return (cluster_.nodes * cluster_.nics_per_node + down_ports_ - 1) / down_ports_;
+  return cluster_.leaf_switches();
 }
 
 int Fabric::nics_on_leaf(int leaf) const {
