@@ -217,9 +217,12 @@ class SyncRun {
     theta0_ = tm::initial_parameters(x.layers, x.seed);
     ref_ = one_device(x, mesh_.n);
     devices_.assign(static_cast<std::size_t>(pp_), std::vector<Device>(static_cast<std::size_t>(mesh_.n)));
+    stage_units_.resize(static_cast<std::size_t>(pp_));
     for (int u = 0; u < x.layers; ++u)
-      for (int stage : stages_of_unit(u))
+      for (int stage : stages_of_unit(u)) {
+        stage_units_[static_cast<std::size_t>(stage)].push_back(u);
         for (int q = 0; q < mesh_.n; ++q) init_unit(dev(stage, q), q, u);
+      }
     deviation_.assign(static_cast<std::size_t>(x.steps), {0, 0, 0});
   }
 
@@ -302,14 +305,7 @@ class SyncRun {
   bool starts(int v) const { return starts_model(s_.schedule, pp_, v); }
   bool ends(int v) const { return ends_model(s_.schedule, pp_, pp_ * chunks_, v); }
   const double* theta0(int u) const { return theta0_.data() + static_cast<std::size_t>(u) * tm::kUnitElems; }
-  std::vector<int> units_of_stage(int stage) const {
-    std::vector<int> out;
-    for (int u = 0; u < x_.layers; ++u) {
-      const std::vector<int> on = stages_of_unit(u);
-      if (std::find(on.begin(), on.end(), stage) != on.end()) out.push_back(u);
-    }
-    return out;
-  }
+  const std::vector<int>& units_of_stage(int stage) const { return stage_units_[static_cast<std::size_t>(stage)]; }
 
   /// Each stage's ops in schedule order, each once its input has arrived, an Apply together with the mirror stage's
   /// (dualpipe: the copies' gradients are summed before either updates, so neither runs on before the other's).
@@ -839,6 +835,7 @@ class SyncRun {
   Vec theta0_;
   Reference ref_;
   std::vector<std::vector<Device>> devices_;
+  std::vector<std::vector<int>> stage_units_;  ///< per stage, the units it holds, ascending
   std::vector<std::array<double, 3>> deviation_;
   /// (stage, micro-batch, chunk) -> the weight gradients of a split backward, per unit, until its W op.
   std::map<std::tuple<int, int, int>, std::vector<std::pair<int, std::vector<Vec>>>> deferred_;

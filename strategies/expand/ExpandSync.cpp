@@ -305,20 +305,24 @@ void Expander::flush_bucket(int t, int s) {
   b = Bucket{};
 }
 
+TaskId Expander::add_pair_allreduce(int a, int b, CommClass cls, std::int64_t elems) {
+  Collective c;
+  c.op = CollectiveOp::AllReduce;
+  c.cls = cls;
+  c.stream = Stream::DpComm;
+  c.group = g_.add_group({a, b});
+  c.elems = elems;
+  c.elem_bytes = e_.training.grad_bytes();
+  return add_collective(c, -1);
+}
+
 void Expander::embedding_sync() {
   const StageLayout& first = layouts_.front();
   if (first.tied_copy_elems == 0 || pp_ == 1) return;
   for (int d = 0; d < dl_; ++d) {
     for (int t = 0; t < tp_; ++t) {
       int a = rank(d, t, 0), b = rank(d, t, pp_ - 1);
-      Collective c;
-      c.op = CollectiveOp::AllReduce;
-      c.cls = CommClass::EmbeddingSync;
-      c.stream = Stream::DpComm;
-      c.group = g_.add_group({a, b});
-      c.elems = shard_elems(first.tied_copy_elems, 2) * 2;
-      c.elem_bytes = e_.training.grad_bytes();
-      TaskId id = add_collective(c, -1);
+      TaskId id = add_pair_allreduce(a, b, CommClass::EmbeddingSync, shard_elems(first.tied_copy_elems, 2) * 2);
       for (int x : {a, b}) {
         if (first_backward_[static_cast<std::size_t>(x)] != kNoTask)
           g_.depend(first_backward_[static_cast<std::size_t>(x)], id);
@@ -338,14 +342,7 @@ void Expander::mirror_sync() {
     for (int d = 0; d < dl_; ++d)
       for (int t = 0; t < tp_; ++t) {
         const int a = rank(d, t, s), b = rank(d, t, pp_ - 1 - s);
-        Collective c;
-        c.op = CollectiveOp::AllReduce;
-        c.cls = CommClass::DpGradSync;
-        c.stream = Stream::DpComm;
-        c.group = g_.add_group({a, b});
-        c.elems = elems;
-        c.elem_bytes = e_.training.grad_bytes();
-        const TaskId id = add_collective(c, -1);
+        const TaskId id = add_pair_allreduce(a, b, CommClass::DpGradSync, elems);
         for (int x : {a, b}) {
           auto& deps = step_end_deps_[static_cast<std::size_t>(x)];
           for (TaskId dep : deps) g_.depend(dep, id);

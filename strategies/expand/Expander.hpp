@@ -263,6 +263,8 @@ class Expander {
   /// Posts the receives of the ops from `first` up to the next exchange; `gather`: and their scatter-gather.
   void post_receives(int s, const std::vector<PipeOp>& order, int first, bool gather = true);
   void finish_step(int s);
+  /// A gradient all-reduce of `elems` between devices a and b (no stage), on the data-parallel stream.
+  TaskId add_pair_allreduce(int a, int b, CommClass cls, std::int64_t elems);
   void embedding_sync();
   /// dualpipe: each device's gradients summed with its mirror's (mirror_grad_elems) before the optimizer.
   void mirror_sync();
