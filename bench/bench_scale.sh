@@ -88,8 +88,9 @@ for entry in llama3-70b-fsdp-64xh100:flow llama3-70b-fsdp-64xh100:analytic mpt-7
   echo
 done
 
-# An imperfect cluster: one node of the 16,384-GPU Llama 3 405B run at 0.8x turns symmetry folding off (every block
-# simulated); the step without the straggler, which simulate also reports, runs folded in a child process.
+# An imperfect cluster: one node of the 16,384-GPU Llama 3 405B run at 0.8x; its block is simulated apart beside one
+# untouched block, the others folded; the step without the straggler, which simulate also reports, runs folded in a
+# child process.
 for fidelity in analytic flow; do
   label=llama3-405b-16384xh100.slow-node.$fidelity
   r=$(run llama3-405b-16384xh100 "$label" --fidelity "$fidelity" --set 'cluster.slow={"node 17": 0.8}')

@@ -367,7 +367,7 @@ SimOptions folded() {
 
 }  // namespace
 
-TEST_CASE("All-to-all in a folded step: a group beyond block 0 is refused") {
+TEST_CASE("All-to-all in a folded step: a group beyond the simulated blocks is refused") {
   TaskGraph g = empty_graph(4);
   add_alltoall(g, {0, 1, 2, 3}, uneven, false);
   CHECK_THROWS_AS(simulate(g, one_node(), folded()), std::runtime_error);
@@ -377,7 +377,7 @@ TEST_CASE("All-to-all in a folded step: the refusal names the device and the way
   TaskGraph g = empty_graph(4);
   add_alltoall(g, {0, 1, 2, 3}, uneven, false);
   CHECK_THROWS_WITH(simulate(g, one_node(), folded()),
-                    Catch::Contains("device 2 is outside block 0") && Catch::Contains("--symmetry off"));
+                    Catch::Contains("device 2 is outside the simulated blocks") && Catch::Contains("--symmetry off"));
 }
 
 // gpu0 -> gpu1 carries 2 tokens, 4 MB: 2 us + 40 us.

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "strategies/expand/Expand.hpp"
 #include "tests/Helpers.hpp"
@@ -416,4 +417,178 @@ TEST_CASE("Folded = unfolded where rings share NICs (flow and analytic)", "[symm
   const std::string path = std::string(PLACESIM_SOURCE_DIR) + "/tests/data/nic-shared/fsdp-tp-2-nics.json";
   check_equivalent(path);
   check_equivalent(path, "--fidelity analytic");
+}
+
+// Blocks an imperfection touches are simulated apart: the simulation runs a frame rotated so that they follow one
+// untouched block (frame block 0), and every other block takes frame block 0's figures.
+TEST_CASE("Folding arithmetic with blocks simulated apart (window and rotation)", "[symmetry]") {
+  // tp 2, 8 lanes in 4 blocks of 2; block 2 touched: the frame starts at block 1 (rotation 1), window 2.
+  Folding f;
+  f.tp = 2;
+  f.lanes = 8;
+  f.folded_lanes = 2;
+  f.window = 2;
+  f.rotation = 1;
+  CHECK(f.simulated_share() == 0.5);
+  // Real device 9 (stage 0, lane 4, tp 1: block 2) is frame device 5 (lane 2: frame block 1, simulated).
+  CHECK(f.frame(9) == 5);
+  CHECK(f.real(5) == 9);
+  CHECK(f.simulated(5));
+  CHECK(f.source(9) == 5);
+  // Real device 13 (lane 6, block 3) is frame lane 4 (frame block 2, not simulated): it takes frame lane 0's figures,
+  // frame lane 0 being real lane 2 (block 1, untouched).
+  CHECK(f.frame(13) == 9);
+  CHECK_FALSE(f.simulated(9));
+  CHECK(f.source(13) == 1);
+  CHECK(f.real(1) == 5);
+  // Real block 0 (device 1) is frame block 3: frame block 0's figures too.
+  CHECK(f.source(1) == 1);
+  // Nothing apart: the frame is the real cluster and only block 0 is simulated.
+  f.window = 1;
+  f.rotation = 0;
+  CHECK(f.source(13) == 1);
+  CHECK(f.source(5) == 1);
+  CHECK(f.simulated_share() == 0.25);
+}
+
+TEST_CASE("plan_folding: the blocks a straggler or a degraded link touches are simulated apart", "[symmetry]") {
+  // GPT-3 175B on 128 DGX A100: tp 8 x pp 8 x dp 16; a stage's 16 lanes are 16 nodes, one block each.
+  std::ifstream in(example("gpt3-175b-3d.json"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const Experiment gpt3 = test::experiment(text.str());
+  auto plan = [&](const std::string& imperfection) {
+    return plan_folding(gpt3, cluster(R"({"preset": "dgx-a100", "nodes": 128, )" + imperfection + "}"));
+  };
+  // Node 37 = stage 2 (nodes 32-47), lane 5: block 5. The frame starts at block 4, block 5 follows it.
+  Folding f = plan(R"("slow": {"node 37": 0.8})");
+  CHECK(f.blocks() == 16);
+  CHECK(f.window == 2);
+  CHECK(f.rotation == 4);
+  CHECK(f.apart == "block 5 (node 37 at 0.8x, cluster.slow)");
+  CHECK(f.reason.empty());
+  // Node 0: block 0 itself; the frame starts at block 15.
+  f = plan(R"("slow": {"node 0": 0.5})");
+  CHECK(f.window == 2);
+  CHECK(f.rotation == 15);
+  // Nodes 37 (block 5) and 50 (stage 3, lane 2: block 2): blocks 2-5 after block 1, 5 simulated of 16.
+  f = plan(R"("slow": {"node 37": 0.8, "node 50": 0.9})");
+  CHECK(f.window == 5);
+  CHECK(f.rotation == 1);
+  CHECK(f.apart == "block 2 (node 50 at 0.9x, cluster.slow); block 5 (node 37 at 0.8x, cluster.slow)");
+  // Blocks 0 and 15 are neighbours going round: the frame starts at block 14.
+  f = plan(R"("slow": {"gpu 3": 0.8, "node 127": 0.9})");
+  CHECK(f.window == 3);
+  CHECK(f.rotation == 14);
+  // A GPU, a NIC, an NVLink; a rail is every node's and touches no block.
+  CHECK(plan(R"("slow": {"gpu 300": 0.7})").apart == "block 5 (gpu 300 at 0.7x, cluster.slow)");
+  CHECK(plan(R"("degraded": {"nic 37.3": 0.5})").apart == "block 5 (nic 37.3 at 0.5, cluster.degraded)");
+  CHECK(plan(R"("degraded": {"nvlink 300": 0})").apart == "block 5 (nvlink 300 at 0, cluster.degraded)");
+  f = plan(R"("degraded": {"rail 3": 0.5})");
+  CHECK(f.window == 1);
+  CHECK(f.apart.empty());
+  CHECK(f.blocks() == 16);
+  // A leaf's uplinks differ for the blocks under it and not for the others' transfers crossing it: not folded.
+  f = plan(R"("degraded": {"leaf 1": 0.5})");
+  CHECK_FALSE(f.active());
+  CHECK(f.reason == "cluster.degraded names a leaf switch, so the blocks differ");
+  // Blocks 1, 3, ..., 15 touched: a run of 15 blocks after block 0 is more than half: not folded, saying why.
+  std::string odd;
+  for (int lane = 1; lane < 16; lane += 2)
+    odd += (odd.empty() ? "" : ", ") + std::string("\"node ") + std::to_string(lane) + "\": 0.9";
+  f = plan(R"("slow": {)" + odd + "}");
+  CHECK_FALSE(f.active());
+  CHECK(f.reason ==
+        "node 1 at 0.9x, cluster.slow and 7 more make 8 of 16 blocks differ; simulated apart they would run 16 "
+        "of the 16");
+  // A speed drawn for every GPU touches every block.
+  f = plan(R"("speed_spread": {"sigma": 0.02, "seed": 1})");
+  CHECK_FALSE(f.active());
+  CHECK(f.reason.find("and 15 more make 16 of 16 blocks differ") != std::string::npos);
+  // Context-parallel rings of 4 spanning blocks of one lane: with a straggler, blocks grow to whole rings (4 lanes).
+  // tp 8 x cp 4 x dp 8 x pp 2 on 64 nodes: node 9 = stage 0, lane 9: block 2 of 8.
+  f = plan_folding(test::experiment(R"({"model": {"family": "llama", "layers": 8, "hidden": 1024, "heads": 8,
+      "kv_heads": 8, "ffn": 4096, "vocab": 32000, "seq_len": 8192},
+      "training": {"global_batch": 16, "micro_batch": 1},
+      "strategy": {"preset": "megatron-3d", "tp": 8, "cp": 4, "pp": 2, "dp": 8, "sp": true, "cp_comm": "ring"}})"),
+                   cluster(R"({"preset": "dgx-h100", "nodes": 64, "slow": {"node 9": 0.8}})"));
+  CHECK(f.folded_lanes == 4);
+  CHECK(f.window == 2);
+  CHECK(f.rotation == 1);
+}
+
+// Folded with a block apart = unfolded: the straggler gates each collective and pipeline exchange as the DAG says,
+// in one block of the fold as in the whole cluster.
+TEST_CASE("Folded with a block apart = unfolded: a slow node in GPT-3 175B's pipelines", "[symmetry]") {
+  const Json r = check_equivalent(example("gpt3-175b-3d.json"), R"(--set 'cluster.slow={"node 37": 0.8}')");
+  CHECK(r["simulation"]["symmetry"]["simulated_devices"] == 128);
+  CHECK(r["simulation"]["symmetry"]["simulated_apart"] == "block 5 (node 37 at 0.8x, cluster.slow)");
+}
+
+TEST_CASE("Folded with a block apart = unfolded: block 0 slow at analytic fidelity", "[symmetry]") {
+  const Json r = check_equivalent(example("gpt3-175b-3d.json"),
+                                  R"(--fidelity analytic --set 'cluster.slow={"node 0": 0.8, "node 50": 0.9}')");
+  CHECK(r["simulation"]["symmetry"]["simulated_blocks"] == 4);  // blocks 15 (untouched), 0, 1 and 2
+}
+
+TEST_CASE("Folded with a block apart = unfolded: a NIC down and an NVLink at half", "[symmetry]") {
+  check_equivalent(example("gpt3-175b-3d.json"), R"(--set 'cluster.degraded={"nic 37.3": 0, "nvlink 900": 0.5}')");
+}
+
+TEST_CASE("Folded with a block apart = unfolded: HSDP with a slow GPU", "[symmetry]") {
+  const Json r = check_equivalent(temp_file(with_model(R"("training": {"global_batch": 32, "micro_batch": 1},
+      "strategy": {"preset": "hsdp", "mesh": {"dp_shard": 8, "dp_replicate": 4}},
+      "cluster": {"preset": "dgx-h100", "nodes": 4, "slow": {"gpu 21": 0.7}})")));
+  CHECK(r["simulation"]["symmetry"]["simulated_apart"] == "block 2 (gpu 21 at 0.7x, cluster.slow)");
+}
+
+TEST_CASE("Folded with a block apart = unfolded: ring context parallelism, blocks grown to whole rings", "[symmetry]") {
+  const Json r = check_equivalent(temp_file(R"({"model": {"family": "llama", "layers": 8, "hidden": 1024, "heads": 8,
+      "kv_heads": 8, "ffn": 4096, "vocab": 32000, "seq_len": 8192},
+      "training": {"global_batch": 16, "micro_batch": 1},
+      "strategy": {"preset": "megatron-3d", "tp": 8, "cp": 4, "pp": 2, "dp": 4, "sp": true, "cp_comm": "ring"},
+      "cluster": {"preset": "dgx-h100", "nodes": 32, "slow": {"node 9": 0.8}}})"));
+  CHECK(r["simulation"]["symmetry"]["blocks"] == 4);
+  CHECK(r["simulation"]["symmetry"]["simulated_blocks"] == 2);
+}
+
+TEST_CASE("Folded with a block apart = unfolded: expert parallelism, all-to-alls in the block apart", "[symmetry]") {
+  // Mixtral 8x7B (4 layers) on 8 DGX H100: ep 8 fills a node, pp 2 x dp 32: blocks of a node, 4 per stage; node 6
+  // (stage 1, lane block 2) slow.
+  const Json r = check_equivalent(temp_file(R"({"model": {"preset": "mixtral-8x7b", "layers": 4, "seq_len": 2048},
+      "training": {"global_batch": 64, "micro_batch": 1, "recompute": "full"},
+      "strategy": {"preset": "zero1", "dp": 32, "pp": 2, "ep": 8, "schedule": "1f1b"},
+      "cluster": {"preset": "dgx-h100", "nodes": 8, "slow": {"node 6": 0.8}}})"));
+  CHECK(r["simulation"]["symmetry"]["simulated_apart"] == "block 2 (node 6 at 0.8x, cluster.slow)");
+}
+
+// The traces of a device in the block apart and of devices folded onto the frame's first block equal their unfolded
+// traces: records are moved from the rotated frame to the real devices, peers and group names with them.
+TEST_CASE("Traced devices of a fold with a block apart have their unfolded traces", "[symmetry]") {
+  // tp 8 x pp 2 x dp 4 on 8 nodes: 4 blocks of a node per stage; node 6 (stage 1, lane 2) slow: frame rotated by 1.
+  const std::string pipeline = temp_file(with_model(R"("training": {"global_batch": 8, "micro_batch": 1},
+      "strategy": {"preset": "megatron-3d", "tp": 8, "pp": 2, "dp": 4},
+      "cluster": {"preset": "dgx-h100", "nodes": 8, "slow": {"node 6": 0.8}})"));
+  for (int device : {48, 24, 3}) {
+    INFO("device " << device);
+    auto trace = [&](const std::string& flags) {
+      const std::string path = temp_file("");
+      std::string out;
+      REQUIRE(test::run_placesim("simulate " + pipeline + " --quiet --reproducible --trace " + path +
+                                     " --trace-devices " + std::to_string(device) + " --trace-detail fine " + flags,
+                                 &out) == 0);
+      std::ifstream in(path);
+      Json j = Json::parse(in);
+      std::remove(path.c_str());
+      for (Json& event : j["traceEvents"])
+        if (event.contains("args")) {
+          event["args"].erase("task");
+          event["args"].erase("collective");
+        }
+      return j;
+    };
+    const Json folded = trace(""), full = trace("--symmetry off");
+    REQUIRE(folded["traceEvents"].size() > 100);
+    CHECK(folded == full);
+  }
 }

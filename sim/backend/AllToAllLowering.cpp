@@ -62,13 +62,12 @@ void Runner::find_alltoalls() {
                              " token counts for " + std::to_string(m.size()) + " members");
     if (std::any_of(tokens.begin(), tokens.end(), [](std::int64_t t) { return t < 0; }))
       throw std::logic_error(what + ": routing " + std::to_string(c->split) + " has a negative token count");
-    // A folded step would need the other blocks' flows mirrored onto block 0's links, as ring hops are; the expander
-    // does not fold steps with expert parallelism yet.
+    // Blocks hold whole ep groups (plan_folding): an all-to-all's members are all simulated or none is.
     for (int x : m)
       if (!simulated(x))
         throw std::runtime_error(what + ": device " + std::to_string(x) +
-                                 " is outside block 0 of the folded step (the devices simulated); all-to-alls are "
-                                 "simulated unfolded only (simulate with --symmetry off)");
+                                 " is outside the simulated blocks of the folded step; all-to-alls run inside a block "
+                                 "(simulate with --symmetry off)");
     alltoall_groups_[static_cast<std::size_t>(c->group)] = 1;
   }
 }

@@ -120,10 +120,12 @@ std::vector<Hop> mirrored_route(const Fabric& fabric, const Folding& folding, co
   const int down = c.switch_radix / 2;
   for (Hop& hop : hops) {
     const int end = hop.up ? mirrored.route_src : mirrored.route_dst;
-    const int node = end / c.gpus_per_node, rep_node = folding.representative(end) / c.gpus_per_node;
+    const int target = hop.up ? mirrored.src : folding.representative(mirrored.dst);
+    const int blocks = folding.block(target) - folding.block(end);  // the move from the route's end to the target
+    const int node = end / c.gpus_per_node, rep_node = folding.shift(end, blocks) / c.gpus_per_node;
     switch (hop.link.kind) {
       case LinkKind::NvLink:
-        hop.link.index = folding.representative(hop.link.index);
+        hop.link.index = folding.shift(hop.link.index, blocks);
         break;
       case LinkKind::Nic:
       case LinkKind::SpinePort:

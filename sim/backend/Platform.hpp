@@ -40,10 +40,10 @@
 
 namespace placesim {
 
-/// A folded step's transfer from `src` in block 0 to `dst`, routed as the congruent transfer `route_src` ->
-/// `route_dst` moved into block 0: a ring hop to a device outside block 0, or a transfer one of whose congruent
-/// transfers (the same moved by a block) crosses more switches. Of the congruent transfers, one per block, it takes
-/// the slowest's route: an unfolded ring or pipeline runs at its slowest hop's pace.
+/// A folded step's transfer from simulated `src` to `dst`, routed as the congruent transfer `route_src` ->
+/// `route_dst` moved onto the simulated devices: a ring hop to a device outside the simulated blocks, or a transfer
+/// one of whose congruent transfers (the same moved by a block) crosses more switches. Of the congruent transfers, one
+/// per block, it takes the slowest's route: an unfolded ring or pipeline runs at its slowest hop's pace.
 struct MirroredHop {
   int src = 0, dst = 0, route_src = 0, route_dst = 0;
   bool operator==(const MirroredHop&) const = default;
@@ -58,10 +58,10 @@ struct Platform {
   /// GPU pairs with a route (both directions), as min(a,b) * devices + max(a,b), sorted; see has_route().
   std::vector<std::uint64_t> routed_pairs;
   int devices = 0;
-  /// Folded steps: per receiving device of a MirroredHop, a host standing for it in block 0. The route from the
-  /// hop's sender to the mirror crosses the links of the congruent hop's sender and receiver replaced by their
-  /// representatives' in block 0: by symmetry the representative's NIC receives what the receiver's does, so block
-  /// 0's links carry the load of every block.
+  /// Folded steps: per receiving device of a MirroredHop, a host standing for it. The route from the hop's sender to
+  /// the mirror crosses the congruent hop's links moved to the sender's and to the receiver's representative's: by
+  /// symmetry the representative's NIC receives what the receiver's does, so the simulated blocks' links carry the
+  /// load of every block.
   std::unordered_map<int, simgrid::s4u::Host*> mirrors;
   std::vector<std::uint64_t> mirrored_pairs;  ///< (src, dst) of the MirroredHops as src * devices + dst, sorted
   /// Does a transfer from a to b go to b's mirror?
@@ -72,8 +72,8 @@ struct Platform {
   bool has_route(int a, int b) const;
 };
 
-/// The route a MirroredHop's flow takes to its mirror: the congruent hop's route with every link replaced by its
-/// representative's in block 0 (the sender's side by the sender's representative's, the receiver's by the receiver's).
+/// The route a MirroredHop's flow takes to its mirror: the congruent hop's route with the sender's side's links moved
+/// to the sender's (`src`) and the receiver's side's to the receiver's representative (`dst` when simulated).
 std::vector<Hop> mirrored_route(const Fabric& fabric, const Folding& folding, const MirroredHop& mirrored);
 
 /// Silences SimGrid's logging and sets the network model configuration: network/model:CM02, network/TCP-gamma:0,
@@ -86,7 +86,7 @@ void configure_engine(simgrid::s4u::Engine& engine, const ClusterSpec& cluster);
 /// device pairs the DAG uses, either order, duplicates allowed) plus GPU <-> own CPU over PCIe. Throws InputError for
 /// an invalid cluster, and naming the devices for a pair that is out of range or a device paired with itself;
 /// std::logic_error when the process already has a platform (SimGrid allows one per process).
-/// `mirrored` (folded steps): ring hops from block 0 to a receiver outside it, each given a mirror host of the
+/// `mirrored` (folded steps): ring hops from a simulated device to a folded receiver, each given a mirror host of the
 /// receiver (Platform::mirrors) routed as described there.
 /// Cost: O(devices + pairs) time and memory.
 Platform build_platform(simgrid::s4u::Engine& engine, const ClusterSpec& cluster,

@@ -22,8 +22,8 @@ std::vector<MirroredHop> Runner::mirrored_hops() const {
   std::vector<MirroredHop> out;
   const Folding& f = o_.folding;
   if (!f.active()) return out;
-  // Every transfer block 0 makes across nodes, with its congruent transfers (the same moved by k blocks): the ring
-  // hops of its ranks and the point-to-point sends of its devices.
+  // Every transfer the simulated blocks make across nodes, with its congruent transfers (the same moved by k blocks):
+  // the ring hops of its ranks and the point-to-point sends of its devices.
   std::vector<std::pair<int, int>> transfers;
   for (const auto& hops : channels_)
     for (const auto& hop : hops)
@@ -32,7 +32,7 @@ std::vector<MirroredHop> Runner::mirrored_hops() const {
   for (TaskId id = 0; id < g_.size(); ++id)
     if (const auto* p = std::get_if<P2P>(&g_[id].body))
       if (p->src / c_.gpus_per_node != p->dst / c_.gpus_per_node) transfers.emplace_back(p->src, p->dst);
-  // All-to-alls run inside block 0 (find_alltoalls): their flows across nodes, every ordered pair.
+  // All-to-alls run inside a simulated block (find_alltoalls): their flows across nodes, every ordered pair.
   for (std::size_t group = 0; group < alltoall_groups_.size(); ++group)
     if (alltoall_groups_[group])
       for (int from : g_.groups[group])
@@ -42,10 +42,10 @@ std::vector<MirroredHop> Runner::mirrored_hops() const {
   transfers.erase(std::unique(transfers.begin(), transfers.end()), transfers.end());
   for (auto [from, to] : transfers) {
     // Congruent transfers differ only in which leaf switches they cross (plan_folding keeps shared uplinks
-    // congruent), that is in latency: each block-0 transfer takes the slowest one's route, the pace its ring or
+    // congruent), that is in latency: each simulated transfer takes the slowest one's route, the pace its ring or
     // pipeline keeps in the unfolded step.
     const MirroredHop m = slowest_congruent(from, to).first;
-    if (!simulated(to) || m.route_src != from) out.push_back(m);  // leaves block 0, or a copy is slower
+    if (!simulated(to) || m.route_src != from) out.push_back(m);  // leaves the simulated blocks, or a copy is slower
   }
   return out;
 }
@@ -123,7 +123,7 @@ const Runner::GroupRing& Runner::group_ring(int group) {
   for (int x : m) ring.one_node = ring.one_node && x / c_.gpus_per_node == m.front() / c_.gpus_per_node;
   std::sort(ring.nics.begin(), ring.nics.end());
   ring.nics.erase(std::unique(ring.nics.begin(), ring.nics.end()), ring.nics.end());
-  // A folded step's group inside block 0 stands for its copies in the other blocks, whose hops may cross more
+  // A folded step's group inside a simulated block stands for its copies in the other blocks, whose hops may cross more
   // switches: its exact delay takes the slowest copy's latency, as the unfolded step waits for that copy. (A group
   // spanning blocks holds its congruent hops itself.)
   const Folding& f = o_.folding;

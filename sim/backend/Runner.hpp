@@ -39,7 +39,8 @@ inline int ring_steps(CollectiveOp op, int n) {
 /// A collective in progress, decomposed into ring steps: rank r's step k sends one chunk to rank r+1 once its own
 /// step k-1 is sent and rank r-1's step k-1 (the chunk it forwards) has arrived.
 struct RingRun {
-  /// Folded step: the ring positions of the ranks simulated (block 0's members, in ring order); rank r's predecessor
+  /// Folded step: the ring positions of the ranks simulated (the simulated blocks' members, in ring order); rank r's
+  /// predecessor
   /// is rank r - 1 of this list. Empty: every position, rank r at position r.
   std::vector<int> positions;
   int steps = 0;  ///< total steps per rank (repeat included)
@@ -131,10 +132,11 @@ class Runner {
   };
 
   void find_channels();
-  /// Checks every all-to-all (its routing, its group within block 0 when folded) and notes the groups they run over.
+  /// Checks every all-to-all (its routing, its group within the simulated blocks when folded) and notes the groups
+  /// they run over.
   void find_alltoalls();
   std::vector<std::pair<int, int>> used_pairs() const;
-  /// Folded step: block 0's transfers that need a mirror (see Platform::mirrors).
+  /// Folded step: the simulated devices' transfers that need a mirror (see Platform::mirrors).
   std::vector<MirroredHop> mirrored_hops() const;
   /// Folded step: of the transfer from -> to and its congruent transfers (moved by 1 .. blocks - 1 blocks), the one
   /// with the longest route latency (the first on a tie), and that latency.
@@ -240,7 +242,7 @@ class Runner {
   void compute_on(int device, int change);
   /// Analytic fidelity's NIC sharing: the inter-node rings (and all-to-alls) on a NIC share it equally (the sum of
   /// their demands, one NIC's bandwidth each, over its capacity), so each runs at 1 / (most rings on any of its NICs).
-  /// The NICs of `group`'s ring that count (block 0's when folded).
+  /// The NICs of `group`'s ring that count (the simulated blocks' when folded).
   std::vector<int> shared_nics(int group);
   /// Ring `id` starts (+1) or ends (-1) on `nics`: re-sets the share of every ring on them.
   void share_nics(TaskId id, const std::vector<int>& nics, int change);

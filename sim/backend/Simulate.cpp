@@ -207,7 +207,7 @@ class EstimateWalk {
       return;
     }
     if (b.op == CollectiveOp::AllToAll) return alltoall(b, task);
-    // A folded step runs block 0's ranks of the ring only.
+    // A folded step runs the simulated blocks' ranks of the ring only.
     const auto ranks = static_cast<double>(
         std::count_if(members.begin(), members.end(), [&](int x) { return o_.folding.simulated(x); }));
     const bool same_node = one_node(members);
@@ -300,13 +300,36 @@ void check_estimate(const SimulationEstimate& est, const Experiment& e, const Cl
 
 }  // namespace
 
-void check_expandable(const Experiment& e, const SimulateSettings& settings, int blocks) {
-  const double tasks = estimated_compute_tasks(e, settings.expand) / blocks;
+ClusterSpec frame_cluster(const ClusterSpec& c, const Folding& folding, std::int64_t job_devices) {
+  if (folding.rotation == 0) return c;
+  ClusterSpec frame = c;
+  const int gpn = c.gpus_per_node;
+  const auto devices = static_cast<int>(std::min<std::int64_t>(job_devices, c.devices()));
+  frame.slow.clear();
+  frame.speed_spread.sigma = 0;
+  for (int g = 0; g < devices; ++g)
+    if (const double speed = c.straggler_speed(g); speed != 1)
+      frame.slow["gpu " + std::to_string(folding.frame(g))] = speed;
+  frame.degraded.clear();
+  for (const auto& [name, left] : c.degraded) {
+    int node = -1, rail = -1, gpu = -1;
+    if (std::sscanf(name.c_str(), "nic %d.%d", &node, &rail) == 2 && node * gpn < devices)
+      frame.degraded["nic " + std::to_string(folding.frame(node * gpn) / gpn) + "." + std::to_string(rail)] = left;
+    else if (std::sscanf(name.c_str(), "nvlink %d", &gpu) == 1 && gpu < devices)
+      frame.degraded["nvlink " + std::to_string(folding.frame(gpu))] = left;
+    else
+      frame.degraded[name] = left;  // a rail is every node's
+  }
+  return frame;
+}
+
+void check_expandable(const Experiment& e, const SimulateSettings& settings, double share) {
+  const double tasks = estimated_compute_tasks(e, settings.expand) * share;
   if (settings.force || tasks <= kMaxComputeTasks) return;
   char count[64];
   std::snprintf(count, sizeof count, "%.3g", tasks);
   throw InputError("the step would expand to about " + std::string(count) + " compute tasks (" +
-                   std::to_string(e.strategy.devices() / blocks) + " devices x " +
+                   std::to_string(std::llround(static_cast<double>(e.strategy.devices()) * share)) + " devices x " +
                    std::to_string(e.strategy.microbatches) + " micro-batches x " + std::to_string(e.strategy.chunks) +
                    " chunks x passes x layer groups of " + std::to_string(layer_group_size(e, settings.expand)) +
                    " layers), more than the limit of 2e+07; that takes minutes and gigabytes. Use --force to "
@@ -316,20 +339,21 @@ void check_expandable(const Experiment& e, const SimulateSettings& settings, int
 void unfold_result(SimResult& result, const Folding& folding, const std::vector<char>& wanted) {
   if (!folding.active()) return;
   const auto devices = result.devices.size();
+  const std::vector<DeviceStats> simulated = std::move(result.devices);
+  result.devices.clear();
   for (std::size_t x = 0; x < devices; ++x)
-    if (!folding.simulated(static_cast<int>(x)))
-      result.devices[x] = result.devices[static_cast<std::size_t>(folding.representative(static_cast<int>(x)))];
-  // Per block-0 device, the wanted devices it stands for (itself first when wanted).
+    result.devices.push_back(simulated[static_cast<std::size_t>(folding.source(static_cast<int>(x)))]);
+  // Per simulated (frame) device, the real wanted devices it stands for.
   std::vector<std::vector<int>> stands_for(devices);
   for (std::size_t x = 0; x < devices && x < wanted.size(); ++x)
     if (wanted[x])
-      stands_for[static_cast<std::size_t>(folding.representative(static_cast<int>(x)))].push_back(static_cast<int>(x));
+      stands_for[static_cast<std::size_t>(folding.source(static_cast<int>(x)))].push_back(static_cast<int>(x));
   auto& rec = result.record;
   std::vector<TaskRecord> tasks;
   for (auto& t : rec.tasks)
     for (int x : stands_for[static_cast<std::size_t>(t.device)]) {
       TaskRecord moved = t;
-      const int k = folding.block(x);
+      const int k = folding.block(x) - folding.block(t.device);  // the move from the frame device to x, in blocks
       moved.device = x;
       // Names carry devices: a send's receiver, a collective's group (its lowest device) and ring peer.
       auto rename = [&](const std::string& token, const std::string& by) {
@@ -416,7 +440,7 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
     options.folding.reason = "symmetry folding off (--symmetry off)";
   }
   const Folding& folding = options.folding;
-  check_expandable(e, settings, folding.blocks());
+  check_expandable(e, settings, folding.simulated_share());
   SimulatedStep step;
   step.experiment = e;
   step.cluster = in.cluster;
@@ -426,8 +450,9 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
   const bool bound_fits = e.device_memory_bytes <= 0 || step.analysis.total_bytes <= e.device_memory_bytes;
   if (!bound_fits && step.analysis.model_states_bytes > e.device_memory_bytes) check_fits(e, step.analysis);
   ExpandOptions expand_options = settings.expand;
-  if (folding.active()) expand_options.folded_lanes = folding.folded_lanes;
-  auto graph = std::make_shared<TaskGraph>(expand(e, network, expand_options));
+  if (folding.active()) expand_options.folded_lanes = folding.window * folding.folded_lanes;
+  const ClusterSpec frame = frame_cluster(network, folding, e.strategy.devices());
+  auto graph = std::make_shared<TaskGraph>(expand(e, frame, expand_options));
   const TaskGraph& g = *graph;
   const std::vector<char> wanted = recorded_devices(e, settings.traced_devices);
   options.record = wanted;
@@ -437,14 +462,17 @@ SimulatedStep simulate_experiment(const SimulationInput& in, const SimulateSetti
     stands_for.assign(wanted.size(), 0);
     for (std::size_t x = 0; x < wanted.size(); ++x)
       if (wanted[x]) {
-        const auto rep = static_cast<std::size_t>(folding.representative(static_cast<int>(x)));
+        const auto rep = static_cast<std::size_t>(folding.source(static_cast<int>(x)));
         ++stands_for[rep];
         options.record[rep] = 1;
       }
   }
-  check_estimate(estimate_simulation(g, network, options, settings.trace, stands_for), e, in.cluster, settings.force);
-  step.result = simulate(g, network, options);
+  check_estimate(estimate_simulation(g, frame, options, settings.trace, stands_for), e, in.cluster, settings.force);
+  step.result = simulate(g, frame, options);
   unfold_result(step.result, folding, wanted);
+  if (step.result.nic_overlap_node >= 0)
+    step.result.nic_overlap_node =
+        folding.real(step.result.nic_overlap_node * in.cluster.gpus_per_node) / in.cluster.gpus_per_node;
   step.result.folding = folding;
   step.result.symmetry = settings.symmetry;
   step.result.record.devices = device_infos(e, in.cluster);

@@ -33,9 +33,10 @@ struct SimulateSettings {
   bool keep_graph = false;  ///< keep the expanded step in SimulatedStep::graph (a profiler-trace export reads it)
 };
 
-/// After a folded simulation (SimOptions::folding): every device outside block 0 gets its representative's
-/// figures, and the records of each device in `wanted` outside block 0 are its representative's, moved to it (device
-/// and peer shifted by its block). Records of block-0 devices not in `wanted` are dropped. No-op when not folded.
+/// After a folded simulation (SimOptions::folding, run in the folding's frame): every real device gets the figures of
+/// its source (the simulated frame device standing for it), and the records of each device in `wanted` are its
+/// source's, moved to it (device and peers shifted by the blocks between them). Records of simulated devices not in
+/// `wanted` are dropped. No-op when not folded.
 void unfold_result(SimResult& result, const Folding& folding, const std::vector<char>& wanted);
 
 /// The most compute tasks (estimated_compute_tasks) simulate_experiment() expands without `force`: 20 million tasks
@@ -59,7 +60,7 @@ struct SimulationEstimate {
   double longest_transfer_s = 0;
   std::string longest_transfer;
 };
-/// `stands_for` (a folded step): per block-0 device, how many recorded devices its records are copied to (itself
+/// `stands_for` (a folded step): per simulated device, how many recorded devices its records are copied to (itself
 /// included when recorded); the trace and the records grow by those copies. Empty: each recorded device once.
 SimulationEstimate estimate_simulation(const TaskGraph& g, const ClusterSpec& c, const SimOptions& o, bool trace,
                                        const std::vector<int>& stands_for = {});
@@ -75,7 +76,12 @@ constexpr double kMaxTraceBytes = 4e9, kWarnTraceBytes = 500e6;
 constexpr double kMaxTaskSeconds = 1e6;
 
 /// Refuses before anything is expanded a step too large to expand (kMaxComputeTasks) unless settings.force.
-void check_expandable(const Experiment& e, const SimulateSettings& settings, int blocks = 1);
+/// `share`: the share of the devices a folded step simulates (Folding::simulated_share).
+void check_expandable(const Experiment& e, const SimulateSettings& settings, double share = 1);
+
+/// The cluster a folded step simulates, in its frame (Folding::rotation): stragglers and degraded NICs and NVLinks
+/// moved from their real devices to their frame devices. `c` itself when the frame is not rotated.
+ClusterSpec frame_cluster(const ClusterSpec& c, const Folding& folding, std::int64_t job_devices);
 
 /// Devices whose tasks the simulation records: the traced ones and the pipeline at dp 0, tp 0, which the
 /// pipeline metrics, the layer times and derived pipelines read.

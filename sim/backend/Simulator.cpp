@@ -141,8 +141,10 @@ void Runner::start_ring(TaskId id, const Collective& b, double now) {
   const auto& members = g_.groups[static_cast<std::size_t>(b.group)];
   const int n = static_cast<int>(members.size());
   RingRun& run = rings_[id];
-  // A folded step runs the ranks of block 0; their predecessors outside it are their representatives' (the
-  // previous simulated rank), which by symmetry finish each step at the same time.
+  // A folded step runs the ranks of the simulated blocks; a rank whose predecessor is folded waits on the previous
+  // simulated rank instead (going round). Every rank starts together (a collective starts once each member is ready)
+  // and by symmetry the folded ranks keep the simulated ones' pace; a degraded link in a block apart paces the ring
+  // through its own hops (the folded ranks downstream of it are not slowed apart).
   int ranks = n;
   if (o_.folding.active()) {
     for (int p = 0; p < n; ++p)
@@ -567,7 +569,7 @@ std::vector<int> Runner::shared_nics(int group) {
   std::vector<int> nics;
   for (int nic : group_ring(group).nics)
     if (simulated(nic / c_.nics_per_node * c_.gpus_per_node)) nics.push_back(nic);
-  // A folded step's ring seen from block 0 loads block 0's NICs: by symmetry every block's carry the same.
+  // A folded step's ring seen from the simulated blocks loads their NICs: by symmetry every block's carry the same.
   return nics.empty() ? group_ring(group).nics : nics;
 }
 

@@ -171,8 +171,9 @@ int run(const Args& args) {
   const bool pictures = args.has("--trace") || args.has("--svg");
   settings.trace = args.has("--trace");
   // Before the device list below (one entry per device) is built for a mesh too large to expand.
-  check_expandable(in.experiment, settings,
-                   settings.symmetry ? plan_folding(in.experiment, simulated_network(in.cluster)).blocks() : 1);
+  check_expandable(
+      in.experiment, settings,
+      settings.symmetry ? plan_folding(in.experiment, simulated_network(in.cluster)).simulated_share() : 1);
   TraceOptions options;
   if (pictures) options = trace_options(args, device_infos(in.experiment, in.cluster));
   settings.traced_devices = options.devices;

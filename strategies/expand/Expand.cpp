@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -69,6 +71,76 @@ double estimated_compute_tasks(const Experiment& e, const ExpandOptions& o) {
   return passes_per_group(e) / static_cast<double>(s.pp * s.chunks) * groups;
 }
 
+namespace {
+
+// The blocks a straggler or a degraded NIC or NVLink touches, each with its first cause (a degraded rail is every
+// node's: it touches none).
+std::map<int, std::string> touched_blocks(const Folding& f, const Experiment& e, const ClusterSpec& c) {
+  std::map<int, std::string> touched;
+  const auto devices = static_cast<int>(std::min<std::int64_t>(e.strategy.devices(), c.devices()));
+  char text[128];
+  if (c.has_stragglers())
+    for (int g = 0; g < devices; ++g)
+      if (const double speed = c.straggler_speed(g); speed != 1 && !touched.count(f.block(g))) {
+        const std::string gpu = "gpu " + std::to_string(g), node = "node " + std::to_string(g / c.gpus_per_node);
+        const std::string& name = c.slow.count(gpu) || !c.slow.count(node) ? gpu : node;
+        std::snprintf(text, sizeof text, "%s at %.3gx, cluster.%s", name.c_str(), speed,
+                      c.slow.count(name) ? "slow" : "speed_spread");
+        touched.emplace(f.block(g), text);
+      }
+  for (const auto& [name, left] : c.degraded) {
+    std::snprintf(text, sizeof text, "%s at %.3g, cluster.degraded", name.c_str(), left);
+    int node = -1, rail = -1, gpu = -1;
+    if (std::sscanf(name.c_str(), "nic %d.%d", &node, &rail) == 2 && node * c.gpus_per_node < devices)
+      touched.try_emplace(f.block(node * c.gpus_per_node), text);
+    else if (std::sscanf(name.c_str(), "nvlink %d", &gpu) == 1 && gpu < devices)
+      touched.try_emplace(f.block(gpu), text);
+  }
+  return touched;
+}
+
+// Simulates the blocks an imperfection touches apart: the shortest run of consecutive blocks (going round) holding
+// them, after one untouched block; the rest fold onto that untouched block. Unfolds, with the reason, when the
+// simulated blocks would be half of them or more.
+void place_apart(Folding& f, const Experiment& e, const ClusterSpec& c) {
+  std::map<int, std::string> touched = touched_blocks(f, e, c);
+  if (touched.empty()) return;
+  // A context-parallel ring spanning blocks is folded as a rotation of itself, which a touched block breaks: blocks
+  // grow to hold whole cp groups.
+  if (const int cp = static_cast<int>(e.strategy.cp); f.folded_lanes % cp != 0) {
+    f.folded_lanes = std::lcm(f.folded_lanes, cp);
+    touched = touched_blocks(f, e, c);
+  }
+  const int blocks = f.blocks();
+  std::vector<int> t;
+  for (const auto& entry : touched) t.push_back(entry.first);
+  // The run leaves out the largest gap between touched blocks.
+  int start = t.front(), largest_gap = -1;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const int next = t[(i + 1) % t.size()];
+    if (const int gap = ((next - t[i] - 1) % blocks + blocks) % blocks; gap > largest_gap) {
+      largest_gap = gap;
+      start = next;
+    }
+  }
+  const int window = blocks - largest_gap + 1;
+  if (2 * window > blocks) {
+    const std::size_t more = t.size() - 1;
+    f.reason = touched.begin()->second + (more ? " and " + std::to_string(more) + " more" : "") +
+               (more ? " make " : " makes ") + std::to_string(t.size()) + " of " + std::to_string(blocks) +
+               " blocks differ; simulated apart they would run " + std::to_string(std::min(window, blocks)) +
+               " of the " + std::to_string(blocks);
+    f.folded_lanes = f.lanes;
+    return;
+  }
+  f.window = window;
+  f.rotation = ((start - 1) % blocks + blocks) % blocks;
+  for (const auto& [block, cause] : touched)
+    f.apart += (f.apart.empty() ? "block " : "; block ") + std::to_string(block) + " (" + cause + ")";
+}
+
+}  // namespace
+
 Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
   const StrategySpec& s = e.strategy;
   Folding f;
@@ -76,13 +148,12 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
   f.lanes = static_cast<int>(s.data_ranks());
   f.folded_lanes = f.lanes;
   if (f.lanes == 1) return f;
-  // A straggler or a degraded link makes its block differ from the others; a degraded rail is every node's.
-  const bool odd_link = std::any_of(c.degraded.begin(), c.degraded.end(),
-                                    [](const auto& entry) { return entry.first.rfind("rail ", 0) != 0; });
-  if (c.has_stragglers() || odd_link || c.mixed()) {
-    f.reason =
-        "cluster.slow, cluster.speed_spread, cluster.degraded or cluster.accelerators makes GPUs or links "
-        "differ, so the blocks do";
+  // Stages on different accelerators, or a leaf switch's uplinks degraded, make the blocks differ throughout.
+  const bool leaf = std::any_of(c.degraded.begin(), c.degraded.end(),
+                                [](const auto& entry) { return entry.first.rfind("leaf ", 0) == 0; });
+  if (leaf || c.mixed()) {
+    f.reason = std::string(leaf ? "cluster.degraded names a leaf switch" : "cluster.accelerators mixes accelerators") +
+               ", so the blocks differ";
     return f;
   }
   const int gpn = c.gpus_per_node;
@@ -146,6 +217,7 @@ Folding plan_folding(const Experiment& e, const ClusterSpec& c) {
     return f;
   }
   f.folded_lanes = lanes;
+  place_apart(f, e, c);
   return f;
 }
 

@@ -19,8 +19,10 @@ struct ExpandOptions {
 
 /// How the step of `e` on `c` folds: its data lanes in congruent blocks of whole nodes and whole leaf switches (see
 /// Folding). Not folded (folded_lanes = lanes) when there is a single block, or, with the reason, when the blocks
-/// are not congruent (the data lanes of a stage do not divide into blocks of whole nodes and leaves). Overlap
-/// interference folds at every fidelity: it depends on when compute runs, not on the order of simultaneous events.
+/// are not congruent (the data lanes of a stage do not divide into blocks of whole nodes and leaves; mixed
+/// accelerators; a degraded leaf switch). Blocks a straggler or a degraded NIC or NVLink touches are simulated apart
+/// (Folding::window, rotation), unless that would simulate half the blocks or more. Overlap interference folds at
+/// every fidelity: it depends on when compute runs, not on the order of simultaneous events.
 Folding plan_folding(const Experiment& e, const ClusterSpec& c);
 
 /// The layers per compute task expand() uses for `e` under `o`.

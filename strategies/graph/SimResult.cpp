@@ -21,11 +21,11 @@ Fidelity parse_fidelity(const std::string& text, const std::string& field) {
 }
 
 std::vector<double> exposed_communication(const SimResult& r) {
-  std::vector<double> out(r.devices.size(), -1);
+  std::vector<double> out(r.devices.size(), -1), of_source(r.devices.size(), -1);
   for (std::size_t x = 0; x < r.devices.size(); ++x) {
-    const auto rep = static_cast<std::size_t>(r.folding.representative(static_cast<int>(x)));
-    if (out[rep] < 0) out[rep] = r.devices[rep].exposed_communication_s();
-    out[x] = out[rep];
+    const auto source = static_cast<std::size_t>(r.folding.source(static_cast<int>(x)));
+    if (of_source[source] < 0) of_source[source] = r.devices[x].exposed_communication_s();
+    out[x] = of_source[source];
   }
   return out;
 }

@@ -26,8 +26,8 @@ struct SimOptions {
   /// Apply the accelerator profile's overlap interference (compute and transfers that overlap on a device slow each
   /// other); false: overlapped communication is free, as placesim once costed it (a what-if).
   bool interference = true;
-  /// The graph was expanded folded (ExpandOptions::folded_lanes): the simulator runs block 0's devices only, and
-  /// unfold_result gives every other device its representative's figures afterwards.
+  /// The graph was expanded folded (ExpandOptions::folded_lanes): the simulator runs the simulated blocks' devices
+  /// only, and unfold_result gives every other device its representative's figures afterwards.
   Folding folding;
 };
 
@@ -64,8 +64,8 @@ struct SimResult {
   std::vector<SpanningInterference> spanning_interference;
 };
 
-/// Per device, DeviceStats::exposed_communication_s, computed once per representative of a folded step (the
-/// devices outside block 0 hold copies of their representative's intervals).
+/// Per device, DeviceStats::exposed_communication_s, computed once per source of an unfolded result (the devices a
+/// simulated device stands for hold copies of its intervals).
 std::vector<double> exposed_communication(const SimResult& r);
 
 }  // namespace placesim

@@ -162,10 +162,14 @@ Json symmetry_json(const SimResult& r) {
   const Folding& f = r.folding;
   const auto devices = static_cast<std::int64_t>(r.devices.size());
   Json j{{"folded", f.active()},
-         {"simulated_devices", f.active() ? devices / f.blocks() : devices},
+         {"simulated_devices", f.active() ? devices / f.blocks() * f.window : devices},
          {"blocks", f.active() ? f.blocks() : 1}};
   if (!f.reason.empty()) j["not_folded_because"] = f.reason;
   if (f.active() && !f.note.empty()) j["approximation"] = f.note;
+  if (f.active() && !f.apart.empty()) {
+    j["simulated_apart"] = f.apart;
+    j["simulated_blocks"] = f.window;
+  }
   return j;
 }
 
@@ -173,6 +177,12 @@ std::string symmetry_text(const SimResult& r) {
   const Folding& f = r.folding;
   const auto devices = static_cast<long long>(r.devices.size());
   char text[256];
+  if (f.active() && !f.apart.empty()) {
+    std::snprintf(text, sizeof text, "%lld of %lld devices (%d of %d congruent data-parallel blocks; simulated apart: ",
+                  devices / f.blocks() * f.window, devices, f.window, f.blocks());
+    return text + f.apart + "; the others take an untouched block's figures)" +
+           (f.note.empty() ? std::string() : "; " + f.note);
+  }
   if (f.active()) {
     std::snprintf(text, sizeof text,
                   "%lld of %lld devices (%d congruent data-parallel blocks; the others take their figures)",
