@@ -57,10 +57,47 @@ TEST_CASE("Megatron-LM 2022: fused accumulation (83b1e42f, 2022-02) and the back
   check_stack("megatron-lm-2022", megatron(true, true));
 }
 
+// What a Megatron-Core stack cannot run: each (when, what its reason must cite), in order.
+void check_limits(const std::string& name, const std::vector<std::pair<const char*, const char*>>& rows) {
+  INFO("stack " << name);
+  const auto stack = find_stack(name, "stack", "");
+  REQUIRE(stack->cannot_run.size() == rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CHECK(stack->cannot_run[i].when == rows[i].first);
+    CHECK_THAT(stack->cannot_run[i].why, Catch::Contains(rows[i].second));
+  }
+}
+
 TEST_CASE("Megatron-Core 0.9: Megatron-LM 2022 with sequence parallelism wherever tp > 1") {
   std::vector<Expected> rows = megatron(true, true);
   rows.insert(rows.begin() + 5, {"strategy.sp", "true", "tp > 1", "--sequence-parallel"});
   check_stack("megatron-core-0.9", rows);
+  // Its schedules: no pipelining, 1F1B, interleaved (get_forward_backward_func, read at core_v0.9.0 L25-110); the
+  // combined 1F1B's flag is not in the tag (git grep overlap_moe_expert_parallel_comm core_v0.9.0: no hits).
+  check_limits("megatron-core-0.9", {{"pp > 1 and not 1f1b and not interleaved", "core_v0.9.0 L25-110"},
+                                     {"ep overlap", "first ships in core_v0.14.0"}});
+}
+
+// Read at core_v0.14.0 (23e00ed0): arguments.py L1224 (--fp8-recipe default 'delayed'), L1929-1940 (the fusions'
+// store_false flags), L1996 (--sequence-parallel), L1998 (--no-gradient-accumulation-fusion); optimizer/__init__.py
+// L11-15 (TE's or apex's FusedAdam); optimizer.py L583-615; layers.py L536 (the dgrad all-reduce async_op=True);
+// model_parallel_config.py L260-265; transformer_config.py L1303-1330 (the combined 1F1B's asserts).
+TEST_CASE("Megatron-Core 0.14: 0.9's defaults read again at core_v0.14.0, and where its combined 1F1B runs") {
+  check_stack("megatron-core-0.14",
+              {{"training.kernels", R"("fused")", "", "L1929-1940: --no-masked-softmax-fusion"},
+               {"training.grad_accumulation_fusion", "true", "", "L1998: --no-gradient-accumulation-fusion"},
+               {"training.optimizer_kernel", R"("fused")", "", "Transformer Engine's FusedAdam, else apex FusedAdam"},
+               {"training.master_weights", R"("optimizer")", "16-bit", "fp32_from_float16_groups"},
+               {"training.fp8_scaling", R"("delayed")", "fp8", "--fp8-recipe default 'delayed'"},
+               {"strategy.sp", "true", "tp > 1", "L1996"},
+               {"strategy.tp_overlap", "true", "", "async_op=True before the weight-gradient GEMM"},
+               {"strategy.p2p", R"("megatron")", "", "batch_p2p_comm = True, overlap_p2p_comm = False"},
+               {"strategy.cp_impl", R"("te")", "", "TEDotProductAttention"}});
+  check_limits("megatron-core-0.14",
+               {{"pp > 1 and not 1f1b and not interleaved", "get_forward_backward_func L40-131"},
+                {"ep overlap and pp > 1 and not interleaved", "virtual_pipeline_model_parallel_size"},
+                {"ep overlap and full recompute", "disable full recomputation"},
+                {"ep overlap and not 16-bit", "only supported with bf16 or fp16"}});
 }
 
 TEST_CASE("NeMo 24.07: bf16 gradient reduction (grad_sync_dtype) and overlapped exchanges with virtual stages") {
@@ -71,6 +108,8 @@ TEST_CASE("NeMo 24.07: bf16 gradient reduction (grad_sync_dtype) and overlapped 
   rows.push_back({"strategy.p2p", R"("async")", "pp > 1 and interleaved", "overlap_p2p_comm = True"});
   rows.push_back({"strategy.p2p", R"("megatron")", "", "batch_p2p_comm = True"});
   check_stack("nemo-24.07", rows);
+  check_limits("nemo-24.07", {{"pp > 1 and not 1f1b and not interleaved", "core_v0.8.0 L24-108"},
+                              {"ep overlap", "Megatron-Core 0.8 has no such flag"}});
 }
 
 TEST_CASE("Megatron-DeepSpeed (BLOOM's code): DeepSpeed's pipeline engine and BF16_Optimizer, no fusion or overlap") {
@@ -152,8 +191,8 @@ TEST_CASE("OLMo-core e27ba7455: compiled model and loss, fused AdamW, torchao Fl
 
 TEST_CASE("Every built-in stack has a test above") {
   const std::vector<std::string> covered = {
-      "megatron-lm-2021", "megatron-lm-2022",   "megatron-core-0.9", "nemo-24.07", "megatron-deepspeed",
-      "deepspeed-zero",   "torchtitan-2024-12", "llm-foundry",       "fms-fsdp",   "olmo-core"};
+      "megatron-lm-2021", "megatron-lm-2022",   "megatron-core-0.9", "megatron-core-0.14", "nemo-24.07",
+      "megatron-deepspeed", "deepspeed-zero", "torchtitan-2024-12", "llm-foundry",     "fms-fsdp",   "olmo-core"};
   CHECK(builtin_stack_names().size() == covered.size());
   for (const std::string& name : builtin_stack_names())
     CHECK(std::find(covered.begin(), covered.end(), name) != covered.end());

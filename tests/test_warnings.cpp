@@ -158,6 +158,39 @@ TEST_CASE("DeepSpeed's ZeRO-2/3 presets under a pipeline warn that DeepSpeed ref
   CHECK(with("zero2", 2, "megatron-lm-2022").empty());
 }
 
+// Megatron-Core's combined 1F1B (strategy.ep_overlap) first ships in core 0.14: under an older Megatron-Core stack
+// the plan warns, under megatron-core-0.14 it does not; a zero-bubble schedule warns under both.
+TEST_CASE("Expert all-to-all overlap and zero-bubble schedules warn under stacks that do not ship them", "[warnings]") {
+  auto with = [](const char* stack, const char* strategy) {
+    const Experiment e = test::experiment(std::string(R"({"model": {"family": "llama", "layers": 4, "hidden": 256,
+        "heads": 4, "vocab": 1000, "seq_len": 128, "experts": 4, "top_k": 2, "moe_ffn": 256},
+        "training": {"global_batch": 16}, "stack": ")") + stack + R"(", "strategy": )" + strategy + "}");
+    std::vector<std::string> limits;
+    for (const std::string& w : analysis_warnings(e, analyze(e), nullptr))
+      if (w.find("stack cannot run this plan") != std::string::npos) limits.push_back(w);
+    return limits;
+  };
+  const char* overlap = R"({"preset": "zero1", "dp": 4, "ep": 4, "ep_overlap": true})";
+  for (const char* stack : {"megatron-core-0.9", "nemo-24.07"}) {
+    INFO(stack);
+    const auto w = with(stack, overlap);
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].rfind(std::string("the ") + stack + " stack cannot run this plan (ep overlap): Megatron-Core's combined "
+                                                      "1F1B",
+                     0) == 0);
+  }
+  CHECK(with("megatron-core-0.14", overlap).empty());
+  const char* zb = R"({"preset": "zero1", "dp": 2, "pp": 2, "schedule": "zb-h1", "p2p": "async"})";
+  for (const char* stack : {"megatron-core-0.9", "megatron-core-0.14"}) {
+    INFO(stack);
+    const auto w = with(stack, zb);
+    REQUIRE(w.size() == 1);
+    CHECK_THAT(w[0], Catch::Contains("(pp > 1 and not 1f1b and not interleaved)"));
+  }
+  CHECK(with("megatron-core-0.14", R"({"preset": "zero1", "dp": 2, "pp": 2, "schedule": "interleaved", "chunks": 2})")
+            .empty());
+}
+
 // PyTorch's context_parallel at cp >= 2 (strategy.cp_impl pytorch, the default on PyTorch's presets): torchtitan's
 // published runs took 1.08x-1.50x placesim's step time there (docs/validation.md §3), so the figure is flagged
 // optimistic. TransformerEngine's CP (Megatron-Core's ring, the Llama 3 paper's all-gather) and cp 1 say nothing.

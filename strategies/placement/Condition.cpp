@@ -11,7 +11,7 @@ const std::vector<std::string>& predicates() {
   static const std::vector<std::string> names = {
       "interleaved", "synchronous", "gathered parameters", "no weight copies",     "in-place optimizer",
       "fp8",         "16-bit",      "sharded gradients",   "replicated gradients", "bf16",
-      "1f1b"};
+      "1f1b",        "ep overlap",  "full recompute"};
   return names;
 }
 
@@ -32,6 +32,8 @@ bool predicate(const std::string& name, const StrategySpec& s, const TrainingSpe
   if (name == "16-bit") return t.dtype != DType::FP32;
   if (name == "bf16") return t.dtype == DType::BF16;
   if (name == "1f1b") return s.schedule == Schedule::OneFOneB;
+  if (name == "ep overlap") return s.ep_overlap;
+  if (name == "full recompute") return t.recompute == Recompute::Full;
   if (name == "replicated gradients")
     return s.placement.gradients == Mode::Replicated && s.placement.replicate.gradients == Mode::Replicated;
   if (name == "sharded gradients")
@@ -83,8 +85,8 @@ Condition::Condition(const std::string& text, const std::string& field) : text_(
       throw InputError(field + "=\"" + text + "\": the term \"" + term +
                        "\" is neither a comparison of a mesh degree (dp, dp_shard, dp_replicate, tp, pp, cp, ep) "
                        "with a number, such as \"tp > 1\", nor one of: interleaved, synchronous, gathered "
-                       "parameters, no weight copies, in-place optimizer, fp8, 16-bit, bf16, 1f1b, sharded gradients, "
-                       "replicated gradients, each maybe after \"not \" (terms are "
+                       "parameters, no weight copies, in-place optimizer, fp8, 16-bit, bf16, 1f1b, ep overlap, full "
+                       "recompute, sharded gradients, replicated gradients, each maybe after \"not \" (terms are "
                        "joined by \" and \")");
     terms_.push_back(t);
   }

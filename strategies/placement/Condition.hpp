@@ -23,6 +23,8 @@ namespace placesim {
 ///   sharded gradients    gradients sharded or offloaded along a data axis (ZeRO stage 2 and up)
 ///   replicated gradients gradients replicated along both data axes
 ///   1f1b                 strategy.schedule is 1f1b
+///   ep overlap           strategy.ep_overlap (Megatron-Core's combined 1F1B)
+///   full recompute       training.recompute is full
 /// A predicate may follow "not " ("not interleaved").
 /// Parsed once at load: an unknown term is refused naming `field`.
 class Condition {
