@@ -75,6 +75,25 @@ Json check_equivalent(const std::string& experiment, const std::string& flags = 
   return folded;
 }
 
+// The fine trace of `device` in a run of `experiment` with `flags`, without the expansion's internal task and
+// collective ids (a folded expansion numbers only the tasks it holds).
+Json fine_trace(const std::string& experiment, int device, const std::string& flags) {
+  const std::string path = temp_file("");
+  std::string out;
+  REQUIRE(test::run_placesim("simulate " + experiment + " --quiet --reproducible --trace " + path +
+                                 " --trace-devices " + std::to_string(device) + " --trace-detail fine " + flags,
+                             &out) == 0);
+  std::ifstream in(path);
+  Json j = Json::parse(in);
+  std::remove(path.c_str());
+  for (Json& event : j["traceEvents"])
+    if (event.contains("args")) {
+      event["args"].erase("task");
+      event["args"].erase("collective");
+    }
+  return j;
+}
+
 std::string example(const std::string& name) {
   return std::string(PLACESIM_SOURCE_DIR) + "/examples/" + name;
 }
@@ -367,23 +386,7 @@ TEST_CASE("A traced device outside block 0 has the trace it has unfolded", "[sym
   for (const auto& [experiment, device] :
        {std::pair<std::string, int>{example("llama3-8b-fsdp.json"), 9}, std::pair<std::string, int>{pipeline, 8},
         std::pair<std::string, int>{cp, 32}, std::pair<std::string, int>{cp, 24}}) {
-    auto trace = [&](const std::string& flags) {
-      const std::string path = temp_file("");
-      std::string out;
-      REQUIRE(test::run_placesim("simulate " + experiment + " --quiet --reproducible --trace " + path +
-                                     " --trace-devices " + std::to_string(device) + " --trace-detail fine " + flags,
-                                 &out) == 0);
-      std::ifstream in(path);
-      Json j = Json::parse(in);
-      std::remove(path.c_str());
-      for (Json& event : j["traceEvents"])
-        if (event.contains("args")) {
-          event["args"].erase("task");
-          event["args"].erase("collective");
-        }
-      return j;
-    };
-    const Json folded = trace(""), full = trace("--symmetry off");
+    const Json folded = fine_trace(experiment, device, ""), full = fine_trace(experiment, device, "--symmetry off");
     REQUIRE(folded["traceEvents"].size() > 200);
     CHECK(folded == full);
     if (device == 8) CHECK(folded.dump().find("send act mb0 -> gpu24") != std::string::npos);
@@ -571,23 +574,7 @@ TEST_CASE("Traced devices of a fold with a block apart have their unfolded trace
       "cluster": {"preset": "dgx-h100", "nodes": 8, "slow": {"node 6": 0.8}})"));
   for (int device : {48, 24, 3}) {
     INFO("device " << device);
-    auto trace = [&](const std::string& flags) {
-      const std::string path = temp_file("");
-      std::string out;
-      REQUIRE(test::run_placesim("simulate " + pipeline + " --quiet --reproducible --trace " + path +
-                                     " --trace-devices " + std::to_string(device) + " --trace-detail fine " + flags,
-                                 &out) == 0);
-      std::ifstream in(path);
-      Json j = Json::parse(in);
-      std::remove(path.c_str());
-      for (Json& event : j["traceEvents"])
-        if (event.contains("args")) {
-          event["args"].erase("task");
-          event["args"].erase("collective");
-        }
-      return j;
-    };
-    const Json folded = trace(""), full = trace("--symmetry off");
+    const Json folded = fine_trace(pipeline, device, ""), full = fine_trace(pipeline, device, "--symmetry off");
     REQUIRE(folded["traceEvents"].size() > 100);
     CHECK(folded == full);
   }
