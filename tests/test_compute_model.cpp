@@ -751,6 +751,36 @@ TEST_CASE("FP8 linears: GEMMs at the FP8 peak plus their hand-counted casts, not
   CHECK(layer_times(host, acc).backward_s == Approx(20 * 50e-6));
 }
 
+// Transformer Engine's current scaling (TransformerEngine d0067d0 pytorch/csrc/quantizer.cpp,
+// Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2):
+// each cast reads its 16-bit tensor once more for the amax, 2 + 2 + 1 + 1 = 6 bytes an element against delayed
+// scaling's 4, for the inputs, the output gradients and the weights alike; an amax and a scale kernel per cast.
+TEST_CASE("FP8 current scaling (Transformer Engine): an amax read before each cast, hand-counted") {
+  const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
+  const double T = kTinyTokens;
+  auto pass = [&](double bytes) { return elementwise_time_s(bytes, acc); };
+  double fwd = 0, bwd = 0;
+  for (const TinyLinear& x : kTinyLinears) {
+    fwd += fp8_gemm_time_s({T, x.out, x.in}, acc) - gemm_time_s({T, x.out, x.in}, DType::BF16, acc) +
+           pass(6 * T * x.in) + 0.25 * pass(6 * x.in * x.out);
+    bwd += fp8_gemm_time_s({T, x.in, x.out}, acc) - gemm_time_s({T, x.in, x.out}, DType::BF16, acc) +
+           fp8_gemm_time_s({x.in, x.out, T}, acc, 8 * x.in * x.out) -
+           gemm_time_s({x.in, x.out, T}, DType::BF16, acc, 8 * x.in * x.out) + pass(6 * T * x.out);
+  }
+  const char* dp = R"({"preset": "dp", "dp": 1})";
+  const Experiment d16 = tiny_fp8_layer(false, dp), d8 = tiny_fp8_layer(true, dp, R"(, "fp8_scaling": "current")");
+  CHECK(d8.training.fp8_scaling == Fp8Scaling::Current);
+  CHECK(layer_times(d8, acc).forward_s - layer_times(d16, acc).forward_s == Approx(fwd).epsilon(1e-9));
+  CHECK(layer_times(d8, acc).backward_s - layer_times(d16, acc).backward_s == Approx(bwd).epsilon(1e-9));
+  // Host-bound (50 us a launch): the layer's 12 forward and 16 backward kernels, plus 3 per cast, 4 casts each way.
+  Experiment host = d8;
+  host.training.launch_overhead_s = 50e-6;
+  CHECK(layer_times(host, acc).forward_s == Approx(24 * 50e-6));
+  CHECK(layer_times(host, acc).backward_s == Approx(28 * 50e-6));
+  CHECK(training_to_json(d8.training)["fp8_scaling"] == "current");
+  CHECK_THAT(analysis_table(d8, analyze(d8)), Catch::Contains("FP8 linear layers (training.fp8, current scaling)"));
+}
+
 // The same tiny layer under torchao's tensorwise scaling (torchao eab345c, float8_linear.py and float8_ops.py), per
 // linear in x out: forward the input's amax read and cast (2 + 2 + 1 = 5 bytes per T x in) and the weight's, every
 // micro-batch (5 per in x out); input gradient: the output gradient's amax and cast (5 per T x out) and the FP8

@@ -28,6 +28,8 @@ TEST_CASE("Transformer Engine's FP8 linears keep 1-byte inputs: the norms' outpu
   const double bf16 = layer_activation_bytes(layer(""));
   const double te = layer_activation_bytes(layer(R"(, "fp8": true, "fp8_scaling": "delayed")"));
   CHECK(bf16 - te == 2 * s * h / tp + s * f / tp - s * o / tp);
+  // Current scaling runs the same modules (Float8CurrentScalingQuantizer in place of Float8Quantizer): the same saves.
+  CHECK(layer_activation_bytes(layer(R"(, "fp8": true, "fp8_scaling": "current")")) == te);
   // torchao's tensorwise Float8Linear saves the 16-bit input: nothing changes.
   CHECK(layer_activation_bytes(layer(R"(, "fp8": true, "fp8_scaling": "tensorwise")")) == bf16);
   // Full recompute keeps only each layer's input, FP8 or not.

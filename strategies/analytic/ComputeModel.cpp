@@ -58,6 +58,7 @@ struct LayerShape {
   DType dtype = DType::BF16;
   bool fp8 = false;             // training.fp8: the linears' GEMMs in FP8, with their casts
   bool fp8_tensorwise = false;  // training.fp8_scaling = tensorwise: torchao's dynamic casts (fp8_cast_s)
+  bool fp8_current = false;     // training.fp8_scaling = current: Transformer Engine's amax pass before each cast
   // Share of a weight's FP8 cast each forward pays: 1 when the parameters are gathered per use (a fresh 16-bit copy
   // each micro-batch), else 1 / micro-batches (Transformer Engine casts on a step's first micro-batch and keeps the
   // FP8 weight and its transpose until the step ends: Megatron-Core's is_first_microbatch).
@@ -98,6 +99,7 @@ LayerShape shape_of(const Experiment& e) {
   L.attention_kernel = e.training.attention_kernel;
   L.fp8 = e.training.fp8;
   L.fp8_tensorwise = L.fp8 && e.training.fp8_scaling == Fp8Scaling::Tensorwise;
+  L.fp8_current = L.fp8 && e.training.fp8_scaling == Fp8Scaling::Current;
   L.weight_cast_share = holds_unit_buffer(e.strategy, State::Parameters) || L.fp8_tensorwise
                             ? 1.0
                             : 1.0 / static_cast<double>(std::max<std::int64_t>(1, e.strategy.microbatches));
@@ -150,6 +152,9 @@ double linear_gemm_s(const GemmShape& g, const LayerShape& L, const AcceleratorS
 // The cast of `elems` 16-bit elements to FP8; 0 without training.fp8.
 // - delayed (Transformer Engine's fused cast-transpose, fp8_cast_transpose_fused): one kernel reads them and writes
 //   their FP8 copy and its FP8 transpose (the layout the linear's other two GEMMs read), (el + 2) bytes an element;
+// - current (Transformer Engine's Float8CurrentScalingQuantizer::quantize_impl, TransformerEngine d0067d0
+//   pytorch/csrc/quantizer.cpp): an amax kernel reads them first (el), then the same cast-transpose, (2 el + 2);
+//   the scale kernel and a tensor-parallel group's amax all-reduce are not costed (one scalar each);
 // - tensorwise (torchao's hp_tensor_to_float8_dynamic): the amax reduction reads them (el bytes), then the scaled cast
 //   reads them again and writes the FP8 copy (el + 1), and the transposes are separate (fp8_relayout_s). Eager, each
 //   pass is a kernel of its own; compiled, the two count as one launch. (torchao measured a compiled Float8Linear,
@@ -159,7 +164,7 @@ double fp8_cast_s(double elems, const LayerShape& L, const AcceleratorSpec& acc)
   if (!L.fp8) return 0;
   if (L.fp8_tensorwise)
     return elementwise_time_s((2 * L.el + 1) * elems, acc) + (L.eager ? acc.profile.kernel_latency_s : 0);
-  return elementwise_time_s((L.el + 2) * elems, acc);
+  return elementwise_time_s(((L.fp8_current ? 2 : 1) * L.el + 2) * elems, acc);
 }
 // torchao's FP8 operand copied into the layout torch._scaled_mm takes (preprocess_addmm: a.contiguous() of the row
 // operand, b.t().contiguous().t() of the column one): a read and a write of one byte an element, a launch of its own.
@@ -396,9 +401,9 @@ LayerKernels layer_kernels(const LayerShape& L) {
   if (L.fp8_tensorwise) {
     k.forward += 4 * 2;
     k.backward += 4 * 4;
-  } else if (L.fp8) {
-    k.forward += 4;
-    k.backward += 4;
+  } else if (L.fp8) {  // current scaling: an amax, a scale and a cast kernel per cast
+    k.forward += L.fp8_current ? 4 * 3 : 4;
+    k.backward += L.fp8_current ? 4 * 3 : 4;
   }
   return k;
 }

@@ -292,14 +292,14 @@ double activation_bytes_of(const Experiment& e, double f, double routed, Recompu
   // Each routed pair: the expert's input row, its activation's input(s) and its second matrix's input.
   const double fe = static_cast<double>(m.moe_ffn);
   const double experts = el * routed * (static_cast<double>(m.hidden) + fe * (m.gated_mlp ? 3.0 : 2.0));
-  // Transformer Engine's FP8 linears (training.fp8 with delayed scaling, Megatron-Core's TE spec) save the FP8 cast of
-  // their input for the backward, not the 16-bit input (TransformerEngine 71bbefb, pytorch/module/linear.py "Discard
-  // row-wise data since it is not needed in backward pass"; module/layernorm_linear.py keeps the bf16 norm input and
-  // the FP8 norm output): the QKV and MLP inputs (the norms' outputs) and fc2's input take 1 byte an element. The
-  // projection keeps the attention output the attention kernel saves and, under delayed scaling, its FP8 copy besides
-  // (Megatron-Core's save_original_input, which avoids it, needs another recipe). torchao's tensorwise Float8Linear
-  // saves the 16-bit input: no change there.
-  if (t.fp8 && t.fp8_scaling == Fp8Scaling::Delayed &&
+  // Transformer Engine's FP8 linears (training.fp8 with delayed or current scaling, Megatron-Core's TE spec) save the
+  // FP8 cast of their input for the backward, not the 16-bit input (TransformerEngine 71bbefb, pytorch/module/linear.py
+  // "Discard row-wise data since it is not needed in backward pass"; module/layernorm_linear.py keeps the bf16 norm
+  // input and the FP8 norm output): the QKV and MLP inputs (the norms' outputs) and fc2's input take 1 byte an element.
+  // The projection keeps the attention output the attention kernel saves and, under Transformer Engine's scaling, its
+  // FP8 copy besides (Megatron-Core's save_original_input, which avoids it, needs another recipe). torchao's tensorwise
+  // Float8Linear saves the 16-bit input: no change there.
+  if (t.fp8 && t.fp8_scaling != Fp8Scaling::Tensorwise &&
       (recompute == Recompute::None || recompute == Recompute::Selective)) {
     replicated -= 2.0 * (el - 1.0) * sbh;
     sharded += -(el - 1.0) * sb * f + 1.0 * sb * o;

@@ -542,6 +542,9 @@ std::string fp8_summary(const Experiment& e, const AcceleratorSpec& acc) {
       (t.fp8_scaling == Fp8Scaling::Tensorwise
            ? "tensorwise scaling, torchao's Float8Linear: amax and cast passes, the weights cast every forward, "
              "operand copies for the backward GEMMs"
+       : t.fp8_scaling == Fp8Scaling::Current
+           ? "current scaling, Transformer Engine's: an amax pass and a fused cast-transpose, the weights cast once "
+             "per step"
            : "delayed scaling, Transformer Engine's: fused cast-transposes, the weights cast once per step") +
       std::string(e.provenance.written("training.fp8_scaling")
                       ? " (training.fp8_scaling)"

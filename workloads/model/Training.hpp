@@ -60,7 +60,10 @@ enum class LossKernel { VocabParallel, PyTorch, Fused };
 ///   cast first reduces the tensor's amax (a read), then casts (a read and an FP8 write), every forward casts the
 ///   weight afresh, and the backward's GEMMs copy three FP8 operands into the layout torch._scaled_mm takes (the
 ///   weight, the output gradient and the saved input, a read and a write of one byte each).
-enum class Fp8Scaling { Delayed, Tensorwise };
+/// - current: Transformer Engine's Float8CurrentScaling (NeMo's and Megatron-Bridge's "FP8-CS"): each cast first
+///   reduces the tensor's amax (a read, nvte_compute_amax), computes the scale, then casts with the transpose (a read
+///   and two FP8 writes, nvte_quantize_v2); a step casts its weights once, as under delayed.
+enum class Fp8Scaling { Delayed, Tensorwise, Current };
 
 /// Skewed routing of a mixture-of-experts model, a what-if (placesim does not train a router): every source rank
 /// routes alike, in every MoE layer and micro-batch. Expert i takes a share p_i of the token-expert assignments:
