@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/backend/Simulate.hpp"
 #include "strategies/expand/Expand.hpp"
 #include "tests/Helpers.hpp"
 #include "topology/cluster/Cluster.hpp"
@@ -454,6 +455,36 @@ TEST_CASE("Folding arithmetic with blocks simulated apart (window and rotation)"
   CHECK(f.simulated_share() == 0.25);
 }
 
+// The frame rotated by one block of 2 lanes (tp 8: a lane is a node): real node n is frame node n - 2 (mod 8 lanes,
+// same stage). Stragglers become per-GPU entries of their frame GPUs, NICs and NVLinks move with their nodes, a rail
+// is every node's and stays.
+TEST_CASE("frame_cluster moves stragglers and degraded links to their frame devices", "[symmetry]") {
+  ClusterSpec c = cluster(R"({"preset": "dgx-h100", "nodes": 16, "slow": {"node 3": 0.8, "gpu 9": 0.5},
+      "degraded": {"nic 2.5": 0.5, "nvlink 17": 0, "rail 1": 0.5}})");
+  Folding f;
+  f.tp = 8;
+  f.lanes = 8;  // 8 lanes a stage, 2 stages: nodes 0-7 and 8-15
+  f.folded_lanes = 2;
+  f.window = 2;
+  f.rotation = 1;
+  const ClusterSpec frame = frame_cluster(c, f, 128);
+  // Node 3 (stage 0, lane 3) -> frame node 1: its GPUs 8-15 at 0.8; GPU 9 (node 1, lane 1) -> frame lane 7: GPU 57.
+  CHECK(frame.straggler_speed(8) == 0.8);
+  CHECK(frame.straggler_speed(15) == 0.8);
+  CHECK(frame.straggler_speed(57) == 0.5);
+  CHECK(frame.straggler_speed(24) == 1);  // real node 3's GPU 0 is not node 3 of the frame
+  CHECK(frame.slow.size() == 9);
+  // NIC 2.5 (node 2, lane 2) -> frame node 0; NVLink 17 (node 2, GPU 1) -> frame GPU 1; rail 1 stays.
+  CHECK(frame.nic_left(0, 5) == 0.5);
+  CHECK(frame.nic_left(2, 5) == 1);
+  CHECK(frame.nvlink_left(1) == 0);
+  CHECK(frame.nvlink_left(17) == 1);
+  CHECK(frame.nic_left(9, 1) == 0.5);
+  // Not rotated: the cluster itself.
+  f.rotation = 0;
+  CHECK(frame_cluster(c, f, 128).slow == c.slow);
+}
+
 TEST_CASE("plan_folding: the blocks a straggler or a degraded link touches are simulated apart", "[symmetry]") {
   // GPT-3 175B on 128 DGX A100: tp 8 x pp 8 x dp 16; a stage's 16 lanes are 16 nodes, one block each.
   std::ifstream in(example("gpt3-175b-3d.json"));
@@ -543,6 +574,18 @@ TEST_CASE("Folded with a block apart = unfolded: HSDP with a slow GPU", "[symmet
       "strategy": {"preset": "hsdp", "mesh": {"dp_shard": 8, "dp_replicate": 4}},
       "cluster": {"preset": "dgx-h100", "nodes": 4, "slow": {"gpu 21": 0.7}})")));
   CHECK(r["simulation"]["symmetry"]["simulated_apart"] == "block 2 (gpu 21 at 0.7x, cluster.slow)");
+}
+
+// The summary says what was simulated apart: 4 blocks of one node (HSDP's shard groups of 8), gpu 21 in block 2.
+TEST_CASE("The summary names the blocks simulated apart and why", "[symmetry]") {
+  std::string out;
+  REQUIRE(test::run_placesim("simulate " + temp_file(with_model(R"("training": {"global_batch": 32, "micro_batch": 1},
+      "strategy": {"preset": "hsdp", "mesh": {"dp_shard": 8, "dp_replicate": 4}},
+      "cluster": {"preset": "dgx-h100", "nodes": 4, "slow": {"gpu 21": 0.7}})")) +
+                                 " --quiet",
+                             &out) == 0);
+  CHECK_THAT(out, Catch::Contains("16 of 32 devices (2 of 4 congruent data-parallel blocks; simulated apart: block 2 "
+                                  "(gpu 21 at 0.7x, cluster.slow); the others take an untouched block's figures)"));
 }
 
 TEST_CASE("Folded with a block apart = unfolded: ring context parallelism, blocks grown to whole rings", "[symmetry]") {
