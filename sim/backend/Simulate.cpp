@@ -303,7 +303,6 @@ void check_estimate(const SimulationEstimate& est, const Experiment& e, const Cl
 ClusterSpec frame_cluster(const ClusterSpec& c, const Folding& folding, std::int64_t job_devices) {
   if (folding.rotation == 0) return c;
   ClusterSpec frame = c;
-  const int gpn = c.gpus_per_node;
   const auto devices = static_cast<int>(std::min<std::int64_t>(job_devices, c.devices()));
   frame.slow.clear();
   frame.speed_spread.sigma = 0;
@@ -312,13 +311,13 @@ ClusterSpec frame_cluster(const ClusterSpec& c, const Folding& folding, std::int
       frame.slow["gpu " + std::to_string(folding.frame(g))] = speed;
   frame.degraded.clear();
   for (const auto& [name, left] : c.degraded) {
-    int node = -1, rail = -1, gpu = -1;
-    if (std::sscanf(name.c_str(), "nic %d.%d", &node, &rail) == 2 && node * gpn < devices)
-      frame.degraded["nic " + std::to_string(folding.frame(node * gpn) / gpn) + "." + std::to_string(rail)] = left;
-    else if (std::sscanf(name.c_str(), "nvlink %d", &gpu) == 1 && gpu < devices)
-      frame.degraded["nvlink " + std::to_string(folding.frame(gpu))] = left;
-    else
+    ClusterSpec::DegradedLink link = c.degraded_link(name);
+    if (link.gpu < 0 || link.gpu >= devices) {
       frame.degraded[name] = left;  // a rail is every node's
+      continue;
+    }
+    link.gpu = folding.frame(link.gpu);
+    frame.degraded[c.degraded_key(link)] = left;
   }
   return frame;
 }

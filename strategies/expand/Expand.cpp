@@ -88,14 +88,11 @@ std::map<int, std::string> touched_blocks(const Folding& f, const Experiment& e,
                       c.slow.count(name) ? "slow" : "speed_spread");
         touched.emplace(f.block(g), text);
       }
-  for (const auto& [name, left] : c.degraded) {
-    std::snprintf(text, sizeof text, "%s at %.3g, cluster.degraded", name.c_str(), left);
-    int node = -1, rail = -1, gpu = -1;
-    if (std::sscanf(name.c_str(), "nic %d.%d", &node, &rail) == 2 && node * c.gpus_per_node < devices)
-      touched.try_emplace(f.block(node * c.gpus_per_node), text);
-    else if (std::sscanf(name.c_str(), "nvlink %d", &gpu) == 1 && gpu < devices)
+  for (const auto& [name, left] : c.degraded)
+    if (const int gpu = c.degraded_link(name).gpu; gpu >= 0 && gpu < devices) {
+      std::snprintf(text, sizeof text, "%s at %.3g, cluster.degraded", name.c_str(), left);
       touched.try_emplace(f.block(gpu), text);
-  }
+    }
   return touched;
 }
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <optional>
 
@@ -807,6 +808,21 @@ double ClusterSpec::leaf_left(int leaf) const {
   if (degraded.empty()) return 1;
   auto it = degraded.find("leaf " + std::to_string(leaf));
   return it == degraded.end() ? 1 : it->second;
+}
+
+ClusterSpec::DegradedLink ClusterSpec::degraded_link(const std::string& key) const {
+  DegradedLink link;
+  int node = -1, gpu = -1;
+  if (std::sscanf(key.c_str(), "nic %d.%d", &node, &link.rail) == 2)
+    link.gpu = node * gpus_per_node;
+  else if (std::sscanf(key.c_str(), "nvlink %d", &gpu) == 1)
+    link.gpu = gpu;
+  return link;
+}
+
+std::string ClusterSpec::degraded_key(const DegradedLink& link) const {
+  return link.rail >= 0 ? "nic " + std::to_string(link.gpu / gpus_per_node) + "." + std::to_string(link.rail)
+                        : "nvlink " + std::to_string(link.gpu);
 }
 
 int ClusterSpec::leaf_switches() const {

@@ -120,6 +120,15 @@ struct ClusterSpec {
   double nic_left(int node, int rail) const;
   double nvlink_left(int gpu) const;
   double leaf_left(int leaf) const;
+  /// A `degraded` entry's link by the GPU it belongs to: an NVLink's GPU, a NIC's node's first GPU with the NIC's
+  /// rail; gpu -1 for a rail or a leaf (no one GPU's). degraded_key writes a link's entry name back ("nic N.R" when
+  /// rail >= 0, else "nvlink G").
+  struct DegradedLink {
+    int gpu = -1;
+    int rail = -1;
+  };
+  DegradedLink degraded_link(const std::string& key) const;
+  std::string degraded_key(const DegradedLink& link) const;
   /// Leaf switches of the fabric: switch_radix / 2 ports face NICs; rail-optimized, one leaf per rail of each unit of
   /// switch_radix / 2 nodes; fat-tree, NICs fill leaves in node order (see Fabric).
   int leaf_switches() const;
