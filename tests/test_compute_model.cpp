@@ -781,6 +781,63 @@ TEST_CASE("FP8 current scaling (Transformer Engine): an amax read before each ca
   CHECK_THAT(analysis_table(d8, analyze(d8)), Catch::Contains("FP8 linear layers (training.fp8, current scaling)"));
 }
 
+// Transformer Engine's MXFP8 block scaling (TransformerEngine d0067d0 docs/features/low_precision_training/mxfp8:
+// one E8M0 scale per 32 elements, rowwise and columnwise copies quantized separately from the 16-bit data, no
+// transpose on Blackwell): each cast reads 2 bytes and writes 1 + 1 FP8 bytes and 2 / 32 scale bytes, 4.0625 an
+// element, one kernel; the GEMMs are the FP8 model at the FP8 peak times b200's mxfp8_gemm_factor.
+TEST_CASE("FP8 MXFP8 (Transformer Engine): one cast with both copies and scales, MX GEMM rate, hand-counted") {
+  const AcceleratorSpec b200 = accelerator_preset("b200", "a");
+  AcceleratorSpec mx = b200;  // the per-tensor FP8 model at the MX rate
+  mx.peak_fp8_flops = b200.peak_fp8_flops * 0.951;
+  const double T = kTinyTokens;
+  auto pass = [&](double bytes) { return elementwise_time_s(bytes, b200); };
+  double fwd = 0, bwd = 0;
+  for (const TinyLinear& x : kTinyLinears) {
+    fwd += fp8_gemm_time_s({T, x.out, x.in}, mx) - gemm_time_s({T, x.out, x.in}, DType::BF16, b200) +
+           pass(4.0625 * T * x.in) + 0.25 * pass(4.0625 * x.in * x.out);
+    bwd += fp8_gemm_time_s({T, x.in, x.out}, mx) - gemm_time_s({T, x.in, x.out}, DType::BF16, b200) +
+           fp8_gemm_time_s({x.in, x.out, T}, mx, 8 * x.in * x.out) -
+           gemm_time_s({x.in, x.out, T}, DType::BF16, b200, 8 * x.in * x.out) + pass(4.0625 * T * x.out);
+  }
+  const char* dp = R"({"preset": "dp", "dp": 1})";
+  const Experiment d16 = tiny_fp8_layer(false, dp), d8 = tiny_fp8_layer(true, dp, R"(, "fp8_scaling": "mxfp8")");
+  CHECK(d8.training.fp8_scaling == Fp8Scaling::Mxfp8);
+  CHECK(layer_times(d8, b200).forward_s - layer_times(d16, b200).forward_s == Approx(fwd).epsilon(1e-9));
+  CHECK(layer_times(d8, b200).backward_s - layer_times(d16, b200).backward_s == Approx(bwd).epsilon(1e-9));
+  // Host-bound (50 us a launch): one kernel per cast, as under delayed scaling: 12 + 4 forward, 16 + 4 backward.
+  Experiment host = d8;
+  host.training.launch_overhead_s = 50e-6;
+  CHECK(layer_times(host, b200).forward_s == Approx(16 * 50e-6));
+  CHECK(layer_times(host, b200).backward_s == Approx(20 * 50e-6));
+  CHECK(training_to_json(d8.training)["fp8_scaling"] == "mxfp8");
+  CHECK_THAT(analysis_table(d8, analyze(d8)), Catch::Contains("FP8 linear layers (training.fp8, mxfp8 scaling)"));
+  // Hopper has no MX tensor cores: refused, naming the setting and the accelerator.
+  const AcceleratorSpec h100 = accelerator_preset("h100-sxm", "a");
+  CHECK(h100.mxfp8_gemm_factor == 0);
+  CHECK_THROWS_WITH(layer_times(d8, h100), Catch::Contains("training.fp8_scaling=mxfp8") &&
+                                               Catch::Contains("h100-sxm") && Catch::Contains("mxfp8_gemm_factor"));
+  // A custom accelerator gives its factor; the cluster's echo carries it.
+  ClusterSpec custom = parse_cluster(Json::parse(
+      R"({"preset": "dgx-h100", "nodes": 1, "accelerator": {"preset": "h100-sxm", "mxfp8_gemm_factor": 0.9}})"));
+  CHECK(custom.accelerator.mxfp8_gemm_factor == 0.9);
+  CHECK(cluster_to_json(custom)["accelerator"]["mxfp8_gemm_factor"] == 0.9);
+}
+
+// Transformer Engine's GEMM profiling guide (NVIDIA/TransformerEngine d0067d0
+// docs/examples/gemm_profiling/gemm_profiling.rst, 'Autocast vs Pre-quantized', NVIDIA B300 SXM6 AC, M 15,872,
+// hidden 4,096, intermediate 16,384, kernels only): per-layer GEMM time FP8Current (per-tensor FP8) 6.812 ms, MXFP8
+// 7.161 ms; fprop 2.158 / 2.365, dgrad 2.329 / 2.397, wgrad 2.325 / 2.400 ms. B200's and GB200's factor reproduces
+// each within 5 %.
+TEST_CASE("The Blackwell mxfp8_gemm_factor reproduces Transformer Engine's B300 kernel times within 5 percent") {
+  for (const char* name : {"b200", "gb200"}) {
+    const double factor = accelerator_preset(name, "a").mxfp8_gemm_factor;
+    CHECK(factor == Approx(6.812 / 7.161).epsilon(0.05));
+    CHECK(factor == Approx(2.158 / 2.365).epsilon(0.05));
+    CHECK(factor == Approx(2.329 / 2.397).epsilon(0.05));
+    CHECK(factor == Approx(2.325 / 2.400).epsilon(0.05));
+  }
+}
+
 // The same tiny layer under torchao's tensorwise scaling (torchao eab345c, float8_linear.py and float8_ops.py), per
 // linear in x out: forward the input's amax read and cast (2 + 2 + 1 = 5 bytes per T x in) and the weight's, every
 // micro-batch (5 per in x out); input gradient: the output gradient's amax and cast (5 per T x out) and the FP8

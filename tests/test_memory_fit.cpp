@@ -30,6 +30,10 @@ TEST_CASE("Transformer Engine's FP8 linears keep 1-byte inputs: the norms' outpu
   CHECK(bf16 - te == 2 * s * h / tp + s * f / tp - s * o / tp);
   // Current scaling runs the same modules (Float8CurrentScalingQuantizer in place of Float8Quantizer): the same saves.
   CHECK(layer_activation_bytes(layer(R"(, "fp8": true, "fp8_scaling": "current")")) == te);
+  // MXFP8 saves the same tensors in FP8 with an E8M0 scale per 32 elements: 1 + 1/32 bytes each.
+  const double b8 = 1 + 1.0 / 32;
+  CHECK(bf16 - layer_activation_bytes(layer(R"(, "fp8": true, "fp8_scaling": "mxfp8")")) ==
+        Approx((2 - b8) * (2 * s * h / tp + s * f / tp) - b8 * s * o / tp));
   // torchao's tensorwise Float8Linear saves the 16-bit input: nothing changes.
   CHECK(layer_activation_bytes(layer(R"(, "fp8": true, "fp8_scaling": "tensorwise")")) == bf16);
   // Full recompute keeps only each layer's input, FP8 or not.

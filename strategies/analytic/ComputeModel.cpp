@@ -59,6 +59,7 @@ struct LayerShape {
   bool fp8 = false;             // training.fp8: the linears' GEMMs in FP8, with their casts
   bool fp8_tensorwise = false;  // training.fp8_scaling = tensorwise: torchao's dynamic casts (fp8_cast_s)
   bool fp8_current = false;     // training.fp8_scaling = current: Transformer Engine's amax pass before each cast
+  bool fp8_mx = false;          // training.fp8_scaling = mxfp8: block scales, rowwise and columnwise copies
   // Share of a weight's FP8 cast each forward pays: 1 when the parameters are gathered per use (a fresh 16-bit copy
   // each micro-batch), else 1 / micro-batches (Transformer Engine casts on a step's first micro-batch and keeps the
   // FP8 weight and its transpose until the step ends: Megatron-Core's is_first_microbatch).
@@ -100,6 +101,7 @@ LayerShape shape_of(const Experiment& e) {
   L.fp8 = e.training.fp8;
   L.fp8_tensorwise = L.fp8 && e.training.fp8_scaling == Fp8Scaling::Tensorwise;
   L.fp8_current = L.fp8 && e.training.fp8_scaling == Fp8Scaling::Current;
+  L.fp8_mx = L.fp8 && e.training.fp8_scaling == Fp8Scaling::Mxfp8;
   L.weight_cast_share = holds_unit_buffer(e.strategy, State::Parameters) || L.fp8_tensorwise
                             ? 1.0
                             : 1.0 / static_cast<double>(std::max<std::int64_t>(1, e.strategy.microbatches));
@@ -144,8 +146,10 @@ LayerLinears linears_of(const LayerShape& L) {
   return lin;
 }
 
-// A GEMM of the layer's linears: in FP8 under training.fp8 (fp8_gemm_time_s), else in the training dtype.
+// A GEMM of the layer's linears: in FP8 under training.fp8 (fp8_gemm_time_s; MX block-scaled under mxfp8,
+// mxfp8_gemm_time_s), else in the training dtype.
 double linear_gemm_s(const GemmShape& g, const LayerShape& L, const AcceleratorSpec& acc, double extra_bytes = 0) {
+  if (L.fp8_mx) return mxfp8_gemm_time_s(g, acc, extra_bytes);
   return L.fp8 ? fp8_gemm_time_s(g, acc, extra_bytes) : gemm_time_s(g, L.dtype, acc, extra_bytes);
 }
 
@@ -155,6 +159,11 @@ double linear_gemm_s(const GemmShape& g, const LayerShape& L, const AcceleratorS
 // - current (Transformer Engine's Float8CurrentScalingQuantizer::quantize_impl, TransformerEngine d0067d0
 //   pytorch/csrc/quantizer.cpp): an amax kernel reads them first (el), then the same cast-transpose, (2 el + 2);
 //   the scale kernel and a tensor-parallel group's amax all-reduce are not costed (one scalar each);
+// - mxfp8 (Transformer Engine's MXFP8Quantizer, d0067d0 docs/features/low_precision_training/mxfp8): one kernel reads
+//   them and writes the rowwise and the columnwise FP8 copy (1 + 1) with an E8M0 scale per 32 elements each
+//   (2 / 32), el + 2 + 1/16 bytes an element; each block's amax is taken inside the kernel. The scales' swizzle into
+//   the GEMM's layout is fused with the cast where no communication follows, and is a pass over the scales alone
+//   (1/32 of the bytes) where it does: not costed;
 // - tensorwise (torchao's hp_tensor_to_float8_dynamic): the amax reduction reads them (el bytes), then the scaled cast
 //   reads them again and writes the FP8 copy (el + 1), and the transposes are separate (fp8_relayout_s). Eager, each
 //   pass is a kernel of its own; compiled, the two count as one launch. (torchao measured a compiled Float8Linear,
@@ -164,6 +173,7 @@ double fp8_cast_s(double elems, const LayerShape& L, const AcceleratorSpec& acc)
   if (!L.fp8) return 0;
   if (L.fp8_tensorwise)
     return elementwise_time_s((2 * L.el + 1) * elems, acc) + (L.eager ? acc.profile.kernel_latency_s : 0);
+  if (L.fp8_mx) return elementwise_time_s((L.el + 2 + 2.0 / kMxfp8Block) * elems, acc);
   return elementwise_time_s(((L.fp8_current ? 2 : 1) * L.el + 2) * elems, acc);
 }
 // torchao's FP8 operand copied into the layout torch._scaled_mm takes (preprocess_addmm: a.contiguous() of the row
@@ -442,6 +452,20 @@ double gemm_time_at(const GemmShape& g, double peak, double el, const Accelerato
 
 double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, double extra_bytes) {
   return gemm_time_at(g, acc.peak_flops(dtype), dtype == DType::FP32 ? 4 : 2, acc, extra_bytes);
+}
+
+double mxfp8_gemm_time_s(const GemmShape& g, const AcceleratorSpec& acc, double extra_bytes) {
+  if (!(acc.mxfp8_gemm_factor > 0))
+    throw InputError(
+        "training.fp8_scaling=mxfp8 runs the linear layers on MX block-scaled FP8 tensor cores, but "
+        "accelerator " +
+        acc.name +
+        " has none (no mxfp8_gemm_factor: MXFP8 needs Blackwell, SM 10.0 or later); set "
+        "training.fp8_scaling to delayed or current, or give cluster.accelerator.mxfp8_gemm_factor for "
+        "a custom accelerator");
+  // The FP8 GEMM model at the FP8 peak times the measured MX/per-tensor kernel ratio; its bytes are counted as FP8's
+  // (the scales, 1/32 of the operands, are left out).
+  return gemm_time_at(g, acc.peak_fp8_flops * acc.mxfp8_gemm_factor, 2, acc, extra_bytes);
 }
 
 double fp8_gemm_time_s(const GemmShape& g, const AcceleratorSpec& acc, double extra_bytes) {

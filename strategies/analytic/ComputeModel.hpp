@@ -59,6 +59,9 @@ double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, 
 /// model (topology/profiles/measurements/h100-sxm.json, h200.json), so it reproduces them; B200's was fitted to bf16
 /// and is applied to FP8 (no FP8 sweep found). An InputError naming training.fp8 when the accelerator has no FP8
 /// peak.
+/// The same GEMM on MX block-scaled FP8 tensor cores (training.fp8_scaling mxfp8): the FP8 model at peak_fp8_flops x
+/// mxfp8_gemm_factor; refused (InputError) on an accelerator without MX tensor cores.
+double mxfp8_gemm_time_s(const GemmShape& g, const AcceleratorSpec& acc, double extra_bytes = 0);
 double fp8_gemm_time_s(const GemmShape& g, const AcceleratorSpec& acc, double extra_bytes = 0);
 /// Time of a memory-bound kernel moving `bytes` (read + written).
 double elementwise_time_s(double bytes, const AcceleratorSpec& acc);

@@ -298,11 +298,13 @@ double activation_bytes_of(const Experiment& e, double f, double routed, Recompu
   // input and the FP8 norm output): the QKV and MLP inputs (the norms' outputs) and fc2's input take 1 byte an element.
   // The projection keeps the attention output the attention kernel saves and, under Transformer Engine's scaling, its
   // FP8 copy besides (Megatron-Core's save_original_input, which avoids it, needs another recipe). torchao's tensorwise
-  // Float8Linear saves the 16-bit input: no change there.
+  // Float8Linear saves the 16-bit input: no change there. Under MXFP8 a saved FP8 tensor (its columnwise copy, the
+  // layout the weight gradient reads) carries its E8M0 scales, a byte per 32 elements.
   if (t.fp8 && t.fp8_scaling != Fp8Scaling::Tensorwise &&
       (recompute == Recompute::None || recompute == Recompute::Selective)) {
-    replicated -= 2.0 * (el - 1.0) * sbh;
-    sharded += -(el - 1.0) * sb * f + 1.0 * sb * o;
+    const double b8 = t.fp8_scaling == Fp8Scaling::Mxfp8 ? 1.0 + 1.0 / kMxfp8Block : 1.0;
+    replicated -= 2.0 * (el - b8) * sbh;
+    sharded += -(el - b8) * sb * f + b8 * sb * o;
   }
   // Attention scores: softmax output, and with dropout its mask and output (5as^2b for GPT).
   double scores = 0;

@@ -732,6 +732,7 @@ Json cluster_to_json(const ClusterSpec& c) {
                    {"tdp_w", a.tdp_w}};
   if (a.power_limit_w > 0) accelerator["power_limit_w"] = a.power_limit_w;
   if (a.peak_fp8_flops > 0) accelerator["peak_fp8_flops"] = a.peak_fp8_flops / a.compute_scale;
+  if (a.mxfp8_gemm_factor > 0) accelerator["mxfp8_gemm_factor"] = a.mxfp8_gemm_factor;
   Json config = Json::object();
   for (const auto& [key, value] : c.simgrid_config) config[key] = value;
   // Same keys as the input, in SI units, so that parse_cluster(cluster_to_json(c)) gives c back.

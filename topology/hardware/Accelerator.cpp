@@ -118,6 +118,7 @@ AcceleratorSpec parse_accelerator(const Json& value, const std::string& field, c
   a.peak_fp16_flops = r.get_positive("peak_fp16_flops", a.peak_fp16_flops, parse_flops);
   a.peak_fp32_flops = r.get_positive("peak_fp32_flops", a.peak_fp32_flops, parse_flops);
   a.peak_fp8_flops = r.get_positive("peak_fp8_flops", a.peak_fp8_flops, parse_flops);
+  a.mxfp8_gemm_factor = r.get_fraction("mxfp8_gemm_factor", a.mxfp8_gemm_factor);
   a.hbm_bytes = r.get_positive("hbm_bytes", a.hbm_bytes, parse_bytes);
   a.hbm_bw_Bps = r.get_positive("hbm_bw", a.hbm_bw_Bps, parse_bandwidth);
   a.gemm_efficiency = r.get_fraction("gemm_efficiency", a.gemm_efficiency);

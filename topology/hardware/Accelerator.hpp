@@ -148,6 +148,10 @@ struct AcceleratorSpec {
   double peak_fp32_flops = 0;
   /// Dense FP8 tensor-core peak (training.fp8's linear GEMMs); 0 = the accelerator has no FP8 tensor cores (A100).
   double peak_fp8_flops = 0;
+  /// MX block-scaled FP8 GEMMs (training.fp8_scaling mxfp8: E8M0 scales per 32 elements, read by the tensor cores) run
+  /// at this fraction of the per-tensor FP8 GEMM's rate (the profile's model at peak_fp8_flops), a measured kernel
+  /// ratio; 0 = no MX tensor cores (before Blackwell), and mxfp8 is refused.
+  double mxfp8_gemm_factor = 0;
   double hbm_bytes = 0;
   double hbm_bw_Bps = 0;
   /// Fraction of peak the simulator's FLOPs / rate fallback uses for opaque models (no layer shapes); the presets set

@@ -545,6 +545,11 @@ std::string fp8_summary(const Experiment& e, const AcceleratorSpec& acc) {
        : t.fp8_scaling == Fp8Scaling::Current
            ? "current scaling, Transformer Engine's: an amax pass and a fused cast-transpose, the weights cast once "
              "per step"
+       : t.fp8_scaling == Fp8Scaling::Mxfp8
+           ? "MXFP8 block scaling, Transformer Engine's: one cast writes the rowwise and columnwise FP8 copies with "
+             "an E8M0 scale per 32 elements, the weights cast once per step; the GEMMs at x" +
+                 format_significant(acc.mxfp8_gemm_factor, 3) + " the per-tensor FP8 rate (" + acc.name +
+                 "'s mxfp8_gemm_factor)"
            : "delayed scaling, Transformer Engine's: fused cast-transposes, the weights cast once per step") +
       std::string(e.provenance.written("training.fp8_scaling")
                       ? " (training.fp8_scaling)"

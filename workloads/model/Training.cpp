@@ -42,8 +42,10 @@ constexpr EnumName<Kernels> kKernelsNames[] = {
 constexpr EnumName<AttentionKernel> kAttentionKernelNames[] = {
     {AttentionKernel::Fused, "fused"},   {AttentionKernel::Fa2, "fa2"},     {AttentionKernel::Flash1, "flash1"},
     {AttentionKernel::Triton, "triton"}, {AttentionKernel::Cudnn, "cudnn"}, {AttentionKernel::Fa3, "fa3"}};
-constexpr EnumName<Fp8Scaling> kFp8ScalingNames[] = {
-    {Fp8Scaling::Delayed, "delayed"}, {Fp8Scaling::Tensorwise, "tensorwise"}, {Fp8Scaling::Current, "current"}};
+constexpr EnumName<Fp8Scaling> kFp8ScalingNames[] = {{Fp8Scaling::Delayed, "delayed"},
+                                                     {Fp8Scaling::Tensorwise, "tensorwise"},
+                                                     {Fp8Scaling::Current, "current"},
+                                                     {Fp8Scaling::Mxfp8, "mxfp8"}};
 constexpr EnumName<LossKernel> kLossKernelNames[] = {
     {LossKernel::VocabParallel, "vocab-parallel"}, {LossKernel::PyTorch, "pytorch"}, {LossKernel::Fused, "fused"}};
 constexpr EnumName<Recompute> kRecomputeNames[] = {{Recompute::None, "none"},

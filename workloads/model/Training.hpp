@@ -63,7 +63,15 @@ enum class LossKernel { VocabParallel, PyTorch, Fused };
 /// - current: Transformer Engine's Float8CurrentScaling (NeMo's and Megatron-Bridge's "FP8-CS"): each cast first
 ///   reduces the tensor's amax (a read, nvte_compute_amax), computes the scale, then casts with the transpose (a read
 ///   and two FP8 writes, nvte_quantize_v2); a step casts its weights once, as under delayed.
-enum class Fp8Scaling { Delayed, Tensorwise, Current };
+/// - mxfp8: Transformer Engine's MXFP8BlockScaling (Blackwell; Megatron-Bridge's "FP8-MX"): one E8M0 scale per 32
+///   consecutive elements, taken from the block's own amax inside the cast kernel (no amax pass, no history); one
+///   kernel reads a 16-bit tensor and writes its rowwise and its columnwise FP8 copy with their scales (the two
+///   directions' blocks differ, so both are quantized from the 16-bit data; Blackwell's GEMMs take either layout, no
+///   transpose); a step casts its weights once; the GEMMs run on the accelerator's MX tensor cores
+///   (AcceleratorSpec::mxfp8_gemm_factor).
+enum class Fp8Scaling { Delayed, Tensorwise, Current, Mxfp8 };
+/// Elements per MXFP8 scale (one E8M0 byte per 32 consecutive elements, the OCP MX format's block).
+inline constexpr double kMxfp8Block = 32;
 
 /// Skewed routing of a mixture-of-experts model, a what-if (placesim does not train a router): every source rank
 /// routes alike, in every MoE layer and micro-batch. Expert i takes a share p_i of the token-expert assignments:
