@@ -193,7 +193,7 @@ def stats(results):
 def frozen_stats(results):
     """The same statistics of the errors the rows had when they were collected (their 'frozen' field)."""
     then = [{"error": r["frozen"]["error_percent"]} if r["frozen"].get("error_percent") is not None else {}
-            for r in results if "frozen" in r]
+            for r in results if "frozen" in r and r["frozen"].get("commit")]
     return stats(then)
 
 
@@ -256,7 +256,7 @@ AGGREGATES = {
     ],
 }
 FAMILY_LABELS = {
-    "nemo": "NeMo 25.02-26.04, Megatron-Bridge (`nemo`)",
+    "nemo": "NeMo 25.02-26.06, Megatron-Bridge (`nemo`)",
     "megatron-deepspeed": "Megatron-DeepSpeed: BLOOM and its benchmarks, MT-NLG (`megatron-deepspeed`)",
     "deepspeed-zero": "DeepSpeed ZeRO-3 on Azure (`deepspeed-zero`)",
     "nanotron": "nanotron, Ultra-Scale Playbook benchmarks (`nanotron`)",
@@ -325,7 +325,8 @@ def row_cells(r, frozen):
     then = []
     if frozen:
         f = r.get("frozen", {})
-        then = ["refused" if f.get("refused") else percent(f.get("error_percent"))]
+        then = ["added later" if not f.get("commit") else "refused" if f.get("refused")
+                else percent(f.get("error_percent"))]
     if "refused" in r:
         return ([name, r["gpus"] or "", "", METRIC_LABELS[r["metric"]], format_published(r["metric"], r["published"]),
                  "", ""] + then
@@ -397,7 +398,7 @@ def summary_markdown(results_by_table):
 # The Markdown blocks of docs/validation.md, by name: (tables they need, builder of the text from their results).
 
 def _frozen_commit(results):
-    return next((r["frozen"]["commit"] for r in results if "frozen" in r), None)
+    return next((r["frozen"]["commit"] for r in results if "frozen" in r and r["frozen"].get("commit")), None)
 
 
 def _rows_block(table_dir):

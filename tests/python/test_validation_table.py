@@ -117,7 +117,8 @@ class ValidationTable(unittest.TestCase):
         # Group A: now +10 and -30 (mean 20.0, one within 20 %), when collected +8 and -25 (mean 16.5, one within);
         # group B: now +5, refused when collected. A and B together: 45 / 3 = 15.0 now, 16.5 over the two collected.
         def r(err, then):
-            return {"error": err, "frozen": {"error_percent": then, "refused": "memory" if then is None else None}}
+            return {"error": err, "frozen": {"commit": "abc1234", "error_percent": then,
+                                             "refused": "memory" if then is None else None}}
         groups = [("a", "A", [r(10.0, 8.0), r(-30.0, -25.0)]), ("b", "B", [r(5.0, None)])]
         text = table.groups_markdown(groups, [("A and B", ("a", "b"))], "abc1234")
         self.assertEqual(text.splitlines(), [
@@ -128,6 +129,17 @@ class ValidationTable(unittest.TestCase):
             "| B | 1 | 5.0 % | +5.0 % | 1 | 1 |  (1 refused) | 0 |",
             "| A and B | 3 | 15.0 % | -30.0 % | 2 | 2 | 16.5 % (1 refused) | 1 |",
             "| **all** | 3 | 15.0 % | -30.0 % | 2 | 2 | 16.5 % (1 refused) | 1 |"])
+
+    def test_rows_added_after_the_freeze_are_left_out_of_the_errors_when_collected(self):
+        # Two rows collected at the freeze (+8, refused) and one added later (no commit): the statistics then count
+        # one row with an error and one refused, not the later one.
+        rows = [{"error": 1.0, "frozen": {"commit": "abc1234", "error_percent": 8.0}},
+                {"error": 2.0, "frozen": {"commit": "abc1234", "error_percent": None, "refused": "memory"}},
+                {"error": 3.0, "frozen": {"commit": None, "error_percent": None, "refused": None}}]
+        then = table.frozen_stats(rows)
+        self.assertEqual((then["rows"], then["refused"]), (1, 1))
+        self.assertAlmostEqual(then["mean"], 8.0)
+        self.assertEqual(table._frozen_commit(list(reversed(rows))), "abc1234")
 
     def test_the_summary_counts_rows_inside_their_interval(self):
         results = {"examples/validation": [{"error": 4.0, "in_interval": True}, {"error": -2.0, "in_interval": False},
