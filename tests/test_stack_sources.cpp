@@ -107,6 +107,7 @@ TEST_CASE("NeMo 24.07: bf16 gradient reduction (grad_sync_dtype) and overlapped 
   rows.push_back({"training.grad_dtype", R"("bf16")", "bf16", "grad_sync_dtype=bf16"});
   rows.push_back({"strategy.p2p", R"("async")", "pp > 1 and interleaved", "overlap_p2p_comm = True"});
   rows.push_back({"strategy.p2p", R"("megatron")", "", "batch_p2p_comm = True"});
+  rows.push_back({"strategy.param_gather_overlap", "true", "", "overlap_param_sync: true"});
   check_stack("nemo-24.07", rows);
   check_limits("nemo-24.07", {{"pp > 1 and not 1f1b and not interleaved", "core_v0.8.0 L24-108"},
                               {"ep overlap", "Megatron-Core 0.8 has no such flag"}});

@@ -473,6 +473,7 @@ void Expander::expand_stage(int s) {
     }
     all_warmup_ = !forward_after;
   }
+  issue_param_sync(s);
   if (blocking_p2p_) post_receives(s, order, 0);
   host_wait(s, e_.training.host_time_per_step_s, -1);
   for (int i = 0; i < static_cast<int>(order.size()); ++i) {

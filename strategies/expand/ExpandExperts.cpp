@@ -168,6 +168,29 @@ void Expander::expert_step_sync(int s) {
   }
 }
 
+// The experts' updated shards of one MoE layer group under param_gather_overlap: gathered at the step's start (in
+// the forward's order, issue_param_sync), before the group's first forward. The after-step gather of expert_regather
+// in one bucket per MoE layer: the same bytes.
+void Expander::issue_expert_param_sync(int s, int chunk, int g) {
+  const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
+  const StrategySpec v = expert_view(e_.strategy);
+  for (const DataCollective& dc : expert_plan(e_.strategy)) {
+    if (dc.when != DataWhen::AfterStep) continue;
+    for (int j = 0; j < ep_; ++j) {
+      Collective c;
+      c.op = dc.op;
+      c.cls = CommClass::ExpertDataSync;
+      c.stream = Stream::DpGather;
+      c.group = edp_group(s, j);
+      c.elems = st.expert_padded(e_.strategy.edp()) / st.moe_layers / v.degree(dc.divided);
+      c.elem_bytes = e_.training.param_bytes();
+      const TaskId id = add_collective(c, s);
+      for (int lane = j; lane < dl_ * tp_; lane += ep_)
+        param_sync_[{static_cast<std::size_t>(lane), chunk, g}].push_back(id);
+    }
+  }
+}
+
 // ZeRO-1 for the experts: the updated shards are all-gathered over the expert-data-parallel group after the step.
 void Expander::expert_regather(int s, const std::vector<TaskId>& updated) {
   const StageLayout& st = layouts_[static_cast<std::size_t>(s)];

@@ -43,6 +43,10 @@ void Expander::gather_params(int s, const StageOp& op, int g) {
   gather_of_group_.assign(static_cast<std::size_t>(dl_ * tp_), {});
   const DataCollective* gather = param_gather(op.forward);
   const bool fetch = pl.parameters == Mode::Offloaded;
+  // The updated parameters' gathers launched at the step's start (param_gather_overlap) feed the first forward.
+  if (op_first_forward_)
+    for (std::size_t lane = 0; lane < gather_of_group_.size(); ++lane)
+      if (auto it = param_sync_.find({lane, op.chunk, g}); it != param_sync_.end()) gather_of_group_[lane] = it->second;
   if (!gather && !fetch) return;
   const LayerGroup& lg = group_of(s, op, g);
   const double pb = e_.training.param_bytes();
@@ -415,9 +419,10 @@ void Expander::finish_step(int s) {
       updated.push_back(step);
       updated_lanes[static_cast<std::size_t>(d * tp_ + t)] = step;
     }
-    // Replicated parameters updated shard by shard are gathered back (ZeRO-1/2, ZeRO-Offload).
+    // Replicated parameters updated shard by shard are gathered back (ZeRO-1/2, ZeRO-Offload), unless the next step's
+    // forward gathers them (param_gather_overlap: issue_param_sync).
     const DataCollective* regather = planned(State::Parameters, DataWhen::AfterStep);
-    if (!regather) continue;
+    if (!regather || e_.strategy.param_gather_overlap) continue;
     std::int64_t bucket = 0;
     auto issue = [&]() {
       Collective c;
@@ -438,7 +443,52 @@ void Expander::finish_step(int s) {
       }
     if (bucket > 0) issue();
   }
-  expert_regather(s, updated_lanes);  // the experts' after-step gathers follow every lane's update
+  // The experts' after-step gathers follow every lane's update (or the next step's forward gathers them).
+  if (!e_.strategy.param_gather_overlap) expert_regather(s, updated_lanes);
+}
+
+// Megatron-Core's --overlap-param-gather (distrib_optimizer.py step_with_ready_grads: "the first all-gather is launched
+// asynchronously in the next optimizer.zero_grad() call and subsequent all-gathers are launched in the forward
+// pre-hook"): in one step, the gathers of the step before's update run at the start, in the forward's bucket order,
+// and a layer group's first forward waits for the bucket holding it (its first layer's pre-hook waits for its bucket;
+// the buckets are consecutive layer groups, as the after-step gathers' of finish_step).
+void Expander::issue_param_sync(int s) {
+  param_sync_.clear();
+  if (!e_.strategy.param_gather_overlap || !synchronous_) return;
+  const DataCollective* regather = planned(State::Parameters, DataWhen::AfterStep);
+  const double pb = e_.training.param_bytes();
+  const auto& chunks = groups_[static_cast<std::size_t>(s)];
+  std::vector<std::int64_t> bucket(static_cast<std::size_t>(tp_), 0);  // per tp rank: the bucket being filled
+  std::vector<std::vector<std::pair<int, int>>> members(static_cast<std::size_t>(tp_));  // its (chunk, group)s
+  auto issue = [&](int t) {
+    Collective c;
+    c.op = regather->op;
+    c.cls = regather->cls;
+    c.stream = Stream::DpGather;
+    c.elems = bucket[static_cast<std::size_t>(t)] / e_.strategy.degree(regather->divided);
+    c.elem_bytes = static_cast<int>(pb);
+    for (const DataCoset& coset : add_data_collectives(c, regather->group, t, s))
+      for (int d : coset.members) {
+        const TaskId last = task_of_member(coset.tasks.last, rank(d, t, s));
+        for (auto [chunk, g] : members[static_cast<std::size_t>(t)])
+          param_sync_[{static_cast<std::size_t>(d * tp_ + t), chunk, g}].push_back(last);
+      }
+    bucket[static_cast<std::size_t>(t)] = 0;
+    members[static_cast<std::size_t>(t)].clear();
+  };
+  // In the forward's order, so that each device's gathers queue as its forward needs them: a group's bucket when it
+  // is full, then the group's experts (their own buckets, one per MoE layer).
+  for (std::size_t chunk = 0; chunk < chunks.size(); ++chunk)
+    for (std::size_t g = 0; g < chunks[chunk].size(); ++g) {
+      for (int t = 0; regather && t < tp_; ++t) {
+        bucket[static_cast<std::size_t>(t)] += sharded(chunks[chunk][g], dp_) * dp_;
+        members[static_cast<std::size_t>(t)].emplace_back(static_cast<int>(chunk), static_cast<int>(g));
+        if (static_cast<double>(bucket[static_cast<std::size_t>(t)]) * pb >= e_.strategy.bucket_bytes) issue(t);
+      }
+      if (moe_group(chunks[chunk][g])) issue_expert_param_sync(s, static_cast<int>(chunk), static_cast<int>(g));
+    }
+  for (int t = 0; regather && t < tp_; ++t)
+    if (bucket[static_cast<std::size_t>(t)] > 0) issue(t);
 }
 
 void Expander::set_resident_memory() {

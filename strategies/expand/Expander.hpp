@@ -263,6 +263,10 @@ class Expander {
   /// Posts the receives of the ops from `first` up to the next exchange; `gather`: and their scatter-gather.
   void post_receives(int s, const std::vector<PipeOp>& order, int first, bool gather = true);
   void finish_step(int s);
+  /// strategy.param_gather_overlap: the after-step gathers of stage s issued at the step's start, each bucket feeding
+  /// the first forward of its layer groups (param_sync_).
+  void issue_param_sync(int s);
+  void issue_expert_param_sync(int s, int chunk, int g);
   /// A gradient all-reduce of `elems` between devices a and b (no stage), on the data-parallel stream.
   TaskId add_pair_allreduce(int a, int b, CommClass cls, std::int64_t elems);
   void embedding_sync();
@@ -309,7 +313,10 @@ class Expander {
   std::vector<TaskId> compute_of_group_;              // last compute task per (d, t) of the current group
   std::vector<std::vector<TaskId>> gather_window_;    // per (d, t): compute tasks of gathered groups, for the limit
   std::vector<std::vector<TaskId>> gather_of_group_;  // per (d, t): the gather tasks feeding the current group
-  std::vector<std::vector<TaskId>> grad_window_;      // per (d, t): tasks releasing unsharded gradient buffers
+  /// strategy.param_gather_overlap, per (lane, chunk, group) of the stage being expanded: the gathers of the updated
+  /// parameters its first forward waits for.
+  std::map<std::tuple<std::size_t, int, int>, std::vector<TaskId>> param_sync_;
+  std::vector<std::vector<TaskId>> grad_window_;  // per (d, t): tasks releasing unsharded gradient buffers
   // NCCL runs one collective at a time per communicator (NVIDIA/nccl#574), and FSDP issues a unit's gather and the
   // gradient reduce-scatters on one process group. Per (d, t): the reduce-scatters of the current op in the order
   // they were created (the backward's last unit first), their first and last task of the member; and the last one

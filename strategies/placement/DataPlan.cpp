@@ -78,7 +78,8 @@ std::vector<DataCollective> data_plan(const StrategySpec& s) {
       grad_sharded | (accumulated & opt_sharded), DataWhen::Step, "accumulated gradient all-reduce");
   add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather,
       axes_where(p, State::Parameters, Mode::Replicated) & opt_sharded, gathered, DataWhen::AfterStep,
-      "updated parameter all-gather");
+      s.param_gather_overlap ? "updated parameter all-gather (in the next step's first forward)"
+                             : "updated parameter all-gather");
   return out;
 }
 

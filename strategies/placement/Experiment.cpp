@@ -384,11 +384,30 @@ void resolve_kernels(Experiment& e) {
 
 }  // namespace
 
+// strategy.param_gather_overlap written by the user on a placement without an after-step parameter gather (a stack
+// supplying it for every plan leaves it without effect there).
+void check_param_gather_overlap(const Experiment& e) {
+  const StrategySpec& s = e.strategy;
+  const Placement& p = s.placement;
+  if (!s.param_gather_overlap || !e.provenance.written("strategy.param_gather_overlap")) return;
+  const bool regathers =
+      p.sharded_axes(State::Optimizer) != kNoAxes && (p.mode(State::Parameters, kShardAxis) == Mode::Replicated ||
+                                                      p.mode(State::Parameters, kReplicateAxis) == Mode::Replicated);
+  if (!regathers)
+    throw InputError(
+        "strategy.param_gather_overlap=true overlaps the all-gather of the updated parameter shards "
+        "with the next step's forward, but placement " +
+        short_form(p) +
+        " gathers none after the step (it needs the optimizer sharded and the parameters replicated, "
+        "as the megatron-core preset's distributed optimizer): drop it");
+}
+
 void resolve(Experiment& e) {
   resolve_batch(e);
   StrategySpec& s = e.strategy;
   if (s.noam == 0) s.noam = s.pp;
   check_experts(e);
+  check_param_gather_overlap(e);
   resolve_recompute(e);
   resolve_kernels(e);
 }
@@ -438,6 +457,7 @@ Json strategy_to_json(const StrategySpec& s) {
   if (s.flat_params) j["flat_params"] = true;
   if (s.tp_copies) j["tp_copies"] = true;
   if (s.ep_overlap) j["ep_overlap"] = true;
+  if (s.param_gather_overlap) j["param_gather_overlap"] = true;
   if (s.tp_fp8_gather) j["tp_fp8_gather"] = true;
   if (!s.layers_per_stage.empty()) j["layers_per_stage"] = s.layers_per_stage;
   // The split data axis appears only when it is split, so one-axis reports read as before.

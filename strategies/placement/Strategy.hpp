@@ -103,6 +103,14 @@ struct StrategySpec {
   /// step whose layers alternate, so that one micro-batch's expert all-to-all runs beside the other's compute. MoE
   /// models with ep > 1; interleaved when pp > 1, 1f1b when pp = 1.
   bool ep_overlap = false;
+  /// Megatron-Core's --overlap-param-gather with the distributed optimizer (NVIDIA/Megatron-LM core_v0.14.0
+  /// megatron/core/optimizer/distrib_optimizer.py step_with_ready_grads, distributed/param_and_grad_buffer.py
+  /// finish_param_sync), as NeMo's recipes run it (and NeMo 1.0's distributed Adam, overlap_param_sync): the updated
+  /// shards are not all-gathered after the step but bucket by bucket during the next step's first forward, each
+  /// bucket's gather launched when the one before it is waited for and waited for by the forward pre-hook of its first
+  /// layer. Costed in one step as the gathers at its start, each layer group's first forward after its bucket's
+  /// gather. No effect without an after-step gather (the optimizer sharded, the parameters replicated).
+  bool param_gather_overlap = false;
   /// PyTorch's DTensor TP on batch-first activations ([batch, seq, hidden], sequence parallel as Shard(1): torchtitan):
   /// funcol's all_gather_tensor(gather_dim=1) gathers along dim 0 and then copies the gathered buffer into place
   /// (torch.cat of its chunks), reduce_scatter_tensor(scatter_dim=1) copies its input into rank order first; each copy
