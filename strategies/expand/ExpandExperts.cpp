@@ -98,6 +98,8 @@ std::vector<TaskId> Expander::expert_compute(int s, const StageOp& op, int g, Ta
     g_.depend(in, id);
     computes.push_back(id);
     if (backward && !op.split) expert_last_[static_cast<std::size_t>(s)][static_cast<std::size_t>(lane)] = id;
+    if (backward && !op.split && op_last_backward_)
+      expert_ready_[{s, static_cast<std::size_t>(lane), op.chunk, g}] = id;
   }
   return computes;
 }
@@ -115,6 +117,7 @@ void Expander::expert_weights(int s, const StageOp& op, int g) {
     for (TaskId dep : preceding(lane, frontier_[lane])) g_.depend(dep, id);
     frontier_[lane] = {id};
     expert_last_[static_cast<std::size_t>(s)][lane] = id;
+    expert_ready_[{s, lane, op.chunk, g}] = id;  // the W ops run in order: the chunk's last one stays
   });
 }
 
@@ -136,36 +139,55 @@ double Expander::held_experts(int s, State state) const {
 }
 
 // The experts' gradients, synchronised once per step over each expert-data-parallel group (the stage's lanes that
-// hold the same experts: lane % ep alike) in expert_plan order, after the group's last expert backward.
-void Expander::expert_step_sync(int s) {
+// hold the same experts: lane % ep alike) in expert_plan order, bucket by bucket as the dense gradients: MoE layers
+// fill a bucket of bucket_bytes in the backward's order, reduced once the last backward of each of its layers is done
+// (Megatron-Core core_v0.14.0 distributed_data_parallel.py: the experts' own buffers, expert_parallel_bucket_groups,
+// take the same backward post-hook, register_grad_ready, as the dense ones). Each bucket follows the one before.
+void Expander::expert_grads_ready(int s, int chunk, int g) {
   const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
-  if (st.moe_layers == 0) return;
-  const StrategySpec v = expert_view(e_.strategy);
-  const std::int64_t padded = st.expert_padded(e_.strategy.edp());
   if (e_.strategy.edp() < 2) return;  // nothing to synchronise
   for (int j = 0; j < ep_; ++j) {
-    const int group = edp_group(s, j);
-    std::vector<TaskId> before;
-    for (int lane = j; lane < dl_ * tp_; lane += ep_)
-      before.push_back(expert_last_[static_cast<std::size_t>(s)][static_cast<std::size_t>(lane)]);
-    for (const DataCollective& dc : expert_plan(e_.strategy)) {
-      if (dc.state != State::Gradients || dc.when != DataWhen::Step) continue;
-      Collective c;
-      c.op = dc.op;
-      c.cls = CommClass::ExpertDataSync;
-      c.stream = Stream::DpComm;
-      c.group = group;
-      c.elems = padded / v.degree(dc.divided);
-      c.elem_bytes = e_.training.grad_bytes();
-      const TaskId id = add_collective(c, s);
-      for (TaskId dep : before)
-        if (dep != kNoTask) g_.depend(dep, id);
-      before = {id};
+    ExpertBucket& b = expert_buckets_[{s, j}];
+    for (int lane = j; lane < dl_ * tp_; lane += ep_) {
+      const auto it = expert_ready_.find({s, static_cast<std::size_t>(lane), chunk, g});
+      b.ready.push_back(it != expert_ready_.end()
+                            ? it->second
+                            : expert_last_[static_cast<std::size_t>(s)][static_cast<std::size_t>(lane)]);
     }
-    for (int lane = j; lane < dl_ * tp_; lane += ep_)
-      for (TaskId dep : before)
-        if (dep != kNoTask) step_end_deps_[static_cast<std::size_t>(rank(lane / tp_, lane % tp_, s))].push_back(dep);
+    b.elems += st.expert_padded(e_.strategy.edp()) / st.moe_layers;
+    if (static_cast<double>(b.elems) * e_.training.grad_bytes() >= e_.strategy.bucket_bytes) reduce_expert_bucket(s, j);
   }
+}
+
+void Expander::reduce_expert_bucket(int s, int j) {
+  ExpertBucket& b = expert_buckets_[{s, j}];
+  if (b.elems == 0) return;
+  const StrategySpec v = expert_view(e_.strategy);
+  std::vector<TaskId> before = b.before;
+  for (TaskId dep : b.ready) before.push_back(dep);
+  for (const DataCollective& dc : expert_plan(e_.strategy)) {
+    if (dc.state != State::Gradients || dc.when != DataWhen::Step) continue;
+    Collective c;
+    c.op = dc.op;
+    c.cls = CommClass::ExpertDataSync;
+    c.stream = Stream::DpComm;
+    c.group = edp_group(s, j);
+    c.elems = b.elems / v.degree(dc.divided);
+    c.elem_bytes = e_.training.grad_bytes();
+    const TaskId id = add_collective(c, s);
+    for (TaskId dep : before)
+      if (dep != kNoTask) g_.depend(dep, id);
+    before = {id};
+  }
+  for (int lane = j; lane < dl_ * tp_; lane += ep_)
+    for (TaskId dep : before)
+      if (dep != kNoTask) step_end_deps_[static_cast<std::size_t>(rank(lane / tp_, lane % tp_, s))].push_back(dep);
+  b = ExpertBucket{0, {}, before};
+}
+
+// What is left in the experts' buckets once the stage's ops are expanded.
+void Expander::expert_step_sync(int s) {
+  for (int j = 0; j < ep_; ++j) reduce_expert_bucket(s, j);
 }
 
 // The experts' updated shards of one MoE layer group under param_gather_overlap: gathered at the step's start (in

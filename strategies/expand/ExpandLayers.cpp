@@ -21,6 +21,7 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
   if (op.weight) {
     weight_group(s, op, g);
     sync_gradients(s, op, g, last_backward);
+    if (last_backward && moe_group(lg)) expert_grads_ready(s, op.chunk, g);
   } else if (op.forward) {
     forward_group(s, op, g, stash_delta, phase);
     if (offload && runs_part(phase, last)) store_activations(s, op, g);
@@ -31,6 +32,7 @@ void Expander::expand_group(int s, const StageOp& op, int g, bool last_backward,
       for (std::size_t lane = 0; lane < compute_of_group_.size(); ++lane)
         activation_window_[lane].push_back(compute_of_group_[lane]);  // the backward frees them
     if (!defer_sync_ && !op.split && runs_part(phase, last)) sync_gradients(s, op, g, last_backward);
+    if (!op.split && runs_part(phase, last) && last_backward && moe_group(lg)) expert_grads_ready(s, op.chunk, g);
   }
   if (runs_part(phase, last) && last_backward && !op.weight && (lg.has_embedding || lg.has_head))
     for (int d = 0; d < dl_; ++d)

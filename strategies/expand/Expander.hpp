@@ -206,6 +206,9 @@ class Expander {
   /// The routed experts' step collectives over their expert-data-parallel groups (expert_plan), before and after
   /// the optimizer; `updated` are the optimizer tasks per lane.
   void expert_step_sync(int s);
+  /// The last backward of MoE layer group (chunk, g) is expanded: its experts' gradients join the stage's bucket.
+  void expert_grads_ready(int s, int chunk, int g);
+  void reduce_expert_bucket(int s, int j);
   void expert_regather(int s, const std::vector<TaskId>& updated);
   /// Elements of `state` of the routed experts a device of stage s holds.
   double held_experts(int s, State state) const;
@@ -365,6 +368,16 @@ class Expander {
   std::map<std::pair<int, int>, int> ep_groups_;   ///< (stage, first lane) -> group
   std::map<std::pair<int, int>, int> edp_groups_;  ///< (stage, ep rank) -> group
   std::vector<std::vector<TaskId>> expert_last_;   ///< per stage, per lane: the last expert backward of the step
+  /// Per (stage, lane, chunk, group): the expert backward (or W) of the chunk's last backward op, after which the
+  /// group's expert gradients are complete.
+  std::map<std::tuple<int, std::size_t, int, int>, TaskId> expert_ready_;
+  /// Per (stage, ep group): the experts' gradient bucket being filled in the backward (expert_grads_ready).
+  struct ExpertBucket {
+    std::int64_t elems = 0;
+    std::vector<TaskId> ready;   ///< the backwards that complete its layers' gradients
+    std::vector<TaskId> before;  ///< the bucket reduced before it
+  };
+  std::map<std::pair<int, int>, ExpertBucket> expert_buckets_;
   // per ep group of the stage, of the op's MoE group being expanded: its first all-to-all and its expert tasks
   std::vector<TaskId> expert_in_;
   std::vector<std::vector<TaskId>> expert_computes_;
