@@ -447,6 +447,8 @@ WHATIFS = {
         ("Megatron-Core's CP costs", ("strategy.cp_impl=te",))]),
     "whatif-cudnn-attention": ("examples/validation2024", r"^(nemo-|megatron-core-|nemotron4-)", True, [
         ("cuDNN's attention", ("training.attention_kernel=cudnn",))]),
+    "whatif-param-gather-overlap": ("examples/validation2024", r"^nemo-", True, [
+        ("the parameter gather in the next forward", ("strategy.param_gather_overlap=true",))]),
 }
 
 
