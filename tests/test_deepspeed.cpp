@@ -127,6 +127,26 @@ TEST_CASE("The BF16_Optimizer reduces once after the last backward and accumulat
   CHECK(a.memory.gradients == Approx(a.memory.parameters * 3));
 }
 
+// DeepSpeed v0.7.0 pipe/engine.py _exec_reduce_grads -> _bf16_reduce_grads -> buffered_allreduce_fallback: the
+// BF16_Optimizer's fp32 gradients are all-reduced although each rank steps its shard only. Per stage of the
+// megatron-deepspeed run above (dp 2, pp 2): a ring all-reduce sends 2 (dp - 1) / dp of the stage's fp32 gradient
+// buffer, twice the reduce-scatter zero1 needs; without a pipeline the stack leaves it to the placement.
+TEST_CASE("The BF16_Optimizer under DeepSpeed's pipeline all-reduces its fp32 gradients: twice zero1's bytes") {
+  const Experiment e = small(R"({"preset": "zero1", "dp": 2, "pp": 2})", "megatron-deepspeed");
+  REQUIRE(e.strategy.grad_allreduce);
+  CHECK_FALSE(e.provenance.written("strategy.grad_allreduce"));
+  Experiment rs = e;
+  rs.strategy.grad_allreduce = false;
+  const double all_reduced = analyze(e).comm.by_class[static_cast<std::size_t>(CommClass::DpGradSync)],
+               reduce_scattered = analyze(rs).comm.by_class[static_cast<std::size_t>(CommClass::DpGradSync)];
+  REQUIRE(reduce_scattered > 0);
+  CHECK(all_reduced == Approx(2 * reduce_scattered));
+  CHECK_FALSE(small(R"({"preset": "zero1", "dp": 2, "pp": 1})", "megatron-deepspeed").strategy.grad_allreduce);
+  // Written on a placement that reduce-scatters nothing at the step: refused, naming it.
+  CHECK_THROWS_WITH(small(R"({"preset": "zero2", "dp": 2, "grad_allreduce": true})", "deepspeed-zero"),
+                    Catch::Contains("strategy.grad_allreduce=true") && Catch::Contains("gradients sharded"));
+}
+
 TEST_CASE("DeepSpeed ZeRO-3 reduce-scatters bf16 gradients every micro-batch, half the bytes of fp32 ones") {
   // zero3 over dp 4, 2 micro-batches, one unit a layer: each micro-batch gathers every unit in the forward and again in
   // the backward and reduce-scatters its gradients. Under deepspeed-zero the gradients are bf16 (stage3.py's 16-bit

@@ -122,7 +122,8 @@ TEST_CASE("Megatron-DeepSpeed (BLOOM's code): DeepSpeed's pipeline engine and BF
                {"training.master_weights", R"("optimizer")", "16-bit", "_setup_for_real_optimizer"},
                {"strategy.tp_overlap", "false", "", "f90b8877"},
                {"strategy.p2p", R"("deepspeed")", "pp > 1 and 1f1b", "asserts async_op False"},
-               {"strategy.bucket_bytes", "1e15", "", "ReduceGrads"}});
+               {"strategy.bucket_bytes", "1e15", "", "ReduceGrads"},
+               {"strategy.grad_allreduce", "true", "bf16 and replicated gradients and pp > 1", "_bf16_reduce_grads"}});
   const auto s = find_stack("megatron-deepspeed", "stack", "");
   CHECK(s->family == "deepspeed");
   REQUIRE(s->cannot_run.size() == 2);
@@ -141,7 +142,8 @@ TEST_CASE("DeepSpeed ZeRO: 16-bit ZeRO-2/3 gradients, the BF16_Optimizer under Z
        {"strategy.tp_overlap", "false", "", "f90b8877"},
        {"strategy.p2p", R"("deepspeed")", "pp > 1 and 1f1b", "asserts async_op False"},
        {"strategy.bucket_bytes", "1e15", "pp > 1", "ReduceGrads"},
-       {"strategy.bucket_bytes", "1e9", "", "reduce_bucket_size and allgather_bucket_size 5e8"}});
+       {"strategy.bucket_bytes", "1e9", "", "reduce_bucket_size and allgather_bucket_size 5e8"},
+       {"strategy.grad_allreduce", "true", "bf16 and replicated gradients and pp > 1", "dist.all_reduce"}});
 }
 
 TEST_CASE("torchtitan 9dec370: eager, FSDP2 mixed precision, foreach AdamW, tensorwise Float8, its TP, CP and AC") {

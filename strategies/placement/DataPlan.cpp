@@ -72,10 +72,15 @@ std::vector<DataCollective> data_plan(const StrategySpec& s) {
       deferred ? DataWhen::LastBackward : DataWhen::Backward,
       deferred ? "accumulated gradient reduce-scatter (after the last backward)" : "gradient reduce-scatter");
   const AxisSet accumulated = kDataAxes & ~grad_sharded;
-  add(State::Gradients, CollectiveOp::ReduceScatter, CommClass::DpGradSync, accumulated & opt_sharded, grad_sharded,
-      DataWhen::Step, "accumulated gradient reduce-scatter");
-  add(State::Gradients, CollectiveOp::AllReduce, CommClass::DpGradSync, accumulated & ~opt_sharded,
-      grad_sharded | (accumulated & opt_sharded), DataWhen::Step, "accumulated gradient all-reduce");
+  if (s.grad_allreduce) {  // DeepSpeed's BF16_Optimizer: all of them all-reduced, each rank stepping its shard
+    add(State::Gradients, CollectiveOp::AllReduce, CommClass::DpGradSync, accumulated, grad_sharded, DataWhen::Step,
+        "accumulated gradient all-reduce (the optimizer steps its shard)");
+  } else {
+    add(State::Gradients, CollectiveOp::ReduceScatter, CommClass::DpGradSync, accumulated & opt_sharded, grad_sharded,
+        DataWhen::Step, "accumulated gradient reduce-scatter");
+    add(State::Gradients, CollectiveOp::AllReduce, CommClass::DpGradSync, accumulated & ~opt_sharded,
+        grad_sharded | (accumulated & opt_sharded), DataWhen::Step, "accumulated gradient all-reduce");
+  }
   add(State::Parameters, CollectiveOp::AllGather, CommClass::ZeroGather,
       axes_where(p, State::Parameters, Mode::Replicated) & opt_sharded, gathered, DataWhen::AfterStep,
       s.param_gather_overlap ? "updated parameter all-gather (in the next step's first forward)"

@@ -402,12 +402,27 @@ void check_param_gather_overlap(const Experiment& e) {
         "as the megatron-core preset's distributed optimizer): drop it");
 }
 
+// strategy.grad_allreduce on a placement whose step reduce-scatters no gradients.
+void check_grad_allreduce(const Experiment& e) {
+  const StrategySpec& s = e.strategy;
+  const Placement& p = s.placement;
+  if (!s.grad_allreduce || !e.provenance.written("strategy.grad_allreduce")) return;
+  if (p.sharded_axes(State::Gradients) != kNoAxes || p.sharded_axes(State::Optimizer) == kNoAxes)
+    throw InputError(
+        "strategy.grad_allreduce=true all-reduces the accumulated gradients where the sharded optimizer "
+        "needs only their reduce-scatter, but placement " +
+        short_form(p) + " has " +
+        (p.sharded_axes(State::Gradients) != kNoAxes ? "its gradients sharded" : "no sharded optimizer") +
+        " (it needs replicated gradients and a sharded optimizer, as zero1): drop it");
+}
+
 void resolve(Experiment& e) {
   resolve_batch(e);
   StrategySpec& s = e.strategy;
   if (s.noam == 0) s.noam = s.pp;
   check_experts(e);
   check_param_gather_overlap(e);
+  check_grad_allreduce(e);
   resolve_recompute(e);
   resolve_kernels(e);
 }
@@ -458,6 +473,7 @@ Json strategy_to_json(const StrategySpec& s) {
   if (s.tp_copies) j["tp_copies"] = true;
   if (s.ep_overlap) j["ep_overlap"] = true;
   if (s.param_gather_overlap) j["param_gather_overlap"] = true;
+  if (s.grad_allreduce) j["grad_allreduce"] = true;
   if (s.tp_fp8_gather) j["tp_fp8_gather"] = true;
   if (!s.layers_per_stage.empty()) j["layers_per_stage"] = s.layers_per_stage;
   // The split data axis appears only when it is split, so one-axis reports read as before.

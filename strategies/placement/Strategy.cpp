@@ -257,6 +257,7 @@ StrategySpec read_strategy_object(const Json& object, ErrorList* errors) {
   s.tp_overlap = r.get_bool("tp_overlap", true);
   s.ep_overlap = r.get_bool("ep_overlap", false);
   s.param_gather_overlap = r.get_bool("param_gather_overlap", false);
+  s.grad_allreduce = r.get_bool("grad_allreduce", false);
   s.tp_copies = r.get_bool("tp_copies", false);
   s.tp_fp8_gather = r.get_bool("tp_fp8_gather", false);
   read_schedule(r, object, s);

@@ -111,6 +111,13 @@ struct StrategySpec {
   /// layer. Costed in one step as the gathers at its start, each layer group's first forward after its bucket's
   /// gather. No effect without an after-step gather (the optimizer sharded, the parameters replicated).
   bool param_gather_overlap = false;
+  /// DeepSpeed's BF16_Optimizer (bf16 with ZeRO stage 0 or 1) under its pipeline engine (microsoft/DeepSpeed v0.7.0
+  /// deepspeed/runtime/pipe/engine.py _exec_reduce_grads -> _bf16_reduce_grads -> engine.py
+  /// buffered_allreduce_fallback: dist.all_reduce of the fp32 gradients): the accumulated gradients are all-reduced
+  /// over the data-parallel group although the optimizer is sharded (each rank then steps its shard and the updated
+  /// parameters are all-gathered), twice the bytes of the reduce-scatter the placement needs. Refused where the
+  /// placement reduce-scatters nothing at the step (gradients sharded, or the optimizer replicated).
+  bool grad_allreduce = false;
   /// PyTorch's DTensor TP on batch-first activations ([batch, seq, hidden], sequence parallel as Shard(1): torchtitan):
   /// funcol's all_gather_tensor(gather_dim=1) gathers along dim 0 and then copies the gathered buffer into place
   /// (torch.cat of its chunks), reduce_scatter_tensor(scatter_dim=1) copies its input into rank order first; each copy
