@@ -41,6 +41,24 @@ struct TinyLinear {
 constexpr double kTinyTokens = 128;
 constexpr TinyLinear kTinyLinears[] = {{256, 512}, {256, 256}, {256, 1024}, {512, 256}};
 
+// The tiny layer's forward and backward time under Transformer Engine's FP8 less its bf16 time, by hand: per linear,
+// the GEMMs at `gemm`'s FP8 rate less bf16's, a cast of `bytes` an element of the input (forward), of
+// `weight_share` of the weight (forward) and of the output gradient (backward), each a memory-bound pass on `acc`.
+std::pair<double, double> te_fp8_deltas(const AcceleratorSpec& acc, const AcceleratorSpec& gemm, double bytes,
+                                        double weight_share) {
+  const double T = kTinyTokens;
+  auto cast = [&](double elems) { return elementwise_time_s(bytes * elems, acc); };
+  double fwd = 0, bwd = 0;
+  for (const TinyLinear& x : kTinyLinears) {
+    fwd += fp8_gemm_time_s({T, x.out, x.in}, gemm) - gemm_time_s({T, x.out, x.in}, DType::BF16, acc) + cast(T * x.in) +
+           weight_share * cast(x.in * x.out);
+    bwd += fp8_gemm_time_s({T, x.in, x.out}, gemm) - gemm_time_s({T, x.in, x.out}, DType::BF16, acc) +
+           fp8_gemm_time_s({x.in, x.out, T}, gemm, 8 * x.in * x.out) -
+           gemm_time_s({x.in, x.out, T}, DType::BF16, acc, 8 * x.in * x.out) + cast(T * x.out);
+  }
+  return {fwd, bwd};
+}
+
 std::string write_temp(const std::string& name, const std::string& text) {
   std::string path = std::string(PLACESIM_BINARY) + "." + name;
   std::ofstream(path) << text;
@@ -713,19 +731,7 @@ TEST_CASE("FP8 GEMMs are the profile's GEMM model at the FP8 peak, as fitted to 
 TEST_CASE("FP8 linears: GEMMs at the FP8 peak plus their hand-counted casts, nothing else") {
   const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
   auto tiny = [](bool fp8, const char* strategy) { return tiny_fp8_layer(fp8, strategy); };
-  const double T = kTinyTokens;
-  auto cast = [&](double elems) { return elementwise_time_s(4 * elems, acc); };
-  auto expected = [&](double weight_share) {
-    double fwd = 0, bwd = 0;
-    for (const TinyLinear& x : kTinyLinears) {
-      fwd += fp8_gemm_time_s({T, x.out, x.in}, acc) - gemm_time_s({T, x.out, x.in}, DType::BF16, acc) + cast(T * x.in) +
-             weight_share * cast(x.in * x.out);
-      bwd += fp8_gemm_time_s({T, x.in, x.out}, acc) - gemm_time_s({T, x.in, x.out}, DType::BF16, acc) +
-             fp8_gemm_time_s({x.in, x.out, T}, acc, 8 * x.in * x.out) -
-             gemm_time_s({x.in, x.out, T}, DType::BF16, acc, 8 * x.in * x.out) + cast(T * x.out);
-    }
-    return std::pair{fwd, bwd};
-  };
+  auto expected = [&](double weight_share) { return te_fp8_deltas(acc, acc, 4, weight_share); };
   const char* dp = R"({"preset": "dp", "dp": 1})";
   PassTimes bf16 = layer_times(tiny(false, dp), acc), fp8 = layer_times(tiny(true, dp), acc);
   auto [fwd, bwd] = expected(0.25);
@@ -751,34 +757,35 @@ TEST_CASE("FP8 linears: GEMMs at the FP8 peak plus their hand-counted casts, not
   CHECK(layer_times(host, acc).backward_s == Approx(20 * 50e-6));
 }
 
+// The tiny layer under Transformer Engine's `scaling` (dp preset, 4 micro-batches: the weights cast on the first):
+// its FP8 time over bf16's is te_fp8_deltas of `bytes` a cast element; host-bound at 50 us a launch its passes last
+// `forward_kernels` and `backward_kernels` launches; the echo and the analysis name the scaling. Returns the run.
+Experiment check_te_scaling(const std::string& scaling, const AcceleratorSpec& acc, const AcceleratorSpec& gemm,
+                            double bytes, int forward_kernels, int backward_kernels) {
+  const auto [fwd, bwd] = te_fp8_deltas(acc, gemm, bytes, 0.25);
+  const char* dp = R"({"preset": "dp", "dp": 1})";
+  const Experiment d16 = tiny_fp8_layer(false, dp),
+                   d8 = tiny_fp8_layer(true, dp, R"(, "fp8_scaling": ")" + scaling + "\"");
+  CHECK(layer_times(d8, acc).forward_s - layer_times(d16, acc).forward_s == Approx(fwd).epsilon(1e-9));
+  CHECK(layer_times(d8, acc).backward_s - layer_times(d16, acc).backward_s == Approx(bwd).epsilon(1e-9));
+  Experiment host = d8;
+  host.training.launch_overhead_s = 50e-6;
+  CHECK(layer_times(host, acc).forward_s == Approx(forward_kernels * 50e-6));
+  CHECK(layer_times(host, acc).backward_s == Approx(backward_kernels * 50e-6));
+  CHECK(training_to_json(d8.training)["fp8_scaling"] == scaling);
+  CHECK_THAT(analysis_table(d8, analyze(d8)),
+             Catch::Contains("FP8 linear layers (training.fp8, " + scaling + " scaling)"));
+  return d8;
+}
+
 // Transformer Engine's current scaling (TransformerEngine d0067d0 pytorch/csrc/quantizer.cpp,
 // Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2):
 // each cast reads its 16-bit tensor once more for the amax, 2 + 2 + 1 + 1 = 6 bytes an element against delayed
 // scaling's 4, for the inputs, the output gradients and the weights alike; an amax and a scale kernel per cast.
 TEST_CASE("FP8 current scaling (Transformer Engine): an amax read before each cast, hand-counted") {
   const AcceleratorSpec acc = accelerator_preset("h100-sxm", "a");
-  const double T = kTinyTokens;
-  auto pass = [&](double bytes) { return elementwise_time_s(bytes, acc); };
-  double fwd = 0, bwd = 0;
-  for (const TinyLinear& x : kTinyLinears) {
-    fwd += fp8_gemm_time_s({T, x.out, x.in}, acc) - gemm_time_s({T, x.out, x.in}, DType::BF16, acc) +
-           pass(6 * T * x.in) + 0.25 * pass(6 * x.in * x.out);
-    bwd += fp8_gemm_time_s({T, x.in, x.out}, acc) - gemm_time_s({T, x.in, x.out}, DType::BF16, acc) +
-           fp8_gemm_time_s({x.in, x.out, T}, acc, 8 * x.in * x.out) -
-           gemm_time_s({x.in, x.out, T}, DType::BF16, acc, 8 * x.in * x.out) + pass(6 * T * x.out);
-  }
-  const char* dp = R"({"preset": "dp", "dp": 1})";
-  const Experiment d16 = tiny_fp8_layer(false, dp), d8 = tiny_fp8_layer(true, dp, R"(, "fp8_scaling": "current")");
-  CHECK(d8.training.fp8_scaling == Fp8Scaling::Current);
-  CHECK(layer_times(d8, acc).forward_s - layer_times(d16, acc).forward_s == Approx(fwd).epsilon(1e-9));
-  CHECK(layer_times(d8, acc).backward_s - layer_times(d16, acc).backward_s == Approx(bwd).epsilon(1e-9));
-  // Host-bound (50 us a launch): the layer's 12 forward and 16 backward kernels, plus 3 per cast, 4 casts each way.
-  Experiment host = d8;
-  host.training.launch_overhead_s = 50e-6;
-  CHECK(layer_times(host, acc).forward_s == Approx(24 * 50e-6));
-  CHECK(layer_times(host, acc).backward_s == Approx(28 * 50e-6));
-  CHECK(training_to_json(d8.training)["fp8_scaling"] == "current");
-  CHECK_THAT(analysis_table(d8, analyze(d8)), Catch::Contains("FP8 linear layers (training.fp8, current scaling)"));
+  // Host-bound: the layer's 12 forward and 16 backward kernels, plus 3 per cast, 4 casts each way.
+  CHECK(check_te_scaling("current", acc, acc, 6, 24, 28).training.fp8_scaling == Fp8Scaling::Current);
 }
 
 // Transformer Engine's MXFP8 block scaling (TransformerEngine d0067d0 docs/features/low_precision_training/mxfp8:
@@ -789,28 +796,9 @@ TEST_CASE("FP8 MXFP8 (Transformer Engine): one cast with both copies and scales,
   const AcceleratorSpec b200 = accelerator_preset("b200", "a");
   AcceleratorSpec mx = b200;  // the per-tensor FP8 model at the MX rate
   mx.peak_fp8_flops = b200.peak_fp8_flops * 0.951;
-  const double T = kTinyTokens;
-  auto pass = [&](double bytes) { return elementwise_time_s(bytes, b200); };
-  double fwd = 0, bwd = 0;
-  for (const TinyLinear& x : kTinyLinears) {
-    fwd += fp8_gemm_time_s({T, x.out, x.in}, mx) - gemm_time_s({T, x.out, x.in}, DType::BF16, b200) +
-           pass(4.0625 * T * x.in) + 0.25 * pass(4.0625 * x.in * x.out);
-    bwd += fp8_gemm_time_s({T, x.in, x.out}, mx) - gemm_time_s({T, x.in, x.out}, DType::BF16, b200) +
-           fp8_gemm_time_s({x.in, x.out, T}, mx, 8 * x.in * x.out) -
-           gemm_time_s({x.in, x.out, T}, DType::BF16, b200, 8 * x.in * x.out) + pass(4.0625 * T * x.out);
-  }
-  const char* dp = R"({"preset": "dp", "dp": 1})";
-  const Experiment d16 = tiny_fp8_layer(false, dp), d8 = tiny_fp8_layer(true, dp, R"(, "fp8_scaling": "mxfp8")");
+  // Host-bound: one kernel per cast, as under delayed scaling: 12 + 4 forward, 16 + 4 backward.
+  const Experiment d8 = check_te_scaling("mxfp8", b200, mx, 4.0625, 16, 20);
   CHECK(d8.training.fp8_scaling == Fp8Scaling::Mxfp8);
-  CHECK(layer_times(d8, b200).forward_s - layer_times(d16, b200).forward_s == Approx(fwd).epsilon(1e-9));
-  CHECK(layer_times(d8, b200).backward_s - layer_times(d16, b200).backward_s == Approx(bwd).epsilon(1e-9));
-  // Host-bound (50 us a launch): one kernel per cast, as under delayed scaling: 12 + 4 forward, 16 + 4 backward.
-  Experiment host = d8;
-  host.training.launch_overhead_s = 50e-6;
-  CHECK(layer_times(host, b200).forward_s == Approx(16 * 50e-6));
-  CHECK(layer_times(host, b200).backward_s == Approx(20 * 50e-6));
-  CHECK(training_to_json(d8.training)["fp8_scaling"] == "mxfp8");
-  CHECK_THAT(analysis_table(d8, analyze(d8)), Catch::Contains("FP8 linear layers (training.fp8, mxfp8 scaling)"));
   // Hopper has no MX tensor cores: refused, naming the setting and the accelerator.
   const AcceleratorSpec h100 = accelerator_preset("h100-sxm", "a");
   CHECK(h100.mxfp8_gemm_factor == 0);
