@@ -146,6 +146,22 @@ TEST_CASE("DeepSpeed ZeRO: 16-bit ZeRO-2/3 gradients, the BF16_Optimizer under Z
        {"strategy.grad_allreduce", "true", "bf16 and replicated gradients and pp > 1", "dist.all_reduce"}});
 }
 
+// Read at huggingface/nanotron e24d248 (src/ as at c252843, the Ultra-Scale Playbook benchmarks'): functional.py
+// L335/L578 and gradient_accumulator.py L204-223 (the fp32 add after the backward), trainer.py L502-519 (ZeRO-1's one
+// all-reduce, reduce_scatter=False) and L845-852 (DDP's 25 MB buckets), helpers.py L328-338 (fused AdamW),
+// llama.py L874-880 (fp32 sharded cross entropy), functional.py L266-345 / L474-581 (async backward TP).
+TEST_CASE("nanotron e24d248: fp32 accumulation after the backward, all-reduced gradients, DDP's buckets") {
+  check_stack("nanotron",
+              {{"training.grad_accumulation_fusion", "false", "", "fp32_grad.add_(half_param.grad)"},
+               {"strategy.grad_allreduce", "true", "replicated gradients", "reduce_scatter=False"},
+               {"strategy.bucket_bytes", "1e15", "replicated gradients and sharded optimizer", "L502-519"},
+               {"strategy.bucket_bytes", "5e7", "", "bucket_cap_mb"},
+               {"training.optimizer_kernel", R"("fused")", "", "AdamW(fused=True)"},
+               {"training.loss_kernel", R"("vocab-parallel")", "", "vocabulary-sharded fp32 cross entropy"},
+               {"strategy.tp_overlap", "true", "", "tp_linear_async_communication"}});
+  CHECK(find_stack("nanotron", "stack", "")->family == "nanotron");
+}
+
 TEST_CASE("torchtitan 9dec370: eager, FSDP2 mixed precision, foreach AdamW, tensorwise Float8, its TP, CP and AC") {
   check_stack("torchtitan-2024-12",
               {{"training.kernels", R"("eager")", "", "compile = false"},
@@ -195,7 +211,8 @@ TEST_CASE("OLMo-core e27ba7455: compiled model and loss, fused AdamW, torchao Fl
 TEST_CASE("Every built-in stack has a test above") {
   const std::vector<std::string> covered = {
       "megatron-lm-2021", "megatron-lm-2022",   "megatron-core-0.9", "megatron-core-0.14", "nemo-24.07",
-      "megatron-deepspeed", "deepspeed-zero", "torchtitan-2024-12", "llm-foundry",     "fms-fsdp",   "olmo-core"};
+      "megatron-deepspeed", "deepspeed-zero", "torchtitan-2024-12", "llm-foundry",     "fms-fsdp",   "olmo-core",
+      "nanotron"};
   CHECK(builtin_stack_names().size() == covered.size());
   for (const std::string& name : builtin_stack_names())
     CHECK(std::find(covered.begin(), covered.end(), name) != covered.end());

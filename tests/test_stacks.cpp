@@ -168,6 +168,10 @@ TEST_CASE("Conditions in data files: comparisons and named predicates, unknown t
   CHECK_FALSE(Condition("tp > 1 and pp > 2", "f").holds(e.strategy, e.training));
   CHECK(Condition("dp == 2 and 16-bit and synchronous", "f").holds(e.strategy, e.training));
   CHECK_FALSE(Condition("gathered parameters", "f").holds(e.strategy, e.training));
+  // The megatron-core preset's distributed optimizer is sharded; the dp preset's is not.
+  CHECK(Condition("sharded optimizer and replicated gradients", "f").holds(e.strategy, e.training));
+  const Experiment ddp = with("", R"({"preset": "dp", "dp": 4})");
+  CHECK_FALSE(Condition("sharded optimizer", "f").holds(ddp.strategy, ddp.training));
   CHECK(Condition("", "f").holds(e.strategy, e.training));
   CHECK_THROWS_WITH(Condition("tp > one", "x.when"), Catch::Contains("x.when=\"tp > one\": the term \"tp > one\""));
   CHECK_THROWS_WITH(Condition("interleaved or tp > 1", "x.when"), Catch::Contains("is neither a comparison"));

@@ -11,7 +11,7 @@ const std::vector<std::string>& predicates() {
   static const std::vector<std::string> names = {
       "interleaved", "synchronous", "gathered parameters", "no weight copies",     "in-place optimizer",
       "fp8",         "16-bit",      "sharded gradients",   "replicated gradients", "bf16",
-      "1f1b",        "ep overlap",  "full recompute"};
+      "1f1b",        "ep overlap",  "full recompute",      "sharded optimizer"};
   return names;
 }
 
@@ -34,6 +34,7 @@ bool predicate(const std::string& name, const StrategySpec& s, const TrainingSpe
   if (name == "1f1b") return s.schedule == Schedule::OneFOneB;
   if (name == "ep overlap") return s.ep_overlap;
   if (name == "full recompute") return t.recompute == Recompute::Full;
+  if (name == "sharded optimizer") return s.placement.sharded_axes(State::Optimizer) != kNoAxes;
   if (name == "replicated gradients")
     return s.placement.gradients == Mode::Replicated && s.placement.replicate.gradients == Mode::Replicated;
   if (name == "sharded gradients")
@@ -82,12 +83,13 @@ Condition::Condition(const std::string& text, const std::string& field) : text_(
     std::string extra;
     if (!(in >> t.name >> t.op >> t.value) || (in >> extra) || mesh_degree(StrategySpec{}, t.name) < 0 ||
         (t.op != ">" && t.op != ">=" && t.op != "<" && t.op != "<=" && t.op != "==" && t.op != "!="))
-      throw InputError(field + "=\"" + text + "\": the term \"" + term +
-                       "\" is neither a comparison of a mesh degree (dp, dp_shard, dp_replicate, tp, pp, cp, ep) "
-                       "with a number, such as \"tp > 1\", nor one of: interleaved, synchronous, gathered "
-                       "parameters, no weight copies, in-place optimizer, fp8, 16-bit, bf16, 1f1b, ep overlap, full "
-                       "recompute, sharded gradients, replicated gradients, each maybe after \"not \" (terms are "
-                       "joined by \" and \")");
+      throw InputError(
+          field + "=\"" + text + "\": the term \"" + term +
+          "\" is neither a comparison of a mesh degree (dp, dp_shard, dp_replicate, tp, pp, cp, ep) "
+          "with a number, such as \"tp > 1\", nor one of: interleaved, synchronous, gathered "
+          "parameters, no weight copies, in-place optimizer, fp8, 16-bit, bf16, 1f1b, ep overlap, full "
+          "recompute, sharded gradients, replicated gradients, sharded optimizer, each maybe after \"not \" (terms are "
+          "joined by \" and \")");
     terms_.push_back(t);
   }
 }
