@@ -390,10 +390,7 @@ void check_param_gather_overlap(const Experiment& e) {
   const StrategySpec& s = e.strategy;
   const Placement& p = s.placement;
   if (!s.param_gather_overlap || !e.provenance.written("strategy.param_gather_overlap")) return;
-  const bool regathers =
-      p.sharded_axes(State::Optimizer) != kNoAxes && (p.mode(State::Parameters, kShardAxis) == Mode::Replicated ||
-                                                      p.mode(State::Parameters, kReplicateAxis) == Mode::Replicated);
-  if (!regathers)
+  if (!s.gathers_after_step())
     throw InputError(
         "strategy.param_gather_overlap=true overlaps the all-gather of the updated parameter shards "
         "with the next step's forward, but placement " +
@@ -407,7 +404,7 @@ void check_grad_allreduce(const Experiment& e) {
   const StrategySpec& s = e.strategy;
   const Placement& p = s.placement;
   if (!s.grad_allreduce || !e.provenance.written("strategy.grad_allreduce")) return;
-  if (p.sharded_axes(State::Gradients) != kNoAxes || p.sharded_axes(State::Optimizer) == kNoAxes)
+  if (!s.reduce_scatters_at_step())
     throw InputError(
         "strategy.grad_allreduce=true all-reduces the accumulated gradients where the sharded optimizer "
         "needs only their reduce-scatter, but placement " +
@@ -472,8 +469,10 @@ Json strategy_to_json(const StrategySpec& s) {
   if (s.flat_params) j["flat_params"] = true;
   if (s.tp_copies) j["tp_copies"] = true;
   if (s.ep_overlap) j["ep_overlap"] = true;
-  if (s.param_gather_overlap) j["param_gather_overlap"] = true;
-  if (s.grad_allreduce) j["grad_allreduce"] = true;
+  // Echoed where they act: a stack sets them for every plan, and an echo read back as input would be refused where
+  // they cannot act.
+  if (s.param_gather_overlap && s.gathers_after_step()) j["param_gather_overlap"] = true;
+  if (s.grad_allreduce && s.reduce_scatters_at_step()) j["grad_allreduce"] = true;
   if (s.tp_fp8_gather) j["tp_fp8_gather"] = true;
   if (!s.layers_per_stage.empty()) j["layers_per_stage"] = s.layers_per_stage;
   // The split data axis appears only when it is split, so one-axis reports read as before.

@@ -187,6 +187,18 @@ struct StrategySpec {
   bool regathers_after_backward() const { return defers_grad_sync() && reshard_after_backward; }
   /// FSDP under a pipeline, either way: gradients accumulated unsharded, reduce-scattered after the last backward.
   bool defers_grad_sync() const { return !reshard_after_forward && pp > 1; }
+  /// The placement gathers updated parameter shards after the step (optimizer sharded, parameters replicated along
+  /// some data axis): what param_gather_overlap moves.
+  bool gathers_after_step() const {
+    return placement.sharded_axes(State::Optimizer) != kNoAxes &&
+           (placement.mode(State::Parameters, kShardAxis) == Mode::Replicated ||
+            placement.mode(State::Parameters, kReplicateAxis) == Mode::Replicated);
+  }
+  /// The placement reduce-scatters accumulated gradients at the step (replicated gradients, a sharded optimizer):
+  /// what grad_allreduce turns into an all-reduce.
+  bool reduce_scatters_at_step() const {
+    return placement.sharded_axes(State::Gradients) == kNoAxes && placement.sharded_axes(State::Optimizer) != kNoAxes;
+  }
   /// The interleaved schedule's micro-batch group N: microbatch_group, or pp when it is not given.
   std::int64_t interleave_group() const { return microbatch_group > 0 ? microbatch_group : pp; }
   /// The ranks over which data-parallel states are placed: dp x cp (cp counts with dp_shard).
