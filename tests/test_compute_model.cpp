@@ -809,6 +809,10 @@ TEST_CASE("FP8 MXFP8 (Transformer Engine): one cast with both copies and scales,
       R"({"preset": "dgx-h100", "nodes": 1, "accelerator": {"preset": "h100-sxm", "mxfp8_gemm_factor": 0.9}})"));
   CHECK(custom.accelerator.mxfp8_gemm_factor == 0.9);
   CHECK(cluster_to_json(custom)["accelerator"]["mxfp8_gemm_factor"] == 0.9);
+  // A factor on an accelerator without FP8 tensor cores is refused, not costed at a zero rate.
+  AcceleratorSpec a100 = accelerator_preset("a100-80gb", "a");
+  a100.mxfp8_gemm_factor = 0.9;
+  CHECK_THROWS_WITH(layer_times(d8, a100), Catch::Contains("peak_fp8_flops") && Catch::Contains("a100-80gb"));
 }
 
 // Transformer Engine's GEMM profiling guide (NVIDIA/TransformerEngine d0067d0

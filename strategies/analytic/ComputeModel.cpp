@@ -454,6 +454,19 @@ double gemm_time_s(const GemmShape& g, DType dtype, const AcceleratorSpec& acc, 
   return gemm_time_at(g, acc.peak_flops(dtype), dtype == DType::FP32 ? 4 : 2, acc, extra_bytes);
 }
 
+namespace {
+
+// The FP8 GEMM model at `share` of the FP8 peak; refused without FP8 tensor cores.
+double fp8_gemm_at(const GemmShape& g, const AcceleratorSpec& acc, double share, double extra_bytes) {
+  if (!(acc.peak_fp8_flops > 0))
+    throw InputError("training.fp8=true runs the linear layers on FP8 tensor cores, but accelerator " + acc.name +
+                     " has none (no peak_fp8_flops: A100 has no FP8 tensor cores); set training.fp8=false, or give "
+                     "cluster.accelerator.peak_fp8_flops for a custom accelerator");
+  return gemm_time_at(g, acc.peak_fp8_flops * share, 2, acc, extra_bytes);
+}
+
+}  // namespace
+
 double mxfp8_gemm_time_s(const GemmShape& g, const AcceleratorSpec& acc, double extra_bytes) {
   if (!(acc.mxfp8_gemm_factor > 0))
     throw InputError(
@@ -465,15 +478,11 @@ double mxfp8_gemm_time_s(const GemmShape& g, const AcceleratorSpec& acc, double 
         "a custom accelerator");
   // The FP8 GEMM model at the FP8 peak times the measured MX/per-tensor kernel ratio; its bytes are counted as FP8's
   // (the scales, 1/32 of the operands, are left out).
-  return gemm_time_at(g, acc.peak_fp8_flops * acc.mxfp8_gemm_factor, 2, acc, extra_bytes);
+  return fp8_gemm_at(g, acc, acc.mxfp8_gemm_factor, extra_bytes);
 }
 
 double fp8_gemm_time_s(const GemmShape& g, const AcceleratorSpec& acc, double extra_bytes) {
-  if (!(acc.peak_fp8_flops > 0))
-    throw InputError("training.fp8=true runs the linear layers on FP8 tensor cores, but accelerator " + acc.name +
-                     " has none (no peak_fp8_flops: A100 has no FP8 tensor cores); set training.fp8=false, or give "
-                     "cluster.accelerator.peak_fp8_flops for a custom accelerator");
-  return gemm_time_at(g, acc.peak_fp8_flops, 2, acc, extra_bytes);
+  return fp8_gemm_at(g, acc, 1, extra_bytes);
 }
 
 double elementwise_time_s(double bytes, const AcceleratorSpec& acc) {
