@@ -138,6 +138,20 @@ double Expander::held_experts(int s, State state) const {
       held_share(expert_view(e_.strategy), state, st.expert_total(), st.expert_padded(e_.strategy.edp())));
 }
 
+// A collective of the experts' plan entry `dc` over expert-data-parallel group j of stage s, on a buffer of `padded`
+// elements (divided as the entry says).
+Collective Expander::expert_collective(const DataCollective& dc, int s, int j, std::int64_t padded, Stream stream,
+                                       int elem_bytes) {
+  Collective c;
+  c.op = dc.op;
+  c.cls = CommClass::ExpertDataSync;
+  c.stream = stream;
+  c.group = edp_group(s, j);
+  c.elems = padded / expert_view(e_.strategy).degree(dc.divided);
+  c.elem_bytes = elem_bytes;
+  return c;
+}
+
 // The experts' gradients, synchronised once per step over each expert-data-parallel group (the stage's lanes that
 // hold the same experts: lane % ep alike) in expert_plan order, bucket by bucket as the dense gradients: MoE layers
 // fill a bucket of bucket_bytes in the backward's order, reduced once the last backward of each of its layers is done
@@ -154,7 +168,7 @@ void Expander::expert_grads_ready(int s, int chunk, int g) {
                             ? it->second
                             : expert_last_[static_cast<std::size_t>(s)][static_cast<std::size_t>(lane)]);
     }
-    b.elems += st.expert_padded(e_.strategy.edp()) / st.moe_layers;
+    b.elems += st.expert_layer_padded(e_.strategy.edp());
     if (static_cast<double>(b.elems) * e_.training.grad_bytes() >= e_.strategy.bucket_bytes) reduce_expert_bucket(s, j);
   }
 }
@@ -162,19 +176,11 @@ void Expander::expert_grads_ready(int s, int chunk, int g) {
 void Expander::reduce_expert_bucket(int s, int j) {
   ExpertBucket& b = expert_buckets_[{s, j}];
   if (b.elems == 0) return;
-  const StrategySpec v = expert_view(e_.strategy);
   std::vector<TaskId> before = b.before;
   for (TaskId dep : b.ready) before.push_back(dep);
   for (const DataCollective& dc : expert_plan(e_.strategy)) {
     if (dc.state != State::Gradients || dc.when != DataWhen::Step) continue;
-    Collective c;
-    c.op = dc.op;
-    c.cls = CommClass::ExpertDataSync;
-    c.stream = Stream::DpComm;
-    c.group = edp_group(s, j);
-    c.elems = b.elems / v.degree(dc.divided);
-    c.elem_bytes = e_.training.grad_bytes();
-    const TaskId id = add_collective(c, s);
+    const TaskId id = add_collective(expert_collective(dc, s, j, b.elems, Stream::DpComm, e_.training.grad_bytes()), s);
     for (TaskId dep : before)
       if (dep != kNoTask) g_.depend(dep, id);
     before = {id};
@@ -195,18 +201,12 @@ void Expander::expert_step_sync(int s) {
 // in one bucket per MoE layer: the same bytes.
 void Expander::issue_expert_param_sync(int s, int chunk, int g) {
   const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
-  const StrategySpec v = expert_view(e_.strategy);
   for (const DataCollective& dc : expert_plan(e_.strategy)) {
     if (dc.when != DataWhen::AfterStep) continue;
     for (int j = 0; j < ep_; ++j) {
-      Collective c;
-      c.op = dc.op;
-      c.cls = CommClass::ExpertDataSync;
-      c.stream = Stream::DpGather;
-      c.group = edp_group(s, j);
-      c.elems = st.expert_padded(e_.strategy.edp()) / st.moe_layers / v.degree(dc.divided);
-      c.elem_bytes = e_.training.param_bytes();
-      const TaskId id = add_collective(c, s);
+      const TaskId id = add_collective(expert_collective(dc, s, j, st.expert_layer_padded(e_.strategy.edp()),
+                                                         Stream::DpGather, e_.training.param_bytes()),
+                                       s);
       for (int lane = j; lane < dl_ * tp_; lane += ep_)
         param_sync_[{static_cast<std::size_t>(lane), chunk, g}].push_back(id);
     }
@@ -217,18 +217,12 @@ void Expander::issue_expert_param_sync(int s, int chunk, int g) {
 void Expander::expert_regather(int s, const std::vector<TaskId>& updated) {
   const StageLayout& st = layouts_[static_cast<std::size_t>(s)];
   if (st.moe_layers == 0) return;
-  const StrategySpec v = expert_view(e_.strategy);
   for (const DataCollective& dc : expert_plan(e_.strategy)) {
     if (dc.when != DataWhen::AfterStep) continue;
     for (int j = 0; j < ep_; ++j) {
-      Collective c;
-      c.op = dc.op;
-      c.cls = CommClass::ExpertDataSync;
-      c.stream = Stream::DpGather;
-      c.group = edp_group(s, j);
-      c.elems = st.expert_padded(e_.strategy.edp()) / v.degree(dc.divided);
-      c.elem_bytes = e_.training.param_bytes();
-      const TaskId id = add_collective(c, s);
+      const TaskId id = add_collective(
+          expert_collective(dc, s, j, st.expert_padded(e_.strategy.edp()), Stream::DpGather, e_.training.param_bytes()),
+          s);
       for (int lane = j; lane < dl_ * tp_; lane += ep_) g_.depend(updated[static_cast<std::size_t>(lane)], id);
     }
   }

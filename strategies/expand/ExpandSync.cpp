@@ -425,13 +425,7 @@ void Expander::finish_step(int s) {
     if (!regather || e_.strategy.param_gather_overlap) continue;
     std::int64_t bucket = 0;
     auto issue = [&]() {
-      Collective c;
-      c.op = regather->op;
-      c.cls = regather->cls;
-      c.stream = Stream::DpGather;
-      c.elems = bucket / e_.strategy.degree(regather->divided);
-      c.elem_bytes = static_cast<int>(pb);
-      for (const DataCoset& coset : add_data_collectives(c, regather->group, t, s))
+      for (const DataCoset& coset : add_data_collectives(regather_collective(*regather, bucket), regather->group, t, s))
         for (TaskId first : coset.tasks.first)
           for (int d : coset.members) g_.depend(updated[static_cast<std::size_t>(d)], first);
       bucket = 0;
@@ -445,6 +439,17 @@ void Expander::finish_step(int s) {
   }
   // The experts' after-step gathers follow every lane's update (or the next step's forward gathers them).
   if (!e_.strategy.param_gather_overlap) expert_regather(s, updated_lanes);
+}
+
+// The all-gather of a bucket of `bucket` updated parameter elements (the plan's after-step entry `regather`).
+Collective Expander::regather_collective(const DataCollective& regather, std::int64_t bucket) const {
+  Collective c;
+  c.op = regather.op;
+  c.cls = regather.cls;
+  c.stream = Stream::DpGather;
+  c.elems = bucket / e_.strategy.degree(regather.divided);
+  c.elem_bytes = e_.training.param_bytes();
+  return c;
 }
 
 // Megatron-Core's --overlap-param-gather (distrib_optimizer.py step_with_ready_grads: "the first all-gather is launched
@@ -461,12 +466,7 @@ void Expander::issue_param_sync(int s) {
   std::vector<std::int64_t> bucket(static_cast<std::size_t>(tp_), 0);  // per tp rank: the bucket being filled
   std::vector<std::vector<std::pair<int, int>>> members(static_cast<std::size_t>(tp_));  // its (chunk, group)s
   auto issue = [&](int t) {
-    Collective c;
-    c.op = regather->op;
-    c.cls = regather->cls;
-    c.stream = Stream::DpGather;
-    c.elems = bucket[static_cast<std::size_t>(t)] / e_.strategy.degree(regather->divided);
-    c.elem_bytes = static_cast<int>(pb);
+    const Collective c = regather_collective(*regather, bucket[static_cast<std::size_t>(t)]);
     for (const DataCoset& coset : add_data_collectives(c, regather->group, t, s))
       for (int d : coset.members) {
         const TaskId last = task_of_member(coset.tasks.last, rank(d, t, s));

@@ -209,6 +209,8 @@ class Expander {
   /// The last backward of MoE layer group (chunk, g) is expanded: its experts' gradients join the stage's bucket.
   void expert_grads_ready(int s, int chunk, int g);
   void reduce_expert_bucket(int s, int j);
+  Collective expert_collective(const DataCollective& dc, int s, int j, std::int64_t padded, Stream stream,
+                               int elem_bytes);
   void expert_regather(int s, const std::vector<TaskId>& updated);
   /// Elements of `state` of the routed experts a device of stage s holds.
   double held_experts(int s, State state) const;
@@ -270,6 +272,7 @@ class Expander {
   /// the first forward of its layer groups (param_sync_).
   void issue_param_sync(int s);
   void issue_expert_param_sync(int s, int chunk, int g);
+  Collective regather_collective(const DataCollective& regather, std::int64_t bucket) const;
   /// A gradient all-reduce of `elems` between devices a and b (no stage), on the data-parallel stream.
   TaskId add_pair_allreduce(int a, int b, CommClass cls, std::int64_t elems);
   void embedding_sync();

@@ -14,7 +14,11 @@ std::int64_t StageLayout::sharded_elems(std::int64_t n) const {
 }
 
 std::int64_t StageLayout::expert_padded(std::int64_t edp) const {
-  return moe_layers * shard_elems(expert_elems, edp) * edp;
+  return moe_layers * expert_layer_padded(edp);
+}
+
+std::int64_t StageLayout::expert_layer_padded(std::int64_t edp) const {
+  return shard_elems(expert_elems, edp) * edp;
 }
 
 // The embedding rides with the first layer and the head with the last (they are gathered and reduced together).

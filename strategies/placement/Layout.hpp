@@ -36,6 +36,8 @@ struct StageLayout {
   std::int64_t expert_total() const { return moe_layers * expert_elems; }
   /// The experts' units, each padded to a multiple of edp, added up.
   std::int64_t expert_padded(std::int64_t edp) const;
+  /// One MoE layer's experts, padded to a multiple of edp (expert_padded is moe_layers of them).
+  std::int64_t expert_layer_padded(std::int64_t edp) const;
   /// Elements one device holds when every unit is sharded over `n` ranks (each unit padded to a multiple of n).
   std::int64_t sharded_elems(std::int64_t n) const;
   /// Opaque model without layers: the bucket it is gathered and reduced in (bucket_bytes of parameters, a multiple of
