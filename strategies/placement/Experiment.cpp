@@ -384,27 +384,21 @@ void resolve_kernels(Experiment& e) {
 
 }  // namespace
 
-// strategy.param_gather_overlap written by the user on a placement without an after-step parameter gather (a stack
-// supplying it for every plan leaves it without effect there).
-void check_param_gather_overlap(const Experiment& e) {
+// Flags a stack sets for every plan, left without effect where the placement has nothing for them to change; written
+// by the user there, refused: param_gather_overlap without an after-step parameter gather, grad_allreduce without a
+// reduce-scatter at the step.
+void check_inert_flags(const Experiment& e) {
   const StrategySpec& s = e.strategy;
   const Placement& p = s.placement;
-  if (!s.param_gather_overlap || !e.provenance.written("strategy.param_gather_overlap")) return;
-  if (!s.gathers_after_step())
+  auto refused = [&](bool set, const char* field, bool acts) { return set && !acts && e.provenance.written(field); };
+  if (refused(s.param_gather_overlap, "strategy.param_gather_overlap", s.gathers_after_step()))
     throw InputError(
         "strategy.param_gather_overlap=true overlaps the all-gather of the updated parameter shards "
         "with the next step's forward, but placement " +
         short_form(p) +
         " gathers none after the step (it needs the optimizer sharded and the parameters replicated, "
         "as the megatron-core preset's distributed optimizer): drop it");
-}
-
-// strategy.grad_allreduce on a placement whose step reduce-scatters no gradients.
-void check_grad_allreduce(const Experiment& e) {
-  const StrategySpec& s = e.strategy;
-  const Placement& p = s.placement;
-  if (!s.grad_allreduce || !e.provenance.written("strategy.grad_allreduce")) return;
-  if (!s.reduce_scatters_at_step())
+  if (refused(s.grad_allreduce, "strategy.grad_allreduce", s.reduce_scatters_at_step()))
     throw InputError(
         "strategy.grad_allreduce=true all-reduces the accumulated gradients where the sharded optimizer "
         "needs only their reduce-scatter, but placement " +
@@ -418,8 +412,7 @@ void resolve(Experiment& e) {
   StrategySpec& s = e.strategy;
   if (s.noam == 0) s.noam = s.pp;
   check_experts(e);
-  check_param_gather_overlap(e);
-  check_grad_allreduce(e);
+  check_inert_flags(e);
   resolve_recompute(e);
   resolve_kernels(e);
 }
